@@ -1,0 +1,13 @@
+#pragma once
+// The subcommand table: each register_<command> adds its flags and, when the
+// command is chosen, sets `action` to run it and return the exit code.
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace idem::cli {
+
+void register_verify(CLI::App& app, std::function<int()>& action);
+void register_sign(CLI::App& app, std::function<int()>& action);
+
+} // namespace idem::cli

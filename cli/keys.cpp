@@ -1,0 +1,84 @@
+#include "keys.hpp"
+
+#include "common.hpp"
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+
+namespace idem::cli {
+
+void add_key_options(CLI::App& command, KeyOptions& options) {
+    command.add_option("--scheme", options.scheme,
+                       "github, stripe, slack, standard, svix, shopify, discord, twilio, square, "
+                       "pagerduty, hmac, or auto (default: from the headers)");
+    command.add_option("--secret", options.secrets,
+                       "shared secret; repeat for rotation; 'label=VALUE' names it in verdicts")
+        ->allow_extra_args(false);
+    command.add_option("--secret-file", options.secret_files, "file with one secret per line")
+        ->allow_extra_args(false);
+    command.add_option("--secret-env", options.secret_envs, "environment variable holding a secret")
+        ->allow_extra_args(false);
+    command.add_option("--public-key", options.public_keys,
+                       "ed25519 public key (hex, base64 or whpk_...) for discord and Standard Webhooks v1a")
+        ->allow_extra_args(false);
+    command.add_option("--url", options.url, "the full public URL the provider called (twilio, square)");
+    command.add_option("--url-base", options.url_base,
+                       "https://host[:port] to which each envelope's path is appended (twilio, square)");
+    command.add_flag("--allow-sha1", options.allow_sha1,
+                     "accept the legacy SHA-1 signatures of GitHub (X-Hub-Signature) and Square");
+    command.add_option("--hmac-header", options.hmac_header, "hmac scheme: signature header (X-Signature)");
+    command.add_option("--hmac-prefix", options.hmac_prefix, "hmac scheme: prefix before the digest, e.g. sha256=");
+    command.add_option("--hmac-algorithm", options.hmac_algorithm, "hmac scheme: sha1, sha256 (default), sha512");
+    command.add_option("--hmac-encoding", options.hmac_encoding, "hmac scheme: hex (default) or base64");
+    command.add_option("--hmac-message", options.hmac_message,
+                       "hmac scheme: what is signed, with {body}, {timestamp}, {id} (default {body})");
+    command.add_option("--hmac-timestamp-header", options.hmac_timestamp_header,
+                       "hmac scheme: header holding {timestamp} (checked against --tolerance)");
+    command.add_option("--hmac-id-header", options.hmac_id_header, "hmac scheme: header holding {id}");
+}
+
+namespace {
+std::string read_secret_file(const std::string& path) {
+    std::ifstream file(path);
+    if (!file) throw UsageError(fmt::format("--secret-file: cannot read {}", quote(path)));
+    std::stringstream contents;
+    contents << file.rdbuf();
+    return contents.str();
+}
+} // namespace
+
+verify::VerifyConfig key_config(const KeyOptions& options) {
+    verify::VerifyConfig config;
+    config.scheme = verify::parse_scheme(options.scheme);
+    for (const auto& text : options.secrets)
+        config.secrets.push_back(verify::parse_secret(text, config.secrets.size() + 1));
+    for (const auto& path : options.secret_files)
+        for (auto& secret : verify::parse_secret_lines(read_secret_file(path), config.secrets.size() + 1))
+            config.secrets.push_back(std::move(secret));
+    for (const auto& name : options.secret_envs) {
+        auto secret = verify::parse_secret(require_env(name, "--secret-env"), config.secrets.size() + 1);
+        if (secret.label.starts_with('#')) secret.label = name;
+        config.secrets.push_back(std::move(secret));
+    }
+    for (const auto& text : options.public_keys)
+        config.public_keys.push_back(verify::parse_public_key(text, config.public_keys.size() + 1));
+    config.url = options.url;
+    config.url_base = options.url_base;
+    config.sha1 = options.allow_sha1 ? verify::Sha1Policy::allow : verify::Sha1Policy::reject;
+    config.hmac.header = options.hmac_header;
+    config.hmac.prefix = options.hmac_prefix;
+    config.hmac.algorithm = verify::parse_hash_algorithm(options.hmac_algorithm);
+    config.hmac.encoding = verify::parse_signature_encoding(options.hmac_encoding);
+    config.hmac.message_template = options.hmac_message;
+    config.hmac.timestamp_header = options.hmac_timestamp_header;
+    config.hmac.id_header = options.hmac_id_header;
+    if (config.hmac.message_template.find("{timestamp}") != std::string::npos &&
+        config.hmac.timestamp_header.empty() && config.scheme == verify::Scheme::hmac)
+        throw UsageError("--hmac-message uses {timestamp}: say where it comes from with --hmac-timestamp-header");
+    return config;
+}
+
+} // namespace idem::cli

@@ -1,0 +1,85 @@
+// idem verify: check webhook signatures (docs/verify.md).
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "keys.hpp"
+
+#include "idem/io/sink.hpp"
+#include "idem/util/time.hpp"
+#include "idem/verify/run.hpp"
+
+namespace idem::cli {
+
+namespace {
+struct VerifyOptions {
+    CommonOptions common;
+    KeyOptions keys;
+    std::string tolerance = "5m";
+    std::string now;
+    bool ignore_timestamp = false;
+    bool nonce = false;
+    std::string store;
+    bool drop_invalid = false;
+    std::string invalid_path;
+    bool no_fail = false;
+};
+
+int run_verify_command(const VerifyOptions& options) {
+    verify::VerifyRunOptions run;
+    run.input = input_options(options.common);
+    run.strictness = strictness(options.common);
+    run.reject_path = options.common.reject_path;
+    run.config = key_config(options.keys);
+    run.config.tolerance = parse_duration(options.tolerance);
+    run.config.timestamp_check =
+        options.ignore_timestamp ? verify::TimestampCheck::ignore : verify::TimestampCheck::enforce;
+    if (!options.now.empty()) run.now = parse_timestamp_flag("--now", options.now);
+    run.invalid_routing = options.drop_invalid || !options.invalid_path.empty()
+                              ? verify::InvalidRouting::divert
+                              : verify::InvalidRouting::keep_in_output;
+    run.invalid_path = options.invalid_path;
+    run.nonce = options.nonce ? verify::NonceCheck::on : verify::NonceCheck::off;
+    run.store_uri = options.store;
+    StderrDiagnostics diagnostics(options.common.quiet);
+    auto output = io::Sink::standard_output();
+    auto result = verify::run_verify(run, *output, diagnostics);
+    print_summary(options.common, result.summary);
+    return result.findings > 0 && !options.no_fail ? 1 : 0;
+}
+} // namespace
+
+void register_verify(CLI::App& app, std::function<int()>& action) {
+    auto options = std::make_shared<VerifyOptions>();
+    auto* command = app.add_subcommand("verify", "check webhook signatures; exit 1 if any is invalid");
+    command->description(
+        "Check the signature of every delivery envelope and write each record to stdout with\n"
+        "\"_idem\":{\"verify\":{\"valid\":...,\"scheme\":...,\"key\":...,\"reason\":...}} added.\n"
+        "Timestamps are judged as of --now, else each envelope's received_at, else the clock.");
+    add_common_options(*command, options->common);
+    add_key_options(*command, options->keys);
+    command->add_option("--tolerance", options->tolerance,
+                        "how far a signed timestamp may be from now (default 5m)");
+    command->add_option("--now", options->now, "judge timestamps as of this time (RFC 3339 or epoch)");
+    command->add_flag("--ignore-timestamp", options->ignore_timestamp, "do not check timestamps (archives)");
+    command->add_flag("--nonce", options->nonce,
+                      "reject a second delivery of the same message inside the tolerance window, "
+                      "remembered in the store");
+    command->add_option("--store", options->store, "store for --nonce: PATH, :memory:, redis://host:port[/db]")
+        ->envname("IDEM_STORE")
+        ->default_str("idem.db");
+    command->add_flag("--drop-invalid", options->drop_invalid,
+                      "keep invalid records out of stdout (into --invalid FILE when given)");
+    command->add_option("--invalid", options->invalid_path,
+                        "write invalid records here instead of stdout (implies --drop-invalid)");
+    command->add_flag("--no-fail", options->no_fail, "exit 0 even when records are invalid");
+    command->footer("Examples:\n"
+                    "  idem verify --scheme stripe --secret-env STRIPE_WEBHOOK_SECRET captures.ndjson\n"
+                    "  idem verify --secret old=$OLD --secret new=$NEW --invalid bad.ndjson < captures.ndjson\n"
+                    "  idem verify --scheme github --secret-file gh.secret --now 2026-11-29T08:00:00Z week.ndjson");
+    command->callback([options, &action] {
+        if (options->store.empty()) options->store = "idem.db";
+        action = [options] { return run_verify_command(*options); };
+    });
+}
+
+} // namespace idem::cli

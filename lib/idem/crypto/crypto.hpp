@@ -1,0 +1,90 @@
+#pragma once
+// The only door to OpenSSL: keyed MACs prepared once and reused per message,
+// SHA digests, ed25519, and constant-time comparison. Key material never
+// leaves these objects except as MAC outputs.
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace idem::crypto {
+
+enum class HashAlgorithm { sha1, sha256, sha512 };
+
+[[nodiscard]] std::string_view hash_name(HashAlgorithm algorithm);
+[[nodiscard]] std::size_t digest_size(HashAlgorithm algorithm);
+
+// A MAC or digest output (at most SHA-512's 64 bytes).
+struct Digest {
+    std::array<unsigned char, 64> bytes{};
+    std::size_t size = 0;
+    [[nodiscard]] std::string_view view() const {
+        return {reinterpret_cast<const char*>(bytes.data()), size};
+    }
+};
+
+// An HMAC key prepared once; each mac() costs one message's hashing, with no
+// allocation. Not thread-safe: one per thread.
+class HmacKey {
+public:
+    HmacKey(HashAlgorithm algorithm, std::string_view key);
+    ~HmacKey();
+    HmacKey(HmacKey&&) noexcept;
+    HmacKey& operator=(HmacKey&&) noexcept;
+
+    // HMAC over the concatenation of `parts`.
+    [[nodiscard]] Digest mac(std::initializer_list<std::string_view> parts) const;
+    [[nodiscard]] HashAlgorithm algorithm() const { return m_algorithm; }
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+    HashAlgorithm m_algorithm;
+};
+
+[[nodiscard]] Digest hash(HashAlgorithm algorithm, std::string_view message);
+
+// Compares in time that depends only on the lengths, which are public.
+[[nodiscard]] bool constant_time_equal(std::string_view a, std::string_view b);
+
+inline constexpr std::size_t k_ed25519_key_bytes = 32;
+inline constexpr std::size_t k_ed25519_signature_bytes = 64;
+
+class Ed25519PublicKey {
+public:
+    // nullopt unless `raw` is 32 bytes that OpenSSL accepts.
+    static std::optional<Ed25519PublicKey> from_raw(std::string_view raw);
+    ~Ed25519PublicKey();
+    Ed25519PublicKey(Ed25519PublicKey&&) noexcept;
+    Ed25519PublicKey& operator=(Ed25519PublicKey&&) noexcept;
+
+    [[nodiscard]] bool verify(std::string_view message, std::string_view signature) const;
+
+private:
+    Ed25519PublicKey();
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+class Ed25519PrivateKey {
+public:
+    // From the 32-byte seed (RFC 8032 "secret key"); nullopt for other sizes.
+    static std::optional<Ed25519PrivateKey> from_seed(std::string_view seed);
+    ~Ed25519PrivateKey();
+    Ed25519PrivateKey(Ed25519PrivateKey&&) noexcept;
+    Ed25519PrivateKey& operator=(Ed25519PrivateKey&&) noexcept;
+
+    [[nodiscard]] std::string sign(std::string_view message) const;
+    [[nodiscard]] std::string public_key_raw() const;
+
+private:
+    Ed25519PrivateKey();
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace idem::crypto

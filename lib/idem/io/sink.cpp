@@ -1,0 +1,80 @@
+#include "idem/io/sink.hpp"
+
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+namespace idem::io {
+
+namespace {
+constexpr std::size_t k_buffer_bytes = 1 << 20;
+}
+
+Sink::Sink(int fd, std::string name, bool owns_fd)
+    : m_fd(fd), m_name(std::move(name)), m_owns_fd(owns_fd),
+      m_buffer(std::make_unique<char[]>(k_buffer_bytes)) {}
+
+std::unique_ptr<Sink> Sink::standard_output() {
+    return std::unique_ptr<Sink>(new Sink(STDOUT_FILENO, "<stdout>", false));
+}
+
+std::unique_ptr<Sink> Sink::create_file(const std::string& path) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        throw FileSystemError(fmt::format("cannot create {}: {}", quote(path), std::strerror(errno)));
+    return std::unique_ptr<Sink>(new Sink(fd, path, true));
+}
+
+Sink::~Sink() {
+    // Destructors cannot report failures; callers flush explicitly on the
+    // success path so a write error is never lost silently.
+    if (m_used > 0) {
+        try {
+            flush();
+        } catch (...) {
+        }
+    }
+    if (m_owns_fd) ::close(m_fd);
+}
+
+void Sink::write(std::string_view bytes) {
+    if (bytes.size() >= k_buffer_bytes) {
+        flush();
+        write_all(bytes.data(), bytes.size());
+        return;
+    }
+    if (k_buffer_bytes - m_used < bytes.size()) flush();
+    std::memcpy(m_buffer.get() + m_used, bytes.data(), bytes.size());
+    m_used += bytes.size();
+}
+
+void Sink::flush() {
+    auto used = m_used;
+    m_used = 0;
+    write_all(m_buffer.get(), used);
+}
+
+void Sink::sync() {
+    flush();
+    if (m_owns_fd && ::fsync(m_fd) != 0)
+        throw FileSystemError(fmt::format("cannot sync {}: {}", quote(m_name), std::strerror(errno)));
+}
+
+void Sink::write_all(const char* data, std::size_t size) {
+    while (size > 0) {
+        auto written = ::write(m_fd, data, size);
+        if (written < 0 && errno == EINTR) continue;
+        if (written < 0)
+            throw FileSystemError(
+                fmt::format("cannot write to {}: {}", quote(m_name), std::strerror(errno)));
+        data += written;
+        size -= static_cast<std::size_t>(written);
+    }
+}
+
+} // namespace idem::io

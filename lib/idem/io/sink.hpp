@@ -1,0 +1,45 @@
+#pragma once
+// Buffered byte sinks for stdout and output files. Records are written as the
+// exact bytes that came in; a sink adds nothing of its own.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace idem::io {
+
+class Sink {
+public:
+    // Writes to stdout; does not close it.
+    static std::unique_ptr<Sink> standard_output();
+    // Creates or truncates `path`. Throws FileSystemError naming the path.
+    static std::unique_ptr<Sink> create_file(const std::string& path);
+
+    ~Sink();
+    Sink(const Sink&) = delete;
+    Sink& operator=(const Sink&) = delete;
+
+    void write(std::string_view bytes);
+    // Pushes buffered bytes to the descriptor. Throws FileSystemError.
+    void flush();
+    // Flushes, then asks the kernel to put the bytes on disk (files only).
+    void sync();
+
+    [[nodiscard]] const std::string& name() const { return m_name; }
+    [[nodiscard]] std::uint64_t records_written() const { return m_records; }
+    void count_record() { ++m_records; }
+
+private:
+    Sink(int fd, std::string name, bool owns_fd);
+    void write_all(const char* data, std::size_t size);
+
+    int m_fd;
+    std::string m_name;
+    bool m_owns_fd;
+    std::unique_ptr<char[]> m_buffer;
+    std::size_t m_used = 0;
+    std::uint64_t m_records = 0;
+};
+
+} // namespace idem::io

@@ -1,0 +1,29 @@
+#pragma once
+// What a run reports at the end: counts that prove nothing was lost
+// (in = out + side outputs + rejected), rendered as one human line for stderr
+// or as JSON for scripts (--summary json).
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace idem::io {
+
+struct Summary {
+    std::string command;
+    // In display order; "in" first by convention.
+    std::vector<std::pair<std::string, std::uint64_t>> counts;
+    // Extra facts shown after the counts (scheme, store, ...).
+    std::vector<std::pair<std::string, std::string>> facts;
+    double seconds = 0;
+
+    [[nodiscard]] std::uint64_t count(const std::string& name) const;
+};
+
+// "idem verify: 1000 in, 998 valid, 2 invalid, 0 rejected (0.21 s, 4.8k records/s)"
+[[nodiscard]] std::string render_summary_text(const Summary& summary);
+// {"command":"verify","in":1000,...,"seconds":0.21}
+[[nodiscard]] std::string render_summary_json(const Summary& summary);
+
+} // namespace idem::io

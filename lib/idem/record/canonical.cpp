@@ -1,0 +1,132 @@
+#include "idem/record/canonical.hpp"
+
+#include "idem/record/detail/canonical_writer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace idem::record {
+
+namespace detail {
+
+void write_canonical_string(std::string_view text, std::string& out) {
+    out += '"';
+    for (char c : text) {
+        auto byte = static_cast<unsigned char>(c);
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+            if (byte < 0x20) out += fmt::format("\\u{:04x}", byte);
+            else out += c;
+        }
+    }
+    out += '"';
+}
+
+// One spelling per number: integers (and doubles with an exact integer value
+// below 2^53) in plain decimal, other doubles in the shortest form that
+// reads back to the same double; -0 is 0.
+void write_canonical_number(simdjson::dom::element element, std::string& out) {
+    if (element.is_int64()) {
+        out += fmt::format("{}", int64_t(element));
+        return;
+    }
+    if (element.is_uint64()) {
+        out += fmt::format("{}", uint64_t(element));
+        return;
+    }
+    double value = double(element);
+    constexpr double k_exact_integer_limit = 9007199254740992.0; // 2^53
+    if (value == 0) {
+        out += '0';
+    } else if (std::trunc(value) == value && std::fabs(value) < k_exact_integer_limit) {
+        out += fmt::format("{}", static_cast<int64_t>(value));
+    } else {
+        out += fmt::format("{}", value);
+    }
+}
+
+void write_canonical(simdjson::dom::element element, const std::vector<const FieldPath*>& ignored,
+                     std::size_t depth, std::string& out) {
+    using simdjson::dom::element_type;
+    switch (element.type()) {
+    case element_type::OBJECT: {
+        std::vector<std::pair<std::string_view, simdjson::dom::element>> members;
+        for (auto field : simdjson::dom::object(element)) members.emplace_back(field.key, field.value);
+        // Stable, so repeated keys keep their order and stay distinguishable.
+        std::stable_sort(members.begin(), members.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        out += '{';
+        bool first = true;
+        for (const auto& [key, value] : members) {
+            std::vector<const FieldPath*> deeper;
+            bool skip = false;
+            for (const auto* path : ignored) {
+                const auto& segments = path->segments();
+                if (segments.size() <= depth || segments[depth] != key) continue;
+                if (segments.size() == depth + 1) skip = true;
+                else deeper.push_back(path);
+            }
+            if (skip) continue;
+            if (!first) out += ',';
+            first = false;
+            write_canonical_string(key, out);
+            out += ':';
+            write_canonical(value, deeper, depth + 1, out);
+        }
+        out += '}';
+        return;
+    }
+    case element_type::ARRAY: {
+        out += '[';
+        std::size_t index = 0;
+        bool first = true;
+        for (auto item : simdjson::dom::array(element)) {
+            auto index_text = std::to_string(index++);
+            std::vector<const FieldPath*> deeper;
+            bool skip = false;
+            for (const auto* path : ignored) {
+                const auto& segments = path->segments();
+                if (segments.size() <= depth || segments[depth] != index_text) continue;
+                if (segments.size() == depth + 1) skip = true;
+                else deeper.push_back(path);
+            }
+            if (skip) continue;
+            if (!first) out += ',';
+            first = false;
+            write_canonical(item, deeper, depth + 1, out);
+        }
+        out += ']';
+        return;
+    }
+    case element_type::STRING: write_canonical_string(std::string_view(element), out); return;
+    case element_type::INT64:
+    case element_type::UINT64:
+    case element_type::DOUBLE: write_canonical_number(element, out); return;
+    case element_type::BOOL: out += bool(element) ? "true" : "false"; return;
+    case element_type::NULL_VALUE: out += "null"; return;
+    }
+}
+
+} // namespace detail
+
+std::optional<std::string> canonical_json(std::string_view json, const std::vector<FieldPath>& ignored) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    simdjson::padded_string padded(json);
+    if (parser.parse(padded).get(root) != simdjson::SUCCESS) return std::nullopt;
+    std::vector<const FieldPath*> ignored_paths;
+    for (const auto& path : ignored) ignored_paths.push_back(&path);
+    std::string out;
+    detail::write_canonical(root, ignored_paths, 0, out);
+    return out;
+}
+
+} // namespace idem::record

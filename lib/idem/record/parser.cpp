@@ -1,0 +1,237 @@
+#include "idem/record/parser.hpp"
+
+#include "idem/record/detail/canonical_writer.hpp"
+#include "idem/util/encoding.hpp"
+#include "idem/util/text.hpp"
+
+#include <charconv>
+#include <deque>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <simdjson.h>
+
+namespace idem::record {
+
+std::optional<std::string_view> Envelope::header(std::string_view name) const {
+    for (const auto& h : headers)
+        if (iequals(h.name, name)) return h.value;
+    return std::nullopt;
+}
+
+struct RecordParser::Impl {
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    RecordShape shape = RecordShape::plain_event;
+    bool has_annotations = false;
+    Envelope envelope;
+    std::string decoded_body;
+    // Per-record scratch that views handed out point into.
+    std::deque<std::string> scratch;
+    // The envelope body parsed as JSON, on first use per record.
+    simdjson::dom::parser body_parser;
+    simdjson::padded_string body_copy;
+    std::optional<simdjson::dom::element> body_root;
+    bool body_parsed = false;
+
+    std::optional<ParseFailure> read_envelope();
+    std::optional<simdjson::dom::element> parsed_body();
+    FieldValue to_field_value(simdjson::dom::element element);
+};
+
+RecordParser::RecordParser() : m_impl(std::make_unique<Impl>()) {}
+RecordParser::~RecordParser() = default;
+
+std::optional<ParseFailure> RecordParser::parse(std::string_view line) {
+    auto& impl = *m_impl;
+    impl.scratch.clear();
+    impl.body_parsed = false;
+    impl.body_root.reset();
+    impl.has_annotations = false;
+    impl.shape = RecordShape::plain_event;
+    auto error = impl.parser.parse(reinterpret_cast<const uint8_t*>(line.data()), line.size(), false)
+                     .get(impl.root);
+    if (error != simdjson::SUCCESS) return describe_json_error(line);
+    if (!impl.root.is_object())
+        return ParseFailure{1, "expected a JSON object per line, got a JSON " +
+                                   std::string(impl.root.is_array() ? "array" : "scalar")};
+    simdjson::dom::object object(impl.root);
+    simdjson::dom::element marker;
+    impl.has_annotations = object.at_key("_idem").error() == simdjson::SUCCESS;
+    if (object.at_key("idem").get(marker) == simdjson::SUCCESS) {
+        impl.shape = RecordShape::envelope;
+        return impl.read_envelope();
+    }
+    return std::nullopt;
+}
+
+std::optional<ParseFailure> RecordParser::Impl::read_envelope() {
+    simdjson::dom::object object(root);
+    auto fail = [](std::string message) { return ParseFailure{0, std::move(message)}; };
+    envelope.headers.clear();
+    envelope.id = envelope.method = envelope.path = envelope.received_at = envelope.body = {};
+    auto optional_string = [&](const char* key, std::string_view& target) -> bool {
+        simdjson::dom::element value;
+        if (object.at_key(key).get(value) != simdjson::SUCCESS) return true;
+        if (value.is_string()) {
+            target = std::string_view(value);
+            return true;
+        }
+        if (value.is_number() && std::string_view(key) == "id") {
+            scratch.emplace_back(simdjson::minify(value));
+            target = scratch.back();
+            return true;
+        }
+        return false;
+    };
+    for (const char* key : {"id", "method", "path", "received_at"})
+        if (!optional_string(key, key[0] == 'i'   ? envelope.id
+                                  : key[0] == 'm' ? envelope.method
+                                  : key[0] == 'p' ? envelope.path
+                                                  : envelope.received_at))
+            return fail(fmt::format("envelope field '{}' must be a string", key));
+    simdjson::dom::element headers;
+    if (object.at_key("headers").get(headers) == simdjson::SUCCESS) {
+        if (!headers.is_array()) return fail("envelope field 'headers' must be an array of [name, value] pairs");
+        for (auto pair : simdjson::dom::array(headers)) {
+            simdjson::dom::array items;
+            if (pair.get(items) != simdjson::SUCCESS || items.size() != 2 || !items.at(0).is_string() ||
+                !items.at(1).is_string())
+                return fail("envelope field 'headers' must be an array of [name, value] pairs");
+            envelope.headers.push_back({std::string_view(items.at(0)), std::string_view(items.at(1))});
+        }
+    }
+    simdjson::dom::element body;
+    if (object.at_key("body").get(body) == simdjson::SUCCESS) {
+        if (!body.is_string()) return fail("envelope field 'body' must be a string holding the raw body");
+        envelope.body = std::string_view(body);
+    } else if (object.at_key("body_b64").get(body) == simdjson::SUCCESS) {
+        if (!body.is_string() || !base64_decode_into(std::string_view(body), decoded_body))
+            return fail("envelope field 'body_b64' must be a base64 string");
+        envelope.body = decoded_body;
+    }
+    return std::nullopt;
+}
+
+RecordShape RecordParser::shape() const { return m_impl->shape; }
+const Envelope& RecordParser::envelope() const { return m_impl->envelope; }
+bool RecordParser::has_annotations() const { return m_impl->has_annotations; }
+
+std::optional<simdjson::dom::element> RecordParser::Impl::parsed_body() {
+    if (!body_parsed) {
+        body_parsed = true;
+        body_copy = simdjson::padded_string(envelope.body);
+        simdjson::dom::element element;
+        if (body_parser.parse(body_copy).get(element) == simdjson::SUCCESS) body_root = element;
+    }
+    return body_root;
+}
+
+FieldValue RecordParser::Impl::to_field_value(simdjson::dom::element element) {
+    using simdjson::dom::element_type;
+    FieldValue value;
+    std::string text;
+    switch (element.type()) {
+    case element_type::STRING:
+        value.type = FieldValue::Type::string;
+        value.text = std::string_view(element);
+        return value;
+    case element_type::NULL_VALUE: value.type = FieldValue::Type::null; text = "null"; break;
+    case element_type::BOOL:
+        value.type = FieldValue::Type::boolean;
+        text = bool(element) ? "true" : "false";
+        break;
+    case element_type::INT64:
+    case element_type::UINT64:
+    case element_type::DOUBLE:
+        value.type = FieldValue::Type::number;
+        detail::write_canonical_number(element, text);
+        break;
+    case element_type::OBJECT:
+    case element_type::ARRAY:
+        value.type = element.is_object() ? FieldValue::Type::object : FieldValue::Type::array;
+        detail::write_canonical(element, {}, 0, text);
+        break;
+    }
+    scratch.push_back(std::move(text));
+    value.text = scratch.back();
+    return value;
+}
+
+std::optional<FieldValue> RecordParser::find(const FieldPath& path) {
+    auto& impl = *m_impl;
+    const auto& segments = path.segments();
+    std::size_t start = 0;
+    simdjson::dom::element current = impl.root;
+    if (impl.shape == RecordShape::envelope && !segments.empty()) {
+        if (segments[0] == "headers" && segments.size() == 2) {
+            auto header = impl.envelope.header(segments[1]);
+            if (!header) return std::nullopt;
+            return FieldValue{FieldValue::Type::string, *header};
+        }
+        if (segments[0] == "body" && segments.size() > 1) {
+            auto body = impl.parsed_body();
+            if (!body) return std::nullopt;
+            current = *body;
+            start = 1;
+        }
+    }
+    for (std::size_t i = start; i < segments.size(); ++i) {
+        const auto& segment = segments[i];
+        if (current.is_object()) {
+            if (simdjson::dom::object(current).at_key(segment).get(current) != simdjson::SUCCESS)
+                return std::nullopt;
+        } else if (current.is_array()) {
+            std::size_t index = 0;
+            auto [end, error] = std::from_chars(segment.data(), segment.data() + segment.size(), index);
+            if (error != std::errc{} || end != segment.data() + segment.size()) return std::nullopt;
+            if (simdjson::dom::array(current).at(index).get(current) != simdjson::SUCCESS)
+                return std::nullopt;
+        } else {
+            return std::nullopt;
+        }
+    }
+    return impl.to_field_value(current);
+}
+
+std::optional<std::string_view> RecordParser::canonical_event(const std::vector<FieldPath>& ignored) {
+    auto& impl = *m_impl;
+    simdjson::dom::element event = impl.root;
+    std::vector<FieldPath> stripped;
+    std::vector<const FieldPath*> ignored_paths;
+    if (impl.shape == RecordShape::envelope) {
+        auto body = impl.parsed_body();
+        if (!body) return std::nullopt;
+        event = *body;
+        // "body.x" and "x" both name x inside an envelope's body.
+        for (const auto& path : ignored) {
+            if (path.segments().size() > 1 && path.segments()[0] == "body")
+                stripped.push_back(FieldPath::parse(std::string_view(path.text()).substr(5)));
+            else
+                stripped.push_back(path);
+        }
+        for (const auto& path : stripped) ignored_paths.push_back(&path);
+    } else {
+        for (const auto& path : ignored) ignored_paths.push_back(&path);
+    }
+    std::string out;
+    detail::write_canonical(event, ignored_paths, 0, out);
+    impl.scratch.push_back(std::move(out));
+    return std::string_view(impl.scratch.back());
+}
+
+ParseFailure describe_json_error(std::string_view line) {
+    try {
+        [[maybe_unused]] auto ignored = nlohmann::json::parse(line.begin(), line.end());
+    } catch (const nlohmann::json::parse_error& error) {
+        std::string message = error.what();
+        // nlohmann prefixes "[json.exception.parse_error.101] parse error at line 1, column 17: ".
+        auto colon = message.find(": ");
+        if (colon != std::string::npos) message = message.substr(colon + 2);
+        return ParseFailure{static_cast<std::uint64_t>(error.byte), message};
+    } catch (const std::exception& error) {
+        return ParseFailure{0, error.what()};
+    }
+    return ParseFailure{0, "invalid JSON (a number out of range, or invalid UTF-8)"};
+}
+
+} // namespace idem::record

@@ -1,0 +1,86 @@
+#pragma once
+// Parses one NDJSON record (a plain event or a delivery envelope, see
+// docs/records.md) with full validation. Everything handed out is a view into
+// the parser's own buffers: valid until the next parse() call.
+
+#include "idem/record/field_path.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idem::record {
+
+struct Header {
+    std::string_view name;
+    std::string_view value;
+};
+
+// A captured HTTP request, as `idem listen` writes it.
+struct Envelope {
+    std::string_view id;
+    std::string_view method;
+    std::string_view path; // the request target: path and query
+    std::string_view received_at;
+    std::vector<Header> headers;
+    std::string_view body; // the raw bytes: decoded from body_b64 when present
+
+    // The first header of that name, compared case-insensitively.
+    [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const;
+};
+
+enum class RecordShape { plain_event, envelope };
+
+// Why a line is not a record, and where (1-based column, 0 if unknown).
+struct ParseFailure {
+    std::uint64_t column = 0;
+    std::string message;
+};
+
+// A value found by a field path.
+struct FieldValue {
+    enum class Type { null, boolean, number, string, object, array };
+    Type type = Type::null;
+    // string: the unescaped text; number/boolean/null: the canonical spelling;
+    // object/array: canonical JSON (docs/canonical-json.md).
+    std::string_view text;
+};
+
+class RecordParser {
+public:
+    RecordParser();
+    ~RecordParser();
+    RecordParser(const RecordParser&) = delete;
+    RecordParser& operator=(const RecordParser&) = delete;
+
+    // `line` must be followed by io::k_padding_bytes readable bytes.
+    // Returns a failure (never throws) for anything that is not one JSON object.
+    std::optional<ParseFailure> parse(std::string_view line);
+
+    [[nodiscard]] RecordShape shape() const;
+    // Only meaningful when shape() is envelope.
+    [[nodiscard]] const Envelope& envelope() const;
+    // True when the record already carries a top-level "_idem" member.
+    [[nodiscard]] bool has_annotations() const;
+
+    // Looks a path up in the last parsed record; nullopt when it is missing.
+    std::optional<FieldValue> find(const FieldPath& path);
+
+    // Canonical JSON of the whole event (an envelope's parsed body), with the
+    // `ignored` paths removed. Throws nothing: a body that is not JSON yields
+    // nullopt.
+    std::optional<std::string_view> canonical_event(const std::vector<FieldPath>& ignored);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+// Exact column and message for a line that failed to parse (slow path: only
+// called for bad input).
+[[nodiscard]] ParseFailure describe_json_error(std::string_view line);
+
+} // namespace idem::record

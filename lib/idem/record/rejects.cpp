@@ -1,0 +1,47 @@
+#include "idem/record/rejects.hpp"
+
+#include "idem/util/text.hpp"
+
+#include <fmt/format.h>
+
+namespace idem::record {
+
+RejectRouter::RejectRouter(io::Sink* reject_sink, Strictness strictness, io::Diagnostics& diagnostics,
+                           std::uint64_t max_record_bytes)
+    : m_sink(reject_sink), m_strictness(strictness), m_diagnostics(diagnostics),
+      m_max_record_bytes(max_record_bytes) {}
+
+void RejectRouter::report(SourcePosition position, const std::string& message) {
+    ++m_count;
+    if (m_strictness == Strictness::strict) throw InputError(std::move(position), message);
+    m_diagnostics.warning(position, message);
+}
+
+void RejectRouter::reject(const InputRecord& record, std::uint64_t column, const std::string& message) {
+    if (m_sink) {
+        m_sink->write(record.bytes);
+        m_sink->write("\n");
+        m_sink->count_record();
+    }
+    report({*record.source, record.line, column, record.byte_offset}, message);
+}
+
+void RejectRouter::begin(std::string_view source, std::uint64_t line_number, std::uint64_t byte_offset) {
+    m_oversized = {std::string(source), line_number, 0, byte_offset};
+}
+
+void RejectRouter::chunk(std::string_view bytes) {
+    if (m_sink) m_sink->write(bytes);
+}
+
+void RejectRouter::end(std::uint64_t total_bytes) {
+    if (m_sink) {
+        m_sink->write("\n");
+        m_sink->count_record();
+    }
+    report(m_oversized,
+           fmt::format("record of {} is larger than --max-record-size {}", format_bytes(total_bytes),
+                       format_bytes(m_max_record_bytes)));
+}
+
+} // namespace idem::record

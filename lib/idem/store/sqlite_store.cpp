@@ -1,0 +1,170 @@
+#include "idem/store/store.hpp"
+
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+namespace idem::store {
+
+std::unique_ptr<Store> open_redis_store(const StoreLocation& location);
+
+namespace {
+
+// Forward-only migrations; the index is the schema version they produce.
+constexpr const char* k_migrations[] = {
+    "",
+    // v1: nonces seen by `verify --nonce`, per scheme.
+    "CREATE TABLE nonces ("
+    "  scope TEXT NOT NULL,"
+    "  nonce TEXT NOT NULL,"
+    "  first_seen_us INTEGER NOT NULL,"
+    "  expires_us INTEGER NOT NULL,"
+    "  PRIMARY KEY (scope, nonce)"
+    ") WITHOUT ROWID;",
+};
+constexpr int k_schema_version = 1;
+
+// Claims are committed in batches: one fsync per batch, not per record.
+constexpr int k_claims_per_transaction = 4096;
+
+class Statement {
+public:
+    Statement(sqlite3* db, const char* sql, const std::string& store_name) {
+        if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &m_statement, nullptr) != SQLITE_OK)
+            throw StoreError(fmt::format("store {}: {}", quote(store_name), sqlite3_errmsg(db)));
+    }
+    ~Statement() { sqlite3_finalize(m_statement); }
+    Statement(const Statement&) = delete;
+    Statement& operator=(const Statement&) = delete;
+    sqlite3_stmt* get() { return m_statement; }
+
+private:
+    sqlite3_stmt* m_statement = nullptr;
+};
+
+class SqliteStore final : public Store {
+public:
+    explicit SqliteStore(const StoreLocation& location)
+        : m_name(location.kind == StoreKind::memory ? ":memory:" : location.path) {
+        int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+        if (sqlite3_open_v2(m_name.c_str(), &m_db, flags, nullptr) != SQLITE_OK) {
+            std::string message = m_db ? sqlite3_errmsg(m_db) : "out of memory";
+            sqlite3_close(m_db);
+            m_db = nullptr;
+            throw StoreError(fmt::format("cannot open store {}: {}", quote(m_name), message));
+        }
+        sqlite3_busy_timeout(m_db, 10000);
+        execute("PRAGMA journal_mode=WAL");
+        execute("PRAGMA synchronous=NORMAL");
+        migrate();
+        m_claim = std::make_unique<Statement>(
+            m_db,
+            "INSERT INTO nonces(scope, nonce, first_seen_us, expires_us) VALUES(?1, ?2, ?3, ?4) "
+            "ON CONFLICT(scope, nonce) DO UPDATE SET first_seen_us = excluded.first_seen_us, "
+            "expires_us = excluded.expires_us WHERE nonces.expires_us <= ?3",
+            m_name);
+        m_lookup = std::make_unique<Statement>(
+            m_db, "SELECT first_seen_us FROM nonces WHERE scope = ?1 AND nonce = ?2", m_name);
+    }
+
+    ~SqliteStore() override {
+        m_claim.reset();
+        m_lookup.reset();
+        if (m_in_transaction) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+        sqlite3_close(m_db);
+    }
+
+    NonceClaim claim_nonce(std::string_view scope, std::string_view nonce, Timestamp now,
+                           Timestamp expires_at) override {
+        begin_if_needed();
+        auto* statement = m_claim->get();
+        sqlite3_reset(statement);
+        sqlite3_bind_text(statement, 1, scope.data(), static_cast<int>(scope.size()), SQLITE_STATIC);
+        sqlite3_bind_text(statement, 2, nonce.data(), static_cast<int>(nonce.size()), SQLITE_STATIC);
+        sqlite3_bind_int64(statement, 3, now.time_since_epoch().count());
+        sqlite3_bind_int64(statement, 4, expires_at.time_since_epoch().count());
+        step_done(statement);
+        NonceClaim claim;
+        claim.fresh = sqlite3_changes(m_db) == 1;
+        if (!claim.fresh) {
+            auto* lookup = m_lookup->get();
+            sqlite3_reset(lookup);
+            sqlite3_bind_text(lookup, 1, scope.data(), static_cast<int>(scope.size()), SQLITE_STATIC);
+            sqlite3_bind_text(lookup, 2, nonce.data(), static_cast<int>(nonce.size()), SQLITE_STATIC);
+            if (sqlite3_step(lookup) == SQLITE_ROW)
+                claim.first_seen = Timestamp(Duration(sqlite3_column_int64(lookup, 0)));
+            sqlite3_reset(lookup);
+        }
+        if (++m_pending >= k_claims_per_transaction) commit();
+        return claim;
+    }
+
+    void commit() override {
+        if (!m_in_transaction) return;
+        execute("COMMIT");
+        m_in_transaction = false;
+        m_pending = 0;
+    }
+
+    std::string describe() const override { return m_name == ":memory:" ? m_name : "sqlite:" + m_name; }
+
+private:
+    void execute(const char* sql) {
+        char* error = nullptr;
+        if (sqlite3_exec(m_db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+            std::string message = error ? error : "unknown error";
+            sqlite3_free(error);
+            throw StoreError(fmt::format("store {}: {}", quote(m_name), message));
+        }
+    }
+
+    void step_done(sqlite3_stmt* statement) {
+        int result = sqlite3_step(statement);
+        if (result != SQLITE_DONE && result != SQLITE_ROW)
+            throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_db)));
+        sqlite3_reset(statement);
+    }
+
+    void begin_if_needed() {
+        if (m_in_transaction) return;
+        execute("BEGIN IMMEDIATE");
+        m_in_transaction = true;
+    }
+
+    void migrate() {
+        execute("BEGIN IMMEDIATE");
+        sqlite3_stmt* statement = nullptr;
+        sqlite3_prepare_v2(m_db, "PRAGMA user_version", -1, &statement, nullptr);
+        int version = sqlite3_step(statement) == SQLITE_ROW ? sqlite3_column_int(statement, 0) : 0;
+        sqlite3_finalize(statement);
+        if (version > k_schema_version) {
+            execute("ROLLBACK");
+            throw StoreError(fmt::format("store {} has schema version {}, newer than this idem ({}): "
+                                         "upgrade idem",
+                                         quote(m_name), version, k_schema_version));
+        }
+        for (int next = version + 1; next <= k_schema_version; ++next) {
+            execute(k_migrations[next]);
+            execute(fmt::format("PRAGMA user_version = {}", next).c_str());
+        }
+        execute("COMMIT");
+    }
+
+    std::string m_name;
+    sqlite3* m_db = nullptr;
+    std::unique_ptr<Statement> m_claim;
+    std::unique_ptr<Statement> m_lookup;
+    bool m_in_transaction = false;
+    int m_pending = 0;
+};
+
+} // namespace
+
+std::unique_ptr<Store> open_store(const StoreLocation& location) {
+    if (location.kind == StoreKind::redis) return open_redis_store(location);
+    return std::make_unique<SqliteStore>(location);
+}
+
+} // namespace idem::store

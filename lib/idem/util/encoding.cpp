@@ -1,0 +1,105 @@
+#include "idem/util/encoding.hpp"
+
+#include <array>
+
+namespace idem {
+
+namespace {
+constexpr char k_hex_digits[] = "0123456789abcdef";
+constexpr char k_base64_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+constexpr std::array<int, 256> make_base64_table() {
+    std::array<int, 256> table{};
+    for (auto& entry : table) entry = -1;
+    for (int i = 0; i < 64; ++i) table[static_cast<unsigned char>(k_base64_alphabet[i])] = i;
+    table['-'] = 62; // URL-safe alphabet
+    table['_'] = 63;
+    return table;
+}
+constexpr auto k_base64_table = make_base64_table();
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+} // namespace
+
+std::string hex_encode(std::string_view bytes) {
+    std::string out(bytes.size() * 2, '\0');
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+        auto byte = static_cast<unsigned char>(bytes[i]);
+        out[2 * i] = k_hex_digits[byte >> 4];
+        out[2 * i + 1] = k_hex_digits[byte & 0xf];
+    }
+    return out;
+}
+
+std::optional<std::string> hex_decode(std::string_view text) {
+    if (text.size() % 2 != 0) return std::nullopt;
+    std::string out(text.size() / 2, '\0');
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        int high = hex_value(text[2 * i]);
+        int low = hex_value(text[2 * i + 1]);
+        if (high < 0 || low < 0) return std::nullopt;
+        out[i] = static_cast<char>((high << 4) | low);
+    }
+    return out;
+}
+
+std::string base64_encode(std::string_view bytes) {
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    std::size_t i = 0;
+    auto at = [&](std::size_t index) { return static_cast<unsigned char>(bytes[index]); };
+    for (; i + 3 <= bytes.size(); i += 3) {
+        unsigned triple = (at(i) << 16) | (at(i + 1) << 8) | at(i + 2);
+        out += k_base64_alphabet[(triple >> 18) & 63];
+        out += k_base64_alphabet[(triple >> 12) & 63];
+        out += k_base64_alphabet[(triple >> 6) & 63];
+        out += k_base64_alphabet[triple & 63];
+    }
+    if (bytes.size() - i == 1) {
+        unsigned triple = at(i) << 16;
+        out += k_base64_alphabet[(triple >> 18) & 63];
+        out += k_base64_alphabet[(triple >> 12) & 63];
+        out += "==";
+    } else if (bytes.size() - i == 2) {
+        unsigned triple = (at(i) << 16) | (at(i + 1) << 8);
+        out += k_base64_alphabet[(triple >> 18) & 63];
+        out += k_base64_alphabet[(triple >> 12) & 63];
+        out += k_base64_alphabet[(triple >> 6) & 63];
+        out += '=';
+    }
+    return out;
+}
+
+bool base64_decode_into(std::string_view text, std::string& out) {
+    out.clear();
+    while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+    if (text.size() % 4 == 1) return false;
+    out.reserve(text.size() * 3 / 4);
+    unsigned accumulator = 0;
+    int bits = 0;
+    for (char c : text) {
+        int value = k_base64_table[static_cast<unsigned char>(c)];
+        if (value < 0) return false;
+        accumulator = (accumulator << 6) | static_cast<unsigned>(value);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out += static_cast<char>((accumulator >> bits) & 0xff);
+        }
+    }
+    return true;
+}
+
+std::optional<std::string> base64_decode(std::string_view text) {
+    std::string out;
+    if (!base64_decode_into(text, out)) return std::nullopt;
+    return out;
+}
+
+} // namespace idem

@@ -1,0 +1,22 @@
+#pragma once
+// Hex and base64 (standard alphabet; the URL-safe one on decode too), for
+// signatures, secrets and non-UTF-8 bodies.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace idem {
+
+[[nodiscard]] std::string hex_encode(std::string_view bytes);
+// Either case; nullopt for odd length or a non-hex character.
+[[nodiscard]] std::optional<std::string> hex_decode(std::string_view text);
+
+[[nodiscard]] std::string base64_encode(std::string_view bytes);
+// Accepts padded or unpadded input in the standard or URL-safe alphabet;
+// nullopt for anything else.
+[[nodiscard]] std::optional<std::string> base64_decode(std::string_view text);
+// Decodes into `out` (reused by hot paths); false on bad input.
+bool base64_decode_into(std::string_view text, std::string& out);
+
+} // namespace idem

@@ -1,0 +1,133 @@
+#include "idem/util/text.hpp"
+
+#include "idem/util/errors.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <fmt/format.h>
+
+namespace idem {
+
+std::string quote(std::string_view value, std::size_t max_chars) {
+    std::string out = "'";
+    std::size_t shown = 0;
+    for (char c : value) {
+        if (shown == max_chars) {
+            out += "...";
+            break;
+        }
+        auto byte = static_cast<unsigned char>(c);
+        if (byte == '\'' || byte == '\\') {
+            out += '\\';
+            out += c;
+        } else if (byte < 0x20 || byte >= 0x7f) {
+            out += fmt::format("\\x{:02x}", byte);
+        } else {
+            out += c;
+        }
+        ++shown;
+    }
+    out += '\'';
+    return out;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (std::tolower(static_cast<unsigned char>(a[i])) !=
+            std::tolower(static_cast<unsigned char>(b[i])))
+            return false;
+    }
+    return true;
+}
+
+std::string to_lower(std::string_view text) {
+    std::string out(text);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+std::string_view trim(std::string_view text) {
+    auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+    while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
+    while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+    return text;
+}
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+    std::vector<std::string_view> pieces;
+    std::size_t start = 0;
+    while (true) {
+        auto end = text.find(separator, start);
+        if (end == std::string_view::npos) {
+            pieces.push_back(text.substr(start));
+            return pieces;
+        }
+        pieces.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+}
+
+namespace {
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            std::size_t above = row[j];
+            std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + cost});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+} // namespace
+
+std::string closest_name(std::string_view unknown, const std::vector<std::string>& known) {
+    std::string best;
+    std::size_t best_distance = std::max<std::size_t>(2, unknown.size() / 3) + 1;
+    for (const auto& name : known) {
+        auto distance = edit_distance(to_lower(unknown), to_lower(name));
+        if (distance < best_distance) {
+            best_distance = distance;
+            best = name;
+        }
+    }
+    return best;
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+    constexpr std::uint64_t k_kib = 1024;
+    if (bytes >= k_kib * k_kib * k_kib && bytes % (k_kib * k_kib * k_kib) == 0)
+        return fmt::format("{} GiB", bytes / (k_kib * k_kib * k_kib));
+    if (bytes >= k_kib * k_kib && bytes % (k_kib * k_kib) == 0)
+        return fmt::format("{} MiB", bytes / (k_kib * k_kib));
+    if (bytes >= k_kib * k_kib)
+        return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (k_kib * k_kib));
+    if (bytes >= k_kib) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / k_kib);
+    return fmt::format("{} B", bytes);
+}
+
+std::uint64_t parse_byte_size(std::string_view text) {
+    std::uint64_t number = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+    if (error != std::errc{} || end == text.data())
+        throw UsageError(fmt::format("invalid size {}: expected a number such as 16MiB", quote(text)));
+    std::string unit = to_lower(trim(std::string_view(end, static_cast<std::size_t>(text.data() + text.size() - end))));
+    std::uint64_t multiplier = 0;
+    if (unit.empty() || unit == "b") multiplier = 1;
+    else if (unit == "k" || unit == "kb" || unit == "kib") multiplier = 1024;
+    else if (unit == "m" || unit == "mb" || unit == "mib") multiplier = 1024ULL * 1024;
+    else if (unit == "g" || unit == "gb" || unit == "gib") multiplier = 1024ULL * 1024 * 1024;
+    else
+        throw UsageError(fmt::format("invalid size {}: unknown unit {} (use B, KiB, MiB or GiB)",
+                                     quote(text), quote(unit)));
+    if (number > UINT64_MAX / multiplier) throw UsageError(fmt::format("size {} is too large", quote(text)));
+    return number * multiplier;
+}
+
+} // namespace idem

@@ -1,0 +1,33 @@
+#pragma once
+// Small text helpers shared by messages and parsers.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idem {
+
+// Quotes a user value for a message: 'value', with control bytes, quotes and
+// non-ASCII bytes escaped so that nothing a user typed can corrupt a terminal.
+// Long values are cut at max_chars with an ellipsis.
+[[nodiscard]] std::string quote(std::string_view value, std::size_t max_chars = 120);
+
+[[nodiscard]] bool iequals(std::string_view a, std::string_view b);
+[[nodiscard]] std::string to_lower(std::string_view text);
+[[nodiscard]] std::string_view trim(std::string_view text);
+
+// Splits on a single-character separator; empty pieces are kept.
+[[nodiscard]] std::vector<std::string_view> split(std::string_view text, char separator);
+
+// The closest name to `unknown` among `known`, for "did you mean" hints;
+// empty when nothing is close.
+[[nodiscard]] std::string closest_name(std::string_view unknown,
+                                       const std::vector<std::string>& known);
+
+// "1.2 MiB", "16 MiB", "512 B".
+[[nodiscard]] std::string format_bytes(std::uint64_t bytes);
+
+// Parses sizes such as "16MiB", "20M", "4096", "1G" (binary multiples).
+[[nodiscard]] std::uint64_t parse_byte_size(std::string_view text);
+
+} // namespace idem

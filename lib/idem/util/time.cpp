@@ -1,0 +1,215 @@
+#include "idem/util/time.hpp"
+
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace idem {
+
+namespace {
+
+struct Unit {
+    std::string_view name;
+    Duration length;
+};
+
+constexpr Unit k_units[] = {
+    {"ns", Duration(0)}, // handled specially: below our resolution
+    {"us", Duration(1)},
+    {"ms", Duration(1000)},
+    {"s", std::chrono::seconds(1)},
+    {"m", std::chrono::minutes(1)},
+    {"h", std::chrono::hours(1)},
+    {"d", std::chrono::hours(24)},
+    {"w", std::chrono::hours(24 * 7)},
+};
+
+[[noreturn]] void throw_bad_duration(std::string_view text) {
+    throw UsageError(fmt::format(
+        "invalid duration {}: expected a number and a unit, such as 300ms, 5m, 24h or 7d", quote(text)));
+}
+
+} // namespace
+
+Duration parse_duration(std::string_view text) {
+    std::string_view rest = trim(text);
+    if (rest == "0") return Duration(0);
+    if (rest.empty()) throw_bad_duration(text);
+    Duration total(0);
+    while (!rest.empty()) {
+        double number = 0;
+        auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), number);
+        if (error != std::errc{} || number < 0) throw_bad_duration(text);
+        rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
+        std::size_t unit_length = 0;
+        while (unit_length < rest.size() && std::isalpha(static_cast<unsigned char>(rest[unit_length])))
+            ++unit_length;
+        auto unit_name = rest.substr(0, unit_length);
+        rest.remove_prefix(unit_length);
+        const Unit* unit = nullptr;
+        for (const auto& candidate : k_units)
+            if (candidate.name == unit_name) unit = &candidate;
+        if (unit == nullptr) throw_bad_duration(text);
+        double micros = unit->name == "ns" ? number / 1000.0 : number * static_cast<double>(unit->length.count());
+        if (micros > 1e17) throw UsageError(fmt::format("duration {} is too long", quote(text)));
+        total += Duration(static_cast<Duration::rep>(std::llround(micros)));
+    }
+    return total;
+}
+
+std::string format_duration(Duration duration) {
+    using namespace std::chrono;
+    if (duration.count() == 0) return "0s";
+    std::string out;
+    if (duration < Duration(0)) {
+        out = "-";
+        duration = -duration;
+    }
+    if (duration < seconds(1)) {
+        if (duration % milliseconds(1) == Duration(0))
+            return out + fmt::format("{}ms", duration_cast<milliseconds>(duration).count());
+        return out + fmt::format("{}us", duration.count());
+    }
+    auto days_part = duration_cast<days>(duration);
+    duration -= days_part;
+    auto hours_part = duration_cast<hours>(duration);
+    duration -= hours_part;
+    auto minutes_part = duration_cast<minutes>(duration);
+    duration -= minutes_part;
+    auto millis = duration_cast<milliseconds>(duration);
+    if (days_part.count()) out += fmt::format("{}d", days_part.count());
+    if (hours_part.count()) out += fmt::format("{}h", hours_part.count());
+    if (minutes_part.count()) out += fmt::format("{}m", minutes_part.count());
+    if (millis.count()) {
+        if (millis % seconds(1) == milliseconds(0))
+            out += fmt::format("{}s", millis.count() / 1000);
+        else
+            out += fmt::format("{:.3f}s", static_cast<double>(millis.count()) / 1000.0);
+    }
+    return out;
+}
+
+namespace {
+
+bool read_digits(std::string_view& text, std::size_t count, int& value) {
+    if (text.size() < count) return false;
+    value = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        char c = text[i];
+        if (c < '0' || c > '9') return false;
+        value = value * 10 + (c - '0');
+    }
+    text.remove_prefix(count);
+    return true;
+}
+
+bool expect_char(std::string_view& text, char expected) {
+    if (text.empty() || text.front() != expected) return false;
+    text.remove_prefix(1);
+    return true;
+}
+
+std::optional<Timestamp> parse_rfc3339(std::string_view text) {
+    int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+    if (!read_digits(text, 4, year) || !expect_char(text, '-') || !read_digits(text, 2, month) ||
+        !expect_char(text, '-') || !read_digits(text, 2, day))
+        return std::nullopt;
+    if (text.empty() || (text.front() != 'T' && text.front() != 't' && text.front() != ' '))
+        return std::nullopt;
+    text.remove_prefix(1);
+    if (!read_digits(text, 2, hour) || !expect_char(text, ':') || !read_digits(text, 2, minute) ||
+        !expect_char(text, ':') || !read_digits(text, 2, second))
+        return std::nullopt;
+    std::int64_t micros = 0;
+    if (!text.empty() && text.front() == '.') {
+        text.remove_prefix(1);
+        int digits = 0;
+        while (!text.empty() && text.front() >= '0' && text.front() <= '9') {
+            if (digits < 6) micros = micros * 10 + (text.front() - '0');
+            ++digits;
+            text.remove_prefix(1);
+        }
+        if (digits == 0) return std::nullopt;
+        for (int i = digits; i < 6; ++i) micros *= 10;
+    }
+    int offset_minutes = 0;
+    if (text == "Z" || text == "z") {
+        text = {};
+    } else if (!text.empty() && (text.front() == '+' || text.front() == '-')) {
+        int sign = text.front() == '-' ? -1 : 1;
+        text.remove_prefix(1);
+        int offset_hours = 0, offset_mins = 0;
+        if (!read_digits(text, 2, offset_hours) || !expect_char(text, ':') ||
+            !read_digits(text, 2, offset_mins) || !text.empty())
+            return std::nullopt;
+        if (offset_hours > 23 || offset_mins > 59) return std::nullopt;
+        offset_minutes = sign * (offset_hours * 60 + offset_mins);
+    } else {
+        return std::nullopt;
+    }
+    using namespace std::chrono;
+    year_month_day date{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
+                        std::chrono::day{static_cast<unsigned>(day)}};
+    if (!date.ok() || hour > 23 || minute > 59 || second > 60) return std::nullopt;
+    auto at = sys_days{date} + hours{hour} + minutes{minute} + seconds{second} + microseconds{micros} -
+              minutes{offset_minutes};
+    return time_point_cast<microseconds>(at);
+}
+
+} // namespace
+
+Timestamp timestamp_from_epoch_number(double value) {
+    double magnitude = std::fabs(value);
+    double micros = 0;
+    if (magnitude < 1e11) micros = value * 1e6;
+    else if (magnitude < 1e14) micros = value * 1e3;
+    else if (magnitude < 1e17) micros = value;
+    else micros = value / 1e3;
+    return Timestamp(Duration(static_cast<Duration::rep>(std::llround(micros))));
+}
+
+std::optional<Timestamp> parse_timestamp(std::string_view text) {
+    text = trim(text);
+    if (text.empty()) return std::nullopt;
+    bool numeric = true;
+    for (char c : text)
+        if (!((c >= '0' && c <= '9') || c == '.' || c == '-')) numeric = false;
+    if (numeric && text.find('-', 1) == std::string_view::npos) {
+        double value = 0;
+        auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc{} || end != text.data() + text.size() || !std::isfinite(value))
+            return std::nullopt;
+        if (std::fabs(value) > 9.2e18) return std::nullopt;
+        return timestamp_from_epoch_number(value);
+    }
+    return parse_rfc3339(text);
+}
+
+Timestamp parse_timestamp_flag(std::string_view flag, std::string_view text) {
+    auto parsed = parse_timestamp(text);
+    if (!parsed)
+        throw UsageError(fmt::format("{}: invalid time {}: expected RFC 3339 such as "
+                                     "2026-11-30T08:00:00Z, or epoch seconds",
+                                     flag, quote(text)));
+    return *parsed;
+}
+
+std::string format_rfc3339(Timestamp at) {
+    using namespace std::chrono;
+    auto day_point = floor<days>(at);
+    year_month_day date{day_point};
+    hh_mm_ss time{floor<milliseconds>(at - day_point)};
+    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", static_cast<int>(date.year()),
+                       static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
+                       time.hours().count(), time.minutes().count(), time.seconds().count(),
+                       time.subseconds().count());
+}
+
+Timestamp now_utc() {
+    return std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
+}
+
+} // namespace idem

@@ -1,0 +1,38 @@
+#pragma once
+// Durations ("300ms", "5m", "1h30m", "7d") and timestamps (RFC 3339 with any
+// offset, or epoch seconds / milliseconds / microseconds / nanoseconds told
+// apart by magnitude). Everything is UTC microseconds inside.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace idem {
+
+using Duration = std::chrono::microseconds;
+using Timestamp = std::chrono::sys_time<std::chrono::microseconds>;
+
+// Throws UsageError naming the text when it is not a duration.
+[[nodiscard]] Duration parse_duration(std::string_view text);
+
+// std::nullopt when the text is not a timestamp.
+[[nodiscard]] std::optional<Timestamp> parse_timestamp(std::string_view text);
+
+// Epoch number (integer or decimal) in the unit its magnitude suggests:
+// below 1e11 seconds, below 1e14 milliseconds, below 1e17 microseconds,
+// else nanoseconds.
+[[nodiscard]] Timestamp timestamp_from_epoch_number(double value);
+
+// Like parse_timestamp, but throws UsageError naming the flag.
+[[nodiscard]] Timestamp parse_timestamp_flag(std::string_view flag, std::string_view text);
+
+// "2026-11-30T00:02:05.123Z" (millisecond precision).
+[[nodiscard]] std::string format_rfc3339(Timestamp at);
+
+// "5m", "1h30m", "300ms", "2d3h": the shortest exact spelling.
+[[nodiscard]] std::string format_duration(Duration duration);
+
+[[nodiscard]] Timestamp now_utc();
+
+} // namespace idem

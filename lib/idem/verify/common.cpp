@@ -1,0 +1,152 @@
+#include "idem/util/encoding.hpp"
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+#include "idem/verify/detail/schemes.hpp"
+
+#include <charconv>
+#include <fmt/format.h>
+
+namespace idem::verify::detail {
+
+KeyRing::KeyRing(const VerifyConfig& config) : m_config(config) {}
+
+const std::vector<PreparedKey>& KeyRing::hmac(KeyDerivation derivation, crypto::HashAlgorithm algorithm,
+                                              Scheme scheme) {
+    auto slot = std::make_pair(derivation, algorithm);
+    auto found = m_hmac.find(slot);
+    if (found != m_hmac.end()) return found->second;
+    if (m_config.secrets.empty())
+        throw UsageError(fmt::format("scheme {} needs a secret: pass --secret, --secret-file or --secret-env",
+                                     scheme_name(scheme)));
+    std::vector<PreparedKey> keys;
+    for (const auto& secret : m_config.secrets) {
+        std::string key_bytes = secret.value;
+        if (derivation == KeyDerivation::standard_base64) {
+            std::string_view encoded = secret.value;
+            if (encoded.starts_with("whsec_")) encoded.remove_prefix(6);
+            auto decoded = base64_decode(encoded);
+            if (!decoded)
+                throw UsageError(fmt::format("secret {} is not a Standard Webhooks secret: expected "
+                                             "whsec_ followed by base64",
+                                             secret.label));
+            key_bytes = std::move(*decoded);
+        }
+        keys.push_back({secret.label, crypto::HmacKey(algorithm, key_bytes)});
+    }
+    return m_hmac.emplace(slot, std::move(keys)).first->second;
+}
+
+const std::vector<NamedPublicKey>& KeyRing::ed25519(Scheme scheme) {
+    if (m_ed25519) return *m_ed25519;
+    if (m_config.public_keys.empty())
+        throw UsageError(fmt::format("scheme {} checks ed25519 signatures: pass --public-key",
+                                     scheme_name(scheme)));
+    std::vector<NamedPublicKey> keys;
+    for (const auto& key : m_config.public_keys) {
+        auto prepared = crypto::Ed25519PublicKey::from_raw(key.raw);
+        if (!prepared) throw UsageError(fmt::format("public key {} is not a valid ed25519 key", key.label));
+        keys.push_back({key.label, std::move(*prepared)});
+    }
+    m_ed25519 = std::move(keys);
+    return *m_ed25519;
+}
+
+Verdict invalid(Scheme scheme, std::string reason) {
+    Verdict verdict;
+    verdict.valid = false;
+    verdict.scheme = scheme;
+    verdict.reason = std::move(reason);
+    return verdict;
+}
+
+Verdict matched(Scheme scheme, std::string label, std::string nonce, std::optional<Timestamp> signed_at) {
+    Verdict verdict;
+    verdict.valid = true;
+    verdict.scheme = scheme;
+    verdict.key_label = std::move(label);
+    verdict.reason = "signature matches";
+    verdict.nonce = std::move(nonce);
+    verdict.signed_at = signed_at;
+    return verdict;
+}
+
+Decoded decode_signature(std::string_view text, SignatureEncoding encoding, std::size_t expected_bytes,
+                         std::string_view what) {
+    Decoded decoded;
+    text = trim(text);
+    if (encoding == SignatureEncoding::hex) {
+        decoded.bytes = hex_decode(text);
+        if (!decoded.bytes) {
+            decoded.problem = fmt::format("{} is not hex", what);
+        } else if (decoded.bytes->size() != expected_bytes) {
+            decoded.problem = fmt::format("{} has the wrong length: expected {} hex digits, got {}", what,
+                                          expected_bytes * 2, text.size());
+            decoded.bytes.reset();
+        }
+    } else {
+        decoded.bytes = base64_decode(text);
+        if (!decoded.bytes) {
+            decoded.problem = fmt::format("{} is not base64", what);
+        } else if (decoded.bytes->size() != expected_bytes) {
+            decoded.problem = fmt::format("{} has the wrong length: expected {} bytes, got {}", what,
+                                          expected_bytes, decoded.bytes->size());
+            decoded.bytes.reset();
+        }
+    }
+    return decoded;
+}
+
+std::optional<std::string> match_hmac(const std::vector<PreparedKey>& keys,
+                                      const std::vector<std::string>& candidates,
+                                      std::initializer_list<std::string_view> parts) {
+    for (const auto& key : keys) {
+        auto digest = key.key.mac(parts);
+        for (const auto& candidate : candidates)
+            if (crypto::constant_time_equal(digest.view(), candidate)) return key.label;
+    }
+    return std::nullopt;
+}
+
+std::optional<Timestamp> parse_unix_seconds(std::string_view text) {
+    text = trim(text);
+    long long seconds = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (error != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
+    if (seconds < 0 || seconds > 253402300799LL) return std::nullopt; // up to year 9999
+    return Timestamp(std::chrono::seconds(seconds));
+}
+
+std::optional<std::string> check_age(const Input& input, Timestamp signed_at, ClockSides sides) {
+    if (input.config.timestamp_check == TimestampCheck::ignore) return std::nullopt;
+    auto tolerance = input.config.tolerance;
+    auto age = input.now - signed_at;
+    if (age > tolerance)
+        return fmt::format("timestamp {} is {} old, beyond the {} tolerance", format_rfc3339(signed_at),
+                           format_duration(std::chrono::duration_cast<std::chrono::seconds>(age)),
+                           format_duration(tolerance));
+    if (sides == ClockSides::both && -age > tolerance)
+        return fmt::format("timestamp {} is {} in the future, beyond the {} tolerance",
+                           format_rfc3339(signed_at),
+                           format_duration(std::chrono::duration_cast<std::chrono::seconds>(-age)),
+                           format_duration(tolerance));
+    return std::nullopt;
+}
+
+std::string no_match_reason(std::size_t keys, std::size_t candidates) {
+    return fmt::format("signature does not match: {} signature{} checked against {} key{}", candidates,
+                       candidates == 1 ? "" : "s", keys, keys == 1 ? "" : "s");
+}
+
+std::string missing_header(std::string_view name) { return fmt::format("missing header '{}'", name); }
+
+std::optional<std::string> signed_url(const VerifyConfig& config, const record::Envelope& envelope) {
+    if (!config.url.empty()) return config.url;
+    if (config.url_base.empty()) return std::nullopt;
+    std::string base = config.url_base;
+    while (!base.empty() && base.back() == '/') base.pop_back();
+    std::string path(envelope.path.empty() ? "/" : envelope.path);
+    if (path.front() != '/') path.insert(path.begin(), '/');
+    return base + path;
+}
+
+} // namespace idem::verify::detail

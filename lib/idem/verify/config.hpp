@@ -1,0 +1,82 @@
+#pragma once
+// What a verification needs besides the delivery: the scheme, the keys, and
+// the rules for time. Secret values live only here and in the crypto module;
+// no message, log line or verdict ever contains one.
+
+#include "idem/crypto/crypto.hpp"
+#include "idem/util/time.hpp"
+#include "idem/verify/scheme.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace idem::verify {
+
+struct Secret {
+    std::string label; // "#1" by position, or the user's "label=" prefix
+    std::string value;
+};
+
+struct PublicKey {
+    std::string label;
+    std::string raw; // 32 bytes
+};
+
+// Parses "--secret" values: "label=value" when the part before the first '='
+// is a short name and the rest does not start with '=' (so base64 padding
+// never reads as a label); a leading '=' means "no label, the rest is the
+// secret". `first_position` numbers unlabelled secrets.
+[[nodiscard]] Secret parse_secret(std::string_view text, std::size_t position);
+
+// Hex (64 digits), base64 (32 bytes) or the Standard Webhooks "whpk_<base64>"
+// form, with an optional "label=" prefix. Throws UsageError that never
+// echoes the key.
+[[nodiscard]] PublicKey parse_public_key(std::string_view text, std::size_t position);
+
+// Reads secrets one per line ('#' comments and blank lines skipped).
+[[nodiscard]] std::vector<Secret> parse_secret_lines(std::string_view text, std::size_t first_position);
+
+enum class TimestampCheck { enforce, ignore };
+enum class Sha1Policy { reject, allow };
+enum class SignatureEncoding { hex, base64 };
+
+// The generic `hmac` scheme, described by flags.
+struct GenericHmacSpec {
+    std::string header = "X-Signature";
+    std::string prefix;
+    crypto::HashAlgorithm algorithm = crypto::HashAlgorithm::sha256;
+    SignatureEncoding encoding = SignatureEncoding::hex;
+    std::string message_template = "{body}";
+    std::string timestamp_header; // where {timestamp} comes from
+    std::string id_header;        // where {id} comes from
+};
+
+struct VerifyConfig {
+    Scheme scheme = Scheme::auto_detect;
+    std::vector<Secret> secrets;
+    std::vector<PublicKey> public_keys;
+    Duration tolerance = std::chrono::minutes(5);
+    TimestampCheck timestamp_check = TimestampCheck::enforce;
+    Sha1Policy sha1 = Sha1Policy::reject;
+    std::string url;      // the full public URL (twilio, square)
+    std::string url_base; // https://host[:port], the envelope's path appended
+    GenericHmacSpec hmac;
+};
+
+// Throws UsageError for a malformed --hmac-* description.
+[[nodiscard]] crypto::HashAlgorithm parse_hash_algorithm(std::string_view name);
+[[nodiscard]] SignatureEncoding parse_signature_encoding(std::string_view name);
+
+struct Verdict {
+    bool valid = false;
+    Scheme scheme = Scheme::auto_detect;
+    std::string key_label; // which secret or public key matched
+    std::string reason;
+    // What --nonce remembers: the provider's message id, else the signature.
+    std::string nonce;
+    std::optional<Timestamp> signed_at;
+};
+
+} // namespace idem::verify

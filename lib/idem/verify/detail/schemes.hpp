@@ -1,0 +1,119 @@
+#pragma once
+// Internal: what the per-scheme verifiers and signers share. One function per
+// scheme each way, so the bytes a scheme signs are defined once (in the
+// *_message helpers) and the verifier and signer cannot drift apart.
+
+#include "idem/crypto/crypto.hpp"
+#include "idem/record/parser.hpp"
+#include "idem/verify/config.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace idem::verify::detail {
+
+// Stripe uses the secret string itself as the HMAC key; Standard Webhooks
+// decodes the base64 after "whsec_".
+enum class KeyDerivation { raw, standard_base64 };
+
+struct PreparedKey {
+    std::string label;
+    crypto::HmacKey key;
+};
+
+struct NamedPublicKey {
+    std::string label;
+    crypto::Ed25519PublicKey key;
+};
+
+// Keys prepared once per (derivation, algorithm), on first use.
+class KeyRing {
+public:
+    explicit KeyRing(const VerifyConfig& config);
+    // Throws UsageError when no secret was given or one cannot be derived.
+    const std::vector<PreparedKey>& hmac(KeyDerivation derivation, crypto::HashAlgorithm algorithm,
+                                         Scheme scheme);
+    // Throws UsageError when no public key was given.
+    const std::vector<NamedPublicKey>& ed25519(Scheme scheme);
+
+private:
+    const VerifyConfig& m_config;
+    std::map<std::pair<KeyDerivation, crypto::HashAlgorithm>, std::vector<PreparedKey>> m_hmac;
+    std::optional<std::vector<NamedPublicKey>> m_ed25519;
+};
+
+struct Input {
+    const record::Envelope& envelope;
+    Timestamp now;
+    const VerifyConfig& config;
+    KeyRing& keys;
+};
+
+using VerifyFunction = Verdict (*)(Input&);
+
+Verdict verify_github(Input& input);
+Verdict verify_stripe(Input& input);
+Verdict verify_slack(Input& input);
+Verdict verify_standard(Input& input);
+Verdict verify_svix(Input& input);
+Verdict verify_shopify(Input& input);
+Verdict verify_discord(Input& input);
+Verdict verify_twilio(Input& input);
+Verdict verify_square(Input& input);
+Verdict verify_pagerduty(Input& input);
+Verdict verify_hmac(Input& input);
+
+// ---- shared helpers -------------------------------------------------------
+
+[[nodiscard]] Verdict invalid(Scheme scheme, std::string reason);
+[[nodiscard]] Verdict matched(Scheme scheme, std::string label, std::string nonce,
+                              std::optional<Timestamp> signed_at);
+
+// A decoded signature, or the reason it could not be decoded.
+struct Decoded {
+    std::optional<std::string> bytes;
+    std::string problem;
+};
+[[nodiscard]] Decoded decode_signature(std::string_view text, SignatureEncoding encoding,
+                                       std::size_t expected_bytes, std::string_view what);
+
+// The label of the first key whose MAC over `parts` equals a candidate.
+[[nodiscard]] std::optional<std::string> match_hmac(const std::vector<PreparedKey>& keys,
+                                                    const std::vector<std::string>& candidates,
+                                                    std::initializer_list<std::string_view> parts);
+
+enum class ClockSides { past_only, both };
+// Parses whole seconds since the epoch (as providers send them).
+[[nodiscard]] std::optional<Timestamp> parse_unix_seconds(std::string_view text);
+// A reason when `signed_at` is outside the tolerance, else nullopt.
+[[nodiscard]] std::optional<std::string> check_age(const Input& input, Timestamp signed_at,
+                                                   ClockSides sides);
+[[nodiscard]] std::string no_match_reason(std::size_t keys, std::size_t candidates);
+[[nodiscard]] std::string missing_header(std::string_view name);
+
+// The URL a URL-signing scheme signed: --url, or --url-base + the path.
+[[nodiscard]] std::optional<std::string> signed_url(const VerifyConfig& config,
+                                                    const record::Envelope& envelope);
+
+// Twilio: the data signed for a form body (sorted name+value pairs).
+[[nodiscard]] std::string twilio_form_suffix(std::string_view body);
+// Twilio's libraries try the URL as given, with the default port added, and
+// with any port removed.
+[[nodiscard]] std::vector<std::string> twilio_url_variants(const std::string& url);
+// The generic scheme's message: the template with {body}, {timestamp}, {id}.
+[[nodiscard]] std::string generic_hmac_message(const GenericHmacSpec& spec, std::string_view body,
+                                               std::string_view timestamp, std::string_view id);
+
+// Standard Webhooks: the header family an envelope uses ("webhook-" or "svix-").
+struct StandardHeaders {
+    std::string_view id;
+    std::string_view timestamp;
+    std::string_view signature;
+};
+[[nodiscard]] StandardHeaders standard_header_names(Scheme scheme);
+
+[[nodiscard]] std::optional<std::string> query_parameter(std::string_view url, std::string_view name);
+
+} // namespace idem::verify::detail

@@ -1,0 +1,224 @@
+// Schemes that sign the body (and perhaps a timestamp) with a shared secret:
+// GitHub, Stripe, Slack, Shopify, PagerDuty, and the generic `hmac`.
+
+#include "idem/util/text.hpp"
+#include "idem/verify/detail/schemes.hpp"
+
+#include <fmt/format.h>
+
+namespace idem::verify::detail {
+
+using crypto::HashAlgorithm;
+
+namespace {
+
+std::string nonce_or(const record::Envelope& envelope, std::string_view id_header, std::string_view fallback) {
+    auto id = envelope.header(id_header);
+    return std::string(id ? *id : fallback);
+}
+
+// Decodes every candidate; when none decodes, the reason of the first.
+struct Candidates {
+    std::vector<std::string> decoded;
+    std::string problem;
+};
+
+Candidates decode_all(const std::vector<std::string_view>& texts, SignatureEncoding encoding,
+                      std::size_t expected_bytes, std::string_view what) {
+    Candidates candidates;
+    for (auto text : texts) {
+        auto decoded = decode_signature(text, encoding, expected_bytes, what);
+        if (decoded.bytes) candidates.decoded.push_back(std::move(*decoded.bytes));
+        else if (candidates.problem.empty()) candidates.problem = decoded.problem;
+    }
+    return candidates;
+}
+
+// GitHub's "sha256=<hex>" (or legacy "sha1=<hex>") header.
+Verdict verify_github_header(Input& input, std::string_view header_name, std::string_view value,
+                             HashAlgorithm algorithm) {
+    const auto& envelope = input.envelope;
+    std::string_view prefix = algorithm == HashAlgorithm::sha1 ? "sha1=" : "sha256=";
+    if (!value.starts_with(prefix))
+        return invalid(Scheme::github, fmt::format("malformed header '{}': expected '{}' followed by hex",
+                                                   header_name, prefix));
+    auto decoded = decode_signature(value.substr(prefix.size()), SignatureEncoding::hex,
+                                    crypto::digest_size(algorithm), "the signature");
+    if (!decoded.bytes) return invalid(Scheme::github, decoded.problem);
+    const auto& keys = input.keys.hmac(KeyDerivation::raw, algorithm, Scheme::github);
+    auto label = match_hmac(keys, {*decoded.bytes}, {envelope.body});
+    if (!label) return invalid(Scheme::github, no_match_reason(keys.size(), 1));
+    return matched(Scheme::github, *label, nonce_or(envelope, "X-GitHub-Delivery", value), std::nullopt);
+}
+
+} // namespace
+
+Verdict verify_github(Input& input) {
+    const auto& envelope = input.envelope;
+    if (auto value = envelope.header("X-Hub-Signature-256"))
+        return verify_github_header(input, "X-Hub-Signature-256", *value, HashAlgorithm::sha256);
+    if (auto legacy = envelope.header("X-Hub-Signature")) {
+        if (input.config.sha1 == Sha1Policy::reject)
+            return invalid(Scheme::github, "only the legacy SHA-1 'X-Hub-Signature' is present; pass "
+                                           "--allow-sha1 to accept it");
+        return verify_github_header(input, "X-Hub-Signature", *legacy, HashAlgorithm::sha1);
+    }
+    return invalid(Scheme::github, missing_header("X-Hub-Signature-256"));
+}
+
+Verdict verify_stripe(Input& input) {
+    const auto& envelope = input.envelope;
+    auto header = envelope.header("Stripe-Signature");
+    if (!header) return invalid(Scheme::stripe, missing_header("Stripe-Signature"));
+    std::optional<std::string_view> timestamp_text;
+    std::vector<std::string_view> v1;
+    for (auto item : split(*header, ',')) {
+        item = trim(item);
+        auto equals = item.find('=');
+        if (equals == std::string_view::npos) continue;
+        auto key = item.substr(0, equals);
+        auto value = item.substr(equals + 1);
+        if (key == "t" && !timestamp_text) timestamp_text = value;
+        else if (key == "v1") v1.push_back(value);
+        // Other versions (v0 test-mode signatures) are ignored, as Stripe's libraries do.
+    }
+    if (!timestamp_text)
+        return invalid(Scheme::stripe, "malformed header 'Stripe-Signature': no t= timestamp");
+    auto signed_at = parse_unix_seconds(*timestamp_text);
+    if (!signed_at)
+        return invalid(Scheme::stripe, fmt::format("malformed header 'Stripe-Signature': t={} is not a "
+                                                   "Unix timestamp",
+                                                   quote(*timestamp_text, 20)));
+    if (v1.empty()) return invalid(Scheme::stripe, "no v1 signature in header 'Stripe-Signature'");
+    auto candidates = decode_all(v1, SignatureEncoding::hex, 32, "the v1 signature");
+    if (candidates.decoded.empty()) return invalid(Scheme::stripe, candidates.problem);
+    const auto& keys = input.keys.hmac(KeyDerivation::raw, HashAlgorithm::sha256, Scheme::stripe);
+    auto label = match_hmac(keys, candidates.decoded, {*timestamp_text, ".", envelope.body});
+    if (!label) return invalid(Scheme::stripe, no_match_reason(keys.size(), v1.size()));
+    // Stripe's libraries reject only timestamps older than the tolerance.
+    if (auto stale = check_age(input, *signed_at, ClockSides::past_only))
+        return invalid(Scheme::stripe, *stale);
+    return matched(Scheme::stripe, *label, fmt::format("{}:{}", *timestamp_text, v1.front()), signed_at);
+}
+
+Verdict verify_slack(Input& input) {
+    const auto& envelope = input.envelope;
+    auto signature = envelope.header("X-Slack-Signature");
+    if (!signature) return invalid(Scheme::slack, missing_header("X-Slack-Signature"));
+    auto timestamp_text = envelope.header("X-Slack-Request-Timestamp");
+    if (!timestamp_text) return invalid(Scheme::slack, missing_header("X-Slack-Request-Timestamp"));
+    auto signed_at = parse_unix_seconds(*timestamp_text);
+    if (!signed_at)
+        return invalid(Scheme::slack, fmt::format("malformed header 'X-Slack-Request-Timestamp': {} is "
+                                                  "not a Unix timestamp",
+                                                  quote(*timestamp_text, 20)));
+    if (!signature->starts_with("v0="))
+        return invalid(Scheme::slack, "malformed header 'X-Slack-Signature': expected 'v0=' followed by hex");
+    auto decoded = decode_signature(signature->substr(3), SignatureEncoding::hex, 32, "the signature");
+    if (!decoded.bytes) return invalid(Scheme::slack, decoded.problem);
+    const auto& keys = input.keys.hmac(KeyDerivation::raw, HashAlgorithm::sha256, Scheme::slack);
+    auto label = match_hmac(keys, {*decoded.bytes}, {"v0:", *timestamp_text, ":", envelope.body});
+    if (!label) return invalid(Scheme::slack, no_match_reason(keys.size(), 1));
+    if (auto stale = check_age(input, *signed_at, ClockSides::both)) return invalid(Scheme::slack, *stale);
+    return matched(Scheme::slack, *label, std::string(*signature), signed_at);
+}
+
+Verdict verify_shopify(Input& input) {
+    const auto& envelope = input.envelope;
+    auto signature = envelope.header("X-Shopify-Hmac-Sha256");
+    if (!signature) return invalid(Scheme::shopify, missing_header("X-Shopify-Hmac-Sha256"));
+    auto decoded = decode_signature(*signature, SignatureEncoding::base64, 32, "the signature");
+    if (!decoded.bytes) return invalid(Scheme::shopify, decoded.problem);
+    const auto& keys = input.keys.hmac(KeyDerivation::raw, HashAlgorithm::sha256, Scheme::shopify);
+    auto label = match_hmac(keys, {*decoded.bytes}, {envelope.body});
+    if (!label) return invalid(Scheme::shopify, no_match_reason(keys.size(), 1));
+    return matched(Scheme::shopify, *label, nonce_or(envelope, "X-Shopify-Webhook-Id", *signature),
+                   std::nullopt);
+}
+
+Verdict verify_pagerduty(Input& input) {
+    const auto& envelope = input.envelope;
+    auto header = envelope.header("X-PagerDuty-Signature");
+    if (!header) return invalid(Scheme::pagerduty, missing_header("X-PagerDuty-Signature"));
+    std::vector<std::string_view> v1;
+    for (auto item : split(*header, ',')) {
+        item = trim(item);
+        if (item.starts_with("v1=")) v1.push_back(item.substr(3));
+    }
+    if (v1.empty()) return invalid(Scheme::pagerduty, "no v1= signature in header 'X-PagerDuty-Signature'");
+    auto candidates = decode_all(v1, SignatureEncoding::hex, 32, "the v1 signature");
+    if (candidates.decoded.empty()) return invalid(Scheme::pagerduty, candidates.problem);
+    const auto& keys = input.keys.hmac(KeyDerivation::raw, HashAlgorithm::sha256, Scheme::pagerduty);
+    auto label = match_hmac(keys, candidates.decoded, {envelope.body});
+    if (!label) return invalid(Scheme::pagerduty, no_match_reason(keys.size(), v1.size()));
+    return matched(Scheme::pagerduty, *label, nonce_or(envelope, "X-Webhook-Id", v1.front()), std::nullopt);
+}
+
+// The generic scheme: the message is the template with {body}, {timestamp}
+// and {id} replaced, so it is assembled into one buffer.
+std::string generic_hmac_message(const GenericHmacSpec& spec, std::string_view body,
+                                 std::string_view timestamp, std::string_view id) {
+    std::string message;
+    std::string_view rest = spec.message_template;
+    while (!rest.empty()) {
+        auto open = rest.find('{');
+        message.append(rest.substr(0, open));
+        if (open == std::string_view::npos) break;
+        rest.remove_prefix(open);
+        if (rest.starts_with("{body}")) {
+            message.append(body);
+            rest.remove_prefix(6);
+        } else if (rest.starts_with("{timestamp}")) {
+            message.append(timestamp);
+            rest.remove_prefix(11);
+        } else if (rest.starts_with("{id}")) {
+            message.append(id);
+            rest.remove_prefix(4);
+        } else {
+            message.push_back('{');
+            rest.remove_prefix(1);
+        }
+    }
+    return message;
+}
+
+Verdict verify_hmac(Input& input) {
+    const auto& envelope = input.envelope;
+    const auto& spec = input.config.hmac;
+    auto header = envelope.header(spec.header);
+    if (!header) return invalid(Scheme::hmac, missing_header(spec.header));
+    std::string_view value = trim(*header);
+    if (!value.starts_with(spec.prefix))
+        return invalid(Scheme::hmac, fmt::format("malformed header '{}': expected the prefix {}", spec.header,
+                                                 quote(spec.prefix)));
+    value.remove_prefix(spec.prefix.size());
+    std::string_view timestamp_text;
+    std::optional<Timestamp> signed_at;
+    if (!spec.timestamp_header.empty()) {
+        auto found = envelope.header(spec.timestamp_header);
+        if (!found) return invalid(Scheme::hmac, missing_header(spec.timestamp_header));
+        timestamp_text = *found;
+        signed_at = parse_unix_seconds(timestamp_text);
+        if (!signed_at) signed_at = parse_timestamp(timestamp_text);
+        if (!signed_at)
+            return invalid(Scheme::hmac, fmt::format("malformed header '{}': {} is not a timestamp",
+                                                     spec.timestamp_header, quote(timestamp_text, 40)));
+    }
+    std::string_view id;
+    if (!spec.id_header.empty()) {
+        auto found = envelope.header(spec.id_header);
+        if (!found) return invalid(Scheme::hmac, missing_header(spec.id_header));
+        id = *found;
+    }
+    auto decoded = decode_signature(value, spec.encoding, crypto::digest_size(spec.algorithm), "the signature");
+    if (!decoded.bytes) return invalid(Scheme::hmac, decoded.problem);
+    const auto& keys = input.keys.hmac(KeyDerivation::raw, spec.algorithm, Scheme::hmac);
+    auto message = generic_hmac_message(spec, envelope.body, timestamp_text, id);
+    auto label = match_hmac(keys, {*decoded.bytes}, {message});
+    if (!label) return invalid(Scheme::hmac, no_match_reason(keys.size(), 1));
+    if (signed_at)
+        if (auto stale = check_age(input, *signed_at, ClockSides::both)) return invalid(Scheme::hmac, *stale);
+    return matched(Scheme::hmac, *label, std::string(id.empty() ? value : id), signed_at);
+}
+
+} // namespace idem::verify::detail

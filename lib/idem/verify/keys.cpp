@@ -1,0 +1,74 @@
+#include "idem/util/encoding.hpp"
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+#include "idem/verify/config.hpp"
+
+#include <fmt/format.h>
+
+namespace idem::verify {
+
+namespace {
+
+bool is_label(std::string_view text) {
+    if (text.empty() || text.size() > 64) return false;
+    for (char c : text)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
+    return true;
+}
+
+std::pair<std::string, std::string_view> split_label(std::string_view text, std::size_t position) {
+    std::string label = fmt::format("#{}", position);
+    if (!text.empty() && text.front() == '=') return {label, text.substr(1)};
+    auto equals = text.find('=');
+    if (equals != std::string_view::npos && is_label(text.substr(0, equals))) {
+        auto rest = text.substr(equals + 1);
+        if (!rest.empty() && rest.front() != '=') return {std::string(text.substr(0, equals)), rest};
+    }
+    return {label, text};
+}
+
+} // namespace
+
+Secret parse_secret(std::string_view text, std::size_t position) {
+    auto [label, value] = split_label(text, position);
+    if (value.empty()) throw UsageError(fmt::format("secret {} is empty", label));
+    return {label, std::string(value)};
+}
+
+std::vector<Secret> parse_secret_lines(std::string_view text, std::size_t first_position) {
+    std::vector<Secret> secrets;
+    for (auto line : split(text, '\n')) {
+        line = trim(line);
+        if (line.empty() || line.front() == '#') continue;
+        secrets.push_back(parse_secret(line, first_position + secrets.size()));
+    }
+    return secrets;
+}
+
+PublicKey parse_public_key(std::string_view text, std::size_t position) {
+    auto [label, value] = split_label(text, position);
+    std::optional<std::string> raw;
+    if (value.starts_with("whpk_")) raw = base64_decode(value.substr(5));
+    else if (value.size() == 64) raw = hex_decode(value);
+    else raw = base64_decode(value);
+    if (!raw || raw->size() != crypto::k_ed25519_key_bytes)
+        throw UsageError(fmt::format("public key {} is not an ed25519 public key: expected 64 hex "
+                                     "digits, 32 bytes of base64, or whpk_<base64>",
+                                     label));
+    return {label, *raw};
+}
+
+crypto::HashAlgorithm parse_hash_algorithm(std::string_view name) {
+    if (iequals(name, "sha1")) return crypto::HashAlgorithm::sha1;
+    if (iequals(name, "sha256")) return crypto::HashAlgorithm::sha256;
+    if (iequals(name, "sha512")) return crypto::HashAlgorithm::sha512;
+    throw UsageError(fmt::format("unknown algorithm {}: use sha1, sha256 or sha512", quote(name)));
+}
+
+SignatureEncoding parse_signature_encoding(std::string_view name) {
+    if (iequals(name, "hex")) return SignatureEncoding::hex;
+    if (iequals(name, "base64")) return SignatureEncoding::base64;
+    throw UsageError(fmt::format("unknown encoding {}: use hex or base64", quote(name)));
+}
+
+} // namespace idem::verify

@@ -1,0 +1,51 @@
+#pragma once
+// `idem verify` and `idem sign` over a stream of records: read, parse, judge,
+// write, route, count. Called by the CLI with everything already decided.
+
+#include "idem/io/diagnostics.hpp"
+#include "idem/io/sink.hpp"
+#include "idem/io/summary.hpp"
+#include "idem/record/input.hpp"
+#include "idem/record/rejects.hpp"
+#include "idem/verify/config.hpp"
+
+#include <optional>
+#include <string>
+
+namespace idem::verify {
+
+enum class InvalidRouting { keep_in_output, divert };
+enum class NonceCheck { off, on };
+
+struct VerifyRunOptions {
+    record::InputOptions input;
+    VerifyConfig config;
+    std::optional<Timestamp> now; // default: each envelope's received_at, else the clock
+    InvalidRouting invalid_routing = InvalidRouting::keep_in_output;
+    std::string invalid_path; // with divert: where invalid records go ("" = counted and dropped)
+    std::string reject_path;
+    record::Strictness strictness = record::Strictness::lenient;
+    NonceCheck nonce = NonceCheck::off;
+    std::string store_uri;
+};
+
+struct RunResult {
+    io::Summary summary;
+    std::uint64_t findings = 0; // invalid records
+};
+
+// Throws InputError (unreadable input, or bad input under --strict),
+// StoreError, FileSystemError, UsageError.
+RunResult run_verify(const VerifyRunOptions& options, io::Sink& output, io::Diagnostics& diagnostics);
+
+struct SignRunOptions {
+    record::InputOptions input;
+    VerifyConfig config;
+    std::optional<Timestamp> timestamp; // default: the clock, per record
+    std::string reject_path;
+    record::Strictness strictness = record::Strictness::lenient;
+};
+
+RunResult run_sign(const SignRunOptions& options, io::Sink& output, io::Diagnostics& diagnostics);
+
+} // namespace idem::verify

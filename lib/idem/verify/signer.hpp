@@ -1,0 +1,36 @@
+#pragma once
+// The inverse of Verifier: the signature headers a scheme's provider would
+// have sent for an envelope, so `idem sign | idem verify` round-trips.
+
+#include "idem/record/parser.hpp"
+#include "idem/verify/config.hpp"
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace idem::verify {
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+class Signer {
+public:
+    // Signs with the first secret of `config` (for discord and Standard
+    // Webhooks v1a: an ed25519 private key, as whsk_<base64> or a 32-byte
+    // hex or base64 seed). Throws UsageError when the scheme cannot be signed
+    // with what was given.
+    explicit Signer(const VerifyConfig& config);
+    ~Signer();
+    Signer(const Signer&) = delete;
+    Signer& operator=(const Signer&) = delete;
+
+    // The headers to add (replacing any of the same name) to `envelope`.
+    [[nodiscard]] HeaderList signature_headers(const record::Envelope& envelope, Timestamp at) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace idem::verify

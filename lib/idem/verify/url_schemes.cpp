@@ -1,0 +1,167 @@
+// Schemes that sign the public URL the provider called: Twilio and Square.
+// A proxy may have rewritten the URL on the way in, so the user supplies it
+// (--url, or --url-base with the envelope's path appended).
+
+#include "idem/util/encoding.hpp"
+#include "idem/util/text.hpp"
+#include "idem/verify/detail/schemes.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace idem::verify::detail {
+
+namespace {
+
+std::string form_decode(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '+') {
+            out += ' ';
+        } else if (text[i] == '%' && i + 2 < text.size()) {
+            auto decoded = hex_decode(text.substr(i + 1, 2));
+            if (decoded) {
+                out += *decoded;
+                i += 2;
+            } else {
+                out += '%';
+            }
+        } else {
+            out += text[i];
+        }
+    }
+    return out;
+}
+
+struct UrlParts {
+    std::string scheme;
+    std::string host;
+    std::string port; // empty when absent
+    std::string rest; // path, query
+};
+
+std::optional<UrlParts> split_url(const std::string& url) {
+    auto scheme_end = url.find("://");
+    if (scheme_end == std::string::npos) return std::nullopt;
+    UrlParts parts;
+    parts.scheme = to_lower(url.substr(0, scheme_end));
+    auto authority_start = scheme_end + 3;
+    auto rest_start = url.find_first_of("/?", authority_start);
+    auto authority = url.substr(authority_start, rest_start == std::string::npos ? std::string::npos
+                                                                                  : rest_start - authority_start);
+    parts.rest = rest_start == std::string::npos ? "" : url.substr(rest_start);
+    auto colon = authority.rfind(':');
+    if (colon != std::string::npos && authority.find(']', colon) == std::string::npos) {
+        parts.host = authority.substr(0, colon);
+        parts.port = authority.substr(colon + 1);
+    } else {
+        parts.host = authority;
+    }
+    return parts;
+}
+
+} // namespace
+
+std::string twilio_form_suffix(std::string_view body) {
+    std::vector<std::pair<std::string, std::string>> pairs;
+    for (auto item : split(body, '&')) {
+        if (item.empty()) continue;
+        auto equals = item.find('=');
+        pairs.emplace_back(form_decode(item.substr(0, equals)),
+                           equals == std::string_view::npos ? "" : form_decode(item.substr(equals + 1)));
+    }
+    // Twilio sorts by name, and the values of a repeated name among themselves.
+    std::sort(pairs.begin(), pairs.end());
+    std::string suffix;
+    for (const auto& [name, value] : pairs) suffix.append(name).append(value);
+    return suffix;
+}
+
+std::vector<std::string> twilio_url_variants(const std::string& url) {
+    std::vector<std::string> variants{url};
+    auto parts = split_url(url);
+    if (!parts) return variants;
+    std::string default_port = parts->scheme == "https" ? "443" : parts->scheme == "http" ? "80" : "";
+    auto prefix = url.substr(0, url.find("://") + 3);
+    if (parts->port.empty() && !default_port.empty())
+        variants.push_back(prefix + parts->host + ":" + default_port + parts->rest);
+    if (!parts->port.empty()) variants.push_back(prefix + parts->host + parts->rest);
+    return variants;
+}
+
+std::optional<std::string> query_parameter(std::string_view url, std::string_view name) {
+    auto question = url.find('?');
+    if (question == std::string_view::npos) return std::nullopt;
+    auto query = url.substr(question + 1);
+    query = query.substr(0, query.find('#'));
+    for (auto item : split(query, '&')) {
+        auto equals = item.find('=');
+        if (form_decode(item.substr(0, equals)) == name)
+            return equals == std::string_view::npos ? "" : form_decode(item.substr(equals + 1));
+    }
+    return std::nullopt;
+}
+
+namespace {
+bool is_form(const record::Envelope& envelope) {
+    auto type = envelope.header("Content-Type");
+    return type && to_lower(trim(type->substr(0, type->find(';')))) == "application/x-www-form-urlencoded";
+}
+} // namespace
+
+Verdict verify_twilio(Input& input) {
+    const auto& envelope = input.envelope;
+    auto signature = envelope.header("X-Twilio-Signature");
+    if (!signature) return invalid(Scheme::twilio, missing_header("X-Twilio-Signature"));
+    auto url = signed_url(input.config, envelope);
+    if (!url)
+        return invalid(Scheme::twilio, "twilio signs the public URL: pass --url or --url-base");
+    auto decoded = decode_signature(*signature, SignatureEncoding::base64, 20, "the signature");
+    if (!decoded.bytes) return invalid(Scheme::twilio, decoded.problem);
+    std::string suffix;
+    if (auto body_hash = query_parameter(*url, "bodySHA256")) {
+        // The JSON variant: the URL carries the body's SHA-256, and only the
+        // URL is signed.
+        auto actual = hex_encode(crypto::hash(crypto::HashAlgorithm::sha256, envelope.body).view());
+        if (!crypto::constant_time_equal(to_lower(*body_hash), actual))
+            return invalid(Scheme::twilio, "the bodySHA256 in the URL does not match the body");
+    } else if (is_form(envelope)) {
+        suffix = twilio_form_suffix(envelope.body);
+    }
+    const auto& keys = input.keys.hmac(KeyDerivation::raw, crypto::HashAlgorithm::sha1, Scheme::twilio);
+    for (const auto& variant : twilio_url_variants(*url)) {
+        auto label = match_hmac(keys, {*decoded.bytes}, {variant, suffix});
+        if (label)
+            return matched(Scheme::twilio, *label,
+                           std::string(envelope.header("I-Twilio-Idempotency-Token").value_or(*signature)),
+                           std::nullopt);
+    }
+    return invalid(Scheme::twilio, no_match_reason(keys.size(), 1) + fmt::format(" (signed URL {})", quote(*url)));
+}
+
+Verdict verify_square(Input& input) {
+    const auto& envelope = input.envelope;
+    auto algorithm = crypto::HashAlgorithm::sha256;
+    auto signature = envelope.header("X-Square-HmacSha256-Signature");
+    if (!signature) {
+        signature = envelope.header("X-Square-Signature");
+        if (!signature) return invalid(Scheme::square, missing_header("X-Square-HmacSha256-Signature"));
+        if (input.config.sha1 == Sha1Policy::reject)
+            return invalid(Scheme::square, "only the legacy SHA-1 'X-Square-Signature' is present; pass "
+                                           "--allow-sha1 to accept it");
+        algorithm = crypto::HashAlgorithm::sha1;
+    }
+    auto url = signed_url(input.config, envelope);
+    if (!url) return invalid(Scheme::square, "square signs the notification URL: pass --url or --url-base");
+    auto decoded = decode_signature(*signature, SignatureEncoding::base64, crypto::digest_size(algorithm),
+                                    "the signature");
+    if (!decoded.bytes) return invalid(Scheme::square, decoded.problem);
+    const auto& keys = input.keys.hmac(KeyDerivation::raw, algorithm, Scheme::square);
+    auto label = match_hmac(keys, {*decoded.bytes}, {*url, envelope.body});
+    if (!label)
+        return invalid(Scheme::square, no_match_reason(keys.size(), 1) + fmt::format(" (signed URL {})", quote(*url)));
+    return matched(Scheme::square, *label, std::string(*signature), std::nullopt);
+}
+
+} // namespace idem::verify::detail

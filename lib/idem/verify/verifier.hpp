@@ -1,0 +1,29 @@
+#pragma once
+// Checks one delivery's signature against its scheme. Pure: no I/O, no
+// clock; the caller passes the moment to judge timestamps against.
+
+#include "idem/record/parser.hpp"
+#include "idem/verify/config.hpp"
+
+#include <memory>
+
+namespace idem::verify {
+
+class Verifier {
+public:
+    // Keeps a reference to `config`, which must outlive the verifier.
+    explicit Verifier(const VerifyConfig& config);
+    ~Verifier();
+    Verifier(const Verifier&) = delete;
+    Verifier& operator=(const Verifier&) = delete;
+
+    // Never throws for a bad delivery (that is an invalid verdict); throws
+    // UsageError when the configuration lacks what the scheme needs.
+    [[nodiscard]] Verdict verify(const record::Envelope& envelope, Timestamp now);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace idem::verify
