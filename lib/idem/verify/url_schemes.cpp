@@ -120,6 +120,7 @@ Verdict verify_twilio(Input& input) {
     auto decoded = decode_signature(*signature, SignatureEncoding::base64, 20, "the signature");
     if (!decoded.bytes) return invalid(Scheme::twilio, decoded.problem);
     std::string suffix;
+    bool body_signed = true;
     if (auto body_hash = query_parameter(*url, "bodySHA256")) {
         // The JSON variant: the URL carries the body's SHA-256, and only the
         // URL is signed.
@@ -128,14 +129,20 @@ Verdict verify_twilio(Input& input) {
             return invalid(Scheme::twilio, "the bodySHA256 in the URL does not match the body");
     } else if (is_form(envelope)) {
         suffix = twilio_form_suffix(envelope.body);
+    } else {
+        body_signed = envelope.body.empty();
     }
     const auto& keys = input.keys.hmac(KeyDerivation::raw, crypto::HashAlgorithm::sha1, Scheme::twilio);
     for (const auto& variant : twilio_url_variants(*url)) {
         auto label = match_hmac(keys, {*decoded.bytes}, {variant, suffix});
-        if (label)
-            return matched(Scheme::twilio, *label,
-                           std::string(envelope.header("I-Twilio-Idempotency-Token").value_or(*signature)),
-                           std::nullopt);
+        if (!label) continue;
+        auto verdict = matched(Scheme::twilio, *label,
+                               std::string(envelope.header("I-Twilio-Idempotency-Token").value_or(*signature)),
+                               std::nullopt);
+        // Twilio signs a body only as form parameters or through bodySHA256;
+        // say so when this one was not covered.
+        if (!body_signed) verdict.reason += " (the body is not signed: no bodySHA256 and not a form)";
+        return verdict;
     }
     return invalid(Scheme::twilio, no_match_reason(keys.size(), 1) + fmt::format(" (signed URL {})", quote(*url)));
 }

@@ -1,0 +1,133 @@
+#include "idem/io/line_reader.hpp"
+#include "idem/record/annotate.hpp"
+#include "idem/record/canonical.hpp"
+#include "idem/record/har.hpp"
+#include "idem/record/parser.hpp"
+#include "idem/util/errors.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace idem;
+using namespace idem::record;
+
+namespace {
+// The parser needs padding after the line, as the line reader guarantees.
+std::string padded(std::string text) {
+    text.reserve(text.size() + io::k_padding_bytes);
+    return text;
+}
+} // namespace
+
+TEST_CASE("recognises a delivery envelope and exposes its parts") {
+    RecordParser parser;
+    auto line = padded(R"({"idem":1,"id":"c1","received_at":"2026-11-30T08:00:00.123Z","method":"POST","path":"/hooks/x?y=1",)"
+                       R"("headers":[["Content-Type","application/json"],["X-A","1"],["x-a","2"]],"body":"{\"n\":1}"})");
+    REQUIRE_FALSE(parser.parse(line));
+    REQUIRE(parser.shape() == RecordShape::envelope);
+    const auto& envelope = parser.envelope();
+    CHECK(envelope.id == "c1");
+    CHECK(envelope.path == "/hooks/x?y=1");
+    CHECK(envelope.body == "{\"n\":1}");
+    CHECK(envelope.header("x-a") == "1"); // the first, case-insensitively
+    CHECK(envelope.headers.size() == 3);
+}
+
+TEST_CASE("a body_b64 envelope carries bytes that are not UTF-8") {
+    RecordParser parser;
+    auto line = padded(R"({"idem":1,"headers":[],"body_b64":"/wABAg=="})");
+    REQUIRE_FALSE(parser.parse(line));
+    CHECK(parser.envelope().body == std::string("\xff\x00\x01\x02", 4));
+}
+
+TEST_CASE("says where a line stops being JSON") {
+    RecordParser parser;
+    auto line = padded(R"({"a":1,"b":x})");
+    auto failure = parser.parse(line);
+    REQUIRE(failure);
+    CHECK(failure->column == 12);
+    CHECK(failure->message == "syntax error while parsing value - invalid literal; last read: '\"b\":x'");
+    auto array = padded("[1,2]");
+    auto not_object = parser.parse(array);
+    REQUIRE(not_object);
+    CHECK(not_object->message == "expected a JSON object per line, got a JSON array");
+    auto bad_headers = padded(R"({"idem":1,"headers":{"a":"b"}})");
+    CHECK(parser.parse(bad_headers)->message == "envelope field 'headers' must be an array of [name, value] pairs");
+}
+
+TEST_CASE("field paths: dotted, array indexes, JSON Pointer, headers and body") {
+    RecordParser parser;
+    auto plain = padded(R"({"data":{"object":{"id":"pi_1","amount":1.50}},"items":[{"sku":"a"},{"sku":"b"}],"a.b":true})");
+    REQUIRE_FALSE(parser.parse(plain));
+    CHECK(parser.find(FieldPath::parse("data.object.id"))->text == "pi_1");
+    CHECK(parser.find(FieldPath::parse("items.1.sku"))->text == "b");
+    CHECK(parser.find(FieldPath::parse("/data/object/amount"))->text == "1.5");
+    CHECK(parser.find(FieldPath::parse("/a.b"))->type == FieldValue::Type::boolean);
+    CHECK(parser.find(FieldPath::parse("data.object"))->text == R"({"amount":1.5,"id":"pi_1"})");
+    CHECK_FALSE(parser.find(FieldPath::parse("data.missing")));
+    CHECK_FALSE(parser.find(FieldPath::parse("items.7.sku")));
+
+    auto envelope = padded(R"({"idem":1,"headers":[["X-GitHub-Delivery","d-1"]],"body":"{\"data\":{\"id\":42}}"})");
+    REQUIRE_FALSE(parser.parse(envelope));
+    CHECK(parser.find(FieldPath::parse("headers.x-github-delivery"))->text == "d-1");
+    CHECK(parser.find(FieldPath::parse("body.data.id"))->text == "42");
+    CHECK(parser.find(FieldPath::parse("/body/data/id"))->type == FieldValue::Type::number);
+}
+
+TEST_CASE("field path syntax errors are usage errors") {
+    CHECK_THROWS_WITH_AS((void)FieldPath::parse("a..b"),
+                         "invalid field path 'a..b': empty segment (use a JSON Pointer such as /a.b for keys that contain dots)",
+                         UsageError);
+    CHECK_THROWS_AS((void)FieldPath::parse("/a~2"), UsageError);
+    CHECK(FieldPath::parse("/a~1b/c~0").segments() == std::vector<std::string>{"a/b", "c~"});
+    CHECK(FieldPath::parse_list("data.object.id, type").size() == 2);
+}
+
+TEST_CASE("canonical JSON: key order, whitespace, number and string spelling do not matter") {
+    auto a = canonical_json(R"({"b":1, "a":{"y":[1,2.0,-0.0],"x":"\u0041\n"}})");
+    auto b = canonical_json("{\"a\":{\"x\":\"A\\n\",\"y\":[1.0,2,0]},\"b\":1e0}");
+    REQUIRE(a);
+    CHECK(*a == R"({"a":{"x":"A\n","y":[1,2,0]},"b":1})");
+    CHECK(*a == *b);
+    CHECK(*canonical_json(R"({"x":0.1,"y":1e300,"z":"é"})") == R"({"x":0.1,"y":1e+300,"z":"é"})");
+    CHECK_FALSE(canonical_json("{"));
+}
+
+TEST_CASE("canonical JSON drops ignored paths") {
+    std::vector<FieldPath> ignored{FieldPath::parse("request.id"), FieldPath::parse("attempt")};
+    auto one = canonical_json(R"({"id":"evt_1","attempt":1,"request":{"id":"req_a","k":"v"}})", ignored);
+    auto two = canonical_json(R"({"request":{"k":"v","id":"req_b"},"attempt":3,"id":"evt_1"})", ignored);
+    CHECK(*one == R"({"id":"evt_1","request":{"k":"v"}})");
+    CHECK(*one == *two);
+}
+
+TEST_CASE("the canonical event of an envelope is its parsed body; body. paths are stripped") {
+    RecordParser parser;
+    auto line = padded(R"({"idem":1,"headers":[],"body":"{\"b\":2,\"a\":1,\"request\":\"r1\"}"})");
+    REQUIRE_FALSE(parser.parse(line));
+    CHECK(*parser.canonical_event({FieldPath::parse("body.request")}) == R"({"a":1,"b":2})");
+}
+
+TEST_CASE("annotations are spliced in without touching the record's bytes") {
+    CHECK(annotate(R"({"a" : [1, 2] })", false, R"("verify":{"valid":true})") ==
+          R"({"a" : [1, 2] ,"_idem":{"verify":{"valid":true}}})");
+    CHECK(annotate("{}", false, R"("x":1)") == R"({"_idem":{"x":1}})");
+    CHECK(annotate(R"({"_idem":{"dedup":{"n":1}},"z":"}"})", true, R"("verify":{})") ==
+          R"({"_idem":{"dedup":{"n":1},"verify":{}},"z":"}"})");
+    CHECK(annotate(R"({"k":"{\"_idem\":1}","_idem":{}})", true, R"("v":1)") == R"({"k":"{\"_idem\":1}","_idem":{"v":1}})");
+}
+
+TEST_CASE("HAR entries become envelopes") {
+    std::string har = R"({"log":{"version":"1.2","entries":[
+      {"startedDateTime":"2026-11-29T10:00:00.250+01:00","request":{"method":"POST","url":"https://example.com/hooks/gh?x=1",
+       "headers":[{"name":":authority","value":"example.com"},{"name":"X-Hub-Signature-256","value":"sha256=00"}],
+       "postData":{"mimeType":"application/json","text":"{\"a\":1}"}}}]}})";
+    auto envelopes = har_to_envelopes(har, "capture.har");
+    REQUIRE(envelopes.size() == 1);
+    CHECK(envelopes[0] == R"({"idem":1,"id":"har-1","received_at":"2026-11-29T09:00:00.250Z","method":"POST","path":"/hooks/gh?x=1",)"
+                          R"("headers":[["X-Hub-Signature-256","sha256=00"]],"body":"{\"a\":1}"})");
+    CHECK_THROWS_WITH_AS((void)har_to_envelopes("{\"log\":{}}", "x.har"),
+                         "x.har: not a HAR file: expected {\"log\":{\"entries\":[...]}}", InputError);
+    CHECK_THROWS_WITH_AS((void)har_to_envelopes("{\n  \"log\": nope}", "x.har"),
+                         "x.har:2:11: not a HAR file: syntax error while parsing value - invalid literal; last read: '\"log\": no'",
+                         InputError);
+}

@@ -1,0 +1,57 @@
+#include "idem/store/store.hpp"
+#include "idem/util/errors.hpp"
+
+#include <doctest/doctest.h>
+#include <filesystem>
+#include <unistd.h>
+
+using namespace idem;
+using namespace idem::store;
+using namespace std::chrono;
+
+namespace {
+Timestamp at(long long seconds) { return Timestamp(std::chrono::seconds(seconds)); }
+
+std::string temp_db() {
+    auto path = std::filesystem::temp_directory_path() / ("idem-store-test-" + std::to_string(::getpid()) + ".db");
+    std::filesystem::remove(path);
+    return path.string();
+}
+} // namespace
+
+TEST_CASE("store URIs") {
+    CHECK(parse_store_uri("idem.db").kind == StoreKind::sqlite);
+    CHECK(parse_store_uri("sqlite:/tmp/x.db").path == "/tmp/x.db");
+    CHECK(parse_store_uri(":memory:").kind == StoreKind::memory);
+    auto redis = parse_store_uri("redis://127.0.0.1:6380/2");
+    CHECK(redis.kind == StoreKind::redis);
+    CHECK(redis.port == 6380);
+    CHECK(redis.database == 2);
+    CHECK_THROWS_AS((void)parse_store_uri("postgres://x"), UsageError);
+}
+
+TEST_CASE("a nonce claimed in one run is seen by the next, until it expires") {
+    auto path = temp_db();
+    {
+        auto store = open_store(parse_store_uri(path));
+        CHECK(store->claim_nonce("stripe", "sig-1", at(100), at(400)).fresh);
+        auto again = store->claim_nonce("stripe", "sig-1", at(200), at(500));
+        CHECK_FALSE(again.fresh);
+        CHECK(again.first_seen == at(100));
+        CHECK(store->claim_nonce("github", "sig-1", at(200), at(500)).fresh); // scopes are apart
+        store->commit();
+    }
+    {
+        auto store = open_store(parse_store_uri(path));
+        CHECK_FALSE(store->claim_nonce("stripe", "sig-1", at(300), at(600)).fresh);
+        CHECK(store->claim_nonce("stripe", "sig-1", at(401), at(700)).fresh); // expired: claimed anew
+        store->commit();
+    }
+    std::filesystem::remove(path);
+    std::filesystem::remove(path + "-wal");
+    std::filesystem::remove(path + "-shm");
+}
+
+TEST_CASE("an unopenable store is a store error naming it") {
+    CHECK_THROWS_AS((void)open_store(parse_store_uri("/nonexistent-dir/x.db")), StoreError);
+}

@@ -1,0 +1,60 @@
+#include "idem/util/encoding.hpp"
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+#include "idem/util/time.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace idem;
+using namespace std::chrono;
+
+TEST_CASE("durations: units, combinations and errors") {
+    CHECK(parse_duration("300ms") == milliseconds(300));
+    CHECK(parse_duration("5m") == minutes(5));
+    CHECK(parse_duration("24h") == hours(24));
+    CHECK(parse_duration("7d") == hours(24 * 7));
+    CHECK(parse_duration("1h30m") == minutes(90));
+    CHECK(parse_duration("1.5s") == milliseconds(1500));
+    CHECK(parse_duration("0") == Duration(0));
+    CHECK_THROWS_WITH_AS((void)parse_duration("5 minutes"),
+                         "invalid duration '5 minutes': expected a number and a unit, such as 300ms, 5m, 24h or 7d",
+                         UsageError);
+    CHECK_THROWS_AS((void)parse_duration("5"), UsageError);
+    CHECK(format_duration(minutes(90)) == "1h30m");
+    CHECK(format_duration(milliseconds(300)) == "300ms");
+}
+
+TEST_CASE("timestamps: RFC 3339 with any offset, and epoch units told apart by magnitude") {
+    auto utc = parse_timestamp("2026-11-30T08:00:00Z");
+    REQUIRE(utc);
+    CHECK(parse_timestamp("2026-11-30T16:00:00+08:00") == utc);
+    CHECK(parse_timestamp("2026-11-30T03:30:00-04:30") == utc);
+    CHECK(parse_timestamp("1796025600") == utc);
+    CHECK(parse_timestamp("1796025600000") == utc);
+    CHECK(parse_timestamp("1796025600000000") == utc);
+    CHECK(parse_timestamp("1796025600000000000") == utc);
+    CHECK(format_rfc3339(*parse_timestamp("2026-11-30T08:00:00.1234567Z")) == "2026-11-30T08:00:00.123Z");
+    CHECK_FALSE(parse_timestamp("2026-13-01T00:00:00Z"));
+    CHECK_FALSE(parse_timestamp("2026-11-30 08:00"));
+    CHECK_FALSE(parse_timestamp("yesterday"));
+}
+
+TEST_CASE("hex and base64, both alphabets") {
+    CHECK(hex_encode("\x01\xab") == "01ab");
+    CHECK(hex_decode("01AB") == std::string("\x01\xab"));
+    CHECK_FALSE(hex_decode("0g"));
+    CHECK(base64_encode("hello") == "aGVsbG8=");
+    CHECK(base64_decode("aGVsbG8=") == std::string("hello"));
+    CHECK(base64_decode("aGVsbG8") == std::string("hello"));
+    CHECK(base64_decode("-_8") == std::string("\xfb\xff"));
+    CHECK_FALSE(base64_decode("a*bc"));
+}
+
+TEST_CASE("messages quote user values with control bytes escaped") {
+    CHECK(quote("a'b\x1b[31m") == "'a\\'b\\x1b[31m'");
+    CHECK(closest_name("strpe", {"stripe", "slack"}) == "stripe");
+    CHECK(closest_name("zzzzzz", {"stripe", "slack"}).empty());
+    CHECK(parse_byte_size("16MiB") == 16u << 20);
+    CHECK(parse_byte_size("512") == 512);
+    CHECK_THROWS_AS((void)parse_byte_size("12 parsecs"), UsageError);
+}
