@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Writes the sample captures in samples/captures/.
+
+The signatures are computed here with Python's own hmac module, following each
+provider's documentation, independently of idem, so that the demo and the
+end-to-end tests check idem against a second implementation. The secrets are
+test secrets, published here on purpose.
+
+Run from anywhere: python3 samples/generate.py
+"""
+import base64
+import hashlib
+import hmac
+import json
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "captures")
+
+STRIPE_SECRET = "whsec_demo_stripe_secret"
+STRIPE_OLD_SECRET = "whsec_demo_rotated_out"
+GITHUB_SECRET = "gh-demo-secret"
+STANDARD_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+SLACK_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+SHOPIFY_SECRET = "shopify-demo-secret"
+
+T0 = 1796025600  # 2026-11-30T08:00:00Z
+
+
+def iso(seconds, millis=0):
+    import datetime
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % millis
+
+
+def envelope(capture_id, received, path, headers, body):
+    return json.dumps({"idem": 1, "id": capture_id, "received_at": received, "method": "POST",
+                       "path": path, "headers": headers, "body": body}, separators=(",", ":"))
+
+
+def stripe_header(secret, t, body):
+    mac = hmac.new(secret.encode(), f"{t}.{body}".encode(), hashlib.sha256).hexdigest()
+    return f"t={t},v1={mac}"
+
+
+def stripe_captures():
+    lines = []
+    events = [
+        ("evt_1QaA", "payment_intent.succeeded", "pi_3QaA", 2000),
+        ("evt_1QaB", "charge.refunded", "ch_3QaB", 500),
+        ("evt_1QaC", "invoice.paid", "in_1QaC", 12900),
+        ("evt_1QaD", "payment_intent.succeeded", "pi_3QaD", 4200),
+    ]
+    for i, (evt, kind, obj, amount) in enumerate(events):
+        t = T0 + 60 * i
+        body = json.dumps({"id": evt, "object": "event", "type": kind,
+                           "data": {"object": {"id": obj, "amount": amount, "currency": "usd"}}}, indent=2)
+        secret = STRIPE_OLD_SECRET if i == 2 else STRIPE_SECRET  # one signed before the rotation
+        lines.append(envelope(f"cap_{i+1:04}", iso(t, 120), "/hooks/stripe",
+                              [["Content-Type", "application/json; charset=utf-8"],
+                               ["Stripe-Signature", stripe_header(secret, t, body)]], body))
+    # A forged delivery: a valid-looking header made with a guessed secret.
+    body = json.dumps({"id": "evt_forged", "object": "event", "type": "payment_intent.succeeded",
+                       "data": {"object": {"id": "pi_forged", "amount": 999999, "currency": "usd"}}}, indent=2)
+    t = T0 + 300
+    lines.append(envelope("cap_0005", iso(t, 5), "/hooks/stripe",
+                          [["Content-Type", "application/json"], ["Stripe-Signature", stripe_header("whsec_guess", t, body)]],
+                          body))
+    # A replay: the first delivery's exact bytes, captured again 40 minutes later.
+    first = json.loads(lines[0])
+    first["id"] = "cap_0006"
+    first["received_at"] = iso(T0 + 2400)
+    lines.append(json.dumps(first, separators=(",", ":")))
+    # A tampered amount under the original signature.
+    tampered = json.loads(lines[1])
+    tampered["id"] = "cap_0007"
+    tampered["body"] = tampered["body"].replace("500", "50000")
+    lines.append(json.dumps(tampered, separators=(",", ":")))
+    return lines
+
+
+def github_captures():
+    lines = []
+    for i, (event, payload) in enumerate([
+            ("push", {"ref": "refs/heads/main", "after": "9f1c2e7", "repository": {"full_name": "acme/api"}}),
+            ("check_run", {"action": "completed", "check_run": {"head_sha": "9f1c2e7", "conclusion": "success"}}),
+            ("push", {"ref": "refs/heads/main", "after": "a41b0d3", "repository": {"full_name": "acme/api"}})]):
+        body = json.dumps(payload, separators=(",", ":"))
+        mac = hmac.new(GITHUB_SECRET.encode(), body.encode(), hashlib.sha256).hexdigest()
+        lines.append(envelope(f"gh_{i+1:04}", iso(T0 + 10 * i), "/hooks/github",
+                              [["X-GitHub-Event", event], ["X-GitHub-Delivery", f"d6b1c5a0-{i:04}-11ef-9e0f-0242ac120002"],
+                               ["X-Hub-Signature-256", f"sha256={mac}"], ["Content-Type", "application/json"]], body))
+    # GitHub's "Redeliver" button in the UI resends the same delivery id.
+    redelivered = json.loads(lines[0])
+    redelivered["id"] = "gh_0004"
+    redelivered["received_at"] = iso(T0 + 45)
+    lines.append(json.dumps(redelivered, separators=(",", ":")))
+    return lines
+
+
+def mixed_captures():
+    lines = []
+    body = '{"type":"message.created","data":{"id":"m_1"}}'
+    key = base64.b64decode(STANDARD_SECRET[len("whsec_"):])
+    sig = base64.b64encode(hmac.new(key, f"msg_2Qx.{T0}.{body}".encode(), hashlib.sha256).digest()).decode()
+    lines.append(envelope("mx_0001", iso(T0), "/hooks/resend",
+                          [["webhook-id", "msg_2Qx"], ["webhook-timestamp", str(T0)], ["webhook-signature", f"v1,{sig}"]], body))
+    body = "token=xyz&team_id=T1&command=%2Fdeploy&text=api+prod"
+    sig = hmac.new(SLACK_SECRET.encode(), f"v0:{T0}:{body}".encode(), hashlib.sha256).hexdigest()
+    lines.append(envelope("mx_0002", iso(T0, 400), "/hooks/slack",
+                          [["Content-Type", "application/x-www-form-urlencoded"], ["X-Slack-Request-Timestamp", str(T0)],
+                           ["X-Slack-Signature", f"v0={sig}"]], body))
+    body = '{"id":820982911946154508,"email":"jon@example.com"}'
+    sig = base64.b64encode(hmac.new(SHOPIFY_SECRET.encode(), body.encode(), hashlib.sha256).digest()).decode()
+    lines.append(envelope("mx_0003", iso(T0 + 1), "/hooks/shopify",
+                          [["X-Shopify-Topic", "orders/create"], ["X-Shopify-Hmac-Sha256", sig],
+                           ["X-Shopify-Webhook-Id", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"]], body))
+    # A body that is not UTF-8 travels as body_b64; GitHub signs its bytes.
+    raw = b'{"blob":"\xff\xfe"}'
+    mac = hmac.new(GITHUB_SECRET.encode(), raw, hashlib.sha256).hexdigest()
+    lines.append(json.dumps({"idem": 1, "id": "mx_0004", "received_at": iso(T0 + 2), "method": "POST",
+                             "path": "/hooks/github", "headers": [["X-Hub-Signature-256", f"sha256={mac}"]],
+                             "body_b64": base64.b64encode(raw).decode()}, separators=(",", ":")))
+    lines.append(json.dumps({"type": "ticket.created", "ticket": {"id": "T-1"}}))  # a plain event
+    return lines
+
+
+def bad_lines():
+    good = github_captures()[0]
+    return [good, '{"idem":1,"id":"half', "not json at all", '[1,2,3]', good.replace("gh_0001", "gh_0009")]
+
+
+def har_file():
+    body = '{"ref":"refs/heads/main"}'
+    mac = hmac.new(GITHUB_SECRET.encode(), body.encode(), hashlib.sha256).hexdigest()
+    entry = {"startedDateTime": "2026-11-30T09:00:00.000+01:00", "time": 12,
+             "request": {"method": "POST", "url": "https://hooks.example.com/hooks/github", "httpVersion": "HTTP/2",
+                         "headers": [{"name": ":authority", "value": "hooks.example.com"},
+                                     {"name": "x-github-event", "value": "push"},
+                                     {"name": "x-hub-signature-256", "value": f"sha256={mac}"}],
+                         "queryString": [], "cookies": [], "headersSize": -1, "bodySize": len(body),
+                         "postData": {"mimeType": "application/json", "text": body}},
+             "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/2", "headers": [], "cookies": [],
+                          "content": {"size": 0, "mimeType": "text/plain"}, "redirectURL": "", "headersSize": -1,
+                          "bodySize": 0},
+             "cache": {}, "timings": {"send": 0, "wait": 10, "receive": 2}}
+    return json.dumps({"log": {"version": "1.2", "creator": {"name": "devtools", "version": "1"},
+                               "entries": [entry]}}, indent=2)
+
+
+def write(name, lines):
+    with open(os.path.join(OUT, name), "w", encoding="utf-8", newline="\n") as out:
+        out.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    os.makedirs(OUT, exist_ok=True)
+    write("stripe.ndjson", stripe_captures())
+    write("github.ndjson", github_captures())
+    write("mixed.ndjson", mixed_captures())
+    write("bad-lines.ndjson", bad_lines())
+    with open(os.path.join(OUT, "deliveries.har"), "w", encoding="utf-8") as out:
+        out.write(har_file() + "\n")

@@ -1,0 +1,323 @@
+"""End-to-end tests: run the idem binary the way users do (pipes, files,
+exit codes) and check stdout, stderr and the files it writes.
+
+IDEM_BIN names the binary; samples come from samples/captures (written by
+samples/generate.py with Python's own hmac, independently of idem).
+"""
+import base64
+import hashlib
+import hmac
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+IDEM = os.environ.get("IDEM_BIN", os.path.join(ROOT, "build", "idem"))
+CAPTURES = os.path.join(ROOT, "samples", "captures")
+GH = "gh-demo-secret"
+T0 = 1796025600
+
+
+def capture(name):
+    return os.path.join(CAPTURES, name)
+
+
+def capture_lines(name):
+    with open(capture(name), "rb") as f:
+        return f.read().splitlines()
+
+
+def run(args, stdin=None, env=None):
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    result = subprocess.run([IDEM] + args, input=stdin, capture_output=True, env=full_env, timeout=120)
+    return result.returncode, result.stdout, result.stderr.decode("utf-8", "replace")
+
+
+def verdicts(stdout):
+    return [json.loads(line)["_idem"]["verify"] for line in stdout.decode().splitlines()]
+
+
+def github_envelope(body: bytes, secret=GH, capture_id="c1", binary=False):
+    mac = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    record = {"idem": 1, "id": capture_id, "received_at": "2026-11-30T08:00:00Z", "method": "POST", "path": "/h",
+              "headers": [["X-Hub-Signature-256", "sha256=" + mac]]}
+    if binary:
+        record["body_b64"] = base64.b64encode(body).decode()
+    else:
+        record["body"] = body.decode()
+    return json.dumps(record, separators=(",", ":"))
+
+
+class Basics(unittest.TestCase):
+    def test_help_lists_subcommands_and_each_ends_with_an_example(self):
+        code, out, _ = run(["--help"])
+        self.assertEqual(code, 0)
+        self.assertIn(b"verify", out)
+        self.assertIn(b"sign", out)
+        for command in ("verify", "sign"):
+            code, out, _ = run([command, "--help"])
+            self.assertEqual(code, 0)
+            self.assertIn(b"Example", out)
+
+    def test_a_bad_flag_is_a_usage_error(self):
+        code, _, err = run(["verify", "--tolerence", "5m"])
+        self.assertEqual(code, 2)
+        self.assertIn("idem: error:", err)
+
+    def test_an_unknown_scheme_suggests_the_closest(self):
+        code, _, err = run(["verify", "--scheme", "strpe", "--secret", "x"], stdin=b"")
+        self.assertEqual(code, 2)
+        self.assertIn("unknown scheme 'strpe' (did you mean 'stripe'?)", err)
+
+    def test_a_bad_duration_names_the_value(self):
+        code, _, err = run(["verify", "--tolerance", "5 minutes"], stdin=b"")
+        self.assertEqual(code, 2)
+        self.assertIn("invalid duration '5 minutes'", err)
+
+    def test_a_missing_input_is_exit_3_before_any_output(self):
+        code, out, err = run(["verify", "--secret", GH, capture("github.ndjson"), "/nonexistent.ndjson"])
+        self.assertEqual(code, 3)
+        self.assertEqual(out, b"")
+        self.assertIn("idem: error: /nonexistent.ndjson: cannot open: No such file or directory", err)
+
+    def test_empty_input_is_clean(self):
+        code, out, err = run(["verify", "--secret", GH, "--summary", "json"], stdin=b"")
+        self.assertEqual(code, 0)
+        self.assertEqual(out, b"")
+        self.assertEqual(json.loads(err)["in"], 0)
+
+
+class Verify(unittest.TestCase):
+    def test_records_pass_through_byte_for_byte_with_the_verdict_spliced_in(self):
+        with open(capture("github.ndjson"), "rb") as f:
+            lines = f.read().splitlines()
+        code, out, _ = run(["verify", "--secret", GH, "--ignore-timestamp"], stdin=b"\n".join(lines) + b"\n")
+        self.assertEqual(code, 0)
+        for original, written in zip(lines, out.splitlines()):
+            self.assertTrue(written.startswith(original[:-1] + b',"_idem":{"verify":'))
+
+    def test_invalid_records_exit_1_and_no_fail_turns_that_off(self):
+        args = ["verify", "--scheme", "stripe", "--secret", "whsec_demo_stripe_secret", capture("stripe.ndjson")]
+        code, out, _ = run(args)
+        self.assertEqual(code, 1)
+        self.assertEqual([v["valid"] for v in verdicts(out)], [True, True, False, True, False, False, False])
+        code, _, _ = run(args + ["--no-fail"])
+        self.assertEqual(code, 0)
+
+    def test_rotation_names_the_secret_that_matched(self):
+        code, out, _ = run(["verify", "--secret", "old=whsec_demo_rotated_out", "--secret-env", "STRIPE_NOW",
+                            capture("stripe.ndjson")], env={"STRIPE_NOW": "whsec_demo_stripe_secret"})
+        self.assertEqual([v.get("key") for v in verdicts(out)][:4], ["STRIPE_NOW", "STRIPE_NOW", "old", "STRIPE_NOW"])
+
+    def test_invalid_records_can_be_diverted_to_a_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            invalid = os.path.join(tmp, "invalid.ndjson")
+            code, out, err = run(["verify", "--secret", "whsec_demo_stripe_secret", "--invalid", invalid,
+                                  "--summary", "json", capture("stripe.ndjson")])
+            self.assertEqual(code, 1)
+            self.assertEqual(len(out.splitlines()), 3)
+            with open(invalid, "rb") as f:
+                self.assertEqual(len(f.read().splitlines()), 4)
+            summary = json.loads(err)
+            self.assertEqual(summary["in"], summary["out"] + summary["invalid_file"] + summary["rejected"])
+
+    def test_several_inputs_from_files_and_stdin(self):
+        with open(capture("github.ndjson"), "rb") as f:
+            piped = f.read()
+        code, out, err = run(["verify", "--secret", GH, "--ignore-timestamp", "--summary", "json",
+                              capture("github.ndjson"), "-", capture("github.ndjson")], stdin=piped)
+        self.assertEqual(code, 0)
+        self.assertEqual(json.loads(err)["in"], 12)
+        self.assertEqual(len(out.splitlines()), 12)
+
+    def test_now_judges_old_captures_as_of_a_moment(self):
+        body = b'{"a":1}'
+        signed_at = 1700000000  # 2023-11-14T22:13:20Z
+        key = base64.b64decode("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+        sig = base64.b64encode(hmac.new(key, b"m1.%d.%s" % (signed_at, body), hashlib.sha256).digest()).decode()
+        record = json.dumps({"idem": 1, "headers": [["webhook-id", "m1"], ["webhook-timestamp", str(signed_at)],
+                                                     ["webhook-signature", "v1," + sig]], "body": body.decode()})
+        secret = ["--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]
+        _, out, _ = run(["verify"] + secret, stdin=record.encode())
+        self.assertIn("old, beyond the 5m tolerance", verdicts(out)[0]["reason"])
+        _, out, _ = run(["verify", "--now", "2023-11-14T22:17:00Z"] + secret, stdin=record.encode())
+        self.assertTrue(verdicts(out)[0]["valid"])
+        _, out, _ = run(["verify", "--ignore-timestamp"] + secret, stdin=record.encode())
+        self.assertEqual(verdicts(out)[0]["reason"], "signature matches (timestamp not checked)")
+
+    def test_a_body_that_is_not_utf8_verifies_from_body_b64(self):
+        line = github_envelope(b'{"x":"\xff\xfe\x00"}', binary=True)
+        code, out, _ = run(["verify", "--secret", GH], stdin=line.encode() + b"\n")
+        self.assertEqual(code, 0)
+        self.assertTrue(verdicts(out)[0]["valid"])
+
+    def test_a_har_file_is_read_as_envelopes(self):
+        code, out, _ = run(["verify", "--input-format", "har", "--secret", GH, "--ignore-timestamp",
+                            capture("deliveries.har")])
+        self.assertEqual(code, 0)
+        record = json.loads(out)
+        self.assertEqual(record["path"], "/hooks/github")
+        self.assertEqual(record["received_at"], "2026-11-30T08:00:00.000Z")
+        self.assertTrue(record["_idem"]["verify"]["valid"])
+
+    def test_secrets_never_appear_in_output_or_errors(self):
+        secret = "s3cr3t-never-printed"
+        line = github_envelope(b"{}", secret="other")
+        _, out, err = run(["verify", "--secret", secret], stdin=line.encode())
+        self.assertNotIn(secret.encode(), out)
+        self.assertNotIn(secret, err)
+        _, out, err = run(["verify", "--scheme", "standard", "--secret", "whsec_" + secret + "*"],
+                          stdin=b'{"idem":1,"headers":[["webhook-signature","v1,AAAA"],["webhook-id","m"],["webhook-timestamp","1"]],"body":""}')
+        self.assertIn("secret #1 is not a Standard Webhooks secret", err)
+        self.assertNotIn(secret, err)
+
+
+class BadInput(unittest.TestCase):
+    def test_bad_lines_go_to_the_reject_file_byte_for_byte_and_are_counted(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rejects = os.path.join(tmp, "rejects.ndjson")
+            code, out, err = run(["verify", "--secret", GH, "--ignore-timestamp", "--reject", rejects,
+                                  "--summary", "json", capture("bad-lines.ndjson")])
+            self.assertEqual(code, 0)
+            with open(capture("bad-lines.ndjson"), "rb") as f:
+                lines = f.read().splitlines()
+            with open(rejects, "rb") as f:
+                self.assertEqual(f.read().splitlines(), lines[1:4])
+            self.assertIn("bad-lines.ndjson:2:21: syntax error while parsing value - invalid string: missing closing quote", err)
+            self.assertIn("bad-lines.ndjson:4:1: expected a JSON object per line, got a JSON array", err)
+            summary = json.loads(err.strip().splitlines()[-1])
+            self.assertEqual((summary["in"], summary["out"], summary["rejected"]), (5, 2, 3))
+
+    def test_strict_stops_at_the_first_bad_record_with_exit_3(self):
+        code, out, err = run(["verify", "--secret", GH, "--ignore-timestamp", "--strict", capture("bad-lines.ndjson")])
+        self.assertEqual(code, 3)
+        self.assertEqual(len(out.splitlines()), 1)  # what came before is written
+        self.assertIn("idem: error: " + capture("bad-lines.ndjson") + ":2:21: syntax error", err)
+
+    def test_a_20_mib_record_is_rejected_unbuffered_by_default_and_verified_when_allowed(self):
+        body = b'{"blob":"' + b"a" * (20 << 20) + b'"}'
+        line = github_envelope(body).encode()
+        stream = github_envelope(b'{"n":1}').encode() + b"\n" + line + b"\n" + github_envelope(b'{"n":2}').encode() + b"\n"
+        with tempfile.TemporaryDirectory() as tmp:
+            rejects = os.path.join(tmp, "rejects.ndjson")
+            code, out, err = run(["verify", "--secret", GH, "--reject", rejects, "--summary", "json"], stdin=stream)
+            self.assertEqual(code, 0)
+            self.assertEqual(len(out.splitlines()), 2)
+            self.assertIn("<stdin>:2: record of 20.0 MiB is larger than --max-record-size 16 MiB", err)
+            with open(rejects, "rb") as f:
+                self.assertEqual(f.read(), line + b"\n")
+        code, out, _ = run(["verify", "--secret", GH, "--max-record-size", "32MiB"], stdin=stream)
+        self.assertEqual(code, 0)
+        self.assertEqual([v["valid"] for v in verdicts(out)], [True, True, True])
+
+    def test_a_plain_event_is_invalid_with_a_reason_not_rejected(self):
+        code, out, _ = run(["verify", "--secret", GH], stdin=b'{"type":"ticket.created"}\n')
+        self.assertEqual(code, 1)
+        self.assertEqual(verdicts(out)[0]["reason"], "not an envelope: a plain event carries no signature headers to check")
+
+
+class Nonce(unittest.TestCase):
+    def test_a_replay_is_caught_within_a_run_and_across_runs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = os.path.join(tmp, "idem.db")
+            lines = capture_lines("github.ndjson")
+            code, out, _ = run(["verify", "--secret", GH, "--nonce", "--store", store], stdin=b"\n".join(lines[:2]))
+            self.assertEqual(code, 0)
+            code, out, err = run(["verify", "--secret", GH, "--nonce", "--summary", "json"],
+                                 stdin=b"\n".join(lines), env={"IDEM_STORE": store})
+            self.assertEqual(code, 1)
+            self.assertEqual([v["valid"] for v in verdicts(out)], [False, False, True, False])
+            self.assertTrue(verdicts(out)[0]["reason"].startswith("replayed: this message was already delivered at"))
+            self.assertEqual(json.loads(err)["replayed"], 3)
+
+    @unittest.skipUnless(shutil.which("redis-server"), "redis-server is not installed")
+    def test_two_runs_share_nonces_through_redis(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        with tempfile.TemporaryDirectory() as tmp:
+            server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                       "--appendonly", "no", "--dir", tmp], stdout=subprocess.DEVNULL)
+            try:
+                for _ in range(100):
+                    try:
+                        socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                        break
+                    except OSError:
+                        time.sleep(0.05)
+                uri = f"redis://127.0.0.1:{port}/3"
+                lines = capture_lines("github.ndjson")
+                code, _, _ = run(["verify", "--secret", GH, "--nonce", "--store", uri], stdin=lines[0])
+                self.assertEqual(code, 0)
+                code, out, _ = run(["verify", "--secret", GH, "--nonce", "--store", uri], stdin=lines[1] + b"\n" + lines[3])
+                self.assertEqual([v["valid"] for v in verdicts(out)], [True, False])
+            finally:
+                server.terminate()
+                server.wait()
+
+    def test_an_unreachable_store_is_exit_4(self):
+        code, _, err = run(["verify", "--secret", GH, "--nonce", "--store", "redis://127.0.0.1:1"], stdin=b"")
+        self.assertEqual(code, 4)
+        self.assertIn("cannot connect to store redis://127.0.0.1:1/0", err)
+
+
+class Sign(unittest.TestCase):
+    SCHEMES = [
+        ("github", ["--secret", "gh"], ["--secret", "gh"]),
+        ("stripe", ["--secret", "whsec_x"], ["--secret", "whsec_x"]),
+        ("slack", ["--secret", "sl"], ["--secret", "sl"]),
+        ("standard", ["--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], ["--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]),
+        ("svix", ["--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"], ["--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"]),
+        ("standard", ["--secret", "whsk_TM0Imyj/ltqdtsNG7BFOD1uKMZ81q6Yk2oz27U+4pvs="],
+         ["--public-key", "whpk_PUAXw+hDiVqStwqnTRt+vJyYLM8uxJaMwM1V8Sr0Zgw="]),
+        ("shopify", ["--secret", "sh"], ["--secret", "sh"]),
+        ("discord", ["--secret", "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb"],
+         ["--public-key", "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c"]),
+        ("twilio", ["--secret", "tw", "--url-base", "https://example.com"], ["--secret", "tw", "--url-base", "https://example.com"]),
+        ("square", ["--secret", "sq", "--url", "https://example.com/sq"], ["--secret", "sq", "--url", "https://example.com/sq"]),
+        ("pagerduty", ["--secret", "pd"], ["--secret", "pd"]),
+        ("hmac", ["--secret", "g", "--hmac-header", "X-Sig", "--hmac-prefix", "sha256=", "--hmac-message", "{timestamp}.{body}",
+                  "--hmac-timestamp-header", "X-Ts"],
+         ["--secret", "g", "--hmac-header", "X-Sig", "--hmac-prefix", "sha256=", "--hmac-message", "{timestamp}.{body}",
+          "--hmac-timestamp-header", "X-Ts"]),
+    ]
+
+    def test_sign_then_verify_round_trips_for_every_scheme(self):
+        with open(capture("mixed.ndjson"), "rb") as f:
+            captures = f.read()
+        for scheme, sign_args, verify_args in self.SCHEMES:
+            with self.subTest(scheme=scheme):
+                code, signed, err = run(["sign", "--scheme", scheme] + sign_args, stdin=captures)
+                self.assertEqual(code, 0, err)
+                # The captures carry other providers' headers too, so name the scheme.
+                code, out, err = run(["verify", "--scheme", scheme] + verify_args, stdin=signed)
+                self.assertEqual(code, 0, err)
+                self.assertTrue(all(v["valid"] for v in verdicts(out)))
+
+    def test_sign_replaces_old_signature_headers_and_keeps_the_body_bytes(self):
+        with open(capture("github.ndjson"), "rb") as f:
+            first = f.readline()
+        code, out, _ = run(["sign", "--scheme", "github", "--secret", "new-secret", "--timestamp", "2026-11-30T09:00:00Z"],
+                           stdin=first)
+        self.assertEqual(code, 0)
+        signed = json.loads(out)
+        original = json.loads(first)
+        self.assertEqual(signed["body"], original["body"])
+        names = [h[0] for h in signed["headers"]]
+        self.assertEqual(names.count("X-Hub-Signature-256"), 1)
+        self.assertIn("X-GitHub-Delivery", names)
+
+    def test_sign_without_a_scheme_is_a_usage_error(self):
+        code, _, err = run(["sign", "--secret", "x"], stdin=b"{}\n")
+        self.assertEqual(code, 2)
+        self.assertIn("idem sign needs --scheme", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
