@@ -53,7 +53,7 @@ std::string base64_encode(std::string_view bytes) {
     std::string out;
     out.reserve((bytes.size() + 2) / 3 * 4);
     std::size_t i = 0;
-    auto at = [&](std::size_t index) { return static_cast<unsigned char>(bytes[index]); };
+    auto at = [&](std::size_t index) { return static_cast<unsigned>(static_cast<unsigned char>(bytes[index])); };
     for (; i + 3 <= bytes.size(); i += 3) {
         unsigned triple = (at(i) << 16) | (at(i + 1) << 8) | at(i + 2);
         out += k_base64_alphabet[(triple >> 18) & 63];
