@@ -22,6 +22,7 @@ struct VerifyOptions {
     bool drop_invalid = false;
     std::string invalid_path;
     bool no_fail = false;
+    std::size_t threads = 0;
 };
 
 int run_verify_command(const VerifyOptions& options) {
@@ -40,6 +41,7 @@ int run_verify_command(const VerifyOptions& options) {
     run.invalid_path = options.invalid_path;
     run.nonce = options.nonce ? verify::NonceCheck::on : verify::NonceCheck::off;
     run.store_uri = options.store;
+    run.threads = options.threads;
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = io::Sink::standard_output();
     auto result = verify::run_verify(run, *output, diagnostics);
@@ -72,6 +74,8 @@ void register_verify(CLI::App& app, std::function<int()>& action) {
     command->add_option("--invalid", options->invalid_path,
                         "write invalid records here instead of stdout (implies --drop-invalid)");
     command->add_flag("--no-fail", options->no_fail, "exit 0 even when records are invalid");
+    command->add_option("--threads", options->threads, "worker threads (default: one per core, at most 8)")
+        ->check(CLI::Range(0, 64));
     command->footer("Examples:\n"
                     "  idem verify --scheme stripe --secret-env STRIPE_WEBHOOK_SECRET captures.ndjson\n"
                     "  idem verify --secret old=$OLD --secret new=$NEW --invalid bad.ndjson < captures.ndjson\n"

@@ -19,12 +19,19 @@ constexpr std::array<int, 256> make_base64_table() {
 }
 constexpr auto k_base64_table = make_base64_table();
 
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
+constexpr std::array<int, 256> make_hex_table() {
+    std::array<int, 256> table{};
+    for (auto& entry : table) entry = -1;
+    for (int i = 0; i < 10; ++i) table[static_cast<unsigned char>('0' + i)] = i;
+    for (int i = 0; i < 6; ++i) {
+        table[static_cast<unsigned char>('a' + i)] = 10 + i;
+        table[static_cast<unsigned char>('A' + i)] = 10 + i;
+    }
+    return table;
 }
+constexpr auto k_hex_table = make_hex_table();
+
+int hex_value(char c) { return k_hex_table[static_cast<unsigned char>(c)]; }
 } // namespace
 
 std::string hex_encode(std::string_view bytes) {
@@ -37,15 +44,28 @@ std::string hex_encode(std::string_view bytes) {
     return out;
 }
 
-std::optional<std::string> hex_decode(std::string_view text) {
-    if (text.size() % 2 != 0) return std::nullopt;
-    std::string out(text.size() / 2, '\0');
-    for (std::size_t i = 0; i < out.size(); ++i) {
+bool is_hex(std::string_view text) {
+    int invalid = 0;
+    for (char c : text) invalid |= hex_value(c);
+    return invalid >= 0;
+}
+
+std::optional<std::size_t> hex_decode_to(std::string_view text, char* out, std::size_t capacity) {
+    if (text.size() % 2 != 0 || text.size() / 2 > capacity) return std::nullopt;
+    int invalid = 0;
+    for (std::size_t i = 0; i < text.size() / 2; ++i) {
         int high = hex_value(text[2 * i]);
         int low = hex_value(text[2 * i + 1]);
-        if (high < 0 || low < 0) return std::nullopt;
+        invalid |= high | low;
         out[i] = static_cast<char>((high << 4) | low);
     }
+    if (invalid < 0) return std::nullopt;
+    return text.size() / 2;
+}
+
+std::optional<std::string> hex_decode(std::string_view text) {
+    std::string out(text.size() / 2, '\0');
+    if (!hex_decode_to(text, out.data(), out.size())) return std::nullopt;
     return out;
 }
 
@@ -94,6 +114,26 @@ bool base64_decode_into(std::string_view text, std::string& out) {
         }
     }
     return true;
+}
+
+std::optional<std::size_t> base64_decode_to(std::string_view text, char* out, std::size_t capacity) {
+    while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+    if (text.size() % 4 == 1 || text.size() / 4 * 3 + (text.size() % 4 ? text.size() % 4 - 1 : 0) > capacity)
+        return std::nullopt;
+    unsigned accumulator = 0;
+    int bits = 0;
+    std::size_t size = 0;
+    for (char c : text) {
+        int value = k_base64_table[static_cast<unsigned char>(c)];
+        if (value < 0) return std::nullopt;
+        accumulator = (accumulator << 6) | static_cast<unsigned>(value);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[size++] = static_cast<char>((accumulator >> bits) & 0xff);
+        }
+    }
+    return size;
 }
 
 std::optional<std::string> base64_decode(std::string_view text) {

@@ -9,6 +9,7 @@
 namespace idem {
 
 [[nodiscard]] std::string hex_encode(std::string_view bytes);
+[[nodiscard]] bool is_hex(std::string_view text);
 // Either case; nullopt for odd length or a non-hex character.
 [[nodiscard]] std::optional<std::string> hex_decode(std::string_view text);
 
@@ -18,5 +19,11 @@ namespace idem {
 [[nodiscard]] std::optional<std::string> base64_decode(std::string_view text);
 // Decodes into `out` (reused by hot paths); false on bad input.
 bool base64_decode_into(std::string_view text, std::string& out);
+
+// Allocation-free decoders for short values such as signatures: write at most
+// `capacity` bytes to `out` and return how many, or nullopt on bad input or
+// when the result would not fit.
+[[nodiscard]] std::optional<std::size_t> hex_decode_to(std::string_view text, char* out, std::size_t capacity);
+[[nodiscard]] std::optional<std::size_t> base64_decode_to(std::string_view text, char* out, std::size_t capacity);
 
 } // namespace idem

@@ -32,13 +32,16 @@ std::string quote(std::string_view value, std::size_t max_chars) {
     return out;
 }
 
+namespace {
+// ASCII only: header names are ASCII, and the C locale's tolower is a
+// function call per byte on the per-record path.
+constexpr char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c; }
+} // namespace
+
 bool iequals(std::string_view a, std::string_view b) {
     if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        if (std::tolower(static_cast<unsigned char>(a[i])) !=
-            std::tolower(static_cast<unsigned char>(b[i])))
-            return false;
-    }
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
     return true;
 }
 

@@ -3,6 +3,8 @@
 #include "idem/util/text.hpp"
 #include "idem/verify/detail/schemes.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <fmt/format.h>
 
@@ -70,39 +72,65 @@ Verdict matched(Scheme scheme, std::string label, std::string nonce, std::option
     return verdict;
 }
 
+namespace {
+bool all_base64(std::string_view text) {
+    while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+    return text.size() % 4 != 1 && std::all_of(text.begin(), text.end(), [](char c) {
+               return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/' || c == '-' || c == '_';
+           });
+}
+std::size_t base64_decoded_size(std::string_view text) {
+    while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+    return text.size() * 3 / 4;
+}
+} // namespace
+
 Decoded decode_signature(std::string_view text, SignatureEncoding encoding, std::size_t expected_bytes,
                          std::string_view what) {
     Decoded decoded;
     text = trim(text);
+    SignatureBytes signature;
     if (encoding == SignatureEncoding::hex) {
-        decoded.bytes = hex_decode(text);
-        if (!decoded.bytes) {
+        if (!is_hex(text)) {
             decoded.problem = fmt::format("{} is not hex", what);
-        } else if (decoded.bytes->size() != expected_bytes) {
+        } else if (text.size() != expected_bytes * 2) {
             decoded.problem = fmt::format("{} has the wrong length: expected {} hex digits, got {}", what,
                                           expected_bytes * 2, text.size());
-            decoded.bytes.reset();
+        } else if (auto size = hex_decode_to(text, signature.bytes.data(), signature.bytes.size())) {
+            signature.size = *size;
+            decoded.bytes = signature;
         }
-    } else {
-        decoded.bytes = base64_decode(text);
-        if (!decoded.bytes) {
-            decoded.problem = fmt::format("{} is not base64", what);
-        } else if (decoded.bytes->size() != expected_bytes) {
-            decoded.problem = fmt::format("{} has the wrong length: expected {} bytes, got {}", what,
-                                          expected_bytes, decoded.bytes->size());
-            decoded.bytes.reset();
-        }
+        return decoded;
+    }
+    if (!all_base64(text)) {
+        decoded.problem = fmt::format("{} is not base64", what);
+    } else if (base64_decoded_size(text) != expected_bytes) {
+        decoded.problem = fmt::format("{} has the wrong length: expected {} bytes, got {}", what, expected_bytes,
+                                      base64_decoded_size(text));
+    } else if (auto size = base64_decode_to(text, signature.bytes.data(), signature.bytes.size())) {
+        signature.size = *size;
+        decoded.bytes = signature;
     }
     return decoded;
 }
 
-std::optional<std::string> match_hmac(const std::vector<PreparedKey>& keys,
-                                      const std::vector<std::string>& candidates,
+DecodedSet decode_all(const SignatureTexts& texts, SignatureEncoding encoding, std::size_t expected_bytes,
+                      std::string_view what) {
+    DecodedSet set;
+    for (auto text : texts) {
+        auto decoded = decode_signature(text, encoding, expected_bytes, what);
+        if (decoded.bytes) set.signatures.push_back(*decoded.bytes);
+        else if (set.problem.empty()) set.problem = std::move(decoded.problem);
+    }
+    return set;
+}
+
+std::optional<std::string> match_hmac(const std::vector<PreparedKey>& keys, const SignatureSet& candidates,
                                       std::initializer_list<std::string_view> parts) {
     for (const auto& key : keys) {
         auto digest = key.key.mac(parts);
         for (const auto& candidate : candidates)
-            if (crypto::constant_time_equal(digest.view(), candidate)) return key.label;
+            if (crypto::constant_time_equal(digest.view(), candidate.view())) return key.label;
     }
     return std::nullopt;
 }

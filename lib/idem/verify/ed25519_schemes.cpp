@@ -33,8 +33,8 @@ Verdict verify_standard_family(Input& input, Scheme scheme) {
     if (!signed_at)
         return invalid(scheme, fmt::format("malformed header '{}': {} is not a Unix timestamp", names.timestamp,
                                            quote(*timestamp_text, 20)));
-    std::vector<std::string_view> v1;
-    std::vector<std::string_view> v1a;
+    SignatureTexts v1;
+    SignatureTexts v1a;
     for (auto entry : split(*signatures, ' ')) {
         if (entry.empty()) continue;
         auto comma = entry.find(',');
@@ -49,15 +49,11 @@ Verdict verify_standard_family(Input& input, Scheme scheme) {
     std::string problem;
     std::size_t key_count = 0;
     if (!v1.empty() && !input.config.secrets.empty()) {
-        std::vector<std::string> decoded;
-        for (auto text : v1) {
-            auto one = decode_signature(text, SignatureEncoding::base64, 32, "the v1 signature");
-            if (one.bytes) decoded.push_back(std::move(*one.bytes));
-            else if (problem.empty()) problem = one.problem;
-        }
+        auto decoded = decode_all(v1, SignatureEncoding::base64, 32, "the v1 signature");
+        problem = decoded.problem;
         const auto& keys = input.keys.hmac(KeyDerivation::standard_base64, crypto::HashAlgorithm::sha256, scheme);
         key_count += keys.size();
-        if (!decoded.empty()) label = match_hmac(keys, decoded, {*id, ".", *timestamp_text, ".", envelope.body});
+        if (!decoded.signatures.empty()) label = match_hmac(keys, decoded.signatures, {*id, ".", *timestamp_text, ".", envelope.body});
     }
     if (!label && !v1a.empty() && !input.config.public_keys.empty()) {
         std::string message = fmt::format("{}.{}.", *id, *timestamp_text);
@@ -71,7 +67,7 @@ Verdict verify_standard_family(Input& input, Scheme scheme) {
                 continue;
             }
             for (const auto& key : keys)
-                if (!label && key.key.verify(message, *one.bytes)) label = key.label;
+                if (!label && key.key.verify(message, one.bytes->view())) label = key.label;
         }
     }
     if (!label) {
@@ -102,7 +98,7 @@ Verdict verify_discord(Input& input) {
     message.append(envelope.body);
     const auto& keys = input.keys.ed25519(Scheme::discord);
     for (const auto& key : keys) {
-        if (!key.key.verify(message, *decoded.bytes)) continue;
+        if (!key.key.verify(message, decoded.bytes->view())) continue;
         // Discord's own library checks no freshness; idem applies the
         // tolerance both ways (docs/verify.md) unless --ignore-timestamp.
         auto signed_at = parse_unix_seconds(*timestamp_text);

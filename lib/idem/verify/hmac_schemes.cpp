@@ -12,26 +12,15 @@ using crypto::HashAlgorithm;
 
 namespace {
 
+SignatureSet single(const SignatureBytes& signature) {
+    SignatureSet set;
+    set.push_back(signature);
+    return set;
+}
+
 std::string nonce_or(const record::Envelope& envelope, std::string_view id_header, std::string_view fallback) {
     auto id = envelope.header(id_header);
     return std::string(id ? *id : fallback);
-}
-
-// Decodes every candidate; when none decodes, the reason of the first.
-struct Candidates {
-    std::vector<std::string> decoded;
-    std::string problem;
-};
-
-Candidates decode_all(const std::vector<std::string_view>& texts, SignatureEncoding encoding,
-                      std::size_t expected_bytes, std::string_view what) {
-    Candidates candidates;
-    for (auto text : texts) {
-        auto decoded = decode_signature(text, encoding, expected_bytes, what);
-        if (decoded.bytes) candidates.decoded.push_back(std::move(*decoded.bytes));
-        else if (candidates.problem.empty()) candidates.problem = decoded.problem;
-    }
-    return candidates;
 }
 
 // GitHub's "sha256=<hex>" (or legacy "sha1=<hex>") header.
@@ -46,7 +35,7 @@ Verdict verify_github_header(Input& input, std::string_view header_name, std::st
                                     crypto::digest_size(algorithm), "the signature");
     if (!decoded.bytes) return invalid(Scheme::github, decoded.problem);
     const auto& keys = input.keys.hmac(KeyDerivation::raw, algorithm, Scheme::github);
-    auto label = match_hmac(keys, {*decoded.bytes}, {envelope.body});
+    auto label = match_hmac(keys, single(*decoded.bytes), {envelope.body});
     if (!label) return invalid(Scheme::github, no_match_reason(keys.size(), 1));
     return matched(Scheme::github, *label, nonce_or(envelope, "X-GitHub-Delivery", value), std::nullopt);
 }
@@ -71,7 +60,7 @@ Verdict verify_stripe(Input& input) {
     auto header = envelope.header("Stripe-Signature");
     if (!header) return invalid(Scheme::stripe, missing_header("Stripe-Signature"));
     std::optional<std::string_view> timestamp_text;
-    std::vector<std::string_view> v1;
+    SignatureTexts v1;
     for (auto item : split(*header, ',')) {
         item = trim(item);
         auto equals = item.find('=');
@@ -91,9 +80,9 @@ Verdict verify_stripe(Input& input) {
                                                    quote(*timestamp_text, 20)));
     if (v1.empty()) return invalid(Scheme::stripe, "no v1 signature in header 'Stripe-Signature'");
     auto candidates = decode_all(v1, SignatureEncoding::hex, 32, "the v1 signature");
-    if (candidates.decoded.empty()) return invalid(Scheme::stripe, candidates.problem);
+    if (candidates.signatures.empty()) return invalid(Scheme::stripe, candidates.problem);
     const auto& keys = input.keys.hmac(KeyDerivation::raw, HashAlgorithm::sha256, Scheme::stripe);
-    auto label = match_hmac(keys, candidates.decoded, {*timestamp_text, ".", envelope.body});
+    auto label = match_hmac(keys, candidates.signatures, {*timestamp_text, ".", envelope.body});
     if (!label) return invalid(Scheme::stripe, no_match_reason(keys.size(), v1.size()));
     // Stripe's libraries reject only timestamps older than the tolerance.
     if (auto stale = check_age(input, *signed_at, ClockSides::past_only))
@@ -117,7 +106,7 @@ Verdict verify_slack(Input& input) {
     auto decoded = decode_signature(signature->substr(3), SignatureEncoding::hex, 32, "the signature");
     if (!decoded.bytes) return invalid(Scheme::slack, decoded.problem);
     const auto& keys = input.keys.hmac(KeyDerivation::raw, HashAlgorithm::sha256, Scheme::slack);
-    auto label = match_hmac(keys, {*decoded.bytes}, {"v0:", *timestamp_text, ":", envelope.body});
+    auto label = match_hmac(keys, single(*decoded.bytes), {"v0:", *timestamp_text, ":", envelope.body});
     if (!label) return invalid(Scheme::slack, no_match_reason(keys.size(), 1));
     if (auto stale = check_age(input, *signed_at, ClockSides::both)) return invalid(Scheme::slack, *stale);
     return matched(Scheme::slack, *label, std::string(*signature), signed_at);
@@ -130,7 +119,7 @@ Verdict verify_shopify(Input& input) {
     auto decoded = decode_signature(*signature, SignatureEncoding::base64, 32, "the signature");
     if (!decoded.bytes) return invalid(Scheme::shopify, decoded.problem);
     const auto& keys = input.keys.hmac(KeyDerivation::raw, HashAlgorithm::sha256, Scheme::shopify);
-    auto label = match_hmac(keys, {*decoded.bytes}, {envelope.body});
+    auto label = match_hmac(keys, single(*decoded.bytes), {envelope.body});
     if (!label) return invalid(Scheme::shopify, no_match_reason(keys.size(), 1));
     return matched(Scheme::shopify, *label, nonce_or(envelope, "X-Shopify-Webhook-Id", *signature),
                    std::nullopt);
@@ -140,16 +129,16 @@ Verdict verify_pagerduty(Input& input) {
     const auto& envelope = input.envelope;
     auto header = envelope.header("X-PagerDuty-Signature");
     if (!header) return invalid(Scheme::pagerduty, missing_header("X-PagerDuty-Signature"));
-    std::vector<std::string_view> v1;
+    SignatureTexts v1;
     for (auto item : split(*header, ',')) {
         item = trim(item);
         if (item.starts_with("v1=")) v1.push_back(item.substr(3));
     }
     if (v1.empty()) return invalid(Scheme::pagerduty, "no v1= signature in header 'X-PagerDuty-Signature'");
     auto candidates = decode_all(v1, SignatureEncoding::hex, 32, "the v1 signature");
-    if (candidates.decoded.empty()) return invalid(Scheme::pagerduty, candidates.problem);
+    if (candidates.signatures.empty()) return invalid(Scheme::pagerduty, candidates.problem);
     const auto& keys = input.keys.hmac(KeyDerivation::raw, HashAlgorithm::sha256, Scheme::pagerduty);
-    auto label = match_hmac(keys, candidates.decoded, {envelope.body});
+    auto label = match_hmac(keys, candidates.signatures, {envelope.body});
     if (!label) return invalid(Scheme::pagerduty, no_match_reason(keys.size(), v1.size()));
     return matched(Scheme::pagerduty, *label, nonce_or(envelope, "X-Webhook-Id", v1.front()), std::nullopt);
 }
@@ -214,7 +203,7 @@ Verdict verify_hmac(Input& input) {
     if (!decoded.bytes) return invalid(Scheme::hmac, decoded.problem);
     const auto& keys = input.keys.hmac(KeyDerivation::raw, spec.algorithm, Scheme::hmac);
     auto message = generic_hmac_message(spec, envelope.body, timestamp_text, id);
-    auto label = match_hmac(keys, {*decoded.bytes}, {message});
+    auto label = match_hmac(keys, single(*decoded.bytes), {message});
     if (!label) return invalid(Scheme::hmac, no_match_reason(keys.size(), 1));
     if (signed_at)
         if (auto stale = check_age(input, *signed_at, ClockSides::both)) return invalid(Scheme::hmac, *stale);

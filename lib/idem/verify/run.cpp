@@ -1,13 +1,17 @@
 #include "idem/verify/run.hpp"
 
 #include "idem/record/annotate.hpp"
+#include "idem/record/batch.hpp"
 #include "idem/record/parser.hpp"
 #include "idem/store/store.hpp"
+#include "idem/util/ordered_workers.hpp"
 #include "idem/util/text.hpp"
 #include "idem/verify/signer.hpp"
 #include "idem/verify/verifier.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <thread>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -57,6 +61,68 @@ Timestamp nonce_expiry(const Verdict& verdict, Timestamp now, Duration tolerance
 
 } // namespace
 
+namespace {
+
+// What a worker found for one record; the ordered stage acts on it.
+struct Outcome {
+    enum class Kind { set_aside, failed_to_parse, judged };
+    Kind kind = Kind::judged;
+    std::uint64_t column = 0;
+    std::string message;
+    Verdict verdict;
+    bool has_annotations = false;
+    Timestamp now;
+};
+
+// One per worker thread: parsers and prepared keys are not shared.
+struct WorkerState {
+    record::RecordParser parser;
+    Verifier verifier;
+    explicit WorkerState(const VerifyConfig& config) : verifier(config) {}
+};
+
+constexpr std::size_t k_batch_bytes = 1 << 20;
+constexpr std::size_t k_batch_records = 4096;
+
+std::vector<Outcome> judge_batch(const record::RecordBatch& batch, WorkerState& state,
+                                 const VerifyRunOptions& options, Timestamp clock_now) {
+    std::vector<Outcome> outcomes(batch.size());
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        const auto& record = batch.records()[i];
+        auto& outcome = outcomes[i];
+        if (record.oversized_bytes) {
+            outcome.kind = Outcome::Kind::set_aside; // the reject router already has it
+            continue;
+        }
+        if (auto failure = state.parser.parse(batch.bytes_of(record))) {
+            outcome.kind = Outcome::Kind::failed_to_parse;
+            outcome.column = failure->column;
+            outcome.message = std::move(failure->message);
+            continue;
+        }
+        outcome.has_annotations = state.parser.has_annotations();
+        if (state.parser.shape() != record::RecordShape::envelope) {
+            outcome.verdict.scheme = options.config.scheme;
+            outcome.verdict.reason = "not an envelope: a plain event carries no signature headers to check";
+            continue;
+        }
+        const auto& envelope = state.parser.envelope();
+        outcome.now = options.now.value_or(clock_now);
+        if (!options.now && !envelope.received_at.empty())
+            if (auto received = parse_timestamp(envelope.received_at)) outcome.now = *received;
+        outcome.verdict = state.verifier.verify(envelope, outcome.now);
+    }
+    return outcomes;
+}
+
+std::size_t worker_count(std::size_t requested) {
+    if (requested > 0) return requested;
+    auto cores = std::thread::hardware_concurrency();
+    return std::clamp<std::size_t>(cores, 1, 8);
+}
+
+} // namespace
+
 RunResult run_verify(const VerifyRunOptions& options, io::Sink& output, io::Diagnostics& diagnostics) {
     auto start = std::chrono::steady_clock::now();
     std::unique_ptr<io::Sink> reject_sink;
@@ -71,33 +137,30 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output, io::Diag
     record::RejectRouter rejects(reject_sink.get(), options.strictness, diagnostics,
                                  options.input.max_record_bytes);
     record::InputStream input(options.input, &rejects);
-    record::RecordParser parser;
-    Verifier verifier(options.config);
+    auto clock_now = now_utc();
+    auto workers = worker_count(options.threads);
+    std::vector<std::unique_ptr<WorkerState>> states;
+    for (std::size_t i = 0; i < workers; ++i) states.push_back(std::make_unique<WorkerState>(options.config));
+
     std::string member;
     std::uint64_t records = 0, valid = 0, invalid = 0, dropped = 0, replayed = 0;
-    auto clock_now = now_utc();
 
-    while (auto raw = input.next()) {
-        ++records;
-        if (records % k_progress_every == 0) diagnostics.progress(records, input.bytes_read());
-        if (raw->oversized_bytes) continue; // already set aside by the reject router
-        if (auto failure = parser.parse(raw->bytes)) {
-            rejects.reject(*raw, failure->column, failure->message);
-            continue;
-        }
-        Verdict verdict;
-        if (parser.shape() != record::RecordShape::envelope) {
-            verdict.scheme = options.config.scheme;
-            verdict.reason = "not an envelope: a plain event carries no signature headers to check";
-        } else {
-            const auto& envelope = parser.envelope();
-            auto now = options.now.value_or(clock_now);
-            if (!options.now && !envelope.received_at.empty())
-                if (auto received = parse_timestamp(envelope.received_at)) now = *received;
-            verdict = verifier.verify(envelope, now);
+    // The ordered stage: rejects, nonces and output happen here, in input order.
+    auto emit = [&](const record::RecordBatch& batch, std::vector<Outcome>& outcomes) {
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            const auto& record = batch.records()[i];
+            auto& outcome = outcomes[i];
+            ++records;
+            if (records % k_progress_every == 0) diagnostics.progress(records, input.bytes_read());
+            if (outcome.kind == Outcome::Kind::set_aside) continue;
+            if (outcome.kind == Outcome::Kind::failed_to_parse) {
+                rejects.reject(batch.input_record(record), outcome.column, outcome.message);
+                continue;
+            }
+            auto& verdict = outcome.verdict;
             if (verdict.valid && nonce_store) {
-                auto claim = nonce_store->claim_nonce(scheme_name(verdict.scheme), verdict.nonce, now,
-                                                      nonce_expiry(verdict, now, options.config.tolerance));
+                auto claim = nonce_store->claim_nonce(scheme_name(verdict.scheme), verdict.nonce, outcome.now,
+                                                      nonce_expiry(verdict, outcome.now, options.config.tolerance));
                 if (!claim.fresh) {
                     verdict.valid = false;
                     ++replayed;
@@ -106,20 +169,50 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output, io::Diag
                         claim.first_seen ? " at " + format_rfc3339(*claim.first_seen) : std::string());
                 }
             }
+            member.clear();
+            append_verdict(member, verdict);
+            auto bytes = batch.bytes_of(record);
+            if (verdict.valid) {
+                ++valid;
+                write_annotated(output, bytes, outcome.has_annotations, member);
+            } else {
+                ++invalid;
+                if (options.invalid_routing == InvalidRouting::keep_in_output)
+                    write_annotated(output, bytes, outcome.has_annotations, member);
+                else if (invalid_sink)
+                    write_annotated(*invalid_sink, bytes, outcome.has_annotations, member);
+                else
+                    ++dropped;
+            }
         }
-        member.clear();
-        append_verdict(member, verdict);
-        if (verdict.valid) {
-            ++valid;
-            write_annotated(output, raw->bytes, parser.has_annotations(), member);
-        } else {
-            ++invalid;
-            if (options.invalid_routing == InvalidRouting::keep_in_output)
-                write_annotated(output, raw->bytes, parser.has_annotations(), member);
-            else if (invalid_sink)
-                write_annotated(*invalid_sink, raw->bytes, parser.has_annotations(), member);
-            else
-                ++dropped;
+    };
+
+    {
+        OrderedWorkers<record::RecordBatch, std::vector<Outcome>> pool(
+            workers, 2 * workers + 1, [&](record::RecordBatch& batch, std::size_t worker) {
+                return judge_batch(batch, *states[worker], options, clock_now);
+            });
+        auto drain = [&](bool wait) {
+            while (auto finished = pool.next(wait)) emit(finished->job, finished->output);
+        };
+        try {
+            bool more = true;
+            while (more) {
+                record::RecordBatch batch;
+                more = record::fill_batch(input, batch, k_batch_bytes, k_batch_records);
+                if (batch.size() > 0) pool.submit(std::move(batch));
+                drain(false);
+                while (pool.full())
+                    if (auto finished = pool.next(true)) emit(finished->job, finished->output);
+            }
+            drain(true);
+        } catch (const InputError&) {
+            // Under --strict, or for unreadable input: what was read before
+            // the failure is still judged and written, then the error ends
+            // the run.
+            drain(true);
+            output.flush();
+            throw;
         }
     }
     // Output first, then the nonces: a crash in between repeats a verdict on

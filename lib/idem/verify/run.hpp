@@ -27,6 +27,7 @@ struct VerifyRunOptions {
     record::Strictness strictness = record::Strictness::lenient;
     NonceCheck nonce = NonceCheck::off;
     std::string store_uri;
+    std::size_t threads = 0; // worker threads; 0: one per core (at most 8)
 };
 
 struct RunResult {

@@ -133,8 +133,10 @@ Verdict verify_twilio(Input& input) {
         body_signed = envelope.body.empty();
     }
     const auto& keys = input.keys.hmac(KeyDerivation::raw, crypto::HashAlgorithm::sha1, Scheme::twilio);
+    SignatureSet single;
+    single.push_back(*decoded.bytes);
     for (const auto& variant : twilio_url_variants(*url)) {
-        auto label = match_hmac(keys, {*decoded.bytes}, {variant, suffix});
+        auto label = match_hmac(keys, single, {variant, suffix});
         if (!label) continue;
         auto verdict = matched(Scheme::twilio, *label,
                                std::string(envelope.header("I-Twilio-Idempotency-Token").value_or(*signature)),
@@ -165,7 +167,9 @@ Verdict verify_square(Input& input) {
                                     "the signature");
     if (!decoded.bytes) return invalid(Scheme::square, decoded.problem);
     const auto& keys = input.keys.hmac(KeyDerivation::raw, algorithm, Scheme::square);
-    auto label = match_hmac(keys, {*decoded.bytes}, {*url, envelope.body});
+    SignatureSet single;
+    single.push_back(*decoded.bytes);
+    auto label = match_hmac(keys, single, {*url, envelope.body});
     if (!label)
         return invalid(Scheme::square, no_match_reason(keys.size(), 1) + fmt::format(" (signed URL {})", quote(*url)));
     return matched(Scheme::square, *label, std::string(*signature), std::nullopt);

@@ -109,7 +109,8 @@ TEST_CASE("missing and malformed headers each get their own reason") {
     CHECK(reason(Scheme::stripe, {}) == "missing header 'Stripe-Signature'");
     CHECK(reason(Scheme::stripe, {{"Stripe-Signature", "t=soon,v1=00"}}) ==
           "malformed header 'Stripe-Signature': t='soon' is not a Unix timestamp");
-    CHECK(reason(Scheme::stripe, {{"Stripe-Signature", "t=1700000000,v1=abc"}}) == "the v1 signature is not hex");
+    CHECK(reason(Scheme::stripe, {{"Stripe-Signature", "t=1700000000,v1=abc"}}) ==
+          "the v1 signature has the wrong length: expected 64 hex digits, got 3");
     CHECK(reason(Scheme::slack, {{"X-Slack-Signature", "v0=00"}}) == "missing header 'X-Slack-Request-Timestamp'");
     CHECK(reason(Scheme::slack, {{"X-Slack-Signature", "v1=00"}, {"X-Slack-Request-Timestamp", "1700000000"}}) ==
           "malformed header 'X-Slack-Signature': expected 'v0=' followed by hex");

@@ -7,6 +7,7 @@
 #include "idem/record/parser.hpp"
 #include "idem/verify/config.hpp"
 
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -71,9 +72,41 @@ Verdict verify_hmac(Input& input);
 [[nodiscard]] Verdict matched(Scheme scheme, std::string label, std::string nonce,
                               std::optional<Timestamp> signed_at);
 
+// A decoded signature, held inline: the per-record path allocates nothing.
+struct SignatureBytes {
+    std::array<char, 64> bytes{};
+    std::size_t size = 0;
+    [[nodiscard]] std::string_view view() const { return {bytes.data(), size}; }
+};
+
+// A header may list several signatures; at most this many are checked, so a
+// hostile header cannot multiply the work per record.
+inline constexpr std::size_t k_max_signatures_per_header = 8;
+
+// A small fixed-capacity list (of signatures, or of their texts).
+template <typename T>
+class SmallList {
+public:
+    void push_back(T value) {
+        if (m_size < m_items.size()) m_items[m_size++] = std::move(value);
+    }
+    [[nodiscard]] bool empty() const { return m_size == 0; }
+    [[nodiscard]] std::size_t size() const { return m_size; }
+    [[nodiscard]] const T* begin() const { return m_items.data(); }
+    [[nodiscard]] const T* end() const { return m_items.data() + m_size; }
+    [[nodiscard]] const T& front() const { return m_items[0]; }
+
+private:
+    std::array<T, k_max_signatures_per_header> m_items{};
+    std::size_t m_size = 0;
+};
+
+using SignatureSet = SmallList<SignatureBytes>;
+using SignatureTexts = SmallList<std::string_view>;
+
 // A decoded signature, or the reason it could not be decoded.
 struct Decoded {
-    std::optional<std::string> bytes;
+    std::optional<SignatureBytes> bytes;
     std::string problem;
 };
 [[nodiscard]] Decoded decode_signature(std::string_view text, SignatureEncoding encoding,
@@ -81,8 +114,16 @@ struct Decoded {
 
 // The label of the first key whose MAC over `parts` equals a candidate.
 [[nodiscard]] std::optional<std::string> match_hmac(const std::vector<PreparedKey>& keys,
-                                                    const std::vector<std::string>& candidates,
+                                                    const SignatureSet& candidates,
                                                     std::initializer_list<std::string_view> parts);
+
+// Decodes every text; when none decodes, `problem` holds the first reason.
+struct DecodedSet {
+    SignatureSet signatures;
+    std::string problem;
+};
+[[nodiscard]] DecodedSet decode_all(const SignatureTexts& texts, SignatureEncoding encoding,
+                                    std::size_t expected_bytes, std::string_view what);
 
 enum class ClockSides { past_only, both };
 // Parses whole seconds since the epoch (as providers send them).
