@@ -40,6 +40,7 @@ int run_verify_command(const VerifyOptions& options) {
                               : verify::InvalidRouting::keep_in_output;
     run.invalid_path = options.invalid_path;
     run.nonce = options.nonce ? verify::NonceCheck::on : verify::NonceCheck::off;
+    run.config.nonce_capture = options.nonce ? verify::NonceCapture::keep : verify::NonceCapture::skip;
     run.store_uri = options.store;
     run.threads = options.threads;
     StderrDiagnostics diagnostics(options.common.quiet);

@@ -81,8 +81,11 @@ AnnotationSplice splice_point(std::string_view line, bool has_idem_member) {
         splice.opening = "";
         splice.closing = "";
     } else {
-        close = line.find_last_of('}');
-        assert(close != std::string_view::npos && "splice_point needs a parsed JSON object");
+        // A parsed object ends with '}', perhaps followed by white space.
+        close = line.size();
+        while (close > 0 && is_space(line[close - 1])) --close;
+        assert(close > 0 && line[close - 1] == '}' && "splice_point needs a parsed JSON object");
+        --close;
         splice.opening = "\"_idem\":{";
         splice.closing = "}";
     }

@@ -12,8 +12,14 @@ namespace detail {
 
 void write_canonical_string(std::string_view text, std::string& out) {
     out += '"';
-    for (char c : text) {
+    std::size_t run_start = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        char c = text[i];
         auto byte = static_cast<unsigned char>(c);
+        if (byte >= 0x20 && c != '"' && c != '\\') continue;
+        // Copy the plain run before this character in one go.
+        out.append(text.substr(run_start, i - run_start));
+        run_start = i + 1;
         switch (c) {
         case '"': out += "\\\""; break;
         case '\\': out += "\\\\"; break;
@@ -22,11 +28,10 @@ void write_canonical_string(std::string_view text, std::string& out) {
         case '\n': out += "\\n"; break;
         case '\r': out += "\\r"; break;
         case '\t': out += "\\t"; break;
-        default:
-            if (byte < 0x20) out += fmt::format("\\u{:04x}", byte);
-            else out += c;
+        default: out += fmt::format("\\u{:04x}", byte);
         }
     }
+    out.append(text.substr(run_start));
     out += '"';
 }
 

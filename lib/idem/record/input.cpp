@@ -18,14 +18,37 @@ InputFormat parse_input_format(std::string_view name) {
     throw UsageError(fmt::format("unknown input format {}: use ndjson or har", quote(name)));
 }
 
-namespace {
+void PositionTracker::start_block(const InputBlock& block) {
+    if (block.starts_source) m_line_base = 0;
+}
 
+InputRecord PositionTracker::locate(const InputBlock& block, const io::BlockLine& line) const {
+    InputRecord record;
+    record.bytes = line.bytes;
+    record.source = block.source;
+    record.line = m_line_base + line.index + 1;
+    record.byte_offset = block.block.byte_offset + line.byte_offset;
+    return record;
+}
+
+std::optional<InputRecord> PositionTracker::finish_block(const InputBlock& block, std::uint64_t lines_in_block) {
+    m_line_base += lines_in_block;
+    if (block.block.oversized_line_bytes == 0) return std::nullopt;
+    InputRecord record;
+    record.source = block.source;
+    record.line = ++m_line_base;
+    record.byte_offset = block.block.byte_offset + block.block.size;
+    record.oversized_bytes = block.block.oversized_line_bytes;
+    return record;
+}
+
+namespace {
 struct OpenInput {
     std::string name;
     int fd = -1;
     bool owns_fd = false;
 };
-
+constexpr std::size_t k_record_block_bytes = 1 << 20;
 } // namespace
 
 struct InputStream::Impl {
@@ -33,21 +56,21 @@ struct InputStream::Impl {
     io::OversizeHandler* oversize_handler = nullptr;
     std::vector<OpenInput> inputs;
     std::size_t current = 0;
-    std::unique_ptr<io::LineReader> reader;
+    std::unique_ptr<io::BlockReader> reader;
+    bool source_started = false;
     std::uint64_t finished_bytes = 0;
-    // HAR: the envelopes of the current file, each with padding reserved.
-    std::vector<std::string> har_envelopes;
-    std::size_t har_next = 0;
-    bool har_loaded = false;
+    // Record-by-record state.
+    InputBlock block;
+    std::optional<io::LineCursor> cursor;
+    PositionTracker positions;
+    bool block_finished = true;
 
     ~Impl() {
         for (auto& input : inputs)
             if (input.owns_fd && input.fd >= 0) ::close(input.fd);
     }
 
-    void load_har(const OpenInput& input);
-    std::optional<InputRecord> next_from_current();
-    void advance();
+    void load_har(const OpenInput& input, InputBlock& out);
 };
 
 InputStream::InputStream(const InputOptions& options, io::OversizeHandler* oversize_handler)
@@ -61,15 +84,14 @@ InputStream::InputStream(const InputOptions& options, io::OversizeHandler* overs
             continue;
         }
         int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            throw InputError({path, 0, 0, 0}, fmt::format("cannot open: {}", std::strerror(errno)));
+        if (fd < 0) throw InputError({path, 0, 0, 0}, fmt::format("cannot open: {}", std::strerror(errno)));
         m_impl->inputs.push_back({path, fd, true});
     }
 }
 
 InputStream::~InputStream() = default;
 
-void InputStream::Impl::load_har(const OpenInput& input) {
+void InputStream::Impl::load_har(const OpenInput& input, InputBlock& out) {
     std::string document;
     char chunk[1 << 16];
     while (true) {
@@ -84,53 +106,62 @@ void InputStream::Impl::load_har(const OpenInput& input) {
                              fmt::format("HAR file is larger than {}", format_bytes(k_max_har_file_bytes)));
     }
     finished_bytes += document.size();
-    har_envelopes = har_to_envelopes(document, input.name);
-    for (auto& envelope : har_envelopes) envelope.reserve(envelope.size() + io::k_padding_bytes);
-    har_next = 0;
-    har_loaded = true;
-}
-
-void InputStream::Impl::advance() {
-    if (reader) finished_bytes += reader->bytes_read();
-    reader.reset();
-    har_envelopes.clear();
-    har_loaded = false;
-    ++current;
-}
-
-std::optional<InputRecord> InputStream::Impl::next_from_current() {
-    const auto& input = inputs[current];
-    if (options.format == InputFormat::har) {
-        if (!har_loaded) load_har(input);
-        if (har_next == har_envelopes.size()) return std::nullopt;
-        InputRecord record;
-        record.bytes = har_envelopes[har_next];
-        record.source = &input.name;
-        record.line = ++har_next;
-        return record;
+    std::string lines;
+    for (const auto& envelope : har_to_envelopes(document, input.name)) {
+        lines.append(envelope);
+        lines.push_back('\n');
     }
-    if (!reader)
-        reader = std::make_unique<io::LineReader>(input.fd, input.name, options.max_record_bytes,
-                                                  oversize_handler);
-    auto line = reader->next();
-    if (!line) return std::nullopt;
-    InputRecord record;
-    record.bytes = line->bytes;
-    record.source = &input.name;
-    record.line = line->number;
-    record.byte_offset = line->byte_offset;
-    record.oversized_bytes = line->oversized_bytes;
-    return record;
+    auto& bytes = out.block.bytes;
+    bytes.reserve(lines.size() + io::k_padding_bytes, 0);
+    std::memcpy(bytes.data(), lines.data(), lines.size());
+    std::memset(bytes.data() + lines.size(), ' ', io::k_padding_bytes);
+    out.block.size = lines.size();
+    out.block.byte_offset = 0;
+    out.block.oversized_line_bytes = 0;
+}
+
+bool InputStream::next_block(InputBlock& out, std::size_t target_bytes) {
+    auto& impl = *m_impl;
+    while (impl.current < impl.inputs.size()) {
+        const auto& input = impl.inputs[impl.current];
+        out.source = &input.name;
+        out.starts_source = !impl.source_started;
+        impl.source_started = true;
+        if (impl.options.format == InputFormat::har) {
+            impl.load_har(input, out);
+            ++impl.current;
+            impl.source_started = false;
+            return true;
+        }
+        if (!impl.reader)
+            impl.reader = std::make_unique<io::BlockReader>(input.fd, input.name, impl.options.max_record_bytes,
+                                                            impl.oversize_handler);
+        if (impl.reader->next(out.block, target_bytes)) return true;
+        impl.finished_bytes += impl.reader->bytes_read();
+        impl.reader.reset();
+        impl.source_started = false;
+        ++impl.current;
+    }
+    return false;
 }
 
 std::optional<InputRecord> InputStream::next() {
     auto& impl = *m_impl;
-    while (impl.current < impl.inputs.size()) {
-        auto record = impl.next_from_current();
-        if (record) return record;
-        impl.advance();
+    while (true) {
+        if (impl.cursor) {
+            if (auto line = impl.cursor->next()) {
+                auto record = impl.positions.locate(impl.block, *line);
+                if (record.bytes.size() > impl.options.max_record_bytes) record.oversized_bytes = record.bytes.size();
+                return record;
+            }
+            auto lines = impl.cursor->lines_seen();
+            impl.cursor.reset();
+            if (auto oversized = impl.positions.finish_block(impl.block, lines)) return oversized;
+        }
+        if (!next_block(impl.block, k_record_block_bytes)) return std::nullopt;
+        impl.positions.start_block(impl.block);
+        impl.cursor.emplace(impl.block.block.lines());
     }
-    return std::nullopt;
 }
 
 std::uint64_t InputStream::bytes_read() const {

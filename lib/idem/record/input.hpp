@@ -1,9 +1,10 @@
 #pragma once
-// All of a command's inputs as one stream of records: NDJSON files (or "-"
-// for stdin) read line by line, or HAR 1.2 files whose entries become
-// delivery envelopes. Every record knows where it came from.
+// All of a command's inputs as one stream: NDJSON files (or "-" for stdin),
+// or HAR 1.2 files whose entries become delivery envelopes. Read in blocks of
+// whole lines (for pipelines that hand blocks to worker threads) or record by
+// record; either way every record knows its file, line and byte offset.
 
-#include "idem/io/line_reader.hpp"
+#include "idem/io/block_reader.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -27,12 +28,36 @@ struct InputOptions {
     std::uint64_t max_record_bytes = k_default_max_record_bytes;
 };
 
+// A block of whole lines from one input. For HAR, one line per entry.
+struct InputBlock {
+    io::Block block;
+    const std::string* source = nullptr;
+    bool starts_source = false; // its first line is line 1 of `source`
+};
+
+// One record, for commands that go record by record.
 struct InputRecord {
     std::string_view bytes; // followed by io::k_padding_bytes readable bytes
     const std::string* source = nullptr;
-    std::uint64_t line = 0; // for HAR: the entry number
+    std::uint64_t line = 0; // 1-based; for HAR: the entry number
     std::uint64_t byte_offset = 0;
-    std::uint64_t oversized_bytes = 0; // non-zero: streamed to the oversize handler instead
+    // Non-zero: longer than the limit. `bytes` is then the line when it was
+    // held whole, or empty when it was streamed to the oversize handler.
+    std::uint64_t oversized_bytes = 0;
+};
+
+// Turns block-relative positions into positions in the input, in order.
+class PositionTracker {
+public:
+    void start_block(const InputBlock& block);
+    // Position of a line of the current block.
+    [[nodiscard]] InputRecord locate(const InputBlock& block, const io::BlockLine& line) const;
+    // After the block's lines: the oversized line (if any), then move on.
+    // Returns the oversized line's record (bytes empty) when there is one.
+    std::optional<InputRecord> finish_block(const InputBlock& block, std::uint64_t lines_in_block);
+
+private:
+    std::uint64_t m_line_base = 0; // lines of this source before the block
 };
 
 class InputStream {
@@ -44,8 +69,12 @@ public:
     InputStream(const InputStream&) = delete;
     InputStream& operator=(const InputStream&) = delete;
 
-    // The next record, or nullopt after the last input. Throws InputError
-    // when an input cannot be read or a HAR file is not valid.
+    // The next block (about target_bytes of whole lines), or false after the
+    // last input. Throws InputError when an input cannot be read or a HAR
+    // file is not valid.
+    bool next_block(InputBlock& block, std::size_t target_bytes);
+
+    // Record by record, over next_block().
     std::optional<InputRecord> next();
 
     [[nodiscard]] std::uint64_t bytes_read() const;

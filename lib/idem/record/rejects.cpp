@@ -26,22 +26,30 @@ void RejectRouter::reject(const InputRecord& record, std::uint64_t column, const
     report({*record.source, record.line, column, record.byte_offset}, message);
 }
 
-void RejectRouter::begin(std::string_view source, std::uint64_t line_number, std::uint64_t byte_offset) {
-    m_oversized = {std::string(source), line_number, 0, byte_offset};
+void RejectRouter::reject_oversized(const InputRecord& record) {
+    // A line that arrived whole in a block is still here; one that could not
+    // be held was streamed to the file as it was read.
+    if (m_sink && !record.bytes.empty()) {
+        m_sink->write(record.bytes);
+        m_sink->write("\n");
+        m_sink->count_record();
+    }
+    report({*record.source, record.line, 0, record.byte_offset},
+           fmt::format("record of {} is larger than --max-record-size {}", format_bytes(record.oversized_bytes),
+                       format_bytes(m_max_record_bytes)));
 }
+
+void RejectRouter::begin(std::string_view) {}
 
 void RejectRouter::chunk(std::string_view bytes) {
     if (m_sink) m_sink->write(bytes);
 }
 
-void RejectRouter::end(std::uint64_t total_bytes) {
+void RejectRouter::end() {
     if (m_sink) {
         m_sink->write("\n");
         m_sink->count_record();
     }
-    report(m_oversized,
-           fmt::format("record of {} is larger than --max-record-size {}", format_bytes(total_bytes),
-                       format_bytes(m_max_record_bytes)));
 }
 
 } // namespace idem::record

@@ -4,8 +4,8 @@
 // and column to the diagnostics, and a count for the summary. Under --strict
 // the first bad record ends the run with InputError instead.
 
+#include "idem/io/block_reader.hpp"
 #include "idem/io/diagnostics.hpp"
-#include "idem/io/line_reader.hpp"
 #include "idem/io/sink.hpp"
 #include "idem/record/input.hpp"
 
@@ -22,14 +22,18 @@ public:
     RejectRouter(io::Sink* reject_sink, Strictness strictness, io::Diagnostics& diagnostics,
                  std::uint64_t max_record_bytes);
 
-    // Sets `record` aside. Throws InputError under --strict.
+    // Sets `record` aside: its bytes to the reject file, a warning, a count.
+    // An oversized record's bytes went to the file as they were read (see
+    // OversizeHandler); this reports it. Throws InputError under --strict.
     void reject(const InputRecord& record, std::uint64_t column, const std::string& message);
+    void reject_oversized(const InputRecord& record);
 
     [[nodiscard]] std::uint64_t count() const { return m_count; }
 
-    void begin(std::string_view source, std::uint64_t line_number, std::uint64_t byte_offset) override;
+    // OversizeHandler: streams a too-long line into the reject file.
+    void begin(std::string_view source) override;
     void chunk(std::string_view bytes) override;
-    void end(std::uint64_t total_bytes) override;
+    void end() override;
 
 private:
     void report(SourcePosition position, const std::string& message);
@@ -39,7 +43,6 @@ private:
     io::Diagnostics& m_diagnostics;
     std::uint64_t m_max_record_bytes;
     std::uint64_t m_count = 0;
-    SourcePosition m_oversized;
 };
 
 } // namespace idem::record

@@ -61,13 +61,14 @@ Verdict invalid(Scheme scheme, std::string reason) {
     return verdict;
 }
 
-Verdict matched(Scheme scheme, std::string label, std::string nonce, std::optional<Timestamp> signed_at) {
+Verdict matched(const Input& input, Scheme scheme, std::string label, std::string_view nonce,
+                std::optional<Timestamp> signed_at) {
     Verdict verdict;
     verdict.valid = true;
     verdict.scheme = scheme;
     verdict.key_label = std::move(label);
     verdict.reason = "signature matches";
-    verdict.nonce = std::move(nonce);
+    if (input.config.nonce_capture == NonceCapture::keep) verdict.nonce = nonce;
     verdict.signed_at = signed_at;
     return verdict;
 }
@@ -91,6 +92,13 @@ Decoded decode_signature(std::string_view text, SignatureEncoding encoding, std:
     text = trim(text);
     SignatureBytes signature;
     if (encoding == SignatureEncoding::hex) {
+        // The common case first: a well-formed signature decodes in one pass.
+        if (text.size() == expected_bytes * 2)
+            if (auto size = hex_decode_to(text, signature.bytes.data(), signature.bytes.size())) {
+                signature.size = *size;
+                decoded.bytes = signature;
+                return decoded;
+            }
         if (!is_hex(text)) {
             decoded.problem = fmt::format("{} is not hex", what);
         } else if (text.size() != expected_bytes * 2) {

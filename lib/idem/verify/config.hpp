@@ -41,6 +41,9 @@ struct PublicKey {
 enum class TimestampCheck { enforce, ignore };
 enum class Sha1Policy { reject, allow };
 enum class SignatureEncoding { hex, base64 };
+// Whether verdicts carry the nonce (`verify --nonce` needs it; copying it
+// per record costs an allocation otherwise).
+enum class NonceCapture { keep, skip };
 
 // The generic `hmac` scheme, described by flags.
 struct GenericHmacSpec {
@@ -63,6 +66,7 @@ struct VerifyConfig {
     std::string url;      // the full public URL (twilio, square)
     std::string url_base; // https://host[:port], the envelope's path appended
     GenericHmacSpec hmac;
+    NonceCapture nonce_capture = NonceCapture::keep;
 };
 
 // Throws UsageError for a malformed --hmac-* description.

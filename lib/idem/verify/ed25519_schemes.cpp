@@ -78,7 +78,7 @@ Verdict verify_standard_family(Input& input, Scheme scheme) {
         return invalid(scheme, no_match_reason(key_count, v1.size() + v1a.size()));
     }
     if (auto stale = check_age(input, *signed_at, ClockSides::both)) return invalid(scheme, *stale);
-    return matched(scheme, *label, std::string(*id), signed_at);
+    return matched(input, scheme, *label, *id, signed_at);
 }
 
 } // namespace
@@ -108,7 +108,7 @@ Verdict verify_discord(Input& input) {
                                                         quote(*timestamp_text, 20)));
         if (signed_at)
             if (auto stale = check_age(input, *signed_at, ClockSides::both)) return invalid(Scheme::discord, *stale);
-        return matched(Scheme::discord, key.label, std::string(*signature), signed_at);
+        return matched(input, Scheme::discord, key.label, *signature, signed_at);
     }
     return invalid(Scheme::discord, no_match_reason(keys.size(), 1));
 }

@@ -18,9 +18,8 @@ SignatureSet single(const SignatureBytes& signature) {
     return set;
 }
 
-std::string nonce_or(const record::Envelope& envelope, std::string_view id_header, std::string_view fallback) {
-    auto id = envelope.header(id_header);
-    return std::string(id ? *id : fallback);
+std::string_view nonce_or(const record::Envelope& envelope, std::string_view id_header, std::string_view fallback) {
+    return envelope.header(id_header).value_or(fallback);
 }
 
 // GitHub's "sha256=<hex>" (or legacy "sha1=<hex>") header.
@@ -37,7 +36,7 @@ Verdict verify_github_header(Input& input, std::string_view header_name, std::st
     const auto& keys = input.keys.hmac(KeyDerivation::raw, algorithm, Scheme::github);
     auto label = match_hmac(keys, single(*decoded.bytes), {envelope.body});
     if (!label) return invalid(Scheme::github, no_match_reason(keys.size(), 1));
-    return matched(Scheme::github, *label, nonce_or(envelope, "X-GitHub-Delivery", value), std::nullopt);
+    return matched(input, Scheme::github, *label, nonce_or(envelope, "X-GitHub-Delivery", value), std::nullopt);
 }
 
 } // namespace
@@ -87,7 +86,7 @@ Verdict verify_stripe(Input& input) {
     // Stripe's libraries reject only timestamps older than the tolerance.
     if (auto stale = check_age(input, *signed_at, ClockSides::past_only))
         return invalid(Scheme::stripe, *stale);
-    return matched(Scheme::stripe, *label, fmt::format("{}:{}", *timestamp_text, v1.front()), signed_at);
+    return matched(input, Scheme::stripe, *label, v1.front(), signed_at);
 }
 
 Verdict verify_slack(Input& input) {
@@ -109,7 +108,7 @@ Verdict verify_slack(Input& input) {
     auto label = match_hmac(keys, single(*decoded.bytes), {"v0:", *timestamp_text, ":", envelope.body});
     if (!label) return invalid(Scheme::slack, no_match_reason(keys.size(), 1));
     if (auto stale = check_age(input, *signed_at, ClockSides::both)) return invalid(Scheme::slack, *stale);
-    return matched(Scheme::slack, *label, std::string(*signature), signed_at);
+    return matched(input, Scheme::slack, *label, *signature, signed_at);
 }
 
 Verdict verify_shopify(Input& input) {
@@ -121,7 +120,7 @@ Verdict verify_shopify(Input& input) {
     const auto& keys = input.keys.hmac(KeyDerivation::raw, HashAlgorithm::sha256, Scheme::shopify);
     auto label = match_hmac(keys, single(*decoded.bytes), {envelope.body});
     if (!label) return invalid(Scheme::shopify, no_match_reason(keys.size(), 1));
-    return matched(Scheme::shopify, *label, nonce_or(envelope, "X-Shopify-Webhook-Id", *signature),
+    return matched(input, Scheme::shopify, *label, nonce_or(envelope, "X-Shopify-Webhook-Id", *signature),
                    std::nullopt);
 }
 
@@ -140,7 +139,7 @@ Verdict verify_pagerduty(Input& input) {
     const auto& keys = input.keys.hmac(KeyDerivation::raw, HashAlgorithm::sha256, Scheme::pagerduty);
     auto label = match_hmac(keys, candidates.signatures, {envelope.body});
     if (!label) return invalid(Scheme::pagerduty, no_match_reason(keys.size(), v1.size()));
-    return matched(Scheme::pagerduty, *label, nonce_or(envelope, "X-Webhook-Id", v1.front()), std::nullopt);
+    return matched(input, Scheme::pagerduty, *label, nonce_or(envelope, "X-Webhook-Id", v1.front()), std::nullopt);
 }
 
 // The generic scheme: the message is the template with {body}, {timestamp}
@@ -207,7 +206,7 @@ Verdict verify_hmac(Input& input) {
     if (!label) return invalid(Scheme::hmac, no_match_reason(keys.size(), 1));
     if (signed_at)
         if (auto stale = check_age(input, *signed_at, ClockSides::both)) return invalid(Scheme::hmac, *stale);
-    return matched(Scheme::hmac, *label, std::string(id.empty() ? value : id), signed_at);
+    return matched(input, Scheme::hmac, *label, id.empty() ? value : id, signed_at);
 }
 
 } // namespace idem::verify::detail

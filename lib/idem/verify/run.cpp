@@ -1,7 +1,6 @@
 #include "idem/verify/run.hpp"
 
 #include "idem/record/annotate.hpp"
-#include "idem/record/batch.hpp"
 #include "idem/record/parser.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/ordered_workers.hpp"
@@ -63,15 +62,21 @@ Timestamp nonce_expiry(const Verdict& verdict, Timestamp now, Duration tolerance
 
 namespace {
 
-// What a worker found for one record; the ordered stage acts on it.
+// What a worker found for one line; the ordered stage acts on it.
 struct Outcome {
-    enum class Kind { set_aside, failed_to_parse, judged };
+    enum class Kind { too_long, failed_to_parse, judged };
+    io::BlockLine line;
     Kind kind = Kind::judged;
     std::uint64_t column = 0;
     std::string message;
     Verdict verdict;
     bool has_annotations = false;
     Timestamp now;
+};
+
+struct BlockOutcome {
+    std::vector<Outcome> outcomes;
+    std::uint64_t lines = 0; // blank ones included, for line numbers
 };
 
 // One per worker thread: parsers and prepared keys are not shared.
@@ -81,20 +86,20 @@ struct WorkerState {
     explicit WorkerState(const VerifyConfig& config) : verifier(config) {}
 };
 
-constexpr std::size_t k_batch_bytes = 1 << 20;
-constexpr std::size_t k_batch_records = 4096;
+constexpr std::size_t k_block_bytes = 1 << 20;
 
-std::vector<Outcome> judge_batch(const record::RecordBatch& batch, WorkerState& state,
-                                 const VerifyRunOptions& options, Timestamp clock_now) {
-    std::vector<Outcome> outcomes(batch.size());
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-        const auto& record = batch.records()[i];
-        auto& outcome = outcomes[i];
-        if (record.oversized_bytes) {
-            outcome.kind = Outcome::Kind::set_aside; // the reject router already has it
+BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state, const VerifyRunOptions& options,
+                         Timestamp clock_now) {
+    BlockOutcome result;
+    io::LineCursor cursor(block.block.lines());
+    while (auto line = cursor.next()) {
+        auto& outcome = result.outcomes.emplace_back();
+        outcome.line = *line;
+        if (line->bytes.size() > options.input.max_record_bytes) {
+            outcome.kind = Outcome::Kind::too_long;
             continue;
         }
-        if (auto failure = state.parser.parse(batch.bytes_of(record))) {
+        if (auto failure = state.parser.parse(line->bytes)) {
             outcome.kind = Outcome::Kind::failed_to_parse;
             outcome.column = failure->column;
             outcome.message = std::move(failure->message);
@@ -112,7 +117,8 @@ std::vector<Outcome> judge_batch(const record::RecordBatch& batch, WorkerState& 
             if (auto received = parse_timestamp(envelope.received_at)) outcome.now = *received;
         outcome.verdict = state.verifier.verify(envelope, outcome.now);
     }
-    return outcomes;
+    result.lines = cursor.lines_seen();
+    return result;
 }
 
 std::size_t worker_count(std::size_t requested) {
@@ -144,73 +150,96 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output, io::Diag
 
     std::string member;
     std::uint64_t records = 0, valid = 0, invalid = 0, dropped = 0, replayed = 0;
+    record::PositionTracker positions;
 
     // The ordered stage: rejects, nonces and output happen here, in input order.
-    auto emit = [&](const record::RecordBatch& batch, std::vector<Outcome>& outcomes) {
-        for (std::size_t i = 0; i < batch.size(); ++i) {
-            const auto& record = batch.records()[i];
-            auto& outcome = outcomes[i];
+    auto emit_outcome = [&](const record::InputBlock& block, Outcome& outcome) {
+        ++records;
+        if (records % k_progress_every == 0) diagnostics.progress(records, input.bytes_read());
+        auto record = positions.locate(block, outcome.line);
+        if (outcome.kind == Outcome::Kind::too_long) {
+            record.oversized_bytes = record.bytes.size();
+            rejects.reject_oversized(record);
+            return;
+        }
+        if (outcome.kind == Outcome::Kind::failed_to_parse) {
+            rejects.reject(record, outcome.column, outcome.message);
+            return;
+        }
+        auto& verdict = outcome.verdict;
+        if (verdict.valid && nonce_store) {
+            auto claim = nonce_store->claim_nonce(scheme_name(verdict.scheme), verdict.nonce, outcome.now,
+                                                  nonce_expiry(verdict, outcome.now, options.config.tolerance));
+            if (!claim.fresh) {
+                verdict.valid = false;
+                ++replayed;
+                verdict.reason = fmt::format("replayed: this message was already delivered{}",
+                                             claim.first_seen ? " at " + format_rfc3339(*claim.first_seen)
+                                                              : std::string());
+            }
+        }
+        member.clear();
+        append_verdict(member, verdict);
+        if (verdict.valid) {
+            ++valid;
+            write_annotated(output, record.bytes, outcome.has_annotations, member);
+        } else {
+            ++invalid;
+            if (options.invalid_routing == InvalidRouting::keep_in_output)
+                write_annotated(output, record.bytes, outcome.has_annotations, member);
+            else if (invalid_sink)
+                write_annotated(*invalid_sink, record.bytes, outcome.has_annotations, member);
+            else
+                ++dropped;
+        }
+    };
+    auto emit = [&](const record::InputBlock& block, BlockOutcome& result) {
+        positions.start_block(block);
+        for (auto& outcome : result.outcomes) emit_outcome(block, outcome);
+        if (auto oversized = positions.finish_block(block, result.lines)) {
             ++records;
-            if (records % k_progress_every == 0) diagnostics.progress(records, input.bytes_read());
-            if (outcome.kind == Outcome::Kind::set_aside) continue;
-            if (outcome.kind == Outcome::Kind::failed_to_parse) {
-                rejects.reject(batch.input_record(record), outcome.column, outcome.message);
-                continue;
-            }
-            auto& verdict = outcome.verdict;
-            if (verdict.valid && nonce_store) {
-                auto claim = nonce_store->claim_nonce(scheme_name(verdict.scheme), verdict.nonce, outcome.now,
-                                                      nonce_expiry(verdict, outcome.now, options.config.tolerance));
-                if (!claim.fresh) {
-                    verdict.valid = false;
-                    ++replayed;
-                    verdict.reason = fmt::format(
-                        "replayed: this message was already delivered{}",
-                        claim.first_seen ? " at " + format_rfc3339(*claim.first_seen) : std::string());
-                }
-            }
-            member.clear();
-            append_verdict(member, verdict);
-            auto bytes = batch.bytes_of(record);
-            if (verdict.valid) {
-                ++valid;
-                write_annotated(output, bytes, outcome.has_annotations, member);
-            } else {
-                ++invalid;
-                if (options.invalid_routing == InvalidRouting::keep_in_output)
-                    write_annotated(output, bytes, outcome.has_annotations, member);
-                else if (invalid_sink)
-                    write_annotated(*invalid_sink, bytes, outcome.has_annotations, member);
-                else
-                    ++dropped;
-            }
+            rejects.reject_oversized(*oversized);
         }
     };
 
     {
-        OrderedWorkers<record::RecordBatch, std::vector<Outcome>> pool(
-            workers, 2 * workers + 1, [&](record::RecordBatch& batch, std::size_t worker) {
-                return judge_batch(batch, *states[worker], options, clock_now);
+        OrderedWorkers<record::InputBlock, BlockOutcome> pool(
+            workers, 2 * workers + 1, [&](record::InputBlock& block, std::size_t worker) {
+                return judge_block(block, *states[worker], options, clock_now);
             });
-        auto drain = [&](bool wait) {
-            while (auto finished = pool.next(wait)) emit(finished->job, finished->output);
+        // Blocks are recycled so their buffers are allocated once.
+        std::vector<record::InputBlock> spare;
+        auto finish = [&](bool wait) {
+            auto finished = pool.next(wait);
+            if (!finished) return false;
+            emit(finished->job, finished->output);
+            spare.push_back(std::move(finished->job));
+            return true;
         };
         try {
-            bool more = true;
-            while (more) {
-                record::RecordBatch batch;
-                more = record::fill_batch(input, batch, k_batch_bytes, k_batch_records);
-                if (batch.size() > 0) pool.submit(std::move(batch));
-                drain(false);
-                while (pool.full())
-                    if (auto finished = pool.next(true)) emit(finished->job, finished->output);
+            while (true) {
+                while (pool.full()) finish(true);
+                record::InputBlock block;
+                if (!spare.empty()) {
+                    block = std::move(spare.back());
+                    spare.pop_back();
+                }
+                if (!input.next_block(block, k_block_bytes)) break;
+                pool.submit(std::move(block));
+                while (finish(false)) {
+                }
             }
-            drain(true);
+            while (finish(true)) {
+            }
         } catch (const InputError&) {
             // Under --strict, or for unreadable input: what was read before
             // the failure is still judged and written, then the error ends
             // the run.
-            drain(true);
+            try {
+                while (finish(true)) {
+                }
+            } catch (const InputError&) {
+            }
             output.flush();
             throw;
         }
@@ -267,7 +296,10 @@ RunResult run_sign(const SignRunOptions& options, io::Sink& output, io::Diagnost
     std::uint64_t records = 0;
     while (auto raw = input.next()) {
         ++records;
-        if (raw->oversized_bytes) continue;
+        if (raw->oversized_bytes) {
+            rejects.reject_oversized(*raw);
+            continue;
+        }
         if (auto failure = parser.parse(raw->bytes)) {
             rejects.reject(*raw, failure->column, failure->message);
             continue;

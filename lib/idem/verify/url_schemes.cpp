@@ -138,8 +138,8 @@ Verdict verify_twilio(Input& input) {
     for (const auto& variant : twilio_url_variants(*url)) {
         auto label = match_hmac(keys, single, {variant, suffix});
         if (!label) continue;
-        auto verdict = matched(Scheme::twilio, *label,
-                               std::string(envelope.header("I-Twilio-Idempotency-Token").value_or(*signature)),
+        auto verdict = matched(input, Scheme::twilio, *label,
+                               envelope.header("I-Twilio-Idempotency-Token").value_or(*signature),
                                std::nullopt);
         // Twilio signs a body only as form parameters or through bodySHA256;
         // say so when this one was not covered.
@@ -172,7 +172,7 @@ Verdict verify_square(Input& input) {
     auto label = match_hmac(keys, single, {*url, envelope.body});
     if (!label)
         return invalid(Scheme::square, no_match_reason(keys.size(), 1) + fmt::format(" (signed URL {})", quote(*url)));
-    return matched(Scheme::square, *label, std::string(*signature), std::nullopt);
+    return matched(input, Scheme::square, *label, *signature, std::nullopt);
 }
 
 } // namespace idem::verify::detail

@@ -42,3 +42,11 @@ TEST_CASE("constant_time_equal compares contents and lengths") {
     CHECK_FALSE(constant_time_equal("abc", "abd"));
     CHECK_FALSE(constant_time_equal("abc", "ab"));
 }
+
+TEST_CASE("HMAC with a key longer than the block hashes the key first (RFC 4231 test case 6)") {
+    HmacKey key(HashAlgorithm::sha256, std::string(131, '\xaa'));
+    CHECK(hex_encode(key.mac({"Test Using Larger Than Block-Size Key - Hash Key First"}).view()) ==
+          "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+    HmacKey empty(HashAlgorithm::sha256, "");
+    CHECK(hex_encode(empty.mac({""}).view()) == "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
+}

@@ -1,4 +1,4 @@
-#include "idem/io/line_reader.hpp"
+#include "idem/io/block_reader.hpp"
 #include "idem/record/annotate.hpp"
 #include "idem/record/canonical.hpp"
 #include "idem/record/har.hpp"

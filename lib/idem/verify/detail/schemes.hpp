@@ -69,7 +69,8 @@ Verdict verify_hmac(Input& input);
 // ---- shared helpers -------------------------------------------------------
 
 [[nodiscard]] Verdict invalid(Scheme scheme, std::string reason);
-[[nodiscard]] Verdict matched(Scheme scheme, std::string label, std::string nonce,
+// A valid verdict; the nonce is copied only when the run remembers nonces.
+[[nodiscard]] Verdict matched(const Input& input, Scheme scheme, std::string label, std::string_view nonce,
                               std::optional<Timestamp> signed_at);
 
 // A decoded signature, held inline: the per-record path allocates nothing.

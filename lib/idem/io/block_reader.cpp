@@ -1,0 +1,130 @@
+#include "idem/io/block_reader.hpp"
+
+#include "idem/util/errors.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+#include <unistd.h>
+
+namespace idem::io {
+
+namespace {
+bool is_blank(std::string_view line) {
+    return std::all_of(line.begin(), line.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
+}
+constexpr std::size_t k_stream_chunk = 1 << 16;
+} // namespace
+
+void ByteBuffer::reserve(std::size_t bytes, std::size_t keep) {
+    if (bytes <= m_capacity) return;
+    auto grown = std::max(bytes, m_capacity + m_capacity / 2);
+    auto data = std::make_unique_for_overwrite<char[]>(grown);
+    if (keep > 0) std::memcpy(data.get(), m_data.get(), keep);
+    m_data = std::move(data);
+    m_capacity = grown;
+}
+
+std::optional<BlockLine> LineCursor::next() {
+    while (m_position < m_lines.size()) {
+        auto start = m_position;
+        auto newline = m_lines.find('\n', start);
+        auto end = newline == std::string_view::npos ? m_lines.size() : newline;
+        m_position = newline == std::string_view::npos ? m_lines.size() : newline + 1;
+        BlockLine line{m_lines.substr(start, end - start), m_index++, start};
+        if (!line.bytes.empty() && line.bytes.back() == '\r') line.bytes.remove_suffix(1);
+        if (!is_blank(line.bytes)) return line;
+    }
+    return std::nullopt;
+}
+
+BlockReader::BlockReader(int fd, std::string source, std::uint64_t max_record_bytes,
+                         OversizeHandler* oversize_handler)
+    : m_fd(fd), m_source(std::move(source)), m_max_record_bytes(max_record_bytes),
+      m_oversize_handler(oversize_handler) {}
+
+std::size_t BlockReader::read_into(char* data, std::size_t capacity) {
+    while (true) {
+        auto got = ::read(m_fd, data, capacity);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0)
+            throw InputError({m_source, 0, 0, m_bytes_read}, fmt::format("cannot read: {}", std::strerror(errno)));
+        if (got == 0) m_eof = true;
+        m_bytes_read += static_cast<std::uint64_t>(got);
+        return static_cast<std::size_t>(got);
+    }
+}
+
+bool BlockReader::next(Block& block, std::size_t target_bytes) {
+    block.oversized_line_bytes = 0;
+    block.byte_offset = m_offset;
+    // Start with the cut line from last time, then read behind it.
+    auto& bytes = block.bytes;
+    bytes.reserve(m_carry.size() + k_padding_bytes, 0);
+    if (!m_carry.empty()) std::memcpy(bytes.data(), m_carry.data(), m_carry.size());
+    std::size_t size = m_carry.size();
+    m_carry.clear();
+    std::size_t line_start = 0; // start of the last (possibly partial) line
+    auto last_newline = [&](std::size_t from) {
+        auto found = std::string_view(bytes.data(), size).rfind('\n');
+        return found == std::string_view::npos || found < from ? std::string_view::npos : found;
+    };
+    if (auto found = last_newline(0); found != std::string_view::npos) line_start = found + 1;
+    while (!m_eof && (size < target_bytes || line_start == 0)) {
+        std::size_t want = std::max(target_bytes, size + k_stream_chunk) - size;
+        bytes.reserve(size + want + k_padding_bytes, size);
+        auto got = read_into(bytes.data() + size, want);
+        auto before = size;
+        size += got;
+        if (auto found = last_newline(before); found != std::string_view::npos) line_start = found + 1;
+        // A line that outgrows the limit is streamed away, never held whole.
+        if (size - line_start > m_max_record_bytes) {
+            block.oversized_line_bytes =
+                stream_oversized(std::string_view(bytes.data() + line_start, size - line_start));
+            size = line_start;
+            break;
+        }
+    }
+    // Whole lines stay; the cut line waits for the next block. At the end of
+    // the input the last line counts even without its newline.
+    std::size_t kept = size;
+    if (block.oversized_line_bytes == 0 && !m_eof) {
+        kept = line_start;
+        m_carry.assign(bytes.data() + line_start, size - line_start);
+    }
+    block.size = kept;
+    std::memset(bytes.data() + kept, ' ', k_padding_bytes);
+    m_offset = block.byte_offset + kept;
+    if (block.oversized_line_bytes) m_offset += block.oversized_line_bytes + 1;
+    return kept > 0 || block.oversized_line_bytes > 0;
+}
+
+// Hands the too-long line to the handler: what is buffered, then the rest of
+// the line read in small chunks. What follows its newline is kept as the
+// start of the next block.
+std::uint64_t BlockReader::stream_oversized(std::string_view buffered) {
+    if (m_oversize_handler) {
+        m_oversize_handler->begin(m_source);
+        m_oversize_handler->chunk(buffered);
+    }
+    std::uint64_t total = buffered.size();
+    std::string chunk(k_stream_chunk, '\0');
+    while (!m_eof) {
+        auto got = read_into(chunk.data(), chunk.size());
+        std::string_view piece(chunk.data(), got);
+        auto newline = piece.find('\n');
+        if (newline != std::string_view::npos) {
+            if (m_oversize_handler) m_oversize_handler->chunk(piece.substr(0, newline));
+            total += newline;
+            m_carry.assign(piece.substr(newline + 1));
+            break;
+        }
+        if (m_oversize_handler) m_oversize_handler->chunk(piece);
+        total += got;
+    }
+    if (m_oversize_handler) m_oversize_handler->end();
+    return total;
+}
+
+} // namespace idem::io

@@ -1,0 +1,102 @@
+#pragma once
+// Reads newline-delimited input in blocks of whole lines, straight into a
+// buffer the caller owns and reuses: no per-line copy on the reading thread,
+// and memory bounded by the block size plus the largest record allowed,
+// never by the input's length. Blocks can be handed to other threads.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace idem::io {
+
+// Every line handed out is followed in memory by at least this many readable
+// bytes, so SIMD parsers can read past its end without copying it.
+inline constexpr std::size_t k_padding_bytes = 64;
+
+// Receives a line too long to hold, piece by piece, so it can be kept (in a
+// reject file) without ever being buffered whole.
+class OversizeHandler {
+public:
+    virtual ~OversizeHandler() = default;
+    virtual void begin(std::string_view source) = 0;
+    virtual void chunk(std::string_view bytes) = 0;
+    virtual void end() = 0;
+};
+
+// Bytes that grow without being zero-filled first (a block is refilled by
+// read(2) right after growing; clearing it would cost as much as the read).
+class ByteBuffer {
+public:
+    [[nodiscard]] char* data() { return m_data.get(); }
+    [[nodiscard]] const char* data() const { return m_data.get(); }
+    [[nodiscard]] std::size_t capacity() const { return m_capacity; }
+    // At least `bytes` of room, keeping the first `keep` bytes.
+    void reserve(std::size_t bytes, std::size_t keep);
+
+private:
+    std::unique_ptr<char[]> m_data;
+    std::size_t m_capacity = 0;
+};
+
+struct Block {
+    ByteBuffer bytes;      // whole lines, then k_padding_bytes of padding
+    std::size_t size = 0;  // bytes of lines, padding excluded
+    std::uint64_t byte_offset = 0; // of bytes[0] within the input
+    // Non-zero: a line of this many bytes, too long to hold, comes right
+    // after the block's lines; it went to the OversizeHandler.
+    std::uint64_t oversized_line_bytes = 0;
+
+    [[nodiscard]] std::string_view lines() const { return {bytes.data(), size}; }
+};
+
+// A line of a block; `bytes` excludes the newline and a trailing '\r'.
+struct BlockLine {
+    std::string_view bytes;
+    std::uint64_t index = 0;       // 0-based line index within the block
+    std::uint64_t byte_offset = 0; // within the block
+};
+
+// Walks a block's non-blank lines; `lines_seen()` counts blank ones too.
+class LineCursor {
+public:
+    explicit LineCursor(std::string_view lines) : m_lines(lines) {}
+    std::optional<BlockLine> next();
+    [[nodiscard]] std::uint64_t lines_seen() const { return m_index; }
+
+private:
+    std::string_view m_lines;
+    std::size_t m_position = 0;
+    std::uint64_t m_index = 0;
+};
+
+class BlockReader {
+public:
+    // Does not take ownership of fd. `source` names the input in messages.
+    BlockReader(int fd, std::string source, std::uint64_t max_record_bytes, OversizeHandler* oversize_handler);
+
+    // Fills `block` with about `target_bytes` of whole lines (more when one
+    // line is longer). False when the input is exhausted and `block` holds
+    // nothing. Throws InputError when the descriptor cannot be read.
+    bool next(Block& block, std::size_t target_bytes);
+
+    [[nodiscard]] const std::string& source() const { return m_source; }
+    [[nodiscard]] std::uint64_t bytes_read() const { return m_bytes_read; }
+
+private:
+    std::size_t read_into(char* data, std::size_t capacity);
+    std::uint64_t stream_oversized(std::string_view buffered);
+
+    int m_fd;
+    std::string m_source;
+    std::uint64_t m_max_record_bytes;
+    OversizeHandler* m_oversize_handler;
+    std::string m_carry; // the start of a line that the last block cut
+    std::uint64_t m_offset = 0; // input offset of m_carry's first byte
+    bool m_eof = false;
+    std::uint64_t m_bytes_read = 0;
+};
+
+} // namespace idem::io
