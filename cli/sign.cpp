@@ -35,14 +35,13 @@ int run_sign_command(const SignOptions& options) {
 void register_sign(CLI::App& app, std::function<int()>& action) {
     auto options = std::make_shared<SignOptions>();
     auto* command = app.add_subcommand("sign", "add signature headers to envelopes (fixtures, re-sending)");
-    command->description(
-        "Add or replace a scheme's signature headers on each envelope, as its provider would have\n"
-        "sent them, with a fresh timestamp unless --timestamp is given. A plain event becomes an\n"
-        "envelope whose body is the event's exact bytes.");
     add_common_options(*command, options->common);
     add_key_options(*command, options->keys);
     command->add_option("--timestamp", options->timestamp, "sign as of this time (default: now)");
-    command->footer("Example:\n"
+    command->footer("Adds or replaces a scheme's signature headers on each envelope, as its provider would\n"
+                    "have sent them, with a fresh timestamp unless --timestamp is given. A plain event\n"
+                    "becomes an envelope whose body is the event's exact bytes; received_at is dropped.\n\n"
+                    "Example:\n"
                     "  idem sign --scheme stripe --secret whsec_test events.ndjson \\\n"
                     "    | idem verify --scheme stripe --secret whsec_test");
     command->callback([options, &action] { action = [options] { return run_sign_command(*options); }; });

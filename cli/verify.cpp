@@ -54,10 +54,6 @@ int run_verify_command(const VerifyOptions& options) {
 void register_verify(CLI::App& app, std::function<int()>& action) {
     auto options = std::make_shared<VerifyOptions>();
     auto* command = app.add_subcommand("verify", "check webhook signatures; exit 1 if any is invalid");
-    command->description(
-        "Check the signature of every delivery envelope and write each record to stdout with\n"
-        "\"_idem\":{\"verify\":{\"valid\":...,\"scheme\":...,\"key\":...,\"reason\":...}} added.\n"
-        "Timestamps are judged as of --now, else each envelope's received_at, else the clock.");
     add_common_options(*command, options->common);
     add_key_options(*command, options->keys);
     command->add_option("--tolerance", options->tolerance,
@@ -77,7 +73,11 @@ void register_verify(CLI::App& app, std::function<int()>& action) {
     command->add_flag("--no-fail", options->no_fail, "exit 0 even when records are invalid");
     command->add_option("--threads", options->threads, "worker threads (default: one per core, at most 8)")
         ->check(CLI::Range(0, 64));
-    command->footer("Examples:\n"
+    command->footer("Each record is written to stdout with\n"
+                    "  \"_idem\":{\"verify\":{\"valid\":...,\"scheme\":...,\"key\":...,\"reason\":...}}\n"
+                    "added. Timestamps are judged as of --now, else each envelope's received_at, else the\n"
+                    "clock. Prefer --secret-env or --secret-file: --secret shows in the process list.\n\n"
+                    "Examples:\n"
                     "  idem verify --scheme stripe --secret-env STRIPE_WEBHOOK_SECRET captures.ndjson\n"
                     "  idem verify --secret old=$OLD --secret new=$NEW --invalid bad.ndjson < captures.ndjson\n"
                     "  idem verify --scheme github --secret-file gh.secret --now 2026-11-29T08:00:00Z week.ndjson");

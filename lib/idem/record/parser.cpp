@@ -220,18 +220,24 @@ std::optional<std::string_view> RecordParser::canonical_event(const std::vector<
 }
 
 ParseFailure describe_json_error(std::string_view line) {
+    auto strip_prefix = [](std::string message) {
+        // nlohmann prefixes "[json.exception.parse_error.101] parse error at line 1, column 17: ".
+        auto colon = message.find(": ");
+        if (message.starts_with("[json.exception.") && colon != std::string::npos) return message.substr(colon + 2);
+        return message;
+    };
     try {
         [[maybe_unused]] auto ignored = nlohmann::json::parse(line.begin(), line.end());
     } catch (const nlohmann::json::parse_error& error) {
-        std::string message = error.what();
-        // nlohmann prefixes "[json.exception.parse_error.101] parse error at line 1, column 17: ".
-        auto colon = message.find(": ");
-        if (colon != std::string::npos) message = message.substr(colon + 2);
-        return ParseFailure{static_cast<std::uint64_t>(error.byte), message};
+        return ParseFailure{static_cast<std::uint64_t>(error.byte), strip_prefix(error.what())};
+    } catch (const nlohmann::json::out_of_range&) {
+        return ParseFailure{0, "a number is too large: idem reads 64-bit integers and doubles"};
     } catch (const std::exception& error) {
-        return ParseFailure{0, error.what()};
+        return ParseFailure{0, strip_prefix(error.what())};
     }
-    return ParseFailure{0, "invalid JSON (a number out of range, or invalid UTF-8)"};
+    // Valid JSON to a second parser: what simdjson refused is a number beyond
+    // 64 bits, or a string that is not valid UTF-8.
+    return ParseFailure{0, "a number is too large (idem reads 64-bit integers and doubles), or a string is not valid UTF-8"};
 }
 
 } // namespace idem::record
