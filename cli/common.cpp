@@ -15,16 +15,22 @@ constexpr std::uint64_t k_max_warnings_shown = 20;
 
 void add_common_options(CLI::App& command, CommonOptions& options) {
     command.add_option("inputs", options.inputs, "NDJSON files to read ('-' or none: stdin)");
-    command.add_option("--input-format", options.input_format, "ndjson (default) or har (HAR 1.2 export)")
+    command
+        .add_option("--input-format", options.input_format,
+                    "ndjson (default) or har (HAR 1.2 export)")
         ->check(CLI::IsMember({"ndjson", "jsonl", "har"}));
-    command.add_option("--max-record-size", options.max_record_size,
-                       "longest record accepted; longer ones are rejected unbuffered (default 16MiB)");
+    command.add_option(
+        "--max-record-size", options.max_record_size,
+        "longest record accepted; longer ones are rejected unbuffered (default 16MiB)");
     command.add_option("--reject", options.reject_path,
                        "write input lines that are not records here, byte for byte");
     command.add_flag("--strict", options.strict, "stop at the first bad record (exit 3)");
-    command.add_option("--summary", options.summary_format, "summary on stderr: text (default) or json")
+    command
+        .add_option("--summary", options.summary_format,
+                    "summary on stderr: text (default) or json")
         ->check(CLI::IsMember({"text", "json"}));
-    command.add_flag("-q,--quiet", options.quiet, "no text summary, warnings or progress on stderr");
+    command.add_flag("-q,--quiet", options.quiet,
+                     "no text summary, warnings or progress on stderr");
 }
 
 record::InputOptions input_options(const CommonOptions& options) {
@@ -41,18 +47,21 @@ record::Strictness strictness(const CommonOptions& options) {
 }
 
 void print_summary(const CommonOptions& options, const io::Summary& summary) {
-    if (options.summary_format == "json") fmt::print(stderr, "{}\n", io::render_summary_json(summary));
-    else if (!options.quiet) fmt::print(stderr, "{}\n", io::render_summary_text(summary));
+    if (options.summary_format == "json")
+        fmt::print(stderr, "{}\n", io::render_summary_json(summary));
+    else if (!options.quiet)
+        fmt::print(stderr, "{}\n", io::render_summary_text(summary));
 }
 
 StderrDiagnostics::StderrDiagnostics(bool quiet)
-    : m_quiet(quiet), m_terminal(::isatty(STDERR_FILENO) == 1), m_start(std::chrono::steady_clock::now()),
-      m_last_progress(m_start) {}
+    : m_quiet(quiet), m_terminal(::isatty(STDERR_FILENO) == 1),
+      m_start(std::chrono::steady_clock::now()), m_last_progress(m_start) {}
 
 StderrDiagnostics::~StderrDiagnostics() {
     if (m_progress_shown) fmt::print(stderr, "\r\033[K");
     if (m_warnings > k_max_warnings_shown && !m_quiet)
-        fmt::print(stderr, "idem: warning: {} more records set aside (see the summary, or --reject FILE)\n",
+        fmt::print(stderr,
+                   "idem: warning: {} more records set aside (see the summary, or --reject FILE)\n",
                    m_warnings - k_max_warnings_shown);
 }
 
@@ -70,8 +79,8 @@ void StderrDiagnostics::progress(std::uint64_t records, std::uint64_t bytes) {
     m_last_progress = now;
     m_progress_shown = true;
     double seconds = std::chrono::duration<double>(now - m_start).count();
-    fmt::print(stderr, "\r\033[Kidem: {} records, {} read, {:.0f} records/s", records, format_bytes(bytes),
-               static_cast<double>(records) / seconds);
+    fmt::print(stderr, "\r\033[Kidem: {} records, {} read, {:.0f} records/s", records,
+               format_bytes(bytes), static_cast<double>(records) / seconds);
 }
 
 std::string require_env(const std::string& name, const std::string& flag) {

@@ -14,30 +14,42 @@ void add_key_options(CLI::App& command, KeyOptions& options) {
     command.add_option("--scheme", options.scheme,
                        "github, stripe, slack, standard, svix, shopify, discord, twilio, square, "
                        "pagerduty, hmac, or auto (default: from the headers)");
-    command.add_option("--secret", options.secrets,
-                       "shared secret; repeat for rotation; 'label=VALUE' names it in verdicts")
+    command
+        .add_option("--secret", options.secrets,
+                    "shared secret; repeat for rotation; 'label=VALUE' names it in verdicts")
         ->allow_extra_args(false);
     command.add_option("--secret-file", options.secret_files, "file with one secret per line")
         ->allow_extra_args(false);
-    command.add_option("--secret-env", options.secret_envs, "environment variable holding a secret")
+    command
+        .add_option("--secret-env", options.secret_envs, "environment variable holding a secret")
         ->allow_extra_args(false);
-    command.add_option("--public-key", options.public_keys,
-                       "ed25519 public key (hex, base64 or whpk_...) for discord and Standard Webhooks v1a")
+    command
+        .add_option(
+            "--public-key", options.public_keys,
+            "ed25519 public key (hex, base64 or whpk_...) for discord and Standard Webhooks v1a")
         ->allow_extra_args(false);
-    command.add_option("--url", options.url, "the full public URL the provider called (twilio, square)");
-    command.add_option("--url-base", options.url_base,
-                       "https://host[:port] to which each envelope's path is appended (twilio, square)");
+    command.add_option("--url", options.url,
+                       "the full public URL the provider called (twilio, square)");
+    command.add_option(
+        "--url-base", options.url_base,
+        "https://host[:port] to which each envelope's path is appended (twilio, square)");
     command.add_flag("--allow-sha1", options.allow_sha1,
                      "accept the legacy SHA-1 signatures of GitHub (X-Hub-Signature) and Square");
-    command.add_option("--hmac-header", options.hmac_header, "hmac scheme: signature header (X-Signature)");
-    command.add_option("--hmac-prefix", options.hmac_prefix, "hmac scheme: prefix before the digest, e.g. sha256=");
-    command.add_option("--hmac-algorithm", options.hmac_algorithm, "hmac scheme: sha1, sha256 (default), sha512");
-    command.add_option("--hmac-encoding", options.hmac_encoding, "hmac scheme: hex (default) or base64");
-    command.add_option("--hmac-message", options.hmac_message,
-                       "hmac scheme: what is signed, with {body}, {timestamp}, {id} (default {body})");
+    command.add_option("--hmac-header", options.hmac_header,
+                       "hmac scheme: signature header (X-Signature)");
+    command.add_option("--hmac-prefix", options.hmac_prefix,
+                       "hmac scheme: prefix before the digest, e.g. sha256=");
+    command.add_option("--hmac-algorithm", options.hmac_algorithm,
+                       "hmac scheme: sha1, sha256 (default), sha512");
+    command.add_option("--hmac-encoding", options.hmac_encoding,
+                       "hmac scheme: hex (default) or base64");
+    command.add_option(
+        "--hmac-message", options.hmac_message,
+        "hmac scheme: what is signed, with {body}, {timestamp}, {id} (default {body})");
     command.add_option("--hmac-timestamp-header", options.hmac_timestamp_header,
                        "hmac scheme: header holding {timestamp} (checked against --tolerance)");
-    command.add_option("--hmac-id-header", options.hmac_id_header, "hmac scheme: header holding {id}");
+    command.add_option("--hmac-id-header", options.hmac_id_header,
+                       "hmac scheme: header holding {id}");
 }
 
 namespace {
@@ -56,10 +68,12 @@ verify::VerifyConfig key_config(const KeyOptions& options) {
     for (const auto& text : options.secrets)
         config.secrets.push_back(verify::parse_secret(text, config.secrets.size() + 1));
     for (const auto& path : options.secret_files)
-        for (auto& secret : verify::parse_secret_lines(read_secret_file(path), config.secrets.size() + 1))
+        for (auto& secret :
+             verify::parse_secret_lines(read_secret_file(path), config.secrets.size() + 1))
             config.secrets.push_back(std::move(secret));
     for (const auto& name : options.secret_envs) {
-        auto secret = verify::parse_secret(require_env(name, "--secret-env"), config.secrets.size() + 1);
+        auto secret =
+            verify::parse_secret(require_env(name, "--secret-env"), config.secrets.size() + 1);
         if (secret.label.starts_with('#')) secret.label = name;
         config.secrets.push_back(std::move(secret));
     }
@@ -77,7 +91,8 @@ verify::VerifyConfig key_config(const KeyOptions& options) {
     config.hmac.id_header = options.hmac_id_header;
     if (config.hmac.message_template.find("{timestamp}") != std::string::npos &&
         config.hmac.timestamp_header.empty() && config.scheme == verify::Scheme::hmac)
-        throw UsageError("--hmac-message uses {timestamp}: say where it comes from with --hmac-timestamp-header");
+        throw UsageError("--hmac-message uses {timestamp}: say where it comes from with "
+                         "--hmac-timestamp-header");
     return config;
 }
 

@@ -9,7 +9,8 @@
 #include <fmt/format.h>
 
 int main(int argc, char** argv) {
-    CLI::App app{"idem: check, dedup, reorder and safely re-send webhook deliveries and event streams"};
+    CLI::App app{
+        "idem: check, dedup, reorder and safely re-send webhook deliveries and event streams"};
     app.require_subcommand(1);
     app.set_version_flag("--version", "idem 0.1.0");
     app.footer("Records are NDJSON (plain events or delivery envelopes); see docs/records.md.\n"

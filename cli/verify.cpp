@@ -40,7 +40,8 @@ int run_verify_command(const VerifyOptions& options) {
                               : verify::InvalidRouting::keep_in_output;
     run.invalid_path = options.invalid_path;
     run.nonce = options.nonce ? verify::NonceCheck::on : verify::NonceCheck::off;
-    run.config.nonce_capture = options.nonce ? verify::NonceCapture::keep : verify::NonceCapture::skip;
+    run.config.nonce_capture =
+        options.nonce ? verify::NonceCapture::keep : verify::NonceCapture::skip;
     run.store_uri = options.store;
     run.threads = options.threads;
     StderrDiagnostics diagnostics(options.common.quiet);
@@ -53,17 +54,22 @@ int run_verify_command(const VerifyOptions& options) {
 
 void register_verify(CLI::App& app, std::function<int()>& action) {
     auto options = std::make_shared<VerifyOptions>();
-    auto* command = app.add_subcommand("verify", "check webhook signatures; exit 1 if any is invalid");
+    auto* command =
+        app.add_subcommand("verify", "check webhook signatures; exit 1 if any is invalid");
     add_common_options(*command, options->common);
     add_key_options(*command, options->keys);
     command->add_option("--tolerance", options->tolerance,
                         "how far a signed timestamp may be from now (default 5m)");
-    command->add_option("--now", options->now, "judge timestamps as of this time (RFC 3339 or epoch)");
-    command->add_flag("--ignore-timestamp", options->ignore_timestamp, "do not check timestamps (archives)");
+    command->add_option("--now", options->now,
+                        "judge timestamps as of this time (RFC 3339 or epoch)");
+    command->add_flag("--ignore-timestamp", options->ignore_timestamp,
+                      "do not check timestamps (archives)");
     command->add_flag("--nonce", options->nonce,
                       "reject a second delivery of the same message inside the tolerance window, "
                       "remembered in the store");
-    command->add_option("--store", options->store, "store for --nonce: PATH, :memory:, redis://host:port[/db]")
+    command
+        ->add_option("--store", options->store,
+                     "store for --nonce: PATH, :memory:, redis://host:port[/db]")
         ->envname("IDEM_STORE")
         ->default_str("idem.db");
     command->add_flag("--drop-invalid", options->drop_invalid,
@@ -71,16 +77,20 @@ void register_verify(CLI::App& app, std::function<int()>& action) {
     command->add_option("--invalid", options->invalid_path,
                         "write invalid records here instead of stdout (implies --drop-invalid)");
     command->add_flag("--no-fail", options->no_fail, "exit 0 even when records are invalid");
-    command->add_option("--threads", options->threads, "worker threads (default: one per core, at most 8)")
+    command
+        ->add_option("--threads", options->threads,
+                     "worker threads (default: one per core, at most 8)")
         ->check(CLI::Range(0, 64));
-    command->footer("Each record is written to stdout with\n"
-                    "  \"_idem\":{\"verify\":{\"valid\":...,\"scheme\":...,\"key\":...,\"reason\":...}}\n"
-                    "added. Timestamps are judged as of --now, else each envelope's received_at, else the\n"
-                    "clock. Prefer --secret-env or --secret-file: --secret shows in the process list.\n\n"
-                    "Examples:\n"
-                    "  idem verify --scheme stripe --secret-env STRIPE_WEBHOOK_SECRET captures.ndjson\n"
-                    "  idem verify --secret old=$OLD --secret new=$NEW --invalid bad.ndjson < captures.ndjson\n"
-                    "  idem verify --scheme github --secret-file gh.secret --now 2026-11-29T08:00:00Z week.ndjson");
+    command->footer(
+        "Each record is written to stdout with\n"
+        "  \"_idem\":{\"verify\":{\"valid\":...,\"scheme\":...,\"key\":...,\"reason\":...}}\n"
+        "added. Timestamps are judged as of --now, else each envelope's received_at, else the\n"
+        "clock. Prefer --secret-env or --secret-file: --secret shows in the process list.\n\n"
+        "Examples:\n"
+        "  idem verify --scheme stripe --secret-env STRIPE_WEBHOOK_SECRET captures.ndjson\n"
+        "  idem verify --secret old=$OLD --secret new=$NEW --invalid bad.ndjson < captures.ndjson\n"
+        "  idem verify --scheme github --secret-file gh.secret --now 2026-11-29T08:00:00Z "
+        "week.ndjson");
     command->callback([options, &action] {
         if (options->store.empty()) options->store = "idem.db";
         action = [options] { return run_verify_command(*options); };

@@ -10,12 +10,12 @@
 #include "idem/util/errors.hpp"
 
 #include <cassert>
-#include <variant>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 #include <openssl/sha.h>
+#include <variant>
 
 #include <cstring>
 
@@ -23,18 +23,24 @@ namespace idem::crypto {
 
 std::string_view hash_name(HashAlgorithm algorithm) {
     switch (algorithm) {
-    case HashAlgorithm::sha1: return "SHA1";
-    case HashAlgorithm::sha256: return "SHA256";
-    case HashAlgorithm::sha512: return "SHA512";
+    case HashAlgorithm::sha1:
+        return "SHA1";
+    case HashAlgorithm::sha256:
+        return "SHA256";
+    case HashAlgorithm::sha512:
+        return "SHA512";
     }
     return "SHA256";
 }
 
 std::size_t digest_size(HashAlgorithm algorithm) {
     switch (algorithm) {
-    case HashAlgorithm::sha1: return 20;
-    case HashAlgorithm::sha256: return 32;
-    case HashAlgorithm::sha512: return 64;
+    case HashAlgorithm::sha1:
+        return 20;
+    case HashAlgorithm::sha256:
+        return 32;
+    case HashAlgorithm::sha512:
+        return 64;
     }
     return 32;
 }
@@ -42,9 +48,12 @@ std::size_t digest_size(HashAlgorithm algorithm) {
 namespace {
 const EVP_MD* evp_md(HashAlgorithm algorithm) {
     switch (algorithm) {
-    case HashAlgorithm::sha1: return EVP_sha1();
-    case HashAlgorithm::sha256: return EVP_sha256();
-    case HashAlgorithm::sha512: return EVP_sha512();
+    case HashAlgorithm::sha1:
+        return EVP_sha1();
+    case HashAlgorithm::sha256:
+        return EVP_sha256();
+    case HashAlgorithm::sha512:
+        return EVP_sha512();
     }
     return EVP_sha256();
 }
@@ -68,8 +77,7 @@ using Sha256 = Sha<SHA256_CTX, SHA256_Init, SHA256_Update, SHA256_Final, 64, 32>
 using Sha512 = Sha<SHA512_CTX, SHA512_Init, SHA512_Update, SHA512_Final, 128, 64>;
 
 // RFC 2104 with the padded key's inner and outer blocks hashed in advance.
-template <typename H>
-struct HmacStates {
+template <typename H> struct HmacStates {
     typename H::context_type inner;
     typename H::context_type outer;
 
@@ -84,10 +92,12 @@ struct HmacStates {
             std::memcpy(block.data(), key.data(), key.size());
         }
         std::array<unsigned char, H::block_bytes> pad{};
-        for (std::size_t i = 0; i < pad.size(); ++i) pad[i] = block[i] ^ 0x36;
+        for (std::size_t i = 0; i < pad.size(); ++i)
+            pad[i] = block[i] ^ 0x36;
         H::init(&inner);
         H::update(&inner, pad.data(), pad.size());
-        for (std::size_t i = 0; i < pad.size(); ++i) pad[i] = block[i] ^ 0x5c;
+        for (std::size_t i = 0; i < pad.size(); ++i)
+            pad[i] = block[i] ^ 0x5c;
         H::init(&outer);
         H::update(&outer, pad.data(), pad.size());
         OPENSSL_cleanse(block.data(), block.size());
@@ -97,7 +107,8 @@ struct HmacStates {
 
     void mac(std::initializer_list<std::string_view> parts, Digest& digest) const {
         auto context = inner;
-        for (auto part : parts) H::update(&context, part.data(), part.size());
+        for (auto part : parts)
+            H::update(&context, part.data(), part.size());
         unsigned char inner_digest[H::digest_bytes];
         H::final(inner_digest, &context);
         context = outer;
@@ -114,9 +125,12 @@ struct HmacKey::Impl {
     std::variant<HmacStates<Sha1>, HmacStates<Sha256>, HmacStates<Sha512>> states;
     static Impl make(HashAlgorithm algorithm, std::string_view key) {
         switch (algorithm) {
-        case HashAlgorithm::sha1: return Impl{HmacStates<Sha1>(key)};
-        case HashAlgorithm::sha512: return Impl{HmacStates<Sha512>(key)};
-        case HashAlgorithm::sha256: break;
+        case HashAlgorithm::sha1:
+            return Impl{HmacStates<Sha1>(key)};
+        case HashAlgorithm::sha512:
+            return Impl{HmacStates<Sha512>(key)};
+        case HashAlgorithm::sha256:
+            break;
         }
         return Impl{HmacStates<Sha256>(key)};
     }
@@ -138,7 +152,8 @@ Digest HmacKey::mac(std::initializer_list<std::string_view> parts) const {
 Digest hash(HashAlgorithm algorithm, std::string_view message) {
     Digest digest;
     unsigned int length = 0;
-    EVP_Digest(message.data(), message.size(), digest.bytes.data(), &length, evp_md(algorithm), nullptr);
+    EVP_Digest(message.data(), message.size(), digest.bytes.data(), &length, evp_md(algorithm),
+               nullptr);
     digest.size = length;
     return digest;
 }
@@ -174,10 +189,12 @@ std::optional<Ed25519PublicKey> Ed25519PublicKey::from_raw(std::string_view raw)
 bool Ed25519PublicKey::verify(std::string_view message, std::string_view signature) const {
     if (signature.size() != k_ed25519_signature_bytes) return false;
     EVP_MD_CTX_reset(m_impl->context);
-    if (EVP_DigestVerifyInit(m_impl->context, nullptr, nullptr, nullptr, m_impl->key) != 1) return false;
-    return EVP_DigestVerify(m_impl->context, reinterpret_cast<const unsigned char*>(signature.data()),
-                            signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
-                            message.size()) == 1;
+    if (EVP_DigestVerifyInit(m_impl->context, nullptr, nullptr, nullptr, m_impl->key) != 1)
+        return false;
+    return EVP_DigestVerify(
+               m_impl->context, reinterpret_cast<const unsigned char*>(signature.data()),
+               signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
+               message.size()) == 1;
 }
 
 struct Ed25519PrivateKey::Impl {
@@ -194,7 +211,8 @@ std::optional<Ed25519PrivateKey> Ed25519PrivateKey::from_seed(std::string_view s
     if (seed.size() != k_ed25519_key_bytes) return std::nullopt;
     Ed25519PrivateKey key;
     key.m_impl->key = EVP_PKEY_new_raw_private_key(
-        EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(seed.data()), seed.size());
+        EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(seed.data()),
+        seed.size());
     if (!key.m_impl->key) return std::nullopt;
     return key;
 }
@@ -203,9 +221,10 @@ std::string Ed25519PrivateKey::sign(std::string_view message) const {
     std::string signature(k_ed25519_signature_bytes, '\0');
     std::size_t length = signature.size();
     EVP_MD_CTX* context = EVP_MD_CTX_new();
-    bool ok = context && EVP_DigestSignInit(context, nullptr, nullptr, nullptr, m_impl->key) == 1 &&
-              EVP_DigestSign(context, reinterpret_cast<unsigned char*>(signature.data()), &length,
-                             reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1;
+    bool ok =
+        context && EVP_DigestSignInit(context, nullptr, nullptr, nullptr, m_impl->key) == 1 &&
+        EVP_DigestSign(context, reinterpret_cast<unsigned char*>(signature.data()), &length,
+                       reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1;
     EVP_MD_CTX_free(context);
     if (!ok) throw StoreError("OpenSSL could not make an ed25519 signature");
     return signature;

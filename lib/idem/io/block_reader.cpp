@@ -12,7 +12,8 @@ namespace idem::io {
 
 namespace {
 bool is_blank(std::string_view line) {
-    return std::all_of(line.begin(), line.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
+    return std::all_of(line.begin(), line.end(),
+                       [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
 }
 constexpr std::size_t k_stream_chunk = 1 << 16;
 } // namespace
@@ -49,7 +50,8 @@ std::size_t BlockReader::read_into(char* data, std::size_t capacity) {
         auto got = ::read(m_fd, data, capacity);
         if (got < 0 && errno == EINTR) continue;
         if (got < 0)
-            throw InputError({m_source, 0, 0, m_bytes_read}, fmt::format("cannot read: {}", std::strerror(errno)));
+            throw InputError({m_source, 0, 0, m_bytes_read},
+                             fmt::format("cannot read: {}", std::strerror(errno)));
         if (got == 0) m_eof = true;
         m_bytes_read += static_cast<std::uint64_t>(got);
         return static_cast<std::size_t>(got);
@@ -77,7 +79,8 @@ bool BlockReader::next(Block& block, std::size_t target_bytes) {
         auto got = read_into(bytes.data() + size, want);
         auto before = size;
         size += got;
-        if (auto found = last_newline(before); found != std::string_view::npos) line_start = found + 1;
+        if (auto found = last_newline(before); found != std::string_view::npos)
+            line_start = found + 1;
         // A line that outgrows the limit is streamed away, never held whole.
         if (size - line_start > m_max_record_bytes) {
             block.oversized_line_bytes =

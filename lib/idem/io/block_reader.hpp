@@ -19,7 +19,7 @@ inline constexpr std::size_t k_padding_bytes = 64;
 // Receives a line too long to hold, piece by piece, so it can be kept (in a
 // reject file) without ever being buffered whole.
 class OversizeHandler {
-public:
+  public:
     virtual ~OversizeHandler() = default;
     virtual void begin(std::string_view source) = 0;
     virtual void chunk(std::string_view bytes) = 0;
@@ -29,21 +29,21 @@ public:
 // Bytes that grow without being zero-filled first (a block is refilled by
 // read(2) right after growing; clearing it would cost as much as the read).
 class ByteBuffer {
-public:
+  public:
     [[nodiscard]] char* data() { return m_data.get(); }
     [[nodiscard]] const char* data() const { return m_data.get(); }
     [[nodiscard]] std::size_t capacity() const { return m_capacity; }
     // At least `bytes` of room, keeping the first `keep` bytes.
     void reserve(std::size_t bytes, std::size_t keep);
 
-private:
+  private:
     std::unique_ptr<char[]> m_data;
     std::size_t m_capacity = 0;
 };
 
 struct Block {
-    ByteBuffer bytes;      // whole lines, then k_padding_bytes of padding
-    std::size_t size = 0;  // bytes of lines, padding excluded
+    ByteBuffer bytes;              // whole lines, then k_padding_bytes of padding
+    std::size_t size = 0;          // bytes of lines, padding excluded
     std::uint64_t byte_offset = 0; // of bytes[0] within the input
     // Non-zero: a line of this many bytes, too long to hold, comes right
     // after the block's lines; it went to the OversizeHandler.
@@ -61,21 +61,22 @@ struct BlockLine {
 
 // Walks a block's non-blank lines; `lines_seen()` counts blank ones too.
 class LineCursor {
-public:
+  public:
     explicit LineCursor(std::string_view lines) : m_lines(lines) {}
     std::optional<BlockLine> next();
     [[nodiscard]] std::uint64_t lines_seen() const { return m_index; }
 
-private:
+  private:
     std::string_view m_lines;
     std::size_t m_position = 0;
     std::uint64_t m_index = 0;
 };
 
 class BlockReader {
-public:
+  public:
     // Does not take ownership of fd. `source` names the input in messages.
-    BlockReader(int fd, std::string source, std::uint64_t max_record_bytes, OversizeHandler* oversize_handler);
+    BlockReader(int fd, std::string source, std::uint64_t max_record_bytes,
+                OversizeHandler* oversize_handler);
 
     // Fills `block` with about `target_bytes` of whole lines (more when one
     // line is longer). False when the input is exhausted and `block` holds
@@ -85,7 +86,7 @@ public:
     [[nodiscard]] const std::string& source() const { return m_source; }
     [[nodiscard]] std::uint64_t bytes_read() const { return m_bytes_read; }
 
-private:
+  private:
     std::size_t read_into(char* data, std::size_t capacity);
     std::uint64_t stream_oversized(std::string_view buffered);
 
@@ -93,7 +94,7 @@ private:
     std::string m_source;
     std::uint64_t m_max_record_bytes;
     OversizeHandler* m_oversize_handler;
-    std::string m_carry; // the start of a line that the last block cut
+    std::string m_carry;        // the start of a line that the last block cut
     std::uint64_t m_offset = 0; // input offset of m_carry's first byte
     bool m_eof = false;
     std::uint64_t m_bytes_read = 0;

@@ -26,7 +26,8 @@ std::unique_ptr<Sink> Sink::standard_output() {
 std::unique_ptr<Sink> Sink::create_file(const std::string& path) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-        throw FileSystemError(fmt::format("cannot create {}: {}", quote(path), std::strerror(errno)));
+        throw FileSystemError(
+            fmt::format("cannot create {}: {}", quote(path), std::strerror(errno)));
     return std::unique_ptr<Sink>(new Sink(fd, path, true));
 }
 
@@ -62,7 +63,8 @@ void Sink::flush() {
 void Sink::sync() {
     flush();
     if (m_owns_fd && ::fsync(m_fd) != 0)
-        throw FileSystemError(fmt::format("cannot sync {}: {}", quote(m_name), std::strerror(errno)));
+        throw FileSystemError(
+            fmt::format("cannot sync {}: {}", quote(m_name), std::strerror(errno)));
 }
 
 void Sink::write_all(const char* data, std::size_t size) {

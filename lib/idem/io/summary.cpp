@@ -26,7 +26,8 @@ std::string render_summary_text(const Summary& summary) {
         line += fmt::format("{} {} {}", first ? "" : ",", value, name);
         first = false;
     }
-    for (const auto& [name, value] : summary.facts) line += fmt::format("; {} {}", name, value);
+    for (const auto& [name, value] : summary.facts)
+        line += fmt::format("; {} {}", name, value);
     auto records = summary.count("in");
     if (summary.seconds > 0)
         line += fmt::format(" ({:.2f} s, {} records/s)", summary.seconds,
@@ -37,8 +38,10 @@ std::string render_summary_text(const Summary& summary) {
 std::string render_summary_json(const Summary& summary) {
     nlohmann::ordered_json json;
     json["command"] = summary.command;
-    for (const auto& [name, value] : summary.counts) json[name] = value;
-    for (const auto& [name, value] : summary.facts) json[name] = value;
+    for (const auto& [name, value] : summary.counts)
+        json[name] = value;
+    for (const auto& [name, value] : summary.facts)
+        json[name] = value;
     json["seconds"] = std::round(summary.seconds * 1000.0) / 1000.0;
     return json.dump();
 }

@@ -8,13 +8,17 @@ namespace idem::record {
 
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
 
 // Index one past the string literal that starts at `at` (a quote).
 std::size_t skip_string(std::string_view text, std::size_t at) {
     for (std::size_t i = at + 1; i < text.size(); ++i) {
-        if (text[i] == '\\') ++i;
-        else if (text[i] == '"') return i + 1;
+        if (text[i] == '\\')
+            ++i;
+        else if (text[i] == '"')
+            return i + 1;
     }
     return text.size();
 }
@@ -24,7 +28,9 @@ std::size_t skip_value(std::string_view text, std::size_t at) {
     if (text[at] == '"') return skip_string(text, at);
     if (text[at] != '{' && text[at] != '[') {
         std::size_t i = at;
-        while (i < text.size() && text[i] != ',' && text[i] != '}' && text[i] != ']' && !is_space(text[i])) ++i;
+        while (i < text.size() && text[i] != ',' && text[i] != '}' && text[i] != ']' &&
+               !is_space(text[i]))
+            ++i;
         return i;
     }
     int depth = 0;
@@ -42,7 +48,8 @@ std::size_t skip_value(std::string_view text, std::size_t at) {
 }
 
 std::size_t skip_spaces(std::string_view text, std::size_t at) {
-    while (at < text.size() && is_space(text[at])) ++at;
+    while (at < text.size() && is_space(text[at]))
+        ++at;
     return at;
 }
 
@@ -67,7 +74,8 @@ std::size_t find_idem_close(std::string_view line) {
 // True when the object that closes at `close` has no members.
 bool object_is_empty(std::string_view line, std::size_t close) {
     std::size_t i = close;
-    while (i > 0 && is_space(line[i - 1])) --i;
+    while (i > 0 && is_space(line[i - 1]))
+        --i;
     return i > 0 && line[i - 1] == '{';
 }
 
@@ -83,7 +91,8 @@ AnnotationSplice splice_point(std::string_view line, bool has_idem_member) {
     } else {
         // A parsed object ends with '}', perhaps followed by white space.
         close = line.size();
-        while (close > 0 && is_space(line[close - 1])) --close;
+        while (close > 0 && is_space(line[close - 1]))
+            --close;
         assert(close > 0 && line[close - 1] == '}' && "splice_point needs a parsed JSON object");
         --close;
         splice.opening = "\"_idem\":{";

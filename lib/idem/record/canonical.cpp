@@ -21,14 +21,29 @@ void write_canonical_string(std::string_view text, std::string& out) {
         out.append(text.substr(run_start, i - run_start));
         run_start = i + 1;
         switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default: out += fmt::format("\\u{:04x}", byte);
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\b':
+            out += "\\b";
+            break;
+        case '\f':
+            out += "\\f";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        default:
+            out += fmt::format("\\u{:04x}", byte);
         }
     }
     out.append(text.substr(run_start));
@@ -64,7 +79,8 @@ void write_canonical(simdjson::dom::element element, const std::vector<const Fie
     switch (element.type()) {
     case element_type::OBJECT: {
         std::vector<std::pair<std::string_view, simdjson::dom::element>> members;
-        for (auto field : simdjson::dom::object(element)) members.emplace_back(field.key, field.value);
+        for (auto field : simdjson::dom::object(element))
+            members.emplace_back(field.key, field.value);
         // Stable, so repeated keys keep their order and stay distinguishable.
         std::stable_sort(members.begin(), members.end(),
                          [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -76,8 +92,10 @@ void write_canonical(simdjson::dom::element element, const std::vector<const Fie
             for (const auto* path : ignored) {
                 const auto& segments = path->segments();
                 if (segments.size() <= depth || segments[depth] != key) continue;
-                if (segments.size() == depth + 1) skip = true;
-                else deeper.push_back(path);
+                if (segments.size() == depth + 1)
+                    skip = true;
+                else
+                    deeper.push_back(path);
             }
             if (skip) continue;
             if (!first) out += ',';
@@ -100,8 +118,10 @@ void write_canonical(simdjson::dom::element element, const std::vector<const Fie
             for (const auto* path : ignored) {
                 const auto& segments = path->segments();
                 if (segments.size() <= depth || segments[depth] != index_text) continue;
-                if (segments.size() == depth + 1) skip = true;
-                else deeper.push_back(path);
+                if (segments.size() == depth + 1)
+                    skip = true;
+                else
+                    deeper.push_back(path);
             }
             if (skip) continue;
             if (!first) out += ',';
@@ -111,24 +131,34 @@ void write_canonical(simdjson::dom::element element, const std::vector<const Fie
         out += ']';
         return;
     }
-    case element_type::STRING: write_canonical_string(std::string_view(element), out); return;
+    case element_type::STRING:
+        write_canonical_string(std::string_view(element), out);
+        return;
     case element_type::INT64:
     case element_type::UINT64:
-    case element_type::DOUBLE: write_canonical_number(element, out); return;
-    case element_type::BOOL: out += bool(element) ? "true" : "false"; return;
-    case element_type::NULL_VALUE: out += "null"; return;
+    case element_type::DOUBLE:
+        write_canonical_number(element, out);
+        return;
+    case element_type::BOOL:
+        out += bool(element) ? "true" : "false";
+        return;
+    case element_type::NULL_VALUE:
+        out += "null";
+        return;
     }
 }
 
 } // namespace detail
 
-std::optional<std::string> canonical_json(std::string_view json, const std::vector<FieldPath>& ignored) {
+std::optional<std::string> canonical_json(std::string_view json,
+                                          const std::vector<FieldPath>& ignored) {
     simdjson::dom::parser parser;
     simdjson::dom::element root;
     simdjson::padded_string padded(json);
     if (parser.parse(padded).get(root) != simdjson::SUCCESS) return std::nullopt;
     std::vector<const FieldPath*> ignored_paths;
-    for (const auto& path : ignored) ignored_paths.push_back(&path);
+    for (const auto& path : ignored)
+        ignored_paths.push_back(&path);
     std::string out;
     detail::write_canonical(root, ignored_paths, 0, out);
     return out;

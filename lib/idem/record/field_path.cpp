@@ -48,7 +48,8 @@ FieldPath FieldPath::parse(std::string_view text) {
 
 std::vector<FieldPath> FieldPath::parse_list(std::string_view text) {
     std::vector<FieldPath> paths;
-    for (auto piece : split(text, ',')) paths.push_back(parse(trim(piece)));
+    for (auto piece : split(text, ','))
+        paths.push_back(parse(trim(piece)));
     return paths;
 }
 

@@ -12,7 +12,8 @@ namespace {
 
 using nlohmann::json;
 
-SourcePosition position_of_byte(const std::string& source, std::string_view document, std::size_t byte) {
+SourcePosition position_of_byte(const std::string& source, std::string_view document,
+                                std::size_t byte) {
     SourcePosition position{source, 1, 1, 0};
     for (std::size_t i = 0; i + 1 < byte && i < document.size(); ++i) {
         if (document[i] == '\n') {
@@ -36,7 +37,8 @@ std::string request_target(const std::string& url) {
         return query == std::string::npos ? "/" : "/" + url.substr(query);
     }
     auto fragment = url.find('#', path_start);
-    return url.substr(path_start, fragment == std::string::npos ? std::string::npos : fragment - path_start);
+    return url.substr(path_start,
+                      fragment == std::string::npos ? std::string::npos : fragment - path_start);
 }
 
 std::string entry_to_envelope(const json& entry, std::size_t index, const std::string& source) {
@@ -49,14 +51,16 @@ std::string entry_to_envelope(const json& entry, std::size_t index, const std::s
     envelope["id"] = fmt::format("har-{}", index + 1);
     if (entry.contains("startedDateTime") && entry["startedDateTime"].is_string()) {
         auto started = parse_timestamp(entry["startedDateTime"].get<std::string>());
-        envelope["received_at"] = started ? format_rfc3339(*started) : entry["startedDateTime"].get<std::string>();
+        envelope["received_at"] =
+            started ? format_rfc3339(*started) : entry["startedDateTime"].get<std::string>();
     }
     envelope["method"] = request.value("method", "GET");
     envelope["path"] = request_target(request.value("url", "/"));
     auto headers = nlohmann::ordered_json::array();
     if (request.contains("headers") && request["headers"].is_array()) {
         for (const auto& header : request["headers"]) {
-            if (!header.is_object() || !header.contains("name") || !header.contains("value")) continue;
+            if (!header.is_object() || !header.contains("name") || !header.contains("value"))
+                continue;
             auto name = header["name"].get<std::string>();
             if (!name.empty() && name.front() == ':') continue; // HTTP/2 pseudo-headers
             headers.push_back({name, header["value"].get<std::string>()});
@@ -66,8 +70,10 @@ std::string entry_to_envelope(const json& entry, std::size_t index, const std::s
     if (request.contains("postData") && request["postData"].is_object()) {
         const json& post = request["postData"];
         auto text = post.value("text", "");
-        if (post.value("encoding", "") == "base64") envelope["body_b64"] = text;
-        else envelope["body"] = text;
+        if (post.value("encoding", "") == "base64")
+            envelope["body_b64"] = text;
+        else
+            envelope["body"] = text;
     } else {
         envelope["body"] = "";
     }
@@ -84,11 +90,13 @@ std::vector<std::string> har_to_envelopes(std::string_view document, const std::
         std::string message = error.what();
         auto colon = message.find(": ");
         if (colon != std::string::npos) message = message.substr(colon + 2);
-        throw InputError(position_of_byte(source, document, error.byte), "not a HAR file: " + message);
+        throw InputError(position_of_byte(source, document, error.byte),
+                         "not a HAR file: " + message);
     }
     if (!har.is_object() || !har.contains("log") || !har["log"].is_object() ||
         !har["log"].contains("entries") || !har["log"]["entries"].is_array())
-        throw InputError({source, 0, 0, 0}, "not a HAR file: expected {\"log\":{\"entries\":[...]}}");
+        throw InputError({source, 0, 0, 0},
+                         "not a HAR file: expected {\"log\":{\"entries\":[...]}}");
     std::vector<std::string> envelopes;
     const auto& entries = har["log"]["entries"];
     envelopes.reserve(entries.size());

@@ -31,7 +31,8 @@ InputRecord PositionTracker::locate(const InputBlock& block, const io::BlockLine
     return record;
 }
 
-std::optional<InputRecord> PositionTracker::finish_block(const InputBlock& block, std::uint64_t lines_in_block) {
+std::optional<InputRecord> PositionTracker::finish_block(const InputBlock& block,
+                                                         std::uint64_t lines_in_block) {
     m_line_base += lines_in_block;
     if (block.block.oversized_line_bytes == 0) return std::nullopt;
     InputRecord record;
@@ -84,7 +85,8 @@ InputStream::InputStream(const InputOptions& options, io::OversizeHandler* overs
             continue;
         }
         int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) throw InputError({path, 0, 0, 0}, fmt::format("cannot open: {}", std::strerror(errno)));
+        if (fd < 0)
+            throw InputError({path, 0, 0, 0}, fmt::format("cannot open: {}", std::strerror(errno)));
         m_impl->inputs.push_back({path, fd, true});
     }
 }
@@ -98,12 +100,14 @@ void InputStream::Impl::load_har(const OpenInput& input, InputBlock& out) {
         auto got = ::read(input.fd, chunk, sizeof chunk);
         if (got < 0 && errno == EINTR) continue;
         if (got < 0)
-            throw InputError({input.name, 0, 0, 0}, fmt::format("cannot read: {}", std::strerror(errno)));
+            throw InputError({input.name, 0, 0, 0},
+                             fmt::format("cannot read: {}", std::strerror(errno)));
         if (got == 0) break;
         document.append(chunk, static_cast<std::size_t>(got));
         if (document.size() > k_max_har_file_bytes)
-            throw InputError({input.name, 0, 0, 0},
-                             fmt::format("HAR file is larger than {}", format_bytes(k_max_har_file_bytes)));
+            throw InputError(
+                {input.name, 0, 0, 0},
+                fmt::format("HAR file is larger than {}", format_bytes(k_max_har_file_bytes)));
     }
     finished_bytes += document.size();
     std::string lines;
@@ -134,8 +138,8 @@ bool InputStream::next_block(InputBlock& out, std::size_t target_bytes) {
             return true;
         }
         if (!impl.reader)
-            impl.reader = std::make_unique<io::BlockReader>(input.fd, input.name, impl.options.max_record_bytes,
-                                                            impl.oversize_handler);
+            impl.reader = std::make_unique<io::BlockReader>(
+                input.fd, input.name, impl.options.max_record_bytes, impl.oversize_handler);
         if (impl.reader->next(out.block, target_bytes)) return true;
         impl.finished_bytes += impl.reader->bytes_read();
         impl.reader.reset();
@@ -151,7 +155,8 @@ std::optional<InputRecord> InputStream::next() {
         if (impl.cursor) {
             if (auto line = impl.cursor->next()) {
                 auto record = impl.positions.locate(impl.block, *line);
-                if (record.bytes.size() > impl.options.max_record_bytes) record.oversized_bytes = record.bytes.size();
+                if (record.bytes.size() > impl.options.max_record_bytes)
+                    record.oversized_bytes = record.bytes.size();
                 return record;
             }
             auto lines = impl.cursor->lines_seen();

@@ -48,8 +48,9 @@ std::optional<ParseFailure> RecordParser::parse(std::string_view line) {
     impl.body_root.reset();
     impl.has_annotations = false;
     impl.shape = RecordShape::plain_event;
-    auto error = impl.parser.parse(reinterpret_cast<const uint8_t*>(line.data()), line.size(), false)
-                     .get(impl.root);
+    auto error =
+        impl.parser.parse(reinterpret_cast<const uint8_t*>(line.data()), line.size(), false)
+            .get(impl.root);
     if (error != simdjson::SUCCESS) return describe_json_error(line);
     if (!impl.root.is_object())
         return ParseFailure{1, "expected a JSON object per line, got a JSON " +
@@ -91,18 +92,21 @@ std::optional<ParseFailure> RecordParser::Impl::read_envelope() {
             return fail(fmt::format("envelope field '{}' must be a string", key));
     simdjson::dom::element headers;
     if (object.at_key("headers").get(headers) == simdjson::SUCCESS) {
-        if (!headers.is_array()) return fail("envelope field 'headers' must be an array of [name, value] pairs");
+        if (!headers.is_array())
+            return fail("envelope field 'headers' must be an array of [name, value] pairs");
         for (auto pair : simdjson::dom::array(headers)) {
             simdjson::dom::array items;
-            if (pair.get(items) != simdjson::SUCCESS || items.size() != 2 || !items.at(0).is_string() ||
-                !items.at(1).is_string())
+            if (pair.get(items) != simdjson::SUCCESS || items.size() != 2 ||
+                !items.at(0).is_string() || !items.at(1).is_string())
                 return fail("envelope field 'headers' must be an array of [name, value] pairs");
-            envelope.headers.push_back({std::string_view(items.at(0)), std::string_view(items.at(1))});
+            envelope.headers.push_back(
+                {std::string_view(items.at(0)), std::string_view(items.at(1))});
         }
     }
     simdjson::dom::element body;
     if (object.at_key("body").get(body) == simdjson::SUCCESS) {
-        if (!body.is_string()) return fail("envelope field 'body' must be a string holding the raw body");
+        if (!body.is_string())
+            return fail("envelope field 'body' must be a string holding the raw body");
         envelope.body = std::string_view(body);
     } else if (object.at_key("body_b64").get(body) == simdjson::SUCCESS) {
         if (!body.is_string() || !base64_decode_into(std::string_view(body), decoded_body))
@@ -112,9 +116,15 @@ std::optional<ParseFailure> RecordParser::Impl::read_envelope() {
     return std::nullopt;
 }
 
-RecordShape RecordParser::shape() const { return m_impl->shape; }
-const Envelope& RecordParser::envelope() const { return m_impl->envelope; }
-bool RecordParser::has_annotations() const { return m_impl->has_annotations; }
+RecordShape RecordParser::shape() const {
+    return m_impl->shape;
+}
+const Envelope& RecordParser::envelope() const {
+    return m_impl->envelope;
+}
+bool RecordParser::has_annotations() const {
+    return m_impl->has_annotations;
+}
 
 std::optional<simdjson::dom::element> RecordParser::Impl::parsed_body() {
     if (!body_parsed) {
@@ -135,7 +145,10 @@ FieldValue RecordParser::Impl::to_field_value(simdjson::dom::element element) {
         value.type = FieldValue::Type::string;
         value.text = std::string_view(element);
         return value;
-    case element_type::NULL_VALUE: value.type = FieldValue::Type::null; text = "null"; break;
+    case element_type::NULL_VALUE:
+        value.type = FieldValue::Type::null;
+        text = "null";
+        break;
     case element_type::BOOL:
         value.type = FieldValue::Type::boolean;
         text = bool(element) ? "true" : "false";
@@ -182,7 +195,8 @@ std::optional<FieldValue> RecordParser::find(const FieldPath& path) {
                 return std::nullopt;
         } else if (current.is_array()) {
             std::size_t index = 0;
-            auto [end, error] = std::from_chars(segment.data(), segment.data() + segment.size(), index);
+            auto [end, error] =
+                std::from_chars(segment.data(), segment.data() + segment.size(), index);
             if (error != std::errc{} || end != segment.data() + segment.size()) return std::nullopt;
             if (simdjson::dom::array(current).at(index).get(current) != simdjson::SUCCESS)
                 return std::nullopt;
@@ -193,7 +207,8 @@ std::optional<FieldValue> RecordParser::find(const FieldPath& path) {
     return impl.to_field_value(current);
 }
 
-std::optional<std::string_view> RecordParser::canonical_event(const std::vector<FieldPath>& ignored) {
+std::optional<std::string_view>
+RecordParser::canonical_event(const std::vector<FieldPath>& ignored) {
     auto& impl = *m_impl;
     simdjson::dom::element event = impl.root;
     std::vector<FieldPath> stripped;
@@ -209,9 +224,11 @@ std::optional<std::string_view> RecordParser::canonical_event(const std::vector<
             else
                 stripped.push_back(path);
         }
-        for (const auto& path : stripped) ignored_paths.push_back(&path);
+        for (const auto& path : stripped)
+            ignored_paths.push_back(&path);
     } else {
-        for (const auto& path : ignored) ignored_paths.push_back(&path);
+        for (const auto& path : ignored)
+            ignored_paths.push_back(&path);
     }
     std::string out;
     detail::write_canonical(event, ignored_paths, 0, out);
@@ -223,7 +240,8 @@ ParseFailure describe_json_error(std::string_view line) {
     auto strip_prefix = [](std::string message) {
         // nlohmann prefixes "[json.exception.parse_error.101] parse error at line 1, column 17: ".
         auto colon = message.find(": ");
-        if (message.starts_with("[json.exception.") && colon != std::string::npos) return message.substr(colon + 2);
+        if (message.starts_with("[json.exception.") && colon != std::string::npos)
+            return message.substr(colon + 2);
         return message;
     };
     try {
@@ -237,7 +255,8 @@ ParseFailure describe_json_error(std::string_view line) {
     }
     // Valid JSON to a second parser: what simdjson refused is a number beyond
     // 64 bits, or a string that is not valid UTF-8.
-    return ParseFailure{0, "a number is too large (idem reads 64-bit integers and doubles), or a string is not valid UTF-8"};
+    return ParseFailure{0, "a number is too large (idem reads 64-bit integers and doubles), or a "
+                           "string is not valid UTF-8"};
 }
 
 } // namespace idem::record

@@ -6,8 +6,8 @@
 
 namespace idem::record {
 
-RejectRouter::RejectRouter(io::Sink* reject_sink, Strictness strictness, io::Diagnostics& diagnostics,
-                           std::uint64_t max_record_bytes)
+RejectRouter::RejectRouter(io::Sink* reject_sink, Strictness strictness,
+                           io::Diagnostics& diagnostics, std::uint64_t max_record_bytes)
     : m_sink(reject_sink), m_strictness(strictness), m_diagnostics(diagnostics),
       m_max_record_bytes(max_record_bytes) {}
 
@@ -17,7 +17,8 @@ void RejectRouter::report(SourcePosition position, const std::string& message) {
     m_diagnostics.warning(position, message);
 }
 
-void RejectRouter::reject(const InputRecord& record, std::uint64_t column, const std::string& message) {
+void RejectRouter::reject(const InputRecord& record, std::uint64_t column,
+                          const std::string& message) {
     if (m_sink) {
         m_sink->write(record.bytes);
         m_sink->write("\n");
@@ -35,8 +36,8 @@ void RejectRouter::reject_oversized(const InputRecord& record) {
         m_sink->count_record();
     }
     report({*record.source, record.line, 0, record.byte_offset},
-           fmt::format("record of {} is larger than --max-record-size {}", format_bytes(record.oversized_bytes),
-                       format_bytes(m_max_record_bytes)));
+           fmt::format("record of {} is larger than --max-record-size {}",
+                       format_bytes(record.oversized_bytes), format_bytes(m_max_record_bytes)));
 }
 
 void RejectRouter::begin(std::string_view) {}

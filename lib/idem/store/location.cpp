@@ -10,9 +10,12 @@ namespace idem::store {
 
 std::string StoreLocation::describe() const {
     switch (kind) {
-    case StoreKind::sqlite: return fmt::format("sqlite:{}", path);
-    case StoreKind::memory: return ":memory:";
-    case StoreKind::redis: return fmt::format("redis://{}:{}/{}", host, port, database);
+    case StoreKind::sqlite:
+        return fmt::format("sqlite:{}", path);
+    case StoreKind::memory:
+        return ":memory:";
+    case StoreKind::redis:
+        return fmt::format("redis://{}:{}/{}", host, port, database);
     }
     return "?";
 }
@@ -29,7 +32,8 @@ int parse_int(std::string_view text, std::string_view uri, std::string_view what
 
 StoreLocation parse_store_uri(std::string_view uri) {
     StoreLocation location;
-    if (uri.empty()) throw UsageError("empty --store: give a file path, :memory: or redis://host:port");
+    if (uri.empty())
+        throw UsageError("empty --store: give a file path, :memory: or redis://host:port");
     if (uri == ":memory:") {
         location.kind = StoreKind::memory;
         return location;
@@ -47,7 +51,8 @@ StoreLocation parse_store_uri(std::string_view uri) {
         location.host = std::string(authority.substr(0, colon));
         if (colon != std::string_view::npos)
             location.port = parse_int(authority.substr(colon + 1), uri, "port");
-        if (location.host.empty()) throw UsageError(fmt::format("store {} names no host", quote(uri)));
+        if (location.host.empty())
+            throw UsageError(fmt::format("store {} names no host", quote(uri)));
         return location;
     }
     if (uri.starts_with("sqlite:")) uri.remove_prefix(7);

@@ -26,7 +26,7 @@ std::string nonce_key(std::string_view scope, std::string_view nonce) {
 }
 
 class RedisStore final : public Store {
-public:
+  public:
     explicit RedisStore(const StoreLocation& location) : m_location(location) {
         timeval timeout{5, 0};
         m_context = redisConnectWithTimeout(location.host.c_str(), location.port, timeout);
@@ -34,7 +34,8 @@ public:
             std::string message = m_context ? m_context->errstr : "out of memory";
             redisFree(m_context);
             m_context = nullptr;
-            throw StoreError(fmt::format("cannot connect to store {}: {}", location.describe(), message));
+            throw StoreError(
+                fmt::format("cannot connect to store {}: {}", location.describe(), message));
         }
         redisSetTimeout(m_context, timeout);
         if (location.database != 0) command({"SELECT", std::to_string(location.database)});
@@ -47,8 +48,8 @@ public:
         auto key = nonce_key(scope, nonce);
         auto ttl_ms = std::max<long long>(
             1, std::chrono::duration_cast<std::chrono::milliseconds>(expires_at - now).count());
-        auto reply = command({"SET", key, std::to_string(now.time_since_epoch().count()), "NX", "PX",
-                              std::to_string(ttl_ms)});
+        auto reply = command({"SET", key, std::to_string(now.time_since_epoch().count()), "NX",
+                              "PX", std::to_string(ttl_ms)});
         NonceClaim claim;
         claim.fresh = reply->type == REDIS_REPLY_STATUS;
         if (!claim.fresh) {
@@ -66,7 +67,7 @@ public:
 
     std::string describe() const override { return m_location.describe(); }
 
-private:
+  private:
     Reply command(const std::vector<std::string>& arguments) {
         std::vector<const char*> pointers;
         std::vector<size_t> lengths;
@@ -77,8 +78,9 @@ private:
         auto* raw = static_cast<redisReply*>(redisCommandArgv(
             m_context, static_cast<int>(arguments.size()), pointers.data(), lengths.data()));
         if (!raw)
-            throw StoreError(fmt::format("store {}: {}", m_location.describe(),
-                                         m_context->errstr[0] ? m_context->errstr : "connection lost"));
+            throw StoreError(
+                fmt::format("store {}: {}", m_location.describe(),
+                            m_context->errstr[0] ? m_context->errstr : "connection lost"));
         Reply reply(raw);
         if (reply->type == REDIS_REPLY_ERROR)
             throw StoreError(fmt::format("store {}: {}", m_location.describe(),

@@ -30,9 +30,10 @@ constexpr int k_schema_version = 1;
 constexpr int k_claims_per_transaction = 4096;
 
 class Statement {
-public:
+  public:
     Statement(sqlite3* db, const char* sql, const std::string& store_name) {
-        if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &m_statement, nullptr) != SQLITE_OK)
+        if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &m_statement, nullptr) !=
+            SQLITE_OK)
             throw StoreError(fmt::format("store {}: {}", quote(store_name), sqlite3_errmsg(db)));
     }
     ~Statement() { sqlite3_finalize(m_statement); }
@@ -40,12 +41,12 @@ public:
     Statement& operator=(const Statement&) = delete;
     sqlite3_stmt* get() { return m_statement; }
 
-private:
+  private:
     sqlite3_stmt* m_statement = nullptr;
 };
 
 class SqliteStore final : public Store {
-public:
+  public:
     explicit SqliteStore(const StoreLocation& location)
         : m_name(location.kind == StoreKind::memory ? ":memory:" : location.path) {
         int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
@@ -81,8 +82,10 @@ public:
         begin_if_needed();
         auto* statement = m_claim->get();
         sqlite3_reset(statement);
-        sqlite3_bind_text(statement, 1, scope.data(), static_cast<int>(scope.size()), SQLITE_STATIC);
-        sqlite3_bind_text(statement, 2, nonce.data(), static_cast<int>(nonce.size()), SQLITE_STATIC);
+        sqlite3_bind_text(statement, 1, scope.data(), static_cast<int>(scope.size()),
+                          SQLITE_STATIC);
+        sqlite3_bind_text(statement, 2, nonce.data(), static_cast<int>(nonce.size()),
+                          SQLITE_STATIC);
         sqlite3_bind_int64(statement, 3, now.time_since_epoch().count());
         sqlite3_bind_int64(statement, 4, expires_at.time_since_epoch().count());
         step_done(statement);
@@ -91,8 +94,10 @@ public:
         if (!claim.fresh) {
             auto* lookup = m_lookup->get();
             sqlite3_reset(lookup);
-            sqlite3_bind_text(lookup, 1, scope.data(), static_cast<int>(scope.size()), SQLITE_STATIC);
-            sqlite3_bind_text(lookup, 2, nonce.data(), static_cast<int>(nonce.size()), SQLITE_STATIC);
+            sqlite3_bind_text(lookup, 1, scope.data(), static_cast<int>(scope.size()),
+                              SQLITE_STATIC);
+            sqlite3_bind_text(lookup, 2, nonce.data(), static_cast<int>(nonce.size()),
+                              SQLITE_STATIC);
             if (sqlite3_step(lookup) == SQLITE_ROW)
                 claim.first_seen = Timestamp(Duration(sqlite3_column_int64(lookup, 0)));
             sqlite3_reset(lookup);
@@ -108,9 +113,11 @@ public:
         m_pending = 0;
     }
 
-    std::string describe() const override { return m_name == ":memory:" ? m_name : "sqlite:" + m_name; }
+    std::string describe() const override {
+        return m_name == ":memory:" ? m_name : "sqlite:" + m_name;
+    }
 
-private:
+  private:
     void execute(const char* sql) {
         char* error = nullptr;
         if (sqlite3_exec(m_db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
@@ -141,9 +148,10 @@ private:
         sqlite3_finalize(statement);
         if (version > k_schema_version) {
             execute("ROLLBACK");
-            throw StoreError(fmt::format("store {} has schema version {}, newer than this idem ({}): "
-                                         "upgrade idem",
-                                         quote(m_name), version, k_schema_version));
+            throw StoreError(
+                fmt::format("store {} has schema version {}, newer than this idem ({}): "
+                            "upgrade idem",
+                            quote(m_name), version, k_schema_version));
         }
         for (int next = version + 1; next <= k_schema_version; ++next) {
             execute(k_migrations[next]);

@@ -29,12 +29,12 @@ struct StoreLocation {
 [[nodiscard]] StoreLocation parse_store_uri(std::string_view uri);
 
 struct NonceClaim {
-    bool fresh = true;                    // false: seen before and not yet expired
-    std::optional<Timestamp> first_seen;  // when fresh is false
+    bool fresh = true;                   // false: seen before and not yet expired
+    std::optional<Timestamp> first_seen; // when fresh is false
 };
 
 class Store {
-public:
+  public:
     virtual ~Store() = default;
 
     // Remembers `nonce` within `scope` until `expires_at`. A nonce already

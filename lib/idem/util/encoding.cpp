@@ -11,8 +11,10 @@ constexpr char k_base64_alphabet[] =
 
 constexpr std::array<int, 256> make_base64_table() {
     std::array<int, 256> table{};
-    for (auto& entry : table) entry = -1;
-    for (int i = 0; i < 64; ++i) table[static_cast<unsigned char>(k_base64_alphabet[i])] = i;
+    for (auto& entry : table)
+        entry = -1;
+    for (int i = 0; i < 64; ++i)
+        table[static_cast<unsigned char>(k_base64_alphabet[i])] = i;
     table['-'] = 62; // URL-safe alphabet
     table['_'] = 63;
     return table;
@@ -21,8 +23,10 @@ constexpr auto k_base64_table = make_base64_table();
 
 constexpr std::array<int, 256> make_hex_table() {
     std::array<int, 256> table{};
-    for (auto& entry : table) entry = -1;
-    for (int i = 0; i < 10; ++i) table[static_cast<unsigned char>('0' + i)] = i;
+    for (auto& entry : table)
+        entry = -1;
+    for (int i = 0; i < 10; ++i)
+        table[static_cast<unsigned char>('0' + i)] = i;
     for (int i = 0; i < 6; ++i) {
         table[static_cast<unsigned char>('a' + i)] = 10 + i;
         table[static_cast<unsigned char>('A' + i)] = 10 + i;
@@ -31,7 +35,9 @@ constexpr std::array<int, 256> make_hex_table() {
 }
 constexpr auto k_hex_table = make_hex_table();
 
-int hex_value(char c) { return k_hex_table[static_cast<unsigned char>(c)]; }
+int hex_value(char c) {
+    return k_hex_table[static_cast<unsigned char>(c)];
+}
 } // namespace
 
 std::string hex_encode(std::string_view bytes) {
@@ -46,7 +52,8 @@ std::string hex_encode(std::string_view bytes) {
 
 bool is_hex(std::string_view text) {
     int invalid = 0;
-    for (char c : text) invalid |= hex_value(c);
+    for (char c : text)
+        invalid |= hex_value(c);
     return invalid >= 0;
 }
 
@@ -73,7 +80,9 @@ std::string base64_encode(std::string_view bytes) {
     std::string out;
     out.reserve((bytes.size() + 2) / 3 * 4);
     std::size_t i = 0;
-    auto at = [&](std::size_t index) { return static_cast<unsigned>(static_cast<unsigned char>(bytes[index])); };
+    auto at = [&](std::size_t index) {
+        return static_cast<unsigned>(static_cast<unsigned char>(bytes[index]));
+    };
     for (; i + 3 <= bytes.size(); i += 3) {
         unsigned triple = (at(i) << 16) | (at(i + 1) << 8) | at(i + 2);
         out += k_base64_alphabet[(triple >> 18) & 63];
@@ -98,7 +107,8 @@ std::string base64_encode(std::string_view bytes) {
 
 bool base64_decode_into(std::string_view text, std::string& out) {
     out.clear();
-    while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+    while (!text.empty() && text.back() == '=')
+        text.remove_suffix(1);
     if (text.size() % 4 == 1) return false;
     out.reserve(text.size() * 3 / 4);
     unsigned accumulator = 0;
@@ -116,9 +126,12 @@ bool base64_decode_into(std::string_view text, std::string& out) {
     return true;
 }
 
-std::optional<std::size_t> base64_decode_to(std::string_view text, char* out, std::size_t capacity) {
-    while (!text.empty() && text.back() == '=') text.remove_suffix(1);
-    if (text.size() % 4 == 1 || text.size() / 4 * 3 + (text.size() % 4 ? text.size() % 4 - 1 : 0) > capacity)
+std::optional<std::size_t> base64_decode_to(std::string_view text, char* out,
+                                            std::size_t capacity) {
+    while (!text.empty() && text.back() == '=')
+        text.remove_suffix(1);
+    if (text.size() % 4 == 1 ||
+        text.size() / 4 * 3 + (text.size() % 4 ? text.size() % 4 - 1 : 0) > capacity)
         return std::nullopt;
     unsigned accumulator = 0;
     int bits = 0;

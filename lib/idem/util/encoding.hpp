@@ -23,7 +23,9 @@ bool base64_decode_into(std::string_view text, std::string& out);
 // Allocation-free decoders for short values such as signatures: write at most
 // `capacity` bytes to `out` and return how many, or nullopt on bad input or
 // when the result would not fit.
-[[nodiscard]] std::optional<std::size_t> hex_decode_to(std::string_view text, char* out, std::size_t capacity);
-[[nodiscard]] std::optional<std::size_t> base64_decode_to(std::string_view text, char* out, std::size_t capacity);
+[[nodiscard]] std::optional<std::size_t> hex_decode_to(std::string_view text, char* out,
+                                                       std::size_t capacity);
+[[nodiscard]] std::optional<std::size_t> base64_decode_to(std::string_view text, char* out,
+                                                          std::size_t capacity);
 
 } // namespace idem

@@ -17,9 +17,8 @@
 
 namespace idem {
 
-template <typename Job, typename Output>
-class OrderedWorkers {
-public:
+template <typename Job, typename Output> class OrderedWorkers {
+  public:
     // `work(job, worker_index)` runs on worker `worker_index` (0-based), so
     // callers can keep one non-thread-safe state object per worker.
     using Work = std::function<Output(Job&, std::size_t)>;
@@ -30,8 +29,10 @@ public:
     };
 
     OrderedWorkers(std::size_t threads, std::size_t max_in_flight, Work work)
-        : m_work(std::move(work)), m_max_in_flight(max_in_flight < threads ? threads : max_in_flight) {
-        for (std::size_t i = 0; i < threads; ++i) m_threads.emplace_back([this, i] { run_worker(i); });
+        : m_work(std::move(work)),
+          m_max_in_flight(max_in_flight < threads ? threads : max_in_flight) {
+        for (std::size_t i = 0; i < threads; ++i)
+            m_threads.emplace_back([this, i] { run_worker(i); });
     }
 
     ~OrderedWorkers() {
@@ -40,7 +41,8 @@ public:
             m_stopping = true;
         }
         m_work_ready.notify_all();
-        for (auto& thread : m_threads) thread.join();
+        for (auto& thread : m_threads)
+            thread.join();
     }
 
     OrderedWorkers(const OrderedWorkers&) = delete;
@@ -73,15 +75,17 @@ public:
         std::unique_lock lock(m_mutex);
         if (m_slots.empty()) return std::nullopt;
         auto slot = m_slots.front();
-        if (wait) m_done.wait(lock, [&] { return slot->done; });
-        else if (!slot->done) return std::nullopt;
+        if (wait)
+            m_done.wait(lock, [&] { return slot->done; });
+        else if (!slot->done)
+            return std::nullopt;
         m_slots.pop_front();
         lock.unlock();
         if (slot->error) std::rethrow_exception(slot->error);
         return Finished{std::move(slot->job), std::move(*slot->output)};
     }
 
-private:
+  private:
     struct Slot {
         Job job;
         std::optional<Output> output;

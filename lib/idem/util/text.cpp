@@ -35,7 +35,9 @@ std::string quote(std::string_view value, std::size_t max_chars) {
 namespace {
 // ASCII only: header names are ASCII, and the C locale's tolower is a
 // function call per byte on the per-record path.
-constexpr char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c; }
+constexpr char ascii_lower(char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c;
+}
 } // namespace
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -47,14 +49,17 @@ bool iequals(std::string_view a, std::string_view b) {
 
 std::string to_lower(std::string_view text) {
     std::string out(text);
-    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : out)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
 }
 
 std::string_view trim(std::string_view text) {
     auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-    while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-    while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
+    while (!text.empty() && is_space(text.front()))
+        text.remove_prefix(1);
+    while (!text.empty() && is_space(text.back()))
+        text.remove_suffix(1);
     return text;
 }
 
@@ -75,7 +80,8 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
 namespace {
 std::size_t edit_distance(std::string_view a, std::string_view b) {
     std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
     for (std::size_t i = 1; i <= a.size(); ++i) {
         std::size_t diagonal = row[0];
         row[0] = i;
@@ -119,17 +125,24 @@ std::uint64_t parse_byte_size(std::string_view text) {
     std::uint64_t number = 0;
     auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
     if (error != std::errc{} || end == text.data())
-        throw UsageError(fmt::format("invalid size {}: expected a number such as 16MiB", quote(text)));
-    std::string unit = to_lower(trim(std::string_view(end, static_cast<std::size_t>(text.data() + text.size() - end))));
+        throw UsageError(
+            fmt::format("invalid size {}: expected a number such as 16MiB", quote(text)));
+    std::string unit = to_lower(
+        trim(std::string_view(end, static_cast<std::size_t>(text.data() + text.size() - end))));
     std::uint64_t multiplier = 0;
-    if (unit.empty() || unit == "b") multiplier = 1;
-    else if (unit == "k" || unit == "kb" || unit == "kib") multiplier = 1024;
-    else if (unit == "m" || unit == "mb" || unit == "mib") multiplier = 1024ULL * 1024;
-    else if (unit == "g" || unit == "gb" || unit == "gib") multiplier = 1024ULL * 1024 * 1024;
+    if (unit.empty() || unit == "b")
+        multiplier = 1;
+    else if (unit == "k" || unit == "kb" || unit == "kib")
+        multiplier = 1024;
+    else if (unit == "m" || unit == "mb" || unit == "mib")
+        multiplier = 1024ULL * 1024;
+    else if (unit == "g" || unit == "gb" || unit == "gib")
+        multiplier = 1024ULL * 1024 * 1024;
     else
         throw UsageError(fmt::format("invalid size {}: unknown unit {} (use B, KiB, MiB or GiB)",
                                      quote(text), quote(unit)));
-    if (number > UINT64_MAX / multiplier) throw UsageError(fmt::format("size {} is too large", quote(text)));
+    if (number > UINT64_MAX / multiplier)
+        throw UsageError(fmt::format("size {} is too large", quote(text)));
     return number * multiplier;
 }
 

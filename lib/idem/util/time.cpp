@@ -29,7 +29,8 @@ constexpr Unit k_units[] = {
 
 [[noreturn]] void throw_bad_duration(std::string_view text) {
     throw UsageError(fmt::format(
-        "invalid duration {}: expected a number and a unit, such as 300ms, 5m, 24h or 7d", quote(text)));
+        "invalid duration {}: expected a number and a unit, such as 300ms, 5m, 24h or 7d",
+        quote(text)));
 }
 
 } // namespace
@@ -45,7 +46,8 @@ Duration parse_duration(std::string_view text) {
         if (error != std::errc{} || number < 0) throw_bad_duration(text);
         rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
         std::size_t unit_length = 0;
-        while (unit_length < rest.size() && std::isalpha(static_cast<unsigned char>(rest[unit_length])))
+        while (unit_length < rest.size() &&
+               std::isalpha(static_cast<unsigned char>(rest[unit_length])))
             ++unit_length;
         auto unit_name = rest.substr(0, unit_length);
         rest.remove_prefix(unit_length);
@@ -53,7 +55,8 @@ Duration parse_duration(std::string_view text) {
         for (const auto& candidate : k_units)
             if (candidate.name == unit_name) unit = &candidate;
         if (unit == nullptr) throw_bad_duration(text);
-        double micros = unit->name == "ns" ? number / 1000.0 : number * static_cast<double>(unit->length.count());
+        double micros = unit->name == "ns" ? number / 1000.0
+                                           : number * static_cast<double>(unit->length.count());
         if (micros > 1e17) throw UsageError(fmt::format("duration {} is too long", quote(text)));
         total += Duration(static_cast<Duration::rep>(std::llround(micros)));
     }
@@ -133,7 +136,8 @@ std::optional<Timestamp> parse_rfc3339(std::string_view text) {
             text.remove_prefix(1);
         }
         if (digits == 0) return std::nullopt;
-        for (int i = digits; i < 6; ++i) micros *= 10;
+        for (int i = digits; i < 6; ++i)
+            micros *= 10;
     }
     int offset_minutes = 0;
     if (text == "Z" || text == "z") {
@@ -154,8 +158,8 @@ std::optional<Timestamp> parse_rfc3339(std::string_view text) {
     year_month_day date{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
                         std::chrono::day{static_cast<unsigned>(day)}};
     if (!date.ok() || hour > 23 || minute > 59 || second > 60) return std::nullopt;
-    auto at = sys_days{date} + hours{hour} + minutes{minute} + seconds{second} + microseconds{micros} -
-              minutes{offset_minutes};
+    auto at = sys_days{date} + hours{hour} + minutes{minute} + seconds{second} +
+              microseconds{micros} - minutes{offset_minutes};
     return time_point_cast<microseconds>(at);
 }
 
@@ -164,10 +168,14 @@ std::optional<Timestamp> parse_rfc3339(std::string_view text) {
 Timestamp timestamp_from_epoch_number(double value) {
     double magnitude = std::fabs(value);
     double micros = 0;
-    if (magnitude < 1e11) micros = value * 1e6;
-    else if (magnitude < 1e14) micros = value * 1e3;
-    else if (magnitude < 1e17) micros = value;
-    else micros = value / 1e3;
+    if (magnitude < 1e11)
+        micros = value * 1e6;
+    else if (magnitude < 1e14)
+        micros = value * 1e3;
+    else if (magnitude < 1e17)
+        micros = value;
+    else
+        micros = value / 1e3;
     return Timestamp(Duration(static_cast<Duration::rep>(std::llround(micros))));
 }
 

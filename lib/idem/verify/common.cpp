@@ -12,14 +12,15 @@ namespace idem::verify::detail {
 
 KeyRing::KeyRing(const VerifyConfig& config) : m_config(config) {}
 
-const std::vector<PreparedKey>& KeyRing::hmac(KeyDerivation derivation, crypto::HashAlgorithm algorithm,
-                                              Scheme scheme) {
+const std::vector<PreparedKey>& KeyRing::hmac(KeyDerivation derivation,
+                                              crypto::HashAlgorithm algorithm, Scheme scheme) {
     auto slot = std::make_pair(derivation, algorithm);
     auto found = m_hmac.find(slot);
     if (found != m_hmac.end()) return found->second;
     if (m_config.secrets.empty())
-        throw UsageError(fmt::format("scheme {} needs a secret: pass --secret, --secret-file or --secret-env",
-                                     scheme_name(scheme)));
+        throw UsageError(
+            fmt::format("scheme {} needs a secret: pass --secret, --secret-file or --secret-env",
+                        scheme_name(scheme)));
     std::vector<PreparedKey> keys;
     for (const auto& secret : m_config.secrets) {
         std::string key_bytes = secret.value;
@@ -28,9 +29,10 @@ const std::vector<PreparedKey>& KeyRing::hmac(KeyDerivation derivation, crypto::
             if (encoded.starts_with("whsec_")) encoded.remove_prefix(6);
             auto decoded = base64_decode(encoded);
             if (!decoded)
-                throw UsageError(fmt::format("secret {} is not a Standard Webhooks secret: expected "
-                                             "whsec_ followed by base64",
-                                             secret.label));
+                throw UsageError(
+                    fmt::format("secret {} is not a Standard Webhooks secret: expected "
+                                "whsec_ followed by base64",
+                                secret.label));
             key_bytes = std::move(*decoded);
         }
         keys.push_back({secret.label, crypto::HmacKey(algorithm, key_bytes)});
@@ -46,7 +48,8 @@ const std::vector<NamedPublicKey>& KeyRing::ed25519(Scheme scheme) {
     std::vector<NamedPublicKey> keys;
     for (const auto& key : m_config.public_keys) {
         auto prepared = crypto::Ed25519PublicKey::from_raw(key.raw);
-        if (!prepared) throw UsageError(fmt::format("public key {} is not a valid ed25519 key", key.label));
+        if (!prepared)
+            throw UsageError(fmt::format("public key {} is not a valid ed25519 key", key.label));
         keys.push_back({key.label, std::move(*prepared)});
     }
     m_ed25519 = std::move(keys);
@@ -75,19 +78,22 @@ Verdict matched(const Input& input, Scheme scheme, std::string label, std::strin
 
 namespace {
 bool all_base64(std::string_view text) {
-    while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+    while (!text.empty() && text.back() == '=')
+        text.remove_suffix(1);
     return text.size() % 4 != 1 && std::all_of(text.begin(), text.end(), [](char c) {
-               return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/' || c == '-' || c == '_';
+               return std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/' ||
+                      c == '-' || c == '_';
            });
 }
 std::size_t base64_decoded_size(std::string_view text) {
-    while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+    while (!text.empty() && text.back() == '=')
+        text.remove_suffix(1);
     return text.size() * 3 / 4;
 }
 } // namespace
 
-Decoded decode_signature(std::string_view text, SignatureEncoding encoding, std::size_t expected_bytes,
-                         std::string_view what) {
+Decoded decode_signature(std::string_view text, SignatureEncoding encoding,
+                         std::size_t expected_bytes, std::string_view what) {
     Decoded decoded;
     text = trim(text);
     SignatureBytes signature;
@@ -102,9 +108,10 @@ Decoded decode_signature(std::string_view text, SignatureEncoding encoding, std:
         if (!is_hex(text)) {
             decoded.problem = fmt::format("{} is not hex", what);
         } else if (text.size() != expected_bytes * 2) {
-            decoded.problem = fmt::format("{} has the wrong length: expected {} hex digits, got {}", what,
-                                          expected_bytes * 2, text.size());
-        } else if (auto size = hex_decode_to(text, signature.bytes.data(), signature.bytes.size())) {
+            decoded.problem = fmt::format("{} has the wrong length: expected {} hex digits, got {}",
+                                          what, expected_bytes * 2, text.size());
+        } else if (auto size =
+                       hex_decode_to(text, signature.bytes.data(), signature.bytes.size())) {
             signature.size = *size;
             decoded.bytes = signature;
         }
@@ -113,8 +120,8 @@ Decoded decode_signature(std::string_view text, SignatureEncoding encoding, std:
     if (!all_base64(text)) {
         decoded.problem = fmt::format("{} is not base64", what);
     } else if (base64_decoded_size(text) != expected_bytes) {
-        decoded.problem = fmt::format("{} has the wrong length: expected {} bytes, got {}", what, expected_bytes,
-                                      base64_decoded_size(text));
+        decoded.problem = fmt::format("{} has the wrong length: expected {} bytes, got {}", what,
+                                      expected_bytes, base64_decoded_size(text));
     } else if (auto size = base64_decode_to(text, signature.bytes.data(), signature.bytes.size())) {
         signature.size = *size;
         decoded.bytes = signature;
@@ -122,18 +129,21 @@ Decoded decode_signature(std::string_view text, SignatureEncoding encoding, std:
     return decoded;
 }
 
-DecodedSet decode_all(const SignatureTexts& texts, SignatureEncoding encoding, std::size_t expected_bytes,
-                      std::string_view what) {
+DecodedSet decode_all(const SignatureTexts& texts, SignatureEncoding encoding,
+                      std::size_t expected_bytes, std::string_view what) {
     DecodedSet set;
     for (auto text : texts) {
         auto decoded = decode_signature(text, encoding, expected_bytes, what);
-        if (decoded.bytes) set.signatures.push_back(*decoded.bytes);
-        else if (set.problem.empty()) set.problem = std::move(decoded.problem);
+        if (decoded.bytes)
+            set.signatures.push_back(*decoded.bytes);
+        else if (set.problem.empty())
+            set.problem = std::move(decoded.problem);
     }
     return set;
 }
 
-std::optional<std::string> match_hmac(const std::vector<PreparedKey>& keys, const SignatureSet& candidates,
+std::optional<std::string> match_hmac(const std::vector<PreparedKey>& keys,
+                                      const SignatureSet& candidates,
                                       std::initializer_list<std::string_view> parts) {
     for (const auto& key : keys) {
         auto digest = key.key.mac(parts);
@@ -147,7 +157,8 @@ std::optional<Timestamp> parse_unix_seconds(std::string_view text) {
     text = trim(text);
     long long seconds = 0;
     auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-    if (error != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
+    if (error != std::errc{} || end != text.data() + text.size() || text.empty())
+        return std::nullopt;
     if (seconds < 0 || seconds > 253402300799LL) return std::nullopt; // up to year 9999
     return Timestamp(std::chrono::seconds(seconds));
 }
@@ -157,7 +168,8 @@ std::optional<std::string> check_age(const Input& input, Timestamp signed_at, Cl
     auto tolerance = input.config.tolerance;
     auto age = input.now - signed_at;
     if (age > tolerance)
-        return fmt::format("timestamp {} is {} old, beyond the {} tolerance", format_rfc3339(signed_at),
+        return fmt::format("timestamp {} is {} old, beyond the {} tolerance",
+                           format_rfc3339(signed_at),
                            format_duration(std::chrono::duration_cast<std::chrono::seconds>(age)),
                            format_duration(tolerance));
     if (sides == ClockSides::both && -age > tolerance)
@@ -169,17 +181,21 @@ std::optional<std::string> check_age(const Input& input, Timestamp signed_at, Cl
 }
 
 std::string no_match_reason(std::size_t keys, std::size_t candidates) {
-    return fmt::format("signature does not match: {} signature{} checked against {} key{}", candidates,
-                       candidates == 1 ? "" : "s", keys, keys == 1 ? "" : "s");
+    return fmt::format("signature does not match: {} signature{} checked against {} key{}",
+                       candidates, candidates == 1 ? "" : "s", keys, keys == 1 ? "" : "s");
 }
 
-std::string missing_header(std::string_view name) { return fmt::format("missing header '{}'", name); }
+std::string missing_header(std::string_view name) {
+    return fmt::format("missing header '{}'", name);
+}
 
-std::optional<std::string> signed_url(const VerifyConfig& config, const record::Envelope& envelope) {
+std::optional<std::string> signed_url(const VerifyConfig& config,
+                                      const record::Envelope& envelope) {
     if (!config.url.empty()) return config.url;
     if (config.url_base.empty()) return std::nullopt;
     std::string base = config.url_base;
-    while (!base.empty() && base.back() == '/') base.pop_back();
+    while (!base.empty() && base.back() == '/')
+        base.pop_back();
     std::string path(envelope.path.empty() ? "/" : envelope.path);
     if (path.front() != '/') path.insert(path.begin(), '/');
     return base + path;

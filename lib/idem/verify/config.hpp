@@ -36,7 +36,8 @@ struct PublicKey {
 [[nodiscard]] PublicKey parse_public_key(std::string_view text, std::size_t position);
 
 // Reads secrets one per line ('#' comments and blank lines skipped).
-[[nodiscard]] std::vector<Secret> parse_secret_lines(std::string_view text, std::size_t first_position);
+[[nodiscard]] std::vector<Secret> parse_secret_lines(std::string_view text,
+                                                     std::size_t first_position);
 
 enum class TimestampCheck { enforce, ignore };
 enum class Sha1Policy { reject, allow };

@@ -20,7 +20,8 @@ Verdict verify_standard_family(Input& input, Scheme scheme) {
     auto names = standard_header_names(scheme);
     // A delivery may carry the other family's headers; accept them.
     if (!envelope.header(names.signature)) {
-        auto other = standard_header_names(scheme == Scheme::svix ? Scheme::standard : Scheme::svix);
+        auto other =
+            standard_header_names(scheme == Scheme::svix ? Scheme::standard : Scheme::svix);
         if (envelope.header(other.signature)) names = other;
     }
     auto id = envelope.header(names.id);
@@ -31,8 +32,8 @@ Verdict verify_standard_family(Input& input, Scheme scheme) {
     if (!timestamp_text) return invalid(scheme, missing_header(names.timestamp));
     auto signed_at = parse_unix_seconds(*timestamp_text);
     if (!signed_at)
-        return invalid(scheme, fmt::format("malformed header '{}': {} is not a Unix timestamp", names.timestamp,
-                                           quote(*timestamp_text, 20)));
+        return invalid(scheme, fmt::format("malformed header '{}': {} is not a Unix timestamp",
+                                           names.timestamp, quote(*timestamp_text, 20)));
     SignatureTexts v1;
     SignatureTexts v1a;
     for (auto entry : split(*signatures, ' ')) {
@@ -40,20 +41,26 @@ Verdict verify_standard_family(Input& input, Scheme scheme) {
         auto comma = entry.find(',');
         if (comma == std::string_view::npos) continue;
         auto version = entry.substr(0, comma);
-        if (version == "v1") v1.push_back(entry.substr(comma + 1));
-        else if (version == "v1a") v1a.push_back(entry.substr(comma + 1));
+        if (version == "v1")
+            v1.push_back(entry.substr(comma + 1));
+        else if (version == "v1a")
+            v1a.push_back(entry.substr(comma + 1));
     }
     if (v1.empty() && v1a.empty())
-        return invalid(scheme, fmt::format("no v1 or v1a signature in header '{}'", names.signature));
+        return invalid(scheme,
+                       fmt::format("no v1 or v1a signature in header '{}'", names.signature));
     std::optional<std::string> label;
     std::string problem;
     std::size_t key_count = 0;
     if (!v1.empty() && !input.config.secrets.empty()) {
         auto decoded = decode_all(v1, SignatureEncoding::base64, 32, "the v1 signature");
         problem = decoded.problem;
-        const auto& keys = input.keys.hmac(KeyDerivation::standard_base64, crypto::HashAlgorithm::sha256, scheme);
+        const auto& keys =
+            input.keys.hmac(KeyDerivation::standard_base64, crypto::HashAlgorithm::sha256, scheme);
         key_count += keys.size();
-        if (!decoded.signatures.empty()) label = match_hmac(keys, decoded.signatures, {*id, ".", *timestamp_text, ".", envelope.body});
+        if (!decoded.signatures.empty())
+            label = match_hmac(keys, decoded.signatures,
+                               {*id, ".", *timestamp_text, ".", envelope.body});
     }
     if (!label && !v1a.empty() && !input.config.public_keys.empty()) {
         std::string message = fmt::format("{}.{}.", *id, *timestamp_text);
@@ -72,8 +79,9 @@ Verdict verify_standard_family(Input& input, Scheme scheme) {
     }
     if (!label) {
         if (key_count == 0)
-            return invalid(scheme, v1.empty() ? "only v1a (ed25519) signatures are present: pass --public-key"
-                                              : "only v1 (HMAC) signatures are present: pass --secret");
+            return invalid(
+                scheme, v1.empty() ? "only v1a (ed25519) signatures are present: pass --public-key"
+                                   : "only v1 (HMAC) signatures are present: pass --secret");
         if (!problem.empty() && v1.size() + v1a.size() == 1) return invalid(scheme, problem);
         return invalid(scheme, no_match_reason(key_count, v1.size() + v1a.size()));
     }
@@ -83,8 +91,12 @@ Verdict verify_standard_family(Input& input, Scheme scheme) {
 
 } // namespace
 
-Verdict verify_standard(Input& input) { return verify_standard_family(input, Scheme::standard); }
-Verdict verify_svix(Input& input) { return verify_standard_family(input, Scheme::svix); }
+Verdict verify_standard(Input& input) {
+    return verify_standard_family(input, Scheme::standard);
+}
+Verdict verify_svix(Input& input) {
+    return verify_standard_family(input, Scheme::svix);
+}
 
 Verdict verify_discord(Input& input) {
     const auto& envelope = input.envelope;
@@ -103,11 +115,13 @@ Verdict verify_discord(Input& input) {
         // tolerance both ways (docs/verify.md) unless --ignore-timestamp.
         auto signed_at = parse_unix_seconds(*timestamp_text);
         if (!signed_at && input.config.timestamp_check == TimestampCheck::enforce)
-            return invalid(Scheme::discord, fmt::format("malformed header 'X-Signature-Timestamp': {} is not "
-                                                        "a Unix timestamp",
-                                                        quote(*timestamp_text, 20)));
+            return invalid(Scheme::discord,
+                           fmt::format("malformed header 'X-Signature-Timestamp': {} is not "
+                                       "a Unix timestamp",
+                                       quote(*timestamp_text, 20)));
         if (signed_at)
-            if (auto stale = check_age(input, *signed_at, ClockSides::both)) return invalid(Scheme::discord, *stale);
+            if (auto stale = check_age(input, *signed_at, ClockSides::both))
+                return invalid(Scheme::discord, *stale);
         return matched(input, Scheme::discord, key.label, *signature, signed_at);
     }
     return invalid(Scheme::discord, no_match_reason(keys.size(), 1));

@@ -18,7 +18,8 @@ SignatureSet single(const SignatureBytes& signature) {
     return set;
 }
 
-std::string_view nonce_or(const record::Envelope& envelope, std::string_view id_header, std::string_view fallback) {
+std::string_view nonce_or(const record::Envelope& envelope, std::string_view id_header,
+                          std::string_view fallback) {
     return envelope.header(id_header).value_or(fallback);
 }
 
@@ -28,15 +29,17 @@ Verdict verify_github_header(Input& input, std::string_view header_name, std::st
     const auto& envelope = input.envelope;
     std::string_view prefix = algorithm == HashAlgorithm::sha1 ? "sha1=" : "sha256=";
     if (!value.starts_with(prefix))
-        return invalid(Scheme::github, fmt::format("malformed header '{}': expected '{}' followed by hex",
-                                                   header_name, prefix));
+        return invalid(Scheme::github,
+                       fmt::format("malformed header '{}': expected '{}' followed by hex",
+                                   header_name, prefix));
     auto decoded = decode_signature(value.substr(prefix.size()), SignatureEncoding::hex,
                                     crypto::digest_size(algorithm), "the signature");
     if (!decoded.bytes) return invalid(Scheme::github, decoded.problem);
     const auto& keys = input.keys.hmac(KeyDerivation::raw, algorithm, Scheme::github);
     auto label = match_hmac(keys, single(*decoded.bytes), {envelope.body});
     if (!label) return invalid(Scheme::github, no_match_reason(keys.size(), 1));
-    return matched(input, Scheme::github, *label, nonce_or(envelope, "X-GitHub-Delivery", value), std::nullopt);
+    return matched(input, Scheme::github, *label, nonce_or(envelope, "X-GitHub-Delivery", value),
+                   std::nullopt);
 }
 
 } // namespace
@@ -47,8 +50,9 @@ Verdict verify_github(Input& input) {
         return verify_github_header(input, "X-Hub-Signature-256", *value, HashAlgorithm::sha256);
     if (auto legacy = envelope.header("X-Hub-Signature")) {
         if (input.config.sha1 == Sha1Policy::reject)
-            return invalid(Scheme::github, "only the legacy SHA-1 'X-Hub-Signature' is present; pass "
-                                           "--allow-sha1 to accept it");
+            return invalid(Scheme::github,
+                           "only the legacy SHA-1 'X-Hub-Signature' is present; pass "
+                           "--allow-sha1 to accept it");
         return verify_github_header(input, "X-Hub-Signature", *legacy, HashAlgorithm::sha1);
     }
     return invalid(Scheme::github, missing_header("X-Hub-Signature-256"));
@@ -66,17 +70,20 @@ Verdict verify_stripe(Input& input) {
         if (equals == std::string_view::npos) continue;
         auto key = item.substr(0, equals);
         auto value = item.substr(equals + 1);
-        if (key == "t" && !timestamp_text) timestamp_text = value;
-        else if (key == "v1") v1.push_back(value);
+        if (key == "t" && !timestamp_text)
+            timestamp_text = value;
+        else if (key == "v1")
+            v1.push_back(value);
         // Other versions (v0 test-mode signatures) are ignored, as Stripe's libraries do.
     }
     if (!timestamp_text)
         return invalid(Scheme::stripe, "malformed header 'Stripe-Signature': no t= timestamp");
     auto signed_at = parse_unix_seconds(*timestamp_text);
     if (!signed_at)
-        return invalid(Scheme::stripe, fmt::format("malformed header 'Stripe-Signature': t={} is not a "
-                                                   "Unix timestamp",
-                                                   quote(*timestamp_text, 20)));
+        return invalid(Scheme::stripe,
+                       fmt::format("malformed header 'Stripe-Signature': t={} is not a "
+                                   "Unix timestamp",
+                                   quote(*timestamp_text, 20)));
     if (v1.empty()) return invalid(Scheme::stripe, "no v1 signature in header 'Stripe-Signature'");
     auto candidates = decode_all(v1, SignatureEncoding::hex, 32, "the v1 signature");
     if (candidates.signatures.empty()) return invalid(Scheme::stripe, candidates.problem);
@@ -97,17 +104,22 @@ Verdict verify_slack(Input& input) {
     if (!timestamp_text) return invalid(Scheme::slack, missing_header("X-Slack-Request-Timestamp"));
     auto signed_at = parse_unix_seconds(*timestamp_text);
     if (!signed_at)
-        return invalid(Scheme::slack, fmt::format("malformed header 'X-Slack-Request-Timestamp': {} is "
-                                                  "not a Unix timestamp",
-                                                  quote(*timestamp_text, 20)));
+        return invalid(Scheme::slack,
+                       fmt::format("malformed header 'X-Slack-Request-Timestamp': {} is "
+                                   "not a Unix timestamp",
+                                   quote(*timestamp_text, 20)));
     if (!signature->starts_with("v0="))
-        return invalid(Scheme::slack, "malformed header 'X-Slack-Signature': expected 'v0=' followed by hex");
-    auto decoded = decode_signature(signature->substr(3), SignatureEncoding::hex, 32, "the signature");
+        return invalid(Scheme::slack,
+                       "malformed header 'X-Slack-Signature': expected 'v0=' followed by hex");
+    auto decoded =
+        decode_signature(signature->substr(3), SignatureEncoding::hex, 32, "the signature");
     if (!decoded.bytes) return invalid(Scheme::slack, decoded.problem);
     const auto& keys = input.keys.hmac(KeyDerivation::raw, HashAlgorithm::sha256, Scheme::slack);
-    auto label = match_hmac(keys, single(*decoded.bytes), {"v0:", *timestamp_text, ":", envelope.body});
+    auto label =
+        match_hmac(keys, single(*decoded.bytes), {"v0:", *timestamp_text, ":", envelope.body});
     if (!label) return invalid(Scheme::slack, no_match_reason(keys.size(), 1));
-    if (auto stale = check_age(input, *signed_at, ClockSides::both)) return invalid(Scheme::slack, *stale);
+    if (auto stale = check_age(input, *signed_at, ClockSides::both))
+        return invalid(Scheme::slack, *stale);
     return matched(input, Scheme::slack, *label, *signature, signed_at);
 }
 
@@ -120,8 +132,8 @@ Verdict verify_shopify(Input& input) {
     const auto& keys = input.keys.hmac(KeyDerivation::raw, HashAlgorithm::sha256, Scheme::shopify);
     auto label = match_hmac(keys, single(*decoded.bytes), {envelope.body});
     if (!label) return invalid(Scheme::shopify, no_match_reason(keys.size(), 1));
-    return matched(input, Scheme::shopify, *label, nonce_or(envelope, "X-Shopify-Webhook-Id", *signature),
-                   std::nullopt);
+    return matched(input, Scheme::shopify, *label,
+                   nonce_or(envelope, "X-Shopify-Webhook-Id", *signature), std::nullopt);
 }
 
 Verdict verify_pagerduty(Input& input) {
@@ -133,13 +145,16 @@ Verdict verify_pagerduty(Input& input) {
         item = trim(item);
         if (item.starts_with("v1=")) v1.push_back(item.substr(3));
     }
-    if (v1.empty()) return invalid(Scheme::pagerduty, "no v1= signature in header 'X-PagerDuty-Signature'");
+    if (v1.empty())
+        return invalid(Scheme::pagerduty, "no v1= signature in header 'X-PagerDuty-Signature'");
     auto candidates = decode_all(v1, SignatureEncoding::hex, 32, "the v1 signature");
     if (candidates.signatures.empty()) return invalid(Scheme::pagerduty, candidates.problem);
-    const auto& keys = input.keys.hmac(KeyDerivation::raw, HashAlgorithm::sha256, Scheme::pagerduty);
+    const auto& keys =
+        input.keys.hmac(KeyDerivation::raw, HashAlgorithm::sha256, Scheme::pagerduty);
     auto label = match_hmac(keys, candidates.signatures, {envelope.body});
     if (!label) return invalid(Scheme::pagerduty, no_match_reason(keys.size(), v1.size()));
-    return matched(input, Scheme::pagerduty, *label, nonce_or(envelope, "X-Webhook-Id", v1.front()), std::nullopt);
+    return matched(input, Scheme::pagerduty, *label, nonce_or(envelope, "X-Webhook-Id", v1.front()),
+                   std::nullopt);
 }
 
 // The generic scheme: the message is the template with {body}, {timestamp}
@@ -177,8 +192,8 @@ Verdict verify_hmac(Input& input) {
     if (!header) return invalid(Scheme::hmac, missing_header(spec.header));
     std::string_view value = trim(*header);
     if (!value.starts_with(spec.prefix))
-        return invalid(Scheme::hmac, fmt::format("malformed header '{}': expected the prefix {}", spec.header,
-                                                 quote(spec.prefix)));
+        return invalid(Scheme::hmac, fmt::format("malformed header '{}': expected the prefix {}",
+                                                 spec.header, quote(spec.prefix)));
     value.remove_prefix(spec.prefix.size());
     std::string_view timestamp_text;
     std::optional<Timestamp> signed_at;
@@ -189,8 +204,9 @@ Verdict verify_hmac(Input& input) {
         signed_at = parse_unix_seconds(timestamp_text);
         if (!signed_at) signed_at = parse_timestamp(timestamp_text);
         if (!signed_at)
-            return invalid(Scheme::hmac, fmt::format("malformed header '{}': {} is not a timestamp",
-                                                     spec.timestamp_header, quote(timestamp_text, 40)));
+            return invalid(Scheme::hmac,
+                           fmt::format("malformed header '{}': {} is not a timestamp",
+                                       spec.timestamp_header, quote(timestamp_text, 40)));
     }
     std::string_view id;
     if (!spec.id_header.empty()) {
@@ -198,14 +214,16 @@ Verdict verify_hmac(Input& input) {
         if (!found) return invalid(Scheme::hmac, missing_header(spec.id_header));
         id = *found;
     }
-    auto decoded = decode_signature(value, spec.encoding, crypto::digest_size(spec.algorithm), "the signature");
+    auto decoded = decode_signature(value, spec.encoding, crypto::digest_size(spec.algorithm),
+                                    "the signature");
     if (!decoded.bytes) return invalid(Scheme::hmac, decoded.problem);
     const auto& keys = input.keys.hmac(KeyDerivation::raw, spec.algorithm, Scheme::hmac);
     auto message = generic_hmac_message(spec, envelope.body, timestamp_text, id);
     auto label = match_hmac(keys, single(*decoded.bytes), {message});
     if (!label) return invalid(Scheme::hmac, no_match_reason(keys.size(), 1));
     if (signed_at)
-        if (auto stale = check_age(input, *signed_at, ClockSides::both)) return invalid(Scheme::hmac, *stale);
+        if (auto stale = check_age(input, *signed_at, ClockSides::both))
+            return invalid(Scheme::hmac, *stale);
     return matched(input, Scheme::hmac, *label, id.empty() ? value : id, signed_at);
 }
 

@@ -12,7 +12,8 @@ namespace {
 bool is_label(std::string_view text) {
     if (text.empty() || text.size() > 64) return false;
     for (char c : text)
-        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+            return false;
     return true;
 }
 
@@ -22,7 +23,8 @@ std::pair<std::string, std::string_view> split_label(std::string_view text, std:
     auto equals = text.find('=');
     if (equals != std::string_view::npos && is_label(text.substr(0, equals))) {
         auto rest = text.substr(equals + 1);
-        if (!rest.empty() && rest.front() != '=') return {std::string(text.substr(0, equals)), rest};
+        if (!rest.empty() && rest.front() != '=')
+            return {std::string(text.substr(0, equals)), rest};
     }
     return {label, text};
 }
@@ -48,9 +50,12 @@ std::vector<Secret> parse_secret_lines(std::string_view text, std::size_t first_
 PublicKey parse_public_key(std::string_view text, std::size_t position) {
     auto [label, value] = split_label(text, position);
     std::optional<std::string> raw;
-    if (value.starts_with("whpk_")) raw = base64_decode(value.substr(5));
-    else if (value.size() == 64) raw = hex_decode(value);
-    else raw = base64_decode(value);
+    if (value.starts_with("whpk_"))
+        raw = base64_decode(value.substr(5));
+    else if (value.size() == 64)
+        raw = hex_decode(value);
+    else
+        raw = base64_decode(value);
     if (!raw || raw->size() != crypto::k_ed25519_key_bytes)
         throw UsageError(fmt::format("public key {} is not an ed25519 public key: expected 64 hex "
                                      "digits, 32 bytes of base64, or whpk_<base64>",

@@ -10,9 +10,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace idem::verify {
 
@@ -39,7 +39,8 @@ void append_verdict(std::string& out, const Verdict& verdict) {
     out += '}';
 }
 
-void write_annotated(io::Sink& sink, std::string_view line, bool has_idem, std::string_view member) {
+void write_annotated(io::Sink& sink, std::string_view line, bool has_idem,
+                     std::string_view member) {
     auto splice = record::splice_point(line, has_idem);
     sink.write(splice.before);
     sink.write(splice.separator);
@@ -88,8 +89,8 @@ struct WorkerState {
 
 constexpr std::size_t k_block_bytes = 1 << 20;
 
-BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state, const VerifyRunOptions& options,
-                         Timestamp clock_now) {
+BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
+                         const VerifyRunOptions& options, Timestamp clock_now) {
     BlockOutcome result;
     io::LineCursor cursor(block.block.lines());
     while (auto line = cursor.next()) {
@@ -108,7 +109,8 @@ BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state, co
         outcome.has_annotations = state.parser.has_annotations();
         if (state.parser.shape() != record::RecordShape::envelope) {
             outcome.verdict.scheme = options.config.scheme;
-            outcome.verdict.reason = "not an envelope: a plain event carries no signature headers to check";
+            outcome.verdict.reason =
+                "not an envelope: a plain event carries no signature headers to check";
             continue;
         }
         const auto& envelope = state.parser.envelope();
@@ -129,7 +131,8 @@ std::size_t worker_count(std::size_t requested) {
 
 } // namespace
 
-RunResult run_verify(const VerifyRunOptions& options, io::Sink& output, io::Diagnostics& diagnostics) {
+RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
+                     io::Diagnostics& diagnostics) {
     auto start = std::chrono::steady_clock::now();
     std::unique_ptr<io::Sink> reject_sink;
     if (!options.reject_path.empty()) reject_sink = io::Sink::create_file(options.reject_path);
@@ -146,7 +149,8 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output, io::Diag
     auto clock_now = now_utc();
     auto workers = worker_count(options.threads);
     std::vector<std::unique_ptr<WorkerState>> states;
-    for (std::size_t i = 0; i < workers; ++i) states.push_back(std::make_unique<WorkerState>(options.config));
+    for (std::size_t i = 0; i < workers; ++i)
+        states.push_back(std::make_unique<WorkerState>(options.config));
 
     std::string member;
     std::uint64_t records = 0, valid = 0, invalid = 0, dropped = 0, replayed = 0;
@@ -168,14 +172,15 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output, io::Diag
         }
         auto& verdict = outcome.verdict;
         if (verdict.valid && nonce_store) {
-            auto claim = nonce_store->claim_nonce(scheme_name(verdict.scheme), verdict.nonce, outcome.now,
-                                                  nonce_expiry(verdict, outcome.now, options.config.tolerance));
+            auto claim = nonce_store->claim_nonce(
+                scheme_name(verdict.scheme), verdict.nonce, outcome.now,
+                nonce_expiry(verdict, outcome.now, options.config.tolerance));
             if (!claim.fresh) {
                 verdict.valid = false;
                 ++replayed;
-                verdict.reason = fmt::format("replayed: this message was already delivered{}",
-                                             claim.first_seen ? " at " + format_rfc3339(*claim.first_seen)
-                                                              : std::string());
+                verdict.reason = fmt::format(
+                    "replayed: this message was already delivered{}",
+                    claim.first_seen ? " at " + format_rfc3339(*claim.first_seen) : std::string());
             }
         }
         member.clear();
@@ -195,7 +200,8 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output, io::Diag
     };
     auto emit = [&](const record::InputBlock& block, BlockOutcome& result) {
         positions.start_block(block);
-        for (auto& outcome : result.outcomes) emit_outcome(block, outcome);
+        for (auto& outcome : result.outcomes)
+            emit_outcome(block, outcome);
         if (auto oversized = positions.finish_block(block, result.lines)) {
             ++records;
             rejects.reject_oversized(*oversized);
@@ -218,7 +224,8 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output, io::Diag
         };
         try {
             while (true) {
-                while (pool.full()) finish(true);
+                while (pool.full())
+                    finish(true);
                 record::InputBlock block;
                 if (!spare.empty()) {
                     block = std::move(spare.back());
@@ -318,7 +325,8 @@ RunResult run_sign(const SignRunOptions& options, io::Sink& output, io::Diagnost
                 if (iequals(pair[0].get<std::string>(), name)) replaced = true;
             if (!replaced) headers.push_back(pair);
         }
-        for (const auto& [name, value] : added) headers.push_back({name, value});
+        for (const auto& [name, value] : added)
+            headers.push_back({name, value});
         envelope_json["headers"] = headers;
         // The signed envelope is a delivery yet to be made: its old capture
         // time would make `verify` judge the fresh timestamp as of then.
@@ -331,7 +339,9 @@ RunResult run_sign(const SignRunOptions& options, io::Sink& output, io::Diagnost
     if (reject_sink) reject_sink->flush();
     RunResult result;
     result.summary.command = "sign";
-    result.summary.counts = {{"in", records}, {"signed", output.records_written()}, {"rejected", rejects.count()},
+    result.summary.counts = {{"in", records},
+                             {"signed", output.records_written()},
+                             {"rejected", rejects.count()},
                              {"out", output.records_written()}};
     result.summary.facts.emplace_back("scheme", std::string(scheme_name(options.config.scheme)));
     result.summary.seconds = seconds_since(start);

@@ -37,7 +37,8 @@ struct RunResult {
 
 // Throws InputError (unreadable input, or bad input under --strict),
 // StoreError, FileSystemError, UsageError.
-RunResult run_verify(const VerifyRunOptions& options, io::Sink& output, io::Diagnostics& diagnostics);
+RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
+                     io::Diagnostics& diagnostics);
 
 struct SignRunOptions {
     record::InputOptions input;

@@ -13,10 +13,10 @@ struct SchemeEntry {
     std::string_view name;
 };
 constexpr SchemeEntry k_schemes[] = {
-    {Scheme::github, "github"},   {Scheme::stripe, "stripe"},       {Scheme::slack, "slack"},
-    {Scheme::standard, "standard"}, {Scheme::svix, "svix"},         {Scheme::shopify, "shopify"},
-    {Scheme::discord, "discord"}, {Scheme::twilio, "twilio"},       {Scheme::square, "square"},
-    {Scheme::pagerduty, "pagerduty"}, {Scheme::hmac, "hmac"},       {Scheme::auto_detect, "auto"},
+    {Scheme::github, "github"},       {Scheme::stripe, "stripe"}, {Scheme::slack, "slack"},
+    {Scheme::standard, "standard"},   {Scheme::svix, "svix"},     {Scheme::shopify, "shopify"},
+    {Scheme::discord, "discord"},     {Scheme::twilio, "twilio"}, {Scheme::square, "square"},
+    {Scheme::pagerduty, "pagerduty"}, {Scheme::hmac, "hmac"},     {Scheme::auto_detect, "auto"},
 };
 
 // Checked in this order; the first header present decides.
@@ -25,18 +25,12 @@ struct Signature {
     Scheme scheme;
 };
 constexpr Signature k_signature_headers[] = {
-    {"Stripe-Signature", Scheme::stripe},
-    {"X-Hub-Signature-256", Scheme::github},
-    {"X-Hub-Signature", Scheme::github},
-    {"X-Slack-Signature", Scheme::slack},
-    {"webhook-signature", Scheme::standard},
-    {"svix-signature", Scheme::svix},
-    {"X-Shopify-Hmac-Sha256", Scheme::shopify},
-    {"X-Signature-Ed25519", Scheme::discord},
-    {"X-Twilio-Signature", Scheme::twilio},
-    {"X-Square-HmacSha256-Signature", Scheme::square},
-    {"X-Square-Signature", Scheme::square},
-    {"X-PagerDuty-Signature", Scheme::pagerduty},
+    {"Stripe-Signature", Scheme::stripe},       {"X-Hub-Signature-256", Scheme::github},
+    {"X-Hub-Signature", Scheme::github},        {"X-Slack-Signature", Scheme::slack},
+    {"webhook-signature", Scheme::standard},    {"svix-signature", Scheme::svix},
+    {"X-Shopify-Hmac-Sha256", Scheme::shopify}, {"X-Signature-Ed25519", Scheme::discord},
+    {"X-Twilio-Signature", Scheme::twilio},     {"X-Square-HmacSha256-Signature", Scheme::square},
+    {"X-Square-Signature", Scheme::square},     {"X-PagerDuty-Signature", Scheme::pagerduty},
 };
 } // namespace
 
@@ -48,7 +42,8 @@ std::string_view scheme_name(Scheme scheme) {
 
 std::vector<std::string> scheme_names() {
     std::vector<std::string> names;
-    for (const auto& entry : k_schemes) names.emplace_back(entry.name);
+    for (const auto& entry : k_schemes)
+        names.emplace_back(entry.name);
     return names;
 }
 
@@ -56,9 +51,10 @@ Scheme parse_scheme(std::string_view name) {
     for (const auto& entry : k_schemes)
         if (entry.name == name) return entry.scheme;
     auto hint = closest_name(name, scheme_names());
-    throw UsageError(fmt::format("unknown scheme {}{}; known: github, stripe, slack, standard, svix, "
-                                 "shopify, discord, twilio, square, pagerduty, hmac, auto",
-                                 quote(name), hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
+    throw UsageError(
+        fmt::format("unknown scheme {}{}; known: github, stripe, slack, standard, svix, "
+                    "shopify, discord, twilio, square, pagerduty, hmac, auto",
+                    quote(name), hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
 }
 
 std::optional<Scheme> detect_scheme(const record::Envelope& envelope) {
@@ -67,8 +63,12 @@ std::optional<Scheme> detect_scheme(const record::Envelope& envelope) {
     return std::nullopt;
 }
 
-bool uses_public_keys(Scheme scheme) { return scheme == Scheme::discord; }
+bool uses_public_keys(Scheme scheme) {
+    return scheme == Scheme::discord;
+}
 
-bool signs_url(Scheme scheme) { return scheme == Scheme::twilio || scheme == Scheme::square; }
+bool signs_url(Scheme scheme) {
+    return scheme == Scheme::twilio || scheme == Scheme::square;
+}
 
 } // namespace idem::verify

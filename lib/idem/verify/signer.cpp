@@ -29,9 +29,12 @@ namespace {
 
 std::optional<crypto::Ed25519PrivateKey> parse_private_key(std::string_view text) {
     std::optional<std::string> seed;
-    if (text.starts_with("whsk_")) seed = base64_decode(text.substr(5));
-    else if (text.size() == 64) seed = hex_decode(text);
-    else seed = base64_decode(text);
+    if (text.starts_with("whsk_"))
+        seed = base64_decode(text.substr(5));
+    else if (text.size() == 64)
+        seed = hex_decode(text);
+    else
+        seed = base64_decode(text);
     // Some tools store seed and public key together (64 bytes).
     if (seed && seed->size() == 64) seed->resize(32);
     if (!seed) return std::nullopt;
@@ -40,9 +43,12 @@ std::optional<crypto::Ed25519PrivateKey> parse_private_key(std::string_view text
 
 HashAlgorithm signing_algorithm(const VerifyConfig& config) {
     switch (config.scheme) {
-    case Scheme::twilio: return HashAlgorithm::sha1;
-    case Scheme::hmac: return config.hmac.algorithm;
-    default: return HashAlgorithm::sha256;
+    case Scheme::twilio:
+        return HashAlgorithm::sha1;
+    case Scheme::hmac:
+        return config.hmac.algorithm;
+    default:
+        return HashAlgorithm::sha256;
     }
 }
 
@@ -51,10 +57,12 @@ HashAlgorithm signing_algorithm(const VerifyConfig& config) {
 Signer::Signer(const VerifyConfig& config) : m_impl(std::make_unique<Impl>(config)) {
     auto& impl = *m_impl;
     if (impl.scheme == Scheme::auto_detect)
-        throw UsageError("idem sign needs --scheme: there are no signature headers to detect it from");
+        throw UsageError(
+            "idem sign needs --scheme: there are no signature headers to detect it from");
     if (config.secrets.empty())
-        throw UsageError(fmt::format("signing with {} needs --secret (or --secret-file, --secret-env)",
-                                     scheme_name(impl.scheme)));
+        throw UsageError(
+            fmt::format("signing with {} needs --secret (or --secret-file, --secret-env)",
+                        scheme_name(impl.scheme)));
     const auto& secret = config.secrets.front();
     bool ed25519 = impl.scheme == Scheme::discord ||
                    ((impl.scheme == Scheme::standard || impl.scheme == Scheme::svix) &&
@@ -62,9 +70,10 @@ Signer::Signer(const VerifyConfig& config) : m_impl(std::make_unique<Impl>(confi
     if (ed25519) {
         impl.private_key = parse_private_key(secret.value);
         if (!impl.private_key)
-            throw UsageError(fmt::format("secret {} is not an ed25519 private key: expected whsk_<base64> or "
-                                         "a 32-byte seed in hex or base64",
-                                         secret.label));
+            throw UsageError(
+                fmt::format("secret {} is not an ed25519 private key: expected whsk_<base64> or "
+                            "a 32-byte seed in hex or base64",
+                            secret.label));
         return;
     }
     std::string key = secret.value;
@@ -73,9 +82,10 @@ Signer::Signer(const VerifyConfig& config) : m_impl(std::make_unique<Impl>(confi
         if (encoded.starts_with("whsec_")) encoded.remove_prefix(6);
         auto decoded = base64_decode(encoded);
         if (!decoded)
-            throw UsageError(fmt::format("secret {} is not a Standard Webhooks secret: expected whsec_ "
-                                         "followed by base64",
-                                         secret.label));
+            throw UsageError(
+                fmt::format("secret {} is not a Standard Webhooks secret: expected whsec_ "
+                            "followed by base64",
+                            secret.label));
         key = *decoded;
     }
     impl.hmac_key.emplace(signing_algorithm(config), key);
@@ -86,11 +96,14 @@ Signer::~Signer() = default;
 HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp at) const {
     const auto& impl = *m_impl;
     auto body = envelope.body;
-    auto seconds = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(at.time_since_epoch()).count());
+    auto seconds = std::to_string(
+        std::chrono::duration_cast<std::chrono::seconds>(at.time_since_epoch()).count());
     switch (impl.scheme) {
-    case Scheme::github: return {{"X-Hub-Signature-256", "sha256=" + impl.mac_hex({body})}};
+    case Scheme::github:
+        return {{"X-Hub-Signature-256", "sha256=" + impl.mac_hex({body})}};
     case Scheme::stripe:
-        return {{"Stripe-Signature", fmt::format("t={},v1={}", seconds, impl.mac_hex({seconds, ".", body}))}};
+        return {{"Stripe-Signature",
+                 fmt::format("t={},v1={}", seconds, impl.mac_hex({seconds, ".", body}))}};
     case Scheme::slack:
         return {{"X-Slack-Request-Timestamp", seconds},
                 {"X-Slack-Signature", "v0=" + impl.mac_hex({"v0:", seconds, ":", body})}};
@@ -99,7 +112,8 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
         auto names = detail::standard_header_names(impl.scheme);
         std::string id(envelope.header(names.id).value_or(envelope.id));
         if (id.empty())
-            id = "msg_" + hex_encode(crypto::hash(HashAlgorithm::sha256, body).view()).substr(0, 24);
+            id =
+                "msg_" + hex_encode(crypto::hash(HashAlgorithm::sha256, body).view()).substr(0, 24);
         std::string signature;
         if (impl.private_key) {
             std::string message = fmt::format("{}.{}.", id, seconds);
@@ -108,10 +122,12 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
         } else {
             signature = "v1," + impl.mac_base64({id, ".", seconds, ".", body});
         }
-        return {{std::string(names.id), id}, {std::string(names.timestamp), seconds},
+        return {{std::string(names.id), id},
+                {std::string(names.timestamp), seconds},
                 {std::string(names.signature), signature}};
     }
-    case Scheme::shopify: return {{"X-Shopify-Hmac-Sha256", impl.mac_base64({body})}};
+    case Scheme::shopify:
+        return {{"X-Shopify-Hmac-Sha256", impl.mac_base64({body})}};
     case Scheme::discord: {
         std::string message = seconds;
         message.append(body);
@@ -122,7 +138,8 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
     case Scheme::square: {
         auto url = detail::signed_url(impl.config, envelope);
         if (!url)
-            throw UsageError(fmt::format("signing with {} needs --url or --url-base", scheme_name(impl.scheme)));
+            throw UsageError(
+                fmt::format("signing with {} needs --url or --url-base", scheme_name(impl.scheme)));
         if (impl.scheme == Scheme::square)
             return {{"X-Square-HmacSha256-Signature", impl.mac_base64({*url, body})}};
         std::string suffix;
@@ -132,19 +149,24 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
             suffix = detail::twilio_form_suffix(body);
         return {{"X-Twilio-Signature", impl.mac_base64({*url, suffix})}};
     }
-    case Scheme::pagerduty: return {{"X-PagerDuty-Signature", "v1=" + impl.mac_hex({body})}};
+    case Scheme::pagerduty:
+        return {{"X-PagerDuty-Signature", "v1=" + impl.mac_hex({body})}};
     case Scheme::hmac: {
         const auto& spec = impl.config.hmac;
-        std::string id(spec.id_header.empty() ? "" : envelope.header(spec.id_header).value_or(envelope.id));
+        std::string id(
+            spec.id_header.empty() ? "" : envelope.header(spec.id_header).value_or(envelope.id));
         auto message = detail::generic_hmac_message(spec, body, seconds, id);
         auto mac = impl.hmac_key->mac({message});
-        auto encoded = spec.encoding == SignatureEncoding::hex ? hex_encode(mac.view()) : base64_encode(mac.view());
+        auto encoded = spec.encoding == SignatureEncoding::hex ? hex_encode(mac.view())
+                                                               : base64_encode(mac.view());
         HeaderList headers{{spec.header, spec.prefix + encoded}};
         if (!spec.timestamp_header.empty()) headers.emplace_back(spec.timestamp_header, seconds);
-        if (!spec.id_header.empty() && !envelope.header(spec.id_header)) headers.emplace_back(spec.id_header, id);
+        if (!spec.id_header.empty() && !envelope.header(spec.id_header))
+            headers.emplace_back(spec.id_header, id);
         return headers;
     }
-    case Scheme::auto_detect: break;
+    case Scheme::auto_detect:
+        break;
     }
     return {};
 }

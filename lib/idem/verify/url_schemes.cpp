@@ -48,8 +48,9 @@ std::optional<UrlParts> split_url(const std::string& url) {
     parts.scheme = to_lower(url.substr(0, scheme_end));
     auto authority_start = scheme_end + 3;
     auto rest_start = url.find_first_of("/?", authority_start);
-    auto authority = url.substr(authority_start, rest_start == std::string::npos ? std::string::npos
-                                                                                  : rest_start - authority_start);
+    auto authority =
+        url.substr(authority_start, rest_start == std::string::npos ? std::string::npos
+                                                                    : rest_start - authority_start);
     parts.rest = rest_start == std::string::npos ? "" : url.substr(rest_start);
     auto colon = authority.rfind(':');
     if (colon != std::string::npos && authority.find(']', colon) == std::string::npos) {
@@ -69,12 +70,14 @@ std::string twilio_form_suffix(std::string_view body) {
         if (item.empty()) continue;
         auto equals = item.find('=');
         pairs.emplace_back(form_decode(item.substr(0, equals)),
-                           equals == std::string_view::npos ? "" : form_decode(item.substr(equals + 1)));
+                           equals == std::string_view::npos ? ""
+                                                            : form_decode(item.substr(equals + 1)));
     }
     // Twilio sorts by name, and the values of a repeated name among themselves.
     std::sort(pairs.begin(), pairs.end());
     std::string suffix;
-    for (const auto& [name, value] : pairs) suffix.append(name).append(value);
+    for (const auto& [name, value] : pairs)
+        suffix.append(name).append(value);
     return suffix;
 }
 
@@ -82,7 +85,9 @@ std::vector<std::string> twilio_url_variants(const std::string& url) {
     std::vector<std::string> variants{url};
     auto parts = split_url(url);
     if (!parts) return variants;
-    std::string default_port = parts->scheme == "https" ? "443" : parts->scheme == "http" ? "80" : "";
+    std::string default_port = parts->scheme == "https"  ? "443"
+                               : parts->scheme == "http" ? "80"
+                                                         : "";
     auto prefix = url.substr(0, url.find("://") + 3);
     if (parts->port.empty() && !default_port.empty())
         variants.push_back(prefix + parts->host + ":" + default_port + parts->rest);
@@ -106,7 +111,8 @@ std::optional<std::string> query_parameter(std::string_view url, std::string_vie
 namespace {
 bool is_form(const record::Envelope& envelope) {
     auto type = envelope.header("Content-Type");
-    return type && to_lower(trim(type->substr(0, type->find(';')))) == "application/x-www-form-urlencoded";
+    return type &&
+           to_lower(trim(type->substr(0, type->find(';')))) == "application/x-www-form-urlencoded";
 }
 } // namespace
 
@@ -132,7 +138,8 @@ Verdict verify_twilio(Input& input) {
     } else {
         body_signed = envelope.body.empty();
     }
-    const auto& keys = input.keys.hmac(KeyDerivation::raw, crypto::HashAlgorithm::sha1, Scheme::twilio);
+    const auto& keys =
+        input.keys.hmac(KeyDerivation::raw, crypto::HashAlgorithm::sha1, Scheme::twilio);
     SignatureSet single;
     single.push_back(*decoded.bytes);
     for (const auto& variant : twilio_url_variants(*url)) {
@@ -143,10 +150,12 @@ Verdict verify_twilio(Input& input) {
                                std::nullopt);
         // Twilio signs a body only as form parameters or through bodySHA256;
         // say so when this one was not covered.
-        if (!body_signed) verdict.reason += " (the body is not signed: no bodySHA256 and not a form)";
+        if (!body_signed)
+            verdict.reason += " (the body is not signed: no bodySHA256 and not a form)";
         return verdict;
     }
-    return invalid(Scheme::twilio, no_match_reason(keys.size(), 1) + fmt::format(" (signed URL {})", quote(*url)));
+    return invalid(Scheme::twilio,
+                   no_match_reason(keys.size(), 1) + fmt::format(" (signed URL {})", quote(*url)));
 }
 
 Verdict verify_square(Input& input) {
@@ -155,23 +164,28 @@ Verdict verify_square(Input& input) {
     auto signature = envelope.header("X-Square-HmacSha256-Signature");
     if (!signature) {
         signature = envelope.header("X-Square-Signature");
-        if (!signature) return invalid(Scheme::square, missing_header("X-Square-HmacSha256-Signature"));
+        if (!signature)
+            return invalid(Scheme::square, missing_header("X-Square-HmacSha256-Signature"));
         if (input.config.sha1 == Sha1Policy::reject)
-            return invalid(Scheme::square, "only the legacy SHA-1 'X-Square-Signature' is present; pass "
-                                           "--allow-sha1 to accept it");
+            return invalid(Scheme::square,
+                           "only the legacy SHA-1 'X-Square-Signature' is present; pass "
+                           "--allow-sha1 to accept it");
         algorithm = crypto::HashAlgorithm::sha1;
     }
     auto url = signed_url(input.config, envelope);
-    if (!url) return invalid(Scheme::square, "square signs the notification URL: pass --url or --url-base");
-    auto decoded = decode_signature(*signature, SignatureEncoding::base64, crypto::digest_size(algorithm),
-                                    "the signature");
+    if (!url)
+        return invalid(Scheme::square,
+                       "square signs the notification URL: pass --url or --url-base");
+    auto decoded = decode_signature(*signature, SignatureEncoding::base64,
+                                    crypto::digest_size(algorithm), "the signature");
     if (!decoded.bytes) return invalid(Scheme::square, decoded.problem);
     const auto& keys = input.keys.hmac(KeyDerivation::raw, algorithm, Scheme::square);
     SignatureSet single;
     single.push_back(*decoded.bytes);
     auto label = match_hmac(keys, single, {*url, envelope.body});
     if (!label)
-        return invalid(Scheme::square, no_match_reason(keys.size(), 1) + fmt::format(" (signed URL {})", quote(*url)));
+        return invalid(Scheme::square, no_match_reason(keys.size(), 1) +
+                                           fmt::format(" (signed URL {})", quote(*url)));
     return matched(input, Scheme::square, *label, *signature, std::nullopt);
 }
 

@@ -12,7 +12,8 @@ TEST_CASE("HMAC-SHA256 and SHA-512 reproduce RFC 4231 test case 2") {
           "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
     HmacKey sha512(HashAlgorithm::sha512, "Jefe");
     CHECK(hex_encode(sha512.mac({"what do ya want for nothing?"}).view()) ==
-          "164b7a7bfcf819e2e395fbe73b56e0a387bd64222e831fd610270cd7ea2505549758bf75c05a994a6d034f65f8f0e6fdcaeab1a34d4a6b4b636e070a38bce737");
+          "164b7a7bfcf819e2e395fbe73b56e0a387bd64222e831fd610270cd7ea2505549758bf75c05a994a6d034f65"
+          "f8f0e6fdcaeab1a34d4a6b4b636e070a38bce737");
 }
 
 TEST_CASE("a prepared HMAC key gives the same MAC on every reuse") {
@@ -26,10 +27,12 @@ TEST_CASE("ed25519 reproduces RFC 8032 section 7.1 TEST 2") {
     auto seed = *hex_decode("4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb");
     auto key = Ed25519PrivateKey::from_seed(seed);
     REQUIRE(key);
-    CHECK(hex_encode(key->public_key_raw()) == "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c");
+    CHECK(hex_encode(key->public_key_raw()) ==
+          "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c");
     auto signature = key->sign("\x72");
     CHECK(hex_encode(signature) ==
-          "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00");
+          "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613"
+          "d0f11d8c387b2eaeb4302aeeb00d291612bb0c00");
     auto public_key = Ed25519PublicKey::from_raw(key->public_key_raw());
     REQUIRE(public_key);
     CHECK(public_key->verify("\x72", signature));
@@ -48,5 +51,6 @@ TEST_CASE("HMAC with a key longer than the block hashes the key first (RFC 4231 
     CHECK(hex_encode(key.mac({"Test Using Larger Than Block-Size Key - Hash Key First"}).view()) ==
           "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
     HmacKey empty(HashAlgorithm::sha256, "");
-    CHECK(hex_encode(empty.mac({""}).view()) == "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
+    CHECK(hex_encode(empty.mac({""}).view()) ==
+          "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
 }

@@ -20,7 +20,8 @@ struct TempInput {
         fd = ::mkstemp(name);
         REQUIRE(fd >= 0);
         path = name;
-        REQUIRE(::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()));
+        REQUIRE(::write(fd, content.data(), content.size()) ==
+                static_cast<ssize_t>(content.size()));
         ::lseek(fd, 0, SEEK_SET);
     }
     ~TempInput() {
@@ -41,8 +42,10 @@ std::vector<std::string> all_lines(BlockReader& reader, std::size_t target) {
     Block block;
     while (reader.next(block, target)) {
         LineCursor cursor(block.lines());
-        while (auto line = cursor.next()) lines.emplace_back(line->bytes);
-        if (block.oversized_line_bytes) lines.push_back("<oversized " + std::to_string(block.oversized_line_bytes) + ">");
+        while (auto line = cursor.next())
+            lines.emplace_back(line->bytes);
+        if (block.oversized_line_bytes)
+            lines.push_back("<oversized " + std::to_string(block.oversized_line_bytes) + ">");
     }
     return lines;
 }
@@ -51,7 +54,8 @@ std::vector<std::string> all_lines(BlockReader& reader, std::size_t target) {
 
 TEST_CASE("blocks hold whole lines, whatever the block size") {
     std::string content;
-    for (int i = 0; i < 100; ++i) content += "{\"n\":" + std::to_string(i) + "}\n";
+    for (int i = 0; i < 100; ++i)
+        content += "{\"n\":" + std::to_string(i) + "}\n";
     for (std::size_t target : {1UL, 7UL, 64UL, 4096UL}) {
         CAPTURE(target);
         TempInput input(content);
@@ -78,7 +82,8 @@ TEST_CASE("the cursor skips blank lines but counts them, and strips a CR") {
     CHECK(cursor.lines_seen() == 5);
 }
 
-TEST_CASE("a line longer than the limit is streamed to the handler, never held, and reading carries on") {
+TEST_CASE(
+    "a line longer than the limit is streamed to the handler, never held, and reading carries on") {
     std::string big(3 << 20, 'y'); // beyond what a block holds
     TempInput input("{\"a\":1}\n" + big + "\n{\"b\":2}\n");
     Collector collector;

@@ -20,8 +20,9 @@ std::string padded(std::string text) {
 
 TEST_CASE("recognises a delivery envelope and exposes its parts") {
     RecordParser parser;
-    auto line = padded(R"({"idem":1,"id":"c1","received_at":"2026-11-30T08:00:00.123Z","method":"POST","path":"/hooks/x?y=1",)"
-                       R"("headers":[["Content-Type","application/json"],["X-A","1"],["x-a","2"]],"body":"{\"n\":1}"})");
+    auto line = padded(
+        R"({"idem":1,"id":"c1","received_at":"2026-11-30T08:00:00.123Z","method":"POST","path":"/hooks/x?y=1",)"
+        R"("headers":[["Content-Type","application/json"],["X-A","1"],["x-a","2"]],"body":"{\"n\":1}"})");
     REQUIRE_FALSE(parser.parse(line));
     REQUIRE(parser.shape() == RecordShape::envelope);
     const auto& envelope = parser.envelope();
@@ -45,18 +46,21 @@ TEST_CASE("says where a line stops being JSON") {
     auto failure = parser.parse(line);
     REQUIRE(failure);
     CHECK(failure->column == 12);
-    CHECK(failure->message == "syntax error while parsing value - invalid literal; last read: '\"b\":x'");
+    CHECK(failure->message ==
+          "syntax error while parsing value - invalid literal; last read: '\"b\":x'");
     auto array = padded("[1,2]");
     auto not_object = parser.parse(array);
     REQUIRE(not_object);
     CHECK(not_object->message == "expected a JSON object per line, got a JSON array");
     auto bad_headers = padded(R"({"idem":1,"headers":{"a":"b"}})");
-    CHECK(parser.parse(bad_headers)->message == "envelope field 'headers' must be an array of [name, value] pairs");
+    CHECK(parser.parse(bad_headers)->message ==
+          "envelope field 'headers' must be an array of [name, value] pairs");
 }
 
 TEST_CASE("field paths: dotted, array indexes, JSON Pointer, headers and body") {
     RecordParser parser;
-    auto plain = padded(R"({"data":{"object":{"id":"pi_1","amount":1.50}},"items":[{"sku":"a"},{"sku":"b"}],"a.b":true})");
+    auto plain = padded(
+        R"({"data":{"object":{"id":"pi_1","amount":1.50}},"items":[{"sku":"a"},{"sku":"b"}],"a.b":true})");
     REQUIRE_FALSE(parser.parse(plain));
     CHECK(parser.find(FieldPath::parse("data.object.id"))->text == "pi_1");
     CHECK(parser.find(FieldPath::parse("items.1.sku"))->text == "b");
@@ -66,7 +70,8 @@ TEST_CASE("field paths: dotted, array indexes, JSON Pointer, headers and body") 
     CHECK_FALSE(parser.find(FieldPath::parse("data.missing")));
     CHECK_FALSE(parser.find(FieldPath::parse("items.7.sku")));
 
-    auto envelope = padded(R"({"idem":1,"headers":[["X-GitHub-Delivery","d-1"]],"body":"{\"data\":{\"id\":42}}"})");
+    auto envelope = padded(
+        R"({"idem":1,"headers":[["X-GitHub-Delivery","d-1"]],"body":"{\"data\":{\"id\":42}}"})");
     REQUIRE_FALSE(parser.parse(envelope));
     CHECK(parser.find(FieldPath::parse("headers.x-github-delivery"))->text == "d-1");
     CHECK(parser.find(FieldPath::parse("body.data.id"))->text == "42");
@@ -75,7 +80,8 @@ TEST_CASE("field paths: dotted, array indexes, JSON Pointer, headers and body") 
 
 TEST_CASE("field path syntax errors are usage errors") {
     CHECK_THROWS_WITH_AS((void)FieldPath::parse("a..b"),
-                         "invalid field path 'a..b': empty segment (use a JSON Pointer such as /a.b for keys that contain dots)",
+                         "invalid field path 'a..b': empty segment (use a JSON Pointer such as "
+                         "/a.b for keys that contain dots)",
                          UsageError);
     CHECK_THROWS_AS((void)FieldPath::parse("/a~2"), UsageError);
     CHECK(FieldPath::parse("/a~1b/c~0").segments() == std::vector<std::string>{"a/b", "c~"});
@@ -94,8 +100,10 @@ TEST_CASE("canonical JSON: key order, whitespace, number and string spelling do 
 
 TEST_CASE("canonical JSON drops ignored paths") {
     std::vector<FieldPath> ignored{FieldPath::parse("request.id"), FieldPath::parse("attempt")};
-    auto one = canonical_json(R"({"id":"evt_1","attempt":1,"request":{"id":"req_a","k":"v"}})", ignored);
-    auto two = canonical_json(R"({"request":{"k":"v","id":"req_b"},"attempt":3,"id":"evt_1"})", ignored);
+    auto one =
+        canonical_json(R"({"id":"evt_1","attempt":1,"request":{"id":"req_a","k":"v"}})", ignored);
+    auto two =
+        canonical_json(R"({"request":{"k":"v","id":"req_b"},"attempt":3,"id":"evt_1"})", ignored);
     CHECK(*one == R"({"id":"evt_1","request":{"k":"v"}})");
     CHECK(*one == *two);
 }
@@ -113,7 +121,8 @@ TEST_CASE("annotations are spliced in without touching the record's bytes") {
     CHECK(annotate("{}", false, R"("x":1)") == R"({"_idem":{"x":1}})");
     CHECK(annotate(R"({"_idem":{"dedup":{"n":1}},"z":"}"})", true, R"("verify":{})") ==
           R"({"_idem":{"dedup":{"n":1},"verify":{}},"z":"}"})");
-    CHECK(annotate(R"({"k":"{\"_idem\":1}","_idem":{}})", true, R"("v":1)") == R"({"k":"{\"_idem\":1}","_idem":{"v":1}})");
+    CHECK(annotate(R"({"k":"{\"_idem\":1}","_idem":{}})", true, R"("v":1)") ==
+          R"({"k":"{\"_idem\":1}","_idem":{"v":1}})");
 }
 
 TEST_CASE("HAR entries become envelopes") {
@@ -123,11 +132,15 @@ TEST_CASE("HAR entries become envelopes") {
        "postData":{"mimeType":"application/json","text":"{\"a\":1}"}}}]}})";
     auto envelopes = har_to_envelopes(har, "capture.har");
     REQUIRE(envelopes.size() == 1);
-    CHECK(envelopes[0] == R"({"idem":1,"id":"har-1","received_at":"2026-11-29T09:00:00.250Z","method":"POST","path":"/hooks/gh?x=1",)"
-                          R"("headers":[["X-Hub-Signature-256","sha256=00"]],"body":"{\"a\":1}"})");
+    CHECK(
+        envelopes[0] ==
+        R"({"idem":1,"id":"har-1","received_at":"2026-11-29T09:00:00.250Z","method":"POST","path":"/hooks/gh?x=1",)"
+        R"("headers":[["X-Hub-Signature-256","sha256=00"]],"body":"{\"a\":1}"})");
     CHECK_THROWS_WITH_AS((void)har_to_envelopes("{\"log\":{}}", "x.har"),
-                         "x.har: not a HAR file: expected {\"log\":{\"entries\":[...]}}", InputError);
+                         "x.har: not a HAR file: expected {\"log\":{\"entries\":[...]}}",
+                         InputError);
     CHECK_THROWS_WITH_AS((void)har_to_envelopes("{\n  \"log\": nope}", "x.har"),
-                         "x.har:2:11: not a HAR file: syntax error while parsing value - invalid literal; last read: '\"log\": no'",
+                         "x.har:2:11: not a HAR file: syntax error while parsing value - invalid "
+                         "literal; last read: '\"log\": no'",
                          InputError);
 }

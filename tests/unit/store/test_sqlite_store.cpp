@@ -10,10 +10,13 @@ using namespace idem::store;
 using namespace std::chrono;
 
 namespace {
-Timestamp at(long long seconds) { return Timestamp(std::chrono::seconds(seconds)); }
+Timestamp at(long long seconds) {
+    return Timestamp(std::chrono::seconds(seconds));
+}
 
 std::string temp_db() {
-    auto path = std::filesystem::temp_directory_path() / ("idem-store-test-" + std::to_string(::getpid()) + ".db");
+    auto path = std::filesystem::temp_directory_path() /
+                ("idem-store-test-" + std::to_string(::getpid()) + ".db");
     std::filesystem::remove(path);
     return path.string();
 }
@@ -44,7 +47,8 @@ TEST_CASE("a nonce claimed in one run is seen by the next, until it expires") {
     {
         auto store = open_store(parse_store_uri(path));
         CHECK_FALSE(store->claim_nonce("stripe", "sig-1", at(300), at(600)).fresh);
-        CHECK(store->claim_nonce("stripe", "sig-1", at(401), at(700)).fresh); // expired: claimed anew
+        CHECK(
+            store->claim_nonce("stripe", "sig-1", at(401), at(700)).fresh); // expired: claimed anew
         store->commit();
     }
     std::filesystem::remove(path);

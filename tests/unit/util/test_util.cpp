@@ -16,9 +16,10 @@ TEST_CASE("durations: units, combinations and errors") {
     CHECK(parse_duration("1h30m") == minutes(90));
     CHECK(parse_duration("1.5s") == milliseconds(1500));
     CHECK(parse_duration("0") == Duration(0));
-    CHECK_THROWS_WITH_AS((void)parse_duration("5 minutes"),
-                         "invalid duration '5 minutes': expected a number and a unit, such as 300ms, 5m, 24h or 7d",
-                         UsageError);
+    CHECK_THROWS_WITH_AS(
+        (void)parse_duration("5 minutes"),
+        "invalid duration '5 minutes': expected a number and a unit, such as 300ms, 5m, 24h or 7d",
+        UsageError);
     CHECK_THROWS_AS((void)parse_duration("5"), UsageError);
     CHECK(format_duration(minutes(90)) == "1h30m");
     CHECK(format_duration(milliseconds(300)) == "300ms");
@@ -33,7 +34,8 @@ TEST_CASE("timestamps: RFC 3339 with any offset, and epoch units told apart by m
     CHECK(parse_timestamp("1796025600000") == utc);
     CHECK(parse_timestamp("1796025600000000") == utc);
     CHECK(parse_timestamp("1796025600000000000") == utc);
-    CHECK(format_rfc3339(*parse_timestamp("2026-11-30T08:00:00.1234567Z")) == "2026-11-30T08:00:00.123Z");
+    CHECK(format_rfc3339(*parse_timestamp("2026-11-30T08:00:00.1234567Z")) ==
+          "2026-11-30T08:00:00.123Z");
     CHECK_FALSE(parse_timestamp("2026-13-01T00:00:00Z"));
     CHECK_FALSE(parse_timestamp("2026-11-30 08:00"));
     CHECK_FALSE(parse_timestamp("yesterday"));

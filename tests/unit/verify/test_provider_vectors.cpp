@@ -17,11 +17,14 @@ namespace {
 VerifyConfig config_for(Scheme scheme, std::vector<std::string> secrets) {
     VerifyConfig config;
     config.scheme = scheme;
-    for (std::size_t i = 0; i < secrets.size(); ++i) config.secrets.push_back({"#" + std::to_string(i + 1), secrets[i]});
+    for (std::size_t i = 0; i < secrets.size(); ++i)
+        config.secrets.push_back({"#" + std::to_string(i + 1), secrets[i]});
     return config;
 }
 
-Timestamp at_unix(long long seconds) { return Timestamp(std::chrono::seconds(seconds)); }
+Timestamp at_unix(long long seconds) {
+    return Timestamp(std::chrono::seconds(seconds));
+}
 
 Envelope envelope(std::vector<Header> headers, std::string_view body, std::string_view path = "/") {
     Envelope e;
@@ -54,35 +57,42 @@ TEST_CASE("github: the example in GitHub's 'Validating webhook deliveries' docs 
 TEST_CASE("github: the legacy sha1 header needs --allow-sha1") {
     auto config = config_for(Scheme::github, {"It's a Secret to Everybody"});
     Verifier verifier(config);
-    auto e = envelope({{"X-Hub-Signature", "sha1=01dc10d0c83e72ed246219cdd91669667fe2ca59"}}, "Hello, World!");
+    auto e = envelope({{"X-Hub-Signature", "sha1=01dc10d0c83e72ed246219cdd91669667fe2ca59"}},
+                      "Hello, World!");
     auto verdict = verifier.verify(e, at_unix(0));
     CHECK_FALSE(verdict.valid);
-    CHECK(verdict.reason == "only the legacy SHA-1 'X-Hub-Signature' is present; pass --allow-sha1 to accept it");
+    CHECK(verdict.reason ==
+          "only the legacy SHA-1 'X-Hub-Signature' is present; pass --allow-sha1 to accept it");
 }
 
 TEST_CASE("slack: the example in Slack's 'Verifying requests from Slack' docs verifies") {
     // api.slack.com/authentication/verifying-requests-from-slack, the worked example.
     auto config = config_for(Scheme::slack, {"8f742231b10e8888abcd99yyyzzz85a5"});
     Verifier verifier(config);
-    std::string body =
-        "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&"
-        "channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&"
-        "response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&"
-        "trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
+    std::string body = "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&"
+                       "channel_id=G8PSS9T3V&"
+                       "channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%"
+                       "2Fwebhook-collect&text=&"
+                       "response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%"
+                       "2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&"
+                       "trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c";
     auto e = envelope({{"X-Slack-Request-Timestamp", "1531420618"},
-                       {"X-Slack-Signature", "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"}},
+                       {"X-Slack-Signature",
+                        "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"}},
                       body);
     CHECK(verifier.verify(e, at_unix(1531420618 + 60)).valid);
 
     SUBCASE("a timestamp older than the tolerance is rejected") {
         auto verdict = verifier.verify(e, at_unix(1531420618 + 301));
         CHECK_FALSE(verdict.valid);
-        CHECK(verdict.reason == "timestamp 2018-07-12T18:36:58.000Z is 5m1s old, beyond the 5m tolerance");
+        CHECK(verdict.reason ==
+              "timestamp 2018-07-12T18:36:58.000Z is 5m1s old, beyond the 5m tolerance");
     }
     SUBCASE("Slack checks both sides of the clock") {
         auto verdict = verifier.verify(e, at_unix(1531420618 - 600));
         CHECK_FALSE(verdict.valid);
-        CHECK(verdict.reason == "timestamp 2018-07-12T18:36:58.000Z is 10m in the future, beyond the 5m tolerance");
+        CHECK(verdict.reason ==
+              "timestamp 2018-07-12T18:36:58.000Z is 10m in the future, beyond the 5m tolerance");
     }
 }
 
@@ -99,10 +109,12 @@ TEST_CASE("standard webhooks: the reference vector of the specification verifies
     CHECK(verdict.nonce == "msg_p5jXN8AQM9LWM0D4loKWxJek");
 
     SUBCASE("one of several space-separated signatures is enough") {
-        auto several = envelope({e.headers[0], e.headers[1],
-                                 {"webhook-signature", "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc= "
-                                                       "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="}},
-                                e.body);
+        auto several =
+            envelope({e.headers[0],
+                      e.headers[1],
+                      {"webhook-signature", "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc= "
+                                            "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="}},
+                     e.body);
         CHECK(verifier.verify(several, at_unix(1614265330)).valid);
     }
     SUBCASE("the svix- headers carry the same scheme") {
@@ -124,11 +136,13 @@ TEST_CASE("standard webhooks v1a: an ed25519 signature verifies with the whpk_ p
     // "msg_1.1700000000.{\"a\":1}" computed with Python's cryptography module.
     VerifyConfig config;
     config.scheme = Scheme::standard;
-    config.public_keys.push_back(parse_public_key("whpk_PUAXw+hDiVqStwqnTRt+vJyYLM8uxJaMwM1V8Sr0Zgw=", 1));
+    config.public_keys.push_back(
+        parse_public_key("whpk_PUAXw+hDiVqStwqnTRt+vJyYLM8uxJaMwM1V8Sr0Zgw=", 1));
     Verifier verifier(config);
     auto e = envelope({{"webhook-id", "msg_1"},
                        {"webhook-timestamp", "1700000000"},
-                       {"webhook-signature", "v1a,vviQXkRN/b1H6tEsfiHZSmWG0SplaRdhL8oqbkKC7O1/IvGDgYhp1SHS38uH5bRaAeXTJAXxCeoFvCrWrcrXCw=="}},
+                       {"webhook-signature", "v1a,vviQXkRN/b1H6tEsfiHZSmWG0SplaRdhL8oqbkKC7O1/"
+                                             "IvGDgYhp1SHS38uH5bRaAeXTJAXxCeoFvCrWrcrXCw=="}},
                       "{\"a\":1}");
     CHECK(verifier.verify(e, at_unix(1700000000)).valid);
     auto tampered = envelope(e.headers, "{\"a\":2}");
@@ -141,11 +155,12 @@ TEST_CASE("stripe: t= and v1= over '{t}.{body}', several v1 entries, v0 ignored"
     auto config = config_for(Scheme::stripe, {"whsec_test_secret"});
     Verifier verifier(config);
     std::string body = "{\n  \"id\": \"evt_test_webhook\",\n  \"object\": \"event\"\n}";
-    auto e = envelope({{"Stripe-Signature",
-                        "t=1700000000,v0=6ffbb59b2300aae63f272406069a9788598b792a944a07aba816edb039989a39,"
-                        "v1=0000000000000000000000000000000000000000000000000000000000000000,"
-                        "v1=4f1cd7feda9826e746b7d482c4badebb657398df1099e1046364f6196a230150"}},
-                      body);
+    auto e = envelope(
+        {{"Stripe-Signature",
+          "t=1700000000,v0=6ffbb59b2300aae63f272406069a9788598b792a944a07aba816edb039989a39,"
+          "v1=0000000000000000000000000000000000000000000000000000000000000000,"
+          "v1=4f1cd7feda9826e746b7d482c4badebb657398df1099e1046364f6196a230150"}},
+        body);
     CHECK(verifier.verify(e, at_unix(1700000000 + 299)).valid);
     SUBCASE("Stripe rejects only old timestamps, not future ones") {
         CHECK(verifier.verify(e, at_unix(1700000000 - 3600)).valid);
@@ -156,16 +171,19 @@ TEST_CASE("stripe: t= and v1= over '{t}.{body}', several v1 entries, v0 ignored"
     SUBCASE("reformatting the JSON body breaks the signature: it is over bytes") {
         auto compact = envelope(e.headers, "{\"id\":\"evt_test_webhook\",\"object\":\"event\"}");
         CHECK_FALSE(verifier.verify(compact, at_unix(1700000000)).valid);
-        auto escaped = envelope(e.headers, "{\n  \"id\": \"evt_test_webhook\",\n  \"object\": \"\\u0065vent\"\n}");
+        auto escaped = envelope(
+            e.headers, "{\n  \"id\": \"evt_test_webhook\",\n  \"object\": \"\\u0065vent\"\n}");
         CHECK_FALSE(verifier.verify(escaped, at_unix(1700000000)).valid);
     }
     SUBCASE("a header without t= is malformed") {
         auto no_t = envelope({{"Stripe-Signature", "v1=4f1c"}}, body);
-        CHECK(verifier.verify(no_t, at_unix(0)).reason == "malformed header 'Stripe-Signature': no t= timestamp");
+        CHECK(verifier.verify(no_t, at_unix(0)).reason ==
+              "malformed header 'Stripe-Signature': no t= timestamp");
     }
     SUBCASE("a header with only v0 has no v1 signature") {
         auto only_v0 = envelope({{"Stripe-Signature", "t=1700000000,v0=abcd"}}, body);
-        CHECK(verifier.verify(only_v0, at_unix(0)).reason == "no v1 signature in header 'Stripe-Signature'");
+        CHECK(verifier.verify(only_v0, at_unix(0)).reason ==
+              "no v1 signature in header 'Stripe-Signature'");
     }
 }
 
@@ -173,8 +191,10 @@ TEST_CASE("rotation: the verdict names the secret that matched") {
     auto config = config_for(Scheme::stripe, {});
     config.secrets = {{"old", "whsec_old"}, {"new", "whsec_test_secret"}};
     Verifier verifier(config);
-    auto e = envelope({{"Stripe-Signature", "t=1700000000,v1=4f1cd7feda9826e746b7d482c4badebb657398df1099e1046364f6196a230150"}},
-                      "{\n  \"id\": \"evt_test_webhook\",\n  \"object\": \"event\"\n}");
+    auto e = envelope(
+        {{"Stripe-Signature",
+          "t=1700000000,v1=4f1cd7feda9826e746b7d482c4badebb657398df1099e1046364f6196a230150"}},
+        "{\n  \"id\": \"evt_test_webhook\",\n  \"object\": \"event\"\n}");
     auto verdict = verifier.verify(e, at_unix(1700000000));
     CHECK(verdict.valid);
     CHECK(verdict.key_label == "new");
@@ -190,7 +210,8 @@ TEST_CASE("shopify: base64 HMAC-SHA256 of the body") {
     CHECK(verifier.verify(e, at_unix(0)).valid);
     auto wrong = config_for(Scheme::shopify, {"other"});
     Verifier wrong_verifier(wrong);
-    CHECK(wrong_verifier.verify(e, at_unix(0)).reason == "signature does not match: 1 signature checked against 1 key");
+    CHECK(wrong_verifier.verify(e, at_unix(0)).reason ==
+          "signature does not match: 1 signature checked against 1 key");
 }
 
 TEST_CASE("pagerduty: comma-separated v1= entries") {
@@ -205,16 +226,18 @@ TEST_CASE("pagerduty: comma-separated v1= entries") {
 }
 
 TEST_CASE("discord: ed25519 over timestamp followed by body") {
-    // RFC 8032 TEST 2 key pair; signature over "1700000000{\"type\":1}" made with Python's cryptography.
+    // RFC 8032 TEST 2 key pair; signature over "1700000000{\"type\":1}" made with Python's
+    // cryptography.
     VerifyConfig config;
     config.scheme = Scheme::discord;
     config.public_keys.push_back(
         parse_public_key("3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c", 1));
     Verifier verifier(config);
-    auto e = envelope({{"X-Signature-Ed25519",
-                        "f469ecef789749220e905777fb1f6bc03b827ddd6097c3fc0a7924131c221ab14abed319656685a311beeb741a33ee88a5e14858e3aa0c3d1efc66804188b00e"},
-                       {"X-Signature-Timestamp", "1700000000"}},
-                      "{\"type\":1}");
+    auto e = envelope(
+        {{"X-Signature-Ed25519", "f469ecef789749220e905777fb1f6bc03b827ddd6097c3fc0a7924131c221ab14"
+                                 "abed319656685a311beeb741a33ee88a5e14858e3aa0c3d1efc66804188b00e"},
+         {"X-Signature-Timestamp", "1700000000"}},
+        "{\"type\":1}");
     CHECK(verifier.verify(e, at_unix(1700000000)).valid);
     auto tampered = envelope(e.headers, "{\"type\":2}");
     CHECK_FALSE(verifier.verify(tampered, at_unix(1700000000)).valid);
@@ -227,7 +250,8 @@ TEST_CASE("twilio: the form example from Twilio's security docs verifies") {
     Verifier verifier(config);
     auto e = envelope({{"Content-Type", "application/x-www-form-urlencoded"},
                        {"X-Twilio-Signature", "0/KCTR6DLpKmkAf8muzZqo1nDgQ="}},
-                      "To=%2B18005551212&CallSid=CA1234567890ABCDE&Digits=1234&From=%2B12349013030&Caller=%2B12349013030");
+                      "To=%2B18005551212&CallSid=CA1234567890ABCDE&Digits=1234&From=%2B12349013030&"
+                      "Caller=%2B12349013030");
     CHECK(verifier.verify(e, at_unix(0)).valid);
 
     SUBCASE("the port rules of Twilio's libraries: the default port may be added or removed") {
@@ -245,7 +269,8 @@ TEST_CASE("twilio: the form example from Twilio's security docs verifies") {
         CHECK(v.verify(routed, at_unix(0)).valid);
     }
     SUBCASE("a changed parameter fails") {
-        auto changed = envelope(e.headers, "To=%2B18005551212&CallSid=CA1234567890ABCDE&Digits=9999&From=%2B12349013030&Caller=%2B12349013030");
+        auto changed = envelope(e.headers, "To=%2B18005551212&CallSid=CA1234567890ABCDE&Digits="
+                                           "9999&From=%2B12349013030&Caller=%2B12349013030");
         CHECK_FALSE(verifier.verify(changed, at_unix(0)).valid);
     }
 }
@@ -256,11 +281,13 @@ TEST_CASE("twilio: the bodySHA256 variant for JSON bodies") {
     config.url = "https://mycompany.com/myapp.php?foo=1&bar=2&bodySHA256="
                  "0a1ff7634d9ab3b95db5c9a2dfe9416e41502b283a80c7cf19632632f96e6620";
     Verifier verifier(config);
-    auto e = envelope({{"Content-Type", "application/json"}, {"X-Twilio-Signature", "a9nBmqA0ju/hNViExpshrM61xv4="}},
+    auto e = envelope({{"Content-Type", "application/json"},
+                       {"X-Twilio-Signature", "a9nBmqA0ju/hNViExpshrM61xv4="}},
                       "{\"property\": \"value\", \"boolean\": true}");
     CHECK(verifier.verify(e, at_unix(0)).valid);
     auto other_body = envelope(e.headers, "{\"property\": \"value\", \"boolean\": false}");
-    CHECK(verifier.verify(other_body, at_unix(0)).reason == "the bodySHA256 in the URL does not match the body");
+    CHECK(verifier.verify(other_body, at_unix(0)).reason ==
+          "the bodySHA256 in the URL does not match the body");
 }
 
 TEST_CASE("square: the vector of Square's SDK tests verifies") {
@@ -268,10 +295,12 @@ TEST_CASE("square: the vector of Square's SDK tests verifies") {
     auto config = config_for(Scheme::square, {"Ibxx_5AKakO-3qeNVR61Dw"});
     config.url = "https://webhook.site/679a4f3a-dcfa-49ee-bac5-9d0edad886b9";
     Verifier verifier(config);
-    auto e = envelope({{"x-square-hmacsha256-signature", "GF4YkrJgGBDZ9NIYbNXBnMzqb2HoL4RW/S6vkZ9/2N4="}},
-                      "{\"merchant_id\":\"MLEFBHHSJGVHD\",\"type\":\"webhooks.test_notification\",\"event_id\":"
-                      "\"ac3ac95b-f97d-458c-a6e6-18981597e05f\",\"created_at\":\"2022-07-13T20:30:59.037339943Z\","
-                      "\"data\":{\"type\":\"webhooks\",\"id\":\"bc368e64-01aa-407e-b46e-3231809b1129\"}}");
+    auto e = envelope(
+        {{"x-square-hmacsha256-signature", "GF4YkrJgGBDZ9NIYbNXBnMzqb2HoL4RW/S6vkZ9/2N4="}},
+        "{\"merchant_id\":\"MLEFBHHSJGVHD\",\"type\":\"webhooks.test_notification\",\"event_id\":"
+        "\"ac3ac95b-f97d-458c-a6e6-18981597e05f\",\"created_at\":\"2022-07-13T20:30:59."
+        "037339943Z\","
+        "\"data\":{\"type\":\"webhooks\",\"id\":\"bc368e64-01aa-407e-b46e-3231809b1129\"}}");
     CHECK(verifier.verify(e, at_unix(0)).valid);
     auto moved = config;
     moved.url = "https://webhook.site/elsewhere";
@@ -289,7 +318,8 @@ TEST_CASE("hmac: a generic scheme described by flags") {
     config.hmac.message_template = "{timestamp}.{body}";
     config.hmac.timestamp_header = "X-Time";
     Verifier verifier(config);
-    auto e = envelope({{"X-Sig", "sha512=EPJj5Z7aWOEtgYN1gtFeVVbYg1qutLjIaR+mphV5VNmZvLHP6mHFHpy5/jipsmk9t8+3on/F04UwnEUUHu4oVQ=="},
+    auto e = envelope({{"X-Sig", "sha512=EPJj5Z7aWOEtgYN1gtFeVVbYg1qutLjIaR+mphV5VNmZvLHP6mHFHpy5/"
+                                 "jipsmk9t8+3on/F04UwnEUUHu4oVQ=="},
                        {"X-Time", "1700000000"}},
                       "{\"a\":1}");
     CHECK(verifier.verify(e, at_unix(1700000000)).valid);
@@ -299,7 +329,8 @@ TEST_CASE("hmac: a generic scheme described by flags") {
 TEST_CASE("auto: the scheme comes from the headers present, and the verdict says which") {
     auto config = config_for(Scheme::auto_detect, {"It's a Secret to Everybody"});
     Verifier verifier(config);
-    auto e = envelope({{"x-hub-signature-256", "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"}},
+    auto e = envelope({{"x-hub-signature-256",
+                        "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"}},
                       "Hello, World!");
     auto verdict = verifier.verify(e, at_unix(0));
     CHECK(verdict.valid);

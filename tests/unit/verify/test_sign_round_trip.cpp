@@ -21,12 +21,15 @@ struct OwnedEnvelope {
         e.method = "POST";
         e.path = path;
         e.body = body;
-        for (const auto& [n, v] : headers) e.headers.push_back({n, v});
+        for (const auto& [n, v] : headers)
+            e.headers.push_back({n, v});
         return e;
     }
 };
 
-Timestamp at_unix(long long seconds) { return Timestamp(std::chrono::seconds(seconds)); }
+Timestamp at_unix(long long seconds) {
+    return Timestamp(std::chrono::seconds(seconds));
+}
 
 struct SchemeCase {
     Scheme scheme;
@@ -39,14 +42,18 @@ struct SchemeCase {
 
 TEST_CASE("every scheme: sign then verify round-trips, and a changed body fails") {
     const std::string seed_hex = "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb";
-    const std::string public_hex = "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c";
+    const std::string public_hex =
+        "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c";
     std::vector<SchemeCase> cases = {
         {Scheme::github, "s3cret", "s3cret", ""},
         {Scheme::stripe, "whsec_abc", "whsec_abc", ""},
         {Scheme::slack, "slack-secret", "slack-secret", ""},
-        {Scheme::standard, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", ""},
-        {Scheme::svix, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", ""},
-        {Scheme::standard, "whsk_TM0Imyj/ltqdtsNG7BFOD1uKMZ81q6Yk2oz27U+4pvs=", "", "whpk_PUAXw+hDiVqStwqnTRt+vJyYLM8uxJaMwM1V8Sr0Zgw="},
+        {Scheme::standard, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+         "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", ""},
+        {Scheme::svix, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+         "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", ""},
+        {Scheme::standard, "whsk_TM0Imyj/ltqdtsNG7BFOD1uKMZ81q6Yk2oz27U+4pvs=", "",
+         "whpk_PUAXw+hDiVqStwqnTRt+vJyYLM8uxJaMwM1V8Sr0Zgw="},
         {Scheme::shopify, "shpss", "shpss", ""},
         {Scheme::discord, seed_hex, "", public_hex},
         {Scheme::twilio, "token", "token", ""},
@@ -79,7 +86,8 @@ TEST_CASE("every scheme: sign then verify round-trips, and a changed body fails"
         CHECK(verdict.valid);
         if (c.scheme == Scheme::twilio) {
             // Twilio covers a JSON body only through bodySHA256 in the URL.
-            CHECK(verdict.reason == "signature matches (the body is not signed: no bodySHA256 and not a form)");
+            CHECK(verdict.reason ==
+                  "signature matches (the body is not signed: no bodySHA256 and not a form)");
             continue;
         }
         CHECK(verdict.reason == "signature matches");
@@ -105,21 +113,30 @@ TEST_CASE("missing and malformed headers each get their own reason") {
     CHECK(reason(Scheme::github, {}) == "missing header 'X-Hub-Signature-256'");
     CHECK(reason(Scheme::github, {{"X-Hub-Signature-256", "md5=00"}}) ==
           "malformed header 'X-Hub-Signature-256': expected 'sha256=' followed by hex");
-    CHECK(reason(Scheme::github, {{"X-Hub-Signature-256", "sha256=zz"}}) == "the signature is not hex");
+    CHECK(reason(Scheme::github, {{"X-Hub-Signature-256", "sha256=zz"}}) ==
+          "the signature is not hex");
     CHECK(reason(Scheme::stripe, {}) == "missing header 'Stripe-Signature'");
     CHECK(reason(Scheme::stripe, {{"Stripe-Signature", "t=soon,v1=00"}}) ==
           "malformed header 'Stripe-Signature': t='soon' is not a Unix timestamp");
     CHECK(reason(Scheme::stripe, {{"Stripe-Signature", "t=1700000000,v1=abc"}}) ==
           "the v1 signature has the wrong length: expected 64 hex digits, got 3");
-    CHECK(reason(Scheme::slack, {{"X-Slack-Signature", "v0=00"}}) == "missing header 'X-Slack-Request-Timestamp'");
-    CHECK(reason(Scheme::slack, {{"X-Slack-Signature", "v1=00"}, {"X-Slack-Request-Timestamp", "1700000000"}}) ==
+    CHECK(reason(Scheme::slack, {{"X-Slack-Signature", "v0=00"}}) ==
+          "missing header 'X-Slack-Request-Timestamp'");
+    CHECK(reason(Scheme::slack,
+                 {{"X-Slack-Signature", "v1=00"}, {"X-Slack-Request-Timestamp", "1700000000"}}) ==
           "malformed header 'X-Slack-Signature': expected 'v0=' followed by hex");
-    CHECK(reason(Scheme::standard, {{"webhook-signature", "v1,AAAA"}}) == "missing header 'webhook-id'");
-    CHECK(reason(Scheme::standard, {{"webhook-signature", "v2,AAAA"}, {"webhook-id", "m"}, {"webhook-timestamp", "1700000000"}}) ==
+    CHECK(reason(Scheme::standard, {{"webhook-signature", "v1,AAAA"}}) ==
+          "missing header 'webhook-id'");
+    CHECK(reason(Scheme::standard, {{"webhook-signature", "v2,AAAA"},
+                                    {"webhook-id", "m"},
+                                    {"webhook-timestamp", "1700000000"}}) ==
           "no v1 or v1a signature in header 'webhook-signature'");
-    CHECK(reason(Scheme::standard, {{"webhook-signature", "v1,AAAA"}, {"webhook-id", "m"}, {"webhook-timestamp", "1700000000"}}) ==
+    CHECK(reason(Scheme::standard, {{"webhook-signature", "v1,AAAA"},
+                                    {"webhook-id", "m"},
+                                    {"webhook-timestamp", "1700000000"}}) ==
           "the v1 signature has the wrong length: expected 32 bytes, got 3");
-    CHECK(reason(Scheme::shopify, {{"X-Shopify-Hmac-Sha256", "!!"}}) == "the signature is not base64");
+    CHECK(reason(Scheme::shopify, {{"X-Shopify-Hmac-Sha256", "!!"}}) ==
+          "the signature is not base64");
     CHECK(reason(Scheme::pagerduty, {{"X-PagerDuty-Signature", "v0=00"}}) ==
           "no v1= signature in header 'X-PagerDuty-Signature'");
     CHECK(reason(Scheme::twilio, {}) == "missing header 'X-Twilio-Signature'");
@@ -128,7 +145,8 @@ TEST_CASE("missing and malformed headers each get their own reason") {
     Verifier no_url(config);
     OwnedEnvelope e;
     e.headers = {{"X-Square-HmacSha256-Signature", "AAAA"}};
-    CHECK(no_url.verify(e.view(), at_unix(0)).reason == "square signs the notification URL: pass --url or --url-base");
+    CHECK(no_url.verify(e.view(), at_unix(0)).reason ==
+          "square signs the notification URL: pass --url or --url-base");
 }
 
 TEST_CASE("a scheme that needs a key says which flag is missing, without echoing secrets") {
@@ -137,8 +155,8 @@ TEST_CASE("a scheme that needs a key says which flag is missing, without echoing
     Verifier verifier(config);
     OwnedEnvelope e;
     e.headers = {{"X-Signature-Ed25519", std::string(128, '0')}, {"X-Signature-Timestamp", "1"}};
-    CHECK_THROWS_WITH_AS((void)verifier.verify(e.view(), at_unix(0)), "scheme discord checks ed25519 signatures: pass --public-key",
-                         UsageError);
+    CHECK_THROWS_WITH_AS((void)verifier.verify(e.view(), at_unix(0)),
+                         "scheme discord checks ed25519 signatures: pass --public-key", UsageError);
     config.scheme = Scheme::standard;
     config.secrets = {{"#1", "whsec_not*base64"}};
     Verifier standard(config);
@@ -148,7 +166,8 @@ TEST_CASE("a scheme that needs a key says which flag is missing, without echoing
         FAIL("expected a usage error");
     } catch (const UsageError& error) {
         std::string message = error.what();
-        CHECK(message == "secret #1 is not a Standard Webhooks secret: expected whsec_ followed by base64");
+        CHECK(message ==
+              "secret #1 is not a Standard Webhooks secret: expected whsec_ followed by base64");
         CHECK(message.find("not*base64") == std::string::npos);
     }
 }
@@ -165,6 +184,7 @@ TEST_CASE("secrets: labels, base64 padding and the '=' escape") {
     REQUIRE(lines.size() == 2);
     CHECK(lines[1].label == "new");
     CHECK_THROWS_WITH_AS((void)parse_public_key("k=abc", 1),
-                         "public key k is not an ed25519 public key: expected 64 hex digits, 32 bytes of base64, or whpk_<base64>",
+                         "public key k is not an ed25519 public key: expected 64 hex digits, 32 "
+                         "bytes of base64, or whpk_<base64>",
                          UsageError);
 }
