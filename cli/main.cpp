@@ -42,5 +42,12 @@ int main(int argc, char** argv) {
     } catch (const std::bad_alloc&) {
         fmt::print(stderr, "idem: error: out of memory\n");
         return static_cast<int>(idem::ExitCode::store_failure);
+    } catch (const std::exception& error) {
+        // Every expected failure is an idem::Error; anything else is a bug,
+        // reported rather than left to std::terminate.
+        fmt::print(stderr,
+                   "idem: internal error: {} (please report it, with the input that caused it)\n",
+                   error.what());
+        return static_cast<int>(idem::ExitCode::store_failure);
     }
 }

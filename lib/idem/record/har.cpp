@@ -92,6 +92,9 @@ std::vector<std::string> har_to_envelopes(std::string_view document, const std::
         if (colon != std::string::npos) message = message.substr(colon + 2);
         throw InputError(position_of_byte(source, document, error.byte),
                          "not a HAR file: " + message);
+    } catch (const json::exception&) {
+        // nlohmann reports a number it cannot hold as out_of_range, without a position.
+        throw InputError({source, 0, 0, 0}, "not a HAR file: a number is too large to read");
     }
     if (!har.is_object() || !har.contains("log") || !har["log"].is_object() ||
         !har["log"].contains("entries") || !har["log"]["entries"].is_array())

@@ -311,7 +311,14 @@ RunResult run_sign(const SignRunOptions& options, io::Sink& output, io::Diagnost
             rejects.reject(*raw, failure->column, failure->message);
             continue;
         }
-        auto envelope_json = as_envelope(raw->bytes, parser);
+        nlohmann::ordered_json envelope_json;
+        try {
+            envelope_json = as_envelope(raw->bytes, parser);
+        } catch (const nlohmann::json::exception&) {
+            rejects.reject(*raw, 0,
+                           "a number is too large: idem reads 64-bit integers and doubles");
+            continue;
+        }
         // Re-read the envelope so that body_b64 and plain events look alike.
         std::string text = envelope_json.dump();
         text.reserve(text.size() + io::k_padding_bytes);

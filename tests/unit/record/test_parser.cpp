@@ -139,6 +139,9 @@ TEST_CASE("HAR entries become envelopes") {
     CHECK_THROWS_WITH_AS((void)har_to_envelopes("{\"log\":{}}", "x.har"),
                          "x.har: not a HAR file: expected {\"log\":{\"entries\":[...]}}",
                          InputError);
+    // Found by fuzz/fuzz_har: a number nlohmann cannot hold used to escape as out_of_range.
+    CHECK_THROWS_WITH_AS((void)har_to_envelopes(R"({"log":{"entries":[8e888866]}})", "x.har"),
+                         "x.har: not a HAR file: a number is too large to read", InputError);
     CHECK_THROWS_WITH_AS((void)har_to_envelopes("{\n  \"log\": nope}", "x.har"),
                          "x.har:2:11: not a HAR file: syntax error while parsing value - invalid "
                          "literal; last read: '\"log\": no'",
