@@ -9,7 +9,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
-        (void)idem::record::har_to_envelopes(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.har");
+        (void)idem::record::har_to_envelopes(
+            std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.har");
     } catch (const idem::InputError&) {
         // A clear error is the expected outcome for most inputs.
     }

@@ -33,16 +33,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     line.reserve(size + idem::io::k_padding_bytes);
     static idem::record::RecordParser parser;
     if (parser.parse(line)) return 0;
-    for (const char* path : {"data.object.id", "/a/0", "headers.Stripe-Signature", "body.id", "items.0"})
+    for (const char* path :
+         {"data.object.id", "/a/0", "headers.Stripe-Signature", "body.id", "items.0"})
         (void)parser.find(idem::record::FieldPath::parse(path));
     (void)parser.canonical_event({idem::record::FieldPath::parse("request.id")});
     (void)idem::record::annotate(line, parser.has_annotations(), "\"x\":1");
     (void)idem::record::canonical_json(line);
     if (parser.shape() != idem::record::RecordShape::envelope) return 0;
-    for (auto scheme : {idem::verify::Scheme::auto_detect, idem::verify::Scheme::github, idem::verify::Scheme::stripe,
-                        idem::verify::Scheme::slack, idem::verify::Scheme::standard, idem::verify::Scheme::shopify,
-                        idem::verify::Scheme::discord, idem::verify::Scheme::twilio, idem::verify::Scheme::square,
-                        idem::verify::Scheme::pagerduty, idem::verify::Scheme::hmac}) {
+    for (auto scheme :
+         {idem::verify::Scheme::auto_detect, idem::verify::Scheme::github,
+          idem::verify::Scheme::stripe, idem::verify::Scheme::slack, idem::verify::Scheme::standard,
+          idem::verify::Scheme::shopify, idem::verify::Scheme::discord,
+          idem::verify::Scheme::twilio, idem::verify::Scheme::square,
+          idem::verify::Scheme::pagerduty, idem::verify::Scheme::hmac}) {
         auto config = config_for(scheme);
         idem::verify::Verifier verifier(config);
         (void)verifier.verify(parser.envelope(), idem::Timestamp(std::chrono::seconds(1700000000)));

@@ -21,13 +21,23 @@ void run(const std::string& input) {
 
 std::string mutate(std::string input, std::mt19937& random) {
     if (input.empty()) return input;
-    auto position = [&] { return std::uniform_int_distribution<std::size_t>(0, input.size() - 1)(random); };
+    auto position = [&] {
+        return std::uniform_int_distribution<std::size_t>(0, input.size() - 1)(random);
+    };
     static const char k_interesting[] = "{}[]\",:\\\x00\xff\x80 0-e.\"u";
     switch (random() % 5) {
-    case 0: input[position()] = static_cast<char>(random()); break;
-    case 1: input.insert(position(), 1, k_interesting[random() % (sizeof k_interesting - 1)]); break;
-    case 2: input.erase(position(), 1 + random() % 8); break;
-    case 3: input.resize(position()); break;
+    case 0:
+        input[position()] = static_cast<char>(random());
+        break;
+    case 1:
+        input.insert(position(), 1, k_interesting[random() % (sizeof k_interesting - 1)]);
+        break;
+    case 2:
+        input.erase(position(), 1 + random() % 8);
+        break;
+    case 3:
+        input.resize(position());
+        break;
     default: {
         auto at = position();
         input.insert(at, input.substr(at, random() % 32));
@@ -64,7 +74,8 @@ int main(int argc, char** argv) {
             continue;
         }
         std::string line;
-        while (std::getline(contents, line)) inputs.push_back(line);
+        while (std::getline(contents, line))
+            inputs.push_back(line);
     }
     std::mt19937 random(20261130);
     std::size_t runs = 0;
@@ -74,7 +85,8 @@ int main(int argc, char** argv) {
     }
     for (int i = 0; i < mutations && !inputs.empty(); ++i) {
         auto input = inputs[random() % inputs.size()];
-        for (int k = 0; k < 1 + static_cast<int>(random() % 4); ++k) input = mutate(std::move(input), random);
+        for (int k = 0; k < 1 + static_cast<int>(random() % 4); ++k)
+            input = mutate(std::move(input), random);
         run(input);
         ++runs;
     }

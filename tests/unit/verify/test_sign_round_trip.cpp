@@ -188,3 +188,81 @@ TEST_CASE("secrets: labels, base64 padding and the '=' escape") {
                          "bytes of base64, or whpk_<base64>",
                          UsageError);
 }
+
+TEST_CASE(
+    "every scheme: a wrong secret fails, and timestamps are judged in the provider's directions") {
+    struct TimedCase {
+        Scheme scheme;
+        std::string secret;
+        std::string public_key;    // for ed25519 schemes
+        bool checks_future = true; // Stripe's libraries accept future timestamps
+        bool has_timestamp = true;
+    };
+    const std::string seed_hex = "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb";
+    std::vector<TimedCase> cases = {
+        {Scheme::github, "s3cret", "", false, false},
+        {Scheme::stripe, "whsec_abc", "", false, true},
+        {Scheme::slack, "slack-secret", "", true, true},
+        {Scheme::standard, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "", true, true},
+        {Scheme::svix, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "", true, true},
+        {Scheme::shopify, "shpss", "", false, false},
+        {Scheme::discord, seed_hex,
+         "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c", true, true},
+        {Scheme::twilio, "token", "", false, false},
+        {Scheme::square, "sq-key", "", false, false},
+        {Scheme::pagerduty, "pd", "", false, false},
+        {Scheme::hmac, "generic", "", true, true},
+    };
+    const long long signed_at = 1700000000;
+    for (const auto& c : cases) {
+        CAPTURE(scheme_name(c.scheme));
+        VerifyConfig config;
+        config.scheme = c.scheme;
+        config.secrets = {{"#1", c.secret}};
+        config.url_base = "https://example.com";
+        config.hmac.message_template = "{timestamp}:{body}";
+        config.hmac.timestamp_header = "X-Timestamp";
+        Signer signer(config);
+        OwnedEnvelope e;
+        e.headers = {{"Content-Type", "application/x-www-form-urlencoded"}};
+        e.body = "a=1&b=2";
+        for (auto& [name, value] : signer.signature_headers(e.view(), at_unix(signed_at)))
+            e.headers.emplace_back(name, value);
+
+        VerifyConfig wrong = config;
+        if (c.public_key.empty()) {
+            wrong.secrets = {{"#1", c.scheme == Scheme::standard || c.scheme == Scheme::svix
+                                        ? "whsec_c2VjcmV0LW9mLWEtcm90YXRlZC1lbmRwb2ludA=="
+                                        : "not-the-secret"}};
+        } else {
+            wrong.secrets.clear();
+            wrong.public_keys = {parse_public_key(std::string(64, 'a'), 1)};
+        }
+        Verifier wrong_verifier(wrong);
+        auto forged = wrong_verifier.verify(e.view(), at_unix(signed_at));
+        CHECK_FALSE(forged.valid);
+        CHECK(forged.reason.starts_with("signature does not match"));
+
+        VerifyConfig right = config;
+        if (!c.public_key.empty()) {
+            right.secrets.clear();
+            right.public_keys = {parse_public_key(c.public_key, 1)};
+        }
+        Verifier verifier(right);
+        auto old = verifier.verify(e.view(), at_unix(signed_at + 600));
+        auto future = verifier.verify(e.view(), at_unix(signed_at - 600));
+        if (!c.has_timestamp) {
+            CHECK(old.valid);
+            CHECK(future.valid);
+            continue;
+        }
+        CHECK_FALSE(old.valid);
+        CHECK(old.reason ==
+              "timestamp 2023-11-14T22:13:20.000Z is 10m old, beyond the 5m tolerance");
+        CHECK(future.valid == !c.checks_future);
+        if (c.checks_future)
+            CHECK(
+                future.reason ==
+                "timestamp 2023-11-14T22:13:20.000Z is 10m in the future, beyond the 5m tolerance");
+    }
+}
