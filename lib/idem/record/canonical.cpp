@@ -73,6 +73,31 @@ void write_canonical_number(simdjson::dom::element element, std::string& out) {
     }
 }
 
+namespace {
+
+// What the ignored paths say about the member (or element) `name` at
+// `depth`: drop it, or the paths that reach further inside it.
+struct IgnoredBelow {
+    bool skip = false;
+    std::vector<const FieldPath*> deeper;
+};
+
+IgnoredBelow ignored_below(const std::vector<const FieldPath*>& ignored, std::size_t depth,
+                           std::string_view name) {
+    IgnoredBelow below;
+    for (const auto* path : ignored) {
+        const auto& segments = path->segments();
+        if (segments.size() <= depth || segments[depth] != name) continue;
+        if (segments.size() == depth + 1)
+            below.skip = true;
+        else
+            below.deeper.push_back(path);
+    }
+    return below;
+}
+
+} // namespace
+
 void write_canonical(simdjson::dom::element element, const std::vector<const FieldPath*>& ignored,
                      std::size_t depth, std::string& out) {
     using simdjson::dom::element_type;
@@ -87,22 +112,13 @@ void write_canonical(simdjson::dom::element element, const std::vector<const Fie
         out += '{';
         bool first = true;
         for (const auto& [key, value] : members) {
-            std::vector<const FieldPath*> deeper;
-            bool skip = false;
-            for (const auto* path : ignored) {
-                const auto& segments = path->segments();
-                if (segments.size() <= depth || segments[depth] != key) continue;
-                if (segments.size() == depth + 1)
-                    skip = true;
-                else
-                    deeper.push_back(path);
-            }
-            if (skip) continue;
+            auto below = ignored_below(ignored, depth, key);
+            if (below.skip) continue;
             if (!first) out += ',';
             first = false;
             write_canonical_string(key, out);
             out += ':';
-            write_canonical(value, deeper, depth + 1, out);
+            write_canonical(value, below.deeper, depth + 1, out);
         }
         out += '}';
         return;
@@ -113,20 +129,11 @@ void write_canonical(simdjson::dom::element element, const std::vector<const Fie
         bool first = true;
         for (auto item : simdjson::dom::array(element)) {
             auto index_text = std::to_string(index++);
-            std::vector<const FieldPath*> deeper;
-            bool skip = false;
-            for (const auto* path : ignored) {
-                const auto& segments = path->segments();
-                if (segments.size() <= depth || segments[depth] != index_text) continue;
-                if (segments.size() == depth + 1)
-                    skip = true;
-                else
-                    deeper.push_back(path);
-            }
-            if (skip) continue;
+            auto below = ignored_below(ignored, depth, index_text);
+            if (below.skip) continue;
             if (!first) out += ',';
             first = false;
-            write_canonical(item, deeper, depth + 1, out);
+            write_canonical(item, below.deeper, depth + 1, out);
         }
         out += ']';
         return;

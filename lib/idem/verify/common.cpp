@@ -23,18 +23,9 @@ const std::vector<PreparedKey>& KeyRing::hmac(KeyDerivation derivation,
                         scheme_name(scheme)));
     std::vector<PreparedKey> keys;
     for (const auto& secret : m_config.secrets) {
-        std::string key_bytes = secret.value;
-        if (derivation == KeyDerivation::standard_base64) {
-            std::string_view encoded = secret.value;
-            if (encoded.starts_with("whsec_")) encoded.remove_prefix(6);
-            auto decoded = base64_decode(encoded);
-            if (!decoded)
-                throw UsageError(
-                    fmt::format("secret {} is not a Standard Webhooks secret: expected "
-                                "whsec_ followed by base64",
-                                secret.label));
-            key_bytes = std::move(*decoded);
-        }
+        auto key_bytes = derivation == KeyDerivation::standard_base64
+                             ? standard_webhooks_key(secret)
+                             : secret.value;
         keys.push_back({secret.label, crypto::HmacKey(algorithm, key_bytes)});
     }
     return m_hmac.emplace(slot, std::move(keys)).first->second;

@@ -35,6 +35,15 @@ struct PublicKey {
 // echoes the key.
 [[nodiscard]] PublicKey parse_public_key(std::string_view text, std::size_t position);
 
+// Key material as users write it: "<prefix><base64>" (whpk_, whsk_), 64 hex
+// digits, or base64. nullopt when it is none of these.
+[[nodiscard]] std::optional<std::string> decode_key_text(std::string_view text,
+                                                         std::string_view prefix);
+
+// The HMAC key of a Standard Webhooks secret: the base64 after "whsec_".
+// Throws UsageError naming the secret by its label only.
+[[nodiscard]] std::string standard_webhooks_key(const Secret& secret);
+
 // Reads secrets one per line ('#' comments and blank lines skipped).
 [[nodiscard]] std::vector<Secret> parse_secret_lines(std::string_view text,
                                                      std::size_t first_position);

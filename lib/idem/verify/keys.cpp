@@ -47,15 +47,26 @@ std::vector<Secret> parse_secret_lines(std::string_view text, std::size_t first_
     return secrets;
 }
 
+std::optional<std::string> decode_key_text(std::string_view text, std::string_view prefix) {
+    if (text.starts_with(prefix)) return base64_decode(text.substr(prefix.size()));
+    if (text.size() == 64 && is_hex(text)) return hex_decode(text);
+    return base64_decode(text);
+}
+
+std::string standard_webhooks_key(const Secret& secret) {
+    std::string_view encoded = secret.value;
+    if (encoded.starts_with("whsec_")) encoded.remove_prefix(6);
+    auto decoded = base64_decode(encoded);
+    if (!decoded)
+        throw UsageError(fmt::format("secret {} is not a Standard Webhooks secret: expected whsec_ "
+                                     "followed by base64",
+                                     secret.label));
+    return *decoded;
+}
+
 PublicKey parse_public_key(std::string_view text, std::size_t position) {
     auto [label, value] = split_label(text, position);
-    std::optional<std::string> raw;
-    if (value.starts_with("whpk_"))
-        raw = base64_decode(value.substr(5));
-    else if (value.size() == 64)
-        raw = hex_decode(value);
-    else
-        raw = base64_decode(value);
+    auto raw = decode_key_text(value, "whpk_");
     if (!raw || raw->size() != crypto::k_ed25519_key_bytes)
         throw UsageError(fmt::format("public key {} is not an ed25519 public key: expected 64 hex "
                                      "digits, 32 bytes of base64, or whpk_<base64>",

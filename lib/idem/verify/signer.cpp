@@ -28,13 +28,7 @@ struct Signer::Impl {
 namespace {
 
 std::optional<crypto::Ed25519PrivateKey> parse_private_key(std::string_view text) {
-    std::optional<std::string> seed;
-    if (text.starts_with("whsk_"))
-        seed = base64_decode(text.substr(5));
-    else if (text.size() == 64)
-        seed = hex_decode(text);
-    else
-        seed = base64_decode(text);
+    auto seed = decode_key_text(text, "whsk_");
     // Some tools store seed and public key together (64 bytes).
     if (seed && seed->size() == 64) seed->resize(32);
     if (!seed) return std::nullopt;
@@ -76,18 +70,8 @@ Signer::Signer(const VerifyConfig& config) : m_impl(std::make_unique<Impl>(confi
                             secret.label));
         return;
     }
-    std::string key = secret.value;
-    if (impl.scheme == Scheme::standard || impl.scheme == Scheme::svix) {
-        std::string_view encoded = secret.value;
-        if (encoded.starts_with("whsec_")) encoded.remove_prefix(6);
-        auto decoded = base64_decode(encoded);
-        if (!decoded)
-            throw UsageError(
-                fmt::format("secret {} is not a Standard Webhooks secret: expected whsec_ "
-                            "followed by base64",
-                            secret.label));
-        key = *decoded;
-    }
+    bool standard = impl.scheme == Scheme::standard || impl.scheme == Scheme::svix;
+    auto key = standard ? standard_webhooks_key(secret) : secret.value;
     impl.hmac_key.emplace(signing_algorithm(config), key);
 }
 
