@@ -33,7 +33,7 @@ struct RecordParser::Impl {
     std::optional<simdjson::dom::element> body_root;
     bool body_parsed = false;
 
-    std::optional<ParseFailure> read_envelope();
+    std::optional<ParseFailure> read_members();
     std::optional<simdjson::dom::element> parsed_body();
     FieldValue to_field_value(simdjson::dom::element element);
 };
@@ -55,61 +55,82 @@ std::optional<ParseFailure> RecordParser::parse(std::string_view line) {
     if (!impl.root.is_object())
         return ParseFailure{1, "expected a JSON object per line, got a JSON " +
                                    std::string(impl.root.is_array() ? "array" : "scalar")};
-    simdjson::dom::object object(impl.root);
-    simdjson::dom::element marker;
-    impl.has_annotations = object.at_key("_idem").error() == simdjson::SUCCESS;
-    if (object.at_key("idem").get(marker) == simdjson::SUCCESS) {
-        impl.shape = RecordShape::envelope;
-        return impl.read_envelope();
-    }
-    return std::nullopt;
+    return impl.read_members();
 }
 
-std::optional<ParseFailure> RecordParser::Impl::read_envelope() {
-    simdjson::dom::object object(root);
-    auto fail = [](std::string message) { return ParseFailure{0, std::move(message)}; };
+// One pass over the top-level members: the envelope's fields are picked up
+// as they come, instead of one key lookup per field.
+std::optional<ParseFailure> RecordParser::Impl::read_members() {
     envelope.headers.clear();
     envelope.id = envelope.method = envelope.path = envelope.received_at = envelope.body = {};
-    auto optional_string = [&](const char* key, std::string_view& target) -> bool {
-        simdjson::dom::element value;
-        if (object.at_key(key).get(value) != simdjson::SUCCESS) return true;
-        if (value.is_string()) {
-            target = std::string_view(value);
-            return true;
-        }
-        if (value.is_number() && std::string_view(key) == "id") {
-            scratch.emplace_back(simdjson::minify(value));
-            target = scratch.back();
-            return true;
-        }
-        return false;
+    std::optional<simdjson::dom::element> id, method, path, received_at, headers, body, body_b64;
+    bool is_envelope = false;
+    for (auto member : simdjson::dom::object(root)) {
+        auto key = member.key;
+        if (key == "idem")
+            is_envelope = true;
+        else if (key == "_idem")
+            has_annotations = true;
+        else if (key == "id")
+            id = member.value;
+        else if (key == "method")
+            method = member.value;
+        else if (key == "path")
+            path = member.value;
+        else if (key == "received_at")
+            received_at = member.value;
+        else if (key == "headers")
+            headers = member.value;
+        else if (key == "body")
+            body = member.value;
+        else if (key == "body_b64")
+            body_b64 = member.value;
+    }
+    if (!is_envelope) return std::nullopt;
+    shape = RecordShape::envelope;
+    auto fail = [](std::string message) { return ParseFailure{0, std::move(message)}; };
+    if (id && id->is_number()) {
+        scratch.emplace_back(simdjson::minify(*id));
+        envelope.id = scratch.back();
+    } else if (id && !id->is_string()) {
+        return fail("envelope field 'id' must be a string");
+    } else if (id) {
+        envelope.id = std::string_view(*id);
+    }
+    struct Text {
+        const char* name;
+        const std::optional<simdjson::dom::element>& value;
+        std::string_view& target;
     };
-    for (const char* key : {"id", "method", "path", "received_at"})
-        if (!optional_string(key, key[0] == 'i'   ? envelope.id
-                                  : key[0] == 'm' ? envelope.method
-                                  : key[0] == 'p' ? envelope.path
-                                                  : envelope.received_at))
-            return fail(fmt::format("envelope field '{}' must be a string", key));
-    simdjson::dom::element headers;
-    if (object.at_key("headers").get(headers) == simdjson::SUCCESS) {
-        if (!headers.is_array())
+    for (const auto& field :
+         {Text{"method", method, envelope.method}, Text{"path", path, envelope.path},
+          Text{"received_at", received_at, envelope.received_at}}) {
+        if (!field.value) continue;
+        if (!field.value->is_string())
+            return fail(fmt::format("envelope field '{}' must be a string", field.name));
+        field.target = std::string_view(*field.value);
+    }
+    if (headers) {
+        if (!headers->is_array())
             return fail("envelope field 'headers' must be an array of [name, value] pairs");
-        for (auto pair : simdjson::dom::array(headers)) {
+        for (auto pair : simdjson::dom::array(*headers)) {
             simdjson::dom::array items;
             if (pair.get(items) != simdjson::SUCCESS || items.size() != 2 ||
                 !items.at(0).is_string() || !items.at(1).is_string())
                 return fail("envelope field 'headers' must be an array of [name, value] pairs");
-            envelope.headers.push_back(
-                {std::string_view(items.at(0)), std::string_view(items.at(1))});
+            auto item = items.begin();
+            std::string_view name = *item;
+            ++item;
+            envelope.headers.push_back({name, std::string_view(*item)});
         }
     }
-    simdjson::dom::element body;
-    if (object.at_key("body").get(body) == simdjson::SUCCESS) {
-        if (!body.is_string())
+    if (body) {
+        if (!body->is_string())
             return fail("envelope field 'body' must be a string holding the raw body");
-        envelope.body = std::string_view(body);
-    } else if (object.at_key("body_b64").get(body) == simdjson::SUCCESS) {
-        if (!body.is_string() || !base64_decode_into(std::string_view(body), decoded_body))
+        envelope.body = std::string_view(*body);
+    } else if (body_b64) {
+        if (!body_b64->is_string() ||
+            !base64_decode_into(std::string_view(*body_b64), decoded_body))
             return fail("envelope field 'body_b64' must be a base64 string");
         envelope.body = decoded_body;
     }

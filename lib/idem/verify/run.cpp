@@ -239,13 +239,12 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
             while (finish(true)) {
             }
         } catch (const InputError&) {
-            // Under --strict, or for unreadable input: what was read before
-            // the failure is still judged and written, then the error ends
-            // the run.
-            try {
-                while (finish(true)) {
-                }
-            } catch (const InputError&) {
+            // The input failed (unreadable, or a HAR file that is not one):
+            // what was read before is still judged and written, then the
+            // error ends the run. Should an earlier record fail under
+            // --strict while draining, that error comes first in the input
+            // and is the one reported.
+            while (finish(true)) {
             }
             output.flush();
             throw;
