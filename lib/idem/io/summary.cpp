@@ -5,6 +5,10 @@
 
 namespace idem::io {
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 std::uint64_t Summary::count(const std::string& name) const {
     for (const auto& [key, value] : counts)
         if (key == name) return value;

@@ -3,6 +3,7 @@
 // (in = out + side outputs + rejected), rendered as one human line for stderr
 // or as JSON for scripts (--summary json).
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -20,6 +21,9 @@ struct Summary {
 
     [[nodiscard]] std::uint64_t count(const std::string& name) const;
 };
+
+// Seconds since `start`, for Summary::seconds.
+[[nodiscard]] double seconds_since(std::chrono::steady_clock::time_point start);
 
 // "idem verify: 1000 in, 998 valid, 2 invalid, 0 rejected (0.21 s, 4.8k records/s)"
 [[nodiscard]] std::string render_summary_text(const Summary& summary);

@@ -19,9 +19,11 @@ TEST_CASE("results come back in submission order, whatever order the workers fin
             if (auto done = pool.next(true)) results.push_back(done->output);
         pool.submit(job);
     }
-    while (auto done = pool.next(true)) results.push_back(done->output);
+    while (auto done = pool.next(true))
+        results.push_back(done->output);
     REQUIRE(results.size() == 200);
-    for (int i = 0; i < 200; ++i) CHECK(results[static_cast<std::size_t>(i)] == i * 2);
+    for (int i = 0; i < 200; ++i)
+        CHECK(results[static_cast<std::size_t>(i)] == i * 2);
     CHECK(pool.empty());
 }
 
@@ -30,8 +32,10 @@ TEST_CASE("a job's exception is rethrown when its turn comes, after the jobs bef
         if (job == 3) throw std::runtime_error("job 3 failed");
         return job;
     });
-    for (int job = 0; job < 6; ++job) pool.submit(job);
-    for (int expected = 0; expected < 3; ++expected) CHECK(pool.next(true)->output == expected);
+    for (int job = 0; job < 6; ++job)
+        pool.submit(job);
+    for (int expected = 0; expected < 3; ++expected)
+        CHECK(pool.next(true)->output == expected);
     CHECK_THROWS_WITH_AS(pool.next(true), "job 3 failed", std::runtime_error);
     CHECK(pool.next(true)->output == 4);
 }
@@ -44,7 +48,8 @@ TEST_CASE("each worker gets its own index, for per-worker state") {
             return 0;
         });
         for (int job = 0; job < 50; ++job) {
-            while (pool.full()) (void)pool.next(true);
+            while (pool.full())
+                (void)pool.next(true);
             pool.submit(job);
         }
         while (pool.next(true)) {

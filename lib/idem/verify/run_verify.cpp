@@ -1,3 +1,5 @@
+// idem verify over a stream of records (docs/verify.md).
+
 #include "idem/verify/run.hpp"
 
 #include "idem/record/annotate.hpp"
@@ -5,13 +7,11 @@
 #include "idem/store/store.hpp"
 #include "idem/util/ordered_workers.hpp"
 #include "idem/util/text.hpp"
-#include "idem/verify/signer.hpp"
 #include "idem/verify/verifier.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 namespace idem::verify {
@@ -19,10 +19,6 @@ namespace idem::verify {
 namespace {
 
 constexpr std::uint64_t k_progress_every = 1 << 16;
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // `"verify":{...}` for the _idem annotation.
 void append_verdict(std::string& out, const Verdict& verdict) {
@@ -269,88 +265,7 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     if (options.invalid_routing == InvalidRouting::divert && !invalid_sink)
         summary.counts.emplace_back("dropped", dropped);
     summary.facts.emplace_back("scheme", std::string(scheme_name(options.config.scheme)));
-    summary.seconds = seconds_since(start);
-    return result;
-}
-
-namespace {
-
-// A plain event becomes an envelope whose body is the event's exact bytes.
-nlohmann::ordered_json as_envelope(std::string_view line, const record::RecordParser& parser) {
-    if (parser.shape() == record::RecordShape::envelope) return nlohmann::ordered_json::parse(line);
-    nlohmann::ordered_json envelope;
-    envelope["idem"] = 1;
-    envelope["method"] = "POST";
-    envelope["path"] = "/";
-    envelope["headers"] = nlohmann::ordered_json::array({{"Content-Type", "application/json"}});
-    envelope["body"] = std::string(line);
-    return envelope;
-}
-
-} // namespace
-
-RunResult run_sign(const SignRunOptions& options, io::Sink& output, io::Diagnostics& diagnostics) {
-    auto start = std::chrono::steady_clock::now();
-    std::unique_ptr<io::Sink> reject_sink;
-    if (!options.reject_path.empty()) reject_sink = io::Sink::create_file(options.reject_path);
-    record::RejectRouter rejects(reject_sink.get(), options.strictness, diagnostics,
-                                 options.input.max_record_bytes);
-    record::InputStream input(options.input, &rejects);
-    record::RecordParser parser;
-    record::RecordParser envelope_parser;
-    Signer signer(options.config);
-    std::uint64_t records = 0;
-    while (auto raw = input.next()) {
-        ++records;
-        if (raw->oversized_bytes) {
-            rejects.reject_oversized(*raw);
-            continue;
-        }
-        if (auto failure = parser.parse(raw->bytes)) {
-            rejects.reject(*raw, failure->column, failure->message);
-            continue;
-        }
-        nlohmann::ordered_json envelope_json;
-        try {
-            envelope_json = as_envelope(raw->bytes, parser);
-        } catch (const nlohmann::json::exception&) {
-            rejects.reject(*raw, 0,
-                           "a number is too large: idem reads 64-bit integers and doubles");
-            continue;
-        }
-        // Re-read the envelope so that body_b64 and plain events look alike.
-        std::string text = envelope_json.dump();
-        text.reserve(text.size() + io::k_padding_bytes);
-        envelope_parser.parse(text);
-        auto at = options.timestamp.value_or(now_utc());
-        auto added = signer.signature_headers(envelope_parser.envelope(), at);
-        auto headers = nlohmann::ordered_json::array();
-        for (const auto& pair : envelope_json.value("headers", nlohmann::ordered_json::array())) {
-            bool replaced = false;
-            for (const auto& [name, value] : added)
-                if (iequals(pair[0].get<std::string>(), name)) replaced = true;
-            if (!replaced) headers.push_back(pair);
-        }
-        for (const auto& [name, value] : added)
-            headers.push_back({name, value});
-        envelope_json["headers"] = headers;
-        // The signed envelope is a delivery yet to be made: its old capture
-        // time would make `verify` judge the fresh timestamp as of then.
-        envelope_json.erase("received_at");
-        output.write(envelope_json.dump());
-        output.write("\n");
-        output.count_record();
-    }
-    output.flush();
-    if (reject_sink) reject_sink->flush();
-    RunResult result;
-    result.summary.command = "sign";
-    result.summary.counts = {{"in", records},
-                             {"signed", output.records_written()},
-                             {"rejected", rejects.count()},
-                             {"out", output.records_written()}};
-    result.summary.facts.emplace_back("scheme", std::string(scheme_name(options.config.scheme)));
-    result.summary.seconds = seconds_since(start);
+    summary.seconds = io::seconds_since(start);
     return result;
 }
 
