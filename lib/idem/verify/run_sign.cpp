@@ -1,6 +1,6 @@
-#include "idem/verify/run.hpp"
-
 // idem sign over a stream of records (docs/sign.md).
+
+#include "idem/verify/run.hpp"
 
 #include "idem/record/parser.hpp"
 #include "idem/util/text.hpp"
