@@ -35,13 +35,13 @@ void print_summary(const CommonOptions& options, const io::Summary& summary);
 // Warnings to stderr (the first 20, then a count), and a progress line when
 // stderr is a terminal.
 class StderrDiagnostics final : public io::Diagnostics {
-  public:
+public:
     explicit StderrDiagnostics(bool quiet);
     ~StderrDiagnostics() override;
     void warning(const SourcePosition& where, std::string_view message) override;
     void progress(std::uint64_t records, std::uint64_t bytes) override;
 
-  private:
+private:
     bool m_quiet;
     bool m_terminal;
     std::uint64_t m_warnings = 0;

@@ -30,7 +30,7 @@ struct Digest {
 // An HMAC key prepared once; each mac() costs one message's hashing, with no
 // allocation. Not thread-safe: one per thread.
 class HmacKey {
-  public:
+public:
     HmacKey(HashAlgorithm algorithm, std::string_view key);
     ~HmacKey();
     HmacKey(HmacKey&&) noexcept;
@@ -40,7 +40,7 @@ class HmacKey {
     [[nodiscard]] Digest mac(std::initializer_list<std::string_view> parts) const;
     [[nodiscard]] HashAlgorithm algorithm() const { return m_algorithm; }
 
-  private:
+private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
     HashAlgorithm m_algorithm;
@@ -55,7 +55,7 @@ inline constexpr std::size_t k_ed25519_key_bytes = 32;
 inline constexpr std::size_t k_ed25519_signature_bytes = 64;
 
 class Ed25519PublicKey {
-  public:
+public:
     // nullopt unless `raw` is 32 bytes that OpenSSL accepts.
     static std::optional<Ed25519PublicKey> from_raw(std::string_view raw);
     ~Ed25519PublicKey();
@@ -64,14 +64,14 @@ class Ed25519PublicKey {
 
     [[nodiscard]] bool verify(std::string_view message, std::string_view signature) const;
 
-  private:
+private:
     Ed25519PublicKey();
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };
 
 class Ed25519PrivateKey {
-  public:
+public:
     // From the 32-byte seed (RFC 8032 "secret key"); nullopt for other sizes.
     static std::optional<Ed25519PrivateKey> from_seed(std::string_view seed);
     ~Ed25519PrivateKey();
@@ -81,7 +81,7 @@ class Ed25519PrivateKey {
     [[nodiscard]] std::string sign(std::string_view message) const;
     [[nodiscard]] std::string public_key_raw() const;
 
-  private:
+private:
     Ed25519PrivateKey();
     struct Impl;
     std::unique_ptr<Impl> m_impl;

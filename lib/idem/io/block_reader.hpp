@@ -19,7 +19,7 @@ inline constexpr std::size_t k_padding_bytes = 64;
 // Receives a line too long to hold, piece by piece, so it can be kept (in a
 // reject file) without ever being buffered whole.
 class OversizeHandler {
-  public:
+public:
     virtual ~OversizeHandler() = default;
     virtual void begin(std::string_view source) = 0;
     virtual void chunk(std::string_view bytes) = 0;
@@ -29,14 +29,14 @@ class OversizeHandler {
 // Bytes that grow without being zero-filled first (a block is refilled by
 // read(2) right after growing; clearing it would cost as much as the read).
 class ByteBuffer {
-  public:
+public:
     [[nodiscard]] char* data() { return m_data.get(); }
     [[nodiscard]] const char* data() const { return m_data.get(); }
     [[nodiscard]] std::size_t capacity() const { return m_capacity; }
     // At least `bytes` of room, keeping the first `keep` bytes.
     void reserve(std::size_t bytes, std::size_t keep);
 
-  private:
+private:
     std::unique_ptr<char[]> m_data;
     std::size_t m_capacity = 0;
 };
@@ -61,19 +61,19 @@ struct BlockLine {
 
 // Walks a block's non-blank lines; `lines_seen()` counts blank ones too.
 class LineCursor {
-  public:
+public:
     explicit LineCursor(std::string_view lines) : m_lines(lines) {}
     std::optional<BlockLine> next();
     [[nodiscard]] std::uint64_t lines_seen() const { return m_index; }
 
-  private:
+private:
     std::string_view m_lines;
     std::size_t m_position = 0;
     std::uint64_t m_index = 0;
 };
 
 class BlockReader {
-  public:
+public:
     // Does not take ownership of fd. `source` names the input in messages.
     BlockReader(int fd, std::string source, std::uint64_t max_record_bytes,
                 OversizeHandler* oversize_handler);
@@ -86,7 +86,7 @@ class BlockReader {
     [[nodiscard]] const std::string& source() const { return m_source; }
     [[nodiscard]] std::uint64_t bytes_read() const { return m_bytes_read; }
 
-  private:
+private:
     std::size_t read_into(char* data, std::size_t capacity);
     std::uint64_t stream_oversized(std::string_view buffered);
 

@@ -11,7 +11,7 @@
 namespace idem::io {
 
 class Diagnostics {
-  public:
+public:
     virtual ~Diagnostics() = default;
     virtual void warning(const SourcePosition& where, std::string_view message) = 0;
     // Called every few thousand records with running totals.
@@ -23,7 +23,7 @@ class Diagnostics {
 
 // Discards everything; for tests and library callers that do not care.
 class SilentDiagnostics final : public Diagnostics {
-  public:
+public:
     void warning(const SourcePosition&, std::string_view) override {}
 };
 

@@ -10,7 +10,7 @@
 namespace idem::io {
 
 class Sink {
-  public:
+public:
     // Writes to stdout; does not close it.
     static std::unique_ptr<Sink> standard_output();
     // Creates or truncates `path`. Throws FileSystemError naming the path.
@@ -30,7 +30,7 @@ class Sink {
     [[nodiscard]] std::uint64_t records_written() const { return m_records; }
     void count_record() { ++m_records; }
 
-  private:
+private:
     Sink(int fd, std::string name, bool owns_fd);
     void write_all(const char* data, std::size_t size);
 

@@ -13,7 +13,7 @@
 namespace idem::record {
 
 class FieldPath {
-  public:
+public:
     // Throws UsageError for an empty path or a malformed pointer escape.
     static FieldPath parse(std::string_view text);
     // Parses a comma-separated list ("data.object.id,type").
@@ -22,7 +22,7 @@ class FieldPath {
     [[nodiscard]] const std::vector<std::string>& segments() const { return m_segments; }
     [[nodiscard]] const std::string& text() const { return m_text; }
 
-  private:
+private:
     std::string m_text;
     std::vector<std::string> m_segments;
 };

@@ -48,7 +48,7 @@ struct InputRecord {
 
 // Turns block-relative positions into positions in the input, in order.
 class PositionTracker {
-  public:
+public:
     void start_block(const InputBlock& block);
     // Position of a line of the current block.
     [[nodiscard]] InputRecord locate(const InputBlock& block, const io::BlockLine& line) const;
@@ -56,12 +56,12 @@ class PositionTracker {
     // Returns the oversized line's record (bytes empty) when there is one.
     std::optional<InputRecord> finish_block(const InputBlock& block, std::uint64_t lines_in_block);
 
-  private:
+private:
     std::uint64_t m_line_base = 0; // lines of this source before the block
 };
 
 class InputStream {
-  public:
+public:
     // Opens every input up front, so a missing file fails before any output.
     // Throws InputError naming the file.
     InputStream(const InputOptions& options, io::OversizeHandler* oversize_handler);
@@ -79,7 +79,7 @@ class InputStream {
 
     [[nodiscard]] std::uint64_t bytes_read() const;
 
-  private:
+private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

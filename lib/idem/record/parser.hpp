@@ -50,7 +50,7 @@ struct FieldValue {
 };
 
 class RecordParser {
-  public:
+public:
     RecordParser();
     ~RecordParser();
     RecordParser(const RecordParser&) = delete;
@@ -74,7 +74,7 @@ class RecordParser {
     // nullopt.
     std::optional<std::string_view> canonical_event(const std::vector<FieldPath>& ignored);
 
-  private:
+private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

@@ -17,7 +17,7 @@ namespace idem::record {
 enum class Strictness { lenient, strict };
 
 class RejectRouter final : public io::OversizeHandler {
-  public:
+public:
     // `reject_sink` may be null (warnings and counts only).
     RejectRouter(io::Sink* reject_sink, Strictness strictness, io::Diagnostics& diagnostics,
                  std::uint64_t max_record_bytes);
@@ -35,7 +35,7 @@ class RejectRouter final : public io::OversizeHandler {
     void chunk(std::string_view bytes) override;
     void end() override;
 
-  private:
+private:
     void report(SourcePosition position, const std::string& message);
 
     io::Sink* m_sink;

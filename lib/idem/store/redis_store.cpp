@@ -26,7 +26,7 @@ std::string nonce_key(std::string_view scope, std::string_view nonce) {
 }
 
 class RedisStore final : public Store {
-  public:
+public:
     explicit RedisStore(const StoreLocation& location) : m_location(location) {
         timeval timeout{5, 0};
         m_context = redisConnectWithTimeout(location.host.c_str(), location.port, timeout);
@@ -62,12 +62,123 @@ class RedisStore final : public Store {
         return claim;
     }
 
+    // Pipelined: every claim of the batch is sent before the first reply is
+    // read, so a batch costs one round trip, not one per record.
+    std::vector<FingerprintResult> claim_fingerprints(std::string_view scope,
+                                                      const std::vector<FingerprintClaim>& claims,
+                                                      Timestamp now) override {
+        (void)now; // Redis expires keys itself
+        std::vector<FingerprintResult> results(claims.size());
+        if (claims.empty()) return results;
+        load_claim_script();
+        for (const auto& claim : claims) {
+            auto key = fingerprint_key(scope, claim.fingerprint);
+            auto expires_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  claim.expires_at.time_since_epoch())
+                                  .count();
+            std::vector<std::string> arguments{
+                "EVALSHA",
+                m_claim_script,
+                "1",
+                key,
+                std::to_string(claim.event_time.time_since_epoch().count()),
+                std::to_string(expires_ms),
+                std::to_string(claim.window.count()),
+                std::string(claim.source),
+                std::to_string(claim.line)};
+            append(arguments);
+        }
+        for (auto& result : results) {
+            auto reply = read_reply();
+            if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4)
+                throw StoreError(
+                    fmt::format("store {}: unexpected reply to a claim", m_location.describe()));
+            result.seen_count = static_cast<std::uint64_t>(integer_of(reply->element[0]));
+            result.first = result.seen_count == 1;
+            result.first_seen = Timestamp(Duration(integer_of(reply->element[1])));
+            result.first_source = string_of(reply->element[2]);
+            result.first_line = static_cast<std::uint64_t>(integer_of(reply->element[3]));
+        }
+        return results;
+    }
+
+    // Redis expires keys by itself.
+    std::uint64_t collect_garbage(Timestamp) override { return 0; }
+
     // Every claim is durable (as Redis is configured) once answered.
     void commit() override {}
 
     std::string describe() const override { return m_location.describe(); }
 
-  private:
+private:
+    // Claims one fingerprint atomically: a live entry (within the window) is
+    // a repeat and counts it; otherwise this record becomes the first copy.
+    static constexpr const char* k_claim_lua = R"lua(
+local v = redis.call('HMGET', KEYS[1], 'first_seen', 'count', 'source', 'line')
+if v[1] and (ARGV[3] == '0' or tonumber(ARGV[1]) - tonumber(v[1]) <= tonumber(ARGV[3])) then
+  local c = redis.call('HINCRBY', KEYS[1], 'count', 1)
+  return {c, tonumber(v[1]), v[3], tonumber(v[4])}
+end
+redis.call('HSET', KEYS[1], 'first_seen', ARGV[1], 'count', 1, 'source', ARGV[4], 'line', ARGV[5])
+redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
+)lua";
+
+    void load_claim_script() {
+        if (!m_claim_script.empty()) return;
+        auto reply = command({"SCRIPT", "LOAD", k_claim_lua});
+        m_claim_script.assign(reply->str, reply->len);
+    }
+
+    static std::string fingerprint_key(std::string_view scope,
+                                       const FingerprintBytes& fingerprint) {
+        static constexpr char k_hex[] = "0123456789abcdef";
+        std::string key = fmt::format("idem:fp:{}:", scope);
+        for (auto byte : fingerprint) {
+            key += k_hex[byte >> 4];
+            key += k_hex[byte & 0xf];
+        }
+        return key;
+    }
+
+    static long long integer_of(const redisReply* reply) {
+        if (reply->type == REDIS_REPLY_INTEGER) return reply->integer;
+        long long value = 0;
+        if (reply->type == REDIS_REPLY_STRING)
+            std::from_chars(reply->str, reply->str + reply->len, value);
+        return value;
+    }
+
+    static std::string string_of(const redisReply* reply) {
+        return reply->type == REDIS_REPLY_STRING ? std::string(reply->str, reply->len)
+                                                 : std::string();
+    }
+
+    void append(const std::vector<std::string>& arguments) {
+        std::vector<const char*> pointers;
+        std::vector<size_t> lengths;
+        for (const auto& argument : arguments) {
+            pointers.push_back(argument.data());
+            lengths.push_back(argument.size());
+        }
+        if (redisAppendCommandArgv(m_context, static_cast<int>(arguments.size()), pointers.data(),
+                                   lengths.data()) != REDIS_OK)
+            throw StoreError(fmt::format("store {}: {}", m_location.describe(), m_context->errstr));
+    }
+
+    Reply read_reply() {
+        void* raw = nullptr;
+        if (redisGetReply(m_context, &raw) != REDIS_OK || raw == nullptr)
+            throw StoreError(
+                fmt::format("store {}: {}", m_location.describe(),
+                            m_context->errstr[0] ? m_context->errstr : "connection lost"));
+        Reply reply(static_cast<redisReply*>(raw));
+        if (reply->type == REDIS_REPLY_ERROR)
+            throw StoreError(fmt::format("store {}: {}", m_location.describe(),
+                                         std::string(reply->str, reply->len)));
+        return reply;
+    }
+
     Reply command(const std::vector<std::string>& arguments) {
         std::vector<const char*> pointers;
         std::vector<size_t> lengths;
@@ -90,6 +201,7 @@ class RedisStore final : public Store {
 
     StoreLocation m_location;
     redisContext* m_context = nullptr;
+    std::string m_claim_script; // SHA1 of the loaded claim script
 };
 
 } // namespace

@@ -3,12 +3,14 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <sqlite3.h>
 
 namespace idem::store {
 
 std::unique_ptr<Store> open_redis_store(const StoreLocation& location);
+std::unique_ptr<Store> open_memory_store();
 
 namespace {
 
@@ -23,14 +25,39 @@ constexpr const char* k_migrations[] = {
     "  expires_us INTEGER NOT NULL,"
     "  PRIMARY KEY (scope, nonce)"
     ") WITHOUT ROWID;",
+    // v2: dedup fingerprints, and every duplicate kept as evidence of its
+    // first copy (for `audit`).
+    "CREATE TABLE fingerprints ("
+    "  scope TEXT NOT NULL,"
+    "  fingerprint BLOB NOT NULL,"
+    "  first_seen_us INTEGER NOT NULL,"
+    "  expires_us INTEGER NOT NULL,"
+    "  seen_count INTEGER NOT NULL,"
+    "  first_source TEXT NOT NULL,"
+    "  first_line INTEGER NOT NULL,"
+    "  PRIMARY KEY (scope, fingerprint)"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE duplicates ("
+    "  scope TEXT NOT NULL,"
+    "  fingerprint BLOB NOT NULL,"
+    "  source TEXT NOT NULL,"
+    "  line INTEGER NOT NULL,"
+    "  event_time_us INTEGER NOT NULL"
+    ");"
+    "CREATE INDEX duplicates_by_fingerprint ON duplicates(scope, fingerprint);",
 };
-constexpr int k_schema_version = 1;
+constexpr int k_schema_version = 2;
+
+// When a stored fingerprint no longer counts: expired, or its first copy is
+// outside the window of the record claiming it.
+#define K_REPLACED                                                                                 \
+    "(fingerprints.expires_us <= ?7 OR (?8 > 0 AND ?3 - fingerprints.first_seen_us > ?8))"
 
 // Claims are committed in batches: one fsync per batch, not per record.
 constexpr int k_claims_per_transaction = 4096;
 
 class Statement {
-  public:
+public:
     Statement(sqlite3* db, const char* sql, const std::string& store_name) {
         if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &m_statement, nullptr) !=
             SQLITE_OK)
@@ -41,12 +68,12 @@ class Statement {
     Statement& operator=(const Statement&) = delete;
     sqlite3_stmt* get() { return m_statement; }
 
-  private:
+private:
     sqlite3_stmt* m_statement = nullptr;
 };
 
 class SqliteStore final : public Store {
-  public:
+public:
     explicit SqliteStore(const StoreLocation& location)
         : m_name(location.kind == StoreKind::memory ? ":memory:" : location.path) {
         int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
@@ -68,11 +95,34 @@ class SqliteStore final : public Store {
             m_name);
         m_lookup = std::make_unique<Statement>(
             m_db, "SELECT first_seen_us FROM nonces WHERE scope = ?1 AND nonce = ?2", m_name);
+        // ?7 is now, ?8 the window: an expired entry, or a first copy outside
+        // the window, is replaced by this one; otherwise this is a repeat.
+        m_claim_fingerprint = std::make_unique<Statement>(
+            m_db,
+            "INSERT INTO fingerprints(scope, fingerprint, first_seen_us, expires_us, seen_count, "
+            "first_source, first_line) VALUES(?1, ?2, ?3, ?4, 1, ?5, ?6) "
+            "ON CONFLICT(scope, fingerprint) DO UPDATE SET "
+            "seen_count = CASE WHEN " K_REPLACED " THEN 1 ELSE seen_count + 1 END, "
+            "first_seen_us = CASE WHEN " K_REPLACED
+            " THEN excluded.first_seen_us ELSE first_seen_us END, "
+            "expires_us = CASE WHEN " K_REPLACED " THEN excluded.expires_us ELSE expires_us END, "
+            "first_source = CASE WHEN " K_REPLACED
+            " THEN excluded.first_source ELSE first_source END, "
+            "first_line = CASE WHEN " K_REPLACED " THEN excluded.first_line ELSE first_line END "
+            "RETURNING seen_count, first_seen_us, first_source, first_line",
+            m_name);
+        m_record_duplicate = std::make_unique<Statement>(
+            m_db,
+            "INSERT INTO duplicates(scope, fingerprint, source, line, event_time_us) "
+            "VALUES(?1, ?2, ?3, ?4, ?5)",
+            m_name);
     }
 
     ~SqliteStore() override {
         m_claim.reset();
         m_lookup.reset();
+        m_claim_fingerprint.reset();
+        m_record_duplicate.reset();
         if (m_in_transaction) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
         sqlite3_close(m_db);
     }
@@ -106,6 +156,65 @@ class SqliteStore final : public Store {
         return claim;
     }
 
+    std::vector<FingerprintResult> claim_fingerprints(std::string_view scope,
+                                                      const std::vector<FingerprintClaim>& claims,
+                                                      Timestamp now) override {
+        begin_if_needed();
+        // In fingerprint order, for B-tree locality; a stable sort keeps
+        // repeats in input order, so the earliest copy is the first.
+        std::vector<std::size_t> order(claims.size());
+        for (std::size_t i = 0; i < order.size(); ++i)
+            order[i] = i;
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+            return claims[a].fingerprint < claims[b].fingerprint;
+        });
+        std::vector<FingerprintResult> results(claims.size());
+        auto* claim_statement = m_claim_fingerprint->get();
+        for (auto index : order) {
+            const auto& claim = claims[index];
+            auto& result = results[index];
+            sqlite3_reset(claim_statement);
+            sqlite3_bind_text(claim_statement, 1, scope.data(), static_cast<int>(scope.size()),
+                              SQLITE_STATIC);
+            sqlite3_bind_blob(claim_statement, 2, claim.fingerprint.data(),
+                              static_cast<int>(claim.fingerprint.size()), SQLITE_STATIC);
+            sqlite3_bind_int64(claim_statement, 3, claim.event_time.time_since_epoch().count());
+            sqlite3_bind_int64(claim_statement, 4, claim.expires_at.time_since_epoch().count());
+            sqlite3_bind_text(claim_statement, 5, claim.source.data(),
+                              static_cast<int>(claim.source.size()), SQLITE_STATIC);
+            sqlite3_bind_int64(claim_statement, 6, static_cast<sqlite3_int64>(claim.line));
+            sqlite3_bind_int64(claim_statement, 7, now.time_since_epoch().count());
+            sqlite3_bind_int64(claim_statement, 8, claim.window.count());
+            if (sqlite3_step(claim_statement) != SQLITE_ROW)
+                throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_db)));
+            result.seen_count =
+                static_cast<std::uint64_t>(sqlite3_column_int64(claim_statement, 0));
+            result.first = result.seen_count == 1;
+            result.first_seen = Timestamp(Duration(sqlite3_column_int64(claim_statement, 1)));
+            result.first_source =
+                reinterpret_cast<const char*>(sqlite3_column_text(claim_statement, 2));
+            result.first_line =
+                static_cast<std::uint64_t>(sqlite3_column_int64(claim_statement, 3));
+            step_done(claim_statement);
+            if (!result.first) record_duplicate(scope, claim);
+        }
+        return results;
+    }
+
+    std::uint64_t collect_garbage(Timestamp now) override {
+        begin_if_needed();
+        std::uint64_t removed = 0;
+        for (const char* sql : {"DELETE FROM fingerprints WHERE expires_us <= ?1",
+                                "DELETE FROM nonces WHERE expires_us <= ?1"}) {
+            Statement statement(m_db, sql, m_name);
+            sqlite3_bind_int64(statement.get(), 1, now.time_since_epoch().count());
+            step_done(statement.get());
+            removed += static_cast<std::uint64_t>(sqlite3_changes(m_db));
+        }
+        commit();
+        return removed;
+    }
+
     void commit() override {
         if (!m_in_transaction) return;
         execute("COMMIT");
@@ -117,7 +226,7 @@ class SqliteStore final : public Store {
         return m_name == ":memory:" ? m_name : "sqlite:" + m_name;
     }
 
-  private:
+private:
     void execute(const char* sql) {
         char* error = nullptr;
         if (sqlite3_exec(m_db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
@@ -160,10 +269,26 @@ class SqliteStore final : public Store {
         execute("COMMIT");
     }
 
+    void record_duplicate(std::string_view scope, const FingerprintClaim& claim) {
+        auto* statement = m_record_duplicate->get();
+        sqlite3_reset(statement);
+        sqlite3_bind_text(statement, 1, scope.data(), static_cast<int>(scope.size()),
+                          SQLITE_STATIC);
+        sqlite3_bind_blob(statement, 2, claim.fingerprint.data(),
+                          static_cast<int>(claim.fingerprint.size()), SQLITE_STATIC);
+        sqlite3_bind_text(statement, 3, claim.source.data(), static_cast<int>(claim.source.size()),
+                          SQLITE_STATIC);
+        sqlite3_bind_int64(statement, 4, static_cast<sqlite3_int64>(claim.line));
+        sqlite3_bind_int64(statement, 5, claim.event_time.time_since_epoch().count());
+        step_done(statement);
+    }
+
     std::string m_name;
     sqlite3* m_db = nullptr;
     std::unique_ptr<Statement> m_claim;
     std::unique_ptr<Statement> m_lookup;
+    std::unique_ptr<Statement> m_claim_fingerprint;
+    std::unique_ptr<Statement> m_record_duplicate;
     bool m_in_transaction = false;
     int m_pending = 0;
 };
@@ -172,6 +297,7 @@ class SqliteStore final : public Store {
 
 std::unique_ptr<Store> open_store(const StoreLocation& location) {
     if (location.kind == StoreKind::redis) return open_redis_store(location);
+    if (location.kind == StoreKind::memory) return open_memory_store();
     return std::make_unique<SqliteStore>(location);
 }
 

@@ -5,10 +5,13 @@
 
 #include "idem/util/time.hpp"
 
+#include <array>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace idem::store {
 
@@ -33,14 +36,48 @@ struct NonceClaim {
     std::optional<Timestamp> first_seen; // when fresh is false
 };
 
+// A dedup fingerprint: 128 bits of a SHA-256 (see docs/dedup.md).
+using FingerprintBytes = std::array<std::uint8_t, 16>;
+
+// One record's claim on a fingerprint (dedup).
+struct FingerprintClaim {
+    FingerprintBytes fingerprint{};
+    Timestamp event_time;    // the record's time (--time-field)
+    Duration window{0};      // a repeat further than this from the first copy is new; 0: no window
+    Timestamp expires_at;    // how long the store remembers it (--ttl)
+    std::string_view source; // where the record came from, for evidence
+    std::uint64_t line = 0;
+};
+
+struct FingerprintResult {
+    bool first = true;            // this record claimed the fingerprint
+    std::uint64_t seen_count = 1; // copies seen so far, this one included
+    Timestamp first_seen;         // event time of the first copy
+    std::string first_source;     // where the first copy was
+    std::uint64_t first_line = 0;
+};
+
 class Store {
-  public:
+public:
     virtual ~Store() = default;
 
     // Remembers `nonce` within `scope` until `expires_at`. A nonce already
     // held by an unexpired claim is not fresh. Throws StoreError.
     virtual NonceClaim claim_nonce(std::string_view scope, std::string_view nonce, Timestamp now,
                                    Timestamp expires_at) = 0;
+
+    // Claims each fingerprint within `scope`, in one transaction that stays
+    // open until commit(): other processes sharing the store wait, so each
+    // fingerprint is first for exactly one of them. A fingerprint whose
+    // entry expired (now past expires_at), or whose first copy lies further
+    // than the claim's window from this one, is claimed anew. Duplicates are
+    // kept as evidence, linked to the first copy. Results are in claim order.
+    virtual std::vector<FingerprintResult>
+    claim_fingerprints(std::string_view scope, const std::vector<FingerprintClaim>& claims,
+                       Timestamp now) = 0;
+
+    // Deletes expired fingerprints and nonces; returns how many.
+    virtual std::uint64_t collect_garbage(Timestamp now) = 0;
 
     // Makes every claim so far durable. Throws StoreError.
     virtual void commit() = 0;

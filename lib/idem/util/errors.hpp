@@ -18,14 +18,14 @@ enum class ExitCode : int {
 };
 
 class Error : public std::runtime_error {
-  public:
+public:
     using std::runtime_error::runtime_error;
     [[nodiscard]] virtual ExitCode exit_code() const = 0;
 };
 
 // A bad flag or value.
 class UsageError : public Error {
-  public:
+public:
     using Error::Error;
     [[nodiscard]] ExitCode exit_code() const override { return ExitCode::usage; }
 };
@@ -44,32 +44,32 @@ struct SourcePosition {
 
 // Unreadable input, or bad data under --strict.
 class InputError : public Error {
-  public:
+public:
     InputError(SourcePosition position, const std::string& message);
     [[nodiscard]] ExitCode exit_code() const override { return ExitCode::bad_input; }
     [[nodiscard]] const SourcePosition& position() const { return m_position; }
 
-  private:
+private:
     SourcePosition m_position;
 };
 
 // The store (SQLite, Redis) failed.
 class StoreError : public Error {
-  public:
+public:
     using Error::Error;
     [[nodiscard]] ExitCode exit_code() const override { return ExitCode::store_failure; }
 };
 
 // Writing an output, or another file-system operation, failed.
 class FileSystemError : public Error {
-  public:
+public:
     using Error::Error;
     [[nodiscard]] ExitCode exit_code() const override { return ExitCode::store_failure; }
 };
 
 // A network peer failed.
 class NetworkError : public Error {
-  public:
+public:
     using Error::Error;
     [[nodiscard]] ExitCode exit_code() const override { return ExitCode::store_failure; }
 };

@@ -18,7 +18,7 @@
 namespace idem {
 
 template <typename Job, typename Output> class OrderedWorkers {
-  public:
+public:
     // `work(job, worker_index)` runs on worker `worker_index` (0-based), so
     // callers can keep one non-thread-safe state object per worker.
     using Work = std::function<Output(Job&, std::size_t)>;
@@ -85,7 +85,7 @@ template <typename Job, typename Output> class OrderedWorkers {
         return Finished{std::move(slot->job), std::move(*slot->output)};
     }
 
-  private:
+private:
     struct Slot {
         Job job;
         std::optional<Output> output;

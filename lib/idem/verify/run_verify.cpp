@@ -3,9 +3,9 @@
 #include "idem/verify/run.hpp"
 
 #include "idem/record/annotate.hpp"
+#include "idem/record/block_pipeline.hpp"
 #include "idem/record/parser.hpp"
 #include "idem/store/store.hpp"
-#include "idem/util/ordered_workers.hpp"
 #include "idem/util/text.hpp"
 #include "idem/verify/verifier.hpp"
 
@@ -83,8 +83,6 @@ struct WorkerState {
     explicit WorkerState(const VerifyConfig& config) : verifier(config) {}
 };
 
-constexpr std::size_t k_block_bytes = 1 << 20;
-
 BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
                          const VerifyRunOptions& options, Timestamp clock_now) {
     BlockOutcome result;
@@ -119,12 +117,6 @@ BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
     return result;
 }
 
-std::size_t worker_count(std::size_t requested) {
-    if (requested > 0) return requested;
-    auto cores = std::thread::hardware_concurrency();
-    return std::clamp<std::size_t>(cores, 1, 8);
-}
-
 } // namespace
 
 RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
@@ -143,7 +135,7 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
                                  options.input.max_record_bytes);
     record::InputStream input(options.input, &rejects);
     auto clock_now = now_utc();
-    auto workers = worker_count(options.threads);
+    auto workers = record::worker_count(options.threads);
     std::vector<std::unique_ptr<WorkerState>> states;
     for (std::size_t i = 0; i < workers; ++i)
         states.push_back(std::make_unique<WorkerState>(options.config));
@@ -204,47 +196,16 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
         }
     };
 
-    {
-        OrderedWorkers<record::InputBlock, BlockOutcome> pool(
-            workers, 2 * workers + 1, [&](record::InputBlock& block, std::size_t worker) {
-                return judge_block(block, *states[worker], options, clock_now);
-            });
-        // Blocks are recycled so their buffers are allocated once.
-        std::vector<record::InputBlock> spare;
-        auto finish = [&](bool wait) {
-            auto finished = pool.next(wait);
-            if (!finished) return false;
-            emit(finished->job, finished->output);
-            spare.push_back(std::move(finished->job));
-            return true;
-        };
-        try {
-            while (true) {
-                while (pool.full())
-                    finish(true);
-                record::InputBlock block;
-                if (!spare.empty()) {
-                    block = std::move(spare.back());
-                    spare.pop_back();
-                }
-                if (!input.next_block(block, k_block_bytes)) break;
-                pool.submit(std::move(block));
-                while (finish(false)) {
-                }
-            }
-            while (finish(true)) {
-            }
-        } catch (const InputError&) {
-            // The input failed (unreadable, or a HAR file that is not one):
-            // what was read before is still judged and written, then the
-            // error ends the run. Should an earlier record fail under
-            // --strict while draining, that error comes first in the input
-            // and is the one reported.
-            while (finish(true)) {
-            }
-            output.flush();
-            throw;
-        }
+    try {
+        record::run_block_pipeline<WorkerState, BlockOutcome>(
+            input, states,
+            [&](const record::InputBlock& block, WorkerState& state) {
+                return judge_block(block, state, options, clock_now);
+            },
+            emit);
+    } catch (const InputError&) {
+        output.flush();
+        throw;
     }
     // Output first, then the nonces: a crash in between repeats a verdict on
     // rerun rather than losing a record.

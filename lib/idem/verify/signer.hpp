@@ -15,7 +15,7 @@ namespace idem::verify {
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 class Signer {
-  public:
+public:
     // Signs with the first secret of `config` (for discord and Standard
     // Webhooks v1a: an ed25519 private key, as whsk_<base64> or a 32-byte
     // hex or base64 seed). Throws UsageError when the scheme cannot be signed
@@ -29,7 +29,7 @@ class Signer {
     [[nodiscard]] HeaderList signature_headers(const record::Envelope& envelope,
                                                Timestamp at) const;
 
-  private:
+private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

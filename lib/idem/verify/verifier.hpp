@@ -10,7 +10,7 @@
 namespace idem::verify {
 
 class Verifier {
-  public:
+public:
     // Keeps a reference to `config`, which must outlive the verifier.
     explicit Verifier(const VerifyConfig& config);
     ~Verifier();
@@ -21,7 +21,7 @@ class Verifier {
     // UsageError when the configuration lacks what the scheme needs.
     [[nodiscard]] Verdict verify(const record::Envelope& envelope, Timestamp now);
 
-  private:
+private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

@@ -31,7 +31,7 @@ struct NamedPublicKey {
 
 // Keys prepared once per (derivation, algorithm), on first use.
 class KeyRing {
-  public:
+public:
     explicit KeyRing(const VerifyConfig& config);
     // Throws UsageError when no secret was given or one cannot be derived.
     const std::vector<PreparedKey>& hmac(KeyDerivation derivation, crypto::HashAlgorithm algorithm,
@@ -39,7 +39,7 @@ class KeyRing {
     // Throws UsageError when no public key was given.
     const std::vector<NamedPublicKey>& ed25519(Scheme scheme);
 
-  private:
+private:
     const VerifyConfig& m_config;
     std::map<std::pair<KeyDerivation, crypto::HashAlgorithm>, std::vector<PreparedKey>> m_hmac;
     std::optional<std::vector<NamedPublicKey>> m_ed25519;
@@ -86,7 +86,7 @@ inline constexpr std::size_t k_max_signatures_per_header = 8;
 
 // A small fixed-capacity list (of signatures, or of their texts).
 template <typename T> class SmallList {
-  public:
+public:
     void push_back(T value) {
         if (m_size < m_items.size()) m_items[m_size++] = std::move(value);
     }
@@ -96,7 +96,7 @@ template <typename T> class SmallList {
     [[nodiscard]] const T* end() const { return m_items.data() + m_size; }
     [[nodiscard]] const T& front() const { return m_items[0]; }
 
-  private:
+private:
     std::array<T, k_max_signatures_per_header> m_items{};
     std::size_t m_size = 0;
 };

@@ -1,0 +1,85 @@
+#include "idem/dedup/fingerprint.hpp"
+
+#include "idem/crypto/crypto.hpp"
+#include "idem/record/canonical.hpp"
+#include "idem/util/encoding.hpp"
+
+#include <cstring>
+#include <fmt/format.h>
+
+namespace idem::dedup {
+
+std::string Fingerprint::hex() const {
+    return hex_encode(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+std::size_t FingerprintHash::operator()(const Fingerprint& fingerprint) const noexcept {
+    // The bytes are already a cryptographic hash: any eight of them will do.
+    std::size_t value = 0;
+    std::memcpy(&value, fingerprint.bytes.data(), sizeof value);
+    return value;
+}
+
+namespace {
+char type_tag(record::FieldValue::Type type) {
+    using Type = record::FieldValue::Type;
+    switch (type) {
+    case Type::null:
+        return 'n';
+    case Type::boolean:
+        return 'b';
+    case Type::number:
+        return 'd';
+    case Type::string:
+        return 's';
+    case Type::object:
+        return 'o';
+    case Type::array:
+        return 'a';
+    }
+    return '?';
+}
+} // namespace
+
+void append_encoded_value(std::string& out, const record::FieldValue& value) {
+    out += type_tag(value.type);
+    fmt::format_to(std::back_inserter(out), "{}:", value.text.size());
+    out.append(value.text);
+}
+
+Fingerprinter::Fingerprinter(KeySpec spec) : m_spec(std::move(spec)) {}
+
+KeyOutcome Fingerprinter::fingerprint(record::RecordParser& parser) {
+    KeyOutcome outcome;
+    m_encoded.assign(k_key_version);
+    if (m_spec.key_paths.empty()) {
+        // The whole event, in canonical form (idem-canonical/1).
+        auto canonical = parser.canonical_event(m_spec.ignore_paths);
+        if (!canonical) {
+            outcome.missing_path = "body (not JSON)";
+            return outcome;
+        }
+        m_encoded += " event ";
+        m_encoded += record::k_canonical_version;
+        fmt::format_to(std::back_inserter(m_encoded), " c{}:", canonical->size());
+        m_encoded.append(*canonical);
+    } else {
+        m_encoded += " key";
+        for (const auto& path : m_spec.key_paths) {
+            auto value = parser.find(path);
+            if (!value) {
+                outcome.missing_path = path.text();
+                return outcome;
+            }
+            m_encoded += ' ';
+            append_encoded_value(m_encoded, *value);
+        }
+    }
+    auto digest = crypto::hash(crypto::HashAlgorithm::sha256, m_encoded);
+    Fingerprint fingerprint;
+    std::memcpy(fingerprint.bytes.data(), digest.bytes.data(), fingerprint.bytes.size());
+    outcome.fingerprint = fingerprint;
+    return outcome;
+}
+
+} // namespace idem::dedup

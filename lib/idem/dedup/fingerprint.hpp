@@ -1,0 +1,61 @@
+#pragma once
+// What makes two records "the same event" (docs/dedup.md): the values at
+// --key paths, or the canonical JSON of the whole event minus --ignore
+// paths, encoded unambiguously (idem-key/1: type-tagged, length-prefixed)
+// and hashed with SHA-256. The fingerprint is the digest's first 128 bits.
+
+#include "idem/record/field_path.hpp"
+#include "idem/record/parser.hpp"
+#include "idem/store/store.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace idem::dedup {
+
+inline constexpr std::string_view k_key_version = "idem-key/1";
+
+struct Fingerprint {
+    store::FingerprintBytes bytes{};
+    [[nodiscard]] std::string hex() const;
+    friend bool operator==(const Fingerprint&, const Fingerprint&) = default;
+    friend auto operator<=>(const Fingerprint&, const Fingerprint&) = default;
+};
+
+struct FingerprintHash {
+    std::size_t operator()(const Fingerprint& fingerprint) const noexcept;
+};
+
+struct KeySpec {
+    std::vector<record::FieldPath> key_paths; // empty: the whole event
+    std::vector<record::FieldPath> ignore_paths;
+};
+
+// The fingerprint of a record, or the path that was missing.
+struct KeyOutcome {
+    std::optional<Fingerprint> fingerprint;
+    std::string missing_path; // set when fingerprint is empty
+};
+
+class Fingerprinter {
+public:
+    explicit Fingerprinter(KeySpec spec);
+
+    // Fingerprints the record `parser` holds. The encoded key stays in
+    // encoded_key() until the next call (for --print-key).
+    KeyOutcome fingerprint(record::RecordParser& parser);
+    [[nodiscard]] const std::string& encoded_key() const { return m_encoded; }
+
+private:
+    KeySpec m_spec;
+    std::string m_encoded;
+};
+
+// The encoding of one value: a type tag, the byte length, ':' and the bytes
+// (docs/dedup.md). Exposed for tests and for --print-key's readers.
+void append_encoded_value(std::string& out, const record::FieldValue& value);
+
+} // namespace idem::dedup

@@ -1,0 +1,73 @@
+#pragma once
+// The shape every per-record subcommand shares: blocks of whole lines are
+// read on the calling thread, judged on worker threads (one state object per
+// worker: parsers and prepared keys are not shared), and handed back to the
+// calling thread in input order, where everything with side effects
+// (rejects, the store, output) happens. Memory is bounded by the blocks in
+// flight, whatever the input's length.
+
+#include "idem/record/input.hpp"
+#include "idem/util/errors.hpp"
+#include "idem/util/ordered_workers.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace idem::record {
+
+inline constexpr std::size_t k_block_bytes = 1 << 20;
+
+// 0 means one worker per core, at most 8.
+[[nodiscard]] inline std::size_t worker_count(std::size_t requested) {
+    if (requested > 0) return requested;
+    return std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
+}
+
+// Runs judge(block, state) on the workers and emit(block, result) on the
+// calling thread, in input order. When the input fails (unreadable, or a HAR
+// file that is not one), what was read before is still judged and emitted,
+// then the InputError propagates; should emit() throw for an earlier record
+// meanwhile (--strict), that error, first in input order, is the one raised.
+template <typename State, typename Result>
+void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>& states,
+                        const std::function<Result(const InputBlock&, State&)>& judge,
+                        const std::function<void(const InputBlock&, Result&)>& emit) {
+    OrderedWorkers<InputBlock, Result> pool(
+        states.size(), 2 * states.size() + 1,
+        [&](InputBlock& block, std::size_t worker) { return judge(block, *states[worker]); });
+    // Blocks are recycled so their buffers are allocated once.
+    std::vector<InputBlock> spare;
+    auto finish = [&](bool wait) {
+        auto finished = pool.next(wait);
+        if (!finished) return false;
+        emit(finished->job, finished->output);
+        spare.push_back(std::move(finished->job));
+        return true;
+    };
+    try {
+        while (true) {
+            while (pool.full())
+                finish(true);
+            InputBlock block;
+            if (!spare.empty()) {
+                block = std::move(spare.back());
+                spare.pop_back();
+            }
+            if (!input.next_block(block, k_block_bytes)) break;
+            pool.submit(std::move(block));
+            while (finish(false)) {
+            }
+        }
+    } catch (const InputError&) {
+        while (finish(true)) {
+        }
+        throw;
+    }
+    while (finish(true)) {
+    }
+}
+
+} // namespace idem::record
