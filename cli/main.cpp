@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     std::function<int()> action;
     idem::cli::register_verify(app, action);
     idem::cli::register_sign(app, action);
+    idem::cli::register_dedup(app, action);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& help) {

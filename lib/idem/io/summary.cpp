@@ -33,7 +33,7 @@ std::string render_summary_text(const Summary& summary) {
     for (const auto& [name, value] : summary.facts)
         line += fmt::format("; {} {}", name, value);
     auto records = summary.count("in");
-    if (summary.seconds > 0)
+    if (summary.seconds > 0 && records > 0)
         line += fmt::format(" ({:.2f} s, {} records/s)", summary.seconds,
                             format_rate(static_cast<double>(records) / summary.seconds));
     return line;

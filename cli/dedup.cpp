@@ -1,0 +1,144 @@
+// idem dedup: each event once, across runs and machines (docs/dedup.md).
+
+#include "commands.hpp"
+#include "common.hpp"
+
+#include "idem/dedup/run.hpp"
+#include "idem/io/sink.hpp"
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+
+#include <fmt/format.h>
+
+namespace idem::cli {
+
+namespace {
+struct DedupOptions {
+    CommonOptions common;
+    std::string key;
+    std::string ignore;
+    std::string missing = "reject";
+    std::string time_field;
+    std::string window;
+    std::string ttl = "24h";
+    std::uint64_t allow = 1;
+    bool mark = false;
+    bool count = false;
+    std::string dups_path;
+    bool fail_on_duplicate = false;
+    bool print_key = false;
+    std::string store;
+    std::string scope = "default";
+    bool gc = false;
+    std::size_t threads = 0;
+    std::uint64_t batch = 8192;
+};
+
+int run_dedup_command(const DedupOptions& options) {
+    if (options.gc) {
+        print_summary(options.common, dedup::collect_garbage(options.store));
+        return 0;
+    }
+    dedup::DedupRunOptions run;
+    run.input = input_options(options.common);
+    run.strictness = strictness(options.common);
+    run.reject_path = options.common.reject_path;
+    if (!options.key.empty()) run.key.key_paths = record::FieldPath::parse_list(options.key);
+    if (!options.ignore.empty())
+        run.key.ignore_paths = record::FieldPath::parse_list(options.ignore);
+    if (!options.key.empty() && !options.ignore.empty())
+        throw UsageError("--ignore applies to the whole event: it cannot be combined with --key");
+    run.missing = options.missing == "pass" ? dedup::MissingKey::pass : dedup::MissingKey::reject;
+    if (!options.time_field.empty()) run.time_field = record::FieldPath::parse(options.time_field);
+    if (!options.window.empty()) run.window = parse_duration(options.window);
+    run.ttl = parse_duration(options.ttl);
+    if (run.ttl.count() <= 0) throw UsageError("--ttl must be longer than 0");
+    if (options.allow == 0)
+        throw UsageError("--allow must be at least 1 (the first copy always passes)");
+    run.allow = options.allow;
+    if (options.mark && options.count)
+        throw UsageError("--mark and --count are exclusive: choose one");
+    run.action = options.mark    ? dedup::DuplicateAction::mark
+                 : options.count ? dedup::DuplicateAction::count
+                                 : dedup::DuplicateAction::drop;
+    run.dups_path = options.dups_path;
+    if (!run.dups_path.empty() && run.action != dedup::DuplicateAction::drop)
+        throw UsageError("--dups goes with the default mode: --mark keeps duplicates in stdout, "
+                         "--count writes none");
+    run.print_key = options.print_key ? dedup::KeyPrinting::on : dedup::KeyPrinting::off;
+    run.store_uri = options.store;
+    run.scope = options.scope;
+    run.threads = options.threads;
+    run.batch = std::max<std::uint64_t>(options.batch, 1);
+    StderrDiagnostics diagnostics(options.common.quiet);
+    auto output = io::Sink::standard_output();
+    auto result = dedup::run_dedup(run, *output, diagnostics);
+    print_summary(options.common, result.summary);
+    return result.duplicates > 0 && options.fail_on_duplicate ? 1 : 0;
+}
+} // namespace
+
+void register_dedup(CLI::App& app, std::function<int()>& action) {
+    auto options = std::make_shared<DedupOptions>();
+    auto* command =
+        app.add_subcommand("dedup", "drop, mark or count duplicate events, remembered across runs");
+    add_common_options(*command, options->common);
+    command->add_option(
+        "--key", options->key,
+        "comma-separated field paths that identify an event (default: the whole event)");
+    command->add_option("--ignore", options->ignore,
+                        "without --key: field paths left out of the whole-event fingerprint");
+    command
+        ->add_option("--missing", options->missing,
+                     "a record without a key field: reject (default) or pass")
+        ->check(CLI::IsMember({"reject", "pass"}));
+    command->add_option(
+        "--time-field", options->time_field,
+        "the event's time (default: an envelope's received_at, else when it was read)");
+    command->add_option(
+        "--window", options->window,
+        "a repeat is a duplicate only within this long of the first copy, by event time");
+    command->add_option("--ttl", options->ttl,
+                        "how long the store remembers a fingerprint (default 24h)");
+    command->add_option("--allow", options->allow,
+                        "copies of an event that pass before the rest are duplicates (default 1)");
+    command->add_flag("--mark", options->mark,
+                      "pass every record, with _idem.dedup saying whether it is a duplicate");
+    command->add_flag("--count", options->count, "write no records: only the summary");
+    command->add_option("--dups", options->dups_path,
+                        "write duplicates here (annotated) instead of dropping them");
+    command->add_flag("--fail-on-duplicate", options->fail_on_duplicate,
+                      "exit 1 when any duplicate was seen (CI)");
+    command->add_flag("--print-key", options->print_key,
+                      "annotate each written record with the encoded key that was hashed");
+    command
+        ->add_option("--store", options->store,
+                     "PATH (SQLite, default idem.db), :memory:, redis://host:port[/db]")
+        ->envname("IDEM_STORE");
+    command->add_option(
+        "--scope", options->scope,
+        "namespace of fingerprints in the store, for several streams (default 'default')");
+    command->add_flag("--gc", options->gc, "delete expired fingerprints from the store, then exit");
+    command
+        ->add_option("--threads", options->threads,
+                     "worker threads (default: one per core, at most 8)")
+        ->check(CLI::Range(0, 64));
+    command->add_option(
+        "--batch", options->batch,
+        "records per store transaction; a crash can repeat at most this many (default 8192)");
+    command->footer(
+        "First copies go to stdout byte for byte; duplicates are dropped (or go to --dups FILE).\n"
+        "The store remembers fingerprints across runs: tomorrow's log still knows today's "
+        "events.\n\n"
+        "Examples:\n"
+        "  idem dedup --key data.object.id,type events.ndjson > unique.ndjson\n"
+        "  idem dedup --ignore request.id,attempt --window 24h --dups dups.ndjson < events.ndjson\n"
+        "  idem dedup --key body.id --store redis://cache:6379/2 --count --fail-on-duplicate "
+        "today.ndjson");
+    command->callback([options, &action] {
+        if (options->store.empty()) options->store = "idem.db";
+        action = [options] { return run_dedup_command(*options); };
+    });
+}
+
+} // namespace idem::cli

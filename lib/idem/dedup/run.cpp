@@ -1,0 +1,288 @@
+// idem dedup over a stream of records (docs/dedup.md).
+
+#include "idem/dedup/run.hpp"
+
+#include "idem/record/annotate.hpp"
+#include "idem/record/block_pipeline.hpp"
+#include "idem/store/store.hpp"
+
+#include <fmt/format.h>
+
+namespace idem::dedup {
+
+namespace {
+
+constexpr std::uint64_t k_progress_every = 1 << 16;
+
+// What a worker found for one line; the ordered stage acts on it.
+struct Outcome {
+    enum class Kind { too_long, failed_to_parse, bad_time, missing_key, keyed };
+    io::BlockLine line;
+    Kind kind = Kind::keyed;
+    std::uint64_t column = 0;
+    std::string message; // failed_to_parse, bad_time; the path for missing_key
+    Fingerprint fingerprint;
+    std::optional<Timestamp> event_time; // none: the time it was read
+    bool has_annotations = false;
+    std::string encoded_key; // with --print-key
+};
+
+struct BlockOutcome {
+    std::vector<Outcome> outcomes;
+    std::uint64_t lines = 0;
+};
+
+struct WorkerState {
+    record::RecordParser parser;
+    Fingerprinter fingerprinter;
+    explicit WorkerState(const KeySpec& spec) : fingerprinter(spec) {}
+};
+
+std::optional<Timestamp> time_of(const record::FieldValue& value) {
+    if (value.type == record::FieldValue::Type::string ||
+        value.type == record::FieldValue::Type::number)
+        return parse_timestamp(value.text);
+    return std::nullopt;
+}
+
+void judge_line(const io::BlockLine& line, Outcome& outcome, WorkerState& state,
+                const DedupRunOptions& options) {
+    if (line.bytes.size() > options.input.max_record_bytes) {
+        outcome.kind = Outcome::Kind::too_long;
+        return;
+    }
+    auto& parser = state.parser;
+    if (auto failure = parser.parse(line.bytes)) {
+        outcome.kind = Outcome::Kind::failed_to_parse;
+        outcome.column = failure->column;
+        outcome.message = std::move(failure->message);
+        return;
+    }
+    outcome.has_annotations = parser.has_annotations();
+    if (options.time_field) {
+        auto value = parser.find(*options.time_field);
+        outcome.event_time = value ? time_of(*value) : std::nullopt;
+        if (!outcome.event_time) {
+            outcome.kind = Outcome::Kind::bad_time;
+            outcome.message =
+                value
+                    ? fmt::format("time field '{}' is not a timestamp", options.time_field->text())
+                    : fmt::format("missing time field '{}'", options.time_field->text());
+            return;
+        }
+    } else if (parser.shape() == record::RecordShape::envelope &&
+               !parser.envelope().received_at.empty()) {
+        outcome.event_time = parse_timestamp(parser.envelope().received_at);
+    }
+    auto key = state.fingerprinter.fingerprint(parser);
+    if (options.print_key == KeyPrinting::on)
+        outcome.encoded_key = state.fingerprinter.encoded_key();
+    if (!key.fingerprint) {
+        outcome.kind = Outcome::Kind::missing_key;
+        outcome.message = std::move(key.missing_path);
+        return;
+    }
+    outcome.fingerprint = *key.fingerprint;
+}
+
+BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
+                         const DedupRunOptions& options) {
+    BlockOutcome result;
+    io::LineCursor cursor(block.block.lines());
+    while (auto line = cursor.next()) {
+        auto& outcome = result.outcomes.emplace_back();
+        outcome.line = *line;
+        judge_line(*line, outcome, state, options);
+    }
+    result.lines = cursor.lines_seen();
+    return result;
+}
+
+// `"dedup":{...}` for the _idem annotation.
+void append_annotation(std::string& out, const Outcome& outcome,
+                       const store::FingerprintResult* claim) {
+    out += "\"dedup\":{";
+    bool first = true;
+    auto separator = [&] {
+        if (!first) out += ',';
+        first = false;
+    };
+    if (claim) {
+        separator();
+        fmt::format_to(std::back_inserter(out),
+                       "\"fingerprint\":\"{}\",\"first_seen\":\"{}\",\"seen_count\":{}",
+                       outcome.fingerprint.hex(), format_rfc3339(claim->first_seen),
+                       claim->seen_count);
+        if (!claim->first) {
+            out += ",\"duplicate_of\":";
+            record::append_json_string(
+                out, fmt::format("{}:{}", claim->first_source, claim->first_line));
+        }
+    }
+    if (!outcome.encoded_key.empty()) {
+        separator();
+        out += "\"key\":";
+        record::append_json_string(out, outcome.encoded_key);
+    }
+    out += '}';
+}
+
+void write_line(io::Sink& sink, std::string_view bytes) {
+    sink.write(bytes);
+    sink.write("\n");
+    sink.count_record();
+}
+
+void write_annotated(io::Sink& sink, std::string_view line, bool has_idem,
+                     std::string_view member) {
+    sink.write(record::annotate(line, has_idem, member));
+    sink.write("\n");
+    sink.count_record();
+}
+
+} // namespace
+
+DedupResult run_dedup(const DedupRunOptions& options, io::Sink& output,
+                      io::Diagnostics& diagnostics) {
+    auto start = std::chrono::steady_clock::now();
+    auto store = store::open_store(store::parse_store_uri(options.store_uri));
+    std::unique_ptr<io::Sink> reject_sink;
+    if (!options.reject_path.empty()) reject_sink = io::Sink::create_file(options.reject_path);
+    std::unique_ptr<io::Sink> dups_sink;
+    if (!options.dups_path.empty()) dups_sink = io::Sink::create_file(options.dups_path);
+
+    record::RejectRouter rejects(reject_sink.get(), options.strictness, diagnostics,
+                                 options.input.max_record_bytes);
+    record::InputStream input(options.input, &rejects);
+    std::vector<std::unique_ptr<WorkerState>> states;
+    for (std::size_t i = 0; i < record::worker_count(options.threads); ++i)
+        states.push_back(std::make_unique<WorkerState>(options.key));
+
+    std::uint64_t records = 0, unique = 0, duplicates = 0, unkeyed = 0, since_commit = 0;
+    record::PositionTracker positions;
+    std::vector<store::FingerprintClaim> claims;
+    std::vector<std::size_t> claimed; // outcome index of each claim
+    std::string member;
+
+    // Output first, then the store: a crash in between makes a rerun repeat
+    // the last batch's records (at-least-once), never lose one; and while
+    // the batch's transaction is open, other processes on the store wait.
+    auto commit = [&] {
+        output.flush();
+        if (dups_sink) dups_sink->flush();
+        store->commit();
+        since_commit = 0;
+    };
+
+    auto emit = [&](const record::InputBlock& block, BlockOutcome& result) {
+        positions.start_block(block);
+        auto now = now_utc();
+        claims.clear();
+        claimed.clear();
+        for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
+            const auto& outcome = result.outcomes[i];
+            if (outcome.kind != Outcome::Kind::keyed) continue;
+            auto record = positions.locate(block, outcome.line);
+            store::FingerprintClaim claim;
+            claim.fingerprint = outcome.fingerprint.bytes;
+            claim.event_time = outcome.event_time.value_or(now);
+            claim.window = options.window;
+            claim.expires_at = now + options.ttl;
+            claim.source = *record.source;
+            claim.line = record.line;
+            claims.push_back(claim);
+            claimed.push_back(i);
+        }
+        auto answers = store->claim_fingerprints(options.scope, claims, now);
+        std::size_t next_claim = 0;
+        for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
+            auto& outcome = result.outcomes[i];
+            ++records;
+            if (records % k_progress_every == 0) diagnostics.progress(records, input.bytes_read());
+            auto record = positions.locate(block, outcome.line);
+            switch (outcome.kind) {
+            case Outcome::Kind::too_long:
+                record.oversized_bytes = record.bytes.size();
+                rejects.reject_oversized(record);
+                continue;
+            case Outcome::Kind::failed_to_parse:
+            case Outcome::Kind::bad_time:
+                rejects.reject(record, outcome.column, outcome.message);
+                continue;
+            case Outcome::Kind::missing_key:
+                if (options.missing == MissingKey::reject) {
+                    rejects.reject(record, 0,
+                                   fmt::format("missing key field '{}'", outcome.message));
+                    continue;
+                }
+                ++unkeyed;
+                if (options.action != DuplicateAction::count) write_line(output, record.bytes);
+                continue;
+            case Outcome::Kind::keyed:
+                break;
+            }
+            const auto& answer = answers[next_claim++];
+            bool duplicate = answer.seen_count > options.allow;
+            duplicate ? ++duplicates : ++unique;
+            bool annotate =
+                options.action == DuplicateAction::mark || options.print_key == KeyPrinting::on;
+            if (options.action == DuplicateAction::count) continue;
+            member.clear();
+            if (annotate || (duplicate && dups_sink)) append_annotation(member, outcome, &answer);
+            io::Sink* target = &output;
+            if (duplicate && options.action == DuplicateAction::drop) target = dups_sink.get();
+            if (target == nullptr) continue;
+            if (annotate || target == dups_sink.get())
+                write_annotated(*target, record.bytes, outcome.has_annotations, member);
+            else
+                write_line(*target, record.bytes);
+        }
+        if (auto oversized = positions.finish_block(block, result.lines)) {
+            ++records;
+            rejects.reject_oversized(*oversized);
+        }
+        since_commit += result.outcomes.size();
+        if (since_commit >= options.batch) commit();
+    };
+
+    try {
+        record::run_block_pipeline<WorkerState, BlockOutcome>(
+            input, states,
+            [&](const record::InputBlock& block, WorkerState& state) {
+                return judge_block(block, state, options);
+            },
+            emit);
+    } catch (const InputError&) {
+        // What was decided before the failure stands.
+        commit();
+        throw;
+    }
+    commit();
+    if (reject_sink) reject_sink->flush();
+
+    DedupResult result;
+    result.duplicates = duplicates;
+    auto& summary = result.summary;
+    summary.command = "dedup";
+    summary.counts = {{"in", records}, {"unique", unique}, {"duplicates", duplicates}};
+    if (options.missing == MissingKey::pass) summary.counts.emplace_back("unkeyed", unkeyed);
+    summary.counts.emplace_back("rejected", rejects.count());
+    summary.counts.emplace_back("out", output.records_written());
+    if (dups_sink) summary.counts.emplace_back("dups_file", dups_sink->records_written());
+    summary.facts.emplace_back("store", store->describe());
+    summary.seconds = io::seconds_since(start);
+    return result;
+}
+
+io::Summary collect_garbage(const std::string& store_uri) {
+    auto start = std::chrono::steady_clock::now();
+    auto store = store::open_store(store::parse_store_uri(store_uri));
+    io::Summary summary;
+    summary.command = "dedup --gc";
+    summary.counts = {{"removed", store->collect_garbage(now_utc())}};
+    summary.facts.emplace_back("store", store->describe());
+    summary.seconds = io::seconds_since(start);
+    return summary;
+}
+
+} // namespace idem::dedup

@@ -1,0 +1,57 @@
+#pragma once
+// `idem dedup` over a stream of records (docs/dedup.md): fingerprint each
+// record, claim the fingerprint in the store, and route the record by what
+// the store answered. Called by the CLI with everything already decided.
+
+#include "idem/dedup/fingerprint.hpp"
+#include "idem/io/diagnostics.hpp"
+#include "idem/io/sink.hpp"
+#include "idem/io/summary.hpp"
+#include "idem/record/input.hpp"
+#include "idem/record/rejects.hpp"
+#include "idem/util/time.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace idem::dedup {
+
+// What happens to a duplicate: kept out of stdout (to --dups FILE when
+// given), passed with an annotation, or only counted.
+enum class DuplicateAction { drop, mark, count };
+enum class MissingKey { reject, pass };
+enum class KeyPrinting { off, on };
+
+struct DedupRunOptions {
+    record::InputOptions input;
+    std::string reject_path;
+    record::Strictness strictness = record::Strictness::lenient;
+    KeySpec key;
+    MissingKey missing = MissingKey::reject;
+    std::optional<record::FieldPath> time_field; // default: received_at, else the time read
+    Duration window{0};                          // 0: no window
+    Duration ttl = std::chrono::hours(24);
+    std::uint64_t allow = 1; // copies that pass before the rest are duplicates
+    DuplicateAction action = DuplicateAction::drop;
+    std::string dups_path;
+    KeyPrinting print_key = KeyPrinting::off;
+    std::string store_uri;
+    std::string scope = "default";
+    std::size_t threads = 0;
+    std::uint64_t batch = 8192; // records per store transaction
+};
+
+struct DedupResult {
+    io::Summary summary;
+    std::uint64_t duplicates = 0;
+};
+
+// Throws InputError, StoreError, FileSystemError, UsageError.
+DedupResult run_dedup(const DedupRunOptions& options, io::Sink& output,
+                      io::Diagnostics& diagnostics);
+
+// Deletes expired fingerprints (and nonces) from the store.
+io::Summary collect_garbage(const std::string& store_uri);
+
+} // namespace idem::dedup
