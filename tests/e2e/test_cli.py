@@ -9,12 +9,11 @@ import hashlib
 import hmac
 import json
 import os
-import shutil
-import socket
 import subprocess
 import tempfile
-import time
 import unittest
+
+import redis_server
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 IDEM = os.environ.get("IDEM_BIN", os.path.join(ROOT, "build", "idem"))
@@ -236,30 +235,15 @@ class Nonce(unittest.TestCase):
             self.assertTrue(verdicts(out)[0]["reason"].startswith("replayed: this message was already delivered at"))
             self.assertEqual(json.loads(err)["replayed"], 3)
 
-    @unittest.skipUnless(shutil.which("redis-server"), "redis-server is not installed")
+    @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
     def test_two_runs_share_nonces_through_redis(self):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        with tempfile.TemporaryDirectory() as tmp:
-            server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                       "--appendonly", "no", "--dir", tmp], stdout=subprocess.DEVNULL)
-            try:
-                for _ in range(100):
-                    try:
-                        socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                        break
-                    except OSError:
-                        time.sleep(0.05)
-                uri = f"redis://127.0.0.1:{port}/3"
-                lines = capture_lines("github.ndjson")
-                code, _, _ = run(["verify", "--secret", GH, "--nonce", "--store", uri], stdin=lines[0])
-                self.assertEqual(code, 0)
-                code, out, _ = run(["verify", "--secret", GH, "--nonce", "--store", uri], stdin=lines[1] + b"\n" + lines[3])
-                self.assertEqual([v["valid"] for v in verdicts(out)], [True, False])
-            finally:
-                server.terminate()
-                server.wait()
+        with redis_server.running() as base:
+            uri = base + "/3"
+            lines = capture_lines("github.ndjson")
+            code, _, _ = run(["verify", "--secret", GH, "--nonce", "--store", uri], stdin=lines[0])
+            self.assertEqual(code, 0)
+            code, out, _ = run(["verify", "--secret", GH, "--nonce", "--store", uri], stdin=lines[1] + b"\n" + lines[3])
+            self.assertEqual([v["valid"] for v in verdicts(out)], [True, False])
 
     def test_an_unreachable_store_is_exit_4(self):
         code, _, err = run(["verify", "--secret", GH, "--nonce", "--store", "redis://127.0.0.1:1"], stdin=b"")

@@ -83,7 +83,9 @@ public:
             m_db = nullptr;
             throw StoreError(fmt::format("cannot open store {}: {}", quote(m_name), message));
         }
-        sqlite3_busy_timeout(m_db, 10000);
+        // Processes sharing the file take turns batch by batch; a turn lasts as long
+        // as writing one batch of output takes.
+        sqlite3_busy_timeout(m_db, 60000);
         execute("PRAGMA journal_mode=WAL");
         execute("PRAGMA synchronous=NORMAL");
         migrate();
@@ -232,7 +234,7 @@ private:
         if (sqlite3_exec(m_db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
             std::string message = error ? error : "unknown error";
             sqlite3_free(error);
-            throw StoreError(fmt::format("store {}: {}", quote(m_name), message));
+            throw StoreError(fmt::format("store {}: {} (during {})", quote(m_name), message, sql));
         }
     }
 

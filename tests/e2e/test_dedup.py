@@ -1,0 +1,181 @@
+"""End-to-end tests of `idem dedup`: the binary, real SQLite files, a real
+redis-server on loopback, several processes at once."""
+import json
+import os
+import subprocess
+import tempfile
+import time
+import unittest
+
+import redis_server
+from test_cli import IDEM, run
+
+EVENTS = [
+    {"id": "evt_1", "type": "charge.succeeded", "data": {"object": {"id": "ch_1"}}, "request": {"id": "r1"}},
+    {"type": "charge.succeeded", "id": "evt_1", "data": {"object": {"id": "ch_1"}}, "request": {"id": "r2"}},
+    {"id": "evt_2", "type": "charge.succeeded", "data": {"object": {"id": "ch_2"}}},
+    {"id": "evt_3", "type": "charge.refunded", "data": {"object": {"id": "ch_1"}}},
+    {"id": "evt_1", "type": "charge.succeeded", "data": {"object": {"id": "ch_1"}}, "request": {"id": "r3"}},
+]
+
+
+def ndjson(events):
+    return ("\n".join(json.dumps(e) for e in events) + "\n").encode()
+
+
+def summary_of(err):
+    return json.loads(err.strip().splitlines()[-1])
+
+
+class Dedup(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.store = os.path.join(self.tmp.name, "idem.db")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def dedup(self, args, stdin):
+        store = [] if "--store" in args else ["--store", self.store]
+        return run(["dedup", "--summary", "json"] + store + args, stdin=stdin)
+
+    def test_first_copies_pass_byte_for_byte_and_duplicates_are_dropped(self):
+        code, out, err = self.dedup(["--key", "data.object.id,type"], ndjson(EVENTS))
+        self.assertEqual(code, 0)
+        self.assertEqual(out.splitlines(), [ndjson([e]).strip() for e in (EVENTS[0], EVENTS[2], EVENTS[3])])
+        summary = summary_of(err)
+        self.assertEqual((summary["in"], summary["unique"], summary["duplicates"], summary["out"]), (5, 3, 2, 3))
+
+    def test_a_second_run_over_tomorrows_log_still_knows_todays_events(self):
+        self.dedup(["--key", "data.object.id,type"], ndjson(EVENTS[:3]))
+        tomorrow = [EVENTS[4], {"id": "evt_9", "type": "charge.succeeded", "data": {"object": {"id": "ch_9"}}}]
+        code, out, _ = self.dedup(["--key", "data.object.id,type"], ndjson(tomorrow))
+        self.assertEqual([json.loads(line)["id"] for line in out.splitlines()], ["evt_9"])
+
+    def test_without_a_key_the_canonical_event_minus_ignored_fields_is_compared(self):
+        code, out, _ = self.dedup(["--ignore", "request.id"], ndjson(EVENTS))
+        self.assertEqual([json.loads(line)["id"] for line in out.splitlines()], ["evt_1", "evt_2", "evt_3"])
+
+    def test_duplicates_go_to_the_dups_file_linked_to_their_first_copy(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            source = os.path.join(tmp, "events.ndjson")
+            dups = os.path.join(tmp, "dups.ndjson")
+            with open(source, "wb") as f:
+                f.write(ndjson(EVENTS))
+            code, out, err = self.dedup(["--key", "id", "--dups", dups, source], None)
+            with open(dups) as f:
+                marks = [json.loads(line)["_idem"]["dedup"] for line in f]
+            self.assertEqual([m["duplicate_of"] for m in marks], [source + ":1", source + ":1"])
+            self.assertEqual([m["seen_count"] for m in marks], [2, 3])
+            summary = summary_of(err)
+            self.assertEqual(summary["in"], summary["out"] + summary["dups_file"] + summary["rejected"])
+
+    def test_mark_passes_everything_with_the_verdict_and_count_writes_nothing(self):
+        code, out, _ = self.dedup(["--key", "id", "--mark", "--store", ":memory:"], ndjson(EVENTS))
+        marks = [json.loads(line)["_idem"]["dedup"] for line in out.splitlines()]
+        self.assertEqual([m["seen_count"] for m in marks], [1, 2, 1, 1, 3])
+        self.assertNotIn("duplicate_of", marks[0])
+        code, out, err = self.dedup(["--key", "id", "--count", "--store", ":memory:"], ndjson(EVENTS))
+        self.assertEqual(out, b"")
+        self.assertEqual(summary_of(err)["duplicates"], 2)
+
+    def test_fail_on_duplicate_exits_1_for_ci(self):
+        code, _, _ = self.dedup(["--key", "id", "--fail-on-duplicate", "--store", ":memory:"], ndjson(EVENTS))
+        self.assertEqual(code, 1)
+        code, _, _ = self.dedup(["--key", "id", "--fail-on-duplicate", "--store", ":memory:"], ndjson(EVENTS[2:4]))
+        self.assertEqual(code, 0)
+
+    def test_allow_lets_n_copies_through(self):
+        code, out, _ = self.dedup(["--key", "id", "--allow", "2", "--store", ":memory:"], ndjson(EVENTS))
+        self.assertEqual([json.loads(line)["id"] for line in out.splitlines()], ["evt_1", "evt_1", "evt_2", "evt_3"])
+
+    def test_a_missing_key_field_is_rejected_with_its_path_or_passes_untouched(self):
+        stream = ndjson(EVENTS[:1] + [{"type": "ping"}])
+        code, out, err = self.dedup(["--key", "data.object.id", "--store", ":memory:"], stream)
+        self.assertIn("<stdin>:2: missing key field 'data.object.id'", err)
+        self.assertEqual(summary_of(err)["rejected"], 1)
+        code, out, err = self.dedup(["--key", "data.object.id", "--missing", "pass", "--store", ":memory:"], stream)
+        self.assertEqual(out.splitlines()[1], b'{"type": "ping"}')
+        self.assertEqual(summary_of(err)["unkeyed"], 1)
+
+    def test_the_window_is_measured_in_event_time(self):
+        events = [{"id": "a", "at": "2026-11-30T08:00:00Z"}, {"id": "a", "at": "2026-11-30T08:04:00Z"},
+                  {"id": "a", "at": "2026-11-30T08:11:00Z"}]
+        code, out, _ = self.dedup(["--key", "id", "--time-field", "at", "--window", "5m", "--store", ":memory:"],
+                                  ndjson(events))
+        self.assertEqual([json.loads(line)["at"] for line in out.splitlines()],
+                         ["2026-11-30T08:00:00Z", "2026-11-30T08:11:00Z"])
+
+    def test_a_ttl_that_is_set_is_a_ttl_that_holds(self):
+        self.dedup(["--key", "id", "--ttl", "1s"], ndjson(EVENTS[:1]))
+        code, out, _ = self.dedup(["--key", "id", "--ttl", "1s"], ndjson(EVENTS[:1]))
+        self.assertEqual(out, b"")
+        time.sleep(1.2)
+        code, out, _ = self.dedup(["--key", "id", "--ttl", "1s"], ndjson(EVENTS[:1]))
+        self.assertEqual(len(out.splitlines()), 1)
+        code, _, err = run(["dedup", "--gc", "--store", self.store, "--summary", "json"])
+        self.assertEqual(code, 0)
+        self.assertEqual(summary_of(err)["removed"], 0)  # the last claim is still live
+
+    def test_print_key_shows_what_was_hashed(self):
+        code, out, _ = self.dedup(["--key", "data.object.id,type", "--print-key", "--store", ":memory:"],
+                                  ndjson(EVENTS[:1]))
+        self.assertEqual(json.loads(out)["_idem"]["dedup"]["key"], "idem-key/1 key s4:ch_1 s16:charge.succeeded")
+
+    def test_bad_flags_are_usage_errors(self):
+        code, _, err = run(["dedup", "--mark", "--count"], stdin=b"")
+        self.assertEqual(code, 2)
+        self.assertIn("--mark and --count are exclusive", err)
+        code, _, err = run(["dedup", "--key", "a..b"], stdin=b"")
+        self.assertEqual(code, 2)
+        self.assertIn("invalid field path 'a..b'", err)
+
+    def test_an_unreachable_store_is_exit_4_and_nothing_is_emitted(self):
+        code, out, err = run(["dedup", "--key", "id", "--store", "redis://127.0.0.1:1"], stdin=ndjson(EVENTS))
+        self.assertEqual(code, 4)
+        self.assertEqual(out, b"")
+
+
+class Concurrency(unittest.TestCase):
+    """Four processes at once over overlapping inputs: every fingerprint is
+    emitted by exactly one of them."""
+
+    def run_four(self, store):
+        with tempfile.TemporaryDirectory() as tmp:
+            inputs = []
+            for worker in range(4):
+                path = os.path.join(tmp, f"part{worker}.ndjson")
+                # Overlapping ranges: each id appears in two or three inputs.
+                events = [{"id": f"evt_{i}", "from": worker} for i in range(worker * 1500, worker * 1500 + 4000)]
+                with open(path, "wb") as f:
+                    f.write(ndjson(events))
+                inputs.append(path)
+            # Each process writes to its own consumer, as in production: a
+            # consumer that stops reading would hold its batch's lock.
+            outputs = [open(path + ".out", "wb") for path in inputs]
+            processes = [subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", store, "--batch", "500", "-q", path],
+                                          stdout=output, stderr=subprocess.PIPE)
+                         for path, output in zip(inputs, outputs)]
+            emitted = []
+            for process, output, path in zip(processes, outputs, inputs):
+                _, err = process.communicate(timeout=120)
+                output.close()
+                self.assertEqual(process.returncode, 0, err.decode())
+                with open(path + ".out", "rb") as f:
+                    emitted += [json.loads(line)["id"] for line in f.read().splitlines()]
+            expected = {f"evt_{i}" for i in range(0, 3 * 1500 + 4000)}
+            self.assertEqual(len(emitted), len(set(emitted)))
+            self.assertEqual(set(emitted), expected)
+
+    def test_four_processes_on_one_sqlite_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            self.run_four(os.path.join(tmp, "shared.db"))
+
+    @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
+    def test_four_processes_on_one_redis(self):
+        with redis_server.running() as uri:
+            self.run_four(uri + "/1")
+
+
+if __name__ == "__main__":
+    unittest.main()
