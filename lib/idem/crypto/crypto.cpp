@@ -46,20 +46,6 @@ std::size_t digest_size(HashAlgorithm algorithm) {
 }
 
 namespace {
-const EVP_MD* evp_md(HashAlgorithm algorithm) {
-    switch (algorithm) {
-    case HashAlgorithm::sha1:
-        return EVP_sha1();
-    case HashAlgorithm::sha256:
-        return EVP_sha256();
-    case HashAlgorithm::sha512:
-        return EVP_sha512();
-    }
-    return EVP_sha256();
-}
-} // namespace
-
-namespace {
 
 template <typename Context, int (*Init)(Context*), int (*Update)(Context*, const void*, size_t),
           int (*Final)(unsigned char*, Context*), std::size_t BlockBytes, std::size_t DigestBytes>
@@ -150,11 +136,22 @@ Digest HmacKey::mac(std::initializer_list<std::string_view> parts) const {
 }
 
 Digest hash(HashAlgorithm algorithm, std::string_view message) {
+    // The one-shot low-level functions: EVP_Digest would look the algorithm
+    // up (under a lock) on every call, and this runs once per record.
     Digest digest;
-    unsigned int length = 0;
-    EVP_Digest(message.data(), message.size(), digest.bytes.data(), &length, evp_md(algorithm),
-               nullptr);
-    digest.size = length;
+    const auto* data = reinterpret_cast<const unsigned char*>(message.data());
+    switch (algorithm) {
+    case HashAlgorithm::sha1:
+        SHA1(data, message.size(), digest.bytes.data());
+        break;
+    case HashAlgorithm::sha256:
+        SHA256(data, message.size(), digest.bytes.data());
+        break;
+    case HashAlgorithm::sha512:
+        SHA512(data, message.size(), digest.bytes.data());
+        break;
+    }
+    digest.size = digest_size(algorithm);
     return digest;
 }
 

@@ -4,6 +4,7 @@
 #include "idem/record/canonical.hpp"
 #include "idem/util/encoding.hpp"
 
+#include <charconv>
 #include <cstring>
 #include <fmt/format.h>
 
@@ -41,9 +42,18 @@ char type_tag(record::FieldValue::Type type) {
 }
 } // namespace
 
+namespace {
+void append_length(std::string& out, std::size_t length) {
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof digits, length).ptr;
+    out.append(digits, end);
+    out += ':';
+}
+} // namespace
+
 void append_encoded_value(std::string& out, const record::FieldValue& value) {
     out += type_tag(value.type);
-    fmt::format_to(std::back_inserter(out), "{}:", value.text.size());
+    append_length(out, value.text.size());
     out.append(value.text);
 }
 
@@ -61,7 +71,8 @@ KeyOutcome Fingerprinter::fingerprint(record::RecordParser& parser) {
         }
         m_encoded += " event ";
         m_encoded += record::k_canonical_version;
-        fmt::format_to(std::back_inserter(m_encoded), " c{}:", canonical->size());
+        m_encoded += " c";
+        append_length(m_encoded, canonical->size());
         m_encoded.append(*canonical);
     } else {
         m_encoded += " key";

@@ -50,6 +50,7 @@ public:
                                                       const std::vector<FingerprintClaim>& claims,
                                                       Timestamp now) override {
         auto& table = m_fingerprints[std::string(scope)];
+        if (table.empty()) table.reserve(1 << 16);
         std::vector<FingerprintResult> results(claims.size());
         for (std::size_t i = 0; i < claims.size(); ++i) {
             const auto& claim = claims[i];
@@ -66,8 +67,10 @@ public:
             result.first = entry.seen_count == 1;
             result.seen_count = entry.seen_count;
             result.first_seen = entry.first_seen;
-            result.first_source = *entry.first_source;
-            result.first_line = entry.first_line;
+            if (!result.first) {
+                result.first_source = *entry.first_source;
+                result.first_line = entry.first_line;
+            }
         }
         return results;
     }

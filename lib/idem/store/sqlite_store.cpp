@@ -56,6 +56,16 @@ constexpr int k_schema_version = 2;
 // Claims are committed in batches: one fsync per batch, not per record.
 constexpr int k_claims_per_transaction = 4096;
 
+// SQLite's memory statistics take a global mutex on every allocation; idem
+// reads none of them. Must run before SQLite initialises, so once, first.
+void disable_memory_statistics() {
+    static const bool k_done = [] {
+        sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+        return true;
+    }();
+    (void)k_done;
+}
+
 class Statement {
 public:
     Statement(sqlite3* db, const char* sql, const std::string& store_name) {
@@ -76,6 +86,7 @@ class SqliteStore final : public Store {
 public:
     explicit SqliteStore(const StoreLocation& location)
         : m_name(location.kind == StoreKind::memory ? ":memory:" : location.path) {
+        disable_memory_statistics();
         int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
         if (sqlite3_open_v2(m_name.c_str(), &m_db, flags, nullptr) != SQLITE_OK) {
             std::string message = m_db ? sqlite3_errmsg(m_db) : "out of memory";
@@ -88,6 +99,9 @@ public:
         sqlite3_busy_timeout(m_db, 60000);
         execute("PRAGMA journal_mode=WAL");
         execute("PRAGMA synchronous=NORMAL");
+        // Claims touch random pages of a large B-tree: a big page cache keeps
+        // them in memory between batches (measured in PERF-NOTES: 3x).
+        execute("PRAGMA cache_size=-262144");
         migrate();
         m_claim = std::make_unique<Statement>(
             m_db,
@@ -193,10 +207,12 @@ public:
                 static_cast<std::uint64_t>(sqlite3_column_int64(claim_statement, 0));
             result.first = result.seen_count == 1;
             result.first_seen = Timestamp(Duration(sqlite3_column_int64(claim_statement, 1)));
-            result.first_source =
-                reinterpret_cast<const char*>(sqlite3_column_text(claim_statement, 2));
-            result.first_line =
-                static_cast<std::uint64_t>(sqlite3_column_int64(claim_statement, 3));
+            if (!result.first) {
+                result.first_source =
+                    reinterpret_cast<const char*>(sqlite3_column_text(claim_statement, 2));
+                result.first_line =
+                    static_cast<std::uint64_t>(sqlite3_column_int64(claim_statement, 3));
+            }
             step_done(claim_statement);
             if (!result.first) record_duplicate(scope, claim);
         }

@@ -53,8 +53,8 @@ struct FingerprintResult {
     bool first = true;            // this record claimed the fingerprint
     std::uint64_t seen_count = 1; // copies seen so far, this one included
     Timestamp first_seen;         // event time of the first copy
-    std::string first_source;     // where the first copy was
-    std::uint64_t first_line = 0;
+    std::string first_source;     // where the first copy was (duplicates only:
+    std::uint64_t first_line = 0; // a first copy is where its claim says)
 };
 
 class Store {

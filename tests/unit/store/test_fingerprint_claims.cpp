@@ -69,7 +69,7 @@ void check_claims(Store& store) {
         auto beyond = store.claim_fingerprints(
             "s", {claim(1, 161, 1000, 6, std::chrono::seconds(60))}, at(161));
         CHECK(beyond[0].first);
-        CHECK(beyond[0].first_line == 6);
+        CHECK(beyond[0].first_seen == at(161));
     }
 }
 
