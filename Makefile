@@ -40,6 +40,7 @@ demo: deps build
 
 bench: deps build
 	./bench/run.sh $(IDEM)
+	./bench/run_dedup.sh $(IDEM)
 
 asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DIDEM_SANITIZE=ON

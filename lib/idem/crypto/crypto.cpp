@@ -135,23 +135,32 @@ Digest HmacKey::mac(std::initializer_list<std::string_view> parts) const {
     return digest;
 }
 
+namespace {
+template <typename H> void hash_into(std::string_view message, Digest& digest) {
+    typename H::context_type context;
+    H::init(&context);
+    H::update(&context, message.data(), message.size());
+    H::final(digest.bytes.data(), &context);
+    digest.size = H::digest_bytes;
+}
+} // namespace
+
 Digest hash(HashAlgorithm algorithm, std::string_view message) {
-    // The one-shot low-level functions: EVP_Digest would look the algorithm
-    // up (under a lock) on every call, and this runs once per record.
+    // The context functions, not EVP_Digest or SHA256(): in OpenSSL 3 those
+    // look the algorithm up, under a lock, on every call, and this runs once
+    // per record.
     Digest digest;
-    const auto* data = reinterpret_cast<const unsigned char*>(message.data());
     switch (algorithm) {
     case HashAlgorithm::sha1:
-        SHA1(data, message.size(), digest.bytes.data());
+        hash_into<Sha1>(message, digest);
         break;
     case HashAlgorithm::sha256:
-        SHA256(data, message.size(), digest.bytes.data());
+        hash_into<Sha256>(message, digest);
         break;
     case HashAlgorithm::sha512:
-        SHA512(data, message.size(), digest.bytes.data());
+        hash_into<Sha512>(message, digest);
         break;
     }
-    digest.size = digest_size(algorithm);
     return digest;
 }
 
