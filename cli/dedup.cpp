@@ -31,7 +31,7 @@ struct DedupOptions {
     std::string scope = "default";
     bool gc = false;
     std::size_t threads = 0;
-    std::uint64_t batch = 8192;
+    std::uint64_t batch = 65536;
 };
 
 int run_dedup_command(const DedupOptions& options) {
@@ -125,7 +125,7 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
         ->check(CLI::Range(0, 64));
     command->add_option(
         "--batch", options->batch,
-        "records per store transaction; a crash can repeat at most this many (default 8192)");
+        "records per store transaction; a crash can repeat at most this many (default 65536)");
     command->footer(
         "First copies go to stdout byte for byte; duplicates are dropped (or go to --dups FILE).\n"
         "The store remembers fingerprints across runs: tomorrow's log still knows today's "

@@ -39,7 +39,7 @@ struct DedupRunOptions {
     std::string store_uri;
     std::string scope = "default";
     std::size_t threads = 0;
-    std::uint64_t batch = 8192; // records per store transaction
+    std::uint64_t batch = 65536; // records per store transaction
 };
 
 struct DedupResult {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <sqlite3.h>
+#include <unordered_map>
 
 namespace idem::store {
 
@@ -26,21 +27,22 @@ constexpr const char* k_migrations[] = {
     "  PRIMARY KEY (scope, nonce)"
     ") WITHOUT ROWID;",
     // v2: dedup fingerprints, and every duplicate kept as evidence of its
-    // first copy (for `audit`).
+    // first copy (for `audit`); input names are stored once, in sources.
+    "CREATE TABLE sources (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);"
     "CREATE TABLE fingerprints ("
     "  scope TEXT NOT NULL,"
     "  fingerprint BLOB NOT NULL,"
     "  first_seen_us INTEGER NOT NULL,"
     "  expires_us INTEGER NOT NULL,"
     "  seen_count INTEGER NOT NULL,"
-    "  first_source TEXT NOT NULL,"
+    "  first_source INTEGER NOT NULL REFERENCES sources(id),"
     "  first_line INTEGER NOT NULL,"
-    "  PRIMARY KEY (scope, fingerprint)"
+    "  PRIMARY KEY (fingerprint, scope)"
     ") WITHOUT ROWID;"
     "CREATE TABLE duplicates ("
     "  scope TEXT NOT NULL,"
     "  fingerprint BLOB NOT NULL,"
-    "  source TEXT NOT NULL,"
+    "  source INTEGER NOT NULL REFERENCES sources(id),"
     "  line INTEGER NOT NULL,"
     "  event_time_us INTEGER NOT NULL"
     ");"
@@ -113,20 +115,31 @@ public:
             m_db, "SELECT first_seen_us FROM nonces WHERE scope = ?1 AND nonce = ?2", m_name);
         // ?7 is now, ?8 the window: an expired entry, or a first copy outside
         // the window, is replaced by this one; otherwise this is a repeat.
-        m_claim_fingerprint = std::make_unique<Statement>(
+        // Most claims are new: a plain insert settles them. A conflict is a
+        // repeat, unless the stored first copy expired or lies outside the
+        // window (?7 now, ?8 the window), when this record replaces it.
+        m_insert_fingerprint = std::make_unique<Statement>(
             m_db,
-            "INSERT INTO fingerprints(scope, fingerprint, first_seen_us, expires_us, seen_count, "
-            "first_source, first_line) VALUES(?1, ?2, ?3, ?4, 1, ?5, ?6) "
-            "ON CONFLICT(scope, fingerprint) DO UPDATE SET "
+            "INSERT OR IGNORE INTO fingerprints(scope, fingerprint, first_seen_us, expires_us, "
+            "seen_count, first_source, first_line) VALUES(?1, ?2, ?3, ?4, 1, ?5, ?6)",
+            m_name);
+        m_repeat_fingerprint = std::make_unique<Statement>(
+            m_db,
+            "UPDATE fingerprints SET "
             "seen_count = CASE WHEN " K_REPLACED " THEN 1 ELSE seen_count + 1 END, "
-            "first_seen_us = CASE WHEN " K_REPLACED
-            " THEN excluded.first_seen_us ELSE first_seen_us END, "
-            "expires_us = CASE WHEN " K_REPLACED " THEN excluded.expires_us ELSE expires_us END, "
-            "first_source = CASE WHEN " K_REPLACED
-            " THEN excluded.first_source ELSE first_source END, "
-            "first_line = CASE WHEN " K_REPLACED " THEN excluded.first_line ELSE first_line END "
+            "first_seen_us = CASE WHEN " K_REPLACED " THEN ?3 ELSE first_seen_us END, "
+            "expires_us = CASE WHEN " K_REPLACED " THEN ?4 ELSE expires_us END, "
+            "first_source = CASE WHEN " K_REPLACED " THEN ?5 ELSE first_source END, "
+            "first_line = CASE WHEN " K_REPLACED " THEN ?6 ELSE first_line END "
+            "WHERE scope = ?1 AND fingerprint = ?2 "
             "RETURNING seen_count, first_seen_us, first_source, first_line",
             m_name);
+        m_insert_source = std::make_unique<Statement>(
+            m_db, "INSERT OR IGNORE INTO sources(path) VALUES(?1)", m_name);
+        m_source_id =
+            std::make_unique<Statement>(m_db, "SELECT id FROM sources WHERE path = ?1", m_name);
+        m_source_path =
+            std::make_unique<Statement>(m_db, "SELECT path FROM sources WHERE id = ?1", m_name);
         m_record_duplicate = std::make_unique<Statement>(
             m_db,
             "INSERT INTO duplicates(scope, fingerprint, source, line, event_time_us) "
@@ -137,7 +150,11 @@ public:
     ~SqliteStore() override {
         m_claim.reset();
         m_lookup.reset();
-        m_claim_fingerprint.reset();
+        m_insert_fingerprint.reset();
+        m_repeat_fingerprint.reset();
+        m_insert_source.reset();
+        m_source_id.reset();
+        m_source_path.reset();
         m_record_duplicate.reset();
         if (m_in_transaction) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
         sqlite3_close(m_db);
@@ -185,36 +202,33 @@ public:
             return claims[a].fingerprint < claims[b].fingerprint;
         });
         std::vector<FingerprintResult> results(claims.size());
-        auto* claim_statement = m_claim_fingerprint->get();
+        auto* insert = m_insert_fingerprint->get();
+        auto* repeat = m_repeat_fingerprint->get();
         for (auto index : order) {
             const auto& claim = claims[index];
             auto& result = results[index];
-            sqlite3_reset(claim_statement);
-            sqlite3_bind_text(claim_statement, 1, scope.data(), static_cast<int>(scope.size()),
-                              SQLITE_STATIC);
-            sqlite3_bind_blob(claim_statement, 2, claim.fingerprint.data(),
-                              static_cast<int>(claim.fingerprint.size()), SQLITE_STATIC);
-            sqlite3_bind_int64(claim_statement, 3, claim.event_time.time_since_epoch().count());
-            sqlite3_bind_int64(claim_statement, 4, claim.expires_at.time_since_epoch().count());
-            sqlite3_bind_text(claim_statement, 5, claim.source.data(),
-                              static_cast<int>(claim.source.size()), SQLITE_STATIC);
-            sqlite3_bind_int64(claim_statement, 6, static_cast<sqlite3_int64>(claim.line));
-            sqlite3_bind_int64(claim_statement, 7, now.time_since_epoch().count());
-            sqlite3_bind_int64(claim_statement, 8, claim.window.count());
-            if (sqlite3_step(claim_statement) != SQLITE_ROW)
-                throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_db)));
-            result.seen_count =
-                static_cast<std::uint64_t>(sqlite3_column_int64(claim_statement, 0));
-            result.first = result.seen_count == 1;
-            result.first_seen = Timestamp(Duration(sqlite3_column_int64(claim_statement, 1)));
-            if (!result.first) {
-                result.first_source =
-                    reinterpret_cast<const char*>(sqlite3_column_text(claim_statement, 2));
-                result.first_line =
-                    static_cast<std::uint64_t>(sqlite3_column_int64(claim_statement, 3));
+            auto source = source_id(claim.source);
+            bind_claim(insert, scope, claim, source);
+            step_done(insert);
+            if (sqlite3_changes(m_db) == 1) { // new: this record is the first copy
+                result.first_seen = claim.event_time;
+                continue;
             }
-            step_done(claim_statement);
-            if (!result.first) record_duplicate(scope, claim);
+            bind_claim(repeat, scope, claim, source);
+            sqlite3_bind_int64(repeat, 7, now.time_since_epoch().count());
+            sqlite3_bind_int64(repeat, 8, claim.window.count());
+            if (sqlite3_step(repeat) != SQLITE_ROW)
+                throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_db)));
+            result.seen_count = static_cast<std::uint64_t>(sqlite3_column_int64(repeat, 0));
+            result.first = result.seen_count == 1;
+            result.first_seen = Timestamp(Duration(sqlite3_column_int64(repeat, 1)));
+            auto first_source = sqlite3_column_int64(repeat, 2);
+            result.first_line = static_cast<std::uint64_t>(sqlite3_column_int64(repeat, 3));
+            step_done(repeat);
+            if (!result.first) {
+                result.first_source = source_path(first_source);
+                record_duplicate(scope, claim, source);
+            }
         }
         return results;
     }
@@ -287,25 +301,77 @@ private:
         execute("COMMIT");
     }
 
-    void record_duplicate(std::string_view scope, const FingerprintClaim& claim) {
+    void record_duplicate(std::string_view scope, const FingerprintClaim& claim,
+                          sqlite3_int64 source) {
         auto* statement = m_record_duplicate->get();
         sqlite3_reset(statement);
         sqlite3_bind_text(statement, 1, scope.data(), static_cast<int>(scope.size()),
                           SQLITE_STATIC);
         sqlite3_bind_blob(statement, 2, claim.fingerprint.data(),
                           static_cast<int>(claim.fingerprint.size()), SQLITE_STATIC);
-        sqlite3_bind_text(statement, 3, claim.source.data(), static_cast<int>(claim.source.size()),
-                          SQLITE_STATIC);
+        sqlite3_bind_int64(statement, 3, source);
         sqlite3_bind_int64(statement, 4, static_cast<sqlite3_int64>(claim.line));
         sqlite3_bind_int64(statement, 5, claim.event_time.time_since_epoch().count());
         step_done(statement);
+    }
+
+    // Parameters 1 to 6 of the fingerprint statements.
+    static void bind_claim(sqlite3_stmt* statement, std::string_view scope,
+                           const FingerprintClaim& claim, sqlite3_int64 source) {
+        sqlite3_reset(statement);
+        sqlite3_bind_text(statement, 1, scope.data(), static_cast<int>(scope.size()),
+                          SQLITE_STATIC);
+        sqlite3_bind_blob(statement, 2, claim.fingerprint.data(),
+                          static_cast<int>(claim.fingerprint.size()), SQLITE_STATIC);
+        sqlite3_bind_int64(statement, 3, claim.event_time.time_since_epoch().count());
+        sqlite3_bind_int64(statement, 4, claim.expires_at.time_since_epoch().count());
+        sqlite3_bind_int64(statement, 5, source);
+        sqlite3_bind_int64(statement, 6, static_cast<sqlite3_int64>(claim.line));
+    }
+
+    // Input names are stored once, in sources; ids are cached per run.
+    sqlite3_int64 source_id(std::string_view path) {
+        auto found = m_source_ids.find(std::string(path));
+        if (found != m_source_ids.end()) return found->second;
+        for (auto* statement : {m_insert_source->get(), m_source_id->get()}) {
+            sqlite3_reset(statement);
+            sqlite3_bind_text(statement, 1, path.data(), static_cast<int>(path.size()),
+                              SQLITE_STATIC);
+        }
+        step_done(m_insert_source->get());
+        auto* lookup = m_source_id->get();
+        if (sqlite3_step(lookup) != SQLITE_ROW)
+            throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_db)));
+        auto id = sqlite3_column_int64(lookup, 0);
+        sqlite3_reset(lookup);
+        m_source_ids.emplace(std::string(path), id);
+        return id;
+    }
+
+    const std::string& source_path(sqlite3_int64 id) {
+        auto found = m_source_paths.find(id);
+        if (found != m_source_paths.end()) return found->second;
+        auto* lookup = m_source_path->get();
+        sqlite3_reset(lookup);
+        sqlite3_bind_int64(lookup, 1, id);
+        std::string path = sqlite3_step(lookup) == SQLITE_ROW
+                               ? reinterpret_cast<const char*>(sqlite3_column_text(lookup, 0))
+                               : std::string("?");
+        sqlite3_reset(lookup);
+        return m_source_paths.emplace(id, std::move(path)).first->second;
     }
 
     std::string m_name;
     sqlite3* m_db = nullptr;
     std::unique_ptr<Statement> m_claim;
     std::unique_ptr<Statement> m_lookup;
-    std::unique_ptr<Statement> m_claim_fingerprint;
+    std::unique_ptr<Statement> m_insert_fingerprint;
+    std::unique_ptr<Statement> m_repeat_fingerprint;
+    std::unique_ptr<Statement> m_insert_source;
+    std::unique_ptr<Statement> m_source_id;
+    std::unique_ptr<Statement> m_source_path;
+    std::unordered_map<std::string, sqlite3_int64> m_source_ids;
+    std::unordered_map<sqlite3_int64, std::string> m_source_paths;
     std::unique_ptr<Statement> m_record_duplicate;
     bool m_in_transaction = false;
     int m_pending = 0;
