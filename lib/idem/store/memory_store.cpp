@@ -7,7 +7,7 @@
 #include <cstring>
 #include <map>
 #include <unordered_map>
-#include <unordered_set>
+#include <vector>
 
 namespace idem::store {
 
@@ -23,11 +23,13 @@ struct BytesHash {
     }
 };
 
+// 32 bytes: with its key, a table slot is 48, so a million fingerprints
+// fit in about 100 MB.
 struct Entry {
     Timestamp first_seen;
     Timestamp expires_at;
-    std::uint64_t seen_count = 0;
-    const std::string* first_source = nullptr;
+    std::uint32_t seen_count = 0;   // 0 marks an empty slot
+    std::uint32_t first_source = 0; // index into the store's source names
     std::uint64_t first_line = 0;
 };
 
@@ -42,8 +44,7 @@ public:
         auto mask = m_slots.size() - 1;
         for (auto index = BytesHash{}(key)&mask;; index = (index + 1) & mask) {
             auto& slot = m_slots[index];
-            if (!slot.used) {
-                slot.used = true;
+            if (slot.entry.seen_count == 0) {
                 slot.key = key;
                 slot.entry = Entry{};
                 ++m_count;
@@ -60,7 +61,7 @@ public:
         auto before = m_count;
         m_count = 0;
         for (const auto& slot : kept)
-            if (slot.used && slot.entry.expires_at > now)
+            if (slot.entry.seen_count != 0 && slot.entry.expires_at > now)
                 *find_or_insert(slot.key).first = slot.entry;
         return before - m_count;
     }
@@ -68,7 +69,6 @@ public:
 private:
     struct Slot {
         FingerprintBytes key{};
-        bool used = false;
         Entry entry;
     };
 
@@ -77,7 +77,7 @@ private:
         std::swap(old, m_slots);
         m_count = 0;
         for (const auto& slot : old)
-            if (slot.used) *find_or_insert(slot.key).first = slot.entry;
+            if (slot.entry.seen_count != 0) *find_or_insert(slot.key).first = slot.entry;
     }
 
     std::vector<Slot> m_slots;
@@ -114,14 +114,14 @@ public:
             if (inserted || entry.expires_at <= now || outside_window) {
                 entry = {claim.event_time, claim.expires_at, 1, intern(claim.source), claim.line};
             } else {
-                ++entry.seen_count;
+                ++entry.seen_count; // 4 billion copies of one event would wrap: not a concern
             }
             auto& result = results[i];
             result.first = entry.seen_count == 1;
             result.seen_count = entry.seen_count;
             result.first_seen = entry.first_seen;
             if (!result.first) {
-                result.first_source = *entry.first_source;
+                result.first_source = m_source_names[entry.first_source];
                 result.first_line = entry.first_line;
             }
         }
@@ -142,16 +142,21 @@ public:
 
 private:
     // Records come file by file, so the last source is nearly always the one.
-    const std::string* intern(std::string_view source) {
-        if (m_last_source && *m_last_source == source) return m_last_source;
-        m_last_source = &*m_sources.emplace(source).first;
+    std::uint32_t intern(std::string_view source) {
+        if (!m_source_names.empty() && m_source_names[m_last_source] == source)
+            return m_last_source;
+        auto [found, inserted] = m_source_ids.try_emplace(
+            std::string(source), static_cast<std::uint32_t>(m_source_names.size()));
+        if (inserted) m_source_names.emplace_back(source);
+        m_last_source = found->second;
         return m_last_source;
     }
 
     std::map<std::string, std::pair<Timestamp, Timestamp>> m_nonces;
     std::map<std::string, FingerprintTable> m_fingerprints;
-    std::unordered_set<std::string> m_sources;
-    const std::string* m_last_source = nullptr;
+    std::unordered_map<std::string, std::uint32_t> m_source_ids;
+    std::vector<std::string> m_source_names;
+    std::uint32_t m_last_source = 0;
 };
 
 } // namespace
