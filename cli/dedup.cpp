@@ -25,6 +25,7 @@ struct DedupOptions {
     bool mark = false;
     bool count = false;
     std::string dups_path;
+    std::string output_path;
     bool fail_on_duplicate = false;
     bool print_key = false;
     std::string store;
@@ -62,6 +63,7 @@ int run_dedup_command(const DedupOptions& options) {
                  : options.count ? dedup::DuplicateAction::count
                                  : dedup::DuplicateAction::drop;
     run.dups_path = options.dups_path;
+    run.output_path = options.output_path;
     if (!run.dups_path.empty() && run.action != dedup::DuplicateAction::drop)
         throw UsageError("--dups goes with the default mode: --mark keeps duplicates in stdout, "
                          "--count writes none");
@@ -105,6 +107,9 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
     command->add_flag("--mark", options->mark,
                       "pass every record, with _idem.dedup saying whether it is a duplicate");
     command->add_flag("--count", options->count, "write no records: only the summary");
+    command->add_option(
+        "-o,--output", options->output_path,
+        "write to FILE instead of stdout; a rerun after a crash resumes it exactly");
     command->add_option("--dups", options->dups_path,
                         "write duplicates here (annotated) instead of dropping them");
     command->add_flag("--fail-on-duplicate", options->fail_on_duplicate,

@@ -6,6 +6,7 @@
 #include "idem/record/block_pipeline.hpp"
 #include "idem/store/store.hpp"
 
+#include <filesystem>
 #include <fmt/format.h>
 
 namespace idem::dedup {
@@ -142,14 +143,55 @@ void write_annotated(io::Sink& sink, std::string_view line, bool has_idem,
 
 } // namespace
 
-DedupResult run_dedup(const DedupRunOptions& options, io::Sink& output,
+namespace {
+
+// Where a run that owns its files keeps its checkpoint in the store.
+std::string checkpoint_name(const DedupRunOptions& options) {
+    std::error_code ignored;
+    auto absolute =
+        std::filesystem::absolute(options.output_path, ignored).lexically_normal().string();
+    return fmt::format("dedup {} {}", options.scope, absolute);
+}
+
+// A file idem owns: created anew, or cut back to what the checkpoint committed.
+std::unique_ptr<io::Sink> open_owned(const std::string& path,
+                                     const std::optional<store::Checkpoint>& checkpoint,
+                                     const std::string& role) {
+    if (path.empty()) return nullptr;
+    if (!checkpoint) return io::Sink::create_file(path);
+    auto committed = checkpoint->file_bytes.find(role);
+    return io::Sink::resume_file(path,
+                                 committed == checkpoint->file_bytes.end() ? 0 : committed->second);
+}
+
+} // namespace
+
+DedupResult run_dedup(const DedupRunOptions& options, io::Sink& standard_output,
                       io::Diagnostics& diagnostics) {
     auto start = std::chrono::steady_clock::now();
     auto store = store::open_store(store::parse_store_uri(options.store_uri));
     std::unique_ptr<io::Sink> reject_sink;
     if (!options.reject_path.empty()) reject_sink = io::Sink::create_file(options.reject_path);
-    std::unique_ptr<io::Sink> dups_sink;
-    if (!options.dups_path.empty()) dups_sink = io::Sink::create_file(options.dups_path);
+
+    // With -o, a checkpoint left by a killed run says how far it got.
+    bool owns_output = !options.output_path.empty();
+    std::optional<store::Checkpoint> checkpoint;
+    std::string checkpoint_key;
+    if (owns_output) {
+        checkpoint_key = checkpoint_name(options);
+        checkpoint = store->load_checkpoint(checkpoint_key);
+        if (checkpoint)
+            diagnostics.warning(
+                {options.output_path, 0, 0, 0},
+                fmt::format("resuming a run that stopped after {} records: the output is cut "
+                            "back to what it had committed",
+                            checkpoint->records_done));
+    }
+    auto owned_output = open_owned(options.output_path, checkpoint, "output");
+    io::Sink& output = owned_output ? *owned_output : standard_output;
+    auto dups_sink = owns_output ? open_owned(options.dups_path, checkpoint, "dups")
+                                 : open_owned(options.dups_path, std::nullopt, "dups");
+    std::uint64_t skip = checkpoint ? checkpoint->records_done : 0;
 
     record::RejectRouter rejects(reject_sink.get(), options.strictness, diagnostics,
                                  options.input.max_record_bytes);
@@ -167,9 +209,21 @@ DedupResult run_dedup(const DedupRunOptions& options, io::Sink& output,
     // Output first, then the store: a crash in between makes a rerun repeat
     // the last batch's records (at-least-once), never lose one; and while
     // the batch's transaction is open, other processes on the store wait.
+    // Files idem owns are synced and their sizes committed with the claims,
+    // which makes a rerun exact.
     auto commit = [&] {
         output.flush();
         if (dups_sink) dups_sink->flush();
+        if (owns_output) {
+            output.sync();
+            if (dups_sink) dups_sink->sync();
+            store::Checkpoint done;
+            // Never behind the run this one resumes: its records are done.
+            done.records_done = std::max(records, skip);
+            done.file_bytes["output"] = output.size();
+            if (dups_sink) done.file_bytes["dups"] = dups_sink->size();
+            store->save_checkpoint(checkpoint_key, done);
+        }
         store->commit();
         since_commit = 0;
     };
@@ -181,7 +235,7 @@ DedupResult run_dedup(const DedupRunOptions& options, io::Sink& output,
         claimed.clear();
         for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
             const auto& outcome = result.outcomes[i];
-            if (outcome.kind != Outcome::Kind::keyed) continue;
+            if (outcome.kind != Outcome::Kind::keyed || records + i < skip) continue;
             auto record = positions.locate(block, outcome.line);
             store::FingerprintClaim claim;
             claim.fingerprint = outcome.fingerprint.bytes;
@@ -199,6 +253,7 @@ DedupResult run_dedup(const DedupRunOptions& options, io::Sink& output,
             auto& outcome = result.outcomes[i];
             ++records;
             if (records % k_progress_every == 0) diagnostics.progress(records, input.bytes_read());
+            if (records <= skip) continue; // done by the run this one resumes
             auto record = positions.locate(block, outcome.line);
             switch (outcome.kind) {
             case Outcome::Kind::too_long:
@@ -239,9 +294,10 @@ DedupResult run_dedup(const DedupRunOptions& options, io::Sink& output,
         }
         if (auto oversized = positions.finish_block(block, result.lines)) {
             ++records;
-            rejects.reject_oversized(*oversized);
+            if (records > skip) rejects.reject_oversized(*oversized);
         }
-        since_commit += result.outcomes.size();
+        // Records skipped on a resume are not new work: no commit for them.
+        if (records > skip) since_commit += result.outcomes.size();
         if (since_commit >= options.batch) commit();
     };
 
@@ -257,14 +313,26 @@ DedupResult run_dedup(const DedupRunOptions& options, io::Sink& output,
         commit();
         throw;
     }
-    commit();
+    // The last batch, and no checkpoint: a finished run leaves none, so the
+    // next run with the same -o starts a new file.
+    output.flush();
+    if (dups_sink) dups_sink->flush();
+    if (owns_output) {
+        output.sync();
+        if (dups_sink) dups_sink->sync();
+        store->clear_checkpoint(checkpoint_key);
+    }
+    store->commit();
     if (reject_sink) reject_sink->flush();
 
     DedupResult result;
     result.duplicates = duplicates;
     auto& summary = result.summary;
     summary.command = "dedup";
-    summary.counts = {{"in", records}, {"unique", unique}, {"duplicates", duplicates}};
+    summary.counts = {{"in", records}};
+    if (skip > 0) summary.counts.emplace_back("resumed", std::min(skip, records));
+    summary.counts.emplace_back("unique", unique);
+    summary.counts.emplace_back("duplicates", duplicates);
     if (options.missing == MissingKey::pass) summary.counts.emplace_back("unkeyed", unkeyed);
     summary.counts.emplace_back("rejected", rejects.count());
     summary.counts.emplace_back("out", output.records_written());

@@ -35,6 +35,9 @@ struct DedupRunOptions {
     std::uint64_t allow = 1; // copies that pass before the rest are duplicates
     DuplicateAction action = DuplicateAction::drop;
     std::string dups_path;
+    // -o FILE: idem owns the output, and a rerun after a crash resumes it
+    // exactly (see store::Checkpoint). Empty: the `output` sink (stdout).
+    std::string output_path;
     KeyPrinting print_key = KeyPrinting::off;
     std::string store_uri;
     std::string scope = "default";

@@ -31,6 +31,22 @@ std::unique_ptr<Sink> Sink::create_file(const std::string& path) {
     return std::unique_ptr<Sink>(new Sink(fd, path, true));
 }
 
+std::unique_ptr<Sink> Sink::resume_file(const std::string& path, std::uint64_t committed_bytes) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        throw FileSystemError(fmt::format("cannot open {}: {}", quote(path), std::strerror(errno)));
+    if (::ftruncate(fd, static_cast<off_t>(committed_bytes)) != 0 ||
+        ::lseek(fd, static_cast<off_t>(committed_bytes), SEEK_SET) < 0) {
+        int error = errno;
+        ::close(fd);
+        throw FileSystemError(fmt::format("cannot cut {} back to {} bytes: {}", quote(path),
+                                          committed_bytes, std::strerror(error)));
+    }
+    auto sink = std::unique_ptr<Sink>(new Sink(fd, path, true));
+    sink->m_flushed_bytes = committed_bytes;
+    return sink;
+}
+
 Sink::~Sink() {
     // Destructors cannot report failures; callers flush explicitly on the
     // success path so a write error is never lost silently.
@@ -76,6 +92,7 @@ void Sink::write_all(const char* data, std::size_t size) {
                 fmt::format("cannot write to {}: {}", quote(m_name), std::strerror(errno)));
         data += written;
         size -= static_cast<std::size_t>(written);
+        m_flushed_bytes += static_cast<std::uint64_t>(written);
     }
 }
 

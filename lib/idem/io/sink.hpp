@@ -15,6 +15,10 @@ public:
     static std::unique_ptr<Sink> standard_output();
     // Creates or truncates `path`. Throws FileSystemError naming the path.
     static std::unique_ptr<Sink> create_file(const std::string& path);
+    // Opens `path`, cuts it back to `committed_bytes` and appends from there
+    // (resuming a run that was killed). Throws FileSystemError.
+    static std::unique_ptr<Sink> resume_file(const std::string& path,
+                                             std::uint64_t committed_bytes);
 
     ~Sink();
     Sink(const Sink&) = delete;
@@ -28,6 +32,8 @@ public:
 
     [[nodiscard]] const std::string& name() const { return m_name; }
     [[nodiscard]] std::uint64_t records_written() const { return m_records; }
+    // Bytes in the file so far, buffered ones included (from where it was opened).
+    [[nodiscard]] std::uint64_t size() const { return m_flushed_bytes + m_used; }
     void count_record() { ++m_records; }
 
 private:
@@ -39,6 +45,7 @@ private:
     bool m_owns_fd;
     std::unique_ptr<char[]> m_buffer;
     std::size_t m_used = 0;
+    std::uint64_t m_flushed_bytes = 0;
     std::uint64_t m_records = 0;
 };
 

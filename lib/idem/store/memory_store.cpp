@@ -137,6 +137,18 @@ public:
         return removed;
     }
 
+    std::optional<Checkpoint> load_checkpoint(std::string_view name) override {
+        auto found = m_checkpoints.find(std::string(name));
+        if (found == m_checkpoints.end()) return std::nullopt;
+        return found->second;
+    }
+    void save_checkpoint(std::string_view name, const Checkpoint& checkpoint) override {
+        m_checkpoints[std::string(name)] = checkpoint;
+    }
+    void clear_checkpoint(std::string_view name) override {
+        m_checkpoints.erase(std::string(name));
+    }
+
     void commit() override {}
     std::string describe() const override { return ":memory:"; }
 
@@ -153,6 +165,7 @@ private:
     }
 
     std::map<std::string, std::pair<Timestamp, Timestamp>> m_nonces;
+    std::map<std::string, Checkpoint> m_checkpoints;
     std::map<std::string, FingerprintTable> m_fingerprints;
     std::unordered_map<std::string, std::uint32_t> m_source_ids;
     std::vector<std::string> m_source_names;

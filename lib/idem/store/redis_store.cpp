@@ -102,6 +102,37 @@ public:
         return results;
     }
 
+    // Not in one transaction with the claims (Redis has none across a
+    // pipeline): see docs/dedup.md on what a crash can do with Redis.
+    std::optional<Checkpoint> load_checkpoint(std::string_view name) override {
+        auto reply = command({"HGETALL", checkpoint_key(name)});
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0) return std::nullopt;
+        Checkpoint checkpoint;
+        for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
+            auto field = string_of(reply->element[i]);
+            auto value = static_cast<std::uint64_t>(integer_of(reply->element[i + 1]));
+            if (field == "records_done")
+                checkpoint.records_done = value;
+            else if (field.starts_with("file:"))
+                checkpoint.file_bytes[field.substr(5)] = value;
+        }
+        return checkpoint;
+    }
+
+    void save_checkpoint(std::string_view name, const Checkpoint& checkpoint) override {
+        std::vector<std::string> arguments{"HSET", checkpoint_key(name), "records_done",
+                                           std::to_string(checkpoint.records_done)};
+        for (const auto& [role, bytes] : checkpoint.file_bytes) {
+            arguments.push_back("file:" + role);
+            arguments.push_back(std::to_string(bytes));
+        }
+        command(arguments);
+    }
+
+    void clear_checkpoint(std::string_view name) override {
+        command({"DEL", checkpoint_key(name)});
+    }
+
     // Redis expires keys by itself.
     std::uint64_t collect_garbage(Timestamp) override { return 0; }
 
@@ -139,6 +170,10 @@ return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
             key += k_hex[byte & 0xf];
         }
         return key;
+    }
+
+    static std::string checkpoint_key(std::string_view name) {
+        return fmt::format("idem:checkpoint:{}", name);
     }
 
     static long long integer_of(const redisReply* reply) {

@@ -4,6 +4,7 @@
 #include "idem/util/text.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <fmt/format.h>
 #include <sqlite3.h>
 #include <unordered_map>
@@ -46,7 +47,13 @@ constexpr const char* k_migrations[] = {
     "  line INTEGER NOT NULL,"
     "  event_time_us INTEGER NOT NULL"
     ");"
-    "CREATE INDEX duplicates_by_fingerprint ON duplicates(scope, fingerprint);",
+    "CREATE INDEX duplicates_by_fingerprint ON duplicates(scope, fingerprint);"
+    // How far a run that owns its output files got (see Checkpoint).
+    "CREATE TABLE checkpoints ("
+    "  name TEXT PRIMARY KEY,"
+    "  records_done INTEGER NOT NULL,"
+    "  file_bytes TEXT NOT NULL" // "output=123,dups=45"
+    ");",
 };
 constexpr int k_schema_version = 2;
 
@@ -231,6 +238,54 @@ public:
             }
         }
         return results;
+    }
+
+    std::optional<Checkpoint> load_checkpoint(std::string_view name) override {
+        Statement statement(
+            m_db, "SELECT records_done, file_bytes FROM checkpoints WHERE name = ?1", m_name);
+        sqlite3_bind_text(statement.get(), 1, name.data(), static_cast<int>(name.size()),
+                          SQLITE_STATIC);
+        if (sqlite3_step(statement.get()) != SQLITE_ROW) return std::nullopt;
+        Checkpoint checkpoint;
+        checkpoint.records_done =
+            static_cast<std::uint64_t>(sqlite3_column_int64(statement.get(), 0));
+        std::string_view files =
+            reinterpret_cast<const char*>(sqlite3_column_text(statement.get(), 1));
+        for (auto item : split(files, ',')) {
+            auto equals = item.find('=');
+            if (equals == std::string_view::npos) continue;
+            std::uint64_t bytes = 0;
+            std::from_chars(item.data() + equals + 1, item.data() + item.size(), bytes);
+            checkpoint.file_bytes[std::string(item.substr(0, equals))] = bytes;
+        }
+        return checkpoint;
+    }
+
+    void save_checkpoint(std::string_view name, const Checkpoint& checkpoint) override {
+        begin_if_needed();
+        std::string files;
+        for (const auto& [role, bytes] : checkpoint.file_bytes)
+            files += fmt::format("{}{}={}", files.empty() ? "" : ",", role, bytes);
+        Statement statement(
+            m_db,
+            "INSERT INTO checkpoints(name, records_done, file_bytes) VALUES(?1, ?2, ?3) "
+            "ON CONFLICT(name) DO UPDATE SET records_done = excluded.records_done, "
+            "file_bytes = excluded.file_bytes",
+            m_name);
+        sqlite3_bind_text(statement.get(), 1, name.data(), static_cast<int>(name.size()),
+                          SQLITE_STATIC);
+        sqlite3_bind_int64(statement.get(), 2, static_cast<sqlite3_int64>(checkpoint.records_done));
+        sqlite3_bind_text(statement.get(), 3, files.data(), static_cast<int>(files.size()),
+                          SQLITE_STATIC);
+        step_done(statement.get());
+    }
+
+    void clear_checkpoint(std::string_view name) override {
+        begin_if_needed();
+        Statement statement(m_db, "DELETE FROM checkpoints WHERE name = ?1", m_name);
+        sqlite3_bind_text(statement.get(), 1, name.data(), static_cast<int>(name.size()),
+                          SQLITE_STATIC);
+        step_done(statement.get());
     }
 
     std::uint64_t collect_garbage(Timestamp now) override {

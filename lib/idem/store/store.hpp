@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,15 @@ struct FingerprintResult {
     std::uint64_t first_line = 0; // a first copy is where its claim says)
 };
 
+// How far a run that owns its output files got, committed with its claims:
+// a rerun cuts each file back to its committed size and skips the records
+// already done, so a crash at any point ends, after a rerun, in exactly the
+// output of one clean run.
+struct Checkpoint {
+    std::uint64_t records_done = 0;
+    std::map<std::string, std::uint64_t> file_bytes; // by role: "output", "dups"
+};
+
 class Store {
 public:
     virtual ~Store() = default;
@@ -75,6 +85,13 @@ public:
     virtual std::vector<FingerprintResult>
     claim_fingerprints(std::string_view scope, const std::vector<FingerprintClaim>& claims,
                        Timestamp now) = 0;
+
+    // The checkpoint saved under `name`, if any.
+    virtual std::optional<Checkpoint> load_checkpoint(std::string_view name) = 0;
+    // Saves or deletes it within the transaction that commit() ends, so it
+    // is durable exactly when the claims made with it are.
+    virtual void save_checkpoint(std::string_view name, const Checkpoint& checkpoint) = 0;
+    virtual void clear_checkpoint(std::string_view name) = 0;
 
     // Deletes expired fingerprints and nonces; returns how many.
     virtual std::uint64_t collect_garbage(Timestamp now) = 0;
