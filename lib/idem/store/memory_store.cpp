@@ -1,7 +1,7 @@
 // ":memory:": the store as hash maps, for one run that needs no persistence.
 // The fastest store, and the baseline the others are measured against.
 
-#include "idem/store/store.hpp"
+#include "idem/store/detail/fingerprint_table.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -14,75 +14,6 @@ namespace idem::store {
 std::unique_ptr<Store> open_memory_store();
 
 namespace {
-
-struct BytesHash {
-    std::size_t operator()(const FingerprintBytes& bytes) const noexcept {
-        std::size_t value = 0;
-        std::memcpy(&value, bytes.data(), sizeof value); // already a cryptographic hash
-        return value;
-    }
-};
-
-// 32 bytes: with its key, a table slot is 48, so a million fingerprints
-// fit in about 100 MB.
-struct Entry {
-    Timestamp first_seen;
-    Timestamp expires_at;
-    std::uint32_t seen_count = 0;   // 0 marks an empty slot
-    std::uint32_t first_source = 0; // index into the store's source names
-    std::uint64_t first_line = 0;
-};
-
-// Open addressing with linear probing over one flat array: a claim costs
-// one cache miss, not a node allocation and a pointer chase. The keys are
-// cryptographic hashes, so their first bytes index the table directly.
-class FingerprintTable {
-public:
-    // The entry for `key`, and whether it was just inserted (zeroed).
-    std::pair<Entry*, bool> find_or_insert(const FingerprintBytes& key) {
-        if ((m_count + 1) * 10 > m_slots.size() * 7) grow();
-        auto mask = m_slots.size() - 1;
-        for (auto index = BytesHash{}(key)&mask;; index = (index + 1) & mask) {
-            auto& slot = m_slots[index];
-            if (slot.entry.seen_count == 0) {
-                slot.key = key;
-                slot.entry = Entry{};
-                ++m_count;
-                return {&slot.entry, true};
-            }
-            if (slot.key == key) return {&slot.entry, false};
-        }
-    }
-
-    // Removes entries that expired by `now`; returns how many.
-    std::uint64_t remove_expired(Timestamp now) {
-        std::vector<Slot> kept(m_slots.size());
-        std::swap(kept, m_slots);
-        auto before = m_count;
-        m_count = 0;
-        for (const auto& slot : kept)
-            if (slot.entry.seen_count != 0 && slot.entry.expires_at > now)
-                *find_or_insert(slot.key).first = slot.entry;
-        return before - m_count;
-    }
-
-private:
-    struct Slot {
-        FingerprintBytes key{};
-        Entry entry;
-    };
-
-    void grow() {
-        std::vector<Slot> old(std::max<std::size_t>(m_slots.size() * 2, 1 << 16));
-        std::swap(old, m_slots);
-        m_count = 0;
-        for (const auto& slot : old)
-            if (slot.entry.seen_count != 0) *find_or_insert(slot.key).first = slot.entry;
-    }
-
-    std::vector<Slot> m_slots;
-    std::size_t m_count = 0;
-};
 
 class MemoryStore final : public Store {
 public:
@@ -107,15 +38,7 @@ public:
         std::vector<FingerprintResult> results(claims.size());
         for (std::size_t i = 0; i < claims.size(); ++i) {
             const auto& claim = claims[i];
-            auto [found, inserted] = table.find_or_insert(claim.fingerprint);
-            auto& entry = *found;
-            bool outside_window =
-                claim.window.count() > 0 && claim.event_time - entry.first_seen > claim.window;
-            if (inserted || entry.expires_at <= now || outside_window) {
-                entry = {claim.event_time, claim.expires_at, 1, intern(claim.source), claim.line};
-            } else {
-                ++entry.seen_count; // 4 billion copies of one event would wrap: not a concern
-            }
+            const auto& entry = detail::decide(table, claim, intern(claim.source), now);
             auto& result = results[i];
             result.first = entry.seen_count == 1;
             result.seen_count = entry.seen_count;
@@ -166,7 +89,7 @@ private:
 
     std::map<std::string, std::pair<Timestamp, Timestamp>> m_nonces;
     std::map<std::string, Checkpoint> m_checkpoints;
-    std::map<std::string, FingerprintTable> m_fingerprints;
+    std::map<std::string, detail::FingerprintTable> m_fingerprints;
     std::unordered_map<std::string, std::uint32_t> m_source_ids;
     std::vector<std::string> m_source_names;
     std::uint32_t m_last_source = 0;

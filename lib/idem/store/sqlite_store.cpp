@@ -1,3 +1,4 @@
+#include "idem/store/detail/fingerprint_table.hpp"
 #include "idem/store/store.hpp"
 
 #include "idem/util/errors.hpp"
@@ -5,7 +6,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <fmt/format.h>
+#include <map>
 #include <sqlite3.h>
 #include <unordered_map>
 
@@ -27,27 +30,21 @@ constexpr const char* k_migrations[] = {
     "  expires_us INTEGER NOT NULL,"
     "  PRIMARY KEY (scope, nonce)"
     ") WITHOUT ROWID;",
-    // v2: dedup fingerprints, and every duplicate kept as evidence of its
-    // first copy (for `audit`); input names are stored once, in sources.
+    // v2: dedup. Fingerprints are an append-only log: a claim appends a row
+    // (a first copy, or a repeat kept as evidence of its first copy, for
+    // `audit`), and each process keeps the log's index in memory, catching
+    // up on what others appended. Input names are stored once, in sources.
     "CREATE TABLE sources (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);"
-    "CREATE TABLE fingerprints ("
+    "CREATE TABLE fingerprint_log ("
+    "  seq INTEGER PRIMARY KEY,"
     "  scope TEXT NOT NULL,"
     "  fingerprint BLOB NOT NULL,"
-    "  first_seen_us INTEGER NOT NULL,"
+    "  kind INTEGER NOT NULL," // 1: first copy, 2: repeat
+    "  event_time_us INTEGER NOT NULL,"
     "  expires_us INTEGER NOT NULL,"
-    "  seen_count INTEGER NOT NULL,"
-    "  first_source INTEGER NOT NULL REFERENCES sources(id),"
-    "  first_line INTEGER NOT NULL,"
-    "  PRIMARY KEY (fingerprint, scope)"
-    ") WITHOUT ROWID;"
-    "CREATE TABLE duplicates ("
-    "  scope TEXT NOT NULL,"
-    "  fingerprint BLOB NOT NULL,"
     "  source INTEGER NOT NULL REFERENCES sources(id),"
-    "  line INTEGER NOT NULL,"
-    "  event_time_us INTEGER NOT NULL"
+    "  line INTEGER NOT NULL"
     ");"
-    "CREATE INDEX duplicates_by_fingerprint ON duplicates(scope, fingerprint);"
     // How far a run that owns its output files got (see Checkpoint).
     "CREATE TABLE checkpoints ("
     "  name TEXT PRIMARY KEY,"
@@ -56,11 +53,6 @@ constexpr const char* k_migrations[] = {
     ");",
 };
 constexpr int k_schema_version = 2;
-
-// When a stored fingerprint no longer counts: expired, or its first copy is
-// outside the window of the record claiming it.
-#define K_REPLACED                                                                                 \
-    "(fingerprints.expires_us <= ?7 OR (?8 > 0 AND ?3 - fingerprints.first_seen_us > ?8))"
 
 // Claims are committed in batches: one fsync per batch, not per record.
 constexpr int k_claims_per_transaction = 4096;
@@ -89,6 +81,12 @@ public:
 
 private:
     sqlite3_stmt* m_statement = nullptr;
+};
+
+// Per scope: the fingerprint log's index, and the last row it has seen.
+struct ScopeIndex {
+    detail::FingerprintTable table;
+    sqlite3_int64 last_seq = 0;
 };
 
 class SqliteStore final : public Store {
@@ -122,47 +120,32 @@ public:
             m_db, "SELECT first_seen_us FROM nonces WHERE scope = ?1 AND nonce = ?2", m_name);
         // ?7 is now, ?8 the window: an expired entry, or a first copy outside
         // the window, is replaced by this one; otherwise this is a repeat.
-        // Most claims are new: a plain insert settles them. A conflict is a
-        // repeat, unless the stored first copy expired or lies outside the
-        // window (?7 now, ?8 the window), when this record replaces it.
-        m_insert_fingerprint = std::make_unique<Statement>(
-            m_db,
-            "INSERT OR IGNORE INTO fingerprints(scope, fingerprint, first_seen_us, expires_us, "
-            "seen_count, first_source, first_line) VALUES(?1, ?2, ?3, ?4, 1, ?5, ?6)",
-            m_name);
-        m_repeat_fingerprint = std::make_unique<Statement>(
-            m_db,
-            "UPDATE fingerprints SET "
-            "seen_count = CASE WHEN " K_REPLACED " THEN 1 ELSE seen_count + 1 END, "
-            "first_seen_us = CASE WHEN " K_REPLACED " THEN ?3 ELSE first_seen_us END, "
-            "expires_us = CASE WHEN " K_REPLACED " THEN ?4 ELSE expires_us END, "
-            "first_source = CASE WHEN " K_REPLACED " THEN ?5 ELSE first_source END, "
-            "first_line = CASE WHEN " K_REPLACED " THEN ?6 ELSE first_line END "
-            "WHERE scope = ?1 AND fingerprint = ?2 "
-            "RETURNING seen_count, first_seen_us, first_source, first_line",
-            m_name);
+        m_append = std::make_unique<Statement>(m_db,
+                                               "INSERT INTO fingerprint_log(scope, fingerprint, "
+                                               "kind, event_time_us, expires_us, source, line) "
+                                               "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                                               m_name);
+        m_catch_up = std::make_unique<Statement>(m_db,
+                                                 "SELECT seq, fingerprint, kind, event_time_us, "
+                                                 "expires_us, source, line FROM fingerprint_log "
+                                                 "WHERE seq > ?1 AND scope = ?2 ORDER BY seq",
+                                                 m_name);
         m_insert_source = std::make_unique<Statement>(
             m_db, "INSERT OR IGNORE INTO sources(path) VALUES(?1)", m_name);
         m_source_id =
             std::make_unique<Statement>(m_db, "SELECT id FROM sources WHERE path = ?1", m_name);
         m_source_path =
             std::make_unique<Statement>(m_db, "SELECT path FROM sources WHERE id = ?1", m_name);
-        m_record_duplicate = std::make_unique<Statement>(
-            m_db,
-            "INSERT INTO duplicates(scope, fingerprint, source, line, event_time_us) "
-            "VALUES(?1, ?2, ?3, ?4, ?5)",
-            m_name);
     }
 
     ~SqliteStore() override {
         m_claim.reset();
         m_lookup.reset();
-        m_insert_fingerprint.reset();
-        m_repeat_fingerprint.reset();
+        m_append.reset();
+        m_catch_up.reset();
         m_insert_source.reset();
         m_source_id.reset();
         m_source_path.reset();
-        m_record_duplicate.reset();
         if (m_in_transaction) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
         sqlite3_close(m_db);
     }
@@ -199,44 +182,28 @@ public:
     std::vector<FingerprintResult> claim_fingerprints(std::string_view scope,
                                                       const std::vector<FingerprintClaim>& claims,
                                                       Timestamp now) override {
+        // The write lock is held from here to commit(): nobody else can
+        // append between catching up and deciding.
         begin_if_needed();
-        // In fingerprint order, for B-tree locality; a stable sort keeps
-        // repeats in input order, so the earliest copy is the first.
-        std::vector<std::size_t> order(claims.size());
-        for (std::size_t i = 0; i < order.size(); ++i)
-            order[i] = i;
-        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-            return claims[a].fingerprint < claims[b].fingerprint;
-        });
+        auto& index = scope_index(scope);
+        catch_up(scope, index);
         std::vector<FingerprintResult> results(claims.size());
-        auto* insert = m_insert_fingerprint->get();
-        auto* repeat = m_repeat_fingerprint->get();
-        for (auto index : order) {
-            const auto& claim = claims[index];
-            auto& result = results[index];
+        for (std::size_t i = 0; i < claims.size(); ++i) {
+            const auto& claim = claims[i];
             auto source = source_id(claim.source);
-            bind_claim(insert, scope, claim, source);
-            step_done(insert);
-            if (sqlite3_changes(m_db) == 1) { // new: this record is the first copy
-                result.first_seen = claim.event_time;
-                continue;
-            }
-            bind_claim(repeat, scope, claim, source);
-            sqlite3_bind_int64(repeat, 7, now.time_since_epoch().count());
-            sqlite3_bind_int64(repeat, 8, claim.window.count());
-            if (sqlite3_step(repeat) != SQLITE_ROW)
-                throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_db)));
-            result.seen_count = static_cast<std::uint64_t>(sqlite3_column_int64(repeat, 0));
-            result.first = result.seen_count == 1;
-            result.first_seen = Timestamp(Duration(sqlite3_column_int64(repeat, 1)));
-            auto first_source = sqlite3_column_int64(repeat, 2);
-            result.first_line = static_cast<std::uint64_t>(sqlite3_column_int64(repeat, 3));
-            step_done(repeat);
+            const auto& entry =
+                detail::decide(index.table, claim, static_cast<std::uint32_t>(source), now);
+            auto& result = results[i];
+            result.seen_count = entry.seen_count;
+            result.first = entry.seen_count == 1;
+            result.first_seen = entry.first_seen;
             if (!result.first) {
-                result.first_source = source_path(first_source);
-                record_duplicate(scope, claim, source);
+                result.first_source = source_path(entry.first_source);
+                result.first_line = entry.first_line;
             }
+            append(scope, claim, result.first ? 1 : 2, source);
         }
+        if (!claims.empty()) index.last_seq = sqlite3_last_insert_rowid(m_db);
         return results;
     }
 
@@ -291,7 +258,12 @@ public:
     std::uint64_t collect_garbage(Timestamp now) override {
         begin_if_needed();
         std::uint64_t removed = 0;
-        for (const char* sql : {"DELETE FROM fingerprints WHERE expires_us <= ?1",
+        // A fingerprint goes, first copy and repeats, once its latest first
+        // copy has expired.
+        for (const char* sql : {"DELETE FROM fingerprint_log WHERE (scope, fingerprint) IN (SELECT "
+                                "scope, fingerprint "
+                                "FROM fingerprint_log WHERE kind = 1 GROUP BY scope, fingerprint "
+                                "HAVING max(expires_us) <= ?1)",
                                 "DELETE FROM nonces WHERE expires_us <= ?1"}) {
             Statement statement(m_db, sql, m_name);
             sqlite3_bind_int64(statement.get(), 1, now.time_since_epoch().count());
@@ -299,6 +271,7 @@ public:
             removed += static_cast<std::uint64_t>(sqlite3_changes(m_db));
         }
         commit();
+        m_indexes.clear(); // rebuilt from what is left
         return removed;
     }
 
@@ -356,32 +329,56 @@ private:
         execute("COMMIT");
     }
 
-    void record_duplicate(std::string_view scope, const FingerprintClaim& claim,
-                          sqlite3_int64 source) {
-        auto* statement = m_record_duplicate->get();
-        sqlite3_reset(statement);
-        sqlite3_bind_text(statement, 1, scope.data(), static_cast<int>(scope.size()),
-                          SQLITE_STATIC);
-        sqlite3_bind_blob(statement, 2, claim.fingerprint.data(),
-                          static_cast<int>(claim.fingerprint.size()), SQLITE_STATIC);
-        sqlite3_bind_int64(statement, 3, source);
-        sqlite3_bind_int64(statement, 4, static_cast<sqlite3_int64>(claim.line));
-        sqlite3_bind_int64(statement, 5, claim.event_time.time_since_epoch().count());
-        step_done(statement);
+    ScopeIndex& scope_index(std::string_view scope) {
+        auto found = m_indexes.find(scope);
+        if (found != m_indexes.end()) return found->second;
+        return m_indexes.emplace(std::string(scope), ScopeIndex{}).first->second;
     }
 
-    // Parameters 1 to 6 of the fingerprint statements.
-    static void bind_claim(sqlite3_stmt* statement, std::string_view scope,
-                           const FingerprintClaim& claim, sqlite3_int64 source) {
+    // Applies what was appended since this process last looked: everything
+    // on the first claim, then only other processes' rows.
+    void catch_up(std::string_view scope, ScopeIndex& index) {
+        auto* statement = m_catch_up->get();
+        sqlite3_reset(statement);
+        sqlite3_bind_int64(statement, 1, index.last_seq);
+        sqlite3_bind_text(statement, 2, scope.data(), static_cast<int>(scope.size()),
+                          SQLITE_STATIC);
+        int step;
+        while ((step = sqlite3_step(statement)) == SQLITE_ROW) {
+            index.last_seq = sqlite3_column_int64(statement, 0);
+            FingerprintBytes fingerprint{};
+            auto size = static_cast<std::size_t>(sqlite3_column_bytes(statement, 1));
+            std::memcpy(fingerprint.data(), sqlite3_column_blob(statement, 1),
+                        std::min(size, fingerprint.size()));
+            if (sqlite3_column_int(statement, 2) == 1) {
+                *index.table.find_or_insert(fingerprint).first = {
+                    Timestamp(Duration(sqlite3_column_int64(statement, 3))),
+                    Timestamp(Duration(sqlite3_column_int64(statement, 4))), 1,
+                    static_cast<std::uint32_t>(sqlite3_column_int64(statement, 5)),
+                    static_cast<std::uint64_t>(sqlite3_column_int64(statement, 6))};
+            } else if (auto* entry = index.table.find_mutable(fingerprint)) {
+                ++entry->seen_count;
+            }
+        }
+        sqlite3_reset(statement);
+        if (step != SQLITE_DONE)
+            throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_db)));
+    }
+
+    void append(std::string_view scope, const FingerprintClaim& claim, int kind,
+                sqlite3_int64 source) {
+        auto* statement = m_append->get();
         sqlite3_reset(statement);
         sqlite3_bind_text(statement, 1, scope.data(), static_cast<int>(scope.size()),
                           SQLITE_STATIC);
         sqlite3_bind_blob(statement, 2, claim.fingerprint.data(),
                           static_cast<int>(claim.fingerprint.size()), SQLITE_STATIC);
-        sqlite3_bind_int64(statement, 3, claim.event_time.time_since_epoch().count());
-        sqlite3_bind_int64(statement, 4, claim.expires_at.time_since_epoch().count());
-        sqlite3_bind_int64(statement, 5, source);
-        sqlite3_bind_int64(statement, 6, static_cast<sqlite3_int64>(claim.line));
+        sqlite3_bind_int(statement, 3, kind);
+        sqlite3_bind_int64(statement, 4, claim.event_time.time_since_epoch().count());
+        sqlite3_bind_int64(statement, 5, claim.expires_at.time_since_epoch().count());
+        sqlite3_bind_int64(statement, 6, source);
+        sqlite3_bind_int64(statement, 7, static_cast<sqlite3_int64>(claim.line));
+        step_done(statement);
     }
 
     // Input names are stored once, in sources; ids are cached per run.
@@ -420,14 +417,14 @@ private:
     sqlite3* m_db = nullptr;
     std::unique_ptr<Statement> m_claim;
     std::unique_ptr<Statement> m_lookup;
-    std::unique_ptr<Statement> m_insert_fingerprint;
-    std::unique_ptr<Statement> m_repeat_fingerprint;
+    std::unique_ptr<Statement> m_append;
+    std::unique_ptr<Statement> m_catch_up;
+    std::map<std::string, ScopeIndex, std::less<>> m_indexes;
     std::unique_ptr<Statement> m_insert_source;
     std::unique_ptr<Statement> m_source_id;
     std::unique_ptr<Statement> m_source_path;
     std::unordered_map<std::string, sqlite3_int64> m_source_ids;
     std::unordered_map<sqlite3_int64, std::string> m_source_paths;
-    std::unique_ptr<Statement> m_record_duplicate;
     bool m_in_transaction = false;
     int m_pending = 0;
 };
