@@ -383,8 +383,13 @@ private:
 
     // Input names are stored once, in sources; ids are cached per run.
     sqlite3_int64 source_id(std::string_view path) {
+        // Claims come file by file: the last answer is nearly always the one.
+        if (m_last_source_id && m_last_source_path == path) return m_last_source_id;
         auto found = m_source_ids.find(std::string(path));
-        if (found != m_source_ids.end()) return found->second;
+        if (found != m_source_ids.end()) {
+            m_last_source_path = found->first;
+            return m_last_source_id = found->second;
+        }
         for (auto* statement : {m_insert_source->get(), m_source_id->get()}) {
             sqlite3_reset(statement);
             sqlite3_bind_text(statement, 1, path.data(), static_cast<int>(path.size()),
@@ -396,8 +401,8 @@ private:
             throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_db)));
         auto id = sqlite3_column_int64(lookup, 0);
         sqlite3_reset(lookup);
-        m_source_ids.emplace(std::string(path), id);
-        return id;
+        m_last_source_path = m_source_ids.emplace(std::string(path), id).first->first;
+        return m_last_source_id = id;
     }
 
     const std::string& source_path(sqlite3_int64 id) {
@@ -424,6 +429,8 @@ private:
     std::unique_ptr<Statement> m_source_id;
     std::unique_ptr<Statement> m_source_path;
     std::unordered_map<std::string, sqlite3_int64> m_source_ids;
+    std::string_view m_last_source_path; // a key of m_source_ids
+    sqlite3_int64 m_last_source_id = 0;
     std::unordered_map<sqlite3_int64, std::string> m_source_paths;
     bool m_in_transaction = false;
     int m_pending = 0;

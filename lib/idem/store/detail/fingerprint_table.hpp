@@ -50,7 +50,9 @@ public:
         }
     }
 
-    [[nodiscard]] Entry* find_mutable(const FingerprintBytes& key) { return const_cast<Entry*>(find(key)); }
+    [[nodiscard]] Entry* find_mutable(const FingerprintBytes& key) {
+        return const_cast<Entry*>(find(key));
+    }
 
     [[nodiscard]] const Entry* find(const FingerprintBytes& key) const {
         if (m_slots.empty()) return nullptr;
@@ -96,11 +98,12 @@ private:
 // whose first copy lies outside the claim's window makes this record the
 // first copy; otherwise it is one more repeat. `source` is the caller's id
 // for claim.source.
-inline const Entry& decide(FingerprintTable& table, const FingerprintClaim& claim, std::uint32_t source,
-                           Timestamp now) {
+inline const Entry& decide(FingerprintTable& table, const FingerprintClaim& claim,
+                           std::uint32_t source, Timestamp now) {
     auto [found, inserted] = table.find_or_insert(claim.fingerprint);
     auto& entry = *found;
-    bool outside_window = claim.window.count() > 0 && claim.event_time - entry.first_seen > claim.window;
+    bool outside_window =
+        claim.window.count() > 0 && claim.event_time - entry.first_seen > claim.window;
     if (inserted || entry.expires_at <= now || outside_window)
         entry = {claim.event_time, claim.expires_at, 1, source, claim.line};
     else
