@@ -69,7 +69,10 @@ void StderrDiagnostics::warning(const SourcePosition& where, std::string_view me
     ++m_warnings;
     if (m_quiet || m_warnings > k_max_warnings_shown) return;
     if (m_progress_shown) fmt::print(stderr, "\r\033[K");
-    fmt::print(stderr, "idem: warning: {}: {}\n", where.to_string(), message);
+    if (where.source.empty())
+        fmt::print(stderr, "idem: warning: {}\n", message);
+    else
+        fmt::print(stderr, "idem: warning: {}: {}\n", where.to_string(), message);
 }
 
 void StderrDiagnostics::progress(std::uint64_t records, std::uint64_t bytes) {

@@ -30,6 +30,8 @@ struct DedupOptions {
     bool print_key = false;
     std::string store;
     std::string scope = "default";
+    std::string on_store_error = "fail";
+    std::string lock_timeout = "60s";
     bool gc = false;
     std::size_t threads = 0;
     std::uint64_t batch = 65536;
@@ -70,6 +72,9 @@ int run_dedup_command(const DedupOptions& options) {
     run.print_key = options.print_key ? dedup::KeyPrinting::on : dedup::KeyPrinting::off;
     run.store_uri = options.store;
     run.scope = options.scope;
+    run.lock_timeout = parse_duration(options.lock_timeout);
+    run.on_store_error =
+        options.on_store_error == "pass" ? dedup::StoreFailure::pass : dedup::StoreFailure::fail;
     run.threads = options.threads;
     run.batch = std::max<std::uint64_t>(options.batch, 1);
     StderrDiagnostics diagnostics(options.common.quiet);
@@ -123,6 +128,13 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
     command->add_option(
         "--scope", options->scope,
         "namespace of fingerprints in the store, for several streams (default 'default')");
+    command
+        ->add_option("--on-store-error", options->on_store_error,
+                     "fail (default: exit 4, nothing unclaimed let through) or pass (let records "
+                     "through unclaimed, with a warning)")
+        ->check(CLI::IsMember({"fail", "pass"}));
+    command->add_option("--lock-timeout", options->lock_timeout,
+                        "how long to wait for a SQLite store another process holds (default 60s)");
     command->add_flag("--gc", options->gc, "delete expired fingerprints from the store, then exit");
     command
         ->add_option("--threads", options->threads,

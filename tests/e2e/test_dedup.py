@@ -232,3 +232,53 @@ class KillAndRerun(unittest.TestCase):
             # Finished: the next run with the same -o starts afresh.
             code, _, err = run(args[:-1] + ["--store", store, "-o", out, "--summary", "json", source])
             self.assertEqual(summary_of(err)["out"], 0)  # everything is a duplicate now
+
+
+class StoreFailures(unittest.TestCase):
+    def test_on_store_error_pass_lets_records_through_unclaimed_with_a_warning(self):
+        code, out, err = run(["dedup", "--key", "id", "--store", "redis://127.0.0.1:1", "--on-store-error", "pass",
+                              "--summary", "json"], stdin=ndjson(EVENTS))
+        self.assertEqual(code, 0)
+        self.assertEqual(len(out.splitlines()), len(EVENTS))
+        self.assertIn("idem: warning: cannot connect to store redis://127.0.0.1:1/0", err)
+        self.assertEqual(summary_of(err)["unclaimed"], len(EVENTS))
+
+    @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
+    def test_a_redis_that_goes_away_mid_run_stops_the_run_with_exit_4(self):
+        with redis_server.running() as uri:
+            process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", uri, "-q"], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            process.stdin.write(ndjson([{"id": f"before_{i}"} for i in range(200)]))
+            process.stdin.flush()
+            time.sleep(0.5)
+            # Leaving the context stops the server; then more input arrives.
+        try:
+            process.stdin.write(ndjson([{"id": f"after_{i}"} for i in range(200)]))
+            process.stdin.close()
+        except BrokenPipeError:
+            pass
+        process.stdin = None
+        out, err = process.communicate(timeout=60)
+        self.assertEqual(process.returncode, 4, err)
+        self.assertIn(b"store redis://127.0.0.1:", err)
+        ids = [json.loads(line)["id"] for line in out.splitlines()]
+        # Nothing was let through that was not claimed: only records read
+        # while Redis was up.
+        self.assertTrue(all(i.startswith("before_") for i in ids))
+
+    def test_a_store_locked_by_another_process_is_waited_for_then_a_clear_error(self):
+        import sqlite3
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "locked.db")
+            run(["dedup", "--key", "id", "--store", path, "-q"], stdin=ndjson(EVENTS[:1]))
+            holder = sqlite3.connect(path, timeout=0)
+            holder.execute("BEGIN EXCLUSIVE")
+            try:
+                code, out, err = run(["dedup", "--key", "id", "--store", path, "-q", "--lock-timeout", "300ms"],
+                                     stdin=ndjson(EVENTS))
+            finally:
+                holder.rollback()
+                holder.close()
+            self.assertEqual(code, 4, err)
+            self.assertIn("database is locked", err)
+            self.assertEqual(out, b"")

@@ -169,7 +169,24 @@ std::unique_ptr<io::Sink> open_owned(const std::string& path,
 DedupResult run_dedup(const DedupRunOptions& options, io::Sink& standard_output,
                       io::Diagnostics& diagnostics) {
     auto start = std::chrono::steady_clock::now();
-    auto store = store::open_store(store::parse_store_uri(options.store_uri));
+    auto location = store::parse_store_uri(options.store_uri);
+    location.lock_timeout = options.lock_timeout;
+    std::string store_name = location.describe();
+    std::unique_ptr<store::Store> store;
+    // --on-store-error pass: without a store, every record goes through as
+    // new, unclaimed, and the summary says how many.
+    auto lose_store = [&](const StoreError& error) {
+        if (options.on_store_error == StoreFailure::fail) throw error;
+        diagnostics.warning(
+            {}, fmt::format("{}; letting records through unclaimed (--on-store-error pass)",
+                            error.what()));
+        store.reset();
+    };
+    try {
+        store = store::open_store(location);
+    } catch (const StoreError& error) {
+        lose_store(error);
+    }
     std::unique_ptr<io::Sink> reject_sink;
     if (!options.reject_path.empty()) reject_sink = io::Sink::create_file(options.reject_path);
 
@@ -177,7 +194,7 @@ DedupResult run_dedup(const DedupRunOptions& options, io::Sink& standard_output,
     bool owns_output = !options.output_path.empty();
     std::optional<store::Checkpoint> checkpoint;
     std::string checkpoint_key;
-    if (owns_output) {
+    if (owns_output && store) {
         checkpoint_key = checkpoint_name(options);
         checkpoint = store->load_checkpoint(checkpoint_key);
         if (checkpoint)
@@ -200,7 +217,8 @@ DedupResult run_dedup(const DedupRunOptions& options, io::Sink& standard_output,
     for (std::size_t i = 0; i < record::worker_count(options.threads); ++i)
         states.push_back(std::make_unique<WorkerState>(options.key));
 
-    std::uint64_t records = 0, unique = 0, duplicates = 0, unkeyed = 0, since_commit = 0;
+    std::uint64_t records = 0, unique = 0, duplicates = 0, unkeyed = 0, unclaimed = 0,
+                  since_commit = 0;
     record::PositionTracker positions;
     std::vector<store::FingerprintClaim> claims;
     std::vector<std::size_t> claimed; // outcome index of each claim
@@ -214,6 +232,7 @@ DedupResult run_dedup(const DedupRunOptions& options, io::Sink& standard_output,
     auto commit = [&] {
         output.flush();
         if (dups_sink) dups_sink->flush();
+        if (!store) return;
         if (owns_output) {
             output.sync();
             if (dups_sink) dups_sink->sync();
@@ -247,7 +266,20 @@ DedupResult run_dedup(const DedupRunOptions& options, io::Sink& standard_output,
             claims.push_back(claim);
             claimed.push_back(i);
         }
-        auto answers = store->claim_fingerprints(options.scope, claims, now);
+        std::vector<store::FingerprintResult> answers;
+        if (store) {
+            try {
+                answers = store->claim_fingerprints(options.scope, claims, now);
+            } catch (const StoreError& error) {
+                lose_store(error);
+            }
+        }
+        if (!store) {
+            unclaimed += claims.size();
+            answers.assign(claims.size(), store::FingerprintResult{});
+            for (std::size_t i = 0; i < claims.size(); ++i)
+                answers[i].first_seen = claims[i].event_time;
+        }
         std::size_t next_claim = 0;
         for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
             auto& outcome = result.outcomes[i];
@@ -317,12 +349,12 @@ DedupResult run_dedup(const DedupRunOptions& options, io::Sink& standard_output,
     // next run with the same -o starts a new file.
     output.flush();
     if (dups_sink) dups_sink->flush();
-    if (owns_output) {
+    if (store && owns_output) {
         output.sync();
         if (dups_sink) dups_sink->sync();
         store->clear_checkpoint(checkpoint_key);
     }
-    store->commit();
+    if (store) store->commit();
     if (reject_sink) reject_sink->flush();
 
     DedupResult result;
@@ -337,7 +369,9 @@ DedupResult run_dedup(const DedupRunOptions& options, io::Sink& standard_output,
     summary.counts.emplace_back("rejected", rejects.count());
     summary.counts.emplace_back("out", output.records_written());
     if (dups_sink) summary.counts.emplace_back("dups_file", dups_sink->records_written());
-    summary.facts.emplace_back("store", store->describe());
+    if (options.on_store_error == StoreFailure::pass)
+        summary.counts.emplace_back("unclaimed", unclaimed);
+    summary.facts.emplace_back("store", store_name);
     summary.seconds = io::seconds_since(start);
     return result;
 }

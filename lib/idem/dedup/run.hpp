@@ -22,6 +22,9 @@ namespace idem::dedup {
 enum class DuplicateAction { drop, mark, count };
 enum class MissingKey { reject, pass };
 enum class KeyPrinting { off, on };
+// When the store fails: stop (exit 4, nothing emitted as new that was not
+// claimed), or let records through unclaimed, with a warning.
+enum class StoreFailure { fail, pass };
 
 struct DedupRunOptions {
     record::InputOptions input;
@@ -40,6 +43,8 @@ struct DedupRunOptions {
     std::string output_path;
     KeyPrinting print_key = KeyPrinting::off;
     std::string store_uri;
+    StoreFailure on_store_error = StoreFailure::fail;
+    Duration lock_timeout = std::chrono::seconds(60);
     std::string scope = "default";
     std::size_t threads = 0;
     std::uint64_t batch = 65536; // records per store transaction

@@ -101,9 +101,12 @@ public:
             m_db = nullptr;
             throw StoreError(fmt::format("cannot open store {}: {}", quote(m_name), message));
         }
-        // Processes sharing the file take turns batch by batch; a turn lasts as long
-        // as writing one batch of output takes.
-        sqlite3_busy_timeout(m_db, 60000);
+        // Processes sharing the file take turns batch by batch; a turn lasts as
+        // long as writing one batch of output takes.
+        sqlite3_busy_timeout(
+            m_db, static_cast<int>(
+                      std::chrono::duration_cast<std::chrono::milliseconds>(location.lock_timeout)
+                          .count()));
         execute("PRAGMA journal_mode=WAL");
         execute("PRAGMA synchronous=NORMAL");
         // Claims touch random pages of a large B-tree: a big page cache keeps

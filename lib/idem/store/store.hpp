@@ -24,6 +24,8 @@ struct StoreLocation {
     std::string host; // redis
     int port = 6379;
     int database = 0;
+    // How long to wait for a SQLite file another process holds locked.
+    Duration lock_timeout = std::chrono::seconds(60);
 
     // For messages: never includes a password.
     [[nodiscard]] std::string describe() const;
