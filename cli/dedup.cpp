@@ -20,6 +20,8 @@ struct DedupOptions {
     std::string missing = "reject";
     std::string time_field;
     std::string window;
+    std::string bucket;
+    std::string zone = "UTC";
     std::string ttl = "24h";
     std::uint64_t allow = 1;
     bool mark = false;
@@ -54,6 +56,9 @@ int run_dedup_command(const DedupOptions& options) {
     run.missing = options.missing == "pass" ? dedup::MissingKey::pass : dedup::MissingKey::reject;
     if (!options.time_field.empty()) run.time_field = record::FieldPath::parse(options.time_field);
     if (!options.window.empty()) run.window = parse_duration(options.window);
+    if (!options.bucket.empty())
+        run.bucket = options.bucket == "hour" ? BucketSize::hour : BucketSize::day;
+    run.zone = TimeZone::load(options.zone);
     run.ttl = parse_duration(options.ttl);
     if (run.ttl.count() <= 0) throw UsageError("--ttl must be longer than 0");
     if (options.allow == 0)
@@ -105,6 +110,12 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
     command->add_option(
         "--window", options->window,
         "a repeat is a duplicate only within this long of the first copy, by event time");
+    command
+        ->add_option("--bucket", options->bucket,
+                     "fold the event's calendar day or hour into the key (business-day boundaries)")
+        ->check(CLI::IsMember({"day", "hour"}));
+    command->add_option("--tz", options->zone,
+                        "the calendar of --bucket: UTC (default), +08:00, Asia/Shanghai");
     command->add_option("--ttl", options->ttl,
                         "how long the store remembers a fingerprint (default 24h)");
     command->add_option("--allow", options->allow,

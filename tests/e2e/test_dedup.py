@@ -282,3 +282,21 @@ class StoreFailures(unittest.TestCase):
             self.assertEqual(code, 4, err)
             self.assertIn("database is locked", err)
             self.assertEqual(out, b"")
+
+
+class Buckets(unittest.TestCase):
+    def test_the_calendar_bucket_in_the_given_zone_is_part_of_the_key(self):
+        events = [{"id": 1, "at": "2026-11-30T15:59:00Z"}, {"id": 1, "at": "2026-11-30T16:01:00Z"},
+                  {"id": 1, "at": "2026-11-30T17:00:00Z"}]
+        code, out, _ = run(["dedup", "--store", ":memory:", "--key", "id", "--time-field", "at", "--bucket", "day",
+                            "--tz", "Asia/Shanghai"], stdin=ndjson(events))
+        self.assertEqual([json.loads(line)["at"] for line in out.splitlines()],
+                         ["2026-11-30T15:59:00Z", "2026-11-30T16:01:00Z"])
+        code, out, _ = run(["dedup", "--store", ":memory:", "--key", "id", "--time-field", "at", "--bucket", "day"],
+                           stdin=ndjson(events))
+        self.assertEqual(len(out.splitlines()), 1)  # one UTC day
+
+    def test_an_unknown_zone_is_a_usage_error(self):
+        code, _, err = run(["dedup", "--key", "id", "--bucket", "day", "--tz", "Mars/Olympus"], stdin=b"")
+        self.assertEqual(code, 2)
+        self.assertIn("unknown time zone 'Mars/Olympus'", err)

@@ -59,9 +59,13 @@ void append_encoded_value(std::string& out, const record::FieldValue& value) {
 
 Fingerprinter::Fingerprinter(KeySpec spec) : m_spec(std::move(spec)) {}
 
-KeyOutcome Fingerprinter::fingerprint(record::RecordParser& parser) {
+KeyOutcome Fingerprinter::fingerprint(record::RecordParser& parser, std::string_view bucket) {
     KeyOutcome outcome;
     m_encoded.assign(k_key_version);
+    if (!bucket.empty()) {
+        m_encoded += " bucket ";
+        m_encoded.append(bucket);
+    }
     if (m_spec.key_paths.empty()) {
         // The whole event, in canonical form (idem-canonical/1).
         auto canonical = parser.canonical_event(m_spec.ignore_paths);

@@ -44,9 +44,10 @@ class Fingerprinter {
 public:
     explicit Fingerprinter(KeySpec spec);
 
-    // Fingerprints the record `parser` holds. The encoded key stays in
-    // encoded_key() until the next call (for --print-key).
-    KeyOutcome fingerprint(record::RecordParser& parser);
+    // Fingerprints the record `parser` holds, within `bucket` (a calendar
+    // bucket such as "2026-11-30", folded into the key; empty: none). The
+    // encoded key stays in encoded_key() until the next call (--print-key).
+    KeyOutcome fingerprint(record::RecordParser& parser, std::string_view bucket = {});
     [[nodiscard]] const std::string& encoded_key() const { return m_encoded; }
 
 private:

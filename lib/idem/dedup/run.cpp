@@ -75,7 +75,11 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, WorkerState& state,
                !parser.envelope().received_at.empty()) {
         outcome.event_time = parse_timestamp(parser.envelope().received_at);
     }
-    auto key = state.fingerprinter.fingerprint(parser);
+    std::string bucket;
+    if (options.bucket)
+        bucket =
+            calendar_bucket(outcome.event_time.value_or(now_utc()), options.zone, *options.bucket);
+    auto key = state.fingerprinter.fingerprint(parser, bucket);
     if (options.print_key == KeyPrinting::on)
         outcome.encoded_key = state.fingerprinter.encoded_key();
     if (!key.fingerprint) {

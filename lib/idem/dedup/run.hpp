@@ -10,6 +10,7 @@
 #include "idem/record/input.hpp"
 #include "idem/record/rejects.hpp"
 #include "idem/util/time.hpp"
+#include "idem/util/time_zone.hpp"
 
 #include <chrono>
 #include <optional>
@@ -34,6 +35,8 @@ struct DedupRunOptions {
     MissingKey missing = MissingKey::reject;
     std::optional<record::FieldPath> time_field; // default: received_at, else the time read
     Duration window{0};                          // 0: no window
+    std::optional<BucketSize> bucket;            // fold the calendar bucket into the key
+    TimeZone zone = TimeZone::utc();             // whose calendar
     Duration ttl = std::chrono::hours(24);
     std::uint64_t allow = 1; // copies that pass before the rest are duplicates
     DuplicateAction action = DuplicateAction::drop;
