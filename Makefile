@@ -48,10 +48,10 @@ asan: deps
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
 format:
-	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
+	clang-format -i $$(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp')
 
 format-check:
-	clang-format --dry-run --Werror $$(git ls-files '*.cpp' '*.hpp')
+	clang-format --dry-run --Werror $$(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp')
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -38,5 +38,16 @@ step "sign and verify round-trip: fixtures for your own tests" \
      "idem sign --scheme standard --secret \$WHSEC samples/captures/mixed.ndjson | idem verify --scheme standard --secret \$WHSEC"
 "$IDEM" sign --scheme standard --secret whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw -q samples/captures/mixed.ndjson |
     "$IDEM" verify --scheme standard --secret whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw | verdicts
+step "Each event once: Stripe redeliveries and retries with a new request id are the same event" \
+     "idem dedup --key data.object.id,type --dups dups.ndjson samples/events/stripe-events.ndjson"
+"$IDEM" dedup --key data.object.id,type --store "$work/idem.db" --dups "$work/dups.ndjson" \
+    samples/events/stripe-events.ndjson | jq -c '{id, type}'
+echo "duplicates:"
+jq -c '{id, duplicate_of: ._idem.dedup.duplicate_of, seen_count: ._idem.dedup.seen_count}' "$work/dups.ndjson"
+
+step "A second run remembers: every event in it was seen before" \
+     "idem dedup --key data.object.id,type --count samples/events/stripe-events.ndjson"
+"$IDEM" dedup --key data.object.id,type --store "$work/idem.db" --count samples/events/stripe-events.ndjson
+
 echo
-echo "Next: idem --help, idem verify --help, and docs/."
+echo "Next: idem --help, idem verify --help, idem dedup --help, and docs/."

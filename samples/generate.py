@@ -148,6 +148,23 @@ def har_file():
                                "entries": [entry]}}, indent=2)
 
 
+def stripe_events():
+    """Plain Stripe events with the duplicates Stripe and retries produce:
+    a redelivery of the same bytes, a re-send with a new request id and
+    attempt counter, and the same event with its keys in another order."""
+    events = []
+    for i, (kind, amount) in enumerate([("payment_intent.succeeded", 2000), ("charge.refunded", 500),
+                                        ("invoice.paid", 12900), ("payment_intent.succeeded", 4200)]):
+        events.append({"id": f"evt_3Q{i}", "object": "event", "type": kind, "created": T0 + 60 * i,
+                       "request": {"id": f"req_{i}a"}, "delivery_attempt": 1,
+                       "data": {"object": {"id": f"pi_3Q{i}", "amount": amount, "currency": "usd"}}})
+    lines = [json.dumps(e, separators=(",", ":")) for e in events]
+    resent = dict(events[0], request={"id": "req_0b"}, delivery_attempt=2)
+    reordered = dict(reversed(list(events[2].items())))
+    return [lines[0], lines[1], lines[0], lines[2], json.dumps(resent, separators=(",", ":")), lines[3],
+            json.dumps(reordered, separators=(",", ":"))]
+
+
 def write(name, lines):
     with open(os.path.join(OUT, name), "w", encoding="utf-8", newline="\n") as out:
         out.write("\n".join(lines) + "\n")
@@ -159,5 +176,7 @@ if __name__ == "__main__":
     write("github.ndjson", github_captures())
     write("mixed.ndjson", mixed_captures())
     write("bad-lines.ndjson", bad_lines())
+    os.makedirs(os.path.join(HERE, "events"), exist_ok=True)
+    write(os.path.join("..", "events", "stripe-events.ndjson"), stripe_events())
     with open(os.path.join(OUT, "deliveries.har"), "w", encoding="utf-8") as out:
         out.write(har_file() + "\n")

@@ -20,7 +20,8 @@ TimeZone TimeZone::fixed(std::chrono::seconds offset) {
     TimeZone zone;
     zone.m_initial_offset = static_cast<std::int32_t>(offset.count());
     auto minutes = std::abs(offset.count()) / 60;
-    zone.m_name = fmt::format("{}{:02}:{:02}", offset.count() < 0 ? '-' : '+', minutes / 60, minutes % 60);
+    zone.m_name =
+        fmt::format("{}{:02}:{:02}", offset.count() < 0 ? '-' : '+', minutes / 60, minutes % 60);
     return zone;
 }
 
@@ -33,7 +34,8 @@ struct Reader {
     std::optional<std::uint64_t> unsigned_of(std::size_t bytes) {
         if (at + bytes > data.size()) return std::nullopt;
         std::uint64_t value = 0;
-        for (std::size_t i = 0; i < bytes; ++i) value = (value << 8) | static_cast<unsigned char>(data[at + i]);
+        for (std::size_t i = 0; i < bytes; ++i)
+            value = (value << 8) | static_cast<unsigned char>(data[at + i]);
         at += bytes;
         return value;
     }
@@ -51,7 +53,8 @@ struct Counts {
 std::optional<Counts> read_header(Reader& reader) {
     if (reader.data.substr(reader.at, 4) != "TZif" || !reader.skip(20)) return std::nullopt;
     Counts counts;
-    for (auto* field : {&counts.isut, &counts.isstd, &counts.leap, &counts.time, &counts.type, &counts.chars}) {
+    for (auto* field :
+         {&counts.isut, &counts.isstd, &counts.leap, &counts.time, &counts.type, &counts.chars}) {
         auto value = reader.unsigned_of(4);
         if (!value) return std::nullopt;
         *field = *value;
@@ -67,7 +70,8 @@ std::optional<TimeZone> TimeZone::from_tzif(std::string_view data, std::string n
     auto first = read_header(reader);
     if (!first || data.size() < 5 || data[4] < '2') return std::nullopt;
     // Skip the version 1 block (32-bit times) to the version 2 one.
-    auto v1_bytes = first->time * 5 + first->type * 6 + first->chars + first->leap * 8 + first->isstd + first->isut;
+    auto v1_bytes = first->time * 5 + first->type * 6 + first->chars + first->leap * 8 +
+                    first->isstd + first->isut;
     if (!reader.skip(v1_bytes)) return std::nullopt;
     auto counts = read_header(reader);
     if (!counts) return std::nullopt;
@@ -93,7 +97,8 @@ std::optional<TimeZone> TimeZone::from_tzif(std::string_view data, std::string n
     }
     zone.m_initial_offset = offsets.front();
     zone.m_transitions = std::move(times);
-    for (auto type : types) zone.m_offsets.push_back(offsets[type]);
+    for (auto type : types)
+        zone.m_offsets.push_back(offsets[type]);
     return zone;
 }
 
@@ -101,21 +106,26 @@ TimeZone TimeZone::load(std::string_view name) {
     if (name == "UTC" || name == "Z" || name == "utc") return utc();
     if (!name.empty() && (name.front() == '+' || name.front() == '-')) {
         if (auto parsed = parse_timestamp(fmt::format("1970-01-01T00:00:00{}", name))) {
-            auto offset = -std::chrono::duration_cast<std::chrono::seconds>(parsed->time_since_epoch());
+            auto offset =
+                -std::chrono::duration_cast<std::chrono::seconds>(parsed->time_since_epoch());
             return fixed(offset);
         }
-        throw UsageError(fmt::format("invalid time zone offset {}: expected +08:00 or -05:30", quote(name)));
+        throw UsageError(
+            fmt::format("invalid time zone offset {}: expected +08:00 or -05:30", quote(name)));
     }
     bool safe = name.find("..") == std::string_view::npos && !name.empty() && name.front() != '/';
     std::ifstream file(fmt::format("/usr/share/zoneinfo/{}", name), std::ios::binary);
     if (!safe || !file)
-        throw UsageError(fmt::format("unknown time zone {}: use an IANA name such as Asia/Shanghai, UTC, or "
-                                     "an offset such as +08:00",
-                                     quote(name)));
+        throw UsageError(
+            fmt::format("unknown time zone {}: use an IANA name such as Asia/Shanghai, UTC, or "
+                        "an offset such as +08:00",
+                        quote(name)));
     std::stringstream contents;
     contents << file.rdbuf();
     auto zone = from_tzif(contents.str(), std::string(name));
-    if (!zone) throw UsageError(fmt::format("time zone {}: the system's zone file is not valid TZif", quote(name)));
+    if (!zone)
+        throw UsageError(
+            fmt::format("time zone {}: the system's zone file is not valid TZif", quote(name)));
     return *zone;
 }
 
@@ -123,7 +133,8 @@ std::chrono::seconds TimeZone::offset_at(Timestamp at) const {
     auto seconds = std::chrono::duration_cast<std::chrono::seconds>(at.time_since_epoch()).count();
     auto after = std::upper_bound(m_transitions.begin(), m_transitions.end(), seconds);
     if (after == m_transitions.begin()) return std::chrono::seconds(m_initial_offset);
-    return std::chrono::seconds(m_offsets[static_cast<std::size_t>(after - m_transitions.begin() - 1)]);
+    return std::chrono::seconds(
+        m_offsets[static_cast<std::size_t>(after - m_transitions.begin() - 1)]);
 }
 
 std::string calendar_bucket(Timestamp at, const TimeZone& zone, BucketSize size) {
@@ -131,8 +142,8 @@ std::string calendar_bucket(Timestamp at, const TimeZone& zone, BucketSize size)
     auto local = time_point_cast<seconds>(at) + zone.offset_at(at);
     auto day = floor<days>(local);
     year_month_day date{day};
-    auto text = fmt::format("{:04}-{:02}-{:02}", static_cast<int>(date.year()), static_cast<unsigned>(date.month()),
-                            static_cast<unsigned>(date.day()));
+    auto text = fmt::format("{:04}-{:02}-{:02}", static_cast<int>(date.year()),
+                            static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()));
     if (size == BucketSize::hour) text += fmt::format("T{:02}", floor<hours>(local - day).count());
     return text;
 }

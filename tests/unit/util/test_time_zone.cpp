@@ -7,7 +7,9 @@ using namespace idem;
 using namespace std::chrono;
 
 namespace {
-Timestamp at(std::string_view text) { return *parse_timestamp(text); }
+Timestamp at(std::string_view text) {
+    return *parse_timestamp(text);
+}
 } // namespace
 
 TEST_CASE("IANA zones come from the system's TZif files, daylight saving included") {
@@ -28,10 +30,11 @@ TEST_CASE("UTC and fixed offsets need no zone file") {
 }
 
 TEST_CASE("an unknown zone is a usage error that names it") {
-    CHECK_THROWS_WITH_AS((void)TimeZone::load("Mars/Olympus"),
-                         "unknown time zone 'Mars/Olympus': use an IANA name such as Asia/Shanghai, UTC, or an "
-                         "offset such as +08:00",
-                         UsageError);
+    CHECK_THROWS_WITH_AS(
+        (void)TimeZone::load("Mars/Olympus"),
+        "unknown time zone 'Mars/Olympus': use an IANA name such as Asia/Shanghai, UTC, or an "
+        "offset such as +08:00",
+        UsageError);
     CHECK_THROWS_AS((void)TimeZone::load("../../etc/passwd"), UsageError);
     CHECK_FALSE(TimeZone::from_tzif("not a zone file", "x"));
 }
@@ -40,6 +43,8 @@ TEST_CASE("calendar buckets follow the zone's local date and hour") {
     auto shanghai = TimeZone::load("Asia/Shanghai");
     CHECK(calendar_bucket(at("2026-11-30T15:59:59Z"), shanghai, BucketSize::day) == "2026-11-30");
     CHECK(calendar_bucket(at("2026-11-30T16:00:00Z"), shanghai, BucketSize::day) == "2026-12-01");
-    CHECK(calendar_bucket(at("2026-11-30T16:30:00Z"), shanghai, BucketSize::hour) == "2026-12-01T00");
-    CHECK(calendar_bucket(at("2026-11-30T23:30:00Z"), TimeZone::utc(), BucketSize::hour) == "2026-11-30T23");
+    CHECK(calendar_bucket(at("2026-11-30T16:30:00Z"), shanghai, BucketSize::hour) ==
+          "2026-12-01T00");
+    CHECK(calendar_bucket(at("2026-11-30T23:30:00Z"), TimeZone::utc(), BucketSize::hour) ==
+          "2026-11-30T23");
 }
