@@ -24,6 +24,8 @@ struct DedupOptions {
     std::string zone = "UTC";
     std::string ttl = "24h";
     std::uint64_t allow = 1;
+    std::string keep = "first";
+    std::string max_held = "256MiB";
     bool mark = false;
     bool count = false;
     std::string dups_path;
@@ -64,6 +66,15 @@ int run_dedup_command(const DedupOptions& options) {
     if (options.allow == 0)
         throw UsageError("--allow must be at least 1 (the first copy always passes)");
     run.allow = options.allow;
+    run.keep = options.keep == "last" ? dedup::KeepCopy::last : dedup::KeepCopy::first;
+    run.max_held_bytes = parse_byte_size(options.max_held);
+    if (run.keep == dedup::KeepCopy::last && options.allow != 1)
+        throw UsageError(
+            "--keep last emits one copy of each event: it cannot be combined with --allow");
+    if (run.keep == dedup::KeepCopy::last && !options.output_path.empty())
+        throw UsageError(
+            "--keep last with -o FILE is not supported yet (held copies would escape the "
+            "checkpoint): write to stdout");
     if (options.mark && options.count)
         throw UsageError("--mark and --count are exclusive: choose one");
     run.action = options.mark    ? dedup::DuplicateAction::mark
@@ -120,6 +131,14 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
                         "how long the store remembers a fingerprint (default 24h)");
     command->add_option("--allow", options->allow,
                         "copies of an event that pass before the rest are duplicates (default 1)");
+    command
+        ->add_option(
+            "--keep", options->keep,
+            "which copy is emitted: first (default, as it arrives) or last (the newest, when its "
+            "--window closes or at the end of the input)")
+        ->check(CLI::IsMember({"first", "last"}));
+    command->add_option("--max-held", options->max_held,
+                        "--keep last holds at most this much in memory (default 256MiB)");
     command->add_flag("--mark", options->mark,
                       "pass every record, with _idem.dedup saying whether it is a duplicate");
     command->add_flag("--count", options->count, "write no records: only the summary");

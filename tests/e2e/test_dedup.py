@@ -300,3 +300,38 @@ class Buckets(unittest.TestCase):
         code, _, err = run(["dedup", "--key", "id", "--bucket", "day", "--tz", "Mars/Olympus"], stdin=b"")
         self.assertEqual(code, 2)
         self.assertIn("unknown time zone 'Mars/Olympus'", err)
+
+
+class KeepLast(unittest.TestCase):
+    EVENTS = [{"id": 1, "v": "a", "at": "2026-11-30T08:00:00Z"}, {"id": 2, "v": "a", "at": "2026-11-30T08:01:00Z"},
+              {"id": 1, "v": "b", "at": "2026-11-30T08:02:00Z"}, {"id": 1, "v": "c", "at": "2026-11-30T08:20:00Z"},
+              {"id": 3, "v": "a", "at": "2026-11-30T08:30:00Z"}]
+
+    def test_at_the_end_of_the_input_the_newest_copy_is_emitted(self):
+        code, out, err = run(["dedup", "--store", ":memory:", "--key", "id", "--keep", "last", "--summary", "json"],
+                             stdin=ndjson(self.EVENTS))
+        self.assertEqual([(e["id"], e["v"]) for e in map(json.loads, out.splitlines())], [(1, "c"), (2, "a"), (3, "a")])
+        summary = summary_of(err)
+        self.assertEqual((summary["unique"], summary["duplicates"]), (3, 2))
+
+    def test_with_a_window_the_newest_copy_is_emitted_when_its_window_closes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            dups = os.path.join(tmp, "dups.ndjson")
+            code, out, _ = run(["dedup", "--store", ":memory:", "--key", "id", "--keep", "last", "--time-field", "at",
+                                "--window", "10m", "--dups", dups], stdin=ndjson(self.EVENTS))
+            self.assertEqual([(e["id"], e["v"]) for e in map(json.loads, out.splitlines())],
+                             [(1, "b"), (2, "a"), (1, "c"), (3, "a")])
+            with open(dups) as f:
+                superseded = [json.loads(line) for line in f]
+            self.assertEqual([(e["v"], e["_idem"]["dedup"]["duplicate_of"]) for e in superseded], [("a", "<stdin>:3")])
+
+    def test_what_keep_last_holds_is_bounded(self):
+        code, _, err = run(["dedup", "--store", ":memory:", "--key", "id", "--keep", "last", "--max-held", "100"],
+                           stdin=ndjson(self.EVENTS))
+        self.assertEqual(code, 2)
+        self.assertIn("more than --max-held 100 B: give a --window", err)
+
+    def test_keep_last_does_not_combine_with_allow(self):
+        code, _, err = run(["dedup", "--key", "id", "--keep", "last", "--allow", "2"], stdin=b"")
+        self.assertEqual(code, 2)
+        self.assertIn("--keep last emits one copy of each event", err)

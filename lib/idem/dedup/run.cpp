@@ -5,9 +5,13 @@
 #include "idem/record/annotate.hpp"
 #include "idem/record/block_pipeline.hpp"
 #include "idem/store/store.hpp"
+#include "idem/util/text.hpp"
 
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
+#include <map>
+#include <unordered_map>
 
 namespace idem::dedup {
 
@@ -168,216 +172,385 @@ std::unique_ptr<io::Sink> open_owned(const std::string& path,
                                  committed == checkpoint->file_bytes.end() ? 0 : committed->second);
 }
 
-} // namespace
+// One record on its way to the store, kept whole while --keep last holds it.
+struct Copy {
+    std::string bytes;
+    Outcome outcome;
+    store::FingerprintClaim claim; // its source view points into `source`
+    std::string source;
+};
 
-DedupResult run_dedup(const DedupRunOptions& options, io::Sink& standard_output,
-                      io::Diagnostics& diagnostics) {
-    auto start = std::chrono::steady_clock::now();
-    auto location = store::parse_store_uri(options.store_uri);
-    location.lock_timeout = options.lock_timeout;
-    std::string store_name = location.describe();
-    std::unique_ptr<store::Store> store;
+// --keep last: every copy of a fingerprint, until its window closes (or the
+// input ends), when the newest is the one emitted.
+struct HeldCopies {
+    std::vector<Copy> copies;
+    std::uint64_t order = 0;
+};
+
+struct BytesHash {
+    std::size_t operator()(const store::FingerprintBytes& bytes) const noexcept {
+        std::size_t value = 0;
+        std::memcpy(&value, bytes.data(), sizeof value);
+        return value;
+    }
+};
+
+// The ordered stage of a dedup run: everything with side effects happens
+// here, on the calling thread, in input order.
+class DedupRun {
+public:
+    DedupRun(const DedupRunOptions& options, io::Sink& standard_output,
+             io::Diagnostics& diagnostics)
+        : m_options(options), m_diagnostics(diagnostics) {
+        open_store();
+        if (!options.reject_path.empty())
+            m_reject_sink = io::Sink::create_file(options.reject_path);
+        open_outputs(standard_output);
+        m_rejects.emplace(m_reject_sink.get(), options.strictness, diagnostics,
+                          options.input.max_record_bytes);
+        m_input.emplace(options.input, &*m_rejects);
+    }
+
+    DedupResult run() {
+        auto start = std::chrono::steady_clock::now();
+        std::vector<std::unique_ptr<WorkerState>> states;
+        for (std::size_t i = 0; i < record::worker_count(m_options.threads); ++i)
+            states.push_back(std::make_unique<WorkerState>(m_options.key));
+        try {
+            record::run_block_pipeline<WorkerState, BlockOutcome>(
+                *m_input, states,
+                [&](const record::InputBlock& block, WorkerState& state) {
+                    return judge_block(block, state, m_options);
+                },
+                [&](const record::InputBlock& block, BlockOutcome& result) {
+                    emit_block(block, result);
+                });
+        } catch (const InputError&) {
+            commit(); // what was decided before the failure stands
+            throw;
+        }
+        release_held(Timestamp::max());
+        finish();
+        return summarize(start);
+    }
+
+private:
+    void open_store() {
+        auto location = store::parse_store_uri(m_options.store_uri);
+        location.lock_timeout = m_options.lock_timeout;
+        m_store_name = location.describe();
+        try {
+            m_store = store::open_store(location);
+        } catch (const StoreError& error) {
+            lose_store(error);
+        }
+    }
+
     // --on-store-error pass: without a store, every record goes through as
     // new, unclaimed, and the summary says how many.
-    auto lose_store = [&](const StoreError& error) {
-        if (options.on_store_error == StoreFailure::fail) throw error;
-        diagnostics.warning(
+    void lose_store(const StoreError& error) {
+        if (m_options.on_store_error == StoreFailure::fail) throw error;
+        m_diagnostics.warning(
             {}, fmt::format("{}; letting records through unclaimed (--on-store-error pass)",
                             error.what()));
-        store.reset();
-    };
-    try {
-        store = store::open_store(location);
-    } catch (const StoreError& error) {
-        lose_store(error);
+        m_store.reset();
     }
-    std::unique_ptr<io::Sink> reject_sink;
-    if (!options.reject_path.empty()) reject_sink = io::Sink::create_file(options.reject_path);
 
     // With -o, a checkpoint left by a killed run says how far it got.
-    bool owns_output = !options.output_path.empty();
-    std::optional<store::Checkpoint> checkpoint;
-    std::string checkpoint_key;
-    if (owns_output && store) {
-        checkpoint_key = checkpoint_name(options);
-        checkpoint = store->load_checkpoint(checkpoint_key);
-        if (checkpoint)
-            diagnostics.warning(
-                {options.output_path, 0, 0, 0},
-                fmt::format("resuming a run that stopped after {} records: the output is cut "
-                            "back to what it had committed",
-                            checkpoint->records_done));
+    void open_outputs(io::Sink& standard_output) {
+        m_owns_output = !m_options.output_path.empty();
+        std::optional<store::Checkpoint> checkpoint;
+        if (m_owns_output && m_store) {
+            m_checkpoint_key = checkpoint_name(m_options);
+            checkpoint = m_store->load_checkpoint(m_checkpoint_key);
+            if (checkpoint)
+                m_diagnostics.warning(
+                    {m_options.output_path, 0, 0, 0},
+                    fmt::format("resuming a run that stopped after {} records: the output is "
+                                "cut back to what it had committed",
+                                checkpoint->records_done));
+        }
+        m_owned_output = open_owned(m_options.output_path, checkpoint, "output");
+        m_output = m_owned_output ? m_owned_output.get() : &standard_output;
+        m_dups = open_owned(m_options.dups_path, m_owns_output ? checkpoint : std::nullopt, "dups");
+        m_skip = checkpoint ? checkpoint->records_done : 0;
     }
-    auto owned_output = open_owned(options.output_path, checkpoint, "output");
-    io::Sink& output = owned_output ? *owned_output : standard_output;
-    auto dups_sink = owns_output ? open_owned(options.dups_path, checkpoint, "dups")
-                                 : open_owned(options.dups_path, std::nullopt, "dups");
-    std::uint64_t skip = checkpoint ? checkpoint->records_done : 0;
 
-    record::RejectRouter rejects(reject_sink.get(), options.strictness, diagnostics,
-                                 options.input.max_record_bytes);
-    record::InputStream input(options.input, &rejects);
-    std::vector<std::unique_ptr<WorkerState>> states;
-    for (std::size_t i = 0; i < record::worker_count(options.threads); ++i)
-        states.push_back(std::make_unique<WorkerState>(options.key));
+    store::FingerprintClaim claim_for(const Outcome& outcome, const record::InputRecord& record,
+                                      Timestamp now) const {
+        store::FingerprintClaim claim;
+        claim.fingerprint = outcome.fingerprint.bytes;
+        claim.event_time = outcome.event_time.value_or(now);
+        claim.window = m_options.window;
+        claim.expires_at = now + m_options.ttl;
+        claim.source = *record.source;
+        claim.line = record.line;
+        return claim;
+    }
 
-    std::uint64_t records = 0, unique = 0, duplicates = 0, unkeyed = 0, unclaimed = 0,
-                  since_commit = 0;
-    record::PositionTracker positions;
-    std::vector<store::FingerprintClaim> claims;
-    std::vector<std::size_t> claimed; // outcome index of each claim
-    std::string member;
-
-    // Output first, then the store: a crash in between makes a rerun repeat
-    // the last batch's records (at-least-once), never lose one; and while
-    // the batch's transaction is open, other processes on the store wait.
-    // Files idem owns are synced and their sizes committed with the claims,
-    // which makes a rerun exact.
-    auto commit = [&] {
-        output.flush();
-        if (dups_sink) dups_sink->flush();
-        if (!store) return;
-        if (owns_output) {
-            output.sync();
-            if (dups_sink) dups_sink->sync();
-            store::Checkpoint done;
-            // Never behind the run this one resumes: its records are done.
-            done.records_done = std::max(records, skip);
-            done.file_bytes["output"] = output.size();
-            if (dups_sink) done.file_bytes["dups"] = dups_sink->size();
-            store->save_checkpoint(checkpoint_key, done);
-        }
-        store->commit();
-        since_commit = 0;
-    };
-
-    auto emit = [&](const record::InputBlock& block, BlockOutcome& result) {
-        positions.start_block(block);
-        auto now = now_utc();
-        claims.clear();
-        claimed.clear();
-        for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
-            const auto& outcome = result.outcomes[i];
-            if (outcome.kind != Outcome::Kind::keyed || records + i < skip) continue;
-            auto record = positions.locate(block, outcome.line);
-            store::FingerprintClaim claim;
-            claim.fingerprint = outcome.fingerprint.bytes;
-            claim.event_time = outcome.event_time.value_or(now);
-            claim.window = options.window;
-            claim.expires_at = now + options.ttl;
-            claim.source = *record.source;
-            claim.line = record.line;
-            claims.push_back(claim);
-            claimed.push_back(i);
-        }
+    std::vector<store::FingerprintResult> claim(const std::vector<store::FingerprintClaim>& claims,
+                                                Timestamp now) {
         std::vector<store::FingerprintResult> answers;
-        if (store) {
+        if (m_store) {
             try {
-                answers = store->claim_fingerprints(options.scope, claims, now);
+                answers = m_store->claim_fingerprints(m_options.scope, claims, now);
             } catch (const StoreError& error) {
                 lose_store(error);
             }
         }
-        if (!store) {
-            unclaimed += claims.size();
+        if (!m_store) {
+            m_unclaimed += claims.size();
             answers.assign(claims.size(), store::FingerprintResult{});
             for (std::size_t i = 0; i < claims.size(); ++i)
                 answers[i].first_seen = claims[i].event_time;
         }
-        std::size_t next_claim = 0;
+        return answers;
+    }
+
+    void emit_block(const record::InputBlock& block, BlockOutcome& result) {
+        m_positions.start_block(block);
+        auto now = now_utc();
+        // Claims for the whole block in one call: one round trip to Redis,
+        // one pass over the SQLite log's index.
+        std::vector<store::FingerprintClaim> claims;
         for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
-            auto& outcome = result.outcomes[i];
-            ++records;
-            if (records % k_progress_every == 0) diagnostics.progress(records, input.bytes_read());
-            if (records <= skip) continue; // done by the run this one resumes
-            auto record = positions.locate(block, outcome.line);
-            switch (outcome.kind) {
-            case Outcome::Kind::too_long:
-                record.oversized_bytes = record.bytes.size();
-                rejects.reject_oversized(record);
+            const auto& outcome = result.outcomes[i];
+            if (outcome.kind != Outcome::Kind::keyed || m_records + i < m_skip || keeps_last())
                 continue;
-            case Outcome::Kind::failed_to_parse:
-            case Outcome::Kind::bad_time:
-                rejects.reject(record, outcome.column, outcome.message);
-                continue;
-            case Outcome::Kind::missing_key:
-                if (options.missing == MissingKey::reject) {
-                    rejects.reject(record, 0,
-                                   fmt::format("missing key field '{}'", outcome.message));
-                    continue;
-                }
-                ++unkeyed;
-                if (options.action != DuplicateAction::count) write_line(output, record.bytes);
-                continue;
-            case Outcome::Kind::keyed:
-                break;
-            }
-            const auto& answer = answers[next_claim++];
-            bool duplicate = answer.seen_count > options.allow;
-            duplicate ? ++duplicates : ++unique;
-            bool annotate =
-                options.action == DuplicateAction::mark || options.print_key == KeyPrinting::on;
-            if (options.action == DuplicateAction::count) continue;
-            member.clear();
-            if (annotate || (duplicate && dups_sink)) append_annotation(member, outcome, &answer);
-            io::Sink* target = &output;
-            if (duplicate && options.action == DuplicateAction::drop) target = dups_sink.get();
-            if (target == nullptr) continue;
-            if (annotate || target == dups_sink.get())
-                write_annotated(*target, record.bytes, outcome.has_annotations, member);
-            else
-                write_line(*target, record.bytes);
+            claims.push_back(claim_for(outcome, m_positions.locate(block, outcome.line), now));
         }
-        if (auto oversized = positions.finish_block(block, result.lines)) {
-            ++records;
-            if (records > skip) rejects.reject_oversized(*oversized);
+        auto answers = claim(claims, now);
+        std::size_t next_answer = 0;
+        for (auto& outcome : result.outcomes) {
+            ++m_records;
+            if (m_records % k_progress_every == 0)
+                m_diagnostics.progress(m_records, m_input->bytes_read());
+            if (m_records <= m_skip) continue; // done by the run this one resumes
+            auto record = m_positions.locate(block, outcome.line);
+            if (!set_aside(outcome, record)) continue;
+            if (keeps_last())
+                hold(outcome, record, now);
+            else
+                route(outcome, record.bytes, answers[next_answer++]);
+        }
+        if (auto oversized = m_positions.finish_block(block, result.lines)) {
+            ++m_records;
+            if (m_records > m_skip) m_rejects->reject_oversized(*oversized);
         }
         // Records skipped on a resume are not new work: no commit for them.
-        if (records > skip) since_commit += result.outcomes.size();
-        if (since_commit >= options.batch) commit();
-    };
-
-    try {
-        record::run_block_pipeline<WorkerState, BlockOutcome>(
-            input, states,
-            [&](const record::InputBlock& block, WorkerState& state) {
-                return judge_block(block, state, options);
-            },
-            emit);
-    } catch (const InputError&) {
-        // What was decided before the failure stands.
-        commit();
-        throw;
+        if (m_records > m_skip) m_since_commit += result.outcomes.size();
+        if (m_since_commit >= m_options.batch) commit();
     }
+
+    // Rejects and unkeyed records; true when the record goes on to the store.
+    bool set_aside(const Outcome& outcome, record::InputRecord& record) {
+        switch (outcome.kind) {
+        case Outcome::Kind::too_long:
+            record.oversized_bytes = record.bytes.size();
+            m_rejects->reject_oversized(record);
+            return false;
+        case Outcome::Kind::failed_to_parse:
+        case Outcome::Kind::bad_time:
+            m_rejects->reject(record, outcome.column, outcome.message);
+            return false;
+        case Outcome::Kind::missing_key:
+            if (m_options.missing == MissingKey::reject) {
+                m_rejects->reject(record, 0,
+                                  fmt::format("missing key field '{}'", outcome.message));
+                return false;
+            }
+            ++m_unkeyed;
+            if (m_options.action != DuplicateAction::count) write_line(*m_output, record.bytes);
+            return false;
+        case Outcome::Kind::keyed:
+            return true;
+        }
+        return false;
+    }
+
+    // Sends a claimed record where the store's answer says.
+    void route(const Outcome& outcome, std::string_view bytes,
+               const store::FingerprintResult& answer) {
+        bool duplicate = answer.seen_count > m_options.allow;
+        duplicate ? ++m_duplicates : ++m_unique;
+        if (m_options.action == DuplicateAction::count) return;
+        bool annotate =
+            m_options.action == DuplicateAction::mark || m_options.print_key == KeyPrinting::on;
+        io::Sink* target = m_output;
+        if (duplicate && m_options.action == DuplicateAction::drop) target = m_dups.get();
+        if (target == nullptr) return;
+        if (!annotate && target == m_output) {
+            write_line(*target, bytes);
+            return;
+        }
+        m_member.clear();
+        append_annotation(m_member, outcome, &answer);
+        write_annotated(*target, bytes, outcome.has_annotations, m_member);
+    }
+
+    [[nodiscard]] bool keeps_last() const { return m_options.keep == KeepCopy::last; }
+
+    void hold(const Outcome& outcome, const record::InputRecord& record, Timestamp now) {
+        auto event_time = outcome.event_time.value_or(now);
+        // Windows that closed before this record are let go first, so that a
+        // copy beyond its event's window starts a new event.
+        if (event_time > m_watermark) {
+            m_watermark = event_time;
+            release_held(m_watermark);
+        }
+        auto [slot, inserted] = m_held.try_emplace(outcome.fingerprint.bytes);
+        auto& held = slot->second;
+        if (inserted) {
+            held.order = m_held_order++;
+            auto release_at =
+                m_options.window.count() > 0 ? event_time + m_options.window : Timestamp::max();
+            m_release_queue.emplace(std::make_pair(release_at, held.order),
+                                    outcome.fingerprint.bytes);
+        }
+        auto& copy = held.copies.emplace_back();
+        copy.bytes.assign(record.bytes);
+        copy.outcome = outcome;
+        copy.source = *record.source;
+        copy.claim = claim_for(outcome, record, now);
+        m_held_bytes += copy.bytes.size();
+        if (m_held_bytes > m_options.max_held_bytes)
+            throw UsageError(
+                fmt::format("--keep last holds {} of records, more than --max-held {}: give a "
+                            "--window so that copies are let go as their window closes",
+                            format_bytes(m_held_bytes), format_bytes(m_options.max_held_bytes)));
+    }
+
+    // Lets go of every held event whose window closed before `watermark`
+    // (all of them at Timestamp::max()): its copies are claimed in order, so
+    // the store keeps each as evidence, and the newest is the one emitted;
+    // the others are its duplicates.
+    void release_held(Timestamp watermark) {
+        auto now = now_utc();
+        auto closed = [&](Timestamp release_at) {
+            return watermark == Timestamp::max() || release_at < watermark;
+        };
+        while (!m_release_queue.empty() && closed(m_release_queue.begin()->first.first)) {
+            auto fingerprint = m_release_queue.begin()->second;
+            m_release_queue.erase(m_release_queue.begin());
+            auto held = std::move(m_held.at(fingerprint));
+            m_held.erase(fingerprint);
+            std::vector<store::FingerprintClaim> claims;
+            for (auto& copy : held.copies) {
+                copy.claim.source = copy.source;
+                claims.push_back(copy.claim);
+            }
+            auto answers = claim(claims, now);
+            // An earlier run may already have let this event through.
+            bool seen_before = !answers.front().first;
+            const auto& newest = held.copies.back();
+            for (std::size_t i = 0; i < held.copies.size(); ++i) {
+                auto& copy = held.copies[i];
+                m_held_bytes -= copy.bytes.size();
+                auto answer = answers[i];
+                if (i + 1 < held.copies.size() || seen_before) {
+                    answer.first = false;
+                    answer.seen_count = std::max<std::uint64_t>(answer.seen_count, 2);
+                    if (!seen_before) {
+                        answer.first_source = newest.source;
+                        answer.first_line = newest.claim.line;
+                    }
+                } else {
+                    answer.first = true;
+                    answer.seen_count = 1;
+                }
+                route(copy.outcome, copy.bytes, answer);
+            }
+        }
+    }
+
+    // Output first, then the store: a crash in between makes a rerun repeat
+    // the last batch's records (at-least-once), never lose one; and while the
+    // batch's transaction is open, other processes on the store wait. Files
+    // idem owns are synced and their sizes committed with the claims, which
+    // makes a rerun exact.
+    void commit() {
+        m_output->flush();
+        if (m_dups) m_dups->flush();
+        m_since_commit = 0;
+        if (!m_store) return;
+        if (m_owns_output) {
+            m_output->sync();
+            if (m_dups) m_dups->sync();
+            store::Checkpoint done;
+            // Never behind the run this one resumes: its records are done.
+            done.records_done = std::max(m_records, m_skip);
+            done.file_bytes["output"] = m_output->size();
+            if (m_dups) done.file_bytes["dups"] = m_dups->size();
+            m_store->save_checkpoint(m_checkpoint_key, done);
+        }
+        m_store->commit();
+    }
+
     // The last batch, and no checkpoint: a finished run leaves none, so the
     // next run with the same -o starts a new file.
-    output.flush();
-    if (dups_sink) dups_sink->flush();
-    if (store && owns_output) {
-        output.sync();
-        if (dups_sink) dups_sink->sync();
-        store->clear_checkpoint(checkpoint_key);
+    void finish() {
+        m_output->flush();
+        if (m_dups) m_dups->flush();
+        if (m_store && m_owns_output) {
+            m_output->sync();
+            if (m_dups) m_dups->sync();
+            m_store->clear_checkpoint(m_checkpoint_key);
+        }
+        if (m_store) m_store->commit();
+        if (m_reject_sink) m_reject_sink->flush();
     }
-    if (store) store->commit();
-    if (reject_sink) reject_sink->flush();
 
-    DedupResult result;
-    result.duplicates = duplicates;
-    auto& summary = result.summary;
-    summary.command = "dedup";
-    summary.counts = {{"in", records}};
-    if (skip > 0) summary.counts.emplace_back("resumed", std::min(skip, records));
-    summary.counts.emplace_back("unique", unique);
-    summary.counts.emplace_back("duplicates", duplicates);
-    if (options.missing == MissingKey::pass) summary.counts.emplace_back("unkeyed", unkeyed);
-    summary.counts.emplace_back("rejected", rejects.count());
-    summary.counts.emplace_back("out", output.records_written());
-    if (dups_sink) summary.counts.emplace_back("dups_file", dups_sink->records_written());
-    if (options.on_store_error == StoreFailure::pass)
-        summary.counts.emplace_back("unclaimed", unclaimed);
-    summary.facts.emplace_back("store", store_name);
-    summary.seconds = io::seconds_since(start);
-    return result;
+    DedupResult summarize(std::chrono::steady_clock::time_point start) const {
+        DedupResult result;
+        result.duplicates = m_duplicates;
+        auto& summary = result.summary;
+        summary.command = "dedup";
+        summary.counts = {{"in", m_records}};
+        if (m_skip > 0) summary.counts.emplace_back("resumed", std::min(m_skip, m_records));
+        summary.counts.emplace_back("unique", m_unique);
+        summary.counts.emplace_back("duplicates", m_duplicates);
+        if (m_options.missing == MissingKey::pass)
+            summary.counts.emplace_back("unkeyed", m_unkeyed);
+        summary.counts.emplace_back("rejected", m_rejects->count());
+        summary.counts.emplace_back("out", m_output->records_written());
+        if (m_dups) summary.counts.emplace_back("dups_file", m_dups->records_written());
+        if (m_options.on_store_error == StoreFailure::pass)
+            summary.counts.emplace_back("unclaimed", m_unclaimed);
+        summary.facts.emplace_back("store", m_store_name);
+        summary.seconds = io::seconds_since(start);
+        return result;
+    }
+
+    const DedupRunOptions& m_options;
+    io::Diagnostics& m_diagnostics;
+    std::unique_ptr<store::Store> m_store;
+    std::string m_store_name;
+    std::unique_ptr<io::Sink> m_reject_sink;
+    std::unique_ptr<io::Sink> m_owned_output;
+    io::Sink* m_output = nullptr;
+    std::unique_ptr<io::Sink> m_dups;
+    bool m_owns_output = false;
+    std::string m_checkpoint_key;
+    std::uint64_t m_skip = 0;
+    std::optional<record::RejectRouter> m_rejects;
+    std::optional<record::InputStream> m_input;
+    record::PositionTracker m_positions;
+    std::string m_member;
+    std::uint64_t m_records = 0, m_unique = 0, m_duplicates = 0, m_unkeyed = 0, m_unclaimed = 0;
+    std::uint64_t m_since_commit = 0;
+    // --keep last
+    std::unordered_map<store::FingerprintBytes, HeldCopies, BytesHash> m_held;
+    std::map<std::pair<Timestamp, std::uint64_t>, store::FingerprintBytes> m_release_queue;
+    std::uint64_t m_held_order = 0;
+    std::uint64_t m_held_bytes = 0;
+    Timestamp m_watermark = Timestamp::min();
+};
+
+} // namespace
+
+DedupResult run_dedup(const DedupRunOptions& options, io::Sink& standard_output,
+                      io::Diagnostics& diagnostics) {
+    return DedupRun(options, standard_output, diagnostics).run();
 }
 
 io::Summary collect_garbage(const std::string& store_uri) {

@@ -23,6 +23,9 @@ namespace idem::dedup {
 enum class DuplicateAction { drop, mark, count };
 enum class MissingKey { reject, pass };
 enum class KeyPrinting { off, on };
+// Which copy of an event is emitted: the first (as it arrives), or the
+// newest (when its window closes, or at the end of the input).
+enum class KeepCopy { first, last };
 // When the store fails: stop (exit 4, nothing emitted as new that was not
 // claimed), or let records through unclaimed, with a warning.
 enum class StoreFailure { fail, pass };
@@ -39,6 +42,8 @@ struct DedupRunOptions {
     TimeZone zone = TimeZone::utc();             // whose calendar
     Duration ttl = std::chrono::hours(24);
     std::uint64_t allow = 1; // copies that pass before the rest are duplicates
+    KeepCopy keep = KeepCopy::first;
+    std::uint64_t max_held_bytes = 256ULL << 20; // --keep last holds at most this much
     DuplicateAction action = DuplicateAction::drop;
     std::string dups_path;
     // -o FILE: idem owns the output, and a rerun after a crash resumes it
