@@ -335,3 +335,34 @@ class KeepLast(unittest.TestCase):
         code, _, err = run(["dedup", "--key", "id", "--keep", "last", "--allow", "2"], stdin=b"")
         self.assertEqual(code, 2)
         self.assertIn("--keep last emits one copy of each event", err)
+
+
+@unittest.skipUnless(redis_server.available(), "redis-server is not installed")
+class RedisLeases(unittest.TestCase):
+    """On Redis a first copy's claim is a lease until its batch's output is
+    flushed, so a process killed in between does not keep the event claimed
+    for the whole TTL."""
+
+    def ttls(self, uri):
+        port = uri.rsplit(":", 1)[1].split("/")[0]
+        keys = subprocess.run(["redis-cli", "-p", port, "-n", "4", "--scan", "--pattern", "idem:fp:*"],
+                              capture_output=True, text=True).stdout.split()
+        return [int(subprocess.run(["redis-cli", "-p", port, "-n", "4", "PTTL", key], capture_output=True,
+                                   text=True).stdout) for key in keys]
+
+    def test_claims_are_leases_until_committed_then_last_the_ttl(self):
+        with redis_server.running() as base:
+            uri = base + "/4"
+            process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", uri, "-q"], stdin=subprocess.PIPE,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            process.stdin.write(ndjson(EVENTS))
+            process.stdin.flush()
+            time.sleep(0.5)  # claimed, not yet committed: the input is still open
+            pending = self.ttls(uri)
+            process.kill()
+            process.wait()
+            process.stdin.close()
+            self.assertTrue(pending and all(0 < ttl <= 60_000 for ttl in pending), pending)
+            code, _, _ = run(["dedup", "--key", "id", "--store", uri, "--scope", "other", "-q"], stdin=ndjson(EVENTS))
+            self.assertEqual(code, 0)
+            self.assertTrue(any(ttl > 3_600_000 for ttl in self.ttls(uri)))  # committed: the 24h TTL

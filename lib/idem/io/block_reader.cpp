@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace idem::io {
@@ -43,7 +46,21 @@ std::optional<BlockLine> LineCursor::next() {
 BlockReader::BlockReader(int fd, std::string source, std::uint64_t max_record_bytes,
                          OversizeHandler* oversize_handler)
     : m_fd(fd), m_source(std::move(source)), m_max_record_bytes(max_record_bytes),
-      m_oversize_handler(oversize_handler) {}
+      m_oversize_handler(oversize_handler) {
+    // A pipe or terminal (tail -f | idem ...) hands over whole lines as soon
+    // as they arrive; a file fills whole blocks, which is faster.
+    struct stat status {};
+    m_streaming = ::fstat(fd, &status) != 0 || !S_ISREG(status.st_mode);
+    // A bigger pipe buffer means fewer, larger reads from a fast writer
+    // (cat big.ndjson | idem ...); refused or capped, it changes nothing.
+    if (m_streaming && S_ISFIFO(status.st_mode)) (void)::fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+}
+
+bool BlockReader::more_waiting(std::chrono::milliseconds patience) const {
+    pollfd waiting{m_fd, POLLIN, 0};
+    return ::poll(&waiting, 1, static_cast<int>(patience.count())) > 0 &&
+           (waiting.revents & POLLIN) != 0;
+}
 
 std::size_t BlockReader::read_into(char* data, std::size_t capacity) {
     while (true) {
@@ -88,6 +105,9 @@ bool BlockReader::next(Block& block, std::size_t target_bytes) {
             size = line_start;
             break;
         }
+        // Live input (tail -f | idem ...): hand over whole lines as soon as
+        // nothing more is waiting, rather than wait to fill a block.
+        if (m_streaming && line_start > 0 && !more_waiting()) break;
     }
     // Whole lines stay; the cut line waits for the next block. At the end of
     // the input the last line counts even without its newline.

@@ -4,6 +4,7 @@
 // and memory bounded by the block size plus the largest record allowed,
 // never by the input's length. Blocks can be handed to other threads.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -85,9 +86,16 @@ public:
 
     [[nodiscard]] const std::string& source() const { return m_source; }
     [[nodiscard]] std::uint64_t bytes_read() const { return m_bytes_read; }
+    // False when reading on would wait for a live writer (a pipe or
+    // terminal with nothing in it after `patience`); a file never waits.
+    [[nodiscard]] bool ready(std::chrono::milliseconds patience) const {
+        return !m_streaming || m_eof || more_waiting(patience);
+    }
 
 private:
     std::size_t read_into(char* data, std::size_t capacity);
+    [[nodiscard]] bool
+    more_waiting(std::chrono::milliseconds patience = std::chrono::milliseconds(0)) const;
     std::uint64_t stream_oversized(std::string_view buffered);
 
     int m_fd;
@@ -97,6 +105,7 @@ private:
     std::string m_carry;        // the start of a line that the last block cut
     std::uint64_t m_offset = 0; // input offset of m_carry's first byte
     bool m_eof = false;
+    bool m_streaming = false; // a pipe or terminal: hand over what arrived
     std::uint64_t m_bytes_read = 0;
 };
 

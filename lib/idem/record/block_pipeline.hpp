@@ -60,6 +60,11 @@ void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>&
             pool.submit(std::move(block));
             while (finish(false)) {
             }
+            // Live input gone quiet: finish what was read before waiting, so
+            // records do not sit behind a read that may block for hours.
+            if (!input.ready())
+                while (finish(true)) {
+                }
         }
     } catch (const InputError&) {
         while (finish(true)) {

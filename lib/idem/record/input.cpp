@@ -169,6 +169,13 @@ std::optional<InputRecord> InputStream::next() {
     }
 }
 
+bool InputStream::ready() const {
+    // A writer that keeps up with us answers well within this; one that has
+    // gone quiet (tail -f) gets what it sent finished first.
+    constexpr std::chrono::milliseconds k_patience{20};
+    return !m_impl->reader || m_impl->reader->ready(k_patience);
+}
+
 std::uint64_t InputStream::bytes_read() const {
     return m_impl->finished_bytes + (m_impl->reader ? m_impl->reader->bytes_read() : 0);
 }

@@ -78,6 +78,9 @@ public:
     std::optional<InputRecord> next();
 
     [[nodiscard]] std::uint64_t bytes_read() const;
+    // False when the next read would wait for a live writer: the time to
+    // finish what was read so far, so nothing waits behind a quiet pipe.
+    [[nodiscard]] bool ready() const;
 
 private:
     struct Impl;

@@ -25,6 +25,9 @@ std::string nonce_key(std::string_view scope, std::string_view nonce) {
     return fmt::format("idem:nonce:{}:{}", scope, nonce);
 }
 
+// How long a first copy's claim lives before its batch is committed.
+constexpr std::chrono::milliseconds k_lease{60'000};
+
 class RedisStore final : public Store {
 public:
     explicit RedisStore(const StoreLocation& location) : m_location(location) {
@@ -38,7 +41,12 @@ public:
                 fmt::format("cannot connect to store {}: {}", location.describe(), message));
         }
         redisSetTimeout(m_context, timeout);
-        if (location.database != 0) command({"SELECT", std::to_string(location.database)});
+        try {
+            if (location.database != 0) command({"SELECT", std::to_string(location.database)});
+        } catch (...) {
+            redisFree(m_context); // a constructor that throws runs no destructor
+            throw;
+        }
     }
 
     ~RedisStore() override { redisFree(m_context); }
@@ -71,24 +79,16 @@ public:
         std::vector<FingerprintResult> results(claims.size());
         if (claims.empty()) return results;
         load_claim_script();
+        std::vector<std::string> keys;
         for (const auto& claim : claims) {
-            auto key = fingerprint_key(scope, claim.fingerprint);
-            auto expires_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  claim.expires_at.time_since_epoch())
-                                  .count();
-            std::vector<std::string> arguments{
-                "EVALSHA",
-                m_claim_script,
-                "1",
-                key,
-                std::to_string(claim.event_time.time_since_epoch().count()),
-                std::to_string(expires_ms),
-                std::to_string(claim.window.count()),
-                std::string(claim.source),
-                std::to_string(claim.line)};
-            append(arguments);
+            keys.push_back(fingerprint_key(scope, claim.fingerprint));
+            append({"EVALSHA", m_claim_script, "1", keys.back(),
+                    std::to_string(claim.event_time.time_since_epoch().count()),
+                    std::to_string(k_lease.count()), std::to_string(claim.window.count()),
+                    std::string(claim.source), std::to_string(claim.line)});
         }
-        for (auto& result : results) {
+        for (std::size_t i = 0; i < results.size(); ++i) {
+            auto& result = results[i];
             auto reply = read_reply();
             if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4)
                 throw StoreError(
@@ -98,6 +98,11 @@ public:
             result.first_seen = Timestamp(Duration(integer_of(reply->element[1])));
             result.first_source = string_of(reply->element[2]);
             result.first_line = static_cast<std::uint64_t>(integer_of(reply->element[3]));
+            if (result.first) {
+                auto expires_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    claims[i].expires_at.time_since_epoch());
+                m_unconfirmed.emplace_back(std::move(keys[i]), expires_ms.count());
+            }
         }
         return results;
     }
@@ -136,8 +141,18 @@ public:
     // Redis expires keys by itself.
     std::uint64_t collect_garbage(Timestamp) override { return 0; }
 
-    // Every claim is durable (as Redis is configured) once answered.
-    void commit() override {}
+    // A first copy's claim holds for a lease only; once its batch's output
+    // is flushed, it is confirmed to the full TTL. A process that dies in
+    // between loses its claims when the lease runs out, so a rerun after
+    // that emits the batch again instead of losing it.
+    void commit() override {
+        if (m_unconfirmed.empty()) return;
+        for (const auto& [key, expires_ms] : m_unconfirmed)
+            append({"PEXPIREAT", key, std::to_string(expires_ms)});
+        for (std::size_t i = 0; i < m_unconfirmed.size(); ++i)
+            read_reply();
+        m_unconfirmed.clear();
+    }
 
     std::string describe() const override { return m_location.describe(); }
 
@@ -151,7 +166,7 @@ if v[1] and (ARGV[3] == '0' or tonumber(ARGV[1]) - tonumber(v[1]) <= tonumber(AR
   return {c, tonumber(v[1]), v[3], tonumber(v[4])}
 end
 redis.call('HSET', KEYS[1], 'first_seen', ARGV[1], 'count', 1, 'source', ARGV[4], 'line', ARGV[5])
-redis.call('PEXPIREAT', KEYS[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
 )lua";
 
@@ -237,6 +252,8 @@ return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
     StoreLocation m_location;
     redisContext* m_context = nullptr;
     std::string m_claim_script; // SHA1 of the loaded claim script
+    std::vector<std::pair<std::string, long long>>
+        m_unconfirmed; // first copies of the batch: key, expiry
 };
 
 } // namespace

@@ -101,6 +101,16 @@ public:
             m_db = nullptr;
             throw StoreError(fmt::format("cannot open store {}: {}", quote(m_name), message));
         }
+        // A constructor that throws runs no destructor: close what is open.
+        try {
+            prepare(location);
+        } catch (...) {
+            close();
+            throw;
+        }
+    }
+
+    void prepare(const StoreLocation& location) {
         // Processes sharing the file take turns batch by batch; a turn lasts as
         // long as writing one batch of output takes.
         sqlite3_busy_timeout(
@@ -141,7 +151,9 @@ public:
             std::make_unique<Statement>(m_db, "SELECT path FROM sources WHERE id = ?1", m_name);
     }
 
-    ~SqliteStore() override {
+    ~SqliteStore() override { close(); }
+
+    void close() {
         m_claim.reset();
         m_lookup.reset();
         m_append.reset();
@@ -150,7 +162,9 @@ public:
         m_source_id.reset();
         m_source_path.reset();
         if (m_in_transaction) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+        m_in_transaction = false;
         sqlite3_close(m_db);
+        m_db = nullptr;
     }
 
     NonceClaim claim_nonce(std::string_view scope, std::string_view nonce, Timestamp now,
