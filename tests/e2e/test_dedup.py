@@ -366,3 +366,49 @@ class RedisLeases(unittest.TestCase):
             code, _, _ = run(["dedup", "--key", "id", "--store", uri, "--scope", "other", "-q"], stdin=ndjson(EVENTS))
             self.assertEqual(code, 0)
             self.assertTrue(any(ttl > 3_600_000 for ttl in self.ttls(uri)))  # committed: the 24h TTL
+
+
+@unittest.skipUnless(redis_server.available(), "redis-server is not installed")
+class RedisEvidence(unittest.TestCase):
+    def test_each_duplicate_is_kept_beside_its_fingerprint(self):
+        with redis_server.running() as base:
+            code, _, _ = run(["dedup", "--key", "id", "--store", base + "/5", "-q"], stdin=ndjson(EVENTS))
+            self.assertEqual(code, 0)
+            port = base.rsplit(":", 1)[1]
+            keys = subprocess.run(["redis-cli", "-p", port, "-n", "5", "--scan", "--pattern", "idem:dups:*"],
+                                  capture_output=True, text=True).stdout.split()
+            self.assertEqual(len(keys), 1)  # evt_1 came three times
+            self.assertTrue(keys[0].startswith("idem:dups:{default:"))
+            evidence = subprocess.run(["redis-cli", "-p", port, "-n", "5", "LRANGE", keys[0], "0", "-1"],
+                                      capture_output=True, text=True).stdout.splitlines()
+            self.assertEqual([e.split(" ")[0] for e in evidence if e], ["<stdin>:2", "<stdin>:5"])
+
+
+class Reclaiming(unittest.TestCase):
+    def test_expired_fingerprints_are_reclaimed_without_asking_when_they_are_many(self):
+        import sqlite3
+        with tempfile.TemporaryDirectory() as tmp:
+            store = os.path.join(tmp, "idem.db")
+            many = ndjson([{"id": i} for i in range(12000)])
+            run(["dedup", "--key", "id", "--store", store, "--ttl", "1s", "-q"], stdin=many)
+
+            def rows():
+                with sqlite3.connect(store) as db:
+                    return db.execute("SELECT count(*) FROM fingerprint_log").fetchone()[0]
+
+            self.assertEqual(rows(), 12000)
+            time.sleep(1.2)
+            run(["dedup", "--key", "id", "--store", store, "-q"], stdin=ndjson([{"id": "new"}]))
+            self.assertEqual(rows(), 1)
+
+
+class FullDisk(unittest.TestCase):
+    def test_a_full_disk_is_exit_4_with_the_reason(self):
+        with open("/dev/full", "wb") as full:
+            result = subprocess.run([IDEM, "dedup", "--key", "id", "--store", ":memory:"], input=ndjson(EVENTS),
+                                    stdout=full, stderr=subprocess.PIPE)
+        self.assertEqual(result.returncode, 4)
+        self.assertIn(b"cannot write to '<stdout>': No space left on device", result.stderr)
+        code, _, err = run(["dedup", "--key", "id", "--store", ":memory:", "-o", "/dev/full"], stdin=ndjson(EVENTS))
+        self.assertEqual(code, 4)
+        self.assertIn("No space left on device", err)

@@ -82,7 +82,7 @@ public:
         std::vector<std::string> keys;
         for (const auto& claim : claims) {
             keys.push_back(fingerprint_key(scope, claim.fingerprint));
-            append({"EVALSHA", m_claim_script, "1", keys.back(),
+            append({"EVALSHA", m_claim_script, "2", keys.back(), evidence_key(keys.back()),
                     std::to_string(claim.event_time.time_since_epoch().count()),
                     std::to_string(k_lease.count()), std::to_string(claim.window.count()),
                     std::string(claim.source), std::to_string(claim.line)});
@@ -158,13 +158,18 @@ public:
 
 private:
     // Claims one fingerprint atomically: a live entry (within the window) is
-    // a repeat and counts it; otherwise this record becomes the first copy.
+    // a repeat, counted, and kept as evidence ("source:line event_time_us")
+    // in a list beside it; otherwise this record becomes the first copy.
     static constexpr const char* k_claim_lua = R"lua(
 local v = redis.call('HMGET', KEYS[1], 'first_seen', 'count', 'source', 'line')
 if v[1] and (ARGV[3] == '0' or tonumber(ARGV[1]) - tonumber(v[1]) <= tonumber(ARGV[3])) then
   local c = redis.call('HINCRBY', KEYS[1], 'count', 1)
+  redis.call('RPUSH', KEYS[2], ARGV[4] .. ':' .. ARGV[5] .. ' ' .. ARGV[1])
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
   return {c, tonumber(v[1]), v[3], tonumber(v[4])}
 end
+redis.call('DEL', KEYS[2])
 redis.call('HSET', KEYS[1], 'first_seen', ARGV[1], 'count', 1, 'source', ARGV[4], 'line', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
@@ -176,15 +181,23 @@ return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
         m_claim_script.assign(reply->str, reply->len);
     }
 
+    // The hash tag ({...}) puts a fingerprint and its evidence in one
+    // Redis Cluster slot, as a script touching both must.
     static std::string fingerprint_key(std::string_view scope,
                                        const FingerprintBytes& fingerprint) {
         static constexpr char k_hex[] = "0123456789abcdef";
-        std::string key = fmt::format("idem:fp:{}:", scope);
+        std::string key = fmt::format("idem:fp:{{{}:", scope);
         for (auto byte : fingerprint) {
             key += k_hex[byte >> 4];
             key += k_hex[byte & 0xf];
         }
+        key += '}';
         return key;
+    }
+
+    // "idem:fp:{scope:hex}" -> "idem:dups:{scope:hex}"
+    static std::string evidence_key(const std::string& fingerprint_key) {
+        return "idem:dups:" + fingerprint_key.substr(8);
     }
 
     static std::string checkpoint_key(std::string_view name) {

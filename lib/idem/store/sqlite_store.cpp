@@ -203,7 +203,9 @@ public:
         // append between catching up and deciding.
         begin_if_needed();
         auto& index = scope_index(scope);
+        bool first_look = index.last_seq == 0;
         catch_up(scope, index);
+        if (first_look) reclaim_expired(index, now);
         std::vector<FingerprintResult> results(claims.size());
         for (std::size_t i = 0; i < claims.size(); ++i) {
             const auto& claim = claims[i];
@@ -273,6 +275,14 @@ public:
     }
 
     std::uint64_t collect_garbage(Timestamp now) override {
+        auto removed = delete_expired(now);
+        commit();
+        m_indexes.clear(); // rebuilt from what is left
+        return removed;
+    }
+
+    // Within the open transaction: the log rows and nonces that expired.
+    std::uint64_t delete_expired(Timestamp now) {
         begin_if_needed();
         std::uint64_t removed = 0;
         // A fingerprint goes, first copy and repeats, once its latest first
@@ -287,8 +297,6 @@ public:
             step_done(statement.get());
             removed += static_cast<std::uint64_t>(sqlite3_changes(m_db));
         }
-        commit();
-        m_indexes.clear(); // rebuilt from what is left
         return removed;
     }
 
@@ -350,6 +358,16 @@ private:
         auto found = m_indexes.find(scope);
         if (found != m_indexes.end()) return found->second;
         return m_indexes.emplace(std::string(scope), ScopeIndex{}).first->second;
+    }
+
+    // Expired fingerprints are reclaimed without asking (--gc does it on
+    // demand): on a process's first look at the log, when they are many and
+    // at least half of it, so the cost is paid once and rarely.
+    void reclaim_expired(ScopeIndex& index, Timestamp now) {
+        constexpr std::uint64_t k_worth_it = 10'000;
+        auto live = index.table.size();
+        auto expired = index.table.remove_expired(now);
+        if (expired >= k_worth_it && expired >= live - expired) delete_expired(now);
     }
 
     // Applies what was appended since this process last looked: everything

@@ -64,6 +64,8 @@ public:
         }
     }
 
+    [[nodiscard]] std::size_t size() const { return m_count; }
+
     // Removes entries that expired by `now`; returns how many.
     std::uint64_t remove_expired(Timestamp now) {
         std::vector<Slot> kept(m_slots.size());
