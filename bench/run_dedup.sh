@@ -23,20 +23,28 @@ cat "$corpus" > /dev/null
 
 results="$OUT/dedup-results.tsv"
 : > "$results"
-# name, then the command; stdout goes to $OUT/<slug>.out
+# Each contender runs twice: timed with its output to /dev/null (storing
+# hundreds of MB would cost every contender the same seconds and hide the
+# differences), then again into a spool file that is checked against the
+# ground truth. The stores stay on disk: persistence is what is measured.
+SPOOL=$(mktemp -d /dev/shm/idem-bench.XXXXXX 2>/dev/null || mktemp -d "$OUT/spool.XXXXXX")
+trap 'rm -rf "$SPOOL"' EXIT
 contend() {
     local name=$1 slug=$2
     shift 2
     rm -f "$OUT/$slug.db" "$OUT/$slug.db-wal" "$OUT/$slug.db-shm"
-    /usr/bin/time -f '%e %M' -o "$OUT/$slug.time" "$@" > "$OUT/$slug.out" 2> "$OUT/$slug.err" || true
+    /usr/bin/time -f '%e %M' -o "$OUT/$slug.time" "$@" > /dev/null 2> "$OUT/$slug.err" || true
+    rm -f "$OUT/$slug.db" "$OUT/$slug.db-wal" "$OUT/$slug.db-shm"
+    "$@" > "$SPOOL/$slug.out" 2>> "$OUT/$slug.err" || true
     local ok
-    ok=$(python3 - "$OUT/$slug.out" "$corpus.truth" <<'PY'
+    ok=$(python3 - "$SPOOL/$slug.out" "$corpus.truth" <<'PY'
 import json, sys
 ids = [json.loads(line)["id"] for line in open(sys.argv[1])]
 truth = [line.strip() for line in open(sys.argv[2])]
 print("yes" if ids == truth else f"NO ({len(ids)} ids, {len(truth)} expected)")
 PY
 )
+    rm -f "$SPOOL/$slug.out"
     read -r seconds rss < "$OUT/$slug.time"
     printf '%s\t%s\t%s\t%s\n' "$name" "$seconds" "$rss" "$ok" >> "$results"
 }

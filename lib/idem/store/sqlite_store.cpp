@@ -54,6 +54,9 @@ constexpr const char* k_migrations[] = {
 };
 constexpr int k_schema_version = 2;
 
+// Rows per multi-row INSERT into the fingerprint log (7 parameters each).
+constexpr std::size_t k_rows_per_insert = 64;
+
 // Claims are committed in batches: one fsync per batch, not per record.
 constexpr int k_claims_per_transaction = 4096;
 
@@ -138,6 +141,12 @@ public:
                                                "kind, event_time_us, expires_us, source, line) "
                                                "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                                                m_name);
+        std::string many =
+            "INSERT INTO fingerprint_log(scope, fingerprint, kind, event_time_us, expires_us, "
+            "source, line) VALUES ";
+        for (std::size_t i = 0; i < k_rows_per_insert; ++i)
+            many += i == 0 ? "(?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?)";
+        m_append_many = std::make_unique<Statement>(m_db, many.c_str(), m_name);
         m_catch_up = std::make_unique<Statement>(m_db,
                                                  "SELECT seq, fingerprint, kind, event_time_us, "
                                                  "expires_us, source, line FROM fingerprint_log "
@@ -157,6 +166,7 @@ public:
         m_claim.reset();
         m_lookup.reset();
         m_append.reset();
+        m_append_many.reset();
         m_catch_up.reset();
         m_insert_source.reset();
         m_source_id.reset();
@@ -206,6 +216,7 @@ public:
         bool first_look = index.last_seq == 0;
         catch_up(scope, index);
         if (first_look) reclaim_expired(index, now);
+        m_rows.clear();
         std::vector<FingerprintResult> results(claims.size());
         for (std::size_t i = 0; i < claims.size(); ++i) {
             const auto& claim = claims[i];
@@ -220,8 +231,9 @@ public:
                 result.first_source = source_path(entry.first_source);
                 result.first_line = entry.first_line;
             }
-            append(scope, claim, result.first ? 1 : 2, source);
+            m_rows.push_back({&claim, result.first ? 1 : 2, source});
         }
+        append_rows(scope);
         if (!claims.empty()) index.last_seq = sqlite3_last_insert_rowid(m_db);
         return results;
     }
@@ -400,20 +412,40 @@ private:
             throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_db)));
     }
 
-    void append(std::string_view scope, const FingerprintClaim& claim, int kind,
-                sqlite3_int64 source) {
-        auto* statement = m_append->get();
+    // Appends the decided rows: k_rows_per_insert at a time through one
+    // multi-row INSERT (a statement step per row was most of the cost), the
+    // rest one by one.
+    void append_rows(std::string_view scope) {
+        std::size_t done = 0;
+        while (m_rows.size() - done >= k_rows_per_insert) {
+            bind_rows(m_append_many->get(), scope, done, k_rows_per_insert);
+            step_done(m_append_many->get());
+            done += k_rows_per_insert;
+        }
+        for (; done < m_rows.size(); ++done) {
+            bind_rows(m_append->get(), scope, done, 1);
+            step_done(m_append->get());
+        }
+    }
+
+    void bind_rows(sqlite3_stmt* statement, std::string_view scope, std::size_t first,
+                   std::size_t count) {
         sqlite3_reset(statement);
-        sqlite3_bind_text(statement, 1, scope.data(), static_cast<int>(scope.size()),
-                          SQLITE_STATIC);
-        sqlite3_bind_blob(statement, 2, claim.fingerprint.data(),
-                          static_cast<int>(claim.fingerprint.size()), SQLITE_STATIC);
-        sqlite3_bind_int(statement, 3, kind);
-        sqlite3_bind_int64(statement, 4, claim.event_time.time_since_epoch().count());
-        sqlite3_bind_int64(statement, 5, claim.expires_at.time_since_epoch().count());
-        sqlite3_bind_int64(statement, 6, source);
-        sqlite3_bind_int64(statement, 7, static_cast<sqlite3_int64>(claim.line));
-        step_done(statement);
+        for (std::size_t i = 0; i < count; ++i) {
+            const auto& row = m_rows[first + i];
+            int base = static_cast<int>(i * 7);
+            sqlite3_bind_text(statement, base + 1, scope.data(), static_cast<int>(scope.size()),
+                              SQLITE_STATIC);
+            sqlite3_bind_blob(statement, base + 2, row.claim->fingerprint.data(),
+                              static_cast<int>(row.claim->fingerprint.size()), SQLITE_STATIC);
+            sqlite3_bind_int(statement, base + 3, row.kind);
+            sqlite3_bind_int64(statement, base + 4,
+                               row.claim->event_time.time_since_epoch().count());
+            sqlite3_bind_int64(statement, base + 5,
+                               row.claim->expires_at.time_since_epoch().count());
+            sqlite3_bind_int64(statement, base + 6, row.source);
+            sqlite3_bind_int64(statement, base + 7, static_cast<sqlite3_int64>(row.claim->line));
+        }
     }
 
     // Input names are stored once, in sources; ids are cached per run.
@@ -458,7 +490,14 @@ private:
     std::unique_ptr<Statement> m_claim;
     std::unique_ptr<Statement> m_lookup;
     std::unique_ptr<Statement> m_append;
+    std::unique_ptr<Statement> m_append_many;
     std::unique_ptr<Statement> m_catch_up;
+    struct Row {
+        const FingerprintClaim* claim;
+        int kind; // 1: first copy, 2: repeat
+        sqlite3_int64 source;
+    };
+    std::vector<Row> m_rows; // decided, not yet appended
     std::map<std::string, ScopeIndex, std::less<>> m_indexes;
     std::unique_ptr<Statement> m_insert_source;
     std::unique_ptr<Statement> m_source_id;
