@@ -14,13 +14,6 @@ std::string Fingerprint::hex() const {
     return hex_encode(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
-std::size_t FingerprintHash::operator()(const Fingerprint& fingerprint) const noexcept {
-    // The bytes are already a cryptographic hash: any eight of them will do.
-    std::size_t value = 0;
-    std::memcpy(&value, fingerprint.bytes.data(), sizeof value);
-    return value;
-}
-
 namespace {
 char type_tag(record::FieldValue::Type type) {
     using Type = record::FieldValue::Type;

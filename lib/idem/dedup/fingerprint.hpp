@@ -25,10 +25,6 @@ struct Fingerprint {
     friend auto operator<=>(const Fingerprint&, const Fingerprint&) = default;
 };
 
-struct FingerprintHash {
-    std::size_t operator()(const Fingerprint& fingerprint) const noexcept;
-};
-
 struct KeySpec {
     std::vector<record::FieldPath> key_paths; // empty: the whole event
     std::vector<record::FieldPath> ignore_paths;

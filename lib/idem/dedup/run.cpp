@@ -187,14 +187,6 @@ struct HeldCopies {
     std::uint64_t order = 0;
 };
 
-struct BytesHash {
-    std::size_t operator()(const store::FingerprintBytes& bytes) const noexcept {
-        std::size_t value = 0;
-        std::memcpy(&value, bytes.data(), sizeof value);
-        return value;
-    }
-};
-
 // The ordered stage of a dedup run: everything with side effects happens
 // here, on the calling thread, in input order.
 class DedupRun {
@@ -539,7 +531,7 @@ private:
     std::uint64_t m_records = 0, m_unique = 0, m_duplicates = 0, m_unkeyed = 0, m_unclaimed = 0;
     std::uint64_t m_since_commit = 0;
     // --keep last
-    std::unordered_map<store::FingerprintBytes, HeldCopies, BytesHash> m_held;
+    std::unordered_map<store::FingerprintBytes, HeldCopies, store::FingerprintBytesHash> m_held;
     std::map<std::pair<Timestamp, std::uint64_t>, store::FingerprintBytes> m_release_queue;
     std::uint64_t m_held_order = 0;
     std::uint64_t m_held_bytes = 0;

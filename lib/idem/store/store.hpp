@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -41,6 +42,16 @@ struct NonceClaim {
 
 // A dedup fingerprint: 128 bits of a SHA-256 (see docs/dedup.md).
 using FingerprintBytes = std::array<std::uint8_t, 16>;
+
+// For hash tables of fingerprints: the bytes are already a cryptographic
+// hash, so any eight of them will do.
+struct FingerprintBytesHash {
+    std::size_t operator()(const FingerprintBytes& bytes) const noexcept {
+        std::size_t value = 0;
+        std::memcpy(&value, bytes.data(), sizeof value);
+        return value;
+    }
+};
 
 // One record's claim on a fingerprint (dedup).
 struct FingerprintClaim {

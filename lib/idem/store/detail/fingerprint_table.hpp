@@ -11,14 +11,6 @@
 
 namespace idem::store::detail {
 
-struct BytesHash {
-    std::size_t operator()(const FingerprintBytes& bytes) const noexcept {
-        std::size_t value = 0;
-        std::memcpy(&value, bytes.data(), sizeof value); // already a cryptographic hash
-        return value;
-    }
-};
-
 // 32 bytes: with its key, a table slot is 48, so a million fingerprints
 // fit in about 100 MB.
 struct Entry {
@@ -38,7 +30,7 @@ public:
     std::pair<Entry*, bool> find_or_insert(const FingerprintBytes& key) {
         if ((m_count + 1) * 10 > m_slots.size() * 7) grow();
         auto mask = m_slots.size() - 1;
-        for (auto index = BytesHash{}(key)&mask;; index = (index + 1) & mask) {
+        for (auto index = FingerprintBytesHash{}(key)&mask;; index = (index + 1) & mask) {
             auto& slot = m_slots[index];
             if (slot.entry.seen_count == 0) {
                 slot.key = key;
@@ -57,7 +49,7 @@ public:
     [[nodiscard]] const Entry* find(const FingerprintBytes& key) const {
         if (m_slots.empty()) return nullptr;
         auto mask = m_slots.size() - 1;
-        for (auto index = BytesHash{}(key)&mask;; index = (index + 1) & mask) {
+        for (auto index = FingerprintBytesHash{}(key)&mask;; index = (index + 1) & mask) {
             const auto& slot = m_slots[index];
             if (slot.entry.seen_count == 0) return nullptr;
             if (slot.key == key) return &slot.entry;
