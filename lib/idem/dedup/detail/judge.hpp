@@ -1,0 +1,46 @@
+#pragma once
+// Internal to dedup: the worker side of a run. Workers parse each line of a
+// block, find its event time and fingerprint it; the ordered stage
+// (run.cpp) acts on what they found, in input order.
+
+#include "idem/dedup/fingerprint.hpp"
+#include "idem/dedup/run.hpp"
+#include "idem/io/block_reader.hpp"
+#include "idem/record/input.hpp"
+#include "idem/record/parser.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace idem::dedup::detail {
+
+// What a worker found for one line; the ordered stage acts on it.
+struct Outcome {
+    enum class Kind { too_long, failed_to_parse, bad_time, missing_key, keyed };
+    io::BlockLine line;
+    Kind kind = Kind::keyed;
+    std::uint64_t column = 0;
+    std::string message; // failed_to_parse, bad_time; the path for missing_key
+    Fingerprint fingerprint;
+    std::optional<Timestamp> event_time; // none: the time it was read
+    bool has_annotations = false;
+    std::string encoded_key; // with --print-key
+};
+
+struct BlockOutcome {
+    std::vector<Outcome> outcomes;
+    std::uint64_t lines = 0; // blank ones included, for line numbers
+};
+
+// One per worker thread: parsers are not shared.
+struct WorkerState {
+    record::RecordParser parser;
+    Fingerprinter fingerprinter;
+    explicit WorkerState(const KeySpec& spec) : fingerprinter(spec) {}
+};
+
+BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
+                         const DedupRunOptions& options);
+
+} // namespace idem::dedup::detail

@@ -1,0 +1,75 @@
+#pragma once
+// Internal to the SQLite store: its schema, and a prepared statement that
+// finalizes itself.
+
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+#include <string>
+
+namespace idem::store::detail {
+
+// Forward-only migrations; the index is the schema version they produce.
+inline constexpr const char* k_migrations[] = {
+    "",
+    // v1: nonces seen by `verify --nonce`, per scheme.
+    "CREATE TABLE nonces ("
+    "  scope TEXT NOT NULL,"
+    "  nonce TEXT NOT NULL,"
+    "  first_seen_us INTEGER NOT NULL,"
+    "  expires_us INTEGER NOT NULL,"
+    "  PRIMARY KEY (scope, nonce)"
+    ") WITHOUT ROWID;",
+    // v2: dedup. Fingerprints are an append-only log: a claim appends a row
+    // (a first copy, or a repeat kept as evidence of its first copy, for
+    // `audit`), and each process keeps the log's index in memory, catching
+    // up on what others appended. Input names are stored once, in sources.
+    "CREATE TABLE sources (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);"
+    "CREATE TABLE fingerprint_log ("
+    "  seq INTEGER PRIMARY KEY,"
+    "  scope TEXT NOT NULL,"
+    "  fingerprint BLOB NOT NULL,"
+    "  kind INTEGER NOT NULL," // 1: first copy, 2: repeat
+    "  event_time_us INTEGER NOT NULL,"
+    "  expires_us INTEGER NOT NULL,"
+    "  source INTEGER NOT NULL REFERENCES sources(id),"
+    "  line INTEGER NOT NULL"
+    ");"
+    // How far a run that owns its output files got (see Checkpoint).
+    "CREATE TABLE checkpoints ("
+    "  name TEXT PRIMARY KEY,"
+    "  records_done INTEGER NOT NULL,"
+    "  file_bytes TEXT NOT NULL" // "output=123,dups=45"
+    ");",
+};
+inline constexpr int k_schema_version = 2;
+
+// SQLite's memory statistics take a global mutex on every allocation; idem
+// reads none of them. Must run before SQLite initialises, so once, first.
+inline void disable_memory_statistics() {
+    static const bool k_done = [] {
+        sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+        return true;
+    }();
+    (void)k_done;
+}
+
+class Statement {
+public:
+    Statement(sqlite3* db, const char* sql, const std::string& store_name) {
+        if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &m_statement, nullptr) !=
+            SQLITE_OK)
+            throw StoreError(fmt::format("store {}: {}", quote(store_name), sqlite3_errmsg(db)));
+    }
+    ~Statement() { sqlite3_finalize(m_statement); }
+    Statement(const Statement&) = delete;
+    Statement& operator=(const Statement&) = delete;
+    sqlite3_stmt* get() { return m_statement; }
+
+private:
+    sqlite3_stmt* m_statement = nullptr;
+};
+
+} // namespace idem::store::detail
