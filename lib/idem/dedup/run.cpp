@@ -54,19 +54,6 @@ void append_annotation(std::string& out, const Outcome& outcome,
     out += '}';
 }
 
-void write_line(io::Sink& sink, std::string_view bytes) {
-    sink.write(bytes);
-    sink.write("\n");
-    sink.count_record();
-}
-
-void write_annotated(io::Sink& sink, std::string_view line, bool has_idem,
-                     std::string_view member) {
-    sink.write(record::annotate(line, has_idem, member));
-    sink.write("\n");
-    sink.count_record();
-}
-
 } // namespace
 
 namespace {
@@ -270,7 +257,7 @@ private:
                 return false;
             }
             ++m_unkeyed;
-            if (m_options.action != DuplicateAction::count) write_line(*m_output, record.bytes);
+            if (m_options.action != DuplicateAction::count) m_output->write_record(record.bytes);
             return false;
         case Outcome::Kind::keyed:
             return true;
@@ -290,12 +277,12 @@ private:
         if (duplicate && m_options.action == DuplicateAction::drop) target = m_dups.get();
         if (target == nullptr) return;
         if (!annotate && target == m_output) {
-            write_line(*target, bytes);
+            target->write_record(bytes);
             return;
         }
         m_member.clear();
         append_annotation(m_member, outcome, &answer);
-        write_annotated(*target, bytes, outcome.has_annotations, m_member);
+        record::write_annotated(*target, bytes, outcome.has_annotations, m_member);
     }
 
     [[nodiscard]] bool keeps_last() const { return m_options.keep == KeepCopy::last; }

@@ -25,6 +25,12 @@ public:
     Sink& operator=(const Sink&) = delete;
 
     void write(std::string_view bytes);
+    // One record: its bytes, a newline, and a count for the summary.
+    void write_record(std::string_view bytes) {
+        write(bytes);
+        write("\n");
+        count_record();
+    }
     // Pushes buffered bytes to the descriptor. Throws FileSystemError.
     void flush();
     // Flushes, then asks the kernel to put the bytes on disk (files only).

@@ -113,6 +113,16 @@ std::string annotate(std::string_view line, bool has_idem_member, std::string_vi
     return out;
 }
 
+void write_annotated(io::Sink& sink, std::string_view line, bool has_idem_member,
+                     std::string_view member) {
+    auto splice = splice_point(line, has_idem_member);
+    for (auto piece :
+         {splice.before, splice.separator, splice.opening, member, splice.closing, splice.after})
+        sink.write(piece);
+    sink.write("\n");
+    sink.count_record();
+}
+
 void append_json_string(std::string& out, std::string_view text) {
     detail::write_canonical_string(text, out);
 }

@@ -3,6 +3,8 @@
 // of the record stay as they came, and one member is spliced in under the
 // top-level "_idem" object (created when absent, extended when present).
 
+#include "idem/io/sink.hpp"
+
 #include <string>
 #include <string_view>
 
@@ -21,6 +23,11 @@ struct AnnotationSplice {
 
 // `line` must be one valid JSON object (already parsed).
 [[nodiscard]] AnnotationSplice splice_point(std::string_view line, bool has_idem_member);
+
+// Writes the annotated line to `sink` as one record, piece by piece: no
+// copy of the line is made.
+void write_annotated(io::Sink& sink, std::string_view line, bool has_idem_member,
+                     std::string_view member);
 
 // The whole annotated line, for callers off the hot path.
 [[nodiscard]] std::string annotate(std::string_view line, bool has_idem_member,

@@ -20,9 +20,7 @@ void RejectRouter::report(SourcePosition position, const std::string& message) {
 void RejectRouter::reject(const InputRecord& record, std::uint64_t column,
                           const std::string& message) {
     if (m_sink) {
-        m_sink->write(record.bytes);
-        m_sink->write("\n");
-        m_sink->count_record();
+        m_sink->write_record(record.bytes);
     }
     report({*record.source, record.line, column, record.byte_offset}, message);
 }
@@ -31,9 +29,7 @@ void RejectRouter::reject_oversized(const InputRecord& record) {
     // A line that arrived whole in a block is still here; one that could not
     // be held was streamed to the file as it was read.
     if (m_sink && !record.bytes.empty()) {
-        m_sink->write(record.bytes);
-        m_sink->write("\n");
-        m_sink->count_record();
+        m_sink->write_record(record.bytes);
     }
     report({*record.source, record.line, 0, record.byte_offset},
            fmt::format("record of {} is larger than --max-record-size {}",
@@ -47,10 +43,7 @@ void RejectRouter::chunk(std::string_view bytes) {
 }
 
 void RejectRouter::end() {
-    if (m_sink) {
-        m_sink->write("\n");
-        m_sink->count_record();
-    }
+    if (m_sink) m_sink->write_record({}); // the line's end, after its streamed bytes
 }
 
 } // namespace idem::record

@@ -75,9 +75,7 @@ RunResult run_sign(const SignRunOptions& options, io::Sink& output, io::Diagnost
         // The signed envelope is a delivery yet to be made: its old capture
         // time would make `verify` judge the fresh timestamp as of then.
         envelope_json.erase("received_at");
-        output.write(envelope_json.dump());
-        output.write("\n");
-        output.count_record();
+        output.write_record(envelope_json.dump());
     }
     output.flush();
     if (reject_sink) reject_sink->flush();

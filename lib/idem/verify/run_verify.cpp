@@ -35,19 +35,6 @@ void append_verdict(std::string& out, const Verdict& verdict) {
     out += '}';
 }
 
-void write_annotated(io::Sink& sink, std::string_view line, bool has_idem,
-                     std::string_view member) {
-    auto splice = record::splice_point(line, has_idem);
-    sink.write(splice.before);
-    sink.write(splice.separator);
-    sink.write(splice.opening);
-    sink.write(member);
-    sink.write(splice.closing);
-    sink.write(splice.after);
-    sink.write("\n");
-    sink.count_record();
-}
-
 // How long a nonce is remembered: the window in which the timestamp check
 // would still accept a replay, on either side of "now".
 Timestamp nonce_expiry(const Verdict& verdict, Timestamp now, Duration tolerance) {
@@ -175,13 +162,14 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
         append_verdict(member, verdict);
         if (verdict.valid) {
             ++valid;
-            write_annotated(output, record.bytes, outcome.has_annotations, member);
+            record::write_annotated(output, record.bytes, outcome.has_annotations, member);
         } else {
             ++invalid;
             if (options.invalid_routing == InvalidRouting::keep_in_output)
-                write_annotated(output, record.bytes, outcome.has_annotations, member);
+                record::write_annotated(output, record.bytes, outcome.has_annotations, member);
             else if (invalid_sink)
-                write_annotated(*invalid_sink, record.bytes, outcome.has_annotations, member);
+                record::write_annotated(*invalid_sink, record.bytes, outcome.has_annotations,
+                                        member);
             else
                 ++dropped;
         }
