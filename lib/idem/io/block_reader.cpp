@@ -84,10 +84,12 @@ bool BlockReader::next(Block& block, std::size_t target_bytes) {
     if (!m_carry.empty()) std::memcpy(bytes.data(), m_carry.data(), m_carry.size());
     std::size_t size = m_carry.size();
     m_carry.clear();
+    // Only the bytes each read adds are searched, so a long line is not
+    // rescanned per read. The carry is searched once: after an oversized
+    // line it can hold whole lines.
     std::size_t line_start = 0; // start of the last (possibly partial) line
     auto last_newline = [&](std::size_t from) {
-        auto found = std::string_view(bytes.data(), size).rfind('\n');
-        return found == std::string_view::npos || found < from ? std::string_view::npos : found;
+        return std::string_view(bytes.data() + from, size - from).rfind('\n');
     };
     if (auto found = last_newline(0); found != std::string_view::npos) line_start = found + 1;
     while (!m_eof && (size < target_bytes || line_start == 0)) {
@@ -97,7 +99,7 @@ bool BlockReader::next(Block& block, std::size_t target_bytes) {
         auto before = size;
         size += got;
         if (auto found = last_newline(before); found != std::string_view::npos)
-            line_start = found + 1;
+            line_start = before + found + 1;
         // A line that outgrows the limit is streamed away, never held whole.
         if (size - line_start > m_max_record_bytes) {
             block.oversized_line_bytes =

@@ -129,3 +129,18 @@ TEST_CASE("a whole line over the limit but within a block is flagged with its by
     CHECK(long_line->bytes.size() == 211);
     CHECK(stream.next()->line == 3);
 }
+
+TEST_CASE("lines after an oversized line, read in the same chunk, are kept whole") {
+    // Both long lines are longer than a read, so both are streamed; the two
+    // short lines between them arrive in the read that ends the first, and
+    // must go on as lines, not be swept into the second.
+    std::string big(200 * 1024, 'q');
+    std::string rs(200 * 1024, 'r');
+    TempInput input(big + "\n{\"a\":1}\n{\"b\":2}\n" + rs + "\n{\"c\":3}\n");
+    Collector collector;
+    BlockReader reader(input.fd, input.path, 1024, &collector);
+    auto lines = all_lines(reader, 64);
+    CHECK(lines == std::vector<std::string>{"<oversized 204800>", "{\"a\":1}", "{\"b\":2}",
+                                            "<oversized 204800>", "{\"c\":3}"});
+    CHECK(collector.bytes == big + "|" + rs + "|");
+}
