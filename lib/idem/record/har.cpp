@@ -1,5 +1,7 @@
 #include "idem/record/har.hpp"
 
+#include "idem/record/detail/json_errors.hpp"
+
 #include "idem/util/errors.hpp"
 #include "idem/util/time.hpp"
 
@@ -87,11 +89,8 @@ std::vector<std::string> har_to_envelopes(std::string_view document, const std::
     try {
         har = json::parse(document.begin(), document.end());
     } catch (const json::parse_error& error) {
-        std::string message = error.what();
-        auto colon = message.find(": ");
-        if (colon != std::string::npos) message = message.substr(colon + 2);
         throw InputError(position_of_byte(source, document, error.byte),
-                         "not a HAR file: " + message);
+                         "not a HAR file: " + detail::without_json_prefix(error.what()));
     } catch (const json::exception&) {
         // nlohmann reports a number it cannot hold as out_of_range, without a position.
         throw InputError({source, 0, 0, 0}, "not a HAR file: a number is too large to read");

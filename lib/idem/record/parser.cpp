@@ -1,6 +1,7 @@
 #include "idem/record/parser.hpp"
 
 #include "idem/record/detail/canonical_writer.hpp"
+#include "idem/record/detail/json_errors.hpp"
 #include "idem/util/encoding.hpp"
 #include "idem/util/text.hpp"
 
@@ -258,21 +259,15 @@ RecordParser::canonical_event(const std::vector<FieldPath>& ignored) {
 }
 
 ParseFailure describe_json_error(std::string_view line) {
-    auto strip_prefix = [](std::string message) {
-        // nlohmann prefixes "[json.exception.parse_error.101] parse error at line 1, column 17: ".
-        auto colon = message.find(": ");
-        if (message.starts_with("[json.exception.") && colon != std::string::npos)
-            return message.substr(colon + 2);
-        return message;
-    };
     try {
         [[maybe_unused]] auto ignored = nlohmann::json::parse(line.begin(), line.end());
     } catch (const nlohmann::json::parse_error& error) {
-        return ParseFailure{static_cast<std::uint64_t>(error.byte), strip_prefix(error.what())};
+        return ParseFailure{static_cast<std::uint64_t>(error.byte),
+                            detail::without_json_prefix(error.what())};
     } catch (const nlohmann::json::out_of_range&) {
         return ParseFailure{0, "a number is too large: idem reads 64-bit integers and doubles"};
     } catch (const std::exception& error) {
-        return ParseFailure{0, strip_prefix(error.what())};
+        return ParseFailure{0, detail::without_json_prefix(error.what())};
     }
     // Valid JSON to a second parser: what simdjson refused is a number beyond
     // 64 bits, or a string that is not valid UTF-8.
