@@ -23,8 +23,6 @@ using detail::BlockOutcome;
 using detail::Outcome;
 using detail::WorkerState;
 
-constexpr std::uint64_t k_progress_every = 1 << 16;
-
 // `"dedup":{...}` for the _idem annotation.
 void append_annotation(std::string& out, const Outcome& outcome,
                        const store::FingerprintResult* claim) {
@@ -220,7 +218,7 @@ private:
         std::size_t next_answer = 0;
         for (auto& outcome : result.outcomes) {
             ++m_records;
-            if (m_records % k_progress_every == 0)
+            if (m_records % record::k_progress_every == 0)
                 m_diagnostics.progress(m_records, m_input->bytes_read());
             if (m_records <= m_skip) continue; // done by the run this one resumes
             auto record = m_positions.locate(block, outcome.line);

@@ -11,6 +11,7 @@
 #include "idem/util/ordered_workers.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -19,6 +20,8 @@
 namespace idem::record {
 
 inline constexpr std::size_t k_block_bytes = 1 << 20;
+// The ordered stage reports progress (io::Diagnostics) every this many records.
+inline constexpr std::uint64_t k_progress_every = 1 << 16;
 
 // 0 means one worker per core, at most 8.
 [[nodiscard]] inline std::size_t worker_count(std::size_t requested) {

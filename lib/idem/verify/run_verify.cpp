@@ -18,8 +18,6 @@ namespace idem::verify {
 
 namespace {
 
-constexpr std::uint64_t k_progress_every = 1 << 16;
-
 // `"verify":{...}` for the _idem annotation.
 void append_verdict(std::string& out, const Verdict& verdict) {
     out += "\"verify\":{\"valid\":";
@@ -134,7 +132,8 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     // The ordered stage: rejects, nonces and output happen here, in input order.
     auto emit_outcome = [&](const record::InputBlock& block, Outcome& outcome) {
         ++records;
-        if (records % k_progress_every == 0) diagnostics.progress(records, input.bytes_read());
+        if (records % record::k_progress_every == 0)
+            diagnostics.progress(records, input.bytes_read());
         auto record = positions.locate(block, outcome.line);
         if (outcome.kind == Outcome::Kind::too_long) {
             record.oversized_bytes = record.bytes.size();
