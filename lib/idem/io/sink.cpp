@@ -60,6 +60,7 @@ Sink::~Sink() {
 }
 
 void Sink::write(std::string_view bytes) {
+    if (bytes.empty()) return; // an empty view may carry a null pointer, which memcpy must not see
     if (bytes.size() >= k_buffer_bytes) {
         flush();
         write_all(bytes.data(), bytes.size());
