@@ -11,6 +11,7 @@
 #include "idem/util/ordered_workers.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -34,10 +35,16 @@ inline constexpr std::uint64_t k_progress_every = 1 << 16;
 // file that is not one), what was read before is still judged and emitted,
 // then the InputError propagates; should emit() throw for an earlier record
 // meanwhile (--strict), that error, first in input order, is the one raised.
+//
+// `idle`, when given, runs on the calling thread whenever live input has gone
+// quiet and everything read so far is emitted, then every `idle_interval`
+// until more arrives: the time to flush output and act on the wall clock.
 template <typename State, typename Result>
 void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>& states,
                         const std::function<Result(const InputBlock&, State&)>& judge,
-                        const std::function<void(const InputBlock&, Result&)>& emit) {
+                        const std::function<void(const InputBlock&, Result&)>& emit,
+                        const std::function<void()>& idle = {},
+                        std::chrono::milliseconds idle_interval = std::chrono::milliseconds(200)) {
     OrderedWorkers<InputBlock, Result> pool(
         states.size(), 2 * states.size() + 1,
         [&](InputBlock& block, std::size_t worker) { return judge(block, *states[worker]); });
@@ -65,9 +72,15 @@ void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>&
             }
             // Live input gone quiet: finish what was read before waiting, so
             // records do not sit behind a read that may block for hours.
-            if (!input.ready())
+            if (!input.ready()) {
                 while (finish(true)) {
                 }
+                if (idle) {
+                    idle();
+                    while (!input.ready(idle_interval))
+                        idle();
+                }
+            }
         }
     } catch (const InputError&) {
         while (finish(true)) {

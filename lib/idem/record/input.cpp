@@ -173,7 +173,11 @@ bool InputStream::ready() const {
     // A writer that keeps up with us answers well within this; one that has
     // gone quiet (tail -f) gets what it sent finished first.
     constexpr std::chrono::milliseconds k_patience{20};
-    return !m_impl->reader || m_impl->reader->ready(k_patience);
+    return ready(k_patience);
+}
+
+bool InputStream::ready(std::chrono::milliseconds patience) const {
+    return !m_impl->reader || m_impl->reader->ready(patience);
 }
 
 std::uint64_t InputStream::bytes_read() const {

@@ -6,6 +6,7 @@
 
 #include "idem/io/block_reader.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -81,6 +82,8 @@ public:
     // False when the next read would wait for a live writer: the time to
     // finish what was read so far, so nothing waits behind a quiet pipe.
     [[nodiscard]] bool ready() const;
+    // The same, waiting up to `patience` for the writer.
+    [[nodiscard]] bool ready(std::chrono::milliseconds patience) const;
 
 private:
     struct Impl;

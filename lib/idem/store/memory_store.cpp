@@ -72,6 +72,42 @@ public:
         m_checkpoints.erase(std::string(name));
     }
 
+    std::vector<std::optional<PartitionProgress>>
+    load_partitions(std::string_view scope, const std::vector<std::string>& partitions) override {
+        std::vector<std::optional<PartitionProgress>> found(partitions.size());
+        auto state = m_reorder.find(std::string(scope));
+        if (state == m_reorder.end()) return found;
+        for (std::size_t i = 0; i < partitions.size(); ++i) {
+            auto progress = state->second.progress.find(partitions[i]);
+            if (progress != state->second.progress.end()) found[i] = progress->second;
+        }
+        return found;
+    }
+
+    std::vector<HeldRecordRow> load_held(std::string_view scope) override {
+        std::vector<HeldRecordRow> rows;
+        auto state = m_reorder.find(std::string(scope));
+        if (state != m_reorder.end())
+            for (const auto& [id, row] : state->second.held)
+                rows.push_back(row);
+        return rows;
+    }
+
+    void save_reorder_changes(std::string_view scope, const ReorderChanges& changes) override {
+        if (changes.empty()) return;
+        auto& state = m_reorder[std::string(scope)];
+        for (const auto& progress : changes.progress)
+            state.progress[progress.partition] = progress;
+        for (const auto& row : changes.held)
+            state.held[row.id] = row;
+        for (auto id : changes.released)
+            state.held.erase(id);
+    }
+
+    void clear_reorder_state(std::string_view scope) override {
+        m_reorder.erase(std::string(scope));
+    }
+
     void commit() override {}
     std::string describe() const override { return ":memory:"; }
 
@@ -87,7 +123,13 @@ private:
         return m_last_source;
     }
 
+    struct ReorderState {
+        std::unordered_map<std::string, PartitionProgress> progress;
+        std::map<std::uint64_t, HeldRecordRow> held;
+    };
+
     std::map<std::string, std::pair<Timestamp, Timestamp>> m_nonces;
+    std::map<std::string, ReorderState> m_reorder;
     std::map<std::string, Checkpoint> m_checkpoints;
     std::map<std::string, detail::FingerprintTable> m_fingerprints;
     std::unordered_map<std::string, std::uint32_t> m_source_ids;

@@ -131,11 +131,78 @@ public:
             arguments.push_back("file:" + role);
             arguments.push_back(std::to_string(bytes));
         }
-        command(arguments);
+        m_pending.push_back({"DEL", checkpoint_key(name)});
+        m_pending.push_back(std::move(arguments));
     }
 
     void clear_checkpoint(std::string_view name) override {
-        command({"DEL", checkpoint_key(name)});
+        m_pending.push_back({"DEL", checkpoint_key(name)});
+    }
+
+    std::vector<std::optional<PartitionProgress>>
+    load_partitions(std::string_view scope, const std::vector<std::string>& partitions) override {
+        std::vector<std::optional<PartitionProgress>> found(partitions.size());
+        constexpr std::size_t k_fields_per_command = 1000;
+        auto key = reorder_key(scope, "progress");
+        for (std::size_t begin = 0; begin < partitions.size(); begin += k_fields_per_command) {
+            auto end = std::min(partitions.size(), begin + k_fields_per_command);
+            std::vector<std::string> arguments{"HMGET", key};
+            arguments.insert(arguments.end(), partitions.begin() + static_cast<long>(begin),
+                             partitions.begin() + static_cast<long>(end));
+            auto reply = command(arguments);
+            for (std::size_t i = begin; i < end && i - begin < reply->elements; ++i) {
+                const auto* value = reply->element[i - begin];
+                if (value->type != REDIS_REPLY_STRING) continue;
+                found[i] = decode_progress(partitions[i], std::string_view(value->str, value->len));
+            }
+        }
+        return found;
+    }
+
+    std::vector<HeldRecordRow> load_held(std::string_view scope) override {
+        auto reply = command({"HGETALL", reorder_key(scope, "held")});
+        std::vector<HeldRecordRow> rows;
+        for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
+            auto row = decode_held(string_of(reply->element[i]), string_of(reply->element[i + 1]));
+            if (!row)
+                throw StoreError(fmt::format("store {}: a held record of scope {} is damaged",
+                                             m_location.describe(), scope));
+            rows.push_back(std::move(*row));
+        }
+        std::sort(rows.begin(), rows.end(),
+                  [](const auto& left, const auto& right) { return left.id < right.id; });
+        return rows;
+    }
+
+    // Queued, and applied in one MULTI/EXEC by commit().
+    void save_reorder_changes(std::string_view scope, const ReorderChanges& changes) override {
+        constexpr std::size_t k_fields_per_command = 1000;
+        auto progress_key = reorder_key(scope, "progress");
+        for (std::size_t begin = 0; begin < changes.progress.size();
+             begin += k_fields_per_command) {
+            std::vector<std::string> arguments{"HSET", progress_key};
+            for (std::size_t i = begin;
+                 i < std::min(changes.progress.size(), begin + k_fields_per_command); ++i) {
+                arguments.push_back(changes.progress[i].partition);
+                arguments.push_back(encode_progress(changes.progress[i]));
+            }
+            m_pending.push_back(std::move(arguments));
+        }
+        auto held_key = reorder_key(scope, "held");
+        for (const auto& row : changes.held)
+            m_pending.push_back({"HSET", held_key, std::to_string(row.id), encode_held(row)});
+        for (std::size_t begin = 0; begin < changes.released.size();
+             begin += k_fields_per_command) {
+            std::vector<std::string> arguments{"HDEL", held_key};
+            for (std::size_t i = begin;
+                 i < std::min(changes.released.size(), begin + k_fields_per_command); ++i)
+                arguments.push_back(std::to_string(changes.released[i]));
+            m_pending.push_back(std::move(arguments));
+        }
+    }
+
+    void clear_reorder_state(std::string_view scope) override {
+        m_pending.push_back({"DEL", reorder_key(scope, "progress"), reorder_key(scope, "held")});
     }
 
     // Redis expires keys by itself.
@@ -146,6 +213,7 @@ public:
     // between loses its claims when the lease runs out, so a rerun after
     // that emits the batch again instead of losing it.
     void commit() override {
+        apply_pending();
         if (m_unconfirmed.empty()) return;
         for (const auto& [key, expires_ms] : m_unconfirmed)
             append({"PEXPIREAT", key, std::to_string(expires_ms)});
@@ -198,6 +266,91 @@ return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
     // "idem:fp:{scope:hex}" -> "idem:dups:{scope:hex}"
     static std::string evidence_key(const std::string& fingerprint_key) {
         return "idem:dups:" + fingerprint_key.substr(8);
+    }
+
+    // What commit() writes, in one MULTI/EXEC: a checkpoint before the
+    // claims it covers are confirmed, reorder's progress with its held records.
+    void apply_pending() {
+        if (m_pending.empty()) return;
+        append({"MULTI"});
+        for (const auto& arguments : m_pending)
+            append(arguments);
+        append({"EXEC"});
+        auto commands = m_pending.size() + 2;
+        m_pending.clear();
+        for (std::size_t i = 0; i < commands; ++i)
+            read_reply();
+    }
+
+    // The hash tag keeps a scope's two hashes in one Redis Cluster slot, as
+    // a MULTI touching both must.
+    static std::string reorder_key(std::string_view scope, std::string_view what) {
+        return fmt::format("idem:reorder:{{{}}}:{}", scope, what);
+    }
+
+    static std::string encode_progress(const PartitionProgress& progress) {
+        return fmt::format("{} {} {} {} {}", progress.started ? 1 : 0, progress.next.primary,
+                           progress.next.secondary, progress.highest.primary,
+                           progress.highest.secondary);
+    }
+
+    static std::optional<PartitionProgress> decode_progress(const std::string& partition,
+                                                            std::string_view text) {
+        PartitionProgress progress;
+        progress.partition = partition;
+        long long started = 0;
+        if (!read_numbers(text, started, progress.next.primary, progress.next.secondary,
+                          progress.highest.primary, progress.highest.secondary))
+            return std::nullopt;
+        progress.started = started != 0;
+        return progress;
+    }
+
+    // "key_primary key_secondary arrival_us partition_length\n" + partition
+    // + record bytes.
+    static std::string encode_held(const HeldRecordRow& row) {
+        auto encoded = fmt::format("{} {} {} {}\n", row.key.primary, row.key.secondary,
+                                   row.arrival.time_since_epoch().count(), row.partition.size());
+        encoded += row.partition;
+        encoded += row.bytes;
+        return encoded;
+    }
+
+    static std::optional<HeldRecordRow> decode_held(const std::string& id, std::string_view text) {
+        auto header_end = text.find('\n');
+        if (header_end == std::string_view::npos) return std::nullopt;
+        HeldRecordRow row;
+        long long arrival = 0;
+        std::uint64_t partition_size = 0;
+        if (!read_numbers(text.substr(0, header_end), row.key.primary, row.key.secondary, arrival,
+                          partition_size))
+            return std::nullopt;
+        auto body = text.substr(header_end + 1);
+        if (partition_size > body.size()) return std::nullopt;
+        auto [end, error] = std::from_chars(id.data(), id.data() + id.size(), row.id);
+        if (error != std::errc{}) return std::nullopt;
+        row.arrival = Timestamp(Duration(arrival));
+        row.partition.assign(body.substr(0, partition_size));
+        row.bytes.assign(body.substr(partition_size));
+        return row;
+    }
+
+    // Space-separated integers, exactly as many as asked for.
+    template <typename... Numbers>
+    static bool read_numbers(std::string_view text, Numbers&... numbers) {
+        const char* at = text.data();
+        const char* end = text.data() + text.size();
+        bool good = true;
+        auto read_one = [&](auto& number) {
+            if (!good) return;
+            while (at < end && *at == ' ')
+                ++at;
+            auto [next, error] = std::from_chars(at, end, number);
+            good = error == std::errc{};
+            at = next;
+        };
+        (read_one(numbers), ...);
+        return good && at == end;
     }
 
     static std::string checkpoint_key(std::string_view name) {
@@ -266,7 +419,8 @@ return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
     redisContext* m_context = nullptr;
     std::string m_claim_script; // SHA1 of the loaded claim script
     std::vector<std::pair<std::string, long long>>
-        m_unconfirmed; // first copies of the batch: key, expiry
+        m_unconfirmed;                               // first copies of the batch: key, expiry
+    std::vector<std::vector<std::string>> m_pending; // written by commit()
 };
 
 } // namespace

@@ -1,4 +1,5 @@
 #include "idem/store/detail/fingerprint_table.hpp"
+#include "idem/store/detail/sqlite_reorder.hpp"
 #include "idem/store/detail/sqlite_support.hpp"
 #include "idem/store/store.hpp"
 
@@ -103,6 +104,7 @@ public:
             std::make_unique<Statement>(m_db, "SELECT id FROM sources WHERE path = ?1", m_name);
         m_source_path =
             std::make_unique<Statement>(m_db, "SELECT path FROM sources WHERE id = ?1", m_name);
+        m_reorder = std::make_unique<detail::SqliteReorderTables>(m_db, m_name);
     }
 
     ~SqliteStore() override { close(); }
@@ -116,6 +118,7 @@ public:
         m_insert_source.reset();
         m_source_id.reset();
         m_source_path.reset();
+        m_reorder.reset();
         if (m_in_transaction) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
         m_in_transaction = false;
         sqlite3_close(m_db);
@@ -255,6 +258,26 @@ public:
             removed += static_cast<std::uint64_t>(sqlite3_changes(m_db));
         }
         return removed;
+    }
+
+    std::vector<std::optional<PartitionProgress>>
+    load_partitions(std::string_view scope, const std::vector<std::string>& partitions) override {
+        return m_reorder->load_partitions(scope, partitions);
+    }
+
+    std::vector<HeldRecordRow> load_held(std::string_view scope) override {
+        return m_reorder->load_held(scope);
+    }
+
+    void save_reorder_changes(std::string_view scope, const ReorderChanges& changes) override {
+        if (changes.empty()) return;
+        begin_if_needed();
+        m_reorder->save(scope, changes);
+    }
+
+    void clear_reorder_state(std::string_view scope) override {
+        begin_if_needed();
+        m_reorder->clear(scope);
     }
 
     void commit() override {
@@ -447,6 +470,7 @@ private:
     std::unique_ptr<Statement> m_insert_source;
     std::unique_ptr<Statement> m_source_id;
     std::unique_ptr<Statement> m_source_path;
+    std::unique_ptr<detail::SqliteReorderTables> m_reorder;
     std::unordered_map<std::string, sqlite3_int64> m_source_ids;
     std::string_view m_last_source_path; // a key of m_source_ids
     sqlite3_int64 m_last_source_id = 0;

@@ -80,6 +80,43 @@ struct Checkpoint {
     std::map<std::string, std::uint64_t> file_bytes; // by role: "output", "dups"
 };
 
+// Reorder (docs/reorder.md): where each partition of a stream stands, and
+// what it holds, so that the next run resumes where this one stopped.
+
+// A position in a partition's order: a sequence number, or an event time
+// in microseconds with a hybrid logical clock's counter.
+struct OrderKey {
+    std::int64_t primary = 0;
+    std::uint64_t secondary = 0;
+    friend auto operator<=>(const OrderKey&, const OrderKey&) = default;
+};
+
+struct PartitionProgress {
+    std::string partition; // the encoded partition key
+    bool started = false;  // false: its first sequence is not known yet
+    OrderKey next;         // sequence: the next to release; time: the last released
+    OrderKey highest;      // time: the highest stamp seen
+};
+
+struct HeldRecordRow {
+    std::uint64_t id = 0; // arrival order, kept across runs
+    std::string partition;
+    OrderKey key;
+    Timestamp arrival; // when it started waiting (event time or wall clock)
+    std::string bytes;
+};
+
+// What changed since the last save: progress of the partitions that moved,
+// records newly held, and held records (by id) that were released.
+struct ReorderChanges {
+    std::vector<PartitionProgress> progress;
+    std::vector<HeldRecordRow> held;
+    std::vector<std::uint64_t> released;
+    [[nodiscard]] bool empty() const {
+        return progress.empty() && held.empty() && released.empty();
+    }
+};
+
 class Store {
 public:
     virtual ~Store() = default;
@@ -105,6 +142,16 @@ public:
     // is durable exactly when the claims made with it are.
     virtual void save_checkpoint(std::string_view name, const Checkpoint& checkpoint) = 0;
     virtual void clear_checkpoint(std::string_view name) = 0;
+
+    // Reorder state within `scope`. Progress of each named partition (nullopt
+    // when the store has none), every held record, and changes saved within
+    // the transaction that commit() ends.
+    virtual std::vector<std::optional<PartitionProgress>>
+    load_partitions(std::string_view scope, const std::vector<std::string>& partitions) = 0;
+    virtual std::vector<HeldRecordRow> load_held(std::string_view scope) = 0;
+    virtual void save_reorder_changes(std::string_view scope, const ReorderChanges& changes) = 0;
+    // Forgets the scope's progress and held records (`reorder --reset`).
+    virtual void clear_reorder_state(std::string_view scope) = 0;
 
     // Deletes expired fingerprints and nonces; returns how many.
     virtual std::uint64_t collect_garbage(Timestamp now) = 0;

@@ -43,8 +43,32 @@ inline constexpr const char* k_migrations[] = {
     "  records_done INTEGER NOT NULL,"
     "  file_bytes TEXT NOT NULL" // "output=123,dups=45"
     ");",
+    // v3: reorder. Per scope and partition (its encoded key), where the
+    // partition stands; and the records held for a later run (--hold) or
+    // until the run's next commit. Columns per store::PartitionProgress and
+    // store::HeldRecordRow.
+    "CREATE TABLE reorder_partitions ("
+    "  scope TEXT NOT NULL,"
+    "  partition BLOB NOT NULL,"
+    "  started INTEGER NOT NULL,"
+    "  next_primary INTEGER NOT NULL,"
+    "  next_secondary INTEGER NOT NULL,"
+    "  highest_primary INTEGER NOT NULL,"
+    "  highest_secondary INTEGER NOT NULL,"
+    "  PRIMARY KEY (scope, partition)"
+    ") WITHOUT ROWID;"
+    "CREATE TABLE reorder_held ("
+    "  scope TEXT NOT NULL,"
+    "  id INTEGER NOT NULL,"
+    "  partition BLOB NOT NULL,"
+    "  key_primary INTEGER NOT NULL,"
+    "  key_secondary INTEGER NOT NULL,"
+    "  arrival_us INTEGER NOT NULL,"
+    "  record BLOB NOT NULL,"
+    "  PRIMARY KEY (scope, id)"
+    ");",
 };
-inline constexpr int k_schema_version = 2;
+inline constexpr int k_schema_version = 3;
 
 // SQLite's memory statistics take a global mutex on every allocation; idem
 // reads none of them. Must run before SQLite initialises, so once, first.

@@ -1,0 +1,49 @@
+#pragma once
+// Internal to reorder: the worker side of a run. Workers parse each line of a
+// block and read its partition and order key; the ordered stage (run.cpp)
+// offers them to the sequencer in input order.
+
+#include "idem/io/block_reader.hpp"
+#include "idem/record/input.hpp"
+#include "idem/record/parser.hpp"
+#include "idem/reorder/run.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace idem::reorder::detail {
+
+struct Outcome {
+    enum class Kind { too_long, failed_to_parse, bad_field, ordered };
+    io::BlockLine line;
+    Kind kind = Kind::ordered;
+    std::uint64_t column = 0;
+    std::string message; // failed_to_parse, bad_field
+    // The partition key, in BlockOutcome::partitions.
+    std::uint32_t partition_offset = 0;
+    std::uint32_t partition_size = 0;
+    OrderKey key;
+    std::optional<Timestamp> event_time; // with --time-field
+};
+
+struct BlockOutcome {
+    std::vector<Outcome> outcomes;
+    std::string partitions;  // every record's partition key, back to back
+    std::uint64_t lines = 0; // blank ones included, for line numbers
+
+    [[nodiscard]] std::string_view partition_of(const Outcome& outcome) const {
+        return std::string_view(partitions)
+            .substr(outcome.partition_offset, outcome.partition_size);
+    }
+};
+
+// One per worker thread: parsers are not shared.
+struct WorkerState {
+    record::RecordParser parser;
+};
+
+BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
+                         const ReorderRunOptions& options);
+
+} // namespace idem::reorder::detail

@@ -1,0 +1,95 @@
+#include "idem/reorder/order_key.hpp"
+
+#include "idem/dedup/fingerprint.hpp"
+#include "idem/record/annotate.hpp"
+#include "idem/util/time.hpp"
+
+#include <charconv>
+
+namespace idem::reorder {
+
+namespace {
+
+bool all_digits(std::string_view text) {
+    if (text.empty()) return false;
+    for (char c : text)
+        if (c < '0' || c > '9') return false;
+    return true;
+}
+
+} // namespace
+
+std::optional<std::int64_t> parse_sequence(const record::FieldValue& value) {
+    using Type = record::FieldValue::Type;
+    if (value.type != Type::number && value.type != Type::string) return std::nullopt;
+    if (!all_digits(value.text)) return std::nullopt;
+    std::int64_t sequence = 0;
+    auto [end, error] =
+        std::from_chars(value.text.data(), value.text.data() + value.text.size(), sequence);
+    if (error != std::errc{} || end != value.text.data() + value.text.size()) return std::nullopt;
+    return sequence;
+}
+
+std::optional<store::OrderKey> parse_stamp(const record::FieldValue& value) {
+    using Type = record::FieldValue::Type;
+    if (value.type != Type::number && value.type != Type::string) return std::nullopt;
+    auto text = value.text;
+    auto dot = text.find('.');
+    if (dot != std::string_view::npos && dot >= 12 && all_digits(text.substr(0, dot)) &&
+        all_digits(text.substr(dot + 1))) {
+        std::int64_t physical = 0;
+        std::uint64_t logical = 0;
+        auto [physical_end, physical_error] =
+            std::from_chars(text.data(), text.data() + dot, physical);
+        auto [logical_end, logical_error] =
+            std::from_chars(text.data() + dot + 1, text.data() + text.size(), logical);
+        if (physical_error != std::errc{} || logical_error != std::errc{}) return std::nullopt;
+        auto at = timestamp_from_epoch_number(static_cast<double>(physical));
+        return store::OrderKey{at.time_since_epoch().count(), logical};
+    }
+    auto at = parse_timestamp(text);
+    if (!at) return std::nullopt;
+    return store::OrderKey{at->time_since_epoch().count(), 0};
+}
+
+const record::FieldPath* encode_partition(record::RecordParser& parser,
+                                          const std::vector<record::FieldPath>& paths,
+                                          std::string& out) {
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+        auto value = parser.find(paths[i]);
+        if (!value) return &paths[i];
+        if (i > 0) out += ' ';
+        dedup::append_encoded_value(out, *value);
+    }
+    return nullptr;
+}
+
+std::string partition_label(std::string_view encoded, std::size_t paths) {
+    if (paths == 0) return "null";
+    std::string label = paths > 1 ? "[" : "";
+    std::size_t at = 0;
+    bool first = true;
+    while (at < encoded.size()) {
+        if (!first) {
+            label += ',';
+            ++at; // the separating space
+        }
+        first = false;
+        char tag = encoded[at++];
+        std::size_t length = 0;
+        auto [end, error] =
+            std::from_chars(encoded.data() + at, encoded.data() + encoded.size(), length);
+        if (error != std::errc{} || end == encoded.data() + encoded.size()) break;
+        at = static_cast<std::size_t>(end - encoded.data()) + 1; // past ':'
+        auto text = encoded.substr(at, length);
+        at += text.size();
+        if (tag == 's')
+            record::append_json_string(label, text);
+        else
+            label.append(text);
+    }
+    if (paths > 1) label += ']';
+    return label;
+}
+
+} // namespace idem::reorder

@@ -1,0 +1,35 @@
+#pragma once
+// What `idem reorder` orders by (docs/reorder.md): sequence numbers, time
+// stamps and hybrid logical clock stamps read from a record's fields, and
+// the partition a record belongs to.
+
+#include "idem/record/field_path.hpp"
+#include "idem/record/parser.hpp"
+#include "idem/store/store.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idem::reorder {
+
+// A JSON integer, or a string of decimal digits, from 0 to 2^63-1.
+[[nodiscard]] std::optional<std::int64_t> parse_sequence(const record::FieldValue& value);
+
+// An RFC 3339 time or epoch number ({microseconds, 0}), or a hybrid logical
+// clock stamp "<physical>.<logical>" whose physical part has 12 or more
+// digits (epoch milliseconds or finer): {its microseconds, logical}.
+[[nodiscard]] std::optional<store::OrderKey> parse_stamp(const record::FieldValue& value);
+
+// The partition key: the values at `paths`, encoded unambiguously (idem-key/1
+// values, docs/dedup.md) into `out`. Returns the first missing path, if any.
+[[nodiscard]] const record::FieldPath* encode_partition(record::RecordParser& parser,
+                                                        const std::vector<record::FieldPath>& paths,
+                                                        std::string& out);
+
+// The partition's values as JSON, for gap records and messages: the value
+// for one path, an array for several, null for none.
+[[nodiscard]] std::string partition_label(std::string_view encoded, std::size_t paths);
+
+} // namespace idem::reorder

@@ -1,0 +1,162 @@
+#pragma once
+// The sliding-window sequencer behind `idem reorder` (docs/reorder.md), as
+// pure logic. Records are offered one at a time with their partition and
+// order key; the sequencer releases them in order per partition, reports the
+// sequence numbers it had to skip, and says which records are late or
+// duplicates. It does no I/O: releases and gaps go to the SequencerEvents the
+// caller gives, and what must persist is taken out with take_changes().
+
+#include "idem/store/store.hpp"
+#include "idem/util/time.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace idem::reorder {
+
+using store::OrderKey;
+
+// sequence: by an integer sequence per partition, with gaps; time: by event
+// time (or hybrid logical clock) under a watermark.
+enum class OrderMode { sequence, time };
+
+struct SequencerOptions {
+    OrderMode mode = OrderMode::sequence;
+    // Where a partition without a checkpoint starts; none: at the smallest
+    // sequence seen while its window fills.
+    std::optional<std::int64_t> start;
+    std::size_t window = 1000;     // records held per partition, at most
+    std::size_t max_held = 100000; // records held overall, at most
+    Duration gap_timeout{0};       // sequence mode; 0: gaps wait for the window
+    Duration max_lateness{0};      // time mode: the watermark trails the highest stamp by this
+};
+
+struct HeldRecord {
+    std::uint64_t id = 0; // arrival order, kept across runs
+    OrderKey key;
+    Timestamp arrival;
+    std::string bytes;
+    bool persisted = false; // in the store as of the last take_changes()
+};
+
+struct Partition {
+    std::string key;           // the encoded partition key
+    mutable std::string label; // its values as JSON, for messages (a cache the caller fills)
+    bool started = false;
+    OrderKey next;                // sequence: the next to release; time: the last released
+    OrderKey highest;             // time: the highest stamp seen
+    std::vector<HeldRecord> held; // ascending by (key, id)
+    bool dirty = false;           // progress changed since take_changes()
+    std::uint64_t oldest_id = 0;  // while something is held: its oldest record's id
+    Timestamp waiting_since;      // ... and the earliest arrival among them
+};
+
+class SequencerEvents {
+public:
+    virtual ~SequencerEvents() = default;
+    // The next record of `partition`, in order.
+    virtual void release(const Partition& partition, std::string_view bytes) = 0;
+    // Sequences `from`..`to` (inclusive) of `partition` were skipped.
+    virtual void gap(const Partition& partition, std::int64_t from, std::int64_t to) = 0;
+};
+
+enum class Verdict { accepted, late, duplicate };
+
+struct Offer {
+    Verdict verdict = Verdict::accepted;
+    // late: the lowest key still in order when it came; duplicate: its own.
+    OrderKey expected;
+};
+
+struct SequencerCounts {
+    std::uint64_t released = 0;
+    std::uint64_t gaps = 0;
+    std::uint64_t missing = 0;  // sequence numbers inside the gaps
+    std::uint64_t timeouts = 0; // gaps skipped because they waited --gap-timeout
+    std::uint64_t late = 0;
+    std::uint64_t duplicates = 0;
+    std::uint64_t held = 0;
+    std::uint64_t held_bytes = 0;
+    std::uint64_t peak_held = 0;
+    std::uint64_t peak_held_bytes = 0;
+};
+
+class Sequencer {
+public:
+    Sequencer(SequencerOptions options, SequencerEvents& events);
+    Sequencer(const Sequencer&) = delete;
+    Sequencer& operator=(const Sequencer&) = delete;
+
+    [[nodiscard]] Partition* find(std::string_view key);
+    // A partition seen for the first time in this run, with what the store
+    // knows of it.
+    Partition& add(std::string key, const std::optional<store::PartitionProgress>& progress);
+    // Records a previous run held (their partitions added first). What can
+    // go is released at once.
+    void restore(std::vector<store::HeldRecordRow> rows);
+
+    // The caller writes nothing for an accepted record: it is released (now
+    // or later) through the events. Late and duplicate records are the
+    // caller's to route.
+    Offer offer(Partition& partition, OrderKey key, std::string_view bytes, Timestamp arrival);
+    // Skips the gaps that have waited --gap-timeout by `now`.
+    void advance_clock(Timestamp now);
+    // End of input: every held record, in order, gaps reported.
+    void flush();
+
+    // Progress that moved, records newly held, held records released, since
+    // the last call; what the caller saves with its next commit.
+    store::ReorderChanges take_changes();
+    // Forgets partitions with nothing held and nothing unsaved (the store
+    // knows them); returns how many.
+    std::size_t forget_idle();
+
+    [[nodiscard]] std::size_t partitions() const { return m_partitions.size(); }
+    [[nodiscard]] const SequencerCounts& counts() const { return m_counts; }
+    [[nodiscard]] std::optional<Timestamp> next_deadline() const;
+
+private:
+    Offer offer_by_sequence(Partition& partition, OrderKey key, std::string_view bytes,
+                            Timestamp arrival);
+    Offer offer_by_time(Partition& partition, OrderKey key, std::string_view bytes,
+                        Timestamp arrival);
+    void hold(Partition& partition, std::vector<HeldRecord>::iterator position, OrderKey key,
+              std::string_view bytes, Timestamp arrival);
+    void enforce_bounds(Partition& partition);
+    void release_ready(Partition& partition);
+    void force_one(Partition& partition);
+    void emit(Partition& partition, std::string_view bytes);
+    void drop_front(Partition& partition, std::size_t count);
+    void refresh_waiting(Partition& partition);
+    void set_waiting(Partition& partition, std::uint64_t oldest_id, Timestamp waiting_since);
+    void clear_waiting(Partition& partition);
+    void mark_dirty(Partition& partition);
+    [[nodiscard]] OrderKey watermark(const Partition& partition) const;
+
+    struct KeyHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view key) const noexcept {
+            return std::hash<std::string_view>{}(key);
+        }
+    };
+
+    SequencerOptions m_options;
+    SequencerEvents& m_events;
+    std::unordered_map<std::string, Partition, KeyHash, std::equal_to<>> m_partitions;
+    // Partitions holding something: by their oldest record (--max-held lets
+    // the longest-blocked go first), and by when their gap times out.
+    std::set<std::pair<std::uint64_t, Partition*>> m_blocked;
+    std::set<std::pair<Timestamp, Partition*>> m_deadlines;
+    std::vector<Partition*> m_dirty;
+    std::vector<std::uint64_t> m_released_ids;
+    std::uint64_t m_next_id = 1;
+    SequencerCounts m_counts;
+};
+
+} // namespace idem::reorder
