@@ -58,8 +58,9 @@ BlockReader::BlockReader(int fd, std::string source, std::uint64_t max_record_by
 
 bool BlockReader::more_waiting(std::chrono::milliseconds patience) const {
     pollfd waiting{m_fd, POLLIN, 0};
+    // A writer that has gone (POLLHUP) is ready too: the read returns the end.
     return ::poll(&waiting, 1, static_cast<int>(patience.count())) > 0 &&
-           (waiting.revents & POLLIN) != 0;
+           (waiting.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
 }
 
 std::size_t BlockReader::read_into(char* data, std::size_t capacity) {

@@ -102,7 +102,7 @@ public:
     void gap(const Partition& partition, std::int64_t from, std::int64_t to) override {
         m_line.assign(R"({"_idem":{"gap":{"partition":)");
         m_line += label_of(partition);
-        fmt::format_to(std::back_inserter(m_line), R"(,"from":{},"to":{},"missing":{}}}}})", from,
+        fmt::format_to(std::back_inserter(m_line), R"(,"from":{},"to":{},"missing":{}}}}}}})", from,
                        to, to - from + 1);
         (m_gaps ? *m_gaps : *m_output).write_record(m_line);
     }
