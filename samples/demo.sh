@@ -49,5 +49,13 @@ step "A second run remembers: every event in it was seen before" \
      "idem dedup --key data.object.id,type --count samples/events/stripe-events.ndjson"
 "$IDEM" dedup --key data.object.id,type --store "$work/idem.db" --count samples/events/stripe-events.ndjson
 
+step "Back in order: CI events per pipeline, a missing approval reported as a gap, a late redelivery set aside" \
+     "idem reorder --seq seq --partition pipeline --start 1 --gap-timeout 30s --time-field at --late late.ndjson samples/events/ci-pipeline.ndjson"
+"$IDEM" reorder --seq seq --partition pipeline --start 1 --gap-timeout 30s --time-field at --store "$work/idem.db" \
+    --late "$work/late.ndjson" samples/events/ci-pipeline.ndjson |
+    jq -r 'if ._idem.gap then "GAP \(._idem.gap.partition) \(._idem.gap.from)-\(._idem.gap.to)" else "\(.pipeline) \(.seq) \(.event)" end'
+echo "late:"
+jq -c '{pipeline, seq, late: ._idem.late.reason, expected: ._idem.late.expected}' "$work/late.ndjson"
+
 echo
-echo "Next: idem --help, idem verify --help, idem dedup --help, and docs/."
+echo "Next: idem --help, idem verify --help, idem dedup --help, idem reorder --help, and docs/."

@@ -165,6 +165,21 @@ def stripe_events():
             json.dumps(reordered, separators=(",", ":"))]
 
 
+def ci_pipeline_events():
+    """Two CI pipelines' events as a webhook consumer received them: out of
+    order ("build finished" before "commit pushed"), one approval never
+    delivered, one redelivered after the pipeline had moved on."""
+    steps = ["commit.pushed", "build.started", "build.finished", "tests.passed", "approval.granted",
+             "deploy.started", "deploy.finished"]
+    def event(pipeline, seq, offset):
+        return json.dumps({"pipeline": pipeline, "seq": seq, "event": steps[seq - 1],
+                           "at": iso(T0 + offset)}, separators=(",", ":"))
+    order = [("web", 1, 0), ("web", 3, 40), ("api", 1, 5), ("web", 2, 20), ("api", 3, 50), ("api", 2, 30),
+             ("web", 4, 60), ("web", 6, 90), ("api", 4, 70), ("web", 7, 120), ("api", 5, 80),
+             ("api", 6, 100), ("api", 7, 130), ("web", 4, 61)]  # web 5 never came; web 4 came twice
+    return [event(*item) for item in order]
+
+
 def write(name, lines):
     with open(os.path.join(OUT, name), "w", encoding="utf-8", newline="\n") as out:
         out.write("\n".join(lines) + "\n")
@@ -178,5 +193,6 @@ if __name__ == "__main__":
     write("bad-lines.ndjson", bad_lines())
     os.makedirs(os.path.join(HERE, "events"), exist_ok=True)
     write(os.path.join("..", "events", "stripe-events.ndjson"), stripe_events())
+    write(os.path.join("..", "events", "ci-pipeline.ndjson"), ci_pipeline_events())
     with open(os.path.join(OUT, "deliveries.har"), "w", encoding="utf-8") as out:
         out.write(har_file() + "\n")
