@@ -191,6 +191,15 @@ class Reorder(unittest.TestCase):
         self.assertEqual(code, 3)
         self.assertIn("missing partition field 'p'", err)
 
+    def test_partitions_forgotten_to_bound_memory_are_read_back_from_the_store(self):
+        first = [{"p": f"p{i}", "seq": 1} for i in range(140_000)]
+        again = [{"p": f"p{i}", "seq": 2} for i in range(100)] + [{"p": "p0", "seq": 1}]
+        code, out, err = self.reorder(["--seq", "seq", "--partition", "p", "--start", "1"], ndjson(first + again))
+        self.assertEqual(code, 0, err)
+        summary = summary_of(err)
+        self.assertEqual((summary["released"], summary["late"], summary["gaps"]), (140_100, 1, 0))
+        self.assertEqual(seqs(out)[-100:], [(f"p{i}", 2) for i in range(100)])
+
     def test_flags_that_do_not_fit_are_usage_errors(self):
         for args in (["--seq", "a", "--order-by", "b"], [], ["--seq", "a", "--max-lateness", "1s"],
                      ["--order-by", "t", "--gap-timeout", "1s"], ["--seq", "a", "--window", "0"],

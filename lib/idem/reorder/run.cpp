@@ -21,10 +21,11 @@ using detail::BlockOutcome;
 using detail::Outcome;
 using detail::WorkerState;
 
-// Partitions with nothing held are remembered in memory up to this many;
-// beyond it they are forgotten after a commit and read back from the store
-// when they come again, so memory follows what is held, not the input.
-constexpr std::size_t k_cached_partitions = 1 << 20;
+// Partitions with nothing held are remembered in memory (about 200 bytes
+// each) up to this many; beyond it they are committed, forgotten, and read
+// back from the store when they come again, so memory follows what is held,
+// not the input.
+constexpr std::size_t k_cached_partitions = 1 << 17;
 
 // Where a run that owns its files keeps its checkpoint in the store.
 std::string checkpoint_name(const ReorderRunOptions& options) {
@@ -183,7 +184,13 @@ private:
         }
         if (!m_options.time_field) m_sequencer.advance_clock(now_utc());
         if (m_records > m_skip) m_since_commit += result.outcomes.size();
-        if (m_since_commit >= m_options.batch) commit();
+        if (m_since_commit >= m_options.batch || too_many_partitions()) commit();
+    }
+
+    // Partitions that hold something cannot be forgotten: wait until twice
+    // as many as the last time before trying again.
+    [[nodiscard]] bool too_many_partitions() const {
+        return m_sequencer.partitions() > std::max(k_cached_partitions, 2 * m_partitions_kept);
     }
 
     // The partition of every ordered record of the block, those new to this
@@ -301,7 +308,10 @@ private:
         }
         m_store->save_reorder_changes(m_options.scope, m_sequencer.take_changes());
         m_store->commit();
-        if (m_sequencer.partitions() > k_cached_partitions) m_sequencer.forget_idle();
+        if (too_many_partitions()) {
+            m_sequencer.forget_idle();
+            m_partitions_kept = m_sequencer.partitions();
+        }
     }
 
     void sync_outputs() {
@@ -382,6 +392,7 @@ private:
     std::uint64_t m_restored = 0;
     std::uint64_t m_since_commit = 0;
     std::uint64_t m_released_at_commit = 0;
+    std::size_t m_partitions_kept = 0; // after the last forget_idle()
     Timestamp m_event_clock = Timestamp::min();
 };
 

@@ -262,6 +262,9 @@ public:
 
     std::vector<std::optional<PartitionProgress>>
     load_partitions(std::string_view scope, const std::vector<std::string>& partitions) override {
+        // One transaction for the whole batch: outside one, every lookup
+        // would take and drop the file's locks.
+        begin_if_needed();
         return m_reorder->load_partitions(scope, partitions);
     }
 
