@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <fmt/format.h>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace idem::reorder {
@@ -151,30 +152,36 @@ private:
             m_sequencer.add(keys[i], progress[i]);
     }
 
-    const std::string& label_of(const Partition& partition) const {
-        if (partition.label.empty())
-            partition.label = partition_label(partition.key, m_options.partition_fields.size());
-        return partition.label;
+    // Only partitions with a gap or a late record need one: kept apart.
+    const std::string& label_of(const Partition& partition) {
+        auto [slot, inserted] = m_labels.try_emplace(&partition);
+        if (inserted)
+            slot->second = partition_label(partition.key(), m_options.partition_fields.size());
+        return slot->second;
     }
 
     void emit_block(const record::InputBlock& block, BlockOutcome& result) {
         m_positions.start_block(block);
         auto partitions = resolve_partitions(result);
         auto now = now_utc();
+        std::size_t next_failure = 0;
         for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
             auto& outcome = result.outcomes[i];
             ++m_records;
             if (m_records % record::k_progress_every == 0)
                 m_diagnostics.progress(m_records, m_input->bytes_read());
+            const detail::Failure* failure = nullptr;
+            if (next_failure < result.failures.size() && result.failures[next_failure].outcome == i)
+                failure = &result.failures[next_failure++];
             if (m_records <= m_skip) continue; // done by the run this one resumes
             auto record = m_positions.locate(block, outcome.line);
-            if (!set_aside(outcome, record)) continue;
-            auto arrival = outcome.event_time.value_or(now);
+            if (!set_aside(outcome, failure, record)) continue;
+            auto arrival = m_options.time_field ? outcome.event_time : now;
             auto offer = m_sequencer.offer(*partitions[i], outcome.key, record.bytes, arrival);
             if (offer.verdict != Verdict::accepted)
                 route_late(record, *partitions[i], outcome, offer);
-            if (outcome.event_time && *outcome.event_time > m_event_clock) {
-                m_event_clock = *outcome.event_time;
+            if (m_options.time_field && outcome.event_time > m_event_clock) {
+                m_event_clock = outcome.event_time;
                 m_sequencer.advance_clock(m_event_clock);
             }
         }
@@ -215,7 +222,8 @@ private:
     }
 
     // Rejects; true when the record goes on to the sequencer.
-    bool set_aside(const Outcome& outcome, record::InputRecord& record) {
+    bool set_aside(const Outcome& outcome, const detail::Failure* failure,
+                   record::InputRecord& record) {
         switch (outcome.kind) {
         case Outcome::Kind::too_long:
             record.oversized_bytes = record.bytes.size();
@@ -223,7 +231,8 @@ private:
             return false;
         case Outcome::Kind::failed_to_parse:
         case Outcome::Kind::bad_field:
-            m_rejects->reject(record, outcome.column, outcome.message);
+            m_rejects->reject(record, failure ? failure->column : 0,
+                              failure ? failure->message : "not a record");
             return false;
         case Outcome::Kind::ordered:
             return true;
@@ -309,6 +318,7 @@ private:
         m_store->save_reorder_changes(m_options.scope, m_sequencer.take_changes());
         m_store->commit();
         if (too_many_partitions()) {
+            m_labels.clear(); // their partitions may be forgotten
             m_sequencer.forget_idle();
             m_partitions_kept = m_sequencer.partitions();
         }
@@ -386,6 +396,7 @@ private:
     std::optional<record::InputStream> m_input;
     record::PositionTracker m_positions;
     record::RecordParser m_parser;
+    std::unordered_map<const Partition*, std::string> m_labels;
     std::string m_line;
     std::string m_member;
     std::uint64_t m_records = 0;

@@ -26,10 +26,10 @@ Partition* Sequencer::find(std::string_view key) {
 
 Partition& Sequencer::add(std::string key,
                           const std::optional<store::PartitionProgress>& progress) {
-    auto [slot, inserted] = m_partitions.try_emplace(key);
+    auto [slot, inserted] = m_partitions.try_emplace(std::move(key));
     auto& partition = slot->second;
     if (!inserted) return partition;
-    partition.key = std::move(key);
+    partition.encoded_key = &slot->first;
     if (progress) {
         partition.started = progress->started;
         partition.next = progress->next;
@@ -227,9 +227,12 @@ void Sequencer::drop_front(Partition& partition, std::size_t count) {
     }
     m_counts.held -= count;
     held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(count));
-    if (held.empty())
+    if (held.empty()) {
+        // A partition with nothing held keeps no memory for it: across
+        // 100k partitions, capacities left behind cost more than the records.
+        std::vector<HeldRecord>().swap(held);
         clear_waiting(partition);
-    else if (oldest_gone)
+    } else if (oldest_gone)
         refresh_waiting(partition);
 }
 
@@ -298,14 +301,14 @@ store::ReorderChanges Sequencer::take_changes() {
     for (auto* partition : m_dirty) {
         partition->dirty = false;
         changes.progress.push_back(
-            {partition->key, partition->started, partition->next, partition->highest});
+            {partition->key(), partition->started, partition->next, partition->highest});
     }
     m_dirty.clear();
     for (const auto& [oldest, partition] : m_blocked)
         for (auto& held : partition->held) {
             if (held.persisted) continue;
             held.persisted = true;
-            changes.held.push_back({held.id, partition->key, held.key, held.arrival, held.bytes});
+            changes.held.push_back({held.id, partition->key(), held.key, held.arrival, held.bytes});
         }
     changes.released = std::move(m_released_ids);
     m_released_ids.clear();

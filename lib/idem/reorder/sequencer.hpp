@@ -45,9 +45,11 @@ struct HeldRecord {
     bool persisted = false; // in the store as of the last take_changes()
 };
 
+// Kept small: a stream may have hundreds of thousands of partitions.
 struct Partition {
-    std::string key;           // the encoded partition key
-    mutable std::string label; // its values as JSON, for messages (a cache the caller fills)
+    // The encoded partition key (the sequencer's map holds it).
+    [[nodiscard]] const std::string& key() const { return *encoded_key; }
+    const std::string* encoded_key = nullptr;
     bool started = false;
     OrderKey next;                // sequence: the next to release; time: the last released
     OrderKey highest;             // time: the highest stamp seen

@@ -19,7 +19,7 @@ struct Recorder final : SequencerEvents {
     std::vector<std::pair<std::int64_t, std::int64_t>> gaps;
     void release(const Partition&, std::string_view bytes) override { said.emplace_back(bytes); }
     void gap(const Partition& partition, std::int64_t from, std::int64_t to) override {
-        said.push_back("gap " + partition.key + " " + std::to_string(from) + "-" +
+        said.push_back("gap " + partition.key() + " " + std::to_string(from) + "-" +
                        std::to_string(to));
         gaps.emplace_back(from, to);
     }

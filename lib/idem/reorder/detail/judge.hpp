@@ -14,23 +14,30 @@
 
 namespace idem::reorder::detail {
 
+// Kept small: a block of short records has tens of thousands of them.
 struct Outcome {
-    enum class Kind { too_long, failed_to_parse, bad_field, ordered };
+    enum class Kind : std::uint8_t { too_long, failed_to_parse, bad_field, ordered };
     io::BlockLine line;
-    Kind kind = Kind::ordered;
-    std::uint64_t column = 0;
-    std::string message; // failed_to_parse, bad_field
+    OrderKey key;
+    Timestamp event_time; // with --time-field
     // The partition key, in BlockOutcome::partitions.
     std::uint32_t partition_offset = 0;
     std::uint32_t partition_size = 0;
-    OrderKey key;
-    std::optional<Timestamp> event_time; // with --time-field
+    Kind kind = Kind::ordered;
+};
+
+// Why a line was set aside (failed_to_parse, bad_field): rare, so apart.
+struct Failure {
+    std::size_t outcome = 0;
+    std::uint64_t column = 0;
+    std::string message;
 };
 
 struct BlockOutcome {
     std::vector<Outcome> outcomes;
-    std::string partitions;  // every record's partition key, back to back
-    std::uint64_t lines = 0; // blank ones included, for line numbers
+    std::vector<Failure> failures; // in outcome order
+    std::string partitions;        // every record's partition key, back to back
+    std::uint64_t lines = 0;       // blank ones included, for line numbers
 
     [[nodiscard]] std::string_view partition_of(const Outcome& outcome) const {
         return std::string_view(partitions)
