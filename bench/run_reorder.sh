@@ -79,6 +79,6 @@ for name in ("idem reorder :memory:", "idem reorder sqlite"):
     for other in ("jq | sort -n | cut", "python3 load+sort"):
         if other in table:
             print(f"  vs {other}: {table[other][0] / seconds:5.1f}x faster, "
-                  f"{table[other][1] / rss_kib:5.1f}x the memory")
+                  f"and it takes {table[other][1] / rss_kib:5.1f}x the memory")
 sys.exit(0 if all(row[-1] == "yes" for row in rows) else 1)
 PY

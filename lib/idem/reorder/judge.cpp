@@ -5,6 +5,7 @@
 
 #include "idem/reorder/order_key.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace idem::reorder::detail {
@@ -75,7 +76,12 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockOutcome& resul
 BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
                          const ReorderRunOptions& options) {
     BlockOutcome result;
-    io::LineCursor cursor(block.block.lines());
+    // Exactly one outcome per line: no growth, no slack (small records make
+    // tens of thousands per block).
+    auto lines = block.block.lines();
+    result.outcomes.reserve(static_cast<std::size_t>(std::count(lines.begin(), lines.end(), '\n')) +
+                            1);
+    io::LineCursor cursor(lines);
     while (auto line = cursor.next()) {
         auto& outcome = result.outcomes.emplace_back();
         outcome.line = *line;

@@ -62,7 +62,11 @@ public:
         : m_options(options), m_diagnostics(diagnostics), m_sequencer(options.sequencer, *this) {
         auto location = store::parse_store_uri(options.store_uri);
         location.lock_timeout = options.lock_timeout;
+        // Commits write what changed, a few pages each: memory is for held
+        // records, not for caching the file.
+        location.cache_bytes = 4ULL << 20;
         m_store = store::open_store(location);
+        m_persistent = location.kind != store::StoreKind::memory;
         if (!options.reject_path.empty())
             m_reject_sink = io::Sink::create_file(options.reject_path);
         open_outputs(standard_output);
@@ -197,7 +201,8 @@ private:
     // Partitions that hold something cannot be forgotten: wait until twice
     // as many as the last time before trying again.
     [[nodiscard]] bool too_many_partitions() const {
-        return m_sequencer.partitions() > std::max(k_cached_partitions, 2 * m_partitions_kept);
+        return m_persistent &&
+               m_sequencer.partitions() > std::max(k_cached_partitions, 2 * m_partitions_kept);
     }
 
     // The partition of every ordered record of the block, those new to this
@@ -315,13 +320,21 @@ private:
             record_sizes(done);
             m_store->save_checkpoint(m_checkpoint_key, done);
         }
-        m_store->save_reorder_changes(m_options.scope, m_sequencer.take_changes());
+        save_changes();
         m_store->commit();
         if (too_many_partitions()) {
             m_labels.clear(); // their partitions may be forgotten
             m_sequencer.forget_idle();
             m_partitions_kept = m_sequencer.partitions();
         }
+    }
+
+    // A :memory: store outlives no run: the sequencer's own state is all
+    // there is, and a copy in the store would only double the memory.
+    void save_changes() {
+        m_sequencer.drain_changes([&](const store::ReorderChanges& changes) {
+            if (m_persistent) m_store->save_reorder_changes(m_options.scope, changes);
+        });
     }
 
     void sync_outputs() {
@@ -344,7 +357,7 @@ private:
             sync_outputs();
             m_store->clear_checkpoint(m_checkpoint_key);
         }
-        m_store->save_reorder_changes(m_options.scope, m_sequencer.take_changes());
+        save_changes();
         m_store->commit();
         if (m_reject_sink) m_reject_sink->flush();
     }
@@ -404,6 +417,7 @@ private:
     std::uint64_t m_since_commit = 0;
     std::uint64_t m_released_at_commit = 0;
     std::size_t m_partitions_kept = 0; // after the last forget_idle()
+    bool m_persistent = true;          // false: :memory:
     Timestamp m_event_clock = Timestamp::min();
 };
 

@@ -49,13 +49,13 @@ void Sequencer::restore(std::vector<store::HeldRecordRow> rows) {
     for (auto& row : rows) {
         auto* partition = find(row.partition);
         if (!partition) continue; // the caller adds every partition first
-        HeldRecord held{row.id, row.key, row.arrival, std::move(row.bytes), true};
+        HeldRecord held(row.id, row.key, row.arrival, row.bytes, true);
         auto position = std::upper_bound(partition->held.begin(), partition->held.end(), held,
                                          [](const HeldRecord& left, const HeldRecord& right) {
                                              return std::pair(left.key, left.id) <
                                                     std::pair(right.key, right.id);
                                          });
-        m_counts.held_bytes += held.bytes.size();
+        m_counts.held_bytes += held.bytes().size();
         ++m_counts.held;
         partition->held.insert(position, std::move(held));
         m_next_id = std::max(m_next_id, row.id + 1);
@@ -144,7 +144,7 @@ Offer Sequencer::offer_by_time(Partition& partition, OrderKey key, std::string_v
 void Sequencer::hold(Partition& partition, std::vector<HeldRecord>::iterator position, OrderKey key,
                      std::string_view bytes, Timestamp arrival) {
     auto id = m_next_id++;
-    partition.held.insert(position, HeldRecord{id, key, arrival, std::string(bytes), false});
+    partition.held.insert(position, HeldRecord(id, key, arrival, bytes, false));
     ++m_counts.held;
     m_counts.held_bytes += bytes.size();
     m_counts.peak_held = std::max(m_counts.peak_held, m_counts.held);
@@ -169,14 +169,14 @@ void Sequencer::release_ready(Partition& partition) {
     if (m_options.mode == OrderMode::sequence) {
         if (!partition.started) return;
         while (ready < partition.held.size() && partition.held[ready].key == partition.next) {
-            emit(partition, partition.held[ready].bytes);
+            emit(partition, partition.held[ready].bytes());
             ++partition.next.primary;
             ++ready;
         }
     } else {
         auto limit = watermark(partition);
         while (ready < partition.held.size() && !(limit < partition.held[ready].key)) {
-            emit(partition, partition.held[ready].bytes);
+            emit(partition, partition.held[ready].bytes());
             partition.next = partition.held[ready].key;
             ++ready;
         }
@@ -205,7 +205,7 @@ void Sequencer::force_one(Partition& partition) {
         release_ready(partition);
         return;
     }
-    emit(partition, lowest.bytes);
+    emit(partition, lowest.bytes());
     partition.next = lowest.key;
     mark_dirty(partition);
     drop_front(partition, 1);
@@ -223,7 +223,7 @@ void Sequencer::drop_front(Partition& partition, std::size_t count) {
         if (held[i].persisted) m_released_ids.push_back(held[i].id);
         if (held[i].id == partition.oldest_id || !(partition.waiting_since < held[i].arrival))
             oldest_gone = true;
-        m_counts.held_bytes -= held[i].bytes.size();
+        m_counts.held_bytes -= held[i].bytes().size();
     }
     m_counts.held -= count;
     held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(count));
@@ -296,23 +296,52 @@ void Sequencer::flush() {
     }
 }
 
-store::ReorderChanges Sequencer::take_changes() {
+void Sequencer::drain_changes(const std::function<void(const store::ReorderChanges&)>& save,
+                              std::size_t chunk) {
     store::ReorderChanges changes;
+    auto hand_over = [&](bool only_when_full) {
+        auto items = changes.progress.size() + changes.held.size() + changes.released.size();
+        if (items == 0 || (only_when_full && items < chunk)) return;
+        save(changes);
+        changes.progress.clear();
+        changes.held.clear();
+        changes.released.clear();
+    };
     for (auto* partition : m_dirty) {
         partition->dirty = false;
         changes.progress.push_back(
             {partition->key(), partition->started, partition->next, partition->highest});
+        hand_over(true);
     }
     m_dirty.clear();
     for (const auto& [oldest, partition] : m_blocked)
         for (auto& held : partition->held) {
             if (held.persisted) continue;
             held.persisted = true;
-            changes.held.push_back({held.id, partition->key(), held.key, held.arrival, held.bytes});
+            changes.held.push_back(
+                {held.id, partition->key(), held.key, held.arrival, std::string(held.bytes())});
+            hand_over(true);
         }
-    changes.released = std::move(m_released_ids);
+    for (auto id : m_released_ids) {
+        changes.released.push_back(id);
+        hand_over(true);
+    }
     m_released_ids.clear();
-    return changes;
+    hand_over(false);
+}
+
+store::ReorderChanges Sequencer::take_changes() {
+    store::ReorderChanges all;
+    drain_changes(
+        [&](const store::ReorderChanges& changes) {
+            all.progress.insert(all.progress.end(), changes.progress.begin(),
+                                changes.progress.end());
+            all.held.insert(all.held.end(), changes.held.begin(), changes.held.end());
+            all.released.insert(all.released.end(), changes.released.begin(),
+                                changes.released.end());
+        },
+        std::numeric_limits<std::size_t>::max());
+    return all;
 }
 
 std::size_t Sequencer::forget_idle() {

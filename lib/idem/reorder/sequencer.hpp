@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -37,12 +38,25 @@ struct SequencerOptions {
     Duration max_lateness{0};      // time mode: the watermark trails the highest stamp by this
 };
 
+// A record waiting for its predecessors. Compact: a stream may hold hundreds
+// of thousands of small records, and what each costs beyond its bytes counts.
 struct HeldRecord {
-    std::uint64_t id = 0; // arrival order, kept across runs
+    HeldRecord(std::uint64_t id_, OrderKey key_, Timestamp arrival_, std::string_view bytes_,
+               bool persisted_)
+        : key(key_), id(id_), arrival(arrival_), persisted(persisted_),
+          m_bytes(std::make_unique_for_overwrite<char[]>(bytes_.size())), m_size(bytes_.size()) {
+        std::copy(bytes_.begin(), bytes_.end(), m_bytes.get());
+    }
+    [[nodiscard]] std::string_view bytes() const { return {m_bytes.get(), m_size}; }
+
     OrderKey key;
+    std::uint64_t id = 0; // arrival order, kept across runs
     Timestamp arrival;
-    std::string bytes;
-    bool persisted = false; // in the store as of the last take_changes()
+    bool persisted = false; // in the store as of the last save
+
+private:
+    std::unique_ptr<char[]> m_bytes;
+    std::size_t m_size = 0;
 };
 
 // Kept small: a stream may have hundreds of thousands of partitions.
@@ -113,7 +127,12 @@ public:
     void flush();
 
     // Progress that moved, records newly held, held records released, since
-    // the last call; what the caller saves with its next commit.
+    // the last call: what the caller saves with its next commit. Handed to
+    // `save` in pieces of at most `chunk` items, so that a commit never
+    // copies the whole state at once.
+    void drain_changes(const std::function<void(const store::ReorderChanges&)>& save,
+                       std::size_t chunk = 4096);
+    // The same, in one piece (for tests).
     store::ReorderChanges take_changes();
     // Forgets partitions with nothing held and nothing unsaved (the store
     // knows them); returns how many.

@@ -70,7 +70,7 @@ public:
         execute("PRAGMA synchronous=NORMAL");
         // Claims touch random pages of a large B-tree: a big page cache keeps
         // them in memory between batches (measured in PERF-NOTES: 3x).
-        execute("PRAGMA cache_size=-262144");
+        execute(fmt::format("PRAGMA cache_size=-{}", location.cache_bytes >> 10).c_str());
         migrate();
         m_claim = std::make_unique<Statement>(
             m_db,

@@ -27,6 +27,9 @@ struct StoreLocation {
     int database = 0;
     // How long to wait for a SQLite file another process holds locked.
     Duration lock_timeout = std::chrono::seconds(60);
+    // How much of a SQLite file to keep in memory: dedup's claims touch
+    // random pages of a large B-tree; reorder's commits touch few.
+    std::uint64_t cache_bytes = 256ULL << 20;
 
     // For messages: never includes a password.
     [[nodiscard]] std::string describe() const;
