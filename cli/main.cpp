@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     idem::cli::register_sign(app, action);
     idem::cli::register_dedup(app, action);
     idem::cli::register_reorder(app, action);
+    idem::cli::register_audit(app, action);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& help) {

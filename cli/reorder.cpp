@@ -146,6 +146,7 @@ void register_reorder(CLI::App& app, std::function<int()>& action) {
         ->add_option("--fail-on", options->fail_on,
                      "exit 1 when any gap, or any late or duplicate record, was seen (CI)")
         ->delimiter(',')
+        ->allow_extra_args(false) // one value per --fail-on: the inputs follow
         ->check(CLI::IsMember({"gap", "late"}));
     command
         ->add_option("--store", options->store,

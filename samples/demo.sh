@@ -57,5 +57,14 @@ step "Back in order: CI events per pipeline, a missing approval reported as a ga
 echo "late:"
 jq -c '{pipeline, seq, late: ._idem.late.reason, expected: ._idem.late.expected}' "$work/late.ndjson"
 
+step "Why seven identical tickets? Three retry layers, a new key each time" \
+     "idem audit --key idempotency_key --fingerprint user_id,fault_type --time-field ts --source-field agent samples/incidents/agent-retries.ndjson"
+"$IDEM" audit --key idempotency_key --fingerprint user_id,fault_type --time-field ts --source-field agent -q \
+    samples/incidents/agent-retries.ndjson
+
+step "A retry that came after the dedup key expired" \
+     "idem audit --key key --time-field ts --source-field worker --ttl 5m samples/incidents/ttl-expired.ndjson"
+"$IDEM" audit --key key --time-field ts --source-field worker --ttl 5m -q samples/incidents/ttl-expired.ndjson
+
 echo
-echo "Next: idem --help, idem verify --help, idem dedup --help, idem reorder --help, and docs/."
+echo "Next: idem --help, idem COMMAND --help (verify, dedup, reorder, audit), and docs/."

@@ -1,6 +1,7 @@
 #include "idem/dedup/fingerprint.hpp"
 
 #include "idem/crypto/crypto.hpp"
+#include "idem/record/annotate.hpp"
 #include "idem/record/canonical.hpp"
 #include "idem/util/encoding.hpp"
 
@@ -88,6 +89,34 @@ KeyOutcome Fingerprinter::fingerprint(record::RecordParser& parser, std::string_
     std::memcpy(fingerprint.bytes.data(), digest.bytes.data(), fingerprint.bytes.size());
     outcome.fingerprint = fingerprint;
     return outcome;
+}
+
+std::string encoded_values_json(std::string_view encoded, std::size_t paths) {
+    if (paths == 0) return "null";
+    std::string label = paths > 1 ? "[" : "";
+    std::size_t at = 0;
+    bool first = true;
+    while (at < encoded.size()) {
+        if (!first) {
+            label += ',';
+            ++at; // the separating space
+        }
+        first = false;
+        char tag = encoded[at++];
+        std::size_t length = 0;
+        auto [end, error] =
+            std::from_chars(encoded.data() + at, encoded.data() + encoded.size(), length);
+        if (error != std::errc{} || end == encoded.data() + encoded.size()) break;
+        at = static_cast<std::size_t>(end - encoded.data()) + 1; // past ':'
+        auto text = encoded.substr(at, length);
+        at += text.size();
+        if (tag == 's')
+            record::append_json_string(label, text);
+        else
+            label.append(text);
+    }
+    if (paths > 1) label += ']';
+    return label;
 }
 
 } // namespace idem::dedup

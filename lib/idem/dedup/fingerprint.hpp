@@ -55,4 +55,8 @@ private:
 // (docs/dedup.md). Exposed for tests and for --print-key's readers.
 void append_encoded_value(std::string& out, const record::FieldValue& value);
 
+// Values encoded by append_encoded_value (joined by spaces) as JSON: the
+// value for one path, an array for several, null for none.
+[[nodiscard]] std::string encoded_values_json(std::string_view encoded, std::size_t paths);
+
 } // namespace idem::dedup

@@ -65,31 +65,7 @@ const record::FieldPath* encode_partition(record::RecordParser& parser,
 }
 
 std::string partition_label(std::string_view encoded, std::size_t paths) {
-    if (paths == 0) return "null";
-    std::string label = paths > 1 ? "[" : "";
-    std::size_t at = 0;
-    bool first = true;
-    while (at < encoded.size()) {
-        if (!first) {
-            label += ',';
-            ++at; // the separating space
-        }
-        first = false;
-        char tag = encoded[at++];
-        std::size_t length = 0;
-        auto [end, error] =
-            std::from_chars(encoded.data() + at, encoded.data() + encoded.size(), length);
-        if (error != std::errc{} || end == encoded.data() + encoded.size()) break;
-        at = static_cast<std::size_t>(end - encoded.data()) + 1; // past ':'
-        auto text = encoded.substr(at, length);
-        at += text.size();
-        if (tag == 's')
-            record::append_json_string(label, text);
-        else
-            label.append(text);
-    }
-    if (paths > 1) label += ']';
-    return label;
+    return dedup::encoded_values_json(encoded, paths);
 }
 
 } // namespace idem::reorder

@@ -1,0 +1,146 @@
+// idem audit: explain every duplicate (docs/audit.md).
+
+#include "commands.hpp"
+#include "common.hpp"
+
+#include "idem/audit/run.hpp"
+#include "idem/io/sink.hpp"
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+
+#include <fmt/format.h>
+
+namespace idem::cli {
+
+namespace {
+struct AuditOptions {
+    CommonOptions common;
+    std::string key;
+    std::string fingerprint;
+    std::string time_field;
+    std::string source_field;
+    std::string payload;
+    std::string ignore;
+    std::string race_window = "1s";
+    std::string ttl = "24h";
+    std::string window = "24h";
+    std::string format = "table";
+    std::vector<std::string> fail_on;
+    std::string output_path;
+    std::size_t threads = 0;
+};
+
+std::vector<record::FieldPath> paths(const std::string& list) {
+    return list.empty() ? std::vector<record::FieldPath>{} : record::FieldPath::parse_list(list);
+}
+
+Duration positive_duration(const std::string& flag, const std::string& text) {
+    auto duration = parse_duration(text);
+    if (duration.count() <= 0) throw UsageError(fmt::format("{} must be longer than 0", flag));
+    return duration;
+}
+
+// --fail-on: "duplicates" (any group), "conflicts" (a key reused for another
+// payload), or cause names.
+bool fails(const std::vector<std::string>& fail_on, const audit::AuditResult& result) {
+    for (const auto& item : fail_on) {
+        if (item == "duplicates" && result.groups > 0) return true;
+        auto cause =
+            item == "conflicts" ? std::optional(audit::Cause::key_reuse) : audit::parse_cause(item);
+        if (cause && result.causes.count(*cause)) return true;
+    }
+    return false;
+}
+
+int run_audit_command(const AuditOptions& options) {
+    if (options.key.empty() && options.fingerprint.empty())
+        throw UsageError("give --key PATHS (the idempotency key) or --fingerprint PATHS (the "
+                         "business intent), or both");
+    for (const auto& item : options.fail_on)
+        if (item != "duplicates" && item != "conflicts" && !audit::parse_cause(item))
+            throw UsageError(fmt::format(
+                "--fail-on: unknown value {}: expected duplicates, conflicts, retry-storm, "
+                "concurrent, ttl-expired, key-reuse, key-regenerated or unexplained",
+                quote(item)));
+    audit::AuditRunOptions run;
+    run.input = input_options(options.common);
+    run.strictness = strictness(options.common);
+    run.reject_path = options.common.reject_path;
+    run.key_fields = paths(options.key);
+    run.fingerprint_fields = paths(options.fingerprint);
+    if (!options.time_field.empty()) run.time_field = record::FieldPath::parse(options.time_field);
+    if (!options.source_field.empty())
+        run.source_field = record::FieldPath::parse(options.source_field);
+    run.payload_fields = paths(options.payload);
+    run.ignore_fields = paths(options.ignore);
+    if (!run.payload_fields.empty() && !run.ignore_fields.empty())
+        throw UsageError("--payload names what counts, --ignore what does not: give one");
+    run.explain.race_window = positive_duration("--race-window", options.race_window);
+    run.explain.ttl = positive_duration("--ttl", options.ttl);
+    run.explain.window = positive_duration("--window", options.window);
+    run.format = options.format == "json"       ? audit::ReportFormat::json
+                 : options.format == "markdown" ? audit::ReportFormat::markdown
+                                                : audit::ReportFormat::table;
+    run.threads = options.threads;
+    StderrDiagnostics diagnostics(options.common.quiet);
+    auto output = options.output_path.empty() ? io::Sink::standard_output()
+                                              : io::Sink::create_file(options.output_path);
+    auto result = audit::run_audit(run, *output, diagnostics);
+    print_summary(options.common, result.summary);
+    return fails(options.fail_on, result) ? 1 : 0;
+}
+} // namespace
+
+void register_audit(CLI::App& app, std::function<int()>& action) {
+    auto options = std::make_shared<AuditOptions>();
+    auto* command = app.add_subcommand(
+        "audit", "group records by idempotency key or intent, and explain every duplicate");
+    add_common_options(*command, options->common);
+    command->add_option("--key", options->key,
+                        "comma-separated field paths of the idempotency key");
+    command->add_option("--fingerprint", options->fingerprint,
+                        "field paths of the business intent (user_id,fault_type): finds the same "
+                        "intent under different keys");
+    command->add_option("--time-field", options->time_field,
+                        "the record's time (default: an envelope's received_at)");
+    command->add_option("--source-field", options->source_field,
+                        "who sent it: agent instance, worker, retry layer");
+    command->add_option("--payload", options->payload,
+                        "field paths that make up \"the same payload\" (default: the whole record "
+                        "minus key, time and source)");
+    command->add_option("--ignore", options->ignore,
+                        "field paths left out of the payload (request ids, attempt counters)");
+    command->add_option("--race-window", options->race_window,
+                        "records from different sources this close are concurrent (default 1s)");
+    command->add_option("--ttl", options->ttl,
+                        "the dedup TTL: a repeat later than this under one key is ttl-expired "
+                        "(default 24h)");
+    command->add_option("--window", options->window,
+                        "one intent under several keys within this is key-regenerated "
+                        "(default 24h)");
+    command->add_option("--format", options->format, "table (default), json or markdown")
+        ->check(CLI::IsMember({"table", "json", "markdown"}));
+    command
+        ->add_option("--fail-on", options->fail_on,
+                     "exit 1 on duplicates (any group), conflicts (a key reused for another "
+                     "payload) or a cause name (CI)")
+        ->delimiter(',')
+        ->allow_extra_args(false); // one value per --fail-on: the inputs follow
+    command->add_option("-o,--output", options->output_path, "write the report to FILE");
+    command
+        ->add_option("--threads", options->threads,
+                     "worker threads (default: one per core, at most 8)")
+        ->check(CLI::Range(0, 64));
+    command->footer(
+        "Causes: retry-storm, concurrent, ttl-expired, key-reuse, key-regenerated; a group\n"
+        "that fits none is 'unexplained'. Each comes with the records and gaps that show it.\n\n"
+        "Examples:\n"
+        "  idem audit --key idempotency_key --source-field worker tickets.ndjson\n"
+        "  idem audit --key request.key --fingerprint user_id,fault_type --time-field ts "
+        "--format markdown calls.ndjson\n"
+        "  idem audit --key key --ttl 5m --fail-on conflicts,ttl-expired ci-log.ndjson");
+    command->callback(
+        [options, &action] { action = [options] { return run_audit_command(*options); }; });
+}
+
+} // namespace idem::cli

@@ -1,0 +1,69 @@
+#pragma once
+// Why a group of records happened more than once (docs/audit.md), as pure
+// logic: given the records of one group (the same idempotency key, or the
+// same business fingerprint), find the causes the evidence supports, each
+// with the records and gaps that show it. No I/O, no formatting.
+
+#include "idem/util/time.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace idem::audit {
+
+enum class Cause { retry_storm, concurrent, ttl_expired, key_reuse, key_regenerated, unexplained };
+
+[[nodiscard]] std::string_view cause_name(Cause cause);
+[[nodiscard]] std::optional<Cause> parse_cause(std::string_view name);
+inline constexpr Cause k_all_causes[] = {Cause::retry_storm,     Cause::concurrent,
+                                         Cause::ttl_expired,     Cause::key_reuse,
+                                         Cause::key_regenerated, Cause::unexplained};
+
+// One record as audit sees it. Strings are interned by the caller: ids
+// compare as the values do; 0 means the field was absent.
+struct Attempt {
+    std::uint32_t key = 0;
+    std::uint32_t fingerprint = 0;
+    std::uint32_t source = 0;
+    std::uint32_t payload = 0; // the payload's digest, interned
+    std::optional<Timestamp> time;
+};
+
+// A key group: records sharing one idempotency key. A fingerprint group:
+// records sharing one business intent, under more than one key.
+enum class GroupKind { key, fingerprint };
+
+struct ExplainOptions {
+    Duration race_window = std::chrono::seconds(1);
+    Duration ttl = std::chrono::hours(24);
+    Duration window = std::chrono::hours(24);
+};
+
+struct Evidence {
+    Cause cause = Cause::unexplained;
+    // The records that show it (indexes into the group's records), and for
+    // retry-storm, concurrent and ttl-expired, the gaps between them.
+    std::vector<std::size_t> records;
+    std::vector<Duration> gaps;
+    std::uint32_t source = 0; // retry-storm: whose attempts
+};
+
+struct Explanation {
+    GroupKind kind = GroupKind::key;
+    std::vector<std::size_t> records; // indexes into the attempts, in time order
+    std::optional<Timestamp> first, last;
+    std::vector<Duration> gaps;         // between consecutive timed records
+    std::vector<std::uint32_t> sources; // distinct, in order of appearance
+    std::size_t payloads = 0;           // distinct payloads
+    std::size_t keys = 0;               // distinct keys
+    std::vector<Evidence> causes;       // never empty: unexplained when nothing fits
+};
+
+// `members` index `attempts`; a group has two records or more.
+[[nodiscard]] Explanation explain(GroupKind kind, std::vector<std::size_t> members,
+                                  const std::vector<Attempt>& attempts,
+                                  const ExplainOptions& options);
+
+} // namespace idem::audit

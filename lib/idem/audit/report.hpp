@@ -1,0 +1,43 @@
+#pragma once
+// What `idem audit` found, and the reports a person or a script reads
+// (docs/audit.md): a table for an 80-column terminal, stable JSON, Markdown
+// for a postmortem.
+
+#include "idem/audit/explain.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace idem::audit {
+
+enum class ReportFormat { table, json, markdown };
+
+// Everything the report needs, strings interned: id 0 of each table is ""
+// (the field was absent).
+struct Findings {
+    std::vector<Attempt> attempts;
+    std::vector<std::string> keys;         // as JSON ("k_1", ["a",1])
+    std::vector<std::string> fingerprints; // as JSON
+    std::vector<std::string> sources;      // as text
+    std::vector<std::string> payloads;     // short hex digests
+    std::vector<std::string> positions;    // per attempt: "file:line"
+    std::vector<Explanation> groups;       // worst first
+    bool fingerprinted = false;            // --fingerprint given: intents are fingerprints
+    ExplainOptions options;
+};
+
+struct FindingsSummary {
+    std::uint64_t records = 0;
+    std::uint64_t groups = 0;
+    std::uint64_t duplicates = 0; // records beyond the first of each intent
+    double duplicate_ratio = 0;
+    std::size_t worst = 0;                 // index into groups, when there are any
+    std::map<Cause, std::uint64_t> causes; // groups per cause
+    std::vector<std::pair<std::string, std::uint64_t>> sources; // records in groups, most first
+};
+
+[[nodiscard]] FindingsSummary summarize(const Findings& findings);
+[[nodiscard]] std::string render(const Findings& findings, ReportFormat format);
+
+} // namespace idem::audit

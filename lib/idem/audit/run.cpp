@@ -1,0 +1,277 @@
+// idem audit over a stream of records (docs/audit.md).
+
+#include "idem/audit/run.hpp"
+
+#include "idem/dedup/fingerprint.hpp"
+#include "idem/record/block_pipeline.hpp"
+#include "idem/store/store.hpp"
+#include "idem/util/encoding.hpp"
+
+#include <fmt/format.h>
+#include <unordered_map>
+
+namespace idem::audit {
+
+namespace {
+
+// What a worker read from one line; the ordered stage interns it.
+struct Reading {
+    io::BlockLine line;
+    bool parsed = true;
+    std::uint64_t column = 0;
+    std::string message;                  // why it was not parsed
+    std::string key, fingerprint, source; // encoded values; empty: absent
+    std::optional<Timestamp> time;
+    store::FingerprintBytes payload{};
+};
+
+struct BlockReadings {
+    std::vector<Reading> readings;
+    std::uint64_t lines = 0;
+};
+
+struct WorkerState {
+    record::RecordParser parser;
+    dedup::Fingerprinter payload;
+    explicit WorkerState(dedup::KeySpec spec) : payload(std::move(spec)) {}
+};
+
+// The encoded values at `paths`, or empty when one is missing.
+std::string encode(record::RecordParser& parser, const std::vector<record::FieldPath>& paths) {
+    std::string encoded;
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+        auto value = parser.find(paths[i]);
+        if (!value) return {};
+        if (i > 0) encoded += ' ';
+        dedup::append_encoded_value(encoded, *value);
+    }
+    return encoded;
+}
+
+void read_line(const io::BlockLine& line, Reading& reading, WorkerState& state,
+               const AuditRunOptions& options) {
+    auto& parser = state.parser;
+    if (auto failure = parser.parse(line.bytes)) {
+        reading.parsed = false;
+        reading.column = failure->column;
+        reading.message = std::move(failure->message);
+        return;
+    }
+    reading.key = encode(parser, options.key_fields);
+    reading.fingerprint = encode(parser, options.fingerprint_fields);
+    if (options.source_field) {
+        if (auto value = parser.find(*options.source_field)) reading.source = value->text;
+    }
+    if (options.time_field) {
+        auto value = parser.find(*options.time_field);
+        if (value && (value->type == record::FieldValue::Type::string ||
+                      value->type == record::FieldValue::Type::number))
+            reading.time = parse_timestamp(value->text);
+    } else if (parser.shape() == record::RecordShape::envelope &&
+               !parser.envelope().received_at.empty()) {
+        reading.time = parse_timestamp(parser.envelope().received_at);
+    }
+    auto payload = state.payload.fingerprint(parser);
+    if (payload.fingerprint) reading.payload = payload.fingerprint->bytes;
+}
+
+BlockReadings read_block(const record::InputBlock& block, WorkerState& state,
+                         const AuditRunOptions& options) {
+    BlockReadings result;
+    io::LineCursor cursor(block.block.lines());
+    while (auto line = cursor.next()) {
+        auto& reading = result.readings.emplace_back();
+        reading.line = *line;
+        if (line->bytes.size() > options.input.max_record_bytes) {
+            reading.parsed = false;
+            continue;
+        }
+        read_line(*line, reading, state, options);
+    }
+    result.lines = cursor.lines_seen();
+    return result;
+}
+
+// Strings to small ids; id 0 is "" (absent).
+class Interner {
+public:
+    Interner() { m_values.emplace_back(); }
+    std::uint32_t intern(const std::string& value) {
+        if (value.empty()) return 0;
+        auto [slot, inserted] =
+            m_ids.try_emplace(value, static_cast<std::uint32_t>(m_values.size()));
+        if (inserted) m_values.push_back(value);
+        return slot->second;
+    }
+    [[nodiscard]] std::vector<std::string>& values() { return m_values; }
+
+private:
+    std::unordered_map<std::string, std::uint32_t> m_ids;
+    std::vector<std::string> m_values;
+};
+
+dedup::KeySpec payload_spec(const AuditRunOptions& options) {
+    dedup::KeySpec spec;
+    if (!options.payload_fields.empty()) {
+        spec.key_paths = options.payload_fields;
+        return spec;
+    }
+    spec.ignore_paths = options.ignore_fields;
+    for (const auto* paths : {&options.key_fields})
+        spec.ignore_paths.insert(spec.ignore_paths.end(), paths->begin(), paths->end());
+    if (options.time_field) spec.ignore_paths.push_back(*options.time_field);
+    if (options.source_field) spec.ignore_paths.push_back(*options.source_field);
+    return spec;
+}
+
+class AuditRun {
+public:
+    AuditRun(const AuditRunOptions& options, io::Diagnostics& diagnostics)
+        : m_options(options), m_diagnostics(diagnostics) {
+        if (!options.reject_path.empty())
+            m_reject_sink = io::Sink::create_file(options.reject_path);
+        m_rejects.emplace(m_reject_sink.get(), options.strictness, diagnostics,
+                          options.input.max_record_bytes);
+        m_input.emplace(options.input, &*m_rejects);
+    }
+
+    Findings read() {
+        std::vector<std::unique_ptr<WorkerState>> states;
+        for (std::size_t i = 0; i < record::worker_count(m_options.threads); ++i)
+            states.push_back(std::make_unique<WorkerState>(payload_spec(m_options)));
+        record::run_block_pipeline<WorkerState, BlockReadings>(
+            *m_input, states,
+            [&](const record::InputBlock& block, WorkerState& state) {
+                return read_block(block, state, m_options);
+            },
+            [&](const record::InputBlock& block, BlockReadings& result) {
+                take_block(block, result);
+            });
+        if (m_reject_sink) m_reject_sink->flush();
+        m_findings.keys = std::move(m_keys.values());
+        m_findings.fingerprints = std::move(m_fingerprints.values());
+        m_findings.sources = std::move(m_sources.values());
+        for (auto& key : m_findings.keys)
+            if (!key.empty()) key = dedup::encoded_values_json(key, m_options.key_fields.size());
+        for (auto& fingerprint : m_findings.fingerprints)
+            if (!fingerprint.empty())
+                fingerprint =
+                    dedup::encoded_values_json(fingerprint, m_options.fingerprint_fields.size());
+        m_findings.fingerprinted = !m_options.fingerprint_fields.empty();
+        m_findings.options = m_options.explain;
+        group();
+        return std::move(m_findings);
+    }
+
+    [[nodiscard]] std::uint64_t rejected() const { return m_rejects->count(); }
+    [[nodiscard]] std::uint64_t lines() const { return m_lines; }
+
+private:
+    void take_block(const record::InputBlock& block, BlockReadings& result) {
+        m_positions.start_block(block);
+        for (auto& reading : result.readings) {
+            ++m_lines;
+            if (m_lines % record::k_progress_every == 0)
+                m_diagnostics.progress(m_lines, m_input->bytes_read());
+            auto record = m_positions.locate(block, reading.line);
+            if (!reading.parsed) {
+                if (reading.message.empty()) {
+                    record.oversized_bytes = record.bytes.size();
+                    m_rejects->reject_oversized(record);
+                } else {
+                    m_rejects->reject(record, reading.column, reading.message);
+                }
+                continue;
+            }
+            Attempt attempt;
+            attempt.key = m_keys.intern(reading.key);
+            attempt.fingerprint = m_fingerprints.intern(reading.fingerprint);
+            attempt.source = m_sources.intern(reading.source);
+            attempt.time = reading.time;
+            auto [slot, inserted] = m_payload_ids.try_emplace(
+                reading.payload, static_cast<std::uint32_t>(m_findings.payloads.size()));
+            if (inserted)
+                m_findings.payloads.push_back(hex_encode(
+                    std::string_view(reinterpret_cast<const char*>(reading.payload.data()), 6)));
+            attempt.payload = slot->second;
+            m_findings.attempts.push_back(attempt);
+            m_findings.positions.push_back(fmt::format("{}:{}", *record.source, record.line));
+        }
+        if (auto oversized = m_positions.finish_block(block, result.lines)) {
+            ++m_lines;
+            m_rejects->reject_oversized(*oversized);
+        }
+    }
+
+    // Key groups of two records or more; fingerprint groups that span more
+    // than one key (one key's worth is that key's group already).
+    void group() {
+        const auto& attempts = m_findings.attempts;
+        std::unordered_map<std::uint32_t, std::vector<std::size_t>> by_key, by_fingerprint;
+        for (std::size_t i = 0; i < attempts.size(); ++i) {
+            if (attempts[i].key) by_key[attempts[i].key].push_back(i);
+            if (attempts[i].fingerprint) by_fingerprint[attempts[i].fingerprint].push_back(i);
+        }
+        auto& groups = m_findings.groups;
+        for (auto& [key, members] : by_key)
+            if (members.size() > 1)
+                groups.push_back(
+                    explain(GroupKind::key, std::move(members), attempts, m_options.explain));
+        for (auto& [fingerprint, members] : by_fingerprint) {
+            if (members.size() < 2) continue;
+            auto first_key = attempts[members.front()].key;
+            bool several_keys = std::any_of(members.begin(), members.end(), [&](std::size_t i) {
+                return attempts[i].key != first_key;
+            });
+            if (several_keys || m_options.key_fields.empty())
+                groups.push_back(explain(GroupKind::fingerprint, std::move(members), attempts,
+                                         m_options.explain));
+        }
+        // Worst first: most records, then earliest.
+        std::sort(groups.begin(), groups.end(), [](const Explanation& a, const Explanation& b) {
+            if (a.records.size() != b.records.size()) return a.records.size() > b.records.size();
+            return a.records.front() < b.records.front();
+        });
+    }
+
+    const AuditRunOptions& m_options;
+    io::Diagnostics& m_diagnostics;
+    std::unique_ptr<io::Sink> m_reject_sink;
+    std::optional<record::RejectRouter> m_rejects;
+    std::optional<record::InputStream> m_input;
+    record::PositionTracker m_positions;
+    Findings m_findings;
+    Interner m_keys, m_fingerprints, m_sources;
+    std::unordered_map<store::FingerprintBytes, std::uint32_t, store::FingerprintBytesHash>
+        m_payload_ids;
+    std::uint64_t m_lines = 0;
+};
+
+} // namespace
+
+AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
+                      io::Diagnostics& diagnostics) {
+    auto start = std::chrono::steady_clock::now();
+    AuditRun run(options, diagnostics);
+    auto findings = run.read();
+    output.write(render(findings, options.format));
+    output.flush();
+    auto summary = summarize(findings);
+    AuditResult result;
+    result.causes = summary.causes;
+    result.groups = summary.groups;
+    auto& counts = result.summary;
+    counts.command = "audit";
+    counts.counts = {{"in", run.lines()},
+                     {"records", summary.records},
+                     {"rejected", run.rejected()},
+                     {"groups", summary.groups},
+                     {"duplicates", summary.duplicates}};
+    for (auto cause : k_all_causes)
+        if (summary.causes.count(cause))
+            counts.counts.emplace_back(std::string(cause_name(cause)), summary.causes.at(cause));
+    counts.seconds = io::seconds_since(start);
+    return result;
+}
+
+} // namespace idem::audit

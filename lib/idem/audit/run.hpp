@@ -1,0 +1,48 @@
+#pragma once
+// `idem audit` over a stream of records (docs/audit.md): read each record's
+// idempotency key, business fingerprint, time, source and payload; group;
+// explain every group of more than one record; render the report. Called by
+// the CLI with everything already decided.
+
+#include "idem/audit/report.hpp"
+#include "idem/io/diagnostics.hpp"
+#include "idem/io/sink.hpp"
+#include "idem/io/summary.hpp"
+#include "idem/record/field_path.hpp"
+#include "idem/record/input.hpp"
+#include "idem/record/rejects.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace idem::audit {
+
+struct AuditRunOptions {
+    record::InputOptions input;
+    std::string reject_path;
+    record::Strictness strictness = record::Strictness::lenient;
+    std::vector<record::FieldPath> key_fields;         // --key
+    std::vector<record::FieldPath> fingerprint_fields; // --fingerprint
+    std::optional<record::FieldPath> time_field;       // default: an envelope's received_at
+    std::optional<record::FieldPath> source_field;
+    // What counts as "the same payload": these fields, or (empty) the
+    // canonical record minus key, time, source and `ignore_fields`.
+    std::vector<record::FieldPath> payload_fields;
+    std::vector<record::FieldPath> ignore_fields;
+    ExplainOptions explain;
+    ReportFormat format = ReportFormat::table;
+    std::size_t threads = 0;
+};
+
+struct AuditResult {
+    io::Summary summary;
+    std::map<Cause, std::uint64_t> causes; // groups per cause
+    std::uint64_t groups = 0;
+};
+
+// Writes the report to `output`. Throws InputError, UsageError.
+AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
+                      io::Diagnostics& diagnostics);
+
+} // namespace idem::audit

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Incident logs that reconstruct real failure patterns, for `idem audit`'s
+demo and end-to-end tests. Deterministic: rerunning rewrites the same files.
+
+Each log is what the affected service recorded; README.md says how to audit
+each and which causes the evidence supports."""
+import json
+import os
+from datetime import datetime, timedelta, timezone
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+T0 = datetime(2026, 11, 30, 9, 0, 0, tzinfo=timezone.utc)
+
+
+def ts(at):
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def write(name, records):
+    with open(os.path.join(HERE, name), "w", encoding="utf-8", newline="\n") as out:
+        for record in records:
+            out.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+
+def agent_retries():
+    """An agent's ticket-creation call timed out; three retry layers (the
+    agent loop 3x, the tool wrapper 2x, the HTTP client 2x) each made a new
+    idempotency key, and seven of the twelve requests created a ticket within
+    three minutes."""
+    records = []
+    # When each of the 12 nested attempts was sent: agent loop at 0/50/120 s,
+    # tool wrapper +0/+20 s, HTTP client +0/+5 s.
+    sent = [a + t + h for a in (0, 50, 120) for t in (0, 20) for h in (0, 5)]
+    created = [sent[i] for i in (0, 1, 3, 5, 6, 9, 11)]  # the others failed before the insert
+    for n, second in enumerate(created):
+        records.append({"ts": ts(T0 + timedelta(seconds=second)), "agent": "agent-7",
+                        "idempotency_key": f"tkt-{0x5a17 + 97 * n:x}", "user_id": "u_1042",
+                        "fault_type": "login_timeout",
+                        "ticket": {"title": "Cannot log in: request timed out", "priority": "high"}})
+    for n, (user, fault) in enumerate([("u_2001", "billing"), ("u_2002", "login_timeout"),
+                                       ("u_2003", "export_failed"), ("u_1042", "billing")]):
+        records.append({"ts": ts(T0 + timedelta(seconds=30 + 40 * n)), "agent": f"agent-{n + 1}",
+                        "idempotency_key": f"tkt-other-{n}", "user_id": user, "fault_type": fault,
+                        "ticket": {"title": f"Issue {n}", "priority": "normal"}})
+    records.sort(key=lambda r: r["ts"])
+    return records
+
+
+def ttl_expired():
+    """The consumer's dedup key lived 5 minutes; the provider's retry of an
+    invoice.paid event came 6 minutes after the first delivery, and the
+    invoice was credited twice."""
+    event = {"type": "invoice.paid", "invoice": "in_77", "amount": 4200, "currency": "eur"}
+    records = [
+        {"ts": ts(T0), "key": "evt_1Q77", "worker": "billing-1", "event": event},
+        {"ts": ts(T0 + timedelta(minutes=6, seconds=4)), "key": "evt_1Q77", "worker": "billing-1", "event": event},
+    ]
+    for n in range(5):
+        records.append({"ts": ts(T0 + timedelta(minutes=n, seconds=17)), "key": f"evt_1Q{80 + n}",
+                        "worker": "billing-1", "event": dict(event, invoice=f"in_{80 + n}")})
+    records.sort(key=lambda r: r["ts"])
+    return records
+
+
+def overnight_resume():
+    """A payment workflow paused overnight; on resume it regenerated its
+    idempotency key, so the processor saw a new request and charged again."""
+    evening = datetime(2026, 11, 29, 18, 2, 11, tzinfo=timezone.utc)
+    morning = datetime(2026, 11, 30, 8, 15, 40, tzinfo=timezone.utc)
+    charge = {"order_id": "ord_9001", "step": "charge", "amount": 129.0, "currency": "usd"}
+    return [
+        dict({"ts": ts(evening), "workflow": "wf-311", "idempotency_key": "wf-311-charge-a1b2"}, **charge),
+        {"ts": ts(evening + timedelta(seconds=3)), "workflow": "wf-311", "idempotency_key": "wf-311-ship-c3d4",
+         "order_id": "ord_9001", "step": "reserve_stock"},
+        dict({"ts": ts(morning), "workflow": "wf-311", "idempotency_key": "wf-311-charge-9f8e"}, **charge),
+        dict({"ts": ts(morning + timedelta(minutes=2)), "workflow": "wf-312",
+              "idempotency_key": "wf-312-charge-0b1c"}, **dict(charge, order_id="ord_9002")),
+    ]
+
+
+def race():
+    """Two workers checked "does a subscription exist?", both saw none, both
+    inserted: 44 ms apart, one key, the same payload."""
+    payload = {"action": "create_subscription", "user": "u_55", "plan": "pro"}
+    return [
+        dict({"ts": "2026-11-30T12:00:00.120Z", "key": "sub_create:u_55", "worker": "worker-a"}, **payload),
+        dict({"ts": "2026-11-30T12:00:00.164Z", "key": "sub_create:u_55", "worker": "worker-b"}, **payload),
+        dict({"ts": "2026-11-30T12:00:03.500Z", "key": "sub_create:u_56", "worker": "worker-a"},
+             **dict(payload, user="u_56")),
+    ]
+
+
+def key_reuse():
+    """A client kept one idempotency key across two checkouts: the second
+    order was swallowed as a "duplicate" of the first."""
+    return [
+        {"ts": "2026-11-30T14:01:00.000Z", "idempotency_key": "checkout-42", "client": "web-3",
+         "order": {"id": "ord_1", "total": 25.0}},
+        {"ts": "2026-11-30T14:02:10.000Z", "idempotency_key": "checkout-43", "client": "web-4",
+         "order": {"id": "ord_3", "total": 12.5}},
+        {"ts": "2026-11-30T14:05:00.000Z", "idempotency_key": "checkout-42", "client": "web-3",
+         "order": {"id": "ord_2", "total": 310.0}},
+    ]
+
+
+def clean():
+    """A day of deliveries with nothing twice."""
+    return [{"ts": ts(T0 + timedelta(minutes=7 * n)), "key": f"evt_{n:04}", "worker": f"w{n % 3}",
+             "event": {"type": "charge.succeeded", "charge": f"ch_{n}", "amount": 100 * n}} for n in range(20)]
+
+
+if __name__ == "__main__":
+    write("agent-retries.ndjson", agent_retries())
+    write("ttl-expired.ndjson", ttl_expired())
+    write("overnight-resume.ndjson", overnight_resume())
+    write("race.ndjson", race())
+    write("key-reuse.ndjson", key_reuse())
+    write("clean.ndjson", clean())
