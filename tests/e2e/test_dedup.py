@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -134,6 +135,23 @@ class Dedup(unittest.TestCase):
         code, out, err = run(["dedup", "--key", "id", "--store", "redis://127.0.0.1:1"], stdin=ndjson(EVENTS))
         self.assertEqual(code, 4)
         self.assertEqual(out, b"")
+
+
+class LivePipe(unittest.TestCase):
+    def test_records_go_out_while_a_live_input_is_quiet(self):
+        process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", ":memory:"], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            process.stdin.write(b'{"id":1}\n{"id":1}\n{"id":2}\n')
+            process.stdin.flush()
+            # Read while stdin stays open: nothing may wait for a full batch.
+            self.assertEqual(process.stdout.readline(), b'{"id":1}\n')
+            self.assertEqual(process.stdout.readline(), b'{"id":2}\n')
+        finally:
+            process.stdin.close()
+            process.wait(timeout=10)
+            process.stdout.close()
+            process.stderr.close()
 
 
 class Concurrency(unittest.TestCase):
@@ -347,21 +365,40 @@ class RedisLeases(unittest.TestCase):
         port = uri.rsplit(":", 1)[1].split("/")[0]
         keys = subprocess.run(["redis-cli", "-p", port, "-n", "4", "--scan", "--pattern", "idem:fp:*"],
                               capture_output=True, text=True).stdout.split()
-        return [int(subprocess.run(["redis-cli", "-p", port, "-n", "4", "PTTL", key], capture_output=True,
-                                   text=True).stdout) for key in keys]
+        # One redis-cli for all of them: a process per key takes longer than a lease.
+        replies = subprocess.run(["redis-cli", "-p", port, "-n", "4"], input="".join(f"PTTL {key}\n" for key in keys),
+                                 capture_output=True, text=True).stdout.split()
+        return [int(reply) for reply in replies]
 
     def test_claims_are_leases_until_committed_then_last_the_ttl(self):
         with redis_server.running() as base:
             uri = base + "/4"
+            # A consumer that reads nothing: the output cannot be flushed, so
+            # the claims made for it stay leases (a quiet input alone would
+            # commit what was emitted).
             process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", uri, "-q"], stdin=subprocess.PIPE,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            process.stdin.write(ndjson(EVENTS))
-            process.stdin.flush()
-            time.sleep(0.5)  # claimed, not yet committed: the input is still open
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            events = [{"id": f"evt_{i}", "pad": "x" * 100} for i in range(30000)]
+
+            def feed():  # blocks once idem, blocked on its output, stops reading
+                try:
+                    process.stdin.write(ndjson(events))
+                    process.stdin.flush()
+                except (BrokenPipeError, ValueError):
+                    pass
+
+            writer = threading.Thread(target=feed, daemon=True)
+            writer.start()
+            time.sleep(1.0)
             pending = self.ttls(uri)
             process.kill()
             process.wait()
-            process.stdin.close()
+            writer.join(timeout=10)
+            for stream in (process.stdin, process.stdout, process.stderr):
+                try:
+                    stream.close()
+                except BrokenPipeError:
+                    pass
             self.assertTrue(pending and all(0 < ttl <= 60_000 for ttl in pending), pending)
             code, _, _ = run(["dedup", "--key", "id", "--store", uri, "--scope", "other", "-q"], stdin=ndjson(EVENTS))
             self.assertEqual(code, 0)

@@ -119,6 +119,11 @@ public:
                 },
                 [&](const record::InputBlock& block, BlockOutcome& result) {
                     emit_block(block, result);
+                },
+                // Live input gone quiet (tail -f): what was decided goes out
+                // now instead of waiting for a full batch.
+                [&] {
+                    if (m_since_commit > 0) commit();
                 });
         } catch (const InputError&) {
             commit(); // what was decided before the failure stands
