@@ -80,6 +80,7 @@ int run_audit_command(const AuditOptions& options) {
     run.explain.window = positive_duration("--window", options.window);
     run.format = options.format == "json"       ? audit::ReportFormat::json
                  : options.format == "markdown" ? audit::ReportFormat::markdown
+                 : options.format == "html"     ? audit::ReportFormat::html
                                                 : audit::ReportFormat::table;
     run.threads = options.threads;
     StderrDiagnostics diagnostics(options.common.quiet);
@@ -118,8 +119,11 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
     command->add_option("--window", options->window,
                         "one intent under several keys within this is key-regenerated "
                         "(default 24h)");
-    command->add_option("--format", options->format, "table (default), json or markdown")
-        ->check(CLI::IsMember({"table", "json", "markdown"}));
+    command
+        ->add_option("--format", options->format,
+                     "table (default), json, markdown, or html (one self-contained file: a "
+                     "timeline of the top groups and a sortable table)")
+        ->check(CLI::IsMember({"table", "json", "markdown", "html"}));
     command
         ->add_option("--fail-on", options->fail_on,
                      "exit 1 on duplicates (any group), conflicts (a key reused for another "

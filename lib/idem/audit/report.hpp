@@ -11,7 +11,7 @@
 
 namespace idem::audit {
 
-enum class ReportFormat { table, json, markdown };
+enum class ReportFormat { table, json, markdown, html };
 
 // Everything the report needs, strings interned: id 0 of each table is ""
 // (the field was absent).
@@ -39,5 +39,7 @@ struct FindingsSummary {
 
 [[nodiscard]] FindingsSummary summarize(const Findings& findings);
 [[nodiscard]] std::string render(const Findings& findings, ReportFormat format);
+// One self-contained page: nothing is loaded from anywhere (report_html.cpp).
+[[nodiscard]] std::string render_html(const Findings& findings);
 
 } // namespace idem::audit

@@ -1,0 +1,29 @@
+#pragma once
+// Internal to audit: the words its reports share (table, Markdown, HTML).
+
+#include "idem/audit/report.hpp"
+
+#include <string>
+#include <vector>
+
+namespace idem::audit::detail {
+
+[[nodiscard]] double seconds(Duration duration);
+// "6m04s", "1.5s", "24h": short, for tables and sentences.
+[[nodiscard]] std::string short_duration(Duration duration);
+// "dir/events.ndjson:12" -> "events.ndjson:12".
+[[nodiscard]] std::string short_position(const std::string& position);
+// "line 3, line 9" when the records share a file, else short positions.
+[[nodiscard]] std::string positions_text(const std::vector<std::string>& positions);
+[[nodiscard]] std::string gap_list(const std::vector<Duration>& gaps, std::size_t limit = 8);
+// A key or fingerprint for a person: a lone string without its quotes.
+[[nodiscard]] std::string plain(const std::string& json);
+// "key evt_1Q77", "intent [\"u_1042\",\"login_timeout\"]".
+[[nodiscard]] std::string group_label(const Findings& findings, const Explanation& group);
+// One sentence for a cause, from its evidence.
+[[nodiscard]] std::string describe(const Findings& findings, const Explanation& group,
+                                   const Evidence& evidence);
+[[nodiscard]] std::string cause_list(const Explanation& group);
+[[nodiscard]] std::string span_of(const Explanation& group);
+
+} // namespace idem::audit::detail

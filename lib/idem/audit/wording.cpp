@@ -1,0 +1,127 @@
+// The words audit's reports share: durations, positions, causes as sentences.
+
+#include "idem/audit/detail/wording.hpp"
+
+#include "idem/util/time.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <set>
+
+namespace idem::audit::detail {
+
+double seconds(Duration duration) {
+    return std::chrono::duration<double>(duration).count();
+}
+
+// "6m00s", "1.5s", "14h02m": short, for tables and sentences.
+std::string short_duration(Duration duration) {
+    auto total = seconds(duration);
+    if (total < 60)
+        return total == static_cast<long long>(total)
+                   ? fmt::format("{}s", static_cast<long long>(total))
+                   : fmt::format("{:.3g}s", total);
+    auto whole = static_cast<long long>(total);
+    if (whole < 3600)
+        return whole % 60 == 0 ? fmt::format("{}m", whole / 60)
+                               : fmt::format("{}m{:02}s", whole / 60, whole % 60);
+    return whole % 3600 == 0 ? fmt::format("{}h", whole / 3600)
+                             : fmt::format("{}h{:02}m", whole / 3600, whole % 3600 / 60);
+}
+
+// "dir/events.ndjson:12" -> "events.ndjson:12": the table is 80 columns.
+std::string short_position(const std::string& position) {
+    auto slash = position.rfind('/');
+    return slash == std::string::npos ? position : position.substr(slash + 1);
+}
+
+// "line 3, line 9" when the records share a file (the usual case), else
+// "a.ndjson:3, b.ndjson:9".
+std::string positions_text(const std::vector<std::string>& positions) {
+    auto file_of = [](const std::string& position) {
+        return position.substr(0, position.rfind(':'));
+    };
+    bool one_file = std::all_of(positions.begin(), positions.end(), [&](const auto& position) {
+        return file_of(position) == file_of(positions.front());
+    });
+    std::vector<std::string> parts;
+    for (const auto& position : positions)
+        parts.push_back(one_file ? "line " + position.substr(position.rfind(':') + 1)
+                                 : short_position(position));
+    return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string gap_list(const std::vector<Duration>& gaps, std::size_t limit) {
+    std::string text;
+    for (std::size_t i = 0; i < gaps.size() && i < limit; ++i)
+        text += (i ? " " : "") + short_duration(gaps[i]);
+    if (gaps.size() > limit) text += " ...";
+    return text;
+}
+
+// A key or fingerprint for a person: a lone string without its quotes.
+std::string plain(const std::string& json) {
+    if (json.size() >= 2 && json.front() == '"' && json.back() == '"' &&
+        json.find('\\') == std::string::npos)
+        return json.substr(1, json.size() - 2);
+    return json;
+}
+
+std::string group_label(const Findings& findings, const Explanation& group) {
+    const auto& first = findings.attempts[group.records.front()];
+    if (group.kind == GroupKind::key) return "key " + plain(findings.keys[first.key]);
+    return "intent " + plain(findings.fingerprints[first.fingerprint]);
+}
+
+// One sentence per cause, from its evidence.
+std::string describe(const Findings& findings, const Explanation& group, const Evidence& evidence) {
+    auto record = [&](std::size_t index) -> const Attempt& {
+        return findings.attempts[group.records[index]];
+    };
+    switch (evidence.cause) {
+    case Cause::retry_storm:
+        return fmt::format("{} attempts from {}, gaps {}", evidence.records.size(),
+                           plain(findings.sources[evidence.source]), gap_list(evidence.gaps));
+    case Cause::concurrent: {
+        std::set<std::string> sources;
+        for (auto index : evidence.records)
+            sources.insert(findings.sources[record(index).source]);
+        auto closest = *std::min_element(evidence.gaps.begin(), evidence.gaps.end());
+        return fmt::format("{} records from {} sources within {} (closest {} apart)",
+                           evidence.records.size(), sources.size(),
+                           short_duration(findings.options.race_window), short_duration(closest));
+    }
+    case Cause::ttl_expired:
+        return fmt::format("repeated {} after the record before, past the {} TTL",
+                           gap_list(evidence.gaps), short_duration(findings.options.ttl));
+    case Cause::key_reuse: {
+        std::vector<std::string> at;
+        for (auto index : evidence.records)
+            at.push_back(findings.positions[group.records[index]]);
+        return fmt::format("{} payloads under one key, first at {}", at.size(), positions_text(at));
+    }
+    case Cause::key_regenerated: {
+        std::vector<std::string> keys;
+        for (auto index : evidence.records)
+            keys.push_back(plain(findings.keys[record(index).key]));
+        return fmt::format("{} keys for one intent within {}: {}", keys.size(),
+                           short_duration(findings.options.window), fmt::join(keys, ", "));
+    }
+    case Cause::unexplained:
+        return "no cause fits the evidence: the records are the same intent, nothing more";
+    }
+    return {};
+}
+
+std::string cause_list(const Explanation& group) {
+    std::vector<std::string_view> names;
+    for (const auto& evidence : group.causes)
+        names.push_back(cause_name(evidence.cause));
+    return fmt::format("{}", fmt::join(names, ", "));
+}
+
+std::string span_of(const Explanation& group) {
+    return group.first && group.last ? short_duration(*group.last - *group.first) : "-";
+}
+
+} // namespace idem::audit::detail
