@@ -27,6 +27,9 @@ struct AuditOptions {
     std::string format = "table";
     std::vector<std::string> fail_on;
     std::string output_path;
+    std::vector<std::string> csv_paths;
+    std::string sqlite_path;
+    std::string sqlite_query;
     std::size_t threads = 0;
 };
 
@@ -62,8 +65,16 @@ int run_audit_command(const AuditOptions& options) {
                 "--fail-on: unknown value {}: expected duplicates, conflicts, retry-storm, "
                 "concurrent, ttl-expired, key-reuse, key-regenerated or unexplained",
                 quote(item)));
+    if (options.sqlite_path.empty() != options.sqlite_query.empty())
+        throw UsageError("--sqlite FILE and --query 'SELECT ...' go together");
     audit::AuditRunOptions run;
     run.input = input_options(options.common);
+    run.csv_paths = options.csv_paths;
+    run.sqlite_path = options.sqlite_path;
+    run.sqlite_query = options.sqlite_query;
+    // Only CSV or a query: stdin is not read unless "-" is given.
+    run.read_records = !options.common.inputs.empty() ||
+                       (options.csv_paths.empty() && options.sqlite_path.empty());
     run.strictness = strictness(options.common);
     run.reject_path = options.common.reject_path;
     run.key_fields = paths(options.key);
@@ -132,6 +143,14 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
         ->allow_extra_args(false); // one value per --fail-on: the inputs follow
     command->add_option("-o,--output", options->output_path, "write the report to FILE");
     command
+        ->add_option("--csv", options->csv_paths,
+                     "a CSV file with a header row: each row is a record (repeatable)")
+        ->allow_extra_args(false);
+    command->add_option("--sqlite", options->sqlite_path,
+                        "a SQLite database to read records from, with --query");
+    command->add_option("--query", options->sqlite_query,
+                        "the SELECT whose rows are the records (column names are field names)");
+    command
         ->add_option("--threads", options->threads,
                      "worker threads (default: one per core, at most 8)")
         ->check(CLI::Range(0, 64));
@@ -142,7 +161,9 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
         "  idem audit --key idempotency_key --source-field worker tickets.ndjson\n"
         "  idem audit --key request.key --fingerprint user_id,fault_type --time-field ts "
         "--format markdown calls.ndjson\n"
-        "  idem audit --key key --ttl 5m --fail-on conflicts,ttl-expired ci-log.ndjson");
+        "  idem audit --key key --ttl 5m --fail-on conflicts,ttl-expired ci-log.ndjson\n"
+        "  idem audit --sqlite app.db --query 'SELECT * FROM work_order' --key request_key "
+        "--fingerprint user_id,fault_type --time-field created_at");
     command->callback(
         [options, &action] { action = [options] { return run_audit_command(*options); }; });
 }

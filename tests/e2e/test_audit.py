@@ -116,6 +116,62 @@ class Reports(unittest.TestCase):
         self.assertEqual((summary["in"], summary["records"], summary["rejected"], summary["groups"]), (3, 2, 1, 1))
 
 
+class OtherInputs(unittest.TestCase):
+    """CSV with a header row, and any SQLite database through a query: the
+    affected service's own table, audited like a log."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_a_csv_export_with_quoted_commas_and_newlines(self):
+        path = os.path.join(self.tmp.name, "orders.csv")
+        with open(path, "w") as f:
+            f.write('key,ts,client,note\n'
+                    'checkout-42,2026-11-30T14:01:00Z,web-3,"first, ""small"" order"\n'
+                    'checkout-43,2026-11-30T14:02:00Z,web-4,plain\n'
+                    'checkout-42,2026-11-30T14:05:00Z,web-3,"second order,\nbig"\n')
+        code, report, err = audit(["--csv", path, "--key", "key", "--time-field", "ts", "--source-field", "client"])
+        self.assertEqual(code, 0, err)
+        self.assertEqual([sorted(g["causes"]) for g in report["groups"]], [["key-reuse"]])
+        self.assertEqual([r["at"] for r in report["groups"][0]["records"]], [path + ":2", path + ":4"])
+
+    def test_a_csv_row_with_the_wrong_number_of_fields_names_its_line(self):
+        path = os.path.join(self.tmp.name, "bad.csv")
+        with open(path, "w") as f:
+            f.write("key,ts\na,1\nb,2,3\n")
+        code, _, err = run(["audit", "--csv", path, "--key", "key"])
+        self.assertEqual(code, 3)
+        self.assertIn(path + ":3: 3 fields where the header has 2", err)
+
+    def test_a_service_table_through_a_query(self):
+        import sqlite3
+        path = os.path.join(self.tmp.name, "service.db")
+        db = sqlite3.connect(path)
+        db.execute("CREATE TABLE work_order (id INTEGER PRIMARY KEY, request_key TEXT, user_id TEXT, "
+                   "fault_type TEXT, created_at TEXT, worker TEXT)")
+        db.executemany("INSERT INTO work_order (request_key, user_id, fault_type, created_at, worker) "
+                       "VALUES (?, ?, ?, ?, ?)",
+                       [("r-1", "u_7", "leak", "2026-11-30T10:00:00Z", "agent-1"),
+                        ("r-2", "u_7", "leak", "2026-11-30T10:00:02Z", "agent-1"),
+                        ("r-3", "u_7", "leak", "2026-11-30T10:00:12Z", "agent-1"),
+                        ("r-4", "u_8", "noise", "2026-11-30T11:00:00Z", "agent-2")])
+        db.commit()
+        db.close()
+        code, report, err = audit(["--sqlite", path, "--query", "SELECT * FROM work_order", "--key", "request_key",
+                                   "--fingerprint", "user_id,fault_type", "--time-field", "created_at",
+                                   "--source-field", "worker", "--ignore", "id"])
+        self.assertEqual(code, 0, err)
+        self.assertEqual([sorted(g["causes"]) for g in report["groups"]], [["key-regenerated", "retry-storm"]])
+        self.assertEqual(report["groups"][0]["records"][0]["at"], path + ":row 1")
+        code, _, err = run(["audit", "--sqlite", path, "--query", "SELECT * FROM nowhere", "--key", "k"])
+        self.assertEqual(code, 3)
+        self.assertIn("no such table: nowhere", err)
+        self.assertEqual(run(["audit", "--sqlite", path, "--key", "k"])[0], 2)  # --query is missing
+
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 

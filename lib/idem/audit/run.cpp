@@ -2,6 +2,7 @@
 
 #include "idem/audit/run.hpp"
 
+#include "idem/audit/row_sources.hpp"
 #include "idem/dedup/fingerprint.hpp"
 #include "idem/record/block_pipeline.hpp"
 #include "idem/store/store.hpp"
@@ -132,21 +133,12 @@ public:
             m_reject_sink = io::Sink::create_file(options.reject_path);
         m_rejects.emplace(m_reject_sink.get(), options.strictness, diagnostics,
                           options.input.max_record_bytes);
-        m_input.emplace(options.input, &*m_rejects);
+        if (options.read_records) m_input.emplace(options.input, &*m_rejects);
     }
 
     Findings read() {
-        std::vector<std::unique_ptr<WorkerState>> states;
-        for (std::size_t i = 0; i < record::worker_count(m_options.threads); ++i)
-            states.push_back(std::make_unique<WorkerState>(payload_spec(m_options)));
-        record::run_block_pipeline<WorkerState, BlockReadings>(
-            *m_input, states,
-            [&](const record::InputBlock& block, WorkerState& state) {
-                return read_block(block, state, m_options);
-            },
-            [&](const record::InputBlock& block, BlockReadings& result) {
-                take_block(block, result);
-            });
+        if (m_input) read_records();
+        read_rows();
         if (m_reject_sink) m_reject_sink->flush();
         m_findings.keys = std::move(m_keys.values());
         m_findings.fingerprints = std::move(m_fingerprints.values());
@@ -167,6 +159,56 @@ public:
     [[nodiscard]] std::uint64_t lines() const { return m_lines; }
 
 private:
+    void read_records() {
+        std::vector<std::unique_ptr<WorkerState>> states;
+        for (std::size_t i = 0; i < record::worker_count(m_options.threads); ++i)
+            states.push_back(std::make_unique<WorkerState>(payload_spec(m_options)));
+        record::run_block_pipeline<WorkerState, BlockReadings>(
+            *m_input, states,
+            [&](const record::InputBlock& block, WorkerState& state) {
+                return read_block(block, state, m_options);
+            },
+            [&](const record::InputBlock& block, BlockReadings& result) {
+                take_block(block, result);
+            });
+    }
+
+    // CSV rows and query rows, as JSON objects, on this thread.
+    void read_rows() {
+        WorkerState state(payload_spec(m_options));
+        std::string padded;
+        auto take_row = [&](std::string_view json, const std::string& position) {
+            padded.assign(json);
+            padded.append(io::k_padding_bytes, ' ');
+            io::BlockLine line;
+            line.bytes = std::string_view(padded).substr(0, json.size());
+            Reading reading;
+            read_line(line, reading, state, m_options);
+            ++m_lines;
+            take(reading, position);
+        };
+        for (const auto& path : m_options.csv_paths)
+            read_csv_rows(path, take_row);
+        if (!m_options.sqlite_path.empty())
+            read_sqlite_rows(m_options.sqlite_path, m_options.sqlite_query, take_row);
+    }
+
+    void take(const Reading& reading, const std::string& position) {
+        Attempt attempt;
+        attempt.key = m_keys.intern(reading.key);
+        attempt.fingerprint = m_fingerprints.intern(reading.fingerprint);
+        attempt.source = m_sources.intern(reading.source);
+        attempt.time = reading.time;
+        auto [slot, inserted] = m_payload_ids.try_emplace(
+            reading.payload, static_cast<std::uint32_t>(m_findings.payloads.size()));
+        if (inserted)
+            m_findings.payloads.push_back(hex_encode(
+                std::string_view(reinterpret_cast<const char*>(reading.payload.data()), 6)));
+        attempt.payload = slot->second;
+        m_findings.attempts.push_back(attempt);
+        m_findings.positions.push_back(position);
+    }
+
     void take_block(const record::InputBlock& block, BlockReadings& result) {
         m_positions.start_block(block);
         for (auto& reading : result.readings) {
@@ -183,19 +225,7 @@ private:
                 }
                 continue;
             }
-            Attempt attempt;
-            attempt.key = m_keys.intern(reading.key);
-            attempt.fingerprint = m_fingerprints.intern(reading.fingerprint);
-            attempt.source = m_sources.intern(reading.source);
-            attempt.time = reading.time;
-            auto [slot, inserted] = m_payload_ids.try_emplace(
-                reading.payload, static_cast<std::uint32_t>(m_findings.payloads.size()));
-            if (inserted)
-                m_findings.payloads.push_back(hex_encode(
-                    std::string_view(reinterpret_cast<const char*>(reading.payload.data()), 6)));
-            attempt.payload = slot->second;
-            m_findings.attempts.push_back(attempt);
-            m_findings.positions.push_back(fmt::format("{}:{}", *record.source, record.line));
+            take(reading, fmt::format("{}:{}", *record.source, record.line));
         }
         if (auto oversized = m_positions.finish_block(block, result.lines)) {
             ++m_lines;

@@ -20,6 +20,12 @@ namespace idem::audit {
 
 struct AuditRunOptions {
     record::InputOptions input;
+    // NDJSON (or HAR) inputs are read unless only CSV files or a query are
+    // given.
+    bool read_records = true;
+    std::vector<std::string> csv_paths;
+    std::string sqlite_path; // with sqlite_query: rows of any SQLite database
+    std::string sqlite_query;
     std::string reject_path;
     record::Strictness strictness = record::Strictness::lenient;
     std::vector<record::FieldPath> key_fields;         // --key

@@ -1,0 +1,154 @@
+#include "idem/audit/row_sources.hpp"
+
+#include "idem/util/encoding.hpp"
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+#include <vector>
+
+namespace idem::audit {
+
+namespace {
+
+// Reads one CSV record (which may span lines inside quotes) into `fields`.
+// False at the end of the file.
+bool next_csv_record(std::istream& in, std::vector<std::string>& fields, std::uint64_t& line,
+                     const std::string& path) {
+    fields.clear();
+    std::string field;
+    bool quoted = false, any = false, was_quoted = false;
+    auto start_line = line + 1;
+    char c = 0;
+    while (in.get(c)) {
+        any = true;
+        if (quoted) {
+            if (c == '"') {
+                if (in.peek() == '"') {
+                    in.get(c);
+                    field += '"';
+                } else {
+                    quoted = false;
+                }
+            } else {
+                if (c == '\n') ++line;
+                field += c;
+            }
+            continue;
+        }
+        if (c == '"' && field.empty() && !was_quoted) {
+            quoted = was_quoted = true;
+        } else if (c == ',') {
+            fields.push_back(std::move(field));
+            field.clear();
+            was_quoted = false;
+        } else if (c == '\n') {
+            ++line;
+            if (!field.empty() && field.back() == '\r') field.pop_back();
+            fields.push_back(std::move(field));
+            return true;
+        } else if (was_quoted && c != '\r') {
+            throw InputError({path, line + 1, 0, 0},
+                             "a quoted CSV field must end at a comma or the end of the line");
+        } else {
+            field += c;
+        }
+    }
+    if (quoted) throw InputError({path, start_line, 0, 0}, "a quoted CSV field is not closed");
+    if (!any) return false;
+    ++line;
+    if (!field.empty() && field.back() == '\r') field.pop_back();
+    fields.push_back(std::move(field));
+    return true;
+}
+
+} // namespace
+
+void read_csv_rows(const std::string& path, const RowHandler& handle) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError({path, 0, 0, 0}, "cannot open the CSV file");
+    std::vector<std::string> header, fields;
+    std::uint64_t line = 0;
+    if (!next_csv_record(in, header, line, path))
+        throw InputError({path, 1, 0, 0}, "the CSV file is empty: a header row is needed");
+    std::string json;
+    while (true) {
+        auto row_line = line + 1;
+        if (!next_csv_record(in, fields, line, path)) break;
+        if (fields.size() == 1 && fields[0].empty()) continue; // a blank line
+        if (fields.size() != header.size())
+            throw InputError(
+                {path, row_line, 0, 0},
+                fmt::format("{} fields where the header has {}", fields.size(), header.size()));
+        nlohmann::json object = nlohmann::json::object();
+        for (std::size_t i = 0; i < header.size(); ++i)
+            object[header[i]] = fields[i];
+        json = object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        handle(json, fmt::format("{}:{}", path, row_line));
+    }
+}
+
+namespace {
+// Closed however the reading ends (a handler may throw under --strict).
+struct Database {
+    sqlite3* db = nullptr;
+    ~Database() { sqlite3_close(db); }
+};
+struct Query {
+    sqlite3_stmt* statement = nullptr;
+    ~Query() { sqlite3_finalize(statement); }
+};
+
+nlohmann::json column_value(sqlite3_stmt* statement, int i) {
+    switch (sqlite3_column_type(statement, i)) {
+    case SQLITE_INTEGER:
+        return sqlite3_column_int64(statement, i);
+    case SQLITE_FLOAT:
+        return sqlite3_column_double(statement, i);
+    case SQLITE_TEXT:
+        return std::string(reinterpret_cast<const char*>(sqlite3_column_text(statement, i)),
+                           static_cast<std::size_t>(sqlite3_column_bytes(statement, i)));
+    case SQLITE_BLOB: {
+        const auto* bytes = static_cast<const char*>(sqlite3_column_blob(statement, i));
+        return base64_encode(std::string_view(
+            bytes ? bytes : "", static_cast<std::size_t>(sqlite3_column_bytes(statement, i))));
+    }
+    default:
+        return nullptr;
+    }
+}
+} // namespace
+
+void read_sqlite_rows(const std::string& path, const std::string& query, const RowHandler& handle) {
+    Database database;
+    if (sqlite3_open_v2(path.c_str(), &database.db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
+        throw InputError({path, 0, 0, 0},
+                         fmt::format("cannot open the database: {}",
+                                     database.db ? sqlite3_errmsg(database.db) : "out of memory"));
+    Query rows;
+    if (sqlite3_prepare_v2(database.db, query.c_str(), -1, &rows.statement, nullptr) != SQLITE_OK ||
+        rows.statement == nullptr)
+        throw InputError({path, 0, 0, 0}, fmt::format("the query {} does not run: {}", quote(query),
+                                                      sqlite3_errmsg(database.db)));
+    std::uint64_t row = 0;
+    int result = SQLITE_ROW;
+    while ((result = sqlite3_step(rows.statement)) == SQLITE_ROW) {
+        ++row;
+        nlohmann::json object = nlohmann::json::object();
+        for (int i = 0; i < sqlite3_column_count(rows.statement); ++i) {
+            const char* name = sqlite3_column_name(rows.statement, i);
+            object[name ? std::string(name) : fmt::format("column{}", i)] =
+                column_value(rows.statement, i);
+        }
+        handle(object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+               fmt::format("{}:row {}", path, row));
+    }
+    if (result != SQLITE_DONE)
+        throw InputError({path, 0, 0, 0},
+                         fmt::format("the query failed: {}", sqlite3_errmsg(database.db)));
+}
+
+} // namespace idem::audit

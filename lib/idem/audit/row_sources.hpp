@@ -1,0 +1,27 @@
+#pragma once
+// Records that are not NDJSON, for `idem audit` (docs/audit.md): the rows of
+// CSV files with a header row, and of a query over any SQLite database (the
+// affected service's own tables). Each row becomes a JSON object, so field
+// paths, canonical payloads and the rest work on it as on any record.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace idem::audit {
+
+// A row as a JSON object, and where it came from ("orders.csv:12").
+using RowHandler = std::function<void(std::string_view json, const std::string& position)>;
+
+// RFC 4180: commas, double quotes around fields that hold commas, quotes or
+// newlines, "" for a quote inside them. Values are strings. Throws
+// InputError naming the file and line for a row that does not parse.
+void read_csv_rows(const std::string& path, const RowHandler& handle);
+
+// Runs `query` on the database at `path`, opened read-only. Integers and
+// reals become numbers, text strings, NULL null, blobs base64 strings.
+// Throws InputError for a database or query that fails.
+void read_sqlite_rows(const std::string& path, const std::string& query, const RowHandler& handle);
+
+} // namespace idem::audit
