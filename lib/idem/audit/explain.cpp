@@ -108,7 +108,7 @@ template <typename Field>
 std::vector<std::size_t> first_of_each(const Explanation& group,
                                        const std::vector<Attempt>& attempts, Field field) {
     std::vector<std::size_t> firsts;
-    std::set<std::uint32_t> seen;
+    std::set<std::uint64_t> seen;
     for (std::size_t i = 0; i < group.records.size(); ++i)
         if (seen.insert(field(attempts[group.records[i]])).second) firsts.push_back(i);
     return firsts;
@@ -158,7 +158,8 @@ Explanation explain(GroupKind kind, std::vector<std::size_t> members,
     });
     group.records = std::move(members);
     std::optional<Timestamp> previous;
-    std::set<std::uint32_t> sources, payloads, keys;
+    std::set<std::uint32_t> sources, keys;
+    std::set<std::uint64_t> payloads;
     for (auto index : group.records) {
         const auto& attempt = attempts[index];
         if (sources.insert(attempt.source).second) group.sources.push_back(attempt.source);

@@ -27,7 +27,7 @@ struct Attempt {
     std::uint32_t key = 0;
     std::uint32_t fingerprint = 0;
     std::uint32_t source = 0;
-    std::uint32_t payload = 0; // the payload's digest, interned
+    std::uint64_t payload = 0; // the first 64 bits of the payload's SHA-256
     std::optional<Timestamp> time;
 };
 

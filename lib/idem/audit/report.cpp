@@ -4,6 +4,7 @@
 #include "idem/audit/report.hpp"
 
 #include "idem/audit/detail/wording.hpp"
+#include "idem/record/annotate.hpp"
 
 #include "idem/util/time.hpp"
 
@@ -14,6 +15,16 @@
 #include <unordered_map>
 
 namespace idem::audit {
+
+std::string Findings::position(std::size_t attempt) const {
+    const auto& at = positions[attempt];
+    return at.row ? fmt::format("{}:row {}", inputs[at.input], at.number)
+                  : fmt::format("{}:{}", inputs[at.input], at.number);
+}
+
+std::string Findings::payload_hex(const Attempt& attempt) {
+    return fmt::format("{:012x}", attempt.payload >> 16);
+}
 
 FindingsSummary summarize(const Findings& findings) {
     FindingsSummary summary;
@@ -100,65 +111,91 @@ std::string render_table(const Findings& findings) {
     return out;
 }
 
-nlohmann::json json_or_null(const std::string& text) {
-    if (text.empty()) return nullptr;
-    return nlohmann::json::parse(text, nullptr, false);
+// JSON by hand for the groups: keys and intents are already JSON text, and a
+// report of a million records should not build a DOM of them first.
+void append_json_text(std::string& out, const std::string& json) {
+    out += json.empty() ? "null" : json;
 }
 
-nlohmann::json time_json(const std::optional<Timestamp>& at) {
-    if (!at) return nullptr;
-    return format_rfc3339(*at);
+void append_time(std::string& out, const std::optional<Timestamp>& at) {
+    if (at)
+        record::append_json_string(out, format_rfc3339(*at));
+    else
+        out += "null";
 }
 
-nlohmann::json group_json(const Findings& findings, const Explanation& group) {
+void append_seconds(std::string& out, const std::vector<Duration>& gaps) {
+    out += '[';
+    for (std::size_t i = 0; i < gaps.size(); ++i)
+        fmt::format_to(std::back_inserter(out), "{}{}", i ? "," : "", seconds(gaps[i]));
+    out += ']';
+}
+
+void append_group(std::string& out, const Findings& findings, const Explanation& group) {
     const auto& first = findings.attempts[group.records.front()];
-    nlohmann::json json;
-    json["kind"] = group.kind == GroupKind::key ? "key" : "fingerprint";
-    json["key"] = group.kind == GroupKind::key ? json_or_null(findings.keys[first.key]) : nullptr;
-    json["fingerprint"] = json_or_null(findings.fingerprints[first.fingerprint]);
-    json["count"] = group.records.size();
-    json["first"] = time_json(group.first);
-    json["last"] = time_json(group.last);
-    json["span_seconds"] =
-        group.first && group.last ? nlohmann::json(seconds(*group.last - *group.first)) : nullptr;
-    auto& sources = json["sources"] = nlohmann::json::array();
-    for (auto source : group.sources)
-        sources.push_back(findings.sources[source]);
-    auto& gaps = json["gaps_seconds"] = nlohmann::json::array();
-    for (auto gap : group.gaps)
-        gaps.push_back(seconds(gap));
-    json["payloads"] = group.payloads;
-    json["keys"] = group.keys;
-    auto& causes = json["causes"] = nlohmann::json::array();
-    auto& evidence_json = json["evidence"] = nlohmann::json::object();
-    for (const auto& evidence : group.causes) {
-        causes.push_back(cause_name(evidence.cause));
-        nlohmann::json item;
-        item["records"] = evidence.records;
-        auto& item_gaps = item["gaps_seconds"] = nlohmann::json::array();
-        for (auto gap : evidence.gaps)
-            item_gaps.push_back(seconds(gap));
-        if (evidence.cause == Cause::retry_storm)
-            item["source"] = findings.sources[evidence.source];
-        item["summary"] = describe(findings, group, evidence);
-        evidence_json[std::string(cause_name(evidence.cause))] = std::move(item);
+    auto key = group.kind == GroupKind::key ? findings.keys[first.key] : std::string();
+    out += group.kind == GroupKind::key ? R"({"kind":"key","key":)"
+                                        : R"({"kind":"fingerprint","key":)";
+    append_json_text(out, key);
+    out += R"(,"fingerprint":)";
+    append_json_text(out, findings.fingerprints[first.fingerprint]);
+    fmt::format_to(std::back_inserter(out), R"(,"count":{},"first":)", group.records.size());
+    append_time(out, group.first);
+    out += R"(,"last":)";
+    append_time(out, group.last);
+    out += R"(,"span_seconds":)";
+    if (group.first && group.last)
+        fmt::format_to(std::back_inserter(out), "{}", seconds(*group.last - *group.first));
+    else
+        out += "null";
+    out += R"(,"sources":[)";
+    for (std::size_t i = 0; i < group.sources.size(); ++i) {
+        if (i) out += ',';
+        record::append_json_string(out, findings.sources[group.sources[i]]);
     }
-    auto& records = json["records"] = nlohmann::json::array();
-    for (auto index : group.records) {
+    out += R"(],"gaps_seconds":)";
+    append_seconds(out, group.gaps);
+    fmt::format_to(std::back_inserter(out), R"(,"payloads":{},"keys":{},"causes":[)",
+                   group.payloads, group.keys);
+    for (std::size_t i = 0; i < group.causes.size(); ++i)
+        fmt::format_to(std::back_inserter(out), R"({}"{}")", i ? "," : "",
+                       cause_name(group.causes[i].cause));
+    out += R"(],"evidence":{)";
+    for (std::size_t i = 0; i < group.causes.size(); ++i) {
+        const auto& evidence = group.causes[i];
+        fmt::format_to(std::back_inserter(out), R"({}"{}":{{"records":[{}],"gaps_seconds":)",
+                       i ? "," : "", cause_name(evidence.cause), fmt::join(evidence.records, ","));
+        append_seconds(out, evidence.gaps);
+        if (evidence.cause == Cause::retry_storm) {
+            out += R"(,"source":)";
+            record::append_json_string(out, findings.sources[evidence.source]);
+        }
+        out += R"(,"summary":)";
+        record::append_json_string(out, describe(findings, group, evidence));
+        out += '}';
+    }
+    out += R"(},"records":[)";
+    for (std::size_t i = 0; i < group.records.size(); ++i) {
+        auto index = group.records[i];
         const auto& attempt = findings.attempts[index];
-        records.push_back({{"at", findings.positions[index]},
-                           {"time", time_json(attempt.time)},
-                           {"source", findings.sources[attempt.source]},
-                           {"key", json_or_null(findings.keys[attempt.key])},
-                           {"payload", findings.payloads[attempt.payload]}});
+        out += i ? R"(,{"at":)" : R"({"at":)";
+        record::append_json_string(out, findings.position(index));
+        out += R"(,"time":)";
+        append_time(out, attempt.time);
+        out += R"(,"source":)";
+        record::append_json_string(out, findings.sources[attempt.source]);
+        out += R"(,"key":)";
+        append_json_text(out, findings.keys[attempt.key]);
+        fmt::format_to(std::back_inserter(out), R"(,"payload":"{}"}})",
+                       Findings::payload_hex(attempt));
     }
-    return json;
+    out += "]}";
 }
 
+// The summary is small: nlohmann, indented. The groups follow one per line.
 std::string render_json(const Findings& findings) {
     auto summary = summarize(findings);
-    nlohmann::json report;
-    auto& json = report["summary"];
+    nlohmann::json json;
     json["records"] = summary.records;
     json["groups"] = summary.groups;
     json["duplicates"] = summary.duplicates;
@@ -172,10 +209,15 @@ std::string render_json(const Findings& findings) {
     auto& sources = json["sources"] = nlohmann::json::object();
     for (const auto& [source, count] : summary.sources)
         sources[source] = count;
-    auto& groups = report["groups"] = nlohmann::json::array();
-    for (const auto& group : findings.groups)
-        groups.push_back(group_json(findings, group));
-    return report.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::string out = "{\"summary\": ";
+    out += json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    out += ",\n\"groups\": [";
+    for (std::size_t g = 0; g < findings.groups.size(); ++g) {
+        out += g ? ",\n  " : "\n  ";
+        append_group(out, findings, findings.groups[g]);
+    }
+    out += findings.groups.empty() ? "]}\n" : "\n]}\n";
+    return out;
 }
 
 // Markdown tables break on '|' and newlines in values.
@@ -223,11 +265,11 @@ std::string render_markdown(const Findings& findings) {
         out += "\n| at | time | source | key | payload |\n|---|---|---|---|---|\n";
         for (auto index : group.records) {
             const auto& attempt = findings.attempts[index];
-            out += fmt::format("| {} | {} | {} | {} | `{}` |\n", cell(findings.positions[index]),
+            out += fmt::format("| {} | {} | {} | {} | `{}` |\n", cell(findings.position(index)),
                                attempt.time ? format_rfc3339(*attempt.time) : "-",
                                cell(findings.sources[attempt.source]),
                                cell(plain(findings.keys[attempt.key])),
-                               findings.payloads[attempt.payload]);
+                               Findings::payload_hex(attempt));
         }
     }
     return out;

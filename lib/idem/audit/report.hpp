@@ -20,10 +20,22 @@ struct Findings {
     std::vector<std::string> keys;         // as JSON ("k_1", ["a",1])
     std::vector<std::string> fingerprints; // as JSON
     std::vector<std::string> sources;      // as text
-    std::vector<std::string> payloads;     // short hex digests
-    std::vector<std::string> positions;    // per attempt: "file:line"
-    std::vector<Explanation> groups;       // worst first
-    bool fingerprinted = false;            // --fingerprint given: intents are fingerprints
+    // Where each attempt came from, compactly: formatted only when shown.
+    struct Position {
+        std::uint32_t input = 0;  // index into inputs
+        bool row = false;         // a query's row number, not a line
+        std::uint64_t number = 0; // line, or row
+    };
+    std::vector<std::string> inputs;
+    std::vector<Position> positions; // per attempt
+
+    // "events.ndjson:12", "service.db:row 3".
+    [[nodiscard]] std::string position(std::size_t attempt) const;
+    // The payload digest's first 48 bits, in hex: enough to tell payloads
+    // apart within one report.
+    [[nodiscard]] static std::string payload_hex(const Attempt& attempt);
+    std::vector<Explanation> groups; // worst first
+    bool fingerprinted = false;      // --fingerprint given: intents are fingerprints
     ExplainOptions options;
 };
 

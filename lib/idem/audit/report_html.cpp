@@ -153,9 +153,9 @@ std::string group_details(const Findings& findings, std::size_t g) {
         out += fmt::format(
             "<tr><td class=\"mono\">{}</td><td class=\"mono\">{}</td><td>{}</td>"
             "<td class=\"mono\">{}</td><td class=\"mono\">{}</td></tr>",
-            escape(findings.positions[index]), attempt.time ? format_rfc3339(*attempt.time) : "-",
+            escape(findings.position(index)), attempt.time ? format_rfc3339(*attempt.time) : "-",
             escape(findings.sources[attempt.source]), escape(plain(findings.keys[attempt.key])),
-            escape(findings.payloads[attempt.payload]));
+            escape(Findings::payload_hex(attempt)));
     }
     return out + "</tbody></table></details>";
 }

@@ -87,7 +87,7 @@ void read_csv_rows(const std::string& path, const RowHandler& handle) {
         for (std::size_t i = 0; i < header.size(); ++i)
             object[header[i]] = fields[i];
         json = object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-        handle(json, fmt::format("{}:{}", path, row_line));
+        handle(json, {path, false, row_line});
     }
 }
 
@@ -144,7 +144,7 @@ void read_sqlite_rows(const std::string& path, const std::string& query, const R
                 column_value(rows.statement, i);
         }
         handle(object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
-               fmt::format("{}:row {}", path, row));
+               {path, true, row});
     }
     if (result != SQLITE_DONE)
         throw InputError({path, 0, 0, 0},

@@ -11,8 +11,16 @@
 
 namespace idem::audit {
 
-// A row as a JSON object, and where it came from ("orders.csv:12").
-using RowHandler = std::function<void(std::string_view json, const std::string& position)>;
+// Where a row came from: "orders.csv:12" (the line it starts on) or
+// "service.db:row 3".
+struct RowPosition {
+    const std::string& input;
+    bool row = false;
+    std::uint64_t number = 0;
+};
+
+// A row as a JSON object, and where it came from.
+using RowHandler = std::function<void(std::string_view json, const RowPosition& position)>;
 
 // RFC 4180: commas, double quotes around fields that hold commas, quotes or
 // newlines, "" for a quote inside them. Values are strings. Throws

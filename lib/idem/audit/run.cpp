@@ -177,7 +177,7 @@ private:
     void read_rows() {
         WorkerState state(payload_spec(m_options));
         std::string padded;
-        auto take_row = [&](std::string_view json, const std::string& position) {
+        auto take_row = [&](std::string_view json, const RowPosition& position) {
             padded.assign(json);
             padded.append(io::k_padding_bytes, ' ');
             io::BlockLine line;
@@ -185,7 +185,7 @@ private:
             Reading reading;
             read_line(line, reading, state, m_options);
             ++m_lines;
-            take(reading, position);
+            take(reading, {input_index(position.input), position.row, position.number});
         };
         for (const auto& path : m_options.csv_paths)
             read_csv_rows(path, take_row);
@@ -193,20 +193,23 @@ private:
             read_sqlite_rows(m_options.sqlite_path, m_options.sqlite_query, take_row);
     }
 
-    void take(const Reading& reading, const std::string& position) {
+    void take(const Reading& reading, Findings::Position position) {
         Attempt attempt;
         attempt.key = m_keys.intern(reading.key);
         attempt.fingerprint = m_fingerprints.intern(reading.fingerprint);
         attempt.source = m_sources.intern(reading.source);
         attempt.time = reading.time;
-        auto [slot, inserted] = m_payload_ids.try_emplace(
-            reading.payload, static_cast<std::uint32_t>(m_findings.payloads.size()));
-        if (inserted)
-            m_findings.payloads.push_back(hex_encode(
-                std::string_view(reinterpret_cast<const char*>(reading.payload.data()), 6)));
-        attempt.payload = slot->second;
+        for (std::size_t i = 0; i < 8; ++i)
+            attempt.payload = attempt.payload << 8 | reading.payload[i];
         m_findings.attempts.push_back(attempt);
         m_findings.positions.push_back(position);
+    }
+
+    // Inputs come one after another: the last one is nearly always it.
+    std::uint32_t input_index(const std::string& name) {
+        auto& inputs = m_findings.inputs;
+        if (inputs.empty() || inputs.back() != name) inputs.push_back(name);
+        return static_cast<std::uint32_t>(inputs.size() - 1);
     }
 
     void take_block(const record::InputBlock& block, BlockReadings& result) {
@@ -225,7 +228,7 @@ private:
                 }
                 continue;
             }
-            take(reading, fmt::format("{}:{}", *record.source, record.line));
+            take(reading, {input_index(*record.source), false, record.line});
         }
         if (auto oversized = m_positions.finish_block(block, result.lines)) {
             ++m_lines;
@@ -272,8 +275,6 @@ private:
     record::PositionTracker m_positions;
     Findings m_findings;
     Interner m_keys, m_fingerprints, m_sources;
-    std::unordered_map<store::FingerprintBytes, std::uint32_t, store::FingerprintBytesHash>
-        m_payload_ids;
     std::uint64_t m_lines = 0;
 };
 

@@ -97,7 +97,7 @@ std::string describe(const Findings& findings, const Explanation& group, const E
     case Cause::key_reuse: {
         std::vector<std::string> at;
         for (auto index : evidence.records)
-            at.push_back(findings.positions[group.records[index]]);
+            at.push_back(findings.position(group.records[index]));
         return fmt::format("{} payloads under one key, first at {}", at.size(), positions_text(at));
     }
     case Cause::key_regenerated: {
