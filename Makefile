@@ -43,6 +43,7 @@ bench: deps build
 	./bench/run.sh $(IDEM)
 	./bench/run_dedup.sh $(IDEM)
 	./bench/run_reorder.sh $(IDEM)
+	./bench/run_audit.sh $(IDEM)
 
 asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DIDEM_SANITIZE=ON
