@@ -6,6 +6,7 @@
 
 #include "idem/record/annotate.hpp"
 #include "idem/record/block_pipeline.hpp"
+#include "idem/store/owned_files.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/text.hpp"
 
@@ -56,24 +57,7 @@ void append_annotation(std::string& out, const Outcome& outcome,
 
 namespace {
 
-// Where a run that owns its files keeps its checkpoint in the store.
-std::string checkpoint_name(const DedupRunOptions& options) {
-    std::error_code ignored;
-    auto absolute =
-        std::filesystem::absolute(options.output_path, ignored).lexically_normal().string();
-    return fmt::format("dedup {} {}", options.scope, absolute);
-}
-
-// A file idem owns: created anew, or cut back to what the checkpoint committed.
-std::unique_ptr<io::Sink> open_owned(const std::string& path,
-                                     const std::optional<store::Checkpoint>& checkpoint,
-                                     const std::string& role) {
-    if (path.empty()) return nullptr;
-    if (!checkpoint) return io::Sink::create_file(path);
-    auto committed = checkpoint->file_bytes.find(role);
-    return io::Sink::resume_file(path,
-                                 committed == checkpoint->file_bytes.end() ? 0 : committed->second);
-}
+using store::open_owned;
 
 // One record on its way to the store, kept whole while --keep last holds it.
 struct Copy {
@@ -161,7 +145,8 @@ private:
         m_owns_output = !m_options.output_path.empty();
         std::optional<store::Checkpoint> checkpoint;
         if (m_owns_output && m_store) {
-            m_checkpoint_key = checkpoint_name(m_options);
+            m_checkpoint_key =
+                store::checkpoint_name("dedup", m_options.scope, m_options.output_path);
             checkpoint = m_store->load_checkpoint(m_checkpoint_key);
             if (checkpoint)
                 m_diagnostics.warning(

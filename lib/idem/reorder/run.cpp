@@ -6,6 +6,7 @@
 #include "idem/record/block_pipeline.hpp"
 #include "idem/reorder/detail/judge.hpp"
 #include "idem/reorder/order_key.hpp"
+#include "idem/store/owned_files.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/text.hpp"
 
@@ -28,24 +29,7 @@ using detail::WorkerState;
 // not the input.
 constexpr std::size_t k_cached_partitions = 1 << 17;
 
-// Where a run that owns its files keeps its checkpoint in the store.
-std::string checkpoint_name(const ReorderRunOptions& options) {
-    std::error_code ignored;
-    auto absolute =
-        std::filesystem::absolute(options.output_path, ignored).lexically_normal().string();
-    return fmt::format("reorder {} {}", options.scope, absolute);
-}
-
-// A file idem owns: created anew, or cut back to what the checkpoint committed.
-std::unique_ptr<io::Sink> open_owned(const std::string& path,
-                                     const std::optional<store::Checkpoint>& checkpoint,
-                                     const std::string& role) {
-    if (path.empty()) return nullptr;
-    if (!checkpoint) return io::Sink::create_file(path);
-    auto committed = checkpoint->file_bytes.find(role);
-    return io::Sink::resume_file(path,
-                                 committed == checkpoint->file_bytes.end() ? 0 : committed->second);
-}
+using store::open_owned;
 
 std::string describe_key(OrderMode mode, OrderKey key) {
     if (mode == OrderMode::sequence) return std::to_string(key.primary);
@@ -119,7 +103,8 @@ private:
         m_owns_output = !m_options.output_path.empty();
         std::optional<store::Checkpoint> checkpoint;
         if (m_owns_output) {
-            m_checkpoint_key = checkpoint_name(m_options);
+            m_checkpoint_key =
+                store::checkpoint_name("reorder", m_options.scope, m_options.output_path);
             checkpoint = m_store->load_checkpoint(m_checkpoint_key);
             if (checkpoint)
                 m_diagnostics.warning(
