@@ -26,32 +26,44 @@ std::string Findings::payload_hex(const Attempt& attempt) {
     return fmt::format("{:012x}", attempt.payload >> 16);
 }
 
+namespace {
+const std::string k_none;
+const std::string& text_of(const std::unordered_map<std::uint32_t, std::string>& texts,
+                           std::uint32_t id) {
+    auto found = texts.find(id);
+    return found == texts.end() ? k_none : found->second;
+}
+} // namespace
+
+const std::string& Findings::key(std::uint32_t id) const {
+    return text_of(key_texts, id);
+}
+
+const std::string& Findings::fingerprint(std::uint32_t id) const {
+    return text_of(fingerprint_texts, id);
+}
+
 FindingsSummary summarize(const Findings& findings) {
     FindingsSummary summary;
     summary.records = findings.attempts.size();
     summary.groups = findings.groups.size();
     // One intent per fingerprint (with --fingerprint), else per key.
-    std::set<std::uint32_t> intents;
-    std::uint64_t identified = 0;
-    for (const auto& attempt : findings.attempts) {
-        auto intent = findings.fingerprinted ? attempt.fingerprint : attempt.key;
-        if (intent == 0) continue;
-        ++identified;
-        intents.insert(intent);
-    }
-    summary.duplicates = identified - intents.size();
+    summary.duplicates = findings.identified - findings.intents;
     summary.duplicate_ratio = summary.records == 0 ? 0
                                                    : static_cast<double>(summary.duplicates) /
                                                          static_cast<double>(summary.records);
     std::unordered_map<std::uint32_t, std::uint64_t> by_source;
-    std::set<std::size_t> counted;
+    std::vector<bool> counted(findings.attempts.size(), false);
     for (std::size_t g = 0; g < findings.groups.size(); ++g) {
         const auto& group = findings.groups[g];
         if (group.records.size() > findings.groups[summary.worst].records.size()) summary.worst = g;
         for (const auto& evidence : group.causes)
             ++summary.causes[evidence.cause];
         for (auto record : group.records)
-            if (counted.insert(record).second) ++by_source[findings.attempts[record].source];
+            if (!counted[record]) {
+                counted[record] = true;
+                ++by_source[findings.attempts[record].source];
+            }
     }
     for (const auto& [source, count] : by_source)
         summary.sources.emplace_back(
@@ -133,12 +145,12 @@ void append_seconds(std::string& out, const std::vector<Duration>& gaps) {
 
 void append_group(std::string& out, const Findings& findings, const Explanation& group) {
     const auto& first = findings.attempts[group.records.front()];
-    auto key = group.kind == GroupKind::key ? findings.keys[first.key] : std::string();
+    auto key = group.kind == GroupKind::key ? findings.key(first.key) : std::string();
     out += group.kind == GroupKind::key ? R"({"kind":"key","key":)"
                                         : R"({"kind":"fingerprint","key":)";
     append_json_text(out, key);
     out += R"(,"fingerprint":)";
-    append_json_text(out, findings.fingerprints[first.fingerprint]);
+    append_json_text(out, findings.fingerprint(first.fingerprint));
     fmt::format_to(std::back_inserter(out), R"(,"count":{},"first":)", group.records.size());
     append_time(out, group.first);
     out += R"(,"last":)";
@@ -185,7 +197,7 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
         out += R"(,"source":)";
         record::append_json_string(out, findings.sources[attempt.source]);
         out += R"(,"key":)";
-        append_json_text(out, findings.keys[attempt.key]);
+        append_json_text(out, findings.key(attempt.key));
         fmt::format_to(std::back_inserter(out), R"(,"payload":"{}"}})",
                        Findings::payload_hex(attempt));
     }
@@ -265,11 +277,11 @@ std::string render_markdown(const Findings& findings) {
         out += "\n| at | time | source | key | payload |\n|---|---|---|---|---|\n";
         for (auto index : group.records) {
             const auto& attempt = findings.attempts[index];
-            out += fmt::format("| {} | {} | {} | {} | `{}` |\n", cell(findings.position(index)),
-                               attempt.time ? format_rfc3339(*attempt.time) : "-",
-                               cell(findings.sources[attempt.source]),
-                               cell(plain(findings.keys[attempt.key])),
-                               Findings::payload_hex(attempt));
+            out +=
+                fmt::format("| {} | {} | {} | {} | `{}` |\n", cell(findings.position(index)),
+                            attempt.time ? format_rfc3339(*attempt.time) : "-",
+                            cell(findings.sources[attempt.source]),
+                            cell(plain(findings.key(attempt.key))), Findings::payload_hex(attempt));
         }
     }
     return out;

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace idem::audit {
@@ -17,9 +18,12 @@ enum class ReportFormat { table, json, markdown, html };
 // (the field was absent).
 struct Findings {
     std::vector<Attempt> attempts;
-    std::vector<std::string> keys;         // as JSON ("k_1", ["a",1])
-    std::vector<std::string> fingerprints; // as JSON
-    std::vector<std::string> sources;      // as text
+    // Keys and intents of the records in groups, as JSON ("k_1", ["a",1]),
+    // by id; key() and fingerprint() give "" for the others.
+    std::unordered_map<std::uint32_t, std::string> key_texts, fingerprint_texts;
+    std::uint64_t intents = 0;        // distinct intents (fingerprints, or keys)
+    std::uint64_t identified = 0;     // records with an intent
+    std::vector<std::string> sources; // as text
     // Where each attempt came from, compactly: formatted only when shown.
     struct Position {
         std::uint32_t input = 0;  // index into inputs
@@ -29,6 +33,8 @@ struct Findings {
     std::vector<std::string> inputs;
     std::vector<Position> positions; // per attempt
 
+    [[nodiscard]] const std::string& key(std::uint32_t id) const;
+    [[nodiscard]] const std::string& fingerprint(std::uint32_t id) const;
     // "events.ndjson:12", "service.db:row 3".
     [[nodiscard]] std::string position(std::size_t attempt) const;
     // The payload digest's first 48 bits, in hex: enough to tell payloads

@@ -154,7 +154,7 @@ std::string group_details(const Findings& findings, std::size_t g) {
             "<tr><td class=\"mono\">{}</td><td class=\"mono\">{}</td><td>{}</td>"
             "<td class=\"mono\">{}</td><td class=\"mono\">{}</td></tr>",
             escape(findings.position(index)), attempt.time ? format_rfc3339(*attempt.time) : "-",
-            escape(findings.sources[attempt.source]), escape(plain(findings.keys[attempt.key])),
+            escape(findings.sources[attempt.source]), escape(plain(findings.key(attempt.key))),
             escape(Findings::payload_hex(attempt)));
     }
     return out + "</tbody></table></details>";

@@ -93,7 +93,51 @@ BlockReadings read_block(const record::InputBlock& block, WorkerState& state,
     return result;
 }
 
-// Strings to small ids; id 0 is "" (absent).
+// One text per record (empty: absent), back to back: no allocation per
+// record, and ids by distinct text only once the input is read (a hash
+// map of a million strings costs more than the rest of the run).
+class TextColumn {
+public:
+    void add(std::string_view text) {
+        m_at.push_back({m_bytes.size(), static_cast<std::uint32_t>(text.size())});
+        m_bytes.append(text);
+        m_hashes.push_back(text.empty() ? 0 : std::hash<std::string_view>{}(text));
+    }
+    [[nodiscard]] std::string_view text(std::size_t record) const {
+        return std::string_view(m_bytes).substr(m_at[record].offset, m_at[record].size);
+    }
+    // Ids by distinct text, 1 and up (0: absent), in `ids[record]`; returns
+    // how many distinct texts there are.
+    std::uint32_t assign_ids(std::vector<std::uint32_t>& ids) const {
+        ids.assign(m_at.size(), 0);
+        std::vector<std::uint32_t> order;
+        for (std::size_t i = 0; i < m_at.size(); ++i)
+            if (m_at[i].size > 0) order.push_back(static_cast<std::uint32_t>(i));
+        std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+            if (m_hashes[a] != m_hashes[b]) return m_hashes[a] < m_hashes[b];
+            return text(a) < text(b);
+        });
+        std::uint32_t id = 0;
+        for (std::size_t i = 0; i < order.size(); ++i) {
+            if (i == 0 || m_hashes[order[i]] != m_hashes[order[i - 1]] ||
+                text(order[i]) != text(order[i - 1]))
+                ++id;
+            ids[order[i]] = id;
+        }
+        return id;
+    }
+
+private:
+    struct Span {
+        std::uint64_t offset;
+        std::uint32_t size;
+    };
+    std::string m_bytes;
+    std::vector<Span> m_at;
+    std::vector<std::uint64_t> m_hashes;
+};
+
+// Strings to small ids; id 0 is "" (absent). For sources: there are few.
 class Interner {
 public:
     Interner() { m_values.emplace_back(); }
@@ -140,18 +184,12 @@ public:
         if (m_input) read_records();
         read_rows();
         if (m_reject_sink) m_reject_sink->flush();
-        m_findings.keys = std::move(m_keys.values());
-        m_findings.fingerprints = std::move(m_fingerprints.values());
         m_findings.sources = std::move(m_sources.values());
-        for (auto& key : m_findings.keys)
-            if (!key.empty()) key = dedup::encoded_values_json(key, m_options.key_fields.size());
-        for (auto& fingerprint : m_findings.fingerprints)
-            if (!fingerprint.empty())
-                fingerprint =
-                    dedup::encoded_values_json(fingerprint, m_options.fingerprint_fields.size());
         m_findings.fingerprinted = !m_options.fingerprint_fields.empty();
         m_findings.options = m_options.explain;
+        assign_ids();
         group();
+        name_grouped();
         return std::move(m_findings);
     }
 
@@ -195,8 +233,8 @@ private:
 
     void take(const Reading& reading, Findings::Position position) {
         Attempt attempt;
-        attempt.key = m_keys.intern(reading.key);
-        attempt.fingerprint = m_fingerprints.intern(reading.fingerprint);
+        m_keys.add(reading.key);
+        m_fingerprints.add(reading.fingerprint);
         attempt.source = m_sources.intern(reading.source);
         attempt.time = reading.time;
         for (std::size_t i = 0; i < 8; ++i)
@@ -238,19 +276,49 @@ private:
 
     // Key groups of two records or more; fingerprint groups that span more
     // than one key (one key's worth is that key's group already).
+    // Keys and intents as ids, and how many distinct intents there are.
+    void assign_ids() {
+        std::vector<std::uint32_t> ids;
+        auto& attempts = m_findings.attempts;
+        auto keys = m_keys.assign_ids(ids);
+        for (std::size_t i = 0; i < attempts.size(); ++i)
+            attempts[i].key = ids[i];
+        auto fingerprints = m_fingerprints.assign_ids(ids);
+        for (std::size_t i = 0; i < attempts.size(); ++i)
+            attempts[i].fingerprint = ids[i];
+        m_findings.intents = m_findings.fingerprinted ? fingerprints : keys;
+        m_findings.identified = static_cast<std::uint64_t>(
+            std::count_if(attempts.begin(), attempts.end(), [&](const Attempt& attempt) {
+                return (m_findings.fingerprinted ? attempt.fingerprint : attempt.key) != 0;
+            }));
+    }
+
+    // Texts for the keys and intents the report shows: those of grouped records.
+    void name_grouped() {
+        for (const auto& group : m_findings.groups)
+            for (auto index : group.records) {
+                const auto& attempt = m_findings.attempts[index];
+                if (attempt.key)
+                    m_findings.key_texts.try_emplace(
+                        attempt.key, dedup::encoded_values_json(m_keys.text(index),
+                                                                m_options.key_fields.size()));
+                if (attempt.fingerprint)
+                    m_findings.fingerprint_texts.try_emplace(
+                        attempt.fingerprint,
+                        dedup::encoded_values_json(m_fingerprints.text(index),
+                                                   m_options.fingerprint_fields.size()));
+            }
+    }
+
     void group() {
         const auto& attempts = m_findings.attempts;
-        std::unordered_map<std::uint32_t, std::vector<std::size_t>> by_key, by_fingerprint;
-        for (std::size_t i = 0; i < attempts.size(); ++i) {
-            if (attempts[i].key) by_key[attempts[i].key].push_back(i);
-            if (attempts[i].fingerprint) by_fingerprint[attempts[i].fingerprint].push_back(i);
-        }
+        auto by_key = members_by(attempts, &Attempt::key);
+        auto by_fingerprint = members_by(attempts, &Attempt::fingerprint);
         auto& groups = m_findings.groups;
-        for (auto& [key, members] : by_key)
-            if (members.size() > 1)
-                groups.push_back(
-                    explain(GroupKind::key, std::move(members), attempts, m_options.explain));
-        for (auto& [fingerprint, members] : by_fingerprint) {
+        for (auto& members : by_key)
+            groups.push_back(
+                explain(GroupKind::key, std::move(members), attempts, m_options.explain));
+        for (auto& members : by_fingerprint) {
             if (members.size() < 2) continue;
             auto first_key = attempts[members.front()].key;
             bool several_keys = std::any_of(members.begin(), members.end(), [&](std::size_t i) {
@@ -267,6 +335,27 @@ private:
         });
     }
 
+    // The records of each id that has two or more, in input order.
+    static std::vector<std::vector<std::size_t>> members_by(const std::vector<Attempt>& attempts,
+                                                            std::uint32_t Attempt::*field) {
+        std::uint32_t most = 0;
+        for (const auto& attempt : attempts)
+            most = std::max(most, attempt.*field);
+        std::vector<std::uint32_t> counts(most + 1, 0);
+        for (const auto& attempt : attempts)
+            ++counts[attempt.*field];
+        std::vector<std::uint32_t> slot(most + 1, 0);
+        std::vector<std::vector<std::size_t>> members;
+        for (std::uint32_t id = 1; id <= most; ++id)
+            if (counts[id] > 1) {
+                slot[id] = static_cast<std::uint32_t>(members.size() + 1);
+                members.emplace_back().reserve(counts[id]);
+            }
+        for (std::size_t i = 0; i < attempts.size(); ++i)
+            if (auto at = slot[attempts[i].*field]) members[at - 1].push_back(i);
+        return members;
+    }
+
     const AuditRunOptions& m_options;
     io::Diagnostics& m_diagnostics;
     std::unique_ptr<io::Sink> m_reject_sink;
@@ -274,7 +363,8 @@ private:
     std::optional<record::InputStream> m_input;
     record::PositionTracker m_positions;
     Findings m_findings;
-    Interner m_keys, m_fingerprints, m_sources;
+    TextColumn m_keys, m_fingerprints;
+    Interner m_sources;
     std::uint64_t m_lines = 0;
 };
 

@@ -69,8 +69,8 @@ std::string plain(const std::string& json) {
 
 std::string group_label(const Findings& findings, const Explanation& group) {
     const auto& first = findings.attempts[group.records.front()];
-    if (group.kind == GroupKind::key) return "key " + plain(findings.keys[first.key]);
-    return "intent " + plain(findings.fingerprints[first.fingerprint]);
+    if (group.kind == GroupKind::key) return "key " + plain(findings.key(first.key));
+    return "intent " + plain(findings.fingerprint(first.fingerprint));
 }
 
 // One sentence per cause, from its evidence.
@@ -103,7 +103,7 @@ std::string describe(const Findings& findings, const Explanation& group, const E
     case Cause::key_regenerated: {
         std::vector<std::string> keys;
         for (auto index : evidence.records)
-            keys.push_back(plain(findings.keys[record(index).key]));
+            keys.push_back(plain(findings.key(record(index).key)));
         return fmt::format("{} keys for one intent within {}: {}", keys.size(),
                            short_duration(findings.options.window), fmt::join(keys, ", "));
     }
