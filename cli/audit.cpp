@@ -30,6 +30,8 @@ struct AuditOptions {
     std::vector<std::string> csv_paths;
     std::string sqlite_path;
     std::string sqlite_query;
+    std::string store;
+    std::string scope = "default";
     std::size_t threads = 0;
 };
 
@@ -55,7 +57,13 @@ bool fails(const std::vector<std::string>& fail_on, const audit::AuditResult& re
     return false;
 }
 
-int run_audit_command(const AuditOptions& options) {
+int run_audit_command(AuditOptions options) {
+    // dedup's evidence has its own field names: they are the defaults.
+    if (!options.store.empty() && options.key.empty() && options.fingerprint.empty()) {
+        options.key = "fingerprint";
+        if (options.time_field.empty()) options.time_field = "time";
+        if (options.source_field.empty()) options.source_field = "source";
+    }
     if (options.key.empty() && options.fingerprint.empty())
         throw UsageError("give --key PATHS (the idempotency key) or --fingerprint PATHS (the "
                          "business intent), or both");
@@ -72,9 +80,12 @@ int run_audit_command(const AuditOptions& options) {
     run.csv_paths = options.csv_paths;
     run.sqlite_path = options.sqlite_path;
     run.sqlite_query = options.sqlite_query;
-    // Only CSV or a query: stdin is not read unless "-" is given.
-    run.read_records = !options.common.inputs.empty() ||
-                       (options.csv_paths.empty() && options.sqlite_path.empty());
+    run.store_uri = options.store;
+    run.store_scope = options.scope;
+    // Only CSV, a query or a store: stdin is not read unless "-" is given.
+    run.read_records =
+        !options.common.inputs.empty() ||
+        (options.csv_paths.empty() && options.sqlite_path.empty() && options.store.empty());
     run.strictness = strictness(options.common);
     run.reject_path = options.common.reject_path;
     run.key_fields = paths(options.key);
@@ -150,6 +161,11 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
                         "a SQLite database to read records from, with --query");
     command->add_option("--query", options->sqlite_query,
                         "the SELECT whose rows are the records (column names are field names)");
+    command->add_option("--store", options->store,
+                        "read dedup's evidence from this idem store (SQLite file or redis://): "
+                        "each copy is {fingerprint, time, source}, grouped by fingerprint");
+    command->add_option("--scope", options->scope,
+                        "with --store: the dedup scope to read (default 'default')");
     command
         ->add_option("--threads", options->threads,
                      "worker threads (default: one per core, at most 8)")

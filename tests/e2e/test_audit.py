@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import unittest
 
+import redis_server
 from test_cli import run
 
 INCIDENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples", "incidents")
@@ -170,6 +171,39 @@ class OtherInputs(unittest.TestCase):
         self.assertEqual(code, 3)
         self.assertIn("no such table: nowhere", err)
         self.assertEqual(run(["audit", "--sqlite", path, "--key", "k"])[0], 2)  # --query is missing
+
+
+class StoreEvidence(unittest.TestCase):
+    """dedup keeps every duplicate as evidence; audit --store reads it back."""
+
+    EVENTS = "".join(json.dumps({"id": i, "n": n}) + "\n" for n, i in enumerate(["a", "b", "a", "c", "a"])).encode()
+
+    def check(self, store):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "events.ndjson")
+            with open(path, "wb") as f:
+                f.write(self.EVENTS)
+            for _ in range(2):  # today's log, then the same again tomorrow
+                self.assertEqual(run(["dedup", "--key", "id", "--store", store, "-q", path])[0], 0)
+            code, report, err = audit(["--store", store])
+            self.assertEqual(code, 0, err)
+            # "a": 3 copies per run, "b" and "c": 1 per run; everything twice.
+            self.assertEqual(sorted(g["count"] for g in report["groups"]), [2, 2, 6])
+            worst = report["groups"][0]
+            self.assertEqual(worst["sources"], [path])
+            self.assertEqual(sorted({r["at"] for r in worst["records"]}), [path + ":1", path + ":3", path + ":5"])
+
+    def test_dedup_evidence_in_a_sqlite_store(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            self.check(os.path.join(tmp, "idem.db"))
+
+    @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
+    def test_dedup_evidence_in_redis(self):
+        with redis_server.running() as uri:
+            self.check(uri + "/6")
+
+    def test_a_memory_store_has_no_evidence_to_give(self):
+        self.assertEqual(run(["audit", "--store", ":memory:"])[0], 2)
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

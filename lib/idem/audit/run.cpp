@@ -4,6 +4,7 @@
 
 #include "idem/audit/row_sources.hpp"
 #include "idem/dedup/fingerprint.hpp"
+#include "idem/record/annotate.hpp"
 #include "idem/record/block_pipeline.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/encoding.hpp"
@@ -229,6 +230,30 @@ private:
             read_csv_rows(path, take_row);
         if (!m_options.sqlite_path.empty())
             read_sqlite_rows(m_options.sqlite_path, m_options.sqlite_query, take_row);
+        if (!m_options.store_uri.empty()) read_store(take_row);
+    }
+
+    // Every copy dedup recorded, first copies and repeats, as records.
+    void read_store(const RowHandler& take_row) {
+        auto location = store::parse_store_uri(m_options.store_uri);
+        if (location.kind == store::StoreKind::memory)
+            throw UsageError("--store :memory: keeps nothing between runs: give the SQLite file "
+                             "or redis:// URI that dedup used");
+        auto store = store::open_store(location);
+        std::string json;
+        store->for_each_fingerprint_record(
+            m_options.store_scope, [&](const store::FingerprintRecord& record) {
+                json.assign(R"({"fingerprint":")");
+                json += hex_encode(
+                    std::string_view(reinterpret_cast<const char*>(record.fingerprint.data()),
+                                     record.fingerprint.size()));
+                json += R"(","time":")";
+                json += format_rfc3339(record.event_time);
+                json += R"(","source":)";
+                record::append_json_string(json, record.source);
+                json += '}';
+                take_row(json, {record.source, false, record.line});
+            });
     }
 
     void take(const Reading& reading, Findings::Position position) {

@@ -26,6 +26,10 @@ struct AuditRunOptions {
     std::vector<std::string> csv_paths;
     std::string sqlite_path; // with sqlite_query: rows of any SQLite database
     std::string sqlite_query;
+    // dedup's evidence in an idem store: each copy it recorded, as a record
+    // {"fingerprint","time","source"} named by its file and line.
+    std::string store_uri;
+    std::string store_scope = "default";
     std::string reject_path;
     record::Strictness strictness = record::Strictness::lenient;
     std::vector<record::FieldPath> key_fields;         // --key

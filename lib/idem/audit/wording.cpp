@@ -108,7 +108,7 @@ std::string describe(const Findings& findings, const Explanation& group, const E
                            short_duration(findings.options.window), fmt::join(keys, ", "));
     }
     case Cause::unexplained:
-        return "no cause fits the evidence: the records are the same intent, nothing more";
+        return "no cause fits the evidence: the same intent, and nothing more is known";
     }
     return {};
 }

@@ -72,6 +72,11 @@ public:
         m_checkpoints.erase(std::string(name));
     }
 
+    // Nothing outlives the run that made it: there is no evidence to read.
+    void
+    for_each_fingerprint_record(std::string_view,
+                                const std::function<void(const FingerprintRecord&)>&) override {}
+
     std::vector<std::optional<PartitionProgress>>
     load_partitions(std::string_view scope, const std::vector<std::string>& partitions) override {
         std::vector<std::optional<PartitionProgress>> found(partitions.size());

@@ -139,6 +139,44 @@ public:
         m_pending.push_back({"DEL", checkpoint_key(name)});
     }
 
+    // SCAN for the scope's fingerprints (one hash slot each), then each
+    // one's first copy and its evidence list, pipelined per page.
+    void for_each_fingerprint_record(
+        std::string_view scope,
+        const std::function<void(const FingerprintRecord&)>& visit) override {
+        auto pattern = fmt::format("idem:fp:{{{}:*", scope);
+        std::string cursor = "0";
+        do {
+            auto page = command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+            if (page->type != REDIS_REPLY_ARRAY || page->elements != 2)
+                throw StoreError(
+                    fmt::format("store {}: unexpected reply to SCAN", m_location.describe()));
+            cursor = string_of(page->element[0]);
+            std::vector<std::string> keys;
+            for (std::size_t i = 0; i < page->element[1]->elements; ++i)
+                keys.push_back(string_of(page->element[1]->element[i]));
+            for (const auto& key : keys) {
+                append({"HMGET", key, "first_seen", "source", "line"});
+                append({"LRANGE", evidence_key(key), "0", "-1"});
+            }
+            for (const auto& key : keys) {
+                auto first = read_reply();
+                auto repeats = read_reply();
+                FingerprintRecord record;
+                if (!fingerprint_of(key, record.fingerprint) || first->elements != 3 ||
+                    first->element[0]->type != REDIS_REPLY_STRING)
+                    continue; // expired between SCAN and HMGET
+                record.event_time = Timestamp(Duration(integer_of(first->element[0])));
+                record.source = string_of(first->element[1]);
+                record.line = static_cast<std::uint64_t>(integer_of(first->element[2]));
+                visit(record);
+                record.first = false;
+                for (std::size_t i = 0; i < repeats->elements; ++i)
+                    if (parse_evidence(string_of(repeats->element[i]), record)) visit(record);
+            }
+        } while (cursor != "0");
+    }
+
     std::vector<std::optional<PartitionProgress>>
     load_partitions(std::string_view scope, const std::vector<std::string>& partitions) override {
         std::vector<std::optional<PartitionProgress>> found(partitions.size());
@@ -261,6 +299,39 @@ return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
         }
         key += '}';
         return key;
+    }
+
+    // The fingerprint in "idem:fp:{scope:hex}".
+    static bool fingerprint_of(const std::string& key, FingerprintBytes& fingerprint) {
+        auto colon = key.rfind(':');
+        if (colon == std::string::npos || key.size() < colon + 1 + 2 * fingerprint.size() + 1)
+            return false;
+        for (std::size_t i = 0; i < fingerprint.size(); ++i) {
+            unsigned value = 0;
+            auto at = key.data() + colon + 1 + 2 * i;
+            if (std::from_chars(at, at + 2, value, 16).ec != std::errc{}) return false;
+            fingerprint[i] = static_cast<std::uint8_t>(value);
+        }
+        return true;
+    }
+
+    // A repeat kept as evidence: "source:line event_time_us" (the source may
+    // hold colons and spaces: read from the right).
+    static bool parse_evidence(const std::string& entry, FingerprintRecord& record) {
+        auto space = entry.rfind(' ');
+        if (space == std::string::npos) return false;
+        auto colon = entry.rfind(':', space);
+        if (colon == std::string::npos) return false;
+        long long micros = 0;
+        std::uint64_t line = 0;
+        if (std::from_chars(entry.data() + space + 1, entry.data() + entry.size(), micros).ec !=
+                std::errc{} ||
+            std::from_chars(entry.data() + colon + 1, entry.data() + space, line).ec != std::errc{})
+            return false;
+        record.source = entry.substr(0, colon);
+        record.line = line;
+        record.event_time = Timestamp(Duration(micros));
+        return true;
     }
 
     // "idem:fp:{scope:hex}" -> "idem:dups:{scope:hex}"

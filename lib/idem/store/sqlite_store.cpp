@@ -1,4 +1,5 @@
 #include "idem/store/detail/fingerprint_table.hpp"
+#include "idem/store/detail/sqlite_evidence.hpp"
 #include "idem/store/detail/sqlite_reorder.hpp"
 #include "idem/store/detail/sqlite_support.hpp"
 #include "idem/store/store.hpp"
@@ -258,6 +259,12 @@ public:
             removed += static_cast<std::uint64_t>(sqlite3_changes(m_db));
         }
         return removed;
+    }
+
+    void for_each_fingerprint_record(
+        std::string_view scope,
+        const std::function<void(const FingerprintRecord&)>& visit) override {
+        detail::read_fingerprint_records(m_db, m_name, scope, visit);
     }
 
     std::vector<std::optional<PartitionProgress>>

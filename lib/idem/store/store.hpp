@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -83,6 +84,16 @@ struct Checkpoint {
     std::map<std::string, std::uint64_t> file_bytes; // by role: "output", "dups"
 };
 
+// One copy of an event as dedup recorded it: the first, or a repeat kept as
+// evidence of it (`audit --store` reads them).
+struct FingerprintRecord {
+    FingerprintBytes fingerprint{};
+    bool first = true;
+    Timestamp event_time;
+    std::string source;
+    std::uint64_t line = 0;
+};
+
 // Reorder (docs/reorder.md): where each partition of a stream stands, and
 // what it holds, so that the next run resumes where this one stopped.
 
@@ -145,6 +156,12 @@ public:
     // is durable exactly when the claims made with it are.
     virtual void save_checkpoint(std::string_view name, const Checkpoint& checkpoint) = 0;
     virtual void clear_checkpoint(std::string_view name) = 0;
+
+    // Every copy dedup recorded within `scope`, first copies before their
+    // repeats. Throws StoreError; a :memory: store has none to give.
+    virtual void
+    for_each_fingerprint_record(std::string_view scope,
+                                const std::function<void(const FingerprintRecord&)>& visit) = 0;
 
     // Reorder state within `scope`. Progress of each named partition (nullopt
     // when the store has none), every held record, and changes saved within
