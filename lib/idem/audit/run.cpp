@@ -21,14 +21,19 @@ struct Reading {
     io::BlockLine line;
     bool parsed = true;
     std::uint64_t column = 0;
-    std::string message;                  // why it was not parsed
-    std::string key, fingerprint, source; // encoded values; empty: absent
+    std::string message; // why it was not parsed
+    // Encoded values in BlockReadings::texts; empty: absent. No allocation
+    // per record: a worker reads a block of tens of thousands.
+    struct Span {
+        std::uint32_t at = 0, size = 0;
+    } key, fingerprint, source;
     std::optional<Timestamp> time;
     store::FingerprintBytes payload{};
 };
 
 struct BlockReadings {
     std::vector<Reading> readings;
+    std::string texts;
     std::uint64_t lines = 0;
 };
 
@@ -38,19 +43,27 @@ struct WorkerState {
     explicit WorkerState(dedup::KeySpec spec) : payload(std::move(spec)) {}
 };
 
-// The encoded values at `paths`, or empty when one is missing.
-std::string encode(record::RecordParser& parser, const std::vector<record::FieldPath>& paths) {
-    std::string encoded;
-    for (std::size_t i = 0; i < paths.size(); ++i) {
-        auto value = parser.find(paths[i]);
-        if (!value) return {};
-        if (i > 0) encoded += ' ';
-        dedup::append_encoded_value(encoded, *value);
-    }
-    return encoded;
+std::string_view text_of(const std::string& texts, Reading::Span span) {
+    return std::string_view(texts).substr(span.at, span.size);
 }
 
-void read_line(const io::BlockLine& line, Reading& reading, WorkerState& state,
+// The encoded values at `paths`, appended to `texts`; empty when one is missing.
+Reading::Span encode(record::RecordParser& parser, const std::vector<record::FieldPath>& paths,
+                     std::string& texts) {
+    auto at = texts.size();
+    for (std::size_t i = 0; i < paths.size(); ++i) {
+        auto value = parser.find(paths[i]);
+        if (!value) {
+            texts.resize(at);
+            return {};
+        }
+        if (i > 0) texts += ' ';
+        dedup::append_encoded_value(texts, *value);
+    }
+    return {static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(texts.size() - at)};
+}
+
+void read_line(const io::BlockLine& line, Reading& reading, std::string& texts, WorkerState& state,
                const AuditRunOptions& options) {
     auto& parser = state.parser;
     if (auto failure = parser.parse(line.bytes)) {
@@ -59,10 +72,14 @@ void read_line(const io::BlockLine& line, Reading& reading, WorkerState& state,
         reading.message = std::move(failure->message);
         return;
     }
-    reading.key = encode(parser, options.key_fields);
-    reading.fingerprint = encode(parser, options.fingerprint_fields);
+    reading.key = encode(parser, options.key_fields, texts);
+    reading.fingerprint = encode(parser, options.fingerprint_fields, texts);
     if (options.source_field) {
-        if (auto value = parser.find(*options.source_field)) reading.source = value->text;
+        if (auto value = parser.find(*options.source_field)) {
+            reading.source = {static_cast<std::uint32_t>(texts.size()),
+                              static_cast<std::uint32_t>(value->text.size())};
+            texts.append(value->text);
+        }
     }
     if (options.time_field) {
         auto value = parser.find(*options.time_field);
@@ -88,7 +105,7 @@ BlockReadings read_block(const record::InputBlock& block, WorkerState& state,
             reading.parsed = false;
             continue;
         }
-        read_line(*line, reading, state, options);
+        read_line(*line, reading, result.texts, state, options);
     }
     result.lines = cursor.lines_seen();
     return result;
@@ -142,17 +159,24 @@ private:
 class Interner {
 public:
     Interner() { m_values.emplace_back(); }
-    std::uint32_t intern(const std::string& value) {
+    std::uint32_t intern(std::string_view value) {
         if (value.empty()) return 0;
-        auto [slot, inserted] =
-            m_ids.try_emplace(value, static_cast<std::uint32_t>(m_values.size()));
-        if (inserted) m_values.push_back(value);
-        return slot->second;
+        if (auto found = m_ids.find(value); found != m_ids.end()) return found->second;
+        auto id = static_cast<std::uint32_t>(m_values.size());
+        m_ids.emplace(std::string(value), id);
+        m_values.emplace_back(value);
+        return id;
     }
     [[nodiscard]] std::vector<std::string>& values() { return m_values; }
 
 private:
-    std::unordered_map<std::string, std::uint32_t> m_ids;
+    struct Hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view text) const noexcept {
+            return std::hash<std::string_view>{}(text);
+        }
+    };
+    std::unordered_map<std::string, std::uint32_t, Hash, std::equal_to<>> m_ids;
     std::vector<std::string> m_values;
 };
 
@@ -215,16 +239,17 @@ private:
     // CSV rows and query rows, as JSON objects, on this thread.
     void read_rows() {
         WorkerState state(payload_spec(m_options));
-        std::string padded;
+        std::string padded, texts;
         auto take_row = [&](std::string_view json, const RowPosition& position) {
             padded.assign(json);
             padded.append(io::k_padding_bytes, ' ');
             io::BlockLine line;
             line.bytes = std::string_view(padded).substr(0, json.size());
             Reading reading;
-            read_line(line, reading, state, m_options);
+            texts.clear();
+            read_line(line, reading, texts, state, m_options);
             ++m_lines;
-            take(reading, {input_index(position.input), position.row, position.number});
+            take(reading, texts, {input_index(position.input), position.row, position.number});
         };
         for (const auto& path : m_options.csv_paths)
             read_csv_rows(path, take_row);
@@ -256,11 +281,11 @@ private:
             });
     }
 
-    void take(const Reading& reading, Findings::Position position) {
+    void take(const Reading& reading, const std::string& texts, Findings::Position position) {
         Attempt attempt;
-        m_keys.add(reading.key);
-        m_fingerprints.add(reading.fingerprint);
-        attempt.source = m_sources.intern(reading.source);
+        m_keys.add(text_of(texts, reading.key));
+        m_fingerprints.add(text_of(texts, reading.fingerprint));
+        attempt.source = m_sources.intern(text_of(texts, reading.source));
         attempt.time = reading.time;
         for (std::size_t i = 0; i < 8; ++i)
             attempt.payload = attempt.payload << 8 | reading.payload[i];
@@ -291,7 +316,7 @@ private:
                 }
                 continue;
             }
-            take(reading, {input_index(*record.source), false, record.line});
+            take(reading, result.texts, {input_index(*record.source), false, record.line});
         }
         if (auto oversized = m_positions.finish_block(block, result.lines)) {
             ++m_lines;
