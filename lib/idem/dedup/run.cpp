@@ -11,7 +11,6 @@
 #include "idem/util/text.hpp"
 
 #include <cstring>
-#include <filesystem>
 #include <fmt/format.h>
 #include <map>
 #include <unordered_map>
@@ -145,15 +144,10 @@ private:
         m_owns_output = !m_options.output_path.empty();
         std::optional<store::Checkpoint> checkpoint;
         if (m_owns_output && m_store) {
-            m_checkpoint_key =
-                store::checkpoint_name("dedup", m_options.scope, m_options.output_path);
-            checkpoint = m_store->load_checkpoint(m_checkpoint_key);
-            if (checkpoint)
-                m_diagnostics.warning(
-                    {m_options.output_path, 0, 0, 0},
-                    fmt::format("resuming a run that stopped after {} records: the output is "
-                                "cut back to what it had committed",
-                                checkpoint->records_done));
+            auto resumption = store::find_resumption(*m_store, "dedup", m_options.scope,
+                                                     m_options.output_path, m_diagnostics);
+            m_checkpoint_key = std::move(resumption.checkpoint_name);
+            checkpoint = std::move(resumption.checkpoint);
         }
         m_owned_output = open_owned(m_options.output_path, checkpoint, "output");
         m_output = m_owned_output ? m_owned_output.get() : &standard_output;

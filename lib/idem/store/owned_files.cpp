@@ -12,6 +12,18 @@ std::string checkpoint_name(std::string_view command, std::string_view scope,
     return fmt::format("{} {} {}", command, scope, absolute);
 }
 
+Resumption find_resumption(Store& store, std::string_view command, std::string_view scope,
+                           const std::string& output_path, io::Diagnostics& diagnostics) {
+    Resumption found{checkpoint_name(command, scope, output_path), std::nullopt};
+    found.checkpoint = store.load_checkpoint(found.checkpoint_name);
+    if (found.checkpoint)
+        diagnostics.warning({output_path, 0, 0, 0},
+                            fmt::format("resuming a run that stopped after {} records: the "
+                                        "outputs are cut back to what it had committed",
+                                        found.checkpoint->records_done));
+    return found;
+}
+
 std::unique_ptr<io::Sink> open_owned(const std::string& path,
                                      const std::optional<Checkpoint>& checkpoint,
                                      const std::string& role) {

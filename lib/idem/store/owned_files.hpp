@@ -3,6 +3,7 @@
 // after a crash: their committed sizes live in a store::Checkpoint, saved in
 // the same transaction as the run's state (DESIGN.md, "Nothing is lost").
 
+#include "idem/io/diagnostics.hpp"
 #include "idem/io/sink.hpp"
 #include "idem/store/store.hpp"
 
@@ -15,6 +16,16 @@ namespace idem::store {
 // Where a run of `command` that owns `output_path` keeps its checkpoint.
 [[nodiscard]] std::string checkpoint_name(std::string_view command, std::string_view scope,
                                           const std::string& output_path);
+
+// The checkpoint a killed run of `command` left for `output_path`, if any,
+// announced in a warning; and the name it is kept under.
+struct Resumption {
+    std::string checkpoint_name;
+    std::optional<Checkpoint> checkpoint;
+};
+[[nodiscard]] Resumption find_resumption(Store& store, std::string_view command,
+                                         std::string_view scope, const std::string& output_path,
+                                         io::Diagnostics& diagnostics);
 
 // A file idem owns, in the role `role` ("output", "dups", "gaps"...): created
 // anew, or cut back to what the checkpoint committed. Null for no path.
