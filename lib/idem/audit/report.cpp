@@ -84,8 +84,7 @@ std::string fit(std::string line, std::size_t width = 80) {
     return line + "...";
 }
 
-std::string render_table(const Findings& findings) {
-    auto summary = summarize(findings);
+std::string render_table(const Findings& findings, const FindingsSummary& summary) {
     std::string out;
     out += fit(fmt::format("idem audit: {} records, {} group{}, {} duplicates ({:.1f}%)",
                            summary.records, summary.groups, summary.groups == 1 ? "" : "s",
@@ -205,8 +204,7 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
 }
 
 // The summary is small: nlohmann, indented. The groups follow one per line.
-std::string render_json(const Findings& findings) {
-    auto summary = summarize(findings);
+std::string render_json(const Findings& findings, const FindingsSummary& summary) {
     nlohmann::json json;
     json["records"] = summary.records;
     json["groups"] = summary.groups;
@@ -246,8 +244,7 @@ std::string cell(std::string text) {
     return out;
 }
 
-std::string render_markdown(const Findings& findings) {
-    auto summary = summarize(findings);
+std::string render_markdown(const Findings& findings, const FindingsSummary& summary) {
     std::string out = "## idem audit\n\n";
     out += fmt::format("- **{}** records, **{}** groups, **{}** duplicates ({:.1f}%)\n",
                        summary.records, summary.groups, summary.duplicates,
@@ -289,16 +286,16 @@ std::string render_markdown(const Findings& findings) {
 
 } // namespace
 
-std::string render(const Findings& findings, ReportFormat format) {
+std::string render(const Findings& findings, const FindingsSummary& summary, ReportFormat format) {
     switch (format) {
     case ReportFormat::table:
-        return render_table(findings);
+        return render_table(findings, summary);
     case ReportFormat::json:
-        return render_json(findings);
+        return render_json(findings, summary);
     case ReportFormat::markdown:
-        return render_markdown(findings);
+        return render_markdown(findings, summary);
     case ReportFormat::html:
-        return render_html(findings);
+        return render_html(findings, summary);
     }
     return {};
 }

@@ -56,8 +56,10 @@ struct FindingsSummary {
 };
 
 [[nodiscard]] FindingsSummary summarize(const Findings& findings);
-[[nodiscard]] std::string render(const Findings& findings, ReportFormat format);
+// `summary` is summarize(findings), computed once by the caller.
+[[nodiscard]] std::string render(const Findings& findings, const FindingsSummary& summary,
+                                 ReportFormat format);
 // One self-contained page: nothing is loaded from anywhere (report_html.cpp).
-[[nodiscard]] std::string render_html(const Findings& findings);
+[[nodiscard]] std::string render_html(const Findings& findings, const FindingsSummary& summary);
 
 } // namespace idem::audit

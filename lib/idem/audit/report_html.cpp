@@ -162,8 +162,7 @@ std::string group_details(const Findings& findings, std::size_t g) {
 
 } // namespace
 
-std::string render_html(const Findings& findings) {
-    auto summary = summarize(findings);
+std::string render_html(const Findings& findings, const FindingsSummary& summary) {
     std::string out = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
                       "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"

@@ -425,9 +425,9 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
     auto start = std::chrono::steady_clock::now();
     AuditRun run(options, diagnostics);
     auto findings = run.read();
-    output.write(render(findings, options.format));
-    output.flush();
     auto summary = summarize(findings);
+    output.write(render(findings, summary, options.format));
+    output.flush();
     AuditResult result;
     result.causes = summary.causes;
     result.groups = summary.groups;
