@@ -12,5 +12,6 @@ void register_sign(CLI::App& app, std::function<int()>& action);
 void register_dedup(CLI::App& app, std::function<int()>& action);
 void register_reorder(CLI::App& app, std::function<int()>& action);
 void register_audit(CLI::App& app, std::function<int()>& action);
+void register_listen(CLI::App& app, std::function<int()>& action);
 
 } // namespace idem::cli

@@ -25,6 +25,10 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
     command.add_option("--reject", options.reject_path,
                        "write input lines that are not records here, byte for byte");
     command.add_flag("--strict", options.strict, "stop at the first bad record (exit 3)");
+    add_report_options(command, options);
+}
+
+void add_report_options(CLI::App& command, CommonOptions& options) {
     command
         .add_option("--summary", options.summary_format,
                     "summary on stderr: text (default) or json")

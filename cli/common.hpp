@@ -25,6 +25,8 @@ struct CommonOptions {
 };
 
 void add_common_options(CLI::App& command, CommonOptions& options);
+// Only --summary and --quiet, for commands that read no records (listen).
+void add_report_options(CLI::App& command, CommonOptions& options);
 
 [[nodiscard]] record::InputOptions input_options(const CommonOptions& options);
 [[nodiscard]] record::Strictness strictness(const CommonOptions& options);

@@ -16,9 +16,6 @@
 
 namespace idem::verify {
 
-namespace {
-
-// `"verify":{...}` for the _idem annotation.
 void append_verdict(std::string& out, const Verdict& verdict) {
     out += "\"verify\":{\"valid\":";
     out += verdict.valid ? "true" : "false";
@@ -32,6 +29,8 @@ void append_verdict(std::string& out, const Verdict& verdict) {
     record::append_json_string(out, verdict.reason);
     out += '}';
 }
+
+namespace {
 
 // How long a nonce is remembered: the window in which the timestamp check
 // would still accept a replay, on either side of "now".

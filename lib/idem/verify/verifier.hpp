@@ -26,4 +26,8 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
+// Appends `"verify":{"valid":…,"scheme":…,"key":…,"reason":…}`, the member
+// verify and listen add under a record's "_idem".
+void append_verdict(std::string& out, const Verdict& verdict);
+
 } // namespace idem::verify

@@ -1,0 +1,175 @@
+// idem listen: capture HTTP deliveries as envelopes (docs/listen.md).
+
+#include "commands.hpp"
+#include "common.hpp"
+#include "keys.hpp"
+
+#include "idem/listen/run.hpp"
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+
+#include <csignal>
+#include <fmt/format.h>
+
+namespace idem::cli {
+
+namespace {
+
+struct ListenCommandOptions {
+    CommonOptions common;
+    KeyOptions keys;
+    std::string verify_scheme;
+    std::string bind = "127.0.0.1";
+    int port = 8080;
+    std::string out = "-";
+    std::string max_body = "10MiB";
+    std::string max_head = "64KiB";
+    std::string header_timeout = "10s";
+    std::string idle_timeout = "60s";
+    std::size_t max_connections = 256;
+    int respond = 200;
+    std::string fail_rate = "0";
+    int fail_status = 500;
+    std::string drop_rate = "0";
+    std::string delay = "0s";
+    std::string retry_after;
+    std::uint64_t seed = 1;
+};
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void request_stop(int) {
+    g_stop.store(true);
+}
+
+// "0.25" or "25%", between 0 and 1.
+double parse_rate(std::string_view flag, std::string_view text) {
+    auto trimmed = trim(text);
+    bool percent = !trimmed.empty() && trimmed.back() == '%';
+    if (percent) trimmed.remove_suffix(1);
+    double value = 0;
+    try {
+        std::size_t used = 0;
+        value = std::stod(std::string(trimmed), &used);
+        if (used != trimmed.size()) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+        throw UsageError(fmt::format("{}: expected a probability such as 0.2 or 20%, got {}", flag,
+                                     quote(text)));
+    }
+    if (percent) value /= 100;
+    if (value < 0 || value > 1)
+        throw UsageError(
+            fmt::format("{}: {} is not between 0 and 1 (0% and 100%)", flag, quote(text)));
+    return value;
+}
+
+int status_flag(std::string_view flag, int status) {
+    if (status < 200 || status > 599)
+        throw UsageError(
+            fmt::format("{}: {} is not an HTTP status between 200 and 599", flag, status));
+    return status;
+}
+
+listen::ListenOptions listen_options(const ListenCommandOptions& options) {
+    listen::ListenOptions run;
+    run.bind_address = options.bind;
+    run.port = options.port;
+    run.out_path = options.out;
+    run.limits.max_body_bytes = parse_byte_size(options.max_body);
+    run.limits.max_head_bytes = static_cast<std::size_t>(parse_byte_size(options.max_head));
+    run.limits.header_timeout = parse_duration(options.header_timeout);
+    run.limits.idle_timeout = parse_duration(options.idle_timeout);
+    run.limits.max_connections = options.max_connections;
+    if (run.limits.max_connections == 0) throw UsageError("--max-connections must be at least 1");
+    if (!options.verify_scheme.empty()) {
+        auto keys = options.keys;
+        keys.scheme = options.verify_scheme;
+        run.verify = key_config(keys);
+        // Checked now: a missing key found at the first request would fail it with a 500.
+        if (run.verify->secrets.empty() && run.verify->public_keys.empty())
+            throw UsageError(fmt::format("--verify {} needs a secret (--secret, --secret-file, "
+                                         "--secret-env) or an ed25519 --public-key",
+                                         options.verify_scheme));
+    }
+    run.flaky.answer_status = status_flag("--respond", options.respond);
+    run.flaky.fail_rate = parse_rate("--fail-rate", options.fail_rate);
+    run.flaky.fail_status = status_flag("--fail-status", options.fail_status);
+    run.flaky.drop_rate = parse_rate("--drop-connection-rate", options.drop_rate);
+    run.flaky.delay = parse_duration(options.delay);
+    if (!options.retry_after.empty()) run.flaky.retry_after = parse_duration(options.retry_after);
+    run.flaky.seed = options.seed;
+    return run;
+}
+
+int run_listen_command(const ListenCommandOptions& options) {
+    auto run = listen_options(options);
+    StderrDiagnostics diagnostics(options.common.quiet);
+    struct sigaction action {};
+    action.sa_handler = request_stop;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+    auto result = listen::run_listen(run, g_stop, diagnostics, [&](int port) {
+        // Scripts wait for this line (and read the port from it with --port 0).
+        fmt::print(stderr, "idem listen: capturing http://{}:{} to {}\n", options.bind, port,
+                   options.out == "-" ? "stdout" : options.out);
+        std::fflush(stderr);
+    });
+    print_summary(options.common, result.summary);
+    return result.failed_writes > 0 ? static_cast<int>(ExitCode::store_failure) : 0;
+}
+
+} // namespace
+
+void register_listen(CLI::App& app, std::function<int()>& action) {
+    auto options = std::make_shared<ListenCommandOptions>();
+    auto* command =
+        app.add_subcommand("listen", "capture HTTP deliveries as envelopes (a test receiver)");
+    command->add_option("-p,--port", options->port, "TCP port (0: any free port; default 8080)");
+    command->add_option("--bind", options->bind, "address to listen on (default 127.0.0.1)");
+    command->add_option("-o,--out", options->out,
+                        "append envelopes to this file ('-': stdout, the default)");
+    command->add_option("--verify", options->verify_scheme,
+                        "check signatures with this scheme (as idem verify --scheme); "
+                        "answer 401 to invalid ones, which are still captured");
+    add_key_options(*command, options->keys);
+    command->remove_option(command->get_option("--scheme"));
+    command->add_option("--max-body", options->max_body,
+                        "larger bodies are answered 413 (default 10MiB)");
+    command->add_option("--max-header-size", options->max_head,
+                        "larger request heads are answered 431 (default 64KiB)");
+    command->add_option("--header-timeout", options->header_timeout,
+                        "a request head must arrive within this (default 10s; then 408)");
+    command->add_option("--idle-timeout", options->idle_timeout,
+                        "close a keep-alive connection silent this long (default 60s)");
+    command->add_option("--max-connections", options->max_connections,
+                        "connections beyond this are answered 503 (default 256)");
+    command->add_option("--respond", options->respond, "status of a normal answer (default 200)");
+    command->add_option("--fail-rate", options->fail_rate,
+                        "answer this share of requests with --fail-status (0.2 or 20%)");
+    command->add_option("--fail-status", options->fail_status,
+                        "status of a failed answer (default 500)");
+    command->add_option("--drop-connection-rate", options->drop_rate,
+                        "close this share of connections without answering");
+    command->add_option("--delay", options->delay, "wait this long before each answer");
+    command->add_option("--retry-after", options->retry_after,
+                        "send Retry-After (in seconds) with every non-2xx answer");
+    command->add_option("--seed", options->seed,
+                        "seed of the flaky modes: the same seed and requests, the same failures");
+    add_report_options(*command, options->common);
+    command->footer(
+        "Every request becomes one envelope line (docs/records.md): the raw body byte for\n"
+        "byte, the headers in arrival order, received_at in milliseconds, the sender's address\n"
+        "and a capture id, plus _idem.listen.status (what was answered). The line is written\n"
+        "before the answer is sent, so whatever was answered 2xx is in the capture.\n"
+        "SIGINT/SIGTERM stop accepting, finish requests in flight and sync the capture.\n\n"
+        "Examples:\n"
+        "  idem listen --port 8080 -o deliveries.ndjson\n"
+        "  idem listen --port 8080 --verify stripe --secret-env STRIPE_WEBHOOK_SECRET -o "
+        "in.ndjson\n"
+        "  idem listen --port 9000 --fail-rate 30% --retry-after 2s --seed 7   # a flaky target");
+    command->callback(
+        [options, &action] { action = [options] { return run_listen_command(*options); }; });
+}
+
+} // namespace idem::cli

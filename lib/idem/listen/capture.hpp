@@ -1,0 +1,47 @@
+#pragma once
+// The capture file of `idem listen`: one envelope line per request, written
+// to the kernel before the request is answered, so that a request answered
+// 2xx is in the file even when the process is killed right after. Safe to
+// call from many connection threads.
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace idem::listen {
+
+class CaptureFile {
+public:
+    // "-" is stdout; any other path is opened for appending (created when
+    // missing), so a restarted listener adds to the same capture. Throws
+    // FileSystemError naming the path.
+    explicit CaptureFile(const std::string& path);
+    ~CaptureFile();
+    CaptureFile(const CaptureFile&) = delete;
+    CaptureFile& operator=(const CaptureFile&) = delete;
+
+    // Writes `line` and a newline in one piece. Returns false (and keeps
+    // the error for last_error()) when the bytes could not all be written;
+    // a partial line is cut back off a file so the capture stays NDJSON.
+    bool append_line(std::string_view line);
+
+    // Pushes the file to disk (fsync); a no-op for a pipe or terminal.
+    // Throws FileSystemError.
+    void sync();
+
+    [[nodiscard]] const std::string& name() const { return m_name; }
+    [[nodiscard]] std::string last_error() const;
+    [[nodiscard]] std::uint64_t failed_writes() const;
+
+private:
+    int m_fd = -1;
+    bool m_owns_fd = false;
+    std::string m_name;
+    mutable std::mutex m_mutex;
+    std::string m_line;
+    std::string m_last_error;
+    std::uint64_t m_failed_writes = 0;
+};
+
+} // namespace idem::listen

@@ -1,0 +1,41 @@
+#pragma once
+// `idem listen`: an HTTP receiver that captures every request as a delivery
+// envelope, optionally verifying signatures and playing a flaky downstream
+// (docs/listen.md). Called by the CLI with everything already decided.
+
+#include "idem/io/diagnostics.hpp"
+#include "idem/io/summary.hpp"
+#include "idem/listen/flaky.hpp"
+#include "idem/net/http_server.hpp"
+#include "idem/verify/config.hpp"
+
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace idem::listen {
+
+struct ListenOptions {
+    std::string bind_address = "127.0.0.1";
+    int port = 8080;
+    std::string out_path = "-";
+    net::ServerLimits limits;
+    std::optional<verify::VerifyConfig> verify; // set: 401 for invalid signatures
+    FlakyPlan flaky;
+};
+
+struct ListenResult {
+    io::Summary summary;
+    std::uint64_t failed_writes = 0; // requests answered 503 because the capture failed
+};
+
+// Serves until `stop` becomes true (the CLI sets it on SIGINT/SIGTERM),
+// then finishes requests in flight and syncs the capture. `on_listening`
+// gets the bound port once requests are accepted. Throws NetworkError
+// (cannot bind), FileSystemError (cannot open or sync the capture).
+ListenResult run_listen(const ListenOptions& options, const std::atomic<bool>& stop,
+                        io::Diagnostics& diagnostics,
+                        const std::function<void(int port)>& on_listening);
+
+} // namespace idem::listen

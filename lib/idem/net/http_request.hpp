@@ -1,0 +1,79 @@
+#pragma once
+// HTTP/1.1 request framing (RFC 9112) for `idem listen`. The head is parsed
+// as it arrived: header names and values in arrival order, repeats kept,
+// because a capture must reproduce the request (cpp-httplib sorts headers by
+// name, which is why idem frames requests itself). Pure: bytes in, results
+// out; the server does the I/O.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace idem::net {
+
+using HeaderPairs = std::vector<std::pair<std::string, std::string>>;
+
+struct RequestHead {
+    std::string method;
+    std::string target; // as sent: path and query
+    int minor_version = 1;
+    HeaderPairs headers;
+
+    // The first header of that name, compared case-insensitively.
+    [[nodiscard]] std::optional<std::string_view> header(std::string_view name) const;
+};
+
+enum class BodyFraming { none, length, chunked };
+
+struct HeadParse {
+    enum class Status { incomplete, complete, bad };
+    Status status = Status::incomplete;
+    std::size_t head_bytes = 0; // complete: the head's bytes, its blank line included
+    RequestHead head;
+    BodyFraming framing = BodyFraming::none;
+    std::uint64_t content_length = 0;
+    bool keep_alive = true;
+    bool expects_continue = false;
+    // bad: the status to answer with (400, 431, 501, 505) and why.
+    int error_status = 400;
+    std::string error;
+};
+
+// Parses the request head at the start of `buffer` (empty lines before the
+// request line are skipped). `incomplete` means "read more"; a buffer that
+// holds max_head_bytes without a complete head is bad with 431. Requests
+// carrying both Content-Length and Transfer-Encoding are refused (400): the
+// two framings disagreeing is how request smuggling starts.
+[[nodiscard]] HeadParse parse_request_head(std::string_view buffer, std::size_t max_head_bytes);
+
+// Decodes a chunked body (RFC 9112 section 7.1) as its bytes arrive.
+// Extensions and trailers are read and dropped.
+class ChunkedDecoder {
+public:
+    enum class Status { more, done, bad, too_large };
+    struct Step {
+        std::size_t consumed = 0; // input bytes used; keep the rest for the next call
+        Status status = Status::more;
+        std::string error;
+    };
+
+    explicit ChunkedDecoder(std::uint64_t max_body_bytes) : m_max_body_bytes(max_body_bytes) {}
+
+    // Appends decoded bytes to `body`. Stops at an incomplete line, so the
+    // caller passes the unconsumed rest again with more bytes appended.
+    Step feed(std::string_view input, std::string& body);
+
+private:
+    enum class State { size_line, data, data_end, trailer, finished };
+    State m_state = State::size_line;
+    std::uint64_t m_remaining = 0;
+    std::uint64_t m_max_body_bytes;
+};
+
+// The reason phrase for a status code ("OK", "Not Found"; "" when unknown).
+[[nodiscard]] std::string_view reason_phrase(int status);
+
+} // namespace idem::net

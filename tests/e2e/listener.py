@@ -1,0 +1,63 @@
+"""`idem listen` as a context manager for tests: started on a free port (read
+from its first stderr line), stopped with SIGTERM, its capture read back."""
+import contextlib
+import http.client
+import json
+import os
+import signal
+import subprocess
+
+from test_cli import IDEM
+
+
+class Listener:
+    def __init__(self, process, port, capture):
+        self.process = process
+        self.port = port
+        self.capture = capture
+        self.url = f"http://127.0.0.1:{port}"
+        self.stderr = ""
+
+    def post(self, path, body, headers=None, connection=None):
+        """Sends one request; returns (status, response headers, body)."""
+        own = connection is None
+        connection = connection or http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            connection.request("POST", path, body=body, headers=headers or {})
+            response = connection.getresponse()
+            return response.status, dict(response.getheaders()), response.read()
+        finally:
+            if own:
+                connection.close()
+
+    def envelopes(self):
+        with open(self.capture, "rb") as capture:
+            return [json.loads(line) for line in capture.read().splitlines()]
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        self.stderr = self.process.communicate(timeout=30)[1].decode()
+        return self.process.returncode
+
+
+@contextlib.contextmanager
+def listening(directory, args=(), name="capture.ndjson"):
+    capture = os.path.join(directory, name)
+    process = subprocess.Popen([IDEM, "listen", "--port", "0", "-o", capture, "--summary", "json", *args],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    first = process.stderr.readline().decode()
+    if "capturing http://" not in first:
+        process.kill()
+        raise AssertionError(f"idem listen did not start: {first}{process.stderr.read().decode()}")
+    port = int(first.split("http://", 1)[1].split()[0].rsplit(":", 1)[1])
+    listener = Listener(process, port, capture)
+    try:
+        yield listener
+    finally:
+        if process.poll() is None:
+            listener.stop()
+
+
+def summary_of(stderr):
+    return json.loads(stderr.strip().splitlines()[-1])

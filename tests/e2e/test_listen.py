@@ -1,0 +1,267 @@
+"""End-to-end tests of `idem listen`: real HTTP over loopback, the capture
+file read back, signals sent to the process."""
+import http.client
+import json
+import os
+import socket
+import tempfile
+import threading
+import time
+import unittest
+
+from listener import listening, summary_of
+from test_cli import IDEM, run
+
+SECRET = "whsec_listen_test"
+
+
+def signed_envelopes(events, scheme="stripe", secret=SECRET):
+    stdin = ("\n".join(json.dumps(e) for e in events) + "\n").encode()
+    code, out, err = run(["sign", "--scheme", scheme, "--secret", secret], stdin=stdin)
+    assert code == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+class Capture(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_every_request_is_captured_byte_for_byte_with_headers_in_order(self):
+        with listening(self.tmp.name) as listener:
+            raw = b'{ "id": "evt_1",\n  "amount": 1.50 }'
+            connection = http.client.HTTPConnection("127.0.0.1", listener.port, timeout=10)
+            connection.putrequest("POST", "/hooks/stripe?attempt=2", skip_accept_encoding=True, skip_host=True)
+            for name, value in [("Host", "example"), ("X-B", "2"), ("A-First", "1"), ("x-b", "3"),
+                                ("Content-Length", str(len(raw)))]:
+                connection.putheader(name, value)
+            connection.endheaders(raw)
+            response = connection.getresponse()
+            self.assertEqual(response.status, 200)
+            answer = json.loads(response.read())
+            binary = bytes(range(256))
+            status, _, _ = listener.post("/bin", binary, connection=connection)
+            self.assertEqual(status, 200)
+            connection.close()
+            self.assertEqual(listener.stop(), 0)
+        first, second = listener.envelopes()
+        self.assertEqual(first["idem"], 1)
+        self.assertEqual(first["id"], answer["captured"])
+        self.assertEqual(first["method"], "POST")
+        self.assertEqual(first["path"], "/hooks/stripe?attempt=2")
+        self.assertEqual(first["headers"], [["Host", "example"], ["X-B", "2"], ["A-First", "1"], ["x-b", "3"],
+                                            ["Content-Length", str(len(raw))]])
+        self.assertEqual(first["body"].encode(), raw)
+        self.assertRegex(first["received_at"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        self.assertRegex(first["remote"], r"^127\.0\.0\.1:\d+$")
+        self.assertEqual(first["_idem"]["listen"], {"status": 200})
+        import base64
+        self.assertEqual(base64.b64decode(second["body_b64"]), binary)
+        self.assertNotEqual(first["id"], second["id"])
+        summary = summary_of(listener.stderr)
+        self.assertEqual((summary["in"], summary["captured"], summary["answered_2xx"]), (2, 2, 2))
+
+    def test_chunked_bodies_and_expect_continue_are_captured_decoded(self):
+        with listening(self.tmp.name) as listener:
+            with socket.create_connection(("127.0.0.1", listener.port), timeout=10) as sock:
+                sock.sendall(b"POST /c HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\n")
+                self.assertTrue(sock.recv(100).startswith(b"HTTP/1.1 100 Continue"))
+                sock.sendall(b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+                self.assertTrue(sock.recv(1000).startswith(b"HTTP/1.1 200 OK"))
+            listener.stop()
+        self.assertEqual(listener.envelopes()[0]["body"], "hello world")
+
+    def test_a_capture_that_cannot_be_written_is_answered_503_and_reported(self):
+        with listening(self.tmp.name, name="../../../../dev/full") as listener:
+            status, headers, _ = listener.post("/x", b"{}")
+            self.assertEqual(status, 503)
+            self.assertIn("Retry-After", headers)
+            code = listener.stop()
+        self.assertEqual(code, 4)
+        self.assertIn("cannot write the capture", listener.stderr)
+        self.assertIn("No space left on device", listener.stderr)
+        self.assertEqual(summary_of(listener.stderr)["capture_failed"], 1)
+
+    def test_a_port_in_use_is_a_network_failure(self):
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            code, _, err = run(["listen", "--port", str(port), "-o", os.path.join(self.tmp.name, "c")])
+        self.assertEqual(code, 4)
+        self.assertIn(f"cannot listen on 127.0.0.1:{port}: Address already in use", err)
+
+    def test_usage_errors_name_the_flag(self):
+        for args, message in [(["--fail-rate", "150%"], "--fail-rate: '150%' is not between 0 and 1"),
+                              (["--respond", "99"], "--respond: 99 is not an HTTP status"),
+                              (["--verify", "stripe"], "--verify stripe needs a secret")]:
+            code, _, err = run(["listen", "--port", "0", *args])
+            self.assertEqual(code, 2, err)
+            self.assertIn(message, err)
+
+
+class Verify(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_signatures_are_checked_live_and_invalid_deliveries_are_captured_with_401(self):
+        envelopes = signed_envelopes([{"id": "evt_1"}, {"id": "evt_2"}])
+        with listening(self.tmp.name, ["--verify", "stripe", "--secret", SECRET]) as listener:
+            statuses = []
+            for index, envelope in enumerate(envelopes):
+                headers = dict(envelope["headers"])
+                body = envelope["body"].encode()
+                if index == 1:
+                    body = body.replace(b"evt_2", b"evt_X")  # forged after signing
+                statuses.append(listener.post("/hooks", body, headers)[0])
+            listener.stop()
+        self.assertEqual(statuses, [200, 401])
+        good, forged = listener.envelopes()
+        self.assertEqual(good["_idem"]["verify"]["valid"], True)
+        self.assertEqual(forged["_idem"]["listen"]["status"], 401)
+        self.assertEqual(forged["_idem"]["verify"]["valid"], False)
+        self.assertNotIn(SECRET, listener.stderr)
+        # The capture is an input for idem verify, with the same verdicts.
+        code, out, _ = run(["verify", "--scheme", "stripe", "--secret", SECRET, listener.capture])
+        self.assertEqual(code, 1)
+        self.assertEqual([json.loads(line)["_idem"]["verify"]["valid"] for line in out.splitlines()],
+                         [True, False])
+
+
+class Flaky(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def statuses(self, args, count=40):
+        with listening(self.tmp.name, args) as listener:
+            result = []
+            for n in range(count):
+                try:
+                    status, headers, _ = listener.post("/x", json.dumps({"n": n}).encode())
+                    result.append((status, headers.get("Retry-After")))
+                except (http.client.RemoteDisconnected, ConnectionResetError):
+                    result.append(("dropped", None))
+            listener.stop()
+        return result, listener
+
+    def test_failures_are_seeded_and_reproducible_with_retry_after(self):
+        args = ["--fail-rate", "40%", "--fail-status", "503", "--retry-after", "2s", "--seed", "7"]
+        first, listener = self.statuses(args)
+        second, _ = self.statuses(args)
+        self.assertEqual(first, second)
+        failed = [entry for entry in first if entry[0] == 503]
+        self.assertTrue(5 < len(failed) < 30, first)
+        self.assertTrue(all(retry_after == "2" for _, retry_after in failed))
+        self.assertTrue(all(retry_after is None for status, retry_after in first if status == 200))
+        other, _ = self.statuses(["--fail-rate", "40%", "--fail-status", "503", "--seed", "8"])
+        self.assertNotEqual([s for s, _ in first], [s for s, _ in other])
+
+    def test_dropped_connections_are_captured_and_never_answered(self):
+        result, listener = self.statuses(["--drop-connection-rate", "0.5", "--seed", "3"], count=20)
+        dropped = sum(1 for status, _ in result if status == "dropped")
+        self.assertTrue(3 < dropped < 17, result)
+        captured = listener.envelopes()
+        self.assertEqual(len(captured), 20)
+        self.assertEqual(sum(1 for e in captured if e["_idem"]["listen"].get("dropped")), dropped)
+
+    def test_respond_and_delay_shape_every_answer(self):
+        started = time.monotonic()
+        result, _ = self.statuses(["--respond", "429", "--retry-after", "1s", "--delay", "100ms"], count=3)
+        self.assertGreaterEqual(time.monotonic() - started, 0.3)
+        self.assertEqual(result, [(429, "1")] * 3)
+
+
+class Limits(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_a_body_over_the_limit_is_answered_413_without_reading_it(self):
+        with listening(self.tmp.name, ["--max-body", "1KiB"]) as listener:
+            status, _, body = listener.post("/x", b"x" * 2000)
+            self.assertEqual(status, 413)
+            self.assertIn(b"larger than --max-body", body)
+            self.assertEqual(listener.post("/x", b"x" * 1000)[0], 200)
+            listener.stop()
+        self.assertEqual(len(listener.envelopes()), 1)
+        self.assertEqual(summary_of(listener.stderr)["refused"], 1)
+
+    def test_a_slow_client_gets_408_after_the_header_timeout(self):
+        with listening(self.tmp.name, ["--header-timeout", "300ms"]) as listener:
+            with socket.create_connection(("127.0.0.1", listener.port), timeout=10) as sock:
+                sock.sendall(b"POST /x HTTP/1.1\r\nHost: h\r\n")
+                started = time.monotonic()
+                answer = sock.recv(1000)
+                self.assertTrue(answer.startswith(b"HTTP/1.1 408"), answer)
+                self.assertLess(time.monotonic() - started, 5)
+            listener.stop()
+        self.assertIn("request head not complete within --header-timeout", listener.stderr)
+
+    def test_connections_beyond_the_cap_are_answered_503(self):
+        with listening(self.tmp.name, ["--max-connections", "2"]) as listener:
+            held = [socket.create_connection(("127.0.0.1", listener.port)) for _ in range(2)]
+            time.sleep(0.3)
+            with socket.create_connection(("127.0.0.1", listener.port), timeout=10) as extra:
+                self.assertTrue(extra.recv(1000).startswith(b"HTTP/1.1 503"))
+            for sock in held:
+                sock.close()
+            time.sleep(0.3)
+            self.assertEqual(listener.post("/x", b"{}")[0], 200)
+            listener.stop()
+
+    def test_malformed_requests_get_400_and_the_listener_carries_on(self):
+        with listening(self.tmp.name) as listener:
+            with socket.create_connection(("127.0.0.1", listener.port), timeout=10) as sock:
+                sock.sendall(b"POST /x HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n")
+                self.assertTrue(sock.recv(1000).startswith(b"HTTP/1.1 400"))
+            self.assertEqual(listener.post("/x", b"{}")[0], 200)
+            listener.stop()
+        self.assertIn("request smuggling", listener.stderr)
+
+
+class Shutdown(unittest.TestCase):
+    def test_sigterm_under_load_keeps_every_request_that_was_answered_2xx(self):
+        with tempfile.TemporaryDirectory() as directory:
+            with listening(directory) as listener:
+                answered = []
+                lock = threading.Lock()
+
+                def client(worker):
+                    connection = http.client.HTTPConnection("127.0.0.1", listener.port, timeout=10)
+                    for n in range(100000):
+                        try:
+                            status, _, body = listener.post("/x", json.dumps({"w": worker, "n": n}).encode(),
+                                                            connection=connection)
+                        except (OSError, http.client.HTTPException):
+                            return
+                        if status == 200:
+                            with lock:
+                                answered.append(json.loads(body)["captured"])
+
+                threads = [threading.Thread(target=client, args=(w,)) for w in range(8)]
+                for thread in threads:
+                    thread.start()
+                time.sleep(1.0)
+                self.assertEqual(listener.stop(), 0)
+                for thread in threads:
+                    thread.join()
+            captured = {e["id"] for e in listener.envelopes()}
+            self.assertGreater(len(answered), 100)
+            self.assertEqual(set(answered) - captured, set())
+            summary = summary_of(listener.stderr)
+            self.assertEqual(summary["captured"], len(captured))
+
+
+if __name__ == "__main__":
+    unittest.main()

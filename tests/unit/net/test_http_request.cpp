@@ -1,0 +1,121 @@
+#include "idem/net/http_request.hpp"
+
+#include <doctest/doctest.h>
+#include <string>
+
+using namespace idem::net;
+
+TEST_CASE("a request head keeps headers in arrival order, repeats included") {
+    std::string bytes = "POST /hooks/x?a=1 HTTP/1.1\r\nHost: h\r\nX-B: 2\r\nA-First:  1 \r\n"
+                        "x-b: 3\r\nContent-Length: 5\r\n\r\nhello";
+    auto parsed = parse_request_head(bytes, 65536);
+    REQUIRE(parsed.status == HeadParse::Status::complete);
+    CHECK(parsed.head.method == "POST");
+    CHECK(parsed.head.target == "/hooks/x?a=1");
+    REQUIRE(parsed.head.headers.size() == 5);
+    CHECK(parsed.head.headers[1] == std::pair<std::string, std::string>{"X-B", "2"});
+    CHECK(parsed.head.headers[2] == std::pair<std::string, std::string>{"A-First", "1"});
+    CHECK(parsed.head.headers[3] == std::pair<std::string, std::string>{"x-b", "3"});
+    CHECK(parsed.head.header("X-b") == "2");
+    CHECK(parsed.framing == BodyFraming::length);
+    CHECK(parsed.content_length == 5);
+    CHECK(parsed.keep_alive);
+    CHECK(bytes.substr(parsed.head_bytes) == "hello");
+}
+
+TEST_CASE("a head that has not fully arrived asks for more, at every cut") {
+    std::string bytes = "GET / HTTP/1.1\r\nHost: h\r\n\r\n";
+    for (std::size_t cut = 0; cut < bytes.size(); ++cut)
+        CHECK(parse_request_head(bytes.substr(0, cut), 65536).status ==
+              HeadParse::Status::incomplete);
+    CHECK(parse_request_head(bytes, 65536).status == HeadParse::Status::complete);
+}
+
+TEST_CASE("bare LF line ends and leading empty lines are accepted") {
+    auto parsed = parse_request_head("\r\n\nGET /a HTTP/1.0\nConnection: keep-alive\n\n", 1024);
+    REQUIRE(parsed.status == HeadParse::Status::complete);
+    CHECK(parsed.head.minor_version == 0);
+    CHECK(parsed.keep_alive);
+    CHECK(parse_request_head("GET /a HTTP/1.0\r\n\r\n", 1024).keep_alive == false);
+    CHECK(parse_request_head("GET /a HTTP/1.1\r\nConnection: close\r\n\r\n", 1024).keep_alive ==
+          false);
+}
+
+TEST_CASE("malformed heads are refused with the status to answer and why") {
+    struct Case {
+        const char* bytes;
+        int status;
+        const char* message;
+    };
+    const Case cases[] = {
+        {"GET /\r\n\r\n", 400, "malformed request line"},
+        {"G(T / HTTP/1.1\r\n\r\n", 400, "malformed method"},
+        {"GET / HTTP/2.0\r\n\r\n", 505, "unsupported protocol"},
+        {"GET / HTTP/1.1\r\nNo colon here\r\n\r\n", 400, "header line without ':'"},
+        {"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n", 400, "malformed header name"},
+        {"GET / HTTP/1.1\r\nA: 1\r\n folded\r\n\r\n", 400, "folding"},
+        {"GET / HTTP/1.1\r\nA: x\001y\r\n\r\n", 400, "control byte"},
+        {"POST / HTTP/1.1\r\nContent-Length: 12x\r\n\r\n", 400, "malformed Content-Length"},
+        {"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400, "conflicting"},
+        {"POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+         "smuggling"},
+        {"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "only chunked"},
+    };
+    for (const auto& test : cases) {
+        CAPTURE(test.bytes);
+        auto parsed = parse_request_head(test.bytes, 1024);
+        CHECK(parsed.status == HeadParse::Status::bad);
+        CHECK(parsed.error_status == test.status);
+        CHECK(parsed.error.find(test.message) != std::string::npos);
+    }
+}
+
+TEST_CASE("a head larger than the limit is refused with 431 before it completes") {
+    std::string bytes = "GET / HTTP/1.1\r\n";
+    bytes += "X-Long: " + std::string(2000, 'a') + "\r\n";
+    auto parsed = parse_request_head(bytes, 1024);
+    CHECK(parsed.status == HeadParse::Status::bad);
+    CHECK(parsed.error_status == 431);
+    CHECK(parse_request_head("GET /" + std::string(2000, 'a'), 1024).error_status == 431);
+}
+
+TEST_CASE("Expect: 100-continue and chunked framing are recognised") {
+    auto parsed = parse_request_head(
+        "POST / HTTP/1.1\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n", 1024);
+    REQUIRE(parsed.status == HeadParse::Status::complete);
+    CHECK(parsed.expects_continue);
+    CHECK(parsed.framing == BodyFraming::chunked);
+}
+
+TEST_CASE("a chunked body decodes across arbitrary cuts") {
+    std::string wire = "5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nTrailer: x\r\n\r\nNEXT";
+    for (std::size_t cut = 0; cut <= wire.size(); ++cut) {
+        CAPTURE(cut);
+        ChunkedDecoder decoder(1024);
+        std::string body;
+        std::string pending = wire.substr(0, cut);
+        auto step = decoder.feed(pending, body);
+        pending.erase(0, step.consumed);
+        pending += wire.substr(cut);
+        if (step.status != ChunkedDecoder::Status::done) {
+            step = decoder.feed(pending, body);
+            pending.erase(0, step.consumed);
+        }
+        CHECK(step.status == ChunkedDecoder::Status::done);
+        CHECK(body == "hello, world");
+        CHECK(pending == "NEXT");
+    }
+}
+
+TEST_CASE("a chunked body beyond the limit, or malformed, stops decoding") {
+    ChunkedDecoder small(8);
+    std::string body;
+    CHECK(small.feed("5\r\nhello\r\n5\r\nworld\r\n", body).status ==
+          ChunkedDecoder::Status::too_large);
+    ChunkedDecoder huge(1024);
+    CHECK(huge.feed("ffffffffffffffffff\r\n", body).status == ChunkedDecoder::Status::bad);
+    ChunkedDecoder overlong(1024);
+    CHECK(overlong.feed("3\r\nabcd\r\n", body).status == ChunkedDecoder::Status::bad);
+    ChunkedDecoder endless(1024);
+    CHECK(endless.feed(std::string(5000, '1'), body).status == ChunkedDecoder::Status::bad);
+}
