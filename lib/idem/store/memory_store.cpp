@@ -113,6 +113,55 @@ public:
         m_reorder.erase(std::string(scope));
     }
 
+    std::vector<ReplayClaim> claim_replays(std::string_view scope,
+                                           const std::vector<std::string>& keys,
+                                           std::string_view owner, Timestamp now,
+                                           Timestamp lease_until, ReplayRerun rerun) override {
+        auto& ledger = m_replays[std::string(scope)];
+        std::vector<ReplayClaim> claims;
+        claims.reserve(keys.size());
+        for (const auto& key : keys) {
+            auto& claim = claims.emplace_back();
+            auto found = ledger.find(key);
+            if (found != ledger.end()) claim.previous = found->second;
+            claim.granted = may_claim_replay(claim.previous, owner, now, rerun);
+            if (!claim.granted) continue;
+            auto& entry = ledger[key];
+            entry.key = key;
+            entry.state = ReplayState::in_progress;
+            entry.owner = owner;
+            entry.lease_until = lease_until;
+            entry.updated_at = now;
+        }
+        return claims;
+    }
+
+    void renew_replay_leases(std::string_view scope, const std::vector<std::string>& keys,
+                             std::string_view owner, Timestamp lease_until) override {
+        auto& ledger = m_replays[std::string(scope)];
+        for (const auto& key : keys) {
+            auto found = ledger.find(key);
+            if (found != ledger.end() && found->second.state == ReplayState::in_progress &&
+                found->second.owner == owner)
+                found->second.lease_until = lease_until;
+        }
+    }
+
+    void save_replay_entries(std::string_view scope,
+                             const std::vector<ReplayEntry>& entries) override {
+        auto& ledger = m_replays[std::string(scope)];
+        for (const auto& entry : entries)
+            ledger[entry.key] = entry;
+    }
+
+    void for_each_replay_entry(std::string_view scope,
+                               const std::function<void(const ReplayEntry&)>& visit) override {
+        auto found = m_replays.find(std::string(scope));
+        if (found == m_replays.end()) return;
+        for (const auto& [key, entry] : found->second)
+            visit(entry);
+    }
+
     void commit() override {}
     std::string describe() const override { return ":memory:"; }
 
@@ -136,6 +185,7 @@ private:
     std::map<std::string, std::pair<Timestamp, Timestamp>> m_nonces;
     std::map<std::string, ReorderState> m_reorder;
     std::map<std::string, Checkpoint> m_checkpoints;
+    std::map<std::string, std::map<std::string, ReplayEntry>> m_replays;
     std::map<std::string, detail::FingerprintTable> m_fingerprints;
     std::unordered_map<std::string, std::uint32_t> m_source_ids;
     std::vector<std::string> m_source_names;

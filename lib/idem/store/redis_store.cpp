@@ -1,5 +1,6 @@
 #include "idem/store/store.hpp"
 
+#include "idem/store/detail/redis_replay.hpp"
 #include "idem/util/errors.hpp"
 
 #include <algorithm>
@@ -243,6 +244,79 @@ public:
         m_pending.push_back({"DEL", reorder_key(scope, "progress"), reorder_key(scope, "held")});
     }
 
+    std::vector<ReplayClaim> claim_replays(std::string_view scope,
+                                           const std::vector<std::string>& keys,
+                                           std::string_view owner, Timestamp now,
+                                           Timestamp lease_until, ReplayRerun rerun) override {
+        apply_pending(); // outcomes saved before must land before these claims read them
+        auto sha = load_script(m_replay_claim_script, detail::k_replay_claim_lua);
+        for (const auto& key : keys)
+            append({"EVALSHA", sha, "1", detail::replay_key(scope, key), std::string(owner),
+                    std::to_string(now.time_since_epoch().count()),
+                    std::to_string(lease_until.time_since_epoch().count()),
+                    std::to_string(static_cast<int>(rerun))});
+        std::vector<ReplayClaim> claims;
+        claims.reserve(keys.size());
+        for (const auto& key : keys) {
+            auto reply = read_reply();
+            auto& claim = claims.emplace_back();
+            if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 12)
+                throw StoreError(fmt::format("store {}: unexpected reply to a replay claim",
+                                             m_location.describe()));
+            claim.granted = integer_of(reply->element[0]) == 1;
+            std::vector<std::string> values;
+            for (std::size_t i = 1; i < reply->elements; ++i)
+                values.push_back(string_of(reply->element[i]));
+            claim.previous = detail::replay_entry_from(key, values);
+        }
+        return claims;
+    }
+
+    void renew_replay_leases(std::string_view scope, const std::vector<std::string>& keys,
+                             std::string_view owner, Timestamp lease_until) override {
+        auto sha = load_script(m_replay_renew_script, detail::k_replay_renew_lua);
+        for (const auto& key : keys)
+            append({"EVALSHA", sha, "1", detail::replay_key(scope, key), std::string(owner),
+                    std::to_string(lease_until.time_since_epoch().count())});
+        for (std::size_t i = 0; i < keys.size(); ++i)
+            read_reply();
+    }
+
+    void save_replay_entries(std::string_view scope,
+                             const std::vector<ReplayEntry>& entries) override {
+        for (const auto& entry : entries) {
+            std::vector<std::string> arguments = {"HSET", detail::replay_key(scope, entry.key)};
+            for (auto& field : detail::replay_fields(entry))
+                arguments.push_back(std::move(field));
+            m_pending.push_back(std::move(arguments));
+        }
+    }
+
+    void for_each_replay_entry(std::string_view scope,
+                               const std::function<void(const ReplayEntry&)>& visit) override {
+        auto prefix = detail::replay_key(scope, "");
+        prefix.pop_back(); // "idem:replay:{scope:"
+        std::string cursor = "0";
+        do {
+            auto page = command(
+                {"SCAN", cursor, "MATCH", detail::replay_scan_pattern(scope), "COUNT", "1000"});
+            cursor = string_of(page->element[0]);
+            const auto* names = page->element[1];
+            for (std::size_t i = 0; i < names->elements; ++i) {
+                auto name = string_of(names->element[i]);
+                if (name.size() <= prefix.size() + 1) continue;
+                auto key = name.substr(prefix.size(), name.size() - prefix.size() - 1);
+                auto reply =
+                    command({"HMGET", name, "state", "owner", "lease", "attempts", "status",
+                             "latency", "permanent", "error", "digest", "head", "updated"});
+                std::vector<std::string> values;
+                for (std::size_t j = 0; j < reply->elements; ++j)
+                    values.push_back(string_of(reply->element[j]));
+                if (auto entry = detail::replay_entry_from(key, values)) visit(*entry);
+            }
+        } while (cursor != "0");
+    }
+
     // Redis expires keys by itself.
     std::uint64_t collect_garbage(Timestamp) override { return 0; }
 
@@ -281,10 +355,14 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
 )lua";
 
-    void load_claim_script() {
-        if (!m_claim_script.empty()) return;
-        auto reply = command({"SCRIPT", "LOAD", k_claim_lua});
-        m_claim_script.assign(reply->str, reply->len);
+    void load_claim_script() { load_script(m_claim_script, k_claim_lua); }
+
+    // Loads a script once per connection; its SHA1 is kept in `sha`.
+    const std::string& load_script(std::string& sha, const char* source) {
+        if (!sha.empty()) return sha;
+        auto reply = command({"SCRIPT", "LOAD", source});
+        sha.assign(reply->str, reply->len);
+        return sha;
     }
 
     // The hash tag ({...}) puts a fingerprint and its evidence in one
@@ -489,6 +567,8 @@ return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
     StoreLocation m_location;
     redisContext* m_context = nullptr;
     std::string m_claim_script; // SHA1 of the loaded claim script
+    std::string m_replay_claim_script;
+    std::string m_replay_renew_script;
     std::vector<std::pair<std::string, long long>>
         m_unconfirmed;                               // first copies of the batch: key, expiry
     std::vector<std::vector<std::string>> m_pending; // written by commit()

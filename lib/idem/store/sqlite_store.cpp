@@ -1,6 +1,7 @@
 #include "idem/store/detail/fingerprint_table.hpp"
 #include "idem/store/detail/sqlite_evidence.hpp"
 #include "idem/store/detail/sqlite_reorder.hpp"
+#include "idem/store/detail/sqlite_replay.hpp"
 #include "idem/store/detail/sqlite_support.hpp"
 #include "idem/store/store.hpp"
 
@@ -106,6 +107,7 @@ public:
         m_source_path =
             std::make_unique<Statement>(m_db, "SELECT path FROM sources WHERE id = ?1", m_name);
         m_reorder = std::make_unique<detail::SqliteReorderTables>(m_db, m_name);
+        m_replay = std::make_unique<detail::SqliteReplayLedger>(m_db, m_name);
     }
 
     ~SqliteStore() override { close(); }
@@ -120,6 +122,7 @@ public:
         m_source_id.reset();
         m_source_path.reset();
         m_reorder.reset();
+        m_replay.reset();
         if (m_in_transaction) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
         m_in_transaction = false;
         sqlite3_close(m_db);
@@ -288,6 +291,31 @@ public:
     void clear_reorder_state(std::string_view scope) override {
         begin_if_needed();
         m_reorder->clear(scope);
+    }
+
+    std::vector<ReplayClaim> claim_replays(std::string_view scope,
+                                           const std::vector<std::string>& keys,
+                                           std::string_view owner, Timestamp now,
+                                           Timestamp lease_until, ReplayRerun rerun) override {
+        begin_if_needed();
+        return m_replay->claim(scope, keys, owner, now, lease_until, rerun);
+    }
+
+    void renew_replay_leases(std::string_view scope, const std::vector<std::string>& keys,
+                             std::string_view owner, Timestamp lease_until) override {
+        begin_if_needed();
+        m_replay->renew(scope, keys, owner, lease_until);
+    }
+
+    void save_replay_entries(std::string_view scope,
+                             const std::vector<ReplayEntry>& entries) override {
+        begin_if_needed();
+        m_replay->save(scope, entries);
+    }
+
+    void for_each_replay_entry(std::string_view scope,
+                               const std::function<void(const ReplayEntry&)>& visit) override {
+        m_replay->for_each(scope, visit);
     }
 
     void commit() override {
@@ -481,6 +509,7 @@ private:
     std::unique_ptr<Statement> m_source_id;
     std::unique_ptr<Statement> m_source_path;
     std::unique_ptr<detail::SqliteReorderTables> m_reorder;
+    std::unique_ptr<detail::SqliteReplayLedger> m_replay;
     std::unordered_map<std::string, sqlite3_int64> m_source_ids;
     std::string_view m_last_source_path; // a key of m_source_ids
     sqlite3_int64 m_last_source_id = 0;

@@ -3,6 +3,7 @@
 // default, ":memory:", or redis://host:port[/db]. It speaks intent; no SQL or
 // Redis command appears outside this module.
 
+#include "idem/store/replay_ledger.hpp"
 #include "idem/util/time.hpp"
 
 #include <array>
@@ -172,6 +173,24 @@ public:
     virtual void save_reorder_changes(std::string_view scope, const ReorderChanges& changes) = 0;
     // Forgets the scope's progress and held records (`reorder --reset`).
     virtual void clear_reorder_state(std::string_view scope) = 0;
+
+    // The replay ledger within `scope`. Claims each key that
+    // may_claim_replay allows, as in_progress for `owner` until
+    // `lease_until`, atomically against other processes; results in key
+    // order. Claims are durable once commit() returns: call it before
+    // sending, so a crash leaves the key in progress and a rerun resends it.
+    virtual std::vector<ReplayClaim> claim_replays(std::string_view scope,
+                                                   const std::vector<std::string>& keys,
+                                                   std::string_view owner, Timestamp now,
+                                                   Timestamp lease_until, ReplayRerun rerun) = 0;
+    // Extends the leases `owner` still holds (requests that take long).
+    virtual void renew_replay_leases(std::string_view scope, const std::vector<std::string>& keys,
+                                     std::string_view owner, Timestamp lease_until) = 0;
+    // Records outcomes (completed or failed, or in_progress with attempts).
+    virtual void save_replay_entries(std::string_view scope,
+                                     const std::vector<ReplayEntry>& entries) = 0;
+    virtual void for_each_replay_entry(std::string_view scope,
+                                       const std::function<void(const ReplayEntry&)>& visit) = 0;
 
     // Deletes expired fingerprints and nonces; returns how many.
     virtual std::uint64_t collect_garbage(Timestamp now) = 0;

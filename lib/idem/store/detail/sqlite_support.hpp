@@ -67,8 +67,26 @@ inline constexpr const char* k_migrations[] = {
     "  record BLOB NOT NULL,"
     "  PRIMARY KEY (scope, id)"
     ");",
+    // v4: replay's ledger, one row per scope and idempotency key; columns
+    // per store::ReplayEntry (state 0 in progress, 1 completed, 2 failed).
+    "CREATE TABLE replay_ledger ("
+    "  scope TEXT NOT NULL,"
+    "  key TEXT NOT NULL,"
+    "  state INTEGER NOT NULL,"
+    "  owner TEXT NOT NULL,"
+    "  lease_until_us INTEGER NOT NULL,"
+    "  attempts INTEGER NOT NULL,"
+    "  status INTEGER NOT NULL,"
+    "  latency_ms INTEGER NOT NULL,"
+    "  permanent INTEGER NOT NULL,"
+    "  error TEXT NOT NULL,"
+    "  response_digest TEXT NOT NULL,"
+    "  response_head BLOB NOT NULL,"
+    "  updated_us INTEGER NOT NULL,"
+    "  PRIMARY KEY (scope, key)"
+    ") WITHOUT ROWID;",
 };
-inline constexpr int k_schema_version = 3;
+inline constexpr int k_schema_version = 4;
 
 // SQLite's memory statistics take a global mutex on every allocation; idem
 // reads none of them. Must run before SQLite initialises, so once, first.
