@@ -13,5 +13,6 @@ void register_dedup(CLI::App& app, std::function<int()>& action);
 void register_reorder(CLI::App& app, std::function<int()>& action);
 void register_audit(CLI::App& app, std::function<int()>& action);
 void register_listen(CLI::App& app, std::function<int()>& action);
+void register_replay(CLI::App& app, std::function<int()>& action);
 
 } // namespace idem::cli

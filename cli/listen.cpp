@@ -19,6 +19,7 @@ struct ListenCommandOptions {
     CommonOptions common;
     KeyOptions keys;
     std::string verify_scheme;
+    std::string tolerance = "5m";
     std::string bind = "127.0.0.1";
     int port = 8080;
     std::string out = "-";
@@ -85,6 +86,7 @@ listen::ListenOptions listen_options(const ListenCommandOptions& options) {
         auto keys = options.keys;
         keys.scheme = options.verify_scheme;
         run.verify = key_config(keys);
+        run.verify->tolerance = parse_duration(options.tolerance);
         // Checked now: a missing key found at the first request would fail it with a 500.
         if (run.verify->secrets.empty() && run.verify->public_keys.empty())
             throw UsageError(fmt::format("--verify {} needs a secret (--secret, --secret-file, "
@@ -134,6 +136,9 @@ void register_listen(CLI::App& app, std::function<int()>& action) {
                         "answer 401 to invalid ones, which are still captured");
     add_key_options(*command, options->keys);
     command->remove_option(command->get_option("--scheme"));
+    command->add_option(
+        "--tolerance", options->tolerance,
+        "with --verify: how far a signed timestamp may be from arrival (default 5m)");
     command->add_option("--max-body", options->max_body,
                         "larger bodies are answered 413 (default 10MiB)");
     command->add_option("--max-header-size", options->max_head,

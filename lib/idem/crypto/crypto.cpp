@@ -164,6 +164,26 @@ Digest hash(HashAlgorithm algorithm, std::string_view message) {
     return digest;
 }
 
+struct Sha256Stream::Impl {
+    SHA256_CTX context;
+};
+
+Sha256Stream::Sha256Stream() : m_impl(std::make_unique<Impl>()) {
+    SHA256_Init(&m_impl->context);
+}
+Sha256Stream::~Sha256Stream() = default;
+
+void Sha256Stream::update(std::string_view bytes) {
+    SHA256_Update(&m_impl->context, bytes.data(), bytes.size());
+}
+
+Digest Sha256Stream::finish() {
+    Digest digest;
+    SHA256_Final(digest.bytes.data(), &m_impl->context);
+    digest.size = SHA256_DIGEST_LENGTH;
+    return digest;
+}
+
 bool constant_time_equal(std::string_view a, std::string_view b) {
     return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }

@@ -48,6 +48,22 @@ private:
 
 [[nodiscard]] Digest hash(HashAlgorithm algorithm, std::string_view message);
 
+// SHA-256 over bytes that arrive in pieces (a response body, say).
+class Sha256Stream {
+public:
+    Sha256Stream();
+    ~Sha256Stream();
+    Sha256Stream(const Sha256Stream&) = delete;
+    Sha256Stream& operator=(const Sha256Stream&) = delete;
+    void update(std::string_view bytes);
+    // The digest of everything so far; the stream is spent afterwards.
+    [[nodiscard]] Digest finish();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
 // Compares in time that depends only on the lengths, which are public.
 [[nodiscard]] bool constant_time_equal(std::string_view a, std::string_view b);
 

@@ -1,0 +1,62 @@
+#pragma once
+// Many HTTP requests at once from one thread (libcurl's multi interface),
+// for `idem replay`: start transfers, then collect the ones that finished.
+// The only place libcurl is included.
+
+#include "idem/net/http_request.hpp"
+#include "idem/util/time.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace idem::net {
+
+struct OutgoingRequest {
+    std::string method = "POST";
+    std::string url;
+    HeaderPairs headers; // sent as given, in order; curl adds Host and Content-Length
+    std::string body;
+};
+
+struct Timeouts {
+    Duration connect = std::chrono::seconds(2);
+    Duration total = std::chrono::seconds(30);
+};
+
+struct TransferResult {
+    enum class Transport { answered, not_sent, lost_after_send };
+    Transport transport = Transport::answered;
+    int status = 0;
+    std::string retry_after;      // the response's Retry-After header, if any
+    std::string body;             // at most max_body_bytes of it
+    std::uint64_t body_bytes = 0; // the whole body's size
+    std::string digest;           // SHA-256 of the whole body, hex
+    Duration latency{0};
+    std::string error; // transport errors: curl's description
+};
+
+class HttpClient {
+public:
+    // Throws NetworkError when libcurl cannot start.
+    HttpClient(Timeouts timeouts, std::size_t max_body_bytes = 64 << 10);
+    ~HttpClient();
+    HttpClient(const HttpClient&) = delete;
+    HttpClient& operator=(const HttpClient&) = delete;
+
+    // Starts sending; the id comes back with the result.
+    void start(std::uint64_t id, OutgoingRequest request);
+
+    // Drives transfers for at most `wait` and returns those that ended.
+    std::vector<std::pair<std::uint64_t, TransferResult>> poll(Duration wait);
+
+    [[nodiscard]] std::size_t in_flight() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace idem::net

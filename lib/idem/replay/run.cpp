@@ -1,0 +1,533 @@
+// idem replay: read, select, claim, send, judge, record (docs/replay.md).
+
+#include "idem/replay/run.hpp"
+
+#include "idem/record/annotate.hpp"
+#include "idem/record/envelope_writer.hpp"
+#include "idem/record/parser.hpp"
+#include "idem/replay/request.hpp"
+#include "idem/store/store.hpp"
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+#include "idem/verify/signer.hpp"
+
+#include <fmt/format.h>
+#include <queue>
+#include <random>
+#include <thread>
+#include <unistd.h>
+#include <unordered_map>
+
+namespace idem::replay {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How many records wait for a claim at once, and how long outcomes wait
+// for their commit: small enough that a crash repeats little.
+constexpr std::size_t k_claim_batch = 256;
+constexpr auto k_commit_interval = std::chrono::milliseconds(200);
+constexpr std::size_t k_commit_outcomes = 512;
+constexpr std::size_t k_response_head_bytes = 256;
+
+struct Candidate {
+    std::string key;
+    net::OutgoingRequest request;
+    std::string source; // "file:line"
+    std::optional<Timestamp> time;
+};
+
+struct Job {
+    Candidate candidate;
+    store::ReplayEntry entry;
+    std::uint32_t attempts_this_run = 0;
+    Clock::time_point due;
+};
+
+struct Counts {
+    std::uint64_t records = 0;
+    std::uint64_t filtered_out = 0;
+    std::uint64_t selected = 0;
+    std::uint64_t completed = 0;
+    std::uint64_t failed = 0;
+    std::uint64_t skipped = 0;
+    std::uint64_t attempts = 0;
+    std::uint64_t retries = 0;
+};
+
+std::string run_owner() {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    auto start = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+    return fmt::format("{}:{}:{:x}", host, ::getpid(), start);
+}
+
+std::string default_scope(const std::string& to) {
+    return "replay:" + to;
+}
+
+class Replayer {
+public:
+    Replayer(const ReplayOptions& options, io::Sink& output, io::Diagnostics& diagnostics)
+        : m_options(options), m_output(output), m_diagnostics(diagnostics),
+          m_target(parse_target(options.to)), m_keys(options.key_paths),
+          m_scope(options.scope.empty() ? default_scope(options.to) : options.scope),
+          m_owner(run_owner()), m_budget(options.retry_budget),
+          m_random(options.seed
+                       ? options.seed
+                       : static_cast<std::uint64_t>(Clock::now().time_since_epoch().count())) {
+        if (!options.reject_path.empty())
+            m_reject_sink = io::Sink::create_file(options.reject_path);
+        m_rejects.emplace(m_reject_sink.get(), options.strictness, diagnostics,
+                          options.input.max_record_bytes);
+        m_input.emplace(options.input, &*m_rejects);
+        if (options.resign) m_signer.emplace(*options.resign);
+    }
+
+    ReplayResult run();
+
+private:
+    std::optional<Candidate> next_candidate();
+    bool selected(record::RecordParser& parser, const record::InputRecord& raw,
+                  std::optional<Timestamp>& time);
+    void dry_run(const Candidate& candidate);
+    void claim(std::vector<Candidate> candidates);
+    void launch_ready();
+    void collect(Duration wait);
+    void judge(std::uint64_t job_id, net::TransferResult result);
+    void finish(Job& job, store::ReplayState state, const std::string& error);
+    void skip(const Candidate& candidate, std::string reason);
+    void commit_if_due(bool force);
+    void renew_leases_if_due();
+    Clock::time_point due_time(const Candidate& candidate);
+    [[nodiscard]] std::string position(const record::InputRecord& raw) const {
+        return fmt::format("{}:{}", raw.source ? *raw.source : "<stdin>", raw.line);
+    }
+
+    const ReplayOptions& m_options;
+    io::Sink& m_output;
+    io::Diagnostics& m_diagnostics;
+    Target m_target;
+    KeyMaker m_keys;
+    std::string m_scope;
+    std::string m_owner;
+    RetryBudget m_budget;
+    std::mt19937_64 m_random;
+    std::unique_ptr<io::Sink> m_reject_sink;
+    std::optional<record::RejectRouter> m_rejects;
+    std::optional<record::InputStream> m_input;
+    record::RecordParser m_parser;
+    std::optional<verify::Signer> m_signer;
+    std::unique_ptr<store::Store> m_store;
+    std::optional<net::HttpClient> m_client;
+
+    Counts m_counts;
+    bool m_input_done = false;
+    std::unordered_map<std::string, std::string> m_keys_seen; // key -> first source, this run
+    std::optional<Timestamp> m_first_time;                    // --timing original
+    Clock::time_point m_start = Clock::now();
+    std::vector<std::pair<Clock::time_point, Candidate>> m_held_elsewhere;
+    std::unordered_map<std::uint64_t, Job> m_jobs;
+    std::uint64_t m_next_job = 1;
+    using Due = std::pair<Clock::time_point, std::uint64_t>;
+    std::priority_queue<Due, std::vector<Due>, std::greater<>> m_ready;
+    std::size_t m_in_flight = 0;
+    Clock::time_point m_next_send = Clock::now();
+    std::vector<store::ReplayEntry> m_unsaved;
+    Clock::time_point m_last_commit = Clock::now();
+    Clock::time_point m_last_renewal = Clock::now();
+};
+
+bool Replayer::selected(record::RecordParser& parser, const record::InputRecord& raw,
+                        std::optional<Timestamp>& time) {
+    const auto& selection = m_options.selection;
+    for (const auto& [path, value] : selection.filters) {
+        auto found = parser.find(path);
+        if (!found || found->text != value) return false;
+    }
+    if (selection.time_field) {
+        if (auto value = parser.find(*selection.time_field)) time = parse_timestamp(value->text);
+    } else if (parser.shape() == record::RecordShape::envelope) {
+        time = parse_timestamp(parser.envelope().received_at);
+    }
+    if (selection.since || selection.until || m_options.timing == Timing::original) {
+        if (!time) {
+            m_rejects->reject(raw, 0,
+                              selection.time_field
+                                  ? fmt::format("no time at {} to select or pace by",
+                                                quote(selection.time_field->text()))
+                                  : std::string("no received_at to select or pace by (a plain "
+                                                "event needs --time-field)"));
+            return false;
+        }
+        if (selection.since && *time < *selection.since) return false;
+        if (selection.until && *time >= *selection.until) return false;
+    }
+    return true;
+}
+
+// The next selected record as a request, or nullopt at the end of input
+// (or of --limit).
+std::optional<Candidate> Replayer::next_candidate() {
+    while (!m_input_done) {
+        if (m_options.selection.limit && m_counts.selected >= *m_options.selection.limit) break;
+        auto raw = m_input->next();
+        if (!raw) break;
+        ++m_counts.records;
+        if (raw->oversized_bytes) {
+            m_rejects->reject_oversized(*raw);
+            continue;
+        }
+        if (auto failure = m_parser.parse(raw->bytes)) {
+            m_rejects->reject(*raw, failure->column, failure->message);
+            continue;
+        }
+        std::optional<Timestamp> time;
+        auto rejected_before = m_rejects->count();
+        if (!selected(m_parser, *raw, time)) {
+            if (m_rejects->count() == rejected_before) ++m_counts.filtered_out;
+            continue;
+        }
+        auto key = m_keys.key_for(m_parser, raw->bytes);
+        if (!key.key) {
+            m_rejects->reject(*raw, 0,
+                              fmt::format("no value at key path {}", quote(key.missing_path)));
+            continue;
+        }
+        ++m_counts.selected;
+        Candidate candidate;
+        candidate.key = std::move(*key.key);
+        candidate.source = position(*raw);
+        candidate.time = time;
+        candidate.request =
+            build_request(m_parser, raw->bytes, m_target, m_options.key_header, candidate.key);
+        auto [seen, fresh] = m_keys_seen.try_emplace(candidate.key, candidate.source);
+        if (!fresh) {
+            skip(candidate, fmt::format("same key as {} in this run", seen->second));
+            continue;
+        }
+        return candidate;
+    }
+    m_input_done = true;
+    return std::nullopt;
+}
+
+void Replayer::dry_run(const Candidate& candidate) {
+    std::string line = "{\"key\":";
+    record::append_json_string(line, candidate.key);
+    line += ",\"outcome\":\"dry-run\",\"method\":";
+    record::append_json_string(line, candidate.request.method);
+    line += ",\"url\":";
+    record::append_json_string(line, candidate.request.url);
+    line += ",\"headers\":[";
+    for (std::size_t i = 0; i < candidate.request.headers.size(); ++i) {
+        const auto& [name, value] = candidate.request.headers[i];
+        line += i ? ",[" : "[";
+        record::append_json_string(line, name);
+        line += ',';
+        record::append_json_string(line, value);
+        line += ']';
+    }
+    line += fmt::format("],\"body_bytes\":{},\"source\":", candidate.request.body.size());
+    record::append_json_string(line, candidate.source);
+    line += '}';
+    m_output.write_record(line);
+}
+
+Clock::time_point Replayer::due_time(const Candidate& candidate) {
+    if (m_options.timing != Timing::original || !candidate.time) return Clock::now();
+    if (!m_first_time) m_first_time = candidate.time;
+    auto offset = *candidate.time - *m_first_time;
+    if (offset.count() < 0) offset = Duration(0); // out-of-order captures go at once
+    return m_start +
+           std::chrono::duration_cast<Clock::duration>(Duration(
+               static_cast<Duration::rep>(static_cast<double>(offset.count()) / m_options.speed)));
+}
+
+void Replayer::claim(std::vector<Candidate> candidates) {
+    if (candidates.empty()) return;
+    std::vector<std::string> keys;
+    keys.reserve(candidates.size());
+    for (const auto& candidate : candidates)
+        keys.push_back(candidate.key);
+    auto now = now_utc();
+    auto claims =
+        m_store->claim_replays(m_scope, keys, m_owner, now, now + m_options.lease, m_options.rerun);
+    // Durable before anything is sent: a crash from here on leaves these keys
+    // in progress, and a rerun resends them with the same key.
+    m_store->commit();
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+        auto& claim = claims[i];
+        auto& candidate = candidates[i];
+        if (claim.granted) {
+            Job job;
+            job.entry = claim.previous.value_or(store::ReplayEntry{});
+            job.entry.key = candidate.key;
+            job.entry.owner = m_owner;
+            job.due = due_time(candidate);
+            job.candidate = std::move(candidate);
+            auto id = m_next_job++;
+            m_ready.emplace(job.due, id);
+            m_jobs.emplace(id, std::move(job));
+            continue;
+        }
+        const auto& previous = *claim.previous;
+        switch (previous.state) {
+        case store::ReplayState::completed:
+            skip(candidate, fmt::format("completed earlier (status {})", previous.status));
+            break;
+        case store::ReplayState::failed:
+            skip(candidate,
+                 fmt::format("failed for good earlier ({}); --retry-failed sends it again",
+                             previous.error));
+            break;
+        case store::ReplayState::in_progress: {
+            // Another run holds it: look again when its lease ends, and take
+            // it over then unless that run finished it.
+            auto wait =
+                std::max(Duration(0), previous.lease_until - now) + std::chrono::milliseconds(50);
+            m_held_elsewhere.emplace_back(Clock::now() +
+                                              std::chrono::duration_cast<Clock::duration>(wait),
+                                          std::move(candidate));
+            break;
+        }
+        }
+    }
+}
+
+void Replayer::launch_ready() {
+    auto now = Clock::now();
+    while (m_in_flight < m_options.concurrency && !m_ready.empty() && m_ready.top().first <= now) {
+        if (m_options.rate_per_second > 0 && now < m_next_send) return;
+        auto id = m_ready.top().second;
+        m_ready.pop();
+        auto& job = m_jobs.at(id);
+        ++job.attempts_this_run;
+        ++job.entry.attempts;
+        ++m_counts.attempts;
+        if (job.attempts_this_run == 1) m_budget.count_first_attempt();
+        auto request = job.candidate.request;
+        if (m_signer) {
+            // Captured signatures expire: sign again, as of now.
+            record::Envelope envelope;
+            envelope.method = request.method;
+            auto path_start = request.url.find('/', request.url.find("://") + 3);
+            envelope.path = path_start == std::string::npos
+                                ? std::string_view("/")
+                                : std::string_view(request.url).substr(path_start);
+            envelope.body = request.body;
+            for (const auto& [name, value] : request.headers)
+                envelope.headers.push_back({name, value});
+            auto signature = m_signer->signature_headers(envelope, now_utc());
+            std::erase_if(request.headers, [&](const auto& header) {
+                return std::any_of(signature.begin(), signature.end(), [&](const auto& added) {
+                    return iequals(added.first, header.first);
+                });
+            });
+            for (auto& header : signature)
+                request.headers.push_back(std::move(header));
+        }
+        m_client->start(id, std::move(request));
+        ++m_in_flight;
+        if (m_options.rate_per_second > 0)
+            m_next_send = std::max(m_next_send, now) +
+                          std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(1.0 / m_options.rate_per_second));
+    }
+}
+
+void Replayer::skip(const Candidate& candidate, std::string reason) {
+    ++m_counts.skipped;
+    std::string line = "{\"key\":";
+    record::append_json_string(line, candidate.key);
+    line += ",\"outcome\":\"skipped\",\"reason\":";
+    record::append_json_string(line, reason);
+    line += ",\"source\":";
+    record::append_json_string(line, candidate.source);
+    line += '}';
+    m_output.write_record(line);
+}
+
+void Replayer::finish(Job& job, store::ReplayState state, const std::string& error) {
+    auto& entry = job.entry;
+    entry.state = state;
+    entry.error = error;
+    entry.updated_at = now_utc();
+    (state == store::ReplayState::completed ? m_counts.completed : m_counts.failed)++;
+    std::string line = "{\"key\":";
+    record::append_json_string(line, entry.key);
+    line += fmt::format(",\"outcome\":\"{}\",\"attempts\":{},\"status\":{},\"latency_ms\":{}",
+                        store::replay_state_name(state), job.attempts_this_run, entry.status,
+                        entry.latency_ms);
+    if (!error.empty()) {
+        line += ",\"error\":";
+        record::append_json_string(line, error);
+    }
+    if (state == store::ReplayState::failed && !entry.response_head.empty()) {
+        line += ",\"response\":";
+        record::append_json_string(line, entry.response_head);
+    }
+    line += ",\"source\":";
+    record::append_json_string(line, job.candidate.source);
+    line += '}';
+    m_output.write_record(line);
+    m_unsaved.push_back(entry);
+}
+
+void Replayer::judge(std::uint64_t job_id, net::TransferResult result) {
+    auto found = m_jobs.find(job_id);
+    auto& job = found->second;
+    auto& entry = job.entry;
+    entry.status = result.status;
+    entry.latency_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(result.latency).count();
+    if (result.transport == net::TransferResult::Transport::answered) {
+        entry.response_digest = result.digest;
+        entry.response_head = result.body.substr(0, k_response_head_bytes);
+        if (!record::is_valid_utf8(entry.response_head)) entry.response_head = "(binary)";
+    }
+    AttemptResult attempt;
+    attempt.transport = static_cast<AttemptResult::Transport>(result.transport);
+    attempt.status = result.status;
+    attempt.retry_after = result.retry_after;
+    attempt.error = result.error;
+    auto judgement = judge_attempt(attempt, m_options.rules, now_utc());
+    if (judgement.verdict == Judgement::Verdict::completed) {
+        entry.permanent = false;
+        finish(job, store::ReplayState::completed, "");
+    } else if (judgement.verdict == Judgement::Verdict::failed_for_good) {
+        entry.permanent = true;
+        finish(job, store::ReplayState::failed, judgement.error);
+    } else if (job.attempts_this_run >= m_options.max_attempts) {
+        entry.permanent = false; // a later run may try again
+        finish(job, store::ReplayState::failed,
+               fmt::format("{} after {} attempts (--max-attempts)", judgement.error,
+                           job.attempts_this_run));
+    } else if (!m_budget.try_spend()) {
+        entry.permanent = false;
+        if (m_budget.refused() == 1)
+            m_diagnostics.warning(SourcePosition{job.candidate.source, 0, 0, 0},
+                                  fmt::format("the retry budget ({:.0f}% of first attempts) is "
+                                              "spent: failures are no longer retried in this run",
+                                              m_options.retry_budget * 100));
+        finish(job, store::ReplayState::failed,
+               fmt::format("{} (retry budget spent)", judgement.error));
+    } else {
+        ++m_counts.retries;
+        std::uniform_real_distribution<double> uniform(0.0, 1.0);
+        auto delay = backoff_delay(m_options.backoff, job.attempts_this_run, uniform(m_random));
+        if (judgement.wait_at_least) delay = std::max(delay, *judgement.wait_at_least);
+        job.due = Clock::now() + std::chrono::duration_cast<Clock::duration>(delay);
+        m_ready.emplace(job.due, job_id);
+        return;
+    }
+    m_jobs.erase(found);
+}
+
+void Replayer::collect(Duration wait) {
+    for (auto& [id, result] : m_client->poll(wait)) {
+        --m_in_flight;
+        judge(id, std::move(result));
+    }
+    m_diagnostics.progress(m_counts.completed + m_counts.failed + m_counts.skipped,
+                           m_input->bytes_read());
+}
+
+void Replayer::commit_if_due(bool force) {
+    auto now = Clock::now();
+    if (!force && m_unsaved.size() < k_commit_outcomes && now - m_last_commit < k_commit_interval)
+        return;
+    m_output.flush();
+    if (!m_unsaved.empty()) m_store->save_replay_entries(m_scope, m_unsaved);
+    m_store->commit();
+    m_unsaved.clear();
+    m_last_commit = now;
+}
+
+void Replayer::renew_leases_if_due() {
+    auto now = Clock::now();
+    if (now - m_last_renewal < m_options.lease / 3 || m_jobs.empty()) return;
+    std::vector<std::string> keys;
+    keys.reserve(m_jobs.size());
+    for (const auto& [id, job] : m_jobs)
+        keys.push_back(job.entry.key);
+    m_store->renew_replay_leases(m_scope, keys, m_owner, now_utc() + m_options.lease);
+    m_store->commit();
+    m_last_renewal = now;
+}
+
+ReplayResult Replayer::run() {
+    auto started = Clock::now();
+    if (m_options.dry_run) {
+        while (auto candidate = next_candidate())
+            dry_run(*candidate);
+    } else {
+        m_store = store::open_store(store::parse_store_uri(m_options.store_uri));
+        m_client.emplace(m_options.timeouts);
+        auto window = m_options.concurrency * 4 + k_claim_batch;
+        while (true) {
+            // Re-check keys another run held, once their leases end.
+            std::vector<Candidate> batch;
+            auto now = Clock::now();
+            std::erase_if(m_held_elsewhere, [&](auto& held) {
+                if (held.first > now || batch.size() >= k_claim_batch) return false;
+                batch.push_back(std::move(held.second));
+                return true;
+            });
+            while (batch.size() < k_claim_batch && m_jobs.size() + batch.size() < window) {
+                auto candidate = next_candidate();
+                if (!candidate) break;
+                batch.push_back(std::move(*candidate));
+            }
+            claim(std::move(batch));
+            launch_ready();
+            if (m_input_done && m_jobs.empty() && m_held_elsewhere.empty()) break;
+            auto wait = Duration(std::chrono::milliseconds(50));
+            if (m_in_flight == 0 && !m_ready.empty()) {
+                auto until_due =
+                    std::chrono::duration_cast<Duration>(m_ready.top().first - Clock::now());
+                wait = std::clamp(until_due, Duration(0), wait);
+            }
+            if (m_in_flight > 0)
+                collect(wait);
+            else if (wait.count() > 0)
+                std::this_thread::sleep_for(wait);
+            commit_if_due(false);
+            renew_leases_if_due();
+        }
+        commit_if_due(true);
+    }
+    m_output.flush();
+
+    ReplayResult result;
+    result.failed = m_counts.failed;
+    result.summary.command = "replay";
+    result.summary.counts = {{"in", m_counts.records},
+                             {"selected", m_counts.selected},
+                             {"filtered_out", m_counts.filtered_out},
+                             {"rejected", m_rejects->count()},
+                             {"completed", m_counts.completed},
+                             {"failed", m_counts.failed},
+                             {"skipped", m_counts.skipped},
+                             {"attempts", m_counts.attempts},
+                             {"retries", m_counts.retries}};
+    if (m_options.dry_run) result.summary.facts.emplace_back("mode", "dry run: nothing sent");
+    result.summary.facts.emplace_back("to", m_options.to);
+    if (m_store) result.summary.facts.emplace_back("ledger", m_store->describe());
+    if (m_budget.exhausted_once()) result.summary.facts.emplace_back("retry_budget", "spent");
+    result.summary.seconds = io::seconds_since(std::chrono::steady_clock::time_point(started));
+    return result;
+}
+
+} // namespace
+
+ReplayResult run_replay(const ReplayOptions& options, io::Sink& output,
+                        io::Diagnostics& diagnostics) {
+    Replayer replayer(options, output, diagnostics);
+    return replayer.run();
+}
+
+} // namespace idem::replay

@@ -1,0 +1,274 @@
+"""End-to-end tests of `idem replay` against `idem listen` over loopback:
+ledger, reruns, kills, retries, budgets, re-signing, Redis."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+from collections import Counter
+
+import redis_server
+from listener import listening, summary_of
+from test_cli import IDEM, run
+from test_listen import SECRET, signed_envelopes
+
+
+def write_events(path, count, start=0):
+    with open(path, "w") as out:
+        for n in range(start, start + count):
+            out.write(json.dumps({"id": f"evt_{n}", "type": "charge.succeeded", "amount": n}) + "\n")
+
+
+def keys_received(listener, status=None):
+    keys = []
+    for envelope in listener.envelopes():
+        if status is not None and envelope["_idem"]["listen"].get("status") != status:
+            continue
+        keys.append(dict((k.lower(), v) for k, v in envelope["headers"]).get("idempotency-key"))
+    return keys
+
+
+def outcomes(out):
+    return [json.loads(line) for line in out.splitlines()]
+
+
+class Replay(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.store = os.path.join(self.dir, "ledger.db")
+        self.events = os.path.join(self.dir, "events.ndjson")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def replay(self, url, args, inputs=None, store=None):
+        backoff = [] if "--backoff" in args else ["--backoff", "20ms..200ms"]
+        return run(["replay", "--to", url, "--store", store or self.store, "--summary", "json",
+                    *backoff, "--seed", "1", *args, *(inputs or [self.events])])
+
+    def test_every_record_completes_once_per_key_and_a_rerun_sends_nothing(self):
+        write_events(self.events, 200)
+        with listening(self.dir) as target:
+            code, out, err = self.replay(target.url + "/hooks", ["--key", "id", "--concurrency", "8"])
+            self.assertEqual(code, 0, err)
+            self.assertEqual(Counter(o["outcome"] for o in outcomes(out)), {"completed": 200})
+            code, out, err = self.replay(target.url + "/hooks", ["--key", "id"])
+            self.assertEqual(code, 0, err)
+            self.assertEqual({o["outcome"] for o in outcomes(out)}, {"skipped"})
+            self.assertEqual(summary_of(err)["attempts"], 0)
+            target.stop()
+        received = keys_received(target)
+        self.assertEqual(sorted(received), sorted(f"evt_{n}" for n in range(200)))
+        first = target.envelopes()[0]
+        self.assertEqual(first["path"], "/hooks")
+        self.assertEqual(json.loads(first["body"])["type"], "charge.succeeded")
+
+    def test_a_replay_killed_mid_run_is_finished_by_a_rerun_with_the_original_keys(self):
+        write_events(self.events, 300)
+        with listening(self.dir, ["--delay", "5ms"]) as target:
+            process = subprocess.Popen([IDEM, "replay", "--to", target.url, "--store", self.store, "--key", "id",
+                                        "--concurrency", "4", "--lease", "1s", self.events],
+                                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            time.sleep(0.25)
+            process.send_signal(signal.SIGKILL)
+            killed_out = process.communicate()[0].decode()
+            done_before = {o["key"] for o in outcomes(killed_out) if o["outcome"] == "completed"}
+            self.assertLess(len(done_before), 300, "the kill came too late to test anything")
+            code, out, err = self.replay(target.url, ["--key", "id", "--concurrency", "4", "--lease", "1s"])
+            self.assertEqual(code, 0, err)
+            target.stop()
+        after = outcomes(out)
+        completed_now = {o["key"] for o in after if o["outcome"] == "completed"}
+        self.assertEqual(done_before | completed_now, {f"evt_{n}" for n in range(300)})
+        # Whatever was sent twice (in flight at the kill) carried the same key both times.
+        for envelope in target.envelopes():
+            headers = dict((k.lower(), v) for k, v in envelope["headers"])
+            self.assertEqual(headers["idempotency-key"], json.loads(envelope["body"])["id"])
+        self.assertEqual(set(keys_received(target)), {f"evt_{n}" for n in range(300)})
+
+    def test_a_4xx_is_failed_for_good_not_retried_and_resent_only_on_request(self):
+        write_events(self.events, 5)
+        with listening(self.dir, ["--respond", "422"]) as target:
+            code, out, err = self.replay(target.url, ["--key", "id"])
+            self.assertEqual(code, 1)
+            results = outcomes(out)
+            self.assertEqual({(o["outcome"], o["attempts"], o["status"]) for o in results}, {("failed", 1, 422)})
+            self.assertIn("captured", results[0]["response"])
+            code, out, _ = self.replay(target.url, ["--key", "id"])
+            self.assertEqual(code, 0)
+            self.assertTrue(all("failed for good earlier (http 422)" in o["reason"] for o in outcomes(out)))
+            code, out, _ = self.replay(target.url, ["--key", "id", "--retry-failed"])
+            self.assertEqual(code, 1)
+            target.stop()
+        self.assertEqual(len(target.envelopes()), 10)
+
+    def test_retry_after_is_honoured_and_capped(self):
+        write_events(self.events, 1)
+        with listening(self.dir, ["--respond", "429", "--retry-after", "1s"]) as target:
+            code, out, _ = self.replay(target.url, ["--key", "id", "--max-attempts", "3"])
+            self.assertEqual(code, 1)
+            self.assertEqual(outcomes(out)[0]["attempts"], 3)
+            self.assertIn("http 429 after 3 attempts", outcomes(out)[0]["error"])
+            target.stop()
+        times = [envelope["received_at"] for envelope in target.envelopes()]
+        from datetime import datetime
+        stamps = [datetime.fromisoformat(t.replace("Z", "+00:00")) for t in times]
+        gaps = [(b - a).total_seconds() for a, b in zip(stamps, stamps[1:])]
+        self.assertTrue(all(gap >= 0.95 for gap in gaps), gaps)
+        with listening(self.dir, ["--respond", "503", "--retry-after", "30s"], name="capped.ndjson") as target:
+            started = time.monotonic()
+            self.replay(target.url, ["--key", "id", "--max-attempts", "2", "--max-retry-after", "300ms"],
+                        store=os.path.join(self.dir, "other.db"))
+            self.assertLess(time.monotonic() - started, 10)
+
+    def test_the_retry_budget_stops_a_storm_against_a_target_that_always_fails(self):
+        write_events(self.events, 100)
+        with listening(self.dir, ["--respond", "500"]) as target:
+            code, out, err = self.replay(target.url, ["--key", "id", "--max-attempts", "10",
+                                                      "--retry-budget", "10%", "--backoff", "1ms..5ms"])
+            self.assertEqual(code, 1)
+            target.stop()
+        received = len(target.envelopes())
+        # One attempt per record, plus 10% of them and the floor of 10: not 100 x 10.
+        self.assertLessEqual(received, 100 + 10 + 10)
+        self.assertIn("retry budget", err)
+        self.assertEqual(summary_of(err)["failed"], 100)
+        self.assertEqual(summary_of(err)["retry_budget"], "spent")
+
+    def test_a_flaky_target_gets_every_record_exactly_once_as_2xx(self):
+        write_events(self.events, 100)
+        with listening(self.dir, ["--fail-rate", "30%", "--drop-connection-rate", "10%", "--seed", "5"]) as target:
+            code, out, err = self.replay(target.url, ["--key", "id", "--max-attempts", "20",
+                                                      "--retry-budget", "200%", "--backoff", "1ms..10ms"])
+            self.assertEqual(code, 0, err)
+            target.stop()
+        answered_ok = keys_received(target, status=200)
+        self.assertEqual(sorted(answered_ok), sorted(f"evt_{n}" for n in range(100)))
+        self.assertGreater(summary_of(err)["retries"], 10)
+
+    def test_a_target_that_refuses_connections_is_retried_then_failed_for_now(self):
+        write_events(self.events, 2)
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        code, out, err = self.replay(f"http://127.0.0.1:{port}", ["--key", "id", "--max-attempts", "2"])
+        self.assertEqual(code, 1)
+        result = outcomes(out)[0]
+        self.assertEqual(result["attempts"], 2)
+        self.assertIn("after 2 attempts", result["error"])
+        # Not failed for good: a rerun tries again.
+        code, out, _ = self.replay(f"http://127.0.0.1:{port}", ["--key", "id", "--max-attempts", "1"])
+        self.assertEqual({o["outcome"] for o in outcomes(out)}, {"failed"})
+
+    def test_envelopes_keep_method_path_query_and_headers_minus_hop_by_hop(self):
+        envelope = {"idem": 1, "id": "cap_1", "received_at": "2026-11-30T08:00:00.000Z", "method": "PUT",
+                    "path": "/orig/path?a=1", "headers": [["Host", "old"], ["Connection", "close, X-Hop"],
+                                                          ["X-Hop", "1"], ["X-Keep", "2"],
+                                                          ["Content-Type", "text/plain"], ["Transfer-Encoding", "chunked"]],
+                    "body": "raw body \u00e9"}
+        with open(self.events, "w") as out:
+            out.write(json.dumps(envelope) + "\n")
+        with listening(self.dir) as target:
+            code, _, err = self.replay(target.url, [])
+            self.assertEqual(code, 0, err)
+            target.stop()
+        received = target.envelopes()[0]
+        self.assertEqual(received["method"], "PUT")
+        self.assertEqual(received["path"], "/orig/path?a=1")
+        names = [name for name, _ in received["headers"]]
+        self.assertNotIn("X-Hop", names)
+        self.assertNotIn("Transfer-Encoding", names)
+        self.assertNotIn("Accept", names)
+        self.assertEqual(dict(received["headers"])["X-Keep"], "2")
+        self.assertTrue(dict(received["headers"])["Idempotency-Key"].startswith("idem-"))
+        self.assertEqual(received["body"], "raw body \u00e9")
+
+    def test_dry_run_prints_requests_with_keys_and_sends_nothing(self):
+        write_events(self.events, 3)
+        code, out, err = self.replay("http://127.0.0.1:9/x", ["--dry-run", "--filter", "amount=1"])
+        self.assertEqual(code, 0, err)
+        (line,) = outcomes(out)
+        self.assertEqual(line["outcome"], "dry-run")
+        self.assertEqual(line["url"], "http://127.0.0.1:9/x")
+        self.assertIn(["Idempotency-Key", line["key"]], line["headers"])
+        self.assertEqual(summary_of(err)["filtered_out"], 2)
+        self.assertFalse(os.path.exists(self.store))
+        # The same key on every run: it comes from the record, not the clock.
+        _, again, _ = self.replay("http://127.0.0.1:9/x", ["--dry-run", "--filter", "amount=1"])
+        self.assertEqual(outcomes(again)[0]["key"], line["key"])
+
+    def test_usage_errors_name_the_flag(self):
+        for args, message in [(["--to", "ftp://x"], "--to: expected an http:// or https:// URL"),
+                              (["--to", "http://x", "--backoff", "5s"], "--backoff: expected FIRST..CAP"),
+                              (["--to", "http://x", "--rate", "fast"], "--rate: expected a rate"),
+                              (["--to", "http://x", "--timeout", "read=1s"], "--timeout: expected connect=DUR"),
+                              (["--to", "http://x", "--force", "--retry-failed"], "give one of --force")]:
+            code, _, err = run(["replay", *args], stdin=b"")
+            self.assertEqual(code, 2, err)
+            self.assertIn(message, err)
+
+
+class ResignRoundTrip(unittest.TestCase):
+    def test_expired_signatures_are_refused_and_resign_makes_every_delivery_valid_again(self):
+        with tempfile.TemporaryDirectory() as directory:
+            from datetime import datetime, timedelta, timezone
+            ten_minutes_ago = (datetime.now(timezone.utc) - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            envelopes = signed_envelopes([{"id": f"evt_{n}", "type": "invoice.paid"} for n in range(5)],
+                                         timestamp=ten_minutes_ago)
+            with listening(directory, ["--verify", "stripe", "--secret", SECRET, "--tolerance", "1h"],
+                           name="first.ndjson") as first:
+                for envelope in envelopes:
+                    status, _, _ = first.post("/hooks/stripe", envelope["body"].encode(), dict(envelope["headers"]))
+                    self.assertEqual(status, 200)
+                first.stop()
+            store = os.path.join(directory, "ledger.db")
+            with listening(directory, ["--verify", "stripe", "--secret", SECRET, "--tolerance", "5m"],
+                           name="second.ndjson") as second:
+                # The captured signatures are ten minutes old: refused, for good.
+                code, out, err = run(["replay", "--to", second.url, "--store", store, "--key", "body.id",
+                                      first.capture])
+                self.assertEqual(code, 1, err)
+                self.assertEqual({(o["outcome"], o["status"]) for o in outcomes(out)}, {("failed", 401)})
+                code, out, err = run(["replay", "--to", second.url, "--store", store, "--key", "body.id",
+                                      "--retry-failed", "--resign", "stripe", "--secret", SECRET, first.capture])
+                self.assertEqual(code, 0, err)
+                self.assertEqual({o["outcome"] for o in outcomes(out)}, {"completed"})
+                second.stop()
+            resent = [e for e in second.envelopes() if e["_idem"]["verify"]["valid"]]
+            self.assertEqual(sorted(json.loads(e["body"])["id"] for e in resent), [f"evt_{n}" for n in range(5)])
+            old = {dict(e["headers"])["Stripe-Signature"] for e in envelopes}
+            self.assertFalse(old & {dict(e["headers"])["Stripe-Signature"] for e in resent})
+            self.assertEqual({dict(e["headers"])["Idempotency-Key"] for e in resent}, {f"evt_{n}" for n in range(5)})
+
+
+@unittest.skipUnless(redis_server.available(), "redis-server is not installed")
+class RedisLedger(unittest.TestCase):
+    def test_two_replays_sharing_a_redis_ledger_send_each_key_once(self):
+        with tempfile.TemporaryDirectory() as directory, redis_server.running() as redis_url:
+            events = os.path.join(directory, "events.ndjson")
+            write_events(events, 200)
+            with listening(directory, ["--delay", "2ms"]) as target:
+                processes = [subprocess.Popen([IDEM, "replay", "--to", target.url, "--store", redis_url, "--key",
+                                               "id", "--concurrency", "4", events],
+                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+                results = [p.communicate(timeout=120) for p in processes]
+                target.stop()
+            completed = Counter()
+            for out, _ in results:
+                for o in outcomes(out.decode()):
+                    if o["outcome"] == "completed":
+                        completed[o["key"]] += 1
+            self.assertEqual(set(completed), {f"evt_{n}" for n in range(200)})
+            self.assertEqual(max(completed.values()), 1)
+            self.assertEqual(Counter(keys_received(target)).most_common(1)[0][1], 1)
+            # A rerun against the shared ledger sends nothing.
+            code, out, _ = run(["replay", "--to", target.url, "--store", redis_url, "--key", "id", events])
+            self.assertEqual({o["outcome"] for o in outcomes(out)}, {"skipped"})
+
+
+if __name__ == "__main__":
+    unittest.main()
