@@ -2,6 +2,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "http_flags.hpp"
 #include "keys.hpp"
 
 #include "idem/listen/run.hpp"
@@ -35,33 +36,20 @@ struct ListenCommandOptions {
     std::string delay = "0s";
     std::string retry_after;
     std::uint64_t seed = 1;
+    bool dedup = false;
+    std::string key;
+    std::string ignore;
+    std::string store = "idem.db";
+    std::string scope = "default";
+    std::string ttl = "24h";
+    std::string forward_to;
+    std::string forward_timeout = "connect=2s,total=30s";
 };
 
 std::atomic<bool> g_stop{false};
 
 extern "C" void request_stop(int) {
     g_stop.store(true);
-}
-
-// "0.25" or "25%", between 0 and 1.
-double parse_rate(std::string_view flag, std::string_view text) {
-    auto trimmed = trim(text);
-    bool percent = !trimmed.empty() && trimmed.back() == '%';
-    if (percent) trimmed.remove_suffix(1);
-    double value = 0;
-    try {
-        std::size_t used = 0;
-        value = std::stod(std::string(trimmed), &used);
-        if (used != trimmed.size()) throw std::invalid_argument("trailing");
-    } catch (const std::exception&) {
-        throw UsageError(fmt::format("{}: expected a probability such as 0.2 or 20%, got {}", flag,
-                                     quote(text)));
-    }
-    if (percent) value /= 100;
-    if (value < 0 || value > 1)
-        throw UsageError(
-            fmt::format("{}: {} is not between 0 and 1 (0% and 100%)", flag, quote(text)));
-    return value;
 }
 
 int status_flag(std::string_view flag, int status) {
@@ -94,12 +82,26 @@ listen::ListenOptions listen_options(const ListenCommandOptions& options) {
                                          options.verify_scheme));
     }
     run.flaky.answer_status = status_flag("--respond", options.respond);
-    run.flaky.fail_rate = parse_rate("--fail-rate", options.fail_rate);
+    run.flaky.fail_rate = parse_probability("--fail-rate", options.fail_rate);
     run.flaky.fail_status = status_flag("--fail-status", options.fail_status);
-    run.flaky.drop_rate = parse_rate("--drop-connection-rate", options.drop_rate);
+    run.flaky.drop_rate = parse_probability("--drop-connection-rate", options.drop_rate);
     run.flaky.delay = parse_duration(options.delay);
     if (!options.retry_after.empty()) run.flaky.retry_after = parse_duration(options.retry_after);
     run.flaky.seed = options.seed;
+    if (options.dedup) {
+        listen::LiveDedup dedup;
+        if (!options.key.empty()) dedup.key.key_paths = record::FieldPath::parse_list(options.key);
+        if (!options.ignore.empty())
+            dedup.key.ignore_paths = record::FieldPath::parse_list(options.ignore);
+        dedup.store_uri = options.store;
+        dedup.scope = options.scope;
+        dedup.ttl = parse_duration(options.ttl);
+        run.dedup = std::move(dedup);
+    } else if (!options.key.empty() || !options.ignore.empty()) {
+        throw UsageError("--key and --ignore choose what --dedup compares: add --dedup");
+    }
+    run.forward_to = options.forward_to;
+    run.forward_timeouts = parse_timeouts("--forward-timeout", options.forward_timeout);
     return run;
 }
 
@@ -139,6 +141,24 @@ void register_listen(CLI::App& app, std::function<int()>& action) {
     command->add_option(
         "--tolerance", options->tolerance,
         "with --verify: how far a signed timestamp may be from arrival (default 5m)");
+    command->add_flag("--dedup", options->dedup,
+                      "answer duplicates 2xx without passing them on (the store idem dedup uses)");
+    command->add_option("--key", options->key,
+                        "with --dedup: field paths that identify a delivery, e.g. body.id or "
+                        "headers.X-GitHub-Delivery (default: the whole body)");
+    command->add_option("--ignore", options->ignore,
+                        "with --dedup and no --key: body paths left out of the comparison");
+    command
+        ->add_option("--store", options->store,
+                     "with --dedup: PATH (SQLite, default idem.db), :memory:, redis://...")
+        ->envname("IDEM_STORE");
+    command->add_option("--scope", options->scope, "with --dedup: namespace (default 'default')");
+    command->add_option("--ttl", options->ttl,
+                        "with --dedup: how long a delivery is remembered (default 24h)");
+    command->add_option("--forward-to", options->forward_to,
+                        "pass accepted deliveries on to this URL and answer with its status");
+    command->add_option("--forward-timeout", options->forward_timeout,
+                        "for --forward-to (default connect=2s,total=30s)");
     command->add_option("--max-body", options->max_body,
                         "larger bodies are answered 413 (default 10MiB)");
     command->add_option("--max-header-size", options->max_head,
@@ -172,7 +192,9 @@ void register_listen(CLI::App& app, std::function<int()>& action) {
         "  idem listen --port 8080 -o deliveries.ndjson\n"
         "  idem listen --port 8080 --verify stripe --secret-env STRIPE_WEBHOOK_SECRET -o "
         "in.ndjson\n"
-        "  idem listen --port 9000 --fail-rate 30% --retry-after 2s --seed 7   # a flaky target");
+        "  idem listen --port 9000 --fail-rate 30% --retry-after 2s --seed 7   # a flaky target\n"
+        "  idem listen --port 8080 --verify github --secret-env GH_SECRET --dedup \\\n"
+        "    --key headers.X-GitHub-Delivery --forward-to http://localhost:3000 -o in.ndjson");
     command->callback(
         [options, &action] { action = [options] { return run_listen_command(*options); }; });
 }

@@ -2,6 +2,7 @@
 
 #include "commands.hpp"
 #include "common.hpp"
+#include "http_flags.hpp"
 #include "keys.hpp"
 
 #include "idem/io/sink.hpp"
@@ -46,25 +47,6 @@ struct ReplayCommandOptions {
     std::uint64_t seed = 0;
 };
 
-// "10%" or "0.1".
-double parse_share(std::string_view flag, std::string_view text) {
-    auto trimmed = trim(text);
-    bool percent = !trimmed.empty() && trimmed.back() == '%';
-    if (percent) trimmed.remove_suffix(1);
-    double value = -1;
-    try {
-        std::size_t used = 0;
-        value = std::stod(std::string(trimmed), &used);
-        if (used != trimmed.size()) value = -1;
-    } catch (const std::exception&) {
-    }
-    if (percent) value /= 100;
-    if (value < 0)
-        throw UsageError(
-            fmt::format("{}: expected a share such as 10% or 0.1, got {}", flag, quote(text)));
-    return value;
-}
-
 // "50/s", "3000/m", "10/h", or a bare number per second.
 double parse_rate(std::string_view text) {
     auto slash = text.find('/');
@@ -91,21 +73,6 @@ double parse_rate(std::string_view text) {
     if (value <= 0)
         throw UsageError(fmt::format("--rate: expected a rate such as 50/s, got {}", quote(text)));
     return value / per;
-}
-
-// "connect=2s,total=30s" (either part may be left out).
-net::Timeouts parse_timeouts(std::string_view text) {
-    net::Timeouts timeouts;
-    for (auto part : split(text, ',')) {
-        auto equals = part.find('=');
-        auto name = trim(part.substr(0, equals));
-        if (equals == std::string_view::npos || (name != "connect" && name != "total"))
-            throw UsageError(
-                fmt::format("--timeout: expected connect=DUR,total=DUR, got {}", quote(text)));
-        auto value = parse_duration(part.substr(equals + 1));
-        (name == "connect" ? timeouts.connect : timeouts.total) = value;
-    }
-    return timeouts;
 }
 
 replay::ReplayOptions replay_options(const ReplayCommandOptions& options) {
@@ -150,7 +117,7 @@ replay::ReplayOptions replay_options(const ReplayCommandOptions& options) {
     if (options.concurrency == 0 || options.concurrency > 1024)
         throw UsageError("--concurrency must be between 1 and 1024");
     run.concurrency = options.concurrency;
-    run.timeouts = parse_timeouts(options.timeout);
+    run.timeouts = parse_timeouts("--timeout", options.timeout);
     run.timing = options.timing == "original" ? replay::Timing::original
                                               : replay::Timing::as_fast_as_allowed;
     auto speed = trim(options.speed);

@@ -231,6 +231,70 @@ class Limits(unittest.TestCase):
         self.assertIn("request smuggling", listener.stderr)
 
 
+class Gateway(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.store = os.path.join(self.tmp.name, "idem.db")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_duplicates_are_answered_2xx_and_not_forwarded(self):
+        with listening(self.tmp.name, ["--respond", "202"], name="upstream.ndjson") as upstream, \
+                listening(self.tmp.name, ["--dedup", "--key", "body.id", "--store", self.store,
+                                          "--forward-to", upstream.url + "/in"], name="gateway.ndjson") as gateway:
+            answers = [gateway.post("/hooks", json.dumps({"id": event, "n": n}).encode(),
+                                    {"Content-Type": "application/json", "Connection": "keep-alive"})
+                       for n, event in enumerate(["evt_1", "evt_2", "evt_1", "evt_1"])]
+            gateway.stop()
+            upstream.stop()
+        self.assertEqual([status for status, _, _ in answers], [202, 202, 200, 200])
+        forwarded = upstream.envelopes()
+        self.assertEqual([json.loads(e["body"])["id"] for e in forwarded], ["evt_1", "evt_2"])
+        self.assertEqual(forwarded[0]["path"], "/in")
+        self.assertNotIn("Connection", [name for name, _ in forwarded[0]["headers"]])
+        marks = [e["_idem"]["listen"] for e in gateway.envelopes()]
+        self.assertEqual([m["dedup"]["duplicate"] for m in marks], [False, False, True, True])
+        self.assertEqual(marks[0]["forward"], {"status": 202})
+        self.assertNotIn("forward", marks[2])
+        self.assertEqual(summary_of(gateway.stderr)["duplicates"], 2)
+        # The store is the one idem dedup uses: a later dedup run knows these deliveries.
+        code, out, _ = run(["dedup", "--store", self.store, "--key", "body.id", gateway.capture])
+        self.assertEqual(out, b"")
+
+    def test_a_delivery_the_upstream_refused_is_not_a_duplicate_when_it_comes_again(self):
+        with listening(self.tmp.name, ["--fail-rate", "50%", "--seed", "11"], name="upstream.ndjson") as upstream, \
+                listening(self.tmp.name, ["--dedup", "--key", "body.id", "--store", self.store,
+                                          "--forward-to", upstream.url], name="gateway.ndjson") as gateway:
+            for n in range(20):
+                body = json.dumps({"id": f"evt_{n}"}).encode()
+                for _ in range(30):  # the sender's own retries
+                    if gateway.post("/hooks", body)[0] == 200:
+                        break
+            gateway.stop()
+            upstream.stop()
+        accepted = [json.loads(e["body"])["id"] for e in upstream.envelopes()
+                    if e["_idem"]["listen"]["status"] == 200]
+        self.assertEqual(sorted(accepted), sorted(f"evt_{n}" for n in range(20)))
+        self.assertGreater(len(upstream.envelopes()), 20)
+
+    def test_an_unreachable_upstream_is_answered_502(self):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        with listening(self.tmp.name, ["--forward-to", f"http://127.0.0.1:{port}",
+                                       "--forward-timeout", "connect=500ms"]) as gateway:
+            self.assertEqual(gateway.post("/x", b"{}")[0], 502)
+            gateway.stop()
+        self.assertIn("error", gateway.envelopes()[0]["_idem"]["listen"]["forward"])
+        self.assertIn("cannot forward to", gateway.stderr)
+
+    def test_dedup_flags_need_dedup(self):
+        code, _, err = run(["listen", "--port", "0", "--key", "body.id"])
+        self.assertEqual(code, 2)
+        self.assertIn("add --dedup", err)
+
+
 class Shutdown(unittest.TestCase):
     def test_sigterm_under_load_keeps_every_request_that_was_answered_2xx(self):
         with tempfile.TemporaryDirectory() as directory:

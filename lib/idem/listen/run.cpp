@@ -2,10 +2,13 @@
 
 #include "idem/listen/run.hpp"
 
+#include "idem/io/block_reader.hpp"
 #include "idem/listen/capture.hpp"
+#include "idem/net/target.hpp"
 #include "idem/record/annotate.hpp"
 #include "idem/record/envelope_writer.hpp"
 #include "idem/record/parser.hpp"
+#include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/verify/verifier.hpp"
 
@@ -24,6 +27,7 @@ struct Counters {
     std::atomic<std::uint64_t> answered_2xx{0};
     std::atomic<std::uint64_t> answered_other{0};
     std::atomic<std::uint64_t> invalid{0};
+    std::atomic<std::uint64_t> duplicates{0};
     std::atomic<std::uint64_t> dropped{0};
     std::atomic<std::uint64_t> refused{0};
 };
@@ -37,12 +41,20 @@ std::string capture_id_prefix() {
     return fmt::format("cap_{:x}", start);
 }
 
+struct DedupOutcome;
+
 class Gateway {
 public:
     Gateway(const ListenOptions& options, CaptureFile& capture, io::Diagnostics& diagnostics)
         : m_options(options), m_capture(capture), m_diagnostics(diagnostics),
           m_id_prefix(capture_id_prefix()) {
         if (options.verify) m_verifier.emplace(*options.verify);
+        if (options.dedup) {
+            m_store = store::open_store(store::parse_store_uri(options.dedup->store_uri));
+            m_fingerprinter.emplace(options.dedup->key);
+        }
+        if (!options.forward_to.empty())
+            m_forward_target = net::parse_target(options.forward_to, "--forward-to");
     }
 
     net::Response handle(net::IncomingRequest& request);
@@ -51,6 +63,9 @@ public:
 
 private:
     std::optional<verify::Verdict> judge(const net::IncomingRequest& request, std::string_view id);
+    DedupOutcome claim(std::string_view envelope_line, Timestamp received_at, std::string_view id);
+    void release(const DedupOutcome& outcome);
+    net::TransferResult forward(const net::IncomingRequest& request);
     void warn(const std::string& where, const std::string& message);
 
     const ListenOptions& m_options;
@@ -61,6 +76,10 @@ private:
     std::mutex m_verify_mutex;
     std::optional<verify::Verifier> m_verifier;
     std::mutex m_diagnostics_mutex;
+    std::mutex m_store_mutex; // the store and fingerprinter serve one thread at a time
+    std::unique_ptr<store::Store> m_store;
+    std::optional<dedup::Fingerprinter> m_fingerprinter;
+    net::Target m_forward_target;
 };
 
 std::optional<verify::Verdict> Gateway::judge(const net::IncomingRequest& request,
@@ -83,15 +102,78 @@ void Gateway::warn(const std::string& where, const std::string& message) {
     m_diagnostics.warning(SourcePosition{where, 0, 0, 0}, message);
 }
 
+// What --dedup decided for one delivery.
+struct DedupOutcome {
+    enum class Kind { first, duplicate, missing_key };
+    Kind kind = Kind::first;
+    dedup::Fingerprint fingerprint;
+    std::uint64_t seen_count = 1;
+    std::string missing_path;
+};
+
+DedupOutcome Gateway::claim(std::string_view envelope_line, Timestamp received_at,
+                            std::string_view id) {
+    thread_local record::RecordParser parser;
+    thread_local std::string padded;
+    padded.assign(envelope_line);
+    padded.append(io::k_padding_bytes, ' ');
+    DedupOutcome outcome;
+    (void)parser.parse(std::string_view(padded).substr(0, envelope_line.size()));
+    std::lock_guard lock(m_store_mutex);
+    auto key = m_fingerprinter->fingerprint(parser);
+    if (!key.fingerprint) {
+        outcome.kind = DedupOutcome::Kind::missing_key;
+        outcome.missing_path = key.missing_path;
+        return outcome;
+    }
+    outcome.fingerprint = *key.fingerprint;
+    store::FingerprintClaim fingerprint_claim;
+    fingerprint_claim.fingerprint = key.fingerprint->bytes;
+    fingerprint_claim.event_time = received_at;
+    fingerprint_claim.expires_at = received_at + m_options.dedup->ttl;
+    fingerprint_claim.source = m_capture.name();
+    fingerprint_claim.line = 0;
+    (void)id;
+    auto result =
+        m_store->claim_fingerprints(m_options.dedup->scope, {fingerprint_claim}, now_utc());
+    m_store->commit();
+    outcome.seen_count = result.front().seen_count;
+    outcome.kind = result.front().first ? DedupOutcome::Kind::first : DedupOutcome::Kind::duplicate;
+    return outcome;
+}
+
+// A claimed delivery that was not answered 2xx will come again: it must be
+// first again then, not a duplicate of itself.
+void Gateway::release(const DedupOutcome& outcome) {
+    std::lock_guard lock(m_store_mutex);
+    m_store->release_fingerprint(m_options.dedup->scope, outcome.fingerprint.bytes, now_utc());
+    m_store->commit();
+}
+
+net::TransferResult Gateway::forward(const net::IncomingRequest& request) {
+    thread_local std::unique_ptr<net::HttpClient> client;
+    if (!client) client = std::make_unique<net::HttpClient>(m_options.forward_timeouts);
+    net::OutgoingRequest outgoing;
+    outgoing.method = request.head.method;
+    outgoing.url = net::url_for(m_forward_target, request.head.target);
+    for (const auto& [name, value] : request.head.headers)
+        if (!net::is_hop_by_hop(name)) outgoing.headers.emplace_back(name, value);
+    outgoing.body = request.body;
+    return client->send(std::move(outgoing));
+}
+
 net::Response Gateway::handle(net::IncomingRequest& request) {
     auto number = ++m_counters.requests;
     auto id = fmt::format("{}_{:06}", m_id_prefix, number);
     auto verdict = judge(request, id);
     auto decision = decide(m_options.flaky, number);
     int status = decision.status;
+    bool accepted = decision.kind == FlakyDecision::Kind::answer;
     if (verdict && !verdict->valid) {
+        // Forged deliveries go no further: not into the dedup store, not upstream.
         status = 401;
         decision.kind = FlakyDecision::Kind::answer;
+        accepted = false;
         ++m_counters.invalid;
     }
 
@@ -100,9 +182,49 @@ net::Response Gateway::handle(net::IncomingRequest& request) {
     record::append_envelope(line,
                             {id, request.received_at, request.head.method, request.head.target,
                              &request.head.headers, request.body, request.remote});
+    std::string live; // what _idem.listen says besides the status
+    std::optional<DedupOutcome> dedup_outcome;
+    if (accepted && m_store) {
+        dedup_outcome = claim(line, request.received_at, id);
+        if (dedup_outcome->kind == DedupOutcome::Kind::missing_key) {
+            live += ",\"dedup\":{\"missing\":";
+            record::append_json_string(live, dedup_outcome->missing_path);
+            live += '}';
+            dedup_outcome.reset();
+        } else {
+            bool duplicate = dedup_outcome->kind == DedupOutcome::Kind::duplicate;
+            live += fmt::format(
+                ",\"dedup\":{{\"fingerprint\":\"{}\",\"duplicate\":{},\"seen_count\":{}}}",
+                dedup_outcome->fingerprint.hex(), duplicate, dedup_outcome->seen_count);
+            if (duplicate) {
+                ++m_counters.duplicates;
+                accepted = false; // answered as the first copy was, not passed on
+                dedup_outcome.reset();
+            }
+        }
+    }
+    std::optional<net::TransferResult> upstream;
+    if (accepted && !m_options.forward_to.empty()) {
+        upstream = forward(request);
+        if (upstream->transport == net::TransferResult::Transport::answered) {
+            status = upstream->status;
+            live += fmt::format(",\"forward\":{{\"status\":{}}}", status);
+        } else {
+            status = 502;
+            live += ",\"forward\":{\"error\":";
+            record::append_json_string(live, upstream->error);
+            live += '}';
+            warn(request.remote, fmt::format("cannot forward to {}: {}: answered 502",
+                                             m_options.forward_to, upstream->error));
+        }
+    }
+    bool success = status >= 200 && status < 300;
+    if (dedup_outcome && (!success || decision.kind == FlakyDecision::Kind::drop))
+        release(*dedup_outcome);
+
     std::string member = decision.kind == FlakyDecision::Kind::drop
-                             ? std::string("\"listen\":{\"dropped\":true}")
-                             : fmt::format("\"listen\":{{\"status\":{}}}", status);
+                             ? "\"listen\":{\"dropped\":true" + live + "}"
+                             : fmt::format("\"listen\":{{\"status\":{}{}}}", status, live);
     if (verdict) {
         member += ',';
         verify::append_verdict(member, *verdict);
@@ -112,6 +234,7 @@ net::Response Gateway::handle(net::IncomingRequest& request) {
     net::Response response;
     if (!m_capture.append_line(line)) {
         // Never answer 2xx for what is not in the capture: the sender retries.
+        if (dedup_outcome && success) release(*dedup_outcome);
         ++m_counters.failed_writes;
         warn(request.remote, fmt::format("cannot write the capture {} ({}): answered 503 to {} {}",
                                          m_capture.name(), m_capture.last_error(),
@@ -129,8 +252,13 @@ net::Response Gateway::handle(net::IncomingRequest& request) {
         return response;
     }
     response.status = status;
-    bool success = status >= 200 && status < 300;
     (success ? m_counters.answered_2xx : m_counters.answered_other)++;
+    if (upstream && upstream->transport == net::TransferResult::Transport::answered) {
+        if (!upstream->retry_after.empty())
+            response.headers.emplace_back("Retry-After", upstream->retry_after);
+        response.body = std::move(upstream->body);
+        return response;
+    }
     if (!success && m_options.flaky.retry_after)
         response.headers.emplace_back(
             "Retry-After",
@@ -143,6 +271,8 @@ net::Response Gateway::handle(net::IncomingRequest& request) {
         response.body += ",\"error\":";
         record::append_json_string(response.body, "invalid signature: " + verdict->reason);
     }
+    if (dedup_outcome || live.find("\"duplicate\":true") != std::string::npos)
+        response.body += fmt::format(",\"duplicate\":{}", !dedup_outcome);
     response.body += "}\n";
     return response;
 }
@@ -185,6 +315,7 @@ ListenResult run_listen(const ListenOptions& options, const std::atomic<bool>& s
                              {"answered_other", counters.answered_other},
                              {"dropped", counters.dropped},
                              {"invalid", counters.invalid},
+                             {"duplicates", counters.duplicates},
                              {"refused", counters.refused}};
     result.summary.facts = {{"capture", capture.name()}};
     result.summary.seconds = io::seconds_since(start);

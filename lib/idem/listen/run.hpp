@@ -1,11 +1,14 @@
 #pragma once
 // `idem listen`: an HTTP receiver that captures every request as a delivery
-// envelope, optionally verifying signatures and playing a flaky downstream
-// (docs/listen.md). Called by the CLI with everything already decided.
+// envelope, optionally verifying signatures, dropping duplicates, forwarding
+// to an upstream, or playing a flaky downstream (docs/listen.md). Called by
+// the CLI with everything already decided.
 
+#include "idem/dedup/fingerprint.hpp"
 #include "idem/io/diagnostics.hpp"
 #include "idem/io/summary.hpp"
 #include "idem/listen/flaky.hpp"
+#include "idem/net/http_client.hpp"
 #include "idem/net/http_server.hpp"
 #include "idem/verify/config.hpp"
 
@@ -16,6 +19,15 @@
 
 namespace idem::listen {
 
+// --dedup: duplicates are answered 2xx and not passed on; the store and
+// fingerprints are the ones `idem dedup` uses.
+struct LiveDedup {
+    dedup::KeySpec key;
+    std::string store_uri;
+    std::string scope = "default";
+    Duration ttl = std::chrono::hours(24);
+};
+
 struct ListenOptions {
     std::string bind_address = "127.0.0.1";
     int port = 8080;
@@ -23,6 +35,9 @@ struct ListenOptions {
     net::ServerLimits limits;
     std::optional<verify::VerifyConfig> verify; // set: 401 for invalid signatures
     FlakyPlan flaky;
+    std::optional<LiveDedup> dedup;
+    std::string forward_to; // "" : answer here
+    net::Timeouts forward_timeouts;
 };
 
 struct ListenResult {

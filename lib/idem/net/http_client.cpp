@@ -194,4 +194,12 @@ std::size_t HttpClient::in_flight() const {
     return m_impl->transfers.size();
 }
 
+TransferResult HttpClient::send(OutgoingRequest request) {
+    start(0, std::move(request));
+    while (true) {
+        auto finished = poll(std::chrono::milliseconds(100));
+        if (!finished.empty()) return std::move(finished.front().second);
+    }
+}
+
 } // namespace idem::net

@@ -54,6 +54,9 @@ public:
 
     [[nodiscard]] std::size_t in_flight() const;
 
+    // One request, start to end (the client must have none in flight).
+    TransferResult send(OutgoingRequest request);
+
 private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;

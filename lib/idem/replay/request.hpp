@@ -5,6 +5,7 @@
 // record's fingerprint, so it is the same on every retry and every rerun.
 
 #include "idem/net/http_client.hpp"
+#include "idem/net/target.hpp"
 #include "idem/record/field_path.hpp"
 #include "idem/record/parser.hpp"
 
@@ -14,30 +15,10 @@
 
 namespace idem::replay {
 
-// --to URL, split so an envelope's path can be appended.
-struct Target {
-    std::string origin; // scheme://host[:port]
-    std::string path;   // "" when --to names no path: the envelope's is used
-    std::string query;  // with its '?', or ""
-};
-
-// Throws UsageError for anything but an http:// or https:// URL.
-[[nodiscard]] Target parse_target(std::string_view url);
-
-// The URL for a record whose captured request target is `captured` ("" for
-// a plain event): --to's path when it has one (with the captured query when
-// --to has none), else the captured path and query.
-[[nodiscard]] std::string url_for(const Target& target, std::string_view captured);
-
-// Connection-level headers that describe one hop, not the request
-// (RFC 9110 section 7.6.1), plus Host and Content-Length, which the new
-// connection sets itself.
-[[nodiscard]] bool is_hop_by_hop(std::string_view name);
-
 // The request for the record `parser` holds (`line` is its raw text), with
 // `key_header: key` replacing any header of that name.
 [[nodiscard]] net::OutgoingRequest build_request(const record::RecordParser& parser,
-                                                 std::string_view line, const Target& target,
+                                                 std::string_view line, const net::Target& target,
                                                  std::string_view key_header, std::string_view key);
 
 // The idempotency key of a record, or the path that was missing.

@@ -73,7 +73,7 @@ class Replayer {
 public:
     Replayer(const ReplayOptions& options, io::Sink& output, io::Diagnostics& diagnostics)
         : m_options(options), m_output(output), m_diagnostics(diagnostics),
-          m_target(parse_target(options.to)), m_keys(options.key_paths),
+          m_target(net::parse_target(options.to)), m_keys(options.key_paths),
           m_scope(options.scope.empty() ? default_scope(options.to) : options.scope),
           m_owner(run_owner()), m_budget(options.retry_budget),
           m_random(options.seed
@@ -110,7 +110,7 @@ private:
     const ReplayOptions& m_options;
     io::Sink& m_output;
     io::Diagnostics& m_diagnostics;
-    Target m_target;
+    net::Target m_target;
     KeyMaker m_keys;
     std::string m_scope;
     std::string m_owner;

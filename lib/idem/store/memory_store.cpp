@@ -51,6 +51,14 @@ public:
         return results;
     }
 
+    void release_fingerprint(std::string_view scope, const FingerprintBytes& fingerprint,
+                             Timestamp now) override {
+        auto found = m_fingerprints.find(std::string(scope));
+        if (found == m_fingerprints.end()) return;
+        if (auto* entry = found->second.find_mutable(fingerprint))
+            entry->expires_at = std::min(entry->expires_at, now);
+    }
+
     std::uint64_t collect_garbage(Timestamp now) override {
         std::uint64_t removed = 0;
         for (auto& [scope, table] : m_fingerprints)

@@ -110,6 +110,13 @@ public:
 
     // Not in one transaction with the claims (Redis has none across a
     // pipeline): see docs/dedup.md on what a crash can do with Redis.
+    void release_fingerprint(std::string_view scope, const FingerprintBytes& fingerprint,
+                             Timestamp) override {
+        auto key = fingerprint_key(scope, fingerprint);
+        std::erase_if(m_unconfirmed, [&](const auto& claim) { return claim.first == key; });
+        m_pending.push_back({"DEL", key});
+    }
+
     std::optional<Checkpoint> load_checkpoint(std::string_view name) override {
         auto reply = command({"HGETALL", checkpoint_key(name)});
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0) return std::nullopt;

@@ -12,7 +12,7 @@ void read_fingerprint_records(sqlite3* db, const std::string& store_name, std::s
     Statement rows(db,
                    "SELECT log.fingerprint, log.kind, log.event_time_us, sources.path, log.line "
                    "FROM fingerprint_log AS log JOIN sources ON sources.id = log.source "
-                   "WHERE log.scope = ?1 ORDER BY log.seq",
+                   "WHERE log.scope = ?1 AND log.kind IN (1, 2) ORDER BY log.seq",
                    store_name);
     sqlite3_bind_text(rows.get(), 1, scope.data(), static_cast<int>(scope.size()), SQLITE_STATIC);
     FingerprintRecord record;

@@ -190,6 +190,29 @@ public:
         return results;
     }
 
+    // A release is a row of its own (kind 3) so that every process's index
+    // learns of it while catching up, as it learns of claims.
+    void release_fingerprint(std::string_view scope, const FingerprintBytes& fingerprint,
+                             Timestamp now) override {
+        begin_if_needed();
+        auto& index = scope_index(scope);
+        catch_up(scope, index);
+        Statement statement(m_db,
+                            "INSERT INTO fingerprint_log(scope, fingerprint, kind, event_time_us, "
+                            "expires_us, source, line) VALUES(?1, ?2, 3, ?3, ?3, ?4, 0)",
+                            m_name);
+        sqlite3_bind_text(statement.get(), 1, scope.data(), static_cast<int>(scope.size()),
+                          SQLITE_STATIC);
+        sqlite3_bind_blob(statement.get(), 2, fingerprint.data(),
+                          static_cast<int>(fingerprint.size()), SQLITE_STATIC);
+        sqlite3_bind_int64(statement.get(), 3, now.time_since_epoch().count());
+        sqlite3_bind_int64(statement.get(), 4, source_id("(released)"));
+        step_done(statement.get());
+        index.last_seq = sqlite3_last_insert_rowid(m_db);
+        if (auto* entry = index.table.find_mutable(fingerprint))
+            entry->expires_at = std::min(entry->expires_at, now);
+    }
+
     std::optional<Checkpoint> load_checkpoint(std::string_view name) override {
         Statement statement(
             m_db, "SELECT records_done, file_bytes FROM checkpoints WHERE name = ?1", m_name);
@@ -410,7 +433,11 @@ private:
                     static_cast<std::uint32_t>(sqlite3_column_int64(statement, 5)),
                     static_cast<std::uint64_t>(sqlite3_column_int64(statement, 6))};
             } else if (auto* entry = index.table.find_mutable(fingerprint)) {
-                ++entry->seen_count;
+                if (sqlite3_column_int(statement, 2) == 3)
+                    entry->expires_at = std::min(
+                        entry->expires_at, Timestamp(Duration(sqlite3_column_int64(statement, 4))));
+                else
+                    ++entry->seen_count;
             }
         }
         sqlite3_reset(statement);

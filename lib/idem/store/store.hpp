@@ -151,6 +151,13 @@ public:
     claim_fingerprints(std::string_view scope, const std::vector<FingerprintClaim>& claims,
                        Timestamp now) = 0;
 
+    // Gives up a first copy's claim, made earlier in this process, so that
+    // the next copy is first again: for a delivery that was claimed but
+    // could not be passed on (`listen --dedup --forward-to`). The entry
+    // expires at `now`; its evidence stays. Within the transaction commit() ends.
+    virtual void release_fingerprint(std::string_view scope, const FingerprintBytes& fingerprint,
+                                     Timestamp now) = 0;
+
     // The checkpoint saved under `name`, if any.
     virtual std::optional<Checkpoint> load_checkpoint(std::string_view name) = 0;
     // Saves or deletes it within the transaction that commit() ends, so it

@@ -24,33 +24,11 @@ struct Parsed {
 
 } // namespace
 
-TEST_CASE("--to splits into origin, path and query") {
-    auto bare = parse_target("http://127.0.0.1:8080");
-    CHECK(bare.origin == "http://127.0.0.1:8080");
-    CHECK(bare.path.empty());
-    CHECK(parse_target("https://h/").path.empty());
-    auto full = parse_target("https://api.example.com/hooks/in?token=1");
-    CHECK(full.origin == "https://api.example.com");
-    CHECK(full.path == "/hooks/in");
-    CHECK(full.query == "?token=1");
-    CHECK_THROWS_WITH_AS((void)parse_target("ftp://x"), doctest::Contains("http:// or https://"),
-                         UsageError);
-    CHECK_THROWS_WITH_AS((void)parse_target("http:///x"), doctest::Contains("names no host"),
-                         UsageError);
-}
-
-TEST_CASE("the captured path is kept unless --to names one") {
-    CHECK(url_for(parse_target("http://h:1"), "/orig?a=1") == "http://h:1/orig?a=1");
-    CHECK(url_for(parse_target("http://h:1"), "") == "http://h:1/");
-    CHECK(url_for(parse_target("http://h:1/new"), "/orig?a=1") == "http://h:1/new?a=1");
-    CHECK(url_for(parse_target("http://h:1/new?b=2"), "/orig?a=1") == "http://h:1/new?b=2");
-}
-
 TEST_CASE("an envelope's request drops hop-by-hop headers and carries the key once") {
     Parsed envelope(R"({"idem":1,"method":"PATCH","path":"/p","headers":[["Host","x"],)"
                     R"(["Connection","keep-alive, X-Private"],["X-Private","1"],["X-A","a"],)"
                     R"(["idempotency-key","old"],["Content-Length","2"]],"body":"{}"})");
-    auto request = build_request(envelope.parser, envelope.line, parse_target("http://t"),
+    auto request = build_request(envelope.parser, envelope.line, net::parse_target("http://t"),
                                  "Idempotency-Key", "k1");
     CHECK(request.method == "PATCH");
     CHECK(request.url == "http://t/p");
@@ -60,7 +38,7 @@ TEST_CASE("an envelope's request drops hop-by-hop headers and carries the key on
 
 TEST_CASE("a plain event is POSTed as its exact bytes") {
     Parsed event(R"({ "id" : "evt_1" })");
-    auto request = build_request(event.parser, event.line, parse_target("http://t/in"),
+    auto request = build_request(event.parser, event.line, net::parse_target("http://t/in"),
                                  "Idempotency-Key", "evt_1");
     CHECK(request.method == "POST");
     CHECK(request.url == "http://t/in");

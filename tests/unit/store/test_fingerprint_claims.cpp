@@ -101,3 +101,28 @@ TEST_CASE("claims not committed are not remembered") {
     auto reopened = open_store(parse_store_uri(file.path));
     CHECK(reopened->claim_fingerprints("s", {claim(9, 100, 1000, 1)}, at(100))[0].first);
 }
+
+TEST_CASE("a released first copy is claimable again, in this process and in others") {
+    auto check_release = [](Store& mine, Store& other) {
+        CHECK(mine.claim_fingerprints("s", {claim(9, 10, 1000, 1)}, at(10))[0].first);
+        mine.commit();
+        CHECK_FALSE(other.claim_fingerprints("s", {claim(9, 11, 1000, 2)}, at(11))[0].first);
+        other.commit();
+        mine.release_fingerprint("s", claim(9, 0, 0, 0).fingerprint, at(12));
+        mine.commit();
+        CHECK(other.claim_fingerprints("s", {claim(9, 13, 1000, 3)}, at(13))[0].first);
+        other.commit();
+        CHECK_FALSE(mine.claim_fingerprints("s", {claim(9, 14, 1000, 4)}, at(14))[0].first);
+        mine.commit();
+    };
+    auto memory = open_store(parse_store_uri(":memory:"));
+    check_release(*memory, *memory);
+    TempStore file;
+    auto first = open_store(parse_store_uri(file.path));
+    auto second = open_store(parse_store_uri(file.path));
+    check_release(*first, *second);
+    // The release is not evidence: audit sees two first copies and two repeats.
+    int records = 0;
+    first->for_each_fingerprint_record("s", [&](const FingerprintRecord&) { ++records; });
+    CHECK(records == 4);
+}

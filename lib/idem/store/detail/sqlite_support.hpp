@@ -31,7 +31,7 @@ inline constexpr const char* k_migrations[] = {
     "  seq INTEGER PRIMARY KEY,"
     "  scope TEXT NOT NULL,"
     "  fingerprint BLOB NOT NULL,"
-    "  kind INTEGER NOT NULL," // 1: first copy, 2: repeat
+    "  kind INTEGER NOT NULL," // 1: first copy, 2: repeat, 3: released (store::release_fingerprint)
     "  event_time_us INTEGER NOT NULL,"
     "  expires_us INTEGER NOT NULL,"
     "  source INTEGER NOT NULL REFERENCES sources(id),"
