@@ -43,6 +43,7 @@ struct Job {
     store::ReplayEntry entry;
     std::uint32_t attempts_this_run = 0;
     Clock::time_point due;
+    Duration latency{0}; // of the last attempt
 };
 
 struct Counts {
@@ -359,9 +360,9 @@ void Replayer::finish(Job& job, store::ReplayState state, const std::string& err
     (state == store::ReplayState::completed ? m_counts.completed : m_counts.failed)++;
     std::string line = "{\"key\":";
     record::append_json_string(line, entry.key);
-    line += fmt::format(",\"outcome\":\"{}\",\"attempts\":{},\"status\":{},\"latency_ms\":{}",
+    line += fmt::format(",\"outcome\":\"{}\",\"attempts\":{},\"status\":{},\"latency_ms\":{:.3f}",
                         store::replay_state_name(state), job.attempts_this_run, entry.status,
-                        entry.latency_ms);
+                        static_cast<double>(job.latency.count()) / 1000.0);
     if (!error.empty()) {
         line += ",\"error\":";
         record::append_json_string(line, error);
@@ -384,6 +385,7 @@ void Replayer::judge(std::uint64_t job_id, net::TransferResult result) {
     entry.status = result.status;
     entry.latency_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(result.latency).count();
+    job.latency = result.latency;
     if (result.transport == net::TransferResult::Transport::answered) {
         entry.response_digest = result.digest;
         entry.response_head = result.body.substr(0, k_response_head_bytes);
