@@ -66,5 +66,24 @@ step "A retry that came after the dedup key expired" \
      "idem audit --key key --time-field ts --source-field worker --ttl 5m samples/incidents/ttl-expired.ndjson"
 "$IDEM" audit --key key --time-field ts --source-field worker --ttl 5m -q samples/incidents/ttl-expired.ndjson
 
+step "Capture, then re-send safely: a target that fails a third of the time and asks to be called back" \
+     "idem listen --port 0 --fail-rate 33% --fail-status 503 --retry-after 1s & idem replay --to \$URL --key id ..."
+"$IDEM" listen --port 0 --fail-rate 33% --fail-status 503 --retry-after 1s --seed 7 -o "$work/target.ndjson" \
+    2> "$work/listen.err" &
+listener=$!
+for _ in $(seq 100); do
+    port=$(sed -n 's/.*http:\/\/[^:]*:\([0-9]*\).*/\1/p' "$work/listen.err" | head -1)
+    [ -n "$port" ] && break
+    sleep 0.05
+done
+"$IDEM" replay --to "http://127.0.0.1:$port/hooks" --key id --store "$work/idem.db" --backoff 100ms..2s -q \
+    samples/events/stripe-events.ndjson | jq -c '{key, outcome} + (if .reason then {reason} else {attempts, status} end)'
+echo "a rerun sends nothing:"
+"$IDEM" replay --to "http://127.0.0.1:$port/hooks" --key id --store "$work/idem.db" \
+    samples/events/stripe-events.ndjson > /dev/null
+kill -TERM "$listener"
+wait "$listener" 2> /dev/null
+echo "the target captured $(wc -l < "$work/target.ndjson") requests, $(jq -s '[.[] | select(._idem.listen.status == 200)] | length' "$work/target.ndjson") answered 200"
+
 echo
-echo "Next: idem --help, idem COMMAND --help (verify, dedup, reorder, audit), and docs/."
+echo "Next: idem --help, idem COMMAND --help (verify, dedup, reorder, audit, listen, replay), and docs/."
