@@ -187,6 +187,71 @@ class Replay(unittest.TestCase):
         self.assertTrue(dict(received["headers"])["Idempotency-Key"].startswith("idem-"))
         self.assertEqual(received["body"], "raw body \u00e9")
 
+    def test_a_timeout_after_sending_is_retried_with_the_key_and_not_without(self):
+        write_events(self.events, 1)
+        with listening(self.dir, ["--delay", "1s"]) as target:
+            code, out, _ = self.replay(target.url, ["--key", "id", "--timeout", "total=200ms",
+                                                    "--max-attempts", "2"])
+            self.assertEqual(code, 1)
+            result = outcomes(out)[0]
+            self.assertEqual(result["attempts"], 2)
+            self.assertIn("Timeout", result["error"])
+            code, out, _ = self.replay(target.url, ["--no-key", "--timeout", "total=200ms", "--max-attempts", "5"],
+                                       store=os.path.join(self.dir, "other.db"))
+            self.assertEqual(code, 1)
+            result = outcomes(out)[0]
+            self.assertEqual(result["attempts"], 1)
+            self.assertIn("sent without a key: not retried", result["error"])
+            target.stop()
+        captured = target.envelopes()
+        self.assertEqual(len(captured), 3)
+        self.assertNotIn("Idempotency-Key", [name for name, _ in captured[2]["headers"]])
+
+    def test_selection_by_time_filter_and_limit(self):
+        envelopes = [{"idem": 1, "id": f"cap_{n}", "received_at": f"2026-11-30T08:0{n}:00.000Z", "method": "POST",
+                      "path": "/h", "headers": [["Content-Type", "application/json"]],
+                      "body": json.dumps({"id": f"evt_{n}", "kind": "a" if n % 2 else "b"})} for n in range(6)]
+        with open(self.events, "w") as out:
+            out.writelines(json.dumps(e) + "\n" for e in envelopes)
+        code, out, err = self.replay("http://127.0.0.1:9", ["--dry-run", "--key", "body.id",
+                                                            "--since", "2026-11-30T08:01:00Z",
+                                                            "--until", "2026-11-30T08:05:00Z",
+                                                            "--filter", "body.kind=a"])
+        self.assertEqual(code, 0, err)
+        self.assertEqual([o["key"] for o in outcomes(out)], ["evt_1", "evt_3"])
+        code, out, _ = self.replay("http://127.0.0.1:9", ["--dry-run", "--key", "body.id", "--limit", "2"])
+        self.assertEqual([o["key"] for o in outcomes(out)], ["evt_0", "evt_1"])
+        # A plain event has no received_at: selecting by time needs --time-field.
+        write_events(self.events, 1)
+        code, out, err = self.replay("http://127.0.0.1:9", ["--dry-run", "--since", "2026-11-30T08:00:00Z"])
+        self.assertEqual(out, b"")
+        self.assertIn("events.ndjson:1: no received_at to select or pace by", err)
+        self.assertEqual(summary_of(err)["rejected"], 1)
+
+    def test_original_timing_keeps_the_capture_pacing_at_the_given_speed(self):
+        envelopes = [{"idem": 1, "id": f"cap_{n}", "received_at": f"2026-11-30T08:00:0{2 * n}.000Z",
+                      "method": "POST", "path": "/h", "headers": [], "body": f"{{\"n\":{n}}}"} for n in range(3)]
+        with open(self.events, "w") as out:
+            out.writelines(json.dumps(e) + "\n" for e in envelopes)
+        with listening(self.dir) as target:
+            started = time.monotonic()
+            code, _, err = self.replay(target.url, ["--timing", "original", "--speed", "4x"])
+            elapsed = time.monotonic() - started
+            self.assertEqual(code, 0, err)
+            target.stop()
+        self.assertGreaterEqual(elapsed, 0.95)  # 4 s of capture at 4x
+        self.assertLess(elapsed, 3.5)
+        self.assertEqual([e["body"] for e in target.envelopes()], ['{"n":0}', '{"n":1}', '{"n":2}'])
+
+    def test_rate_limits_every_request(self):
+        write_events(self.events, 20)
+        with listening(self.dir) as target:
+            started = time.monotonic()
+            code, _, _ = self.replay(target.url, ["--key", "id", "--rate", "50/s"])
+            self.assertEqual(code, 0)
+            self.assertGreaterEqual(time.monotonic() - started, 0.35)
+            target.stop()
+
     def test_dry_run_prints_requests_with_keys_and_sends_nothing(self):
         write_events(self.events, 3)
         code, out, err = self.replay("http://127.0.0.1:9/x", ["--dry-run", "--filter", "amount=1"])

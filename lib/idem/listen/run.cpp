@@ -63,7 +63,7 @@ public:
 
 private:
     std::optional<verify::Verdict> judge(const net::IncomingRequest& request, std::string_view id);
-    DedupOutcome claim(std::string_view envelope_line, Timestamp received_at, std::string_view id);
+    DedupOutcome claim(std::string_view envelope_line, Timestamp received_at);
     void release(const DedupOutcome& outcome);
     net::TransferResult forward(const net::IncomingRequest& request);
     void warn(const std::string& where, const std::string& message);
@@ -111,8 +111,7 @@ struct DedupOutcome {
     std::string missing_path;
 };
 
-DedupOutcome Gateway::claim(std::string_view envelope_line, Timestamp received_at,
-                            std::string_view id) {
+DedupOutcome Gateway::claim(std::string_view envelope_line, Timestamp received_at) {
     thread_local record::RecordParser parser;
     thread_local std::string padded;
     padded.assign(envelope_line);
@@ -133,7 +132,6 @@ DedupOutcome Gateway::claim(std::string_view envelope_line, Timestamp received_a
     fingerprint_claim.expires_at = received_at + m_options.dedup->ttl;
     fingerprint_claim.source = m_capture.name();
     fingerprint_claim.line = 0;
-    (void)id;
     auto result =
         m_store->claim_fingerprints(m_options.dedup->scope, {fingerprint_claim}, now_utc());
     m_store->commit();
@@ -182,17 +180,18 @@ net::Response Gateway::handle(net::IncomingRequest& request) {
     record::append_envelope(line,
                             {id, request.received_at, request.head.method, request.head.target,
                              &request.head.headers, request.body, request.remote});
-    std::string live; // what _idem.listen says besides the status
-    std::optional<DedupOutcome> dedup_outcome;
+    std::string live;                          // what _idem.listen says besides the status
+    std::optional<DedupOutcome> dedup_outcome; // set while this delivery holds a claim
+    bool duplicate = false;
     if (accepted && m_store) {
-        dedup_outcome = claim(line, request.received_at, id);
+        dedup_outcome = claim(line, request.received_at);
         if (dedup_outcome->kind == DedupOutcome::Kind::missing_key) {
             live += ",\"dedup\":{\"missing\":";
             record::append_json_string(live, dedup_outcome->missing_path);
             live += '}';
             dedup_outcome.reset();
         } else {
-            bool duplicate = dedup_outcome->kind == DedupOutcome::Kind::duplicate;
+            duplicate = dedup_outcome->kind == DedupOutcome::Kind::duplicate;
             live += fmt::format(
                 ",\"dedup\":{{\"fingerprint\":\"{}\",\"duplicate\":{},\"seen_count\":{}}}",
                 dedup_outcome->fingerprint.hex(), duplicate, dedup_outcome->seen_count);
@@ -271,8 +270,7 @@ net::Response Gateway::handle(net::IncomingRequest& request) {
         response.body += ",\"error\":";
         record::append_json_string(response.body, "invalid signature: " + verdict->reason);
     }
-    if (dedup_outcome || live.find("\"duplicate\":true") != std::string::npos)
-        response.body += fmt::format(",\"duplicate\":{}", !dedup_outcome);
+    if (m_store) response.body += fmt::format(",\"duplicate\":{}", duplicate);
     response.body += "}\n";
     return response;
 }

@@ -489,8 +489,11 @@ ReplayResult Replayer::run() {
             if (m_input_done && m_jobs.empty() && m_held_elsewhere.empty()) break;
             auto wait = Duration(std::chrono::milliseconds(50));
             if (m_in_flight == 0 && !m_ready.empty()) {
-                auto until_due =
-                    std::chrono::duration_cast<Duration>(m_ready.top().first - Clock::now());
+                // The next send: when its record is due, and the rate allows it.
+                auto next =
+                    std::max(m_ready.top().first,
+                             m_options.rate_per_second > 0 ? m_next_send : Clock::time_point{});
+                auto until_due = std::chrono::duration_cast<Duration>(next - Clock::now());
                 wait = std::clamp(until_due, Duration(0), wait);
             }
             if (m_in_flight > 0)
