@@ -90,6 +90,19 @@ class Replay(unittest.TestCase):
             self.assertEqual(headers["idempotency-key"], json.loads(envelope["body"])["id"])
         self.assertEqual(set(keys_received(target)), {f"evt_{n}" for n in range(300)})
 
+    def test_a_key_repeated_in_the_input_is_sent_once(self):
+        write_events(self.events, 3)
+        with open(self.events, "a") as out:
+            out.write(json.dumps({"id": "evt_1", "type": "charge.succeeded", "amount": 1}) + "\n")
+        with listening(self.dir) as target:
+            code, out, err = self.replay(target.url, ["--key", "id"])
+            self.assertEqual(code, 0, err)
+            target.stop()
+        skipped = [o for o in outcomes(out) if o["outcome"] == "skipped"]
+        self.assertEqual([(o["key"], o["source"].rsplit(":", 1)[1]) for o in skipped], [("evt_1", "4")])
+        self.assertIn(skipped[0]["reason"], ("same key as an earlier record in this run", "completed earlier (status 200)"))
+        self.assertEqual(sorted(keys_received(target)), ["evt_0", "evt_1", "evt_2"])
+
     def test_a_4xx_is_failed_for_good_not_retried_and_resent_only_on_request(self):
         write_events(self.events, 5)
         with listening(self.dir, ["--respond", "422"]) as target:

@@ -127,8 +127,7 @@ private:
 
     Counts m_counts;
     bool m_input_done = false;
-    std::unordered_map<std::string, std::string> m_keys_seen; // key -> first source, this run
-    std::optional<Timestamp> m_first_time;                    // --timing original
+    std::optional<Timestamp> m_first_time; // --timing original
     Clock::time_point m_start = Clock::now();
     std::vector<std::pair<Clock::time_point, Candidate>> m_held_elsewhere;
     std::unordered_map<std::uint64_t, Job> m_jobs;
@@ -205,11 +204,6 @@ std::optional<Candidate> Replayer::next_candidate() {
         candidate.time = time;
         candidate.request =
             build_request(m_parser, raw->bytes, m_target, m_options.key_header, candidate.key);
-        auto [seen, fresh] = m_keys_seen.try_emplace(candidate.key, candidate.source);
-        if (!fresh) {
-            skip(candidate, fmt::format("same key as {} in this run", seen->second));
-            continue;
-        }
         return candidate;
     }
     m_input_done = true;
@@ -286,6 +280,11 @@ void Replayer::claim(std::vector<Candidate> candidates) {
                              previous.error));
             break;
         case store::ReplayState::in_progress: {
+            if (previous.owner == m_owner) {
+                // The ledger, not a set in memory, knows this run's keys.
+                skip(candidate, "same key as an earlier record in this run");
+                break;
+            }
             // Another run holds it: look again when its lease ends, and take
             // it over then unless that run finished it.
             auto wait =
@@ -469,7 +468,7 @@ ReplayResult Replayer::run() {
     } else {
         m_store = store::open_store(store::parse_store_uri(m_options.store_uri));
         m_client.emplace(m_options.timeouts);
-        auto window = m_options.concurrency * 4 + k_claim_batch;
+        auto window = m_options.concurrency * 4 + k_claim_batch * 16;
         while (true) {
             // Re-check keys another run held, once their leases end.
             std::vector<Candidate> batch;
@@ -479,7 +478,10 @@ ReplayResult Replayer::run() {
                 batch.push_back(std::move(held.second));
                 return true;
             });
-            while (batch.size() < k_claim_batch && m_jobs.size() + batch.size() < window) {
+            // Keys parked for another run count against the window too, so
+            // memory stays bounded while that run holds them.
+            while (batch.size() < k_claim_batch &&
+                   m_jobs.size() + m_held_elsewhere.size() + batch.size() < window) {
                 auto candidate = next_candidate();
                 if (!candidate) break;
                 batch.push_back(std::move(*candidate));

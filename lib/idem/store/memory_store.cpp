@@ -132,7 +132,7 @@ public:
             auto& claim = claims.emplace_back();
             auto found = ledger.find(key);
             if (found != ledger.end()) claim.previous = found->second;
-            claim.granted = may_claim_replay(claim.previous, owner, now, rerun);
+            claim.granted = may_claim_replay(claim.previous, now, rerun);
             if (!claim.granted) continue;
             auto& entry = ledger[key];
             entry.key = key;

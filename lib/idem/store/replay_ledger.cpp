@@ -16,12 +16,12 @@ std::string_view replay_state_name(ReplayState state) {
     return "unknown";
 }
 
-bool may_claim_replay(const std::optional<ReplayEntry>& existing, std::string_view owner,
-                      Timestamp now, ReplayRerun rerun) {
+bool may_claim_replay(const std::optional<ReplayEntry>& existing, Timestamp now,
+                      ReplayRerun rerun) {
     if (!existing) return true;
     switch (existing->state) {
     case ReplayState::in_progress:
-        return existing->owner == owner || existing->lease_until <= now;
+        return existing->lease_until <= now;
     case ReplayState::completed:
         return rerun == ReplayRerun::force;
     case ReplayState::failed:

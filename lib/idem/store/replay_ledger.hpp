@@ -39,12 +39,13 @@ enum class ReplayRerun {
     force,        // also completed keys (--force)
 };
 
-// Whether a run (`owner`) may take `existing` (nullopt: never seen) now:
-// a key no one holds, a lease that ran out because its process died, a
-// failure that may pass; a completed or permanently failed key only when
-// asked to. The one rule every store applies.
-[[nodiscard]] bool may_claim_replay(const std::optional<ReplayEntry>& existing,
-                                    std::string_view owner, Timestamp now, ReplayRerun rerun);
+// Whether a run may take `existing` (nullopt: never seen) now: a key no one
+// holds, a lease that ran out because its process died, a failure that may
+// pass; a completed or permanently failed key only when asked to. A key the
+// run itself holds is not taken again (a repeat of it in the same input).
+// The one rule every store applies.
+[[nodiscard]] bool may_claim_replay(const std::optional<ReplayEntry>& existing, Timestamp now,
+                                    ReplayRerun rerun);
 
 struct ReplayClaim {
     bool granted = false;

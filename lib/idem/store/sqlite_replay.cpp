@@ -113,7 +113,7 @@ std::vector<ReplayClaim> SqliteReplayLedger::claim(std::string_view scope,
     for (const auto& key : keys) {
         auto& claim = claims.emplace_back();
         claim.previous = find(scope, key);
-        claim.granted = may_claim_replay(claim.previous, owner, now, rerun);
+        claim.granted = may_claim_replay(claim.previous, now, rerun);
         if (!claim.granted) continue;
         ReplayEntry entry = claim.previous.value_or(ReplayEntry{});
         entry.key = key;

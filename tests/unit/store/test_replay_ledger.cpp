@@ -85,19 +85,18 @@ void check_ledger(Store& store) {
 } // namespace
 
 TEST_CASE("the claim rule: who may send a key now") {
-    CHECK(may_claim_replay(std::nullopt, "me", at(1), ReplayRerun::resume));
+    CHECK(may_claim_replay(std::nullopt, at(1), ReplayRerun::resume));
     auto held = finished("k", ReplayState::in_progress);
     held.lease_until = at(10);
-    CHECK_FALSE(may_claim_replay(held, "me", at(9), ReplayRerun::force));
-    CHECK(may_claim_replay(held, "run-a", at(9), ReplayRerun::resume));
-    CHECK(may_claim_replay(held, "me", at(10), ReplayRerun::resume));
+    CHECK_FALSE(may_claim_replay(held, at(9), ReplayRerun::force));
+    CHECK(may_claim_replay(held, at(10), ReplayRerun::resume));
     auto done = finished("k", ReplayState::completed);
-    CHECK_FALSE(may_claim_replay(done, "me", at(1), ReplayRerun::retry_failed));
-    CHECK(may_claim_replay(done, "me", at(1), ReplayRerun::force));
+    CHECK_FALSE(may_claim_replay(done, at(1), ReplayRerun::retry_failed));
+    CHECK(may_claim_replay(done, at(1), ReplayRerun::force));
     auto gone = finished("k", ReplayState::failed, true);
-    CHECK_FALSE(may_claim_replay(gone, "me", at(1), ReplayRerun::resume));
-    CHECK(may_claim_replay(gone, "me", at(1), ReplayRerun::retry_failed));
-    CHECK(may_claim_replay(finished("k", ReplayState::failed), "me", at(1), ReplayRerun::resume));
+    CHECK_FALSE(may_claim_replay(gone, at(1), ReplayRerun::resume));
+    CHECK(may_claim_replay(gone, at(1), ReplayRerun::retry_failed));
+    CHECK(may_claim_replay(finished("k", ReplayState::failed), at(1), ReplayRerun::resume));
 }
 
 TEST_CASE("the replay ledger in the memory store") {

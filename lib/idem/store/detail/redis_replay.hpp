@@ -23,7 +23,7 @@ local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'lease', 'attempts', 's
                      'permanent', 'error', 'digest', 'head', 'updated')
 local grant
 if not v[1] then grant = true
-elseif v[1] == '0' then grant = (v[2] == ARGV[1]) or (tonumber(v[3]) <= tonumber(ARGV[2]))
+elseif v[1] == '0' then grant = (tonumber(v[3]) <= tonumber(ARGV[2]))
 elseif v[1] == '1' then grant = (ARGV[4] == '2')
 else grant = (v[7] ~= '1') or (ARGV[4] ~= '0') end
 if grant then
