@@ -52,6 +52,15 @@ void add_key_options(CLI::App& command, KeyOptions& options) {
                        "hmac scheme: header holding {id}");
 }
 
+void add_key_options_as(CLI::App& command, KeyOptions& options, const std::string& heading) {
+    auto before = command.get_options().size();
+    add_key_options(command, options);
+    command.remove_option(command.get_option("--scheme"));
+    auto added = command.get_options();
+    for (auto i = before; i < added.size(); ++i)
+        added[i]->group(heading);
+}
+
 namespace {
 std::string read_secret_file(const std::string& path) {
     std::ifstream file(path);

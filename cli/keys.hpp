@@ -30,6 +30,11 @@ struct KeyOptions {
 
 void add_key_options(CLI::App& command, KeyOptions& options);
 
+// The same flags for a command where signing keys are a side matter
+// (listen --verify, replay --resign): without --scheme (that command's own
+// flag names it), under their own heading in --help.
+void add_key_options_as(CLI::App& command, KeyOptions& options, const std::string& heading);
+
 // Reads secret files and variables; throws UsageError (never echoing a secret).
 [[nodiscard]] verify::VerifyConfig key_config(const KeyOptions& options);
 

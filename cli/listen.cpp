@@ -136,8 +136,7 @@ void register_listen(CLI::App& app, std::function<int()>& action) {
     command->add_option("--verify", options->verify_scheme,
                         "check signatures with this scheme (as idem verify --scheme); "
                         "answer 401 to invalid ones, which are still captured");
-    add_key_options(*command, options->keys);
-    command->remove_option(command->get_option("--scheme"));
+    add_key_options_as(*command, options->keys, "Signatures (--verify)");
     command->add_option(
         "--tolerance", options->tolerance,
         "with --verify: how far a signed timestamp may be from arrival (default 5m)");

@@ -190,8 +190,7 @@ void register_replay(CLI::App& app, std::function<int()>& action) {
                         "per attempt (default connect=2s,total=30s)");
     command->add_option("--resign", options->resign_scheme,
                         "sign each attempt again with this scheme (as idem sign) and --secret");
-    add_key_options(*command, options->keys);
-    command->remove_option(command->get_option("--scheme"));
+    add_key_options_as(*command, options->keys, "Re-signing (--resign)");
     command->add_flag("--dry-run", options->dry_run,
                       "print each request with its key and send nothing (the ledger is not read)");
     command
