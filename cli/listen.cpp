@@ -113,6 +113,9 @@ int run_listen_command(const ListenCommandOptions& options) {
     sigemptyset(&action.sa_mask);
     sigaction(SIGINT, &action, nullptr);
     sigaction(SIGTERM, &action, nullptr);
+    // A capture pipe whose reader went away must fail a write (answered 503,
+    // reported), not kill the listener without a word.
+    std::signal(SIGPIPE, SIG_IGN);
     auto result = listen::run_listen(run, g_stop, diagnostics, [&](int port) {
         // Scripts wait for this line (and read the port from it with --port 0).
         fmt::print(stderr, "idem listen: capturing http://{}:{} to {}\n", options.bind, port,
