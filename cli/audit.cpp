@@ -8,6 +8,8 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
 namespace idem::cli {
@@ -33,6 +35,8 @@ struct AuditOptions {
     std::string store;
     std::string scope = "default";
     std::size_t threads = 0;
+    std::uint64_t spill_after = 2'000'000;
+    std::string spill_dir;
 };
 
 std::vector<record::FieldPath> paths(const std::string& list) {
@@ -105,6 +109,9 @@ int run_audit_command(AuditOptions options) {
                  : options.format == "html"     ? audit::ReportFormat::html
                                                 : audit::ReportFormat::table;
     run.threads = options.threads;
+    run.spill_after = options.spill_after;
+    run.spill_directory = options.spill_dir.empty() ? std::filesystem::temp_directory_path()
+                                                    : std::filesystem::path(options.spill_dir);
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = options.output_path.empty() ? io::Sink::standard_output()
                                               : io::Sink::create_file(options.output_path);
@@ -166,6 +173,11 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
                         "each copy is {fingerprint, time, source}, grouped by fingerprint");
     command->add_option("--scope", options->scope,
                         "with --store: the dedup scope to read (default 'default')");
+    command->add_option(
+        "--spill-after", options->spill_after,
+        "past this many records, group on disk in bounded memory (default 2000000)");
+    command->add_option("--spill-dir", options->spill_dir,
+                        "where the partition files go (default: $TMPDIR or /tmp)");
     command
         ->add_option("--threads", options->threads,
                      "worker threads (default: one per core, at most 8)")

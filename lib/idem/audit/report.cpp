@@ -45,7 +45,7 @@ const std::string& Findings::fingerprint(std::uint32_t id) const {
 
 FindingsSummary summarize(const Findings& findings) {
     FindingsSummary summary;
-    summary.records = findings.attempts.size();
+    summary.records = findings.records;
     summary.groups = findings.groups.size();
     // One intent per fingerprint (with --fingerprint), else per key.
     summary.duplicates = findings.identified - findings.intents;

@@ -17,7 +17,8 @@ enum class ReportFormat { table, json, markdown, html };
 // Everything the report needs, strings interned: id 0 of each table is ""
 // (the field was absent).
 struct Findings {
-    std::vector<Attempt> attempts;
+    std::vector<Attempt> attempts; // every record, or (after a spill) those in groups
+    std::uint64_t records = 0;     // every record read
     // Keys and intents of the records in groups, as JSON ("k_1", ["a",1]),
     // by id; key() and fingerprint() give "" for the others.
     std::unordered_map<std::uint32_t, std::string> key_texts, fingerprint_texts;

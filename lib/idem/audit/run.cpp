@@ -2,7 +2,9 @@
 
 #include "idem/audit/run.hpp"
 
+#include "idem/audit/detail/grouping.hpp"
 #include "idem/audit/row_sources.hpp"
+#include "idem/audit/spill.hpp"
 #include "idem/dedup/fingerprint.hpp"
 #include "idem/record/annotate.hpp"
 #include "idem/record/block_pipeline.hpp"
@@ -111,75 +113,6 @@ BlockReadings read_block(const record::InputBlock& block, WorkerState& state,
     return result;
 }
 
-// One text per record (empty: absent), back to back: no allocation per
-// record, and ids by distinct text only once the input is read (a hash
-// map of a million strings costs more than the rest of the run).
-class TextColumn {
-public:
-    void add(std::string_view text) {
-        m_at.push_back({m_bytes.size(), static_cast<std::uint32_t>(text.size())});
-        m_bytes.append(text);
-        m_hashes.push_back(text.empty() ? 0 : std::hash<std::string_view>{}(text));
-    }
-    [[nodiscard]] std::string_view text(std::size_t record) const {
-        return std::string_view(m_bytes).substr(m_at[record].offset, m_at[record].size);
-    }
-    // Ids by distinct text, 1 and up (0: absent), in `ids[record]`; returns
-    // how many distinct texts there are.
-    std::uint32_t assign_ids(std::vector<std::uint32_t>& ids) const {
-        ids.assign(m_at.size(), 0);
-        std::vector<std::uint32_t> order;
-        for (std::size_t i = 0; i < m_at.size(); ++i)
-            if (m_at[i].size > 0) order.push_back(static_cast<std::uint32_t>(i));
-        std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-            if (m_hashes[a] != m_hashes[b]) return m_hashes[a] < m_hashes[b];
-            return text(a) < text(b);
-        });
-        std::uint32_t id = 0;
-        for (std::size_t i = 0; i < order.size(); ++i) {
-            if (i == 0 || m_hashes[order[i]] != m_hashes[order[i - 1]] ||
-                text(order[i]) != text(order[i - 1]))
-                ++id;
-            ids[order[i]] = id;
-        }
-        return id;
-    }
-
-private:
-    struct Span {
-        std::uint64_t offset;
-        std::uint32_t size;
-    };
-    std::string m_bytes;
-    std::vector<Span> m_at;
-    std::vector<std::uint64_t> m_hashes;
-};
-
-// Strings to small ids; id 0 is "" (absent). For sources: there are few.
-class Interner {
-public:
-    Interner() { m_values.emplace_back(); }
-    std::uint32_t intern(std::string_view value) {
-        if (value.empty()) return 0;
-        if (auto found = m_ids.find(value); found != m_ids.end()) return found->second;
-        auto id = static_cast<std::uint32_t>(m_values.size());
-        m_ids.emplace(std::string(value), id);
-        m_values.emplace_back(value);
-        return id;
-    }
-    [[nodiscard]] std::vector<std::string>& values() { return m_values; }
-
-private:
-    struct Hash {
-        using is_transparent = void;
-        std::size_t operator()(std::string_view text) const noexcept {
-            return std::hash<std::string_view>{}(text);
-        }
-    };
-    std::unordered_map<std::string, std::uint32_t, Hash, std::equal_to<>> m_ids;
-    std::vector<std::string> m_values;
-};
-
 dedup::KeySpec payload_spec(const AuditRunOptions& options) {
     dedup::KeySpec spec;
     if (!options.payload_fields.empty()) {
@@ -209,9 +142,17 @@ public:
         if (m_input) read_records();
         read_rows();
         if (m_reject_sink) m_reject_sink->flush();
-        m_findings.sources = std::move(m_sources.values());
         m_findings.fingerprinted = !m_options.fingerprint_fields.empty();
         m_findings.options = m_options.explain;
+        if (m_spill) {
+            m_findings.sources = std::move(m_sources.values());
+            m_findings.records = m_records;
+            m_findings.identified = m_identified;
+            m_spill->group_into(m_findings, m_options.explain);
+            return std::move(m_findings);
+        }
+        m_findings.sources = std::move(m_sources.values());
+        m_findings.records = m_findings.attempts.size();
         assign_ids();
         group();
         name_grouped();
@@ -282,15 +223,67 @@ private:
     }
 
     void take(const Reading& reading, const std::string& texts, Findings::Position position) {
+        if (m_spill) {
+            auto fingerprint = text_of(texts, reading.fingerprint);
+            auto key = text_of(texts, reading.key);
+            if (!(m_findings.fingerprinted ? fingerprint : key).empty()) ++m_identified;
+            SpilledRecord record{m_records++,
+                                 position,
+                                 reading.time,
+                                 payload_of(reading),
+                                 key,
+                                 fingerprint,
+                                 m_sources.intern(text_of(texts, reading.source))};
+            m_spill->add(record);
+            return;
+        }
+        ++m_records;
         Attempt attempt;
         m_keys.add(text_of(texts, reading.key));
         m_fingerprints.add(text_of(texts, reading.fingerprint));
         attempt.source = m_sources.intern(text_of(texts, reading.source));
         attempt.time = reading.time;
-        for (std::size_t i = 0; i < 8; ++i)
-            attempt.payload = attempt.payload << 8 | reading.payload[i];
+        attempt.payload = payload_of(reading);
         m_findings.attempts.push_back(attempt);
         m_findings.positions.push_back(position);
+        if (m_findings.attempts.size() > m_options.spill_after) start_spilling();
+    }
+
+    static std::uint64_t payload_of(const Reading& reading) {
+        std::uint64_t payload = 0;
+        for (std::size_t i = 0; i < 8; ++i)
+            payload = payload << 8 | reading.payload[i];
+        return payload;
+    }
+
+    // Moves what is in memory to the partition files; every later record
+    // goes straight there.
+    void start_spilling() {
+        SpillLayout layout;
+        layout.by_fingerprint = !m_options.fingerprint_fields.empty();
+        layout.keys_given = !m_options.key_fields.empty();
+        layout.key_paths = m_options.key_fields.size();
+        layout.fingerprint_paths = m_options.fingerprint_fields.size();
+        m_findings.fingerprinted = layout.by_fingerprint;
+        auto directory = m_options.spill_directory.empty() ? std::filesystem::path("/tmp")
+                                                           : m_options.spill_directory;
+        m_spill.emplace(layout, directory);
+        const auto& attempts = m_findings.attempts;
+        for (std::size_t i = 0; i < attempts.size(); ++i) {
+            auto key = m_keys.text(i);
+            auto fingerprint = m_fingerprints.text(i);
+            if (!(layout.by_fingerprint ? fingerprint : key).empty()) ++m_identified;
+            m_spill->add({i, m_findings.positions[i], attempts[i].time, attempts[i].payload, key,
+                          fingerprint, attempts[i].source});
+        }
+        m_diagnostics.warning(
+            SourcePosition{"audit", 0, 0, 0},
+            fmt::format("more than {} records: grouping on disk in {} (--spill-after)",
+                        m_options.spill_after, directory.string()));
+        std::vector<Attempt>().swap(m_findings.attempts);
+        std::vector<Findings::Position>().swap(m_findings.positions);
+        m_keys = {};
+        m_fingerprints = {};
     }
 
     // Inputs come one after another: the last one is nearly always it.
@@ -362,8 +355,8 @@ private:
 
     void group() {
         const auto& attempts = m_findings.attempts;
-        auto by_key = members_by(attempts, &Attempt::key);
-        auto by_fingerprint = members_by(attempts, &Attempt::fingerprint);
+        auto by_key = detail::members_by(attempts, &Attempt::key);
+        auto by_fingerprint = detail::members_by(attempts, &Attempt::fingerprint);
         auto& groups = m_findings.groups;
         for (auto& members : by_key)
             groups.push_back(
@@ -378,32 +371,7 @@ private:
                 groups.push_back(explain(GroupKind::fingerprint, std::move(members), attempts,
                                          m_options.explain));
         }
-        // Worst first: most records, then earliest.
-        std::sort(groups.begin(), groups.end(), [](const Explanation& a, const Explanation& b) {
-            if (a.records.size() != b.records.size()) return a.records.size() > b.records.size();
-            return a.records.front() < b.records.front();
-        });
-    }
-
-    // The records of each id that has two or more, in input order.
-    static std::vector<std::vector<std::size_t>> members_by(const std::vector<Attempt>& attempts,
-                                                            std::uint32_t Attempt::*field) {
-        std::uint32_t most = 0;
-        for (const auto& attempt : attempts)
-            most = std::max(most, attempt.*field);
-        std::vector<std::uint32_t> counts(most + 1, 0);
-        for (const auto& attempt : attempts)
-            ++counts[attempt.*field];
-        std::vector<std::uint32_t> slot(most + 1, 0);
-        std::vector<std::vector<std::size_t>> members;
-        for (std::uint32_t id = 1; id <= most; ++id)
-            if (counts[id] > 1) {
-                slot[id] = static_cast<std::uint32_t>(members.size() + 1);
-                members.emplace_back().reserve(counts[id]);
-            }
-        for (std::size_t i = 0; i < attempts.size(); ++i)
-            if (auto at = slot[attempts[i].*field]) members[at - 1].push_back(i);
-        return members;
+        detail::sort_worst_first(groups);
     }
 
     const AuditRunOptions& m_options;
@@ -413,8 +381,11 @@ private:
     std::optional<record::InputStream> m_input;
     record::PositionTracker m_positions;
     Findings m_findings;
-    TextColumn m_keys, m_fingerprints;
-    Interner m_sources;
+    detail::TextColumn m_keys, m_fingerprints;
+    detail::Interner m_sources;
+    std::optional<Spill> m_spill;
+    std::uint64_t m_records = 0;    // read and taken
+    std::uint64_t m_identified = 0; // spilled records with an intent
     std::uint64_t m_lines = 0;
 };
 

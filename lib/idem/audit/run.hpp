@@ -12,6 +12,7 @@
 #include "idem/record/input.hpp"
 #include "idem/record/rejects.hpp"
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,11 @@ struct AuditRunOptions {
     ExplainOptions explain;
     ReportFormat format = ReportFormat::table;
     std::size_t threads = 0;
+    // Past this many records, records go to partition files in
+    // spill_directory and groups are found one partition at a time
+    // (spill.hpp): memory then holds the records in groups, not the input.
+    std::uint64_t spill_after = 2'000'000;
+    std::filesystem::path spill_directory;
 };
 
 struct AuditResult {

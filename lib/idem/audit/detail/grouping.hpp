@@ -1,0 +1,118 @@
+#pragma once
+// Internal to audit: the grouping both paths share, the one in memory and
+// the one over spilled partitions (spill.cpp).
+
+#include "idem/audit/explain.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace idem::audit::detail {
+
+// One text per record (empty: absent), back to back: no allocation per
+// record, and ids by distinct text only once the input is read (a hash
+// map of a million strings costs more than the rest of the run).
+class TextColumn {
+public:
+    void add(std::string_view text) {
+        m_at.push_back({m_bytes.size(), static_cast<std::uint32_t>(text.size())});
+        m_bytes.append(text);
+        m_hashes.push_back(text.empty() ? 0 : std::hash<std::string_view>{}(text));
+    }
+    [[nodiscard]] std::string_view text(std::size_t record) const {
+        return std::string_view(m_bytes).substr(m_at[record].offset, m_at[record].size);
+    }
+    // Ids by distinct text, 1 and up (0: absent), in `ids[record]`; returns
+    // how many distinct texts there are.
+    std::uint32_t assign_ids(std::vector<std::uint32_t>& ids) const {
+        ids.assign(m_at.size(), 0);
+        std::vector<std::uint32_t> order;
+        for (std::size_t i = 0; i < m_at.size(); ++i)
+            if (m_at[i].size > 0) order.push_back(static_cast<std::uint32_t>(i));
+        std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+            if (m_hashes[a] != m_hashes[b]) return m_hashes[a] < m_hashes[b];
+            return text(a) < text(b);
+        });
+        std::uint32_t id = 0;
+        for (std::size_t i = 0; i < order.size(); ++i) {
+            if (i == 0 || m_hashes[order[i]] != m_hashes[order[i - 1]] ||
+                text(order[i]) != text(order[i - 1]))
+                ++id;
+            ids[order[i]] = id;
+        }
+        return id;
+    }
+
+private:
+    struct Span {
+        std::uint64_t offset;
+        std::uint32_t size;
+    };
+    std::string m_bytes;
+    std::vector<Span> m_at;
+    std::vector<std::uint64_t> m_hashes;
+};
+
+// Strings to small ids; id 0 is "" (absent). For sources: there are few.
+class Interner {
+public:
+    Interner() { m_values.emplace_back(); }
+    std::uint32_t intern(std::string_view value) {
+        if (value.empty()) return 0;
+        if (auto found = m_ids.find(value); found != m_ids.end()) return found->second;
+        auto id = static_cast<std::uint32_t>(m_values.size());
+        m_ids.emplace(std::string(value), id);
+        m_values.emplace_back(value);
+        return id;
+    }
+    [[nodiscard]] std::vector<std::string>& values() { return m_values; }
+
+private:
+    struct Hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view text) const noexcept {
+            return std::hash<std::string_view>{}(text);
+        }
+    };
+    std::unordered_map<std::string, std::uint32_t, Hash, std::equal_to<>> m_ids;
+    std::vector<std::string> m_values;
+};
+
+// The records of each id that has two or more, in input order.
+inline std::vector<std::vector<std::size_t>> members_by(const std::vector<Attempt>& attempts,
+                                                        std::uint32_t Attempt::*field) {
+    std::uint32_t most = 0;
+    for (const auto& attempt : attempts)
+        most = std::max(most, attempt.*field);
+    std::vector<std::uint32_t> counts(most + 1, 0);
+    for (const auto& attempt : attempts)
+        ++counts[attempt.*field];
+    std::vector<std::uint32_t> slot(most + 1, 0);
+    std::vector<std::vector<std::size_t>> members;
+    for (std::uint32_t id = 1; id <= most; ++id)
+        if (counts[id] > 1) {
+            slot[id] = static_cast<std::uint32_t>(members.size() + 1);
+            members.emplace_back().reserve(counts[id]);
+        }
+    for (std::size_t i = 0; i < attempts.size(); ++i)
+        if (auto at = slot[attempts[i].*field]) members[at - 1].push_back(i);
+    return members;
+}
+
+// Worst first: most records, then earliest, then a key group before the
+// fingerprint group that starts with the same record. A total order, so the
+// report does not depend on the order groups were found in.
+inline void sort_worst_first(std::vector<Explanation>& groups) {
+    std::sort(groups.begin(), groups.end(), [](const Explanation& a, const Explanation& b) {
+        if (a.records.size() != b.records.size()) return a.records.size() > b.records.size();
+        if (a.records.front() != b.records.front()) return a.records.front() < b.records.front();
+        return a.kind == GroupKind::key && b.kind == GroupKind::fingerprint;
+    });
+}
+
+} // namespace idem::audit::detail

@@ -1,0 +1,66 @@
+#pragma once
+// Bounded memory for audit (docs/audit.md, "Scale"). Once more records have
+// been read than fit (--spill-after), each record goes to one of a fixed
+// number of partition files by the hash of its key, and again by the hash of
+// its fingerprint; groups are then found one partition at a time, since
+// records that share a key (or a fingerprint) share a partition. Only the
+// records that end up in groups come back into memory, for the report.
+
+#include "idem/audit/report.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace idem::audit {
+
+struct SpilledRecord {
+    std::uint64_t seq = 0; // input order
+    Findings::Position position;
+    std::optional<Timestamp> time;
+    std::uint64_t payload = 0;
+    std::string_view key, fingerprint; // encoded texts; "" when absent
+    // Interned by the caller in input order, as the in-memory path does: some
+    // explanations break ties by source id.
+    std::uint32_t source = 0;
+};
+
+struct SpillLayout {
+    bool by_fingerprint = false; // --fingerprint given
+    bool keys_given = false;     // --key given
+    std::size_t key_paths = 0;   // for the key texts the report shows
+    std::size_t fingerprint_paths = 0;
+};
+
+class Spill {
+public:
+    // Creates the partition files in a fresh directory under `directory`
+    // (removed again by the destructor). Throws FileSystemError.
+    Spill(SpillLayout layout, const std::filesystem::path& directory);
+    ~Spill();
+    Spill(const Spill&) = delete;
+    Spill& operator=(const Spill&) = delete;
+
+    // Throws FileSystemError (a full disk, say).
+    void add(const SpilledRecord& record);
+
+    // Finds and explains every group, partition by partition, and fills
+    // `findings` with them and their records (renumbered in input order),
+    // their texts and the count of distinct intents. The result is
+    // the one the in-memory path gives for the same records.
+    void group_into(Findings& findings, const ExplainOptions& options);
+
+    [[nodiscard]] std::uint64_t spilled_bytes() const { return m_bytes; }
+
+private:
+    struct Partitions;
+    SpillLayout m_layout;
+    std::filesystem::path m_directory;
+    std::unique_ptr<Partitions> m_by_key, m_by_fingerprint;
+    std::uint64_t m_bytes = 0;
+};
+
+} // namespace idem::audit
