@@ -78,19 +78,48 @@ namespace {
 
 using namespace detail;
 
+// The report's text, handed to the sink a megabyte at a time when there is
+// one: a report of a million groups is never one string.
+class ReportOut {
+public:
+    explicit ReportOut(io::Sink* sink) : m_sink(sink) {}
+    std::string& text() { return m_text; }
+    void flush_when_large() {
+        if (m_sink && m_text.size() >= k_chunk_bytes) {
+            m_sink->write(m_text);
+            m_text.clear();
+        }
+    }
+    // The rest of the text: written to the sink, or returned without one.
+    std::string finish() {
+        if (!m_sink) return std::move(m_text);
+        m_sink->write(m_text);
+        m_text.clear();
+        return {};
+    }
+
+private:
+    static constexpr std::size_t k_chunk_bytes = 1 << 20;
+    io::Sink* m_sink;
+    std::string m_text;
+};
+
 std::string fit(std::string line, std::size_t width = 80) {
     if (line.size() <= width) return line;
     line.resize(width - 3);
     return line + "...";
 }
 
-std::string render_table(const Findings& findings, const FindingsSummary& summary) {
-    std::string out;
+void render_table(const Findings& findings, const FindingsSummary& summary, ReportOut& report) {
+    auto& out = report.text();
     out += fit(fmt::format("idem audit: {} records, {} group{}, {} duplicates ({:.1f}%)",
                            summary.records, summary.groups, summary.groups == 1 ? "" : "s",
                            summary.duplicates, summary.duplicate_ratio * 100)) +
            "\n";
-    if (summary.groups == 0) return out + "no record happened more than once\n";
+    if (summary.groups == 0) {
+        out += "no record happened more than once\n";
+        return;
+    }
     const auto& worst = findings.groups[summary.worst];
     out += fit(fmt::format("worst: {} records for {}", worst.records.size(),
                            group_label(findings, worst))) +
@@ -118,8 +147,8 @@ std::string render_table(const Findings& findings, const FindingsSummary& summar
             out += fit(fmt::format("   {:<16} {}", cause_name(evidence.cause),
                                    describe(findings, group, evidence))) +
                    "\n";
+        report.flush_when_large();
     }
-    return out;
 }
 
 // JSON by hand for the groups: keys and intents are already JSON text, and a
@@ -204,7 +233,7 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
 }
 
 // The summary is small: nlohmann, indented. The groups follow one per line.
-std::string render_json(const Findings& findings, const FindingsSummary& summary) {
+void render_json(const Findings& findings, const FindingsSummary& summary, ReportOut& report) {
     nlohmann::json json;
     json["records"] = summary.records;
     json["groups"] = summary.groups;
@@ -219,15 +248,16 @@ std::string render_json(const Findings& findings, const FindingsSummary& summary
     auto& sources = json["sources"] = nlohmann::json::object();
     for (const auto& [source, count] : summary.sources)
         sources[source] = count;
-    std::string out = "{\"summary\": ";
+    auto& out = report.text();
+    out += "{\"summary\": ";
     out += json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     out += ",\n\"groups\": [";
     for (std::size_t g = 0; g < findings.groups.size(); ++g) {
         out += g ? ",\n  " : "\n  ";
         append_group(out, findings, findings.groups[g]);
+        report.flush_when_large();
     }
     out += findings.groups.empty() ? "]}\n" : "\n]}\n";
-    return out;
 }
 
 // Markdown tables break on '|' and newlines in values.
@@ -244,12 +274,16 @@ std::string cell(std::string text) {
     return out;
 }
 
-std::string render_markdown(const Findings& findings, const FindingsSummary& summary) {
-    std::string out = "## idem audit\n\n";
+void render_markdown(const Findings& findings, const FindingsSummary& summary, ReportOut& report) {
+    auto& out = report.text();
+    out += "## idem audit\n\n";
     out += fmt::format("- **{}** records, **{}** groups, **{}** duplicates ({:.1f}%)\n",
                        summary.records, summary.groups, summary.duplicates,
                        summary.duplicate_ratio * 100);
-    if (summary.groups == 0) return out + "- no record happened more than once\n";
+    if (summary.groups == 0) {
+        out += "- no record happened more than once\n";
+        return;
+    }
     const auto& worst = findings.groups[summary.worst];
     out += fmt::format("- worst amplification: **{}** records for {}\n", worst.records.size(),
                        cell(group_label(findings, worst)));
@@ -264,6 +298,7 @@ std::string render_markdown(const Findings& findings, const FindingsSummary& sum
         out += fmt::format("| {} | {} | {} | {} | {} | {} |\n", g + 1, group.records.size(),
                            span_of(group), cell(fmt::format("{}", fmt::join(sources, ", "))),
                            cause_list(group), cell(group_label(findings, group)));
+        report.flush_when_large();
     }
     for (std::size_t g = 0; g < findings.groups.size(); ++g) {
         const auto& group = findings.groups[g];
@@ -280,24 +315,45 @@ std::string render_markdown(const Findings& findings, const FindingsSummary& sum
                             cell(findings.sources[attempt.source]),
                             cell(plain(findings.key(attempt.key))), Findings::payload_hex(attempt));
         }
+        report.flush_when_large();
     }
-    return out;
+}
+
+} // namespace
+
+namespace {
+
+void render_into(const Findings& findings, const FindingsSummary& summary, ReportFormat format,
+                 ReportOut& report) {
+    switch (format) {
+    case ReportFormat::table:
+        render_table(findings, summary, report);
+        return;
+    case ReportFormat::json:
+        render_json(findings, summary, report);
+        return;
+    case ReportFormat::markdown:
+        render_markdown(findings, summary, report);
+        return;
+    case ReportFormat::html:
+        report.text() = render_html(findings, summary);
+        return;
+    }
 }
 
 } // namespace
 
 std::string render(const Findings& findings, const FindingsSummary& summary, ReportFormat format) {
-    switch (format) {
-    case ReportFormat::table:
-        return render_table(findings, summary);
-    case ReportFormat::json:
-        return render_json(findings, summary);
-    case ReportFormat::markdown:
-        return render_markdown(findings, summary);
-    case ReportFormat::html:
-        return render_html(findings, summary);
-    }
-    return {};
+    ReportOut report(nullptr);
+    render_into(findings, summary, format, report);
+    return report.finish();
+}
+
+void write_report(const Findings& findings, const FindingsSummary& summary, ReportFormat format,
+                  io::Sink& sink) {
+    ReportOut report(&sink);
+    render_into(findings, summary, format, report);
+    report.finish();
 }
 
 } // namespace idem::audit

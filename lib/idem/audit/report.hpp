@@ -4,6 +4,7 @@
 // for a postmortem.
 
 #include "idem/audit/explain.hpp"
+#include "idem/io/sink.hpp"
 
 #include <map>
 #include <string>
@@ -60,6 +61,9 @@ struct FindingsSummary {
 // `summary` is summarize(findings), computed once by the caller.
 [[nodiscard]] std::string render(const Findings& findings, const FindingsSummary& summary,
                                  ReportFormat format);
+// The same, written to `sink` as it is rendered. Throws FileSystemError.
+void write_report(const Findings& findings, const FindingsSummary& summary, ReportFormat format,
+                  io::Sink& sink);
 // One self-contained page: nothing is loaded from anywhere (report_html.cpp).
 [[nodiscard]] std::string render_html(const Findings& findings, const FindingsSummary& summary);
 

@@ -397,7 +397,7 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
     AuditRun run(options, diagnostics);
     auto findings = run.read();
     auto summary = summarize(findings);
-    output.write(render(findings, summary, options.format));
+    write_report(findings, summary, options.format, output);
     output.flush();
     AuditResult result;
     result.causes = summary.causes;
