@@ -1,4 +1,5 @@
 #include "idem/store/detail/fingerprint_table.hpp"
+#include "idem/store/detail/serial_worker.hpp"
 #include "idem/store/detail/sqlite_evidence.hpp"
 #include "idem/store/detail/sqlite_reorder.hpp"
 #include "idem/store/detail/sqlite_replay.hpp"
@@ -37,10 +38,20 @@ constexpr int k_claims_per_transaction = 4096;
 // Per scope: the fingerprint log's index, and the last row it has seen.
 struct ScopeIndex {
     detail::FingerprintTable table;
-    sqlite3_int64 last_seq = 0;
+    sqlite3_int64 last_seq = 0; // written by the appender: read only after draining it
+    bool looked = false;        // expired entries were reclaimed on the first look
+    bool current = false;       // caught up within the open transaction
 };
 
 class SqliteStore final : public Store {
+    // A decided claim, owned, for the appender.
+    struct Row {
+        FingerprintBytes fingerprint;
+        int kind; // 1: first copy, 2: repeat
+        sqlite3_int64 source;
+        sqlite3_int64 event_time_us, expires_us, line;
+    };
+
 public:
     explicit SqliteStore(const StoreLocation& location)
         : m_name(location.kind == StoreKind::memory ? ":memory:" : location.path) {
@@ -113,6 +124,7 @@ public:
     ~SqliteStore() override { close(); }
 
     void close() {
+        m_appender.reset(); // stops it; what it had not appended is rolled back below
         m_claim.reset();
         m_lookup.reset();
         m_append.reset();
@@ -131,6 +143,7 @@ public:
 
     NonceClaim claim_nonce(std::string_view scope, std::string_view nonce, Timestamp now,
                            Timestamp expires_at) override {
+        m_appender->drain();
         begin_if_needed();
         auto* statement = m_claim->get();
         sqlite3_reset(statement);
@@ -162,13 +175,19 @@ public:
                                                       const std::vector<FingerprintClaim>& claims,
                                                       Timestamp now) override {
         // The write lock is held from here to commit(): nobody else can
-        // append between catching up and deciding.
-        begin_if_needed();
+        // append between catching up and deciding, so within one
+        // transaction the index needs catching up only once.
         auto& index = scope_index(scope);
-        bool first_look = index.last_seq == 0;
-        catch_up(scope, index);
-        if (first_look) reclaim_expired(index, now);
-        m_rows.clear();
+        if (!m_in_transaction || !index.current) {
+            m_appender->drain();
+            begin_if_needed();
+            catch_up(scope, index);
+            index.current = true;
+            if (!index.looked) reclaim_expired(index, now);
+            index.looked = true;
+        }
+        std::vector<Row> rows;
+        rows.reserve(claims.size());
         std::vector<FingerprintResult> results(claims.size());
         for (std::size_t i = 0; i < claims.size(); ++i) {
             const auto& claim = claims[i];
@@ -183,10 +202,18 @@ public:
                 result.first_source = source_path(entry.first_source);
                 result.first_line = entry.first_line;
             }
-            m_rows.push_back({&claim, result.first ? 1 : 2, source});
+            rows.push_back({claim.fingerprint, result.first ? 1 : 2, source,
+                            claim.event_time.time_since_epoch().count(),
+                            claim.expires_at.time_since_epoch().count(),
+                            static_cast<sqlite3_int64>(claim.line)});
         }
-        append_rows(scope);
-        if (!claims.empty()) index.last_seq = sqlite3_last_insert_rowid(m_db);
+        if (rows.empty()) return results;
+        // Appended by the appender while the caller writes its output; the
+        // index already holds the decisions.
+        m_appender->post([this, scope = std::string(scope), rows = std::move(rows), &index] {
+            append_rows(scope, rows);
+            index.last_seq = sqlite3_last_insert_rowid(m_db);
+        });
         return results;
     }
 
@@ -194,6 +221,7 @@ public:
     // learns of it while catching up, as it learns of claims.
     void release_fingerprint(std::string_view scope, const FingerprintBytes& fingerprint,
                              Timestamp now) override {
+        m_appender->drain();
         begin_if_needed();
         auto& index = scope_index(scope);
         catch_up(scope, index);
@@ -214,6 +242,7 @@ public:
     }
 
     std::optional<Checkpoint> load_checkpoint(std::string_view name) override {
+        m_appender->drain();
         Statement statement(
             m_db, "SELECT records_done, file_bytes FROM checkpoints WHERE name = ?1", m_name);
         sqlite3_bind_text(statement.get(), 1, name.data(), static_cast<int>(name.size()),
@@ -235,6 +264,7 @@ public:
     }
 
     void save_checkpoint(std::string_view name, const Checkpoint& checkpoint) override {
+        m_appender->drain();
         begin_if_needed();
         std::string files;
         for (const auto& [role, bytes] : checkpoint.file_bytes)
@@ -254,6 +284,7 @@ public:
     }
 
     void clear_checkpoint(std::string_view name) override {
+        m_appender->drain();
         begin_if_needed();
         Statement statement(m_db, "DELETE FROM checkpoints WHERE name = ?1", m_name);
         sqlite3_bind_text(statement.get(), 1, name.data(), static_cast<int>(name.size()),
@@ -262,6 +293,7 @@ public:
     }
 
     std::uint64_t collect_garbage(Timestamp now) override {
+        m_appender->drain();
         auto removed = delete_expired(now);
         commit();
         m_indexes.clear(); // rebuilt from what is left
@@ -290,11 +322,13 @@ public:
     void for_each_fingerprint_record(
         std::string_view scope,
         const std::function<void(const FingerprintRecord&)>& visit) override {
+        m_appender->drain();
         detail::read_fingerprint_records(m_db, m_name, scope, visit);
     }
 
     std::vector<std::optional<PartitionProgress>>
     load_partitions(std::string_view scope, const std::vector<std::string>& partitions) override {
+        m_appender->drain();
         // One transaction for the whole batch: outside one, every lookup
         // would take and drop the file's locks.
         begin_if_needed();
@@ -302,16 +336,19 @@ public:
     }
 
     std::vector<HeldRecordRow> load_held(std::string_view scope) override {
+        m_appender->drain();
         return m_reorder->load_held(scope);
     }
 
     void save_reorder_changes(std::string_view scope, const ReorderChanges& changes) override {
+        m_appender->drain();
         if (changes.empty()) return;
         begin_if_needed();
         m_reorder->save(scope, changes);
     }
 
     void clear_reorder_state(std::string_view scope) override {
+        m_appender->drain();
         begin_if_needed();
         m_reorder->clear(scope);
     }
@@ -320,32 +357,39 @@ public:
                                            const std::vector<std::string>& keys,
                                            std::string_view owner, Timestamp now,
                                            Timestamp lease_until, ReplayRerun rerun) override {
+        m_appender->drain();
         begin_if_needed();
         return m_replay->claim(scope, keys, owner, now, lease_until, rerun);
     }
 
     void renew_replay_leases(std::string_view scope, const std::vector<std::string>& keys,
                              std::string_view owner, Timestamp lease_until) override {
+        m_appender->drain();
         begin_if_needed();
         m_replay->renew(scope, keys, owner, lease_until);
     }
 
     void save_replay_entries(std::string_view scope,
                              const std::vector<ReplayEntry>& entries) override {
+        m_appender->drain();
         begin_if_needed();
         m_replay->save(scope, entries);
     }
 
     void for_each_replay_entry(std::string_view scope,
                                const std::function<void(const ReplayEntry&)>& visit) override {
+        m_appender->drain();
         m_replay->for_each(scope, visit);
     }
 
     void commit() override {
+        m_appender->drain();
         if (!m_in_transaction) return;
         execute("COMMIT");
         m_in_transaction = false;
         m_pending = 0;
+        for (auto& [scope, index] : m_indexes)
+            index.current = false;
     }
 
     std::string describe() const override {
@@ -448,36 +492,34 @@ private:
     // Appends the decided rows: k_rows_per_insert at a time through one
     // multi-row INSERT (a statement step per row was most of the cost), the
     // rest one by one.
-    void append_rows(std::string_view scope) {
+    void append_rows(std::string_view scope, const std::vector<Row>& rows) {
         std::size_t done = 0;
-        while (m_rows.size() - done >= k_rows_per_insert) {
-            bind_rows(m_append_many->get(), scope, done, k_rows_per_insert);
+        while (rows.size() - done >= k_rows_per_insert) {
+            bind_rows(m_append_many->get(), scope, rows, done, k_rows_per_insert);
             step_done(m_append_many->get());
             done += k_rows_per_insert;
         }
-        for (; done < m_rows.size(); ++done) {
-            bind_rows(m_append->get(), scope, done, 1);
+        for (; done < rows.size(); ++done) {
+            bind_rows(m_append->get(), scope, rows, done, 1);
             step_done(m_append->get());
         }
     }
 
-    void bind_rows(sqlite3_stmt* statement, std::string_view scope, std::size_t first,
-                   std::size_t count) {
+    static void bind_rows(sqlite3_stmt* statement, std::string_view scope,
+                          const std::vector<Row>& rows, std::size_t first, std::size_t count) {
         sqlite3_reset(statement);
         for (std::size_t i = 0; i < count; ++i) {
-            const auto& row = m_rows[first + i];
+            const auto& row = rows[first + i];
             int base = static_cast<int>(i * 7);
             sqlite3_bind_text(statement, base + 1, scope.data(), static_cast<int>(scope.size()),
                               SQLITE_STATIC);
-            sqlite3_bind_blob(statement, base + 2, row.claim->fingerprint.data(),
-                              static_cast<int>(row.claim->fingerprint.size()), SQLITE_STATIC);
+            sqlite3_bind_blob(statement, base + 2, row.fingerprint.data(),
+                              static_cast<int>(row.fingerprint.size()), SQLITE_STATIC);
             sqlite3_bind_int(statement, base + 3, row.kind);
-            sqlite3_bind_int64(statement, base + 4,
-                               row.claim->event_time.time_since_epoch().count());
-            sqlite3_bind_int64(statement, base + 5,
-                               row.claim->expires_at.time_since_epoch().count());
+            sqlite3_bind_int64(statement, base + 4, row.event_time_us);
+            sqlite3_bind_int64(statement, base + 5, row.expires_us);
             sqlite3_bind_int64(statement, base + 6, row.source);
-            sqlite3_bind_int64(statement, base + 7, static_cast<sqlite3_int64>(row.claim->line));
+            sqlite3_bind_int64(statement, base + 7, row.line);
         }
     }
 
@@ -490,6 +532,7 @@ private:
             m_last_source_path = found->first;
             return m_last_source_id = found->second;
         }
+        m_appender->drain(); // the connection is the appender's while it works
         for (auto* statement : {m_insert_source->get(), m_source_id->get()}) {
             sqlite3_reset(statement);
             sqlite3_bind_text(statement, 1, path.data(), static_cast<int>(path.size()),
@@ -508,6 +551,7 @@ private:
     const std::string& source_path(sqlite3_int64 id) {
         auto found = m_source_paths.find(id);
         if (found != m_source_paths.end()) return found->second;
+        m_appender->drain(); // the connection is the appender's while it works
         auto* lookup = m_source_path->get();
         sqlite3_reset(lookup);
         sqlite3_bind_int64(lookup, 1, id);
@@ -525,12 +569,7 @@ private:
     std::unique_ptr<Statement> m_append;
     std::unique_ptr<Statement> m_append_many;
     std::unique_ptr<Statement> m_catch_up;
-    struct Row {
-        const FingerprintClaim* claim;
-        int kind; // 1: first copy, 2: repeat
-        sqlite3_int64 source;
-    };
-    std::vector<Row> m_rows; // decided, not yet appended
+    std::unique_ptr<detail::SerialWorker> m_appender = std::make_unique<detail::SerialWorker>();
     std::map<std::string, ScopeIndex, std::less<>> m_indexes;
     std::unique_ptr<Statement> m_insert_source;
     std::unique_ptr<Statement> m_source_id;
