@@ -23,6 +23,7 @@ namespace {
 struct Counters {
     std::atomic<std::uint64_t> requests{0};
     std::atomic<std::uint64_t> captured{0};
+    std::atomic<std::uint64_t> captured_bytes{0};
     std::atomic<std::uint64_t> failed_writes{0};
     std::atomic<std::uint64_t> answered_2xx{0};
     std::atomic<std::uint64_t> answered_other{0};
@@ -59,6 +60,10 @@ public:
 
     net::Response handle(net::IncomingRequest& request);
     void refused(const net::RefusedRequest& refusal);
+    void show_progress() {
+        std::lock_guard lock(m_diagnostics_mutex);
+        m_diagnostics.progress(m_counters.requests, m_counters.captured_bytes);
+    }
     [[nodiscard]] const Counters& counters() const { return m_counters; }
 
 private:
@@ -244,6 +249,7 @@ net::Response Gateway::handle(net::IncomingRequest& request) {
         return response;
     }
     ++m_counters.captured;
+    m_counters.captured_bytes += line.size() + 1;
     if (m_options.flaky.delay.count() > 0) std::this_thread::sleep_for(m_options.flaky.delay);
     if (decision.kind == FlakyDecision::Kind::drop) {
         ++m_counters.dropped;
@@ -298,6 +304,7 @@ ListenResult run_listen(const ListenOptions& options, const std::atomic<bool>& s
     callbacks.refused = [&gateway](const net::RefusedRequest& refusal) {
         gateway.refused(refusal);
     };
+    callbacks.tick = [&gateway] { gateway.show_progress(); };
     if (on_listening) on_listening(server.port());
     server.serve(callbacks, stop);
     capture.sync();

@@ -171,6 +171,7 @@ void HttpServer::serve(const ServerCallbacks& callbacks, const std::atomic<bool>
     auto& impl = *m_impl;
     while (!stop.load()) {
         impl.reap_finished();
+        if (callbacks.tick) callbacks.tick();
         pollfd poll_fd{impl.listen_fd, POLLIN, 0};
         int ready = ::poll(&poll_fd, 1, static_cast<int>(k_stop_poll_interval.count()));
         if (ready <= 0) continue;

@@ -51,6 +51,8 @@ struct ServerCallbacks {
     // Called from connection threads, concurrently: must be thread-safe.
     std::function<Response(IncomingRequest&)> handle;
     std::function<void(const RefusedRequest&)> refused;
+    // Called from the accepting thread a few times a second (a progress line).
+    std::function<void()> tick;
 };
 
 class HttpServer {
