@@ -110,7 +110,7 @@ std::string fit(std::string line, std::size_t width = 80) {
     return line + "...";
 }
 
-void render_table(const Findings& findings, const FindingsSummary& summary, ReportOut& report) {
+void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut& report) {
     auto& out = report.text();
     out += fit(fmt::format("idem audit: {} records, {} group{}, {} duplicates ({:.1f}%)",
                            summary.records, summary.groups, summary.groups == 1 ? "" : "s",
@@ -120,10 +120,12 @@ void render_table(const Findings& findings, const FindingsSummary& summary, Repo
         out += "no record happened more than once\n";
         return;
     }
-    const auto& worst = findings.groups[summary.worst];
-    out += fit(fmt::format("worst: {} records for {}", worst.records.size(),
-                           group_label(findings, worst))) +
-           "\n";
+    {
+        auto worst = groups.at(summary.worst);
+        out += fit(fmt::format("worst: {} records for {}", worst.group.records.size(),
+                               group_label(worst.findings, worst.group))) +
+               "\n";
+    }
     std::vector<std::string> causes, sources;
     for (const auto& [cause, count] : summary.causes)
         causes.push_back(fmt::format("{} {}", cause_name(cause), count));
@@ -131,8 +133,8 @@ void render_table(const Findings& findings, const FindingsSummary& summary, Repo
         sources.push_back(fmt::format("{} {}", source, count));
     out += fit("causes: " + fmt::format("{}", fmt::join(causes, ", "))) + "\n";
     out += fit("sources: " + fmt::format("{}", fmt::join(sources, ", "))) + "\n";
-    for (std::size_t g = 0; g < findings.groups.size(); ++g) {
-        const auto& group = findings.groups[g];
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        auto [findings, group] = groups.at(g);
         out += '\n';
         out +=
             fit(fmt::format("#{} {} records over {} from {} source{}, {}", g + 1,
@@ -233,7 +235,7 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
 }
 
 // The summary is small: nlohmann, indented. The groups follow one per line.
-void render_json(const Findings& findings, const FindingsSummary& summary, ReportOut& report) {
+void render_json(GroupShelf& groups, const FindingsSummary& summary, ReportOut& report) {
     nlohmann::json json;
     json["records"] = summary.records;
     json["groups"] = summary.groups;
@@ -241,7 +243,7 @@ void render_json(const Findings& findings, const FindingsSummary& summary, Repor
     json["duplicate_ratio"] = summary.duplicate_ratio;
     json["worst_amplification"] =
         summary.groups == 0 ? nlohmann::json(nullptr)
-                            : nlohmann::json(findings.groups[summary.worst].records.size());
+                            : nlohmann::json(groups.at(summary.worst).group.records.size());
     auto& causes = json["causes"] = nlohmann::json::object();
     for (const auto& [cause, count] : summary.causes)
         causes[std::string(cause_name(cause))] = count;
@@ -252,12 +254,13 @@ void render_json(const Findings& findings, const FindingsSummary& summary, Repor
     out += "{\"summary\": ";
     out += json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     out += ",\n\"groups\": [";
-    for (std::size_t g = 0; g < findings.groups.size(); ++g) {
+    for (std::size_t g = 0; g < groups.size(); ++g) {
         out += g ? ",\n  " : "\n  ";
-        append_group(out, findings, findings.groups[g]);
+        auto [findings, group] = groups.at(g);
+        append_group(out, findings, group);
         report.flush_when_large();
     }
-    out += findings.groups.empty() ? "]}\n" : "\n]}\n";
+    out += groups.size() == 0 ? "]}\n" : "\n]}\n";
 }
 
 // Markdown tables break on '|' and newlines in values.
@@ -274,7 +277,7 @@ std::string cell(std::string text) {
     return out;
 }
 
-void render_markdown(const Findings& findings, const FindingsSummary& summary, ReportOut& report) {
+void render_markdown(GroupShelf& groups, const FindingsSummary& summary, ReportOut& report) {
     auto& out = report.text();
     out += "## idem audit\n\n";
     out += fmt::format("- **{}** records, **{}** groups, **{}** duplicates ({:.1f}%)\n",
@@ -284,14 +287,17 @@ void render_markdown(const Findings& findings, const FindingsSummary& summary, R
         out += "- no record happened more than once\n";
         return;
     }
-    const auto& worst = findings.groups[summary.worst];
-    out += fmt::format("- worst amplification: **{}** records for {}\n", worst.records.size(),
-                       cell(group_label(findings, worst)));
+    {
+        auto worst = groups.at(summary.worst);
+        out +=
+            fmt::format("- worst amplification: **{}** records for {}\n",
+                        worst.group.records.size(), cell(group_label(worst.findings, worst.group)));
+    }
     for (const auto& [cause, count] : summary.causes)
         out += fmt::format("- `{}`: {} group{}\n", cause_name(cause), count, count == 1 ? "" : "s");
     out += "\n| # | records | span | sources | causes | group |\n|---|---|---|---|---|---|\n";
-    for (std::size_t g = 0; g < findings.groups.size(); ++g) {
-        const auto& group = findings.groups[g];
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        auto [findings, group] = groups.at(g);
         std::vector<std::string> sources;
         for (auto source : group.sources)
             sources.push_back(findings.sources[source]);
@@ -300,8 +306,8 @@ void render_markdown(const Findings& findings, const FindingsSummary& summary, R
                            cause_list(group), cell(group_label(findings, group)));
         report.flush_when_large();
     }
-    for (std::size_t g = 0; g < findings.groups.size(); ++g) {
-        const auto& group = findings.groups[g];
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        auto [findings, group] = groups.at(g);
         out += fmt::format("\n### #{} {}\n\n", g + 1, cell(group_label(findings, group)));
         for (const auto& evidence : group.causes)
             out += fmt::format("- **{}**: {}\n", cause_name(evidence.cause),
@@ -323,20 +329,20 @@ void render_markdown(const Findings& findings, const FindingsSummary& summary, R
 
 namespace {
 
-void render_into(const Findings& findings, const FindingsSummary& summary, ReportFormat format,
+void render_into(GroupShelf& groups, const FindingsSummary& summary, ReportFormat format,
                  ReportOut& report) {
     switch (format) {
     case ReportFormat::table:
-        render_table(findings, summary, report);
+        render_table(groups, summary, report);
         return;
     case ReportFormat::json:
-        render_json(findings, summary, report);
+        render_json(groups, summary, report);
         return;
     case ReportFormat::markdown:
-        render_markdown(findings, summary, report);
+        render_markdown(groups, summary, report);
         return;
     case ReportFormat::html:
-        report.text() = render_html(findings, summary);
+        render_html(groups, summary, report.text(), [&report] { report.flush_when_large(); });
         return;
     }
 }
@@ -344,15 +350,16 @@ void render_into(const Findings& findings, const FindingsSummary& summary, Repor
 } // namespace
 
 std::string render(const Findings& findings, const FindingsSummary& summary, ReportFormat format) {
+    FindingsShelf groups(findings);
     ReportOut report(nullptr);
-    render_into(findings, summary, format, report);
+    render_into(groups, summary, format, report);
     return report.finish();
 }
 
-void write_report(const Findings& findings, const FindingsSummary& summary, ReportFormat format,
+void write_report(GroupShelf& groups, const FindingsSummary& summary, ReportFormat format,
                   io::Sink& sink) {
     ReportOut report(&sink);
-    render_into(findings, summary, format, report);
+    render_into(groups, summary, format, report);
     report.finish();
 }
 

@@ -6,6 +6,7 @@
 #include "idem/audit/explain.hpp"
 #include "idem/io/sink.hpp"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -58,13 +59,41 @@ struct FindingsSummary {
 };
 
 [[nodiscard]] FindingsSummary summarize(const Findings& findings);
+
+// How a report reaches the groups, worst first: all in memory, or read back
+// one at a time from the disk (spill.hpp) so that a report of a million
+// groups never holds them all.
+class GroupShelf {
+public:
+    virtual ~GroupShelf() = default;
+    [[nodiscard]] virtual std::size_t size() const = 0;
+    struct Shelved {
+        const Findings& findings; // what the group's record indexes point into
+        const Explanation& group;
+    };
+    // Group `g`; valid until the next call.
+    virtual Shelved at(std::size_t g) = 0;
+};
+
+// Every group of `findings`, in memory.
+class FindingsShelf final : public GroupShelf {
+public:
+    explicit FindingsShelf(const Findings& findings) : m_findings(findings) {}
+    [[nodiscard]] std::size_t size() const override { return m_findings.groups.size(); }
+    Shelved at(std::size_t g) override { return {m_findings, m_findings.groups[g]}; }
+
+private:
+    const Findings& m_findings;
+};
 // `summary` is summarize(findings), computed once by the caller.
 [[nodiscard]] std::string render(const Findings& findings, const FindingsSummary& summary,
                                  ReportFormat format);
 // The same, written to `sink` as it is rendered. Throws FileSystemError.
-void write_report(const Findings& findings, const FindingsSummary& summary, ReportFormat format,
+void write_report(GroupShelf& groups, const FindingsSummary& summary, ReportFormat format,
                   io::Sink& sink);
 // One self-contained page: nothing is loaded from anywhere (report_html.cpp).
-[[nodiscard]] std::string render_html(const Findings& findings, const FindingsSummary& summary);
+// Appends to `out`, calling `flush` between groups.
+void render_html(GroupShelf& groups, const FindingsSummary& summary, std::string& out,
+                 const std::function<void()>& flush);
 
 } // namespace idem::audit

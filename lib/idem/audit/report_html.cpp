@@ -91,9 +91,9 @@ constexpr const char* k_script = R"(
 
 // One row per group: its attempts as dots along its own span, coloured by
 // source, so a retry storm's widening gaps and a race's overlap show.
-std::string timeline(const Findings& findings,
+std::string timeline(GroupShelf& groups, const std::vector<std::string>& source_names,
                      const std::map<std::uint32_t, std::size_t>& colours) {
-    auto rows = std::min(findings.groups.size(), k_chart_groups);
+    auto rows = std::min(groups.size(), k_chart_groups);
     constexpr int k_left = 260, k_width = 600, k_row = 28, k_top = 10;
     auto height = k_top * 2 + static_cast<int>(rows) * k_row + 30;
     std::string svg = fmt::format(
@@ -101,7 +101,7 @@ std::string timeline(const Findings& findings,
         R"(role="img" aria-label="attempts per group over time">)",
         k_left + k_width + 80, height);
     for (std::size_t g = 0; g < rows; ++g) {
-        const auto& group = findings.groups[g];
+        auto [findings, group] = groups.at(g);
         auto y = k_top + static_cast<int>(g) * k_row + k_row / 2;
         auto label = fmt::format("#{} {}", g + 1, group_label(findings, group));
         if (label.size() > 36) label = label.substr(0, 33) + "...";
@@ -128,7 +128,7 @@ std::string timeline(const Findings& findings,
     int x = 0;
     auto legend_y = k_top + static_cast<int>(rows) * k_row + 20;
     for (const auto& [source, colour] : colours) {
-        auto name = findings.sources[source].empty() ? "(no source)" : findings.sources[source];
+        auto name = source_names[source].empty() ? "(no source)" : source_names[source];
         svg += fmt::format(
             R"(<circle cx="{}" cy="{}" r="5" fill="{}"/><text x="{}" y="{}">{}</text>)", x + 5,
             legend_y, k_palette[colour % std::size(k_palette)], x + 14, legend_y + 4, escape(name));
@@ -138,8 +138,7 @@ std::string timeline(const Findings& findings,
     return svg + "</svg>";
 }
 
-std::string group_details(const Findings& findings, std::size_t g) {
-    const auto& group = findings.groups[g];
+std::string group_details(const Findings& findings, const Explanation& group, std::size_t g) {
     std::string out = fmt::format("<details{}><summary>#{} {} — {} records over {}</summary><ul>",
                                   g < 3 ? " open" : "", g + 1, escape(group_label(findings, group)),
                                   group.records.size(), escape(span_of(group)));
@@ -162,11 +161,12 @@ std::string group_details(const Findings& findings, std::size_t g) {
 
 } // namespace
 
-std::string render_html(const Findings& findings, const FindingsSummary& summary) {
-    std::string out = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-                      "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
-                      "<title>idem audit</title><style>";
+void render_html(GroupShelf& groups, const FindingsSummary& summary, std::string& out,
+                 const std::function<void()>& flush) {
+    out += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+           "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+           "<title>idem audit</title><style>";
     out += k_style;
     out += "</style></head><body><h1>idem audit</h1><section id=\"summary\"><ul>";
     out += fmt::format("<li><b>{}</b> records, <b>{}</b> group{}, <b>{}</b> duplicates "
@@ -176,9 +176,10 @@ std::string render_html(const Findings& findings, const FindingsSummary& summary
     if (summary.groups == 0) {
         out += "<li>no record happened more than once</li></ul></section>";
     } else {
-        const auto& worst = findings.groups[summary.worst];
+        auto worst = groups.at(summary.worst);
         out += fmt::format("<li>worst amplification: <b>{}</b> records for {}</li>",
-                           worst.records.size(), escape(group_label(findings, worst)));
+                           worst.group.records.size(),
+                           escape(group_label(worst.findings, worst.group)));
         for (const auto& [cause, count] : summary.causes)
             out += fmt::format("<li><span class=\"cause\">{}</span> {} group{}</li>",
                                cause_name(cause), count, count == 1 ? "" : "s");
@@ -189,17 +190,21 @@ std::string render_html(const Findings& findings, const FindingsSummary& summary
         out += "</p></section>";
     }
     std::map<std::uint32_t, std::size_t> colours;
-    for (std::size_t g = 0; g < findings.groups.size() && g < k_chart_groups; ++g)
-        for (auto index : findings.groups[g].records)
+    std::vector<std::string> source_names;
+    for (std::size_t g = 0; g < groups.size() && g < k_chart_groups; ++g) {
+        auto [findings, group] = groups.at(g);
+        source_names = findings.sources; // the same table for every group
+        for (auto index : group.records)
             colours.try_emplace(findings.attempts[index].source, colours.size());
+    }
     out += "<section id=\"timeline\"><h2>Attempts over time, top groups</h2>";
-    out += timeline(findings, colours);
+    out += timeline(groups, source_names, colours);
     out += "</section><section id=\"groups\"><h2>Groups</h2>"
            "<table id=\"groups-table\"><thead><tr><th data-type=\"number\">#</th>"
            "<th data-type=\"number\">records</th><th data-type=\"number\">span</th>"
            "<th>sources</th><th>causes</th><th>group</th></tr></thead><tbody>";
-    for (std::size_t g = 0; g < findings.groups.size(); ++g) {
-        const auto& group = findings.groups[g];
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        auto [findings, group] = groups.at(g);
         std::string sources;
         for (auto source : group.sources)
             sources += (sources.empty() ? "" : ", ") + findings.sources[source];
@@ -210,14 +215,17 @@ std::string render_html(const Findings& findings, const FindingsSummary& summary
                         "<td>{}</td></tr>",
                         g + 1, group.records.size(), span, escape(span_of(group)), escape(sources),
                         escape(cause_list(group)), escape(group_label(findings, group)));
+        flush();
     }
     out += "</tbody></table>";
-    for (std::size_t g = 0; g < findings.groups.size(); ++g)
-        out += group_details(findings, g);
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        auto [findings, group] = groups.at(g);
+        out += group_details(findings, group, g);
+        flush();
+    }
     out += "</section><script>";
     out += k_script;
     out += "</script></body></html>\n";
-    return out;
 }
 
 } // namespace idem::audit

@@ -397,7 +397,8 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
     AuditRun run(options, diagnostics);
     auto findings = run.read();
     auto summary = summarize(findings);
-    write_report(findings, summary, options.format, output);
+    FindingsShelf groups(findings);
+    write_report(groups, summary, options.format, output);
     output.flush();
     AuditResult result;
     result.causes = summary.causes;
