@@ -35,7 +35,7 @@ struct AuditOptions {
     std::string store;
     std::string scope = "default";
     std::size_t threads = 0;
-    std::uint64_t spill_after = 2'000'000;
+    std::uint64_t spill_after = 250'000;
     std::string spill_dir;
 };
 
@@ -173,9 +173,8 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
                         "each copy is {fingerprint, time, source}, grouped by fingerprint");
     command->add_option("--scope", options->scope,
                         "with --store: the dedup scope to read (default 'default')");
-    command->add_option(
-        "--spill-after", options->spill_after,
-        "past this many records, group on disk in bounded memory (default 2000000)");
+    command->add_option("--spill-after", options->spill_after,
+                        "past this many records, group on disk in bounded memory (default 250000)");
     command->add_option("--spill-dir", options->spill_dir,
                         "where the partition files go (default: $TMPDIR or /tmp)");
     command

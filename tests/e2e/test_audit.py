@@ -217,7 +217,7 @@ class Spill(unittest.TestCase):
             os.mkdir(spill_dir)
             code, out, err = run(args[:1] + ["--spill-after", "100", "--spill-dir", spill_dir] + args[2:])
             self.assertEqual((code, out), whole[:2])
-            self.assertIn("grouping on disk", err)
+            self.assertIn("grouped on disk, past --spill-after 100", err)
             self.assertEqual(os.listdir(spill_dir), [])  # the partition files are gone
             report = json.loads(out)
             self.assertGreater(report["summary"]["groups"], 100)

@@ -138,19 +138,37 @@ public:
         if (options.read_records) m_input.emplace(options.input, &*m_rejects);
     }
 
-    Findings read() {
+    // Reads every input, then groups and explains: in memory, or (past
+    // --spill-after) partition by partition with the groups left on disk.
+    // The shelf stays valid while this run lives.
+    GroupShelf& find_groups(FindingsSummary& summary) {
         if (m_input) read_records();
         read_rows();
         if (m_reject_sink) m_reject_sink->flush();
+        if (m_spill) {
+            Spill::Context context;
+            context.options = m_options.explain;
+            context.inputs = m_findings.inputs;
+            context.sources = std::move(m_sources.values());
+            context.records = m_records;
+            context.identified = m_identified;
+            m_shelf = m_spill->explain_groups(std::move(context), summary);
+            return *m_shelf;
+        }
+        m_findings = explain_in_memory();
+        summary = summarize(m_findings);
+        m_shelf = std::make_unique<FindingsShelf>(m_findings);
+        return *m_shelf;
+    }
+
+    [[nodiscard]] std::uint64_t rejected() const { return m_rejects->count(); }
+    [[nodiscard]] bool spilled() const { return m_spill.has_value(); }
+    [[nodiscard]] std::uint64_t lines() const { return m_lines; }
+
+private:
+    Findings explain_in_memory() {
         m_findings.fingerprinted = !m_options.fingerprint_fields.empty();
         m_findings.options = m_options.explain;
-        if (m_spill) {
-            m_findings.sources = std::move(m_sources.values());
-            m_findings.records = m_records;
-            m_findings.identified = m_identified;
-            m_spill->group_into(m_findings, m_options.explain);
-            return std::move(m_findings);
-        }
         m_findings.sources = std::move(m_sources.values());
         m_findings.records = m_findings.attempts.size();
         assign_ids();
@@ -159,10 +177,6 @@ public:
         return std::move(m_findings);
     }
 
-    [[nodiscard]] std::uint64_t rejected() const { return m_rejects->count(); }
-    [[nodiscard]] std::uint64_t lines() const { return m_lines; }
-
-private:
     void read_records() {
         std::vector<std::unique_ptr<WorkerState>> states;
         for (std::size_t i = 0; i < record::worker_count(m_options.threads); ++i)
@@ -276,10 +290,6 @@ private:
             m_spill->add({i, m_findings.positions[i], attempts[i].time, attempts[i].payload, key,
                           fingerprint, attempts[i].source});
         }
-        m_diagnostics.warning(
-            SourcePosition{"audit", 0, 0, 0},
-            fmt::format("more than {} records: grouping on disk in {} (--spill-after)",
-                        m_options.spill_after, directory.string()));
         std::vector<Attempt>().swap(m_findings.attempts);
         std::vector<Findings::Position>().swap(m_findings.positions);
         m_keys = {};
@@ -384,6 +394,7 @@ private:
     detail::TextColumn m_keys, m_fingerprints;
     detail::Interner m_sources;
     std::optional<Spill> m_spill;
+    std::unique_ptr<GroupShelf> m_shelf;
     std::uint64_t m_records = 0;    // read and taken
     std::uint64_t m_identified = 0; // spilled records with an intent
     std::uint64_t m_lines = 0;
@@ -395,9 +406,8 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
                       io::Diagnostics& diagnostics) {
     auto start = std::chrono::steady_clock::now();
     AuditRun run(options, diagnostics);
-    auto findings = run.read();
-    auto summary = summarize(findings);
-    FindingsShelf groups(findings);
+    FindingsSummary summary;
+    auto& groups = run.find_groups(summary);
     write_report(groups, summary, options.format, output);
     output.flush();
     AuditResult result;
@@ -413,6 +423,9 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
     for (auto cause : k_all_causes)
         if (summary.causes.count(cause))
             counts.counts.emplace_back(std::string(cause_name(cause)), summary.causes.at(cause));
+    if (run.spilled())
+        counts.facts.emplace_back(
+            "grouped", fmt::format("on disk, past --spill-after {}", options.spill_after));
     counts.seconds = io::seconds_since(start);
     return result;
 }

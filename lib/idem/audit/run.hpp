@@ -47,7 +47,7 @@ struct AuditRunOptions {
     // Past this many records, records go to partition files in
     // spill_directory and groups are found one partition at a time
     // (spill.hpp): memory then holds the records in groups, not the input.
-    std::uint64_t spill_after = 2'000'000;
+    std::uint64_t spill_after = 250'000;
     std::filesystem::path spill_directory;
 };
 

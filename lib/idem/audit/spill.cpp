@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
+#include <map>
 #include <unistd.h>
 
 namespace idem::audit {
@@ -116,6 +117,7 @@ Spill::Spill(SpillLayout layout, const std::filesystem::path& directory) : m_lay
 }
 
 Spill::~Spill() {
+    if (m_groups_file) std::fclose(m_groups_file);
     m_by_key.reset();
     m_by_fingerprint.reset();
     std::error_code ignored;
@@ -130,15 +132,195 @@ void Spill::add(const SpilledRecord& record) {
 
 namespace {
 
-// Gathers the groups of all partitions and the records in them.
-class GroupCollector {
+// Little-endian-as-the-machine bytes for the group file: it lives for one
+// run on one machine.
+class ByteWriter {
 public:
-    GroupCollector(Findings& findings, const SpillLayout& layout)
-        : m_findings(findings), m_layout(layout) {}
+    template <typename T> void put(T value) {
+        m_bytes.append(reinterpret_cast<const char*>(&value), sizeof value);
+    }
+    void put_text(std::string_view text) {
+        put(static_cast<std::uint32_t>(text.size()));
+        m_bytes.append(text);
+    }
+    template <typename T> void put_all(const std::vector<T>& values) {
+        put(static_cast<std::uint32_t>(values.size()));
+        for (const auto& value : values)
+            put(value);
+    }
+    [[nodiscard]] const std::string& bytes() const { return m_bytes; }
+    void clear() { m_bytes.clear(); }
+
+private:
+    std::string m_bytes;
+};
+
+class ByteReader {
+public:
+    explicit ByteReader(std::string_view bytes) : m_bytes(bytes) {}
+    template <typename T> T get() {
+        T value{};
+        if (m_bytes.size() < sizeof value) throw FileSystemError("audit's group file is cut short");
+        std::memcpy(&value, m_bytes.data(), sizeof value);
+        m_bytes.remove_prefix(sizeof value);
+        return value;
+    }
+    std::string_view get_text() {
+        auto size = get<std::uint32_t>();
+        if (m_bytes.size() < size) throw FileSystemError("audit's group file is cut short");
+        auto text = m_bytes.substr(0, size);
+        m_bytes.remove_prefix(size);
+        return text;
+    }
+    template <typename T> std::vector<T> get_all() {
+        std::vector<T> values(get<std::uint32_t>());
+        for (auto& value : values)
+            value = get<T>();
+        return values;
+    }
+
+private:
+    std::string_view m_bytes;
+};
+
+void put_time(ByteWriter& out, const std::optional<Timestamp>& at) {
+    out.put<std::uint8_t>(at ? 1 : 0);
+    out.put<std::int64_t>(at ? at->time_since_epoch().count() : 0);
+}
+
+std::optional<Timestamp> get_time(ByteReader& in) {
+    auto present = in.get<std::uint8_t>();
+    auto micros = in.get<std::int64_t>();
+    if (!present) return std::nullopt;
+    return Timestamp(Duration(micros));
+}
+
+std::vector<std::int64_t> micros_of(const std::vector<Duration>& gaps) {
+    std::vector<std::int64_t> out;
+    out.reserve(gaps.size());
+    for (auto gap : gaps)
+        out.push_back(gap.count());
+    return out;
+}
+
+std::vector<Duration> durations_of(const std::vector<std::int64_t>& micros) {
+    std::vector<Duration> out;
+    out.reserve(micros.size());
+    for (auto value : micros)
+        out.emplace_back(value);
+    return out;
+}
+
+// Where a group lies in the group file, and what orders it (worst first).
+struct GroupIndex {
+    std::uint64_t first_seq; // input order of the group's first record
+    std::uint64_t offset;
+    std::uint32_t records;
+    std::uint32_t bytes;
+    GroupKind kind;
+};
+
+// Groups on disk, read back one at a time for the report.
+class SpilledGroups final : public GroupShelf {
+public:
+    SpilledGroups(std::FILE* file, std::vector<GroupIndex> index, const Spill::Context& context,
+                  const SpillLayout& layout)
+        : m_file(file), m_index(std::move(index)), m_layout(layout) {
+        m_current.inputs = context.inputs;
+        m_current.sources = context.sources;
+        m_current.options = context.options;
+        m_current.fingerprinted = layout.by_fingerprint;
+        m_current.records = context.records;
+        m_current.identified = context.identified;
+    }
+
+    [[nodiscard]] std::size_t size() const override { return m_index.size(); }
+
+    Shelved at(std::size_t g) override {
+        if (m_loaded != g) load(m_index[g]);
+        m_loaded = g;
+        return {m_current, m_current.groups.front()};
+    }
+
+private:
+    void load(const GroupIndex& where) {
+        m_buffer.resize(where.bytes);
+        if (std::fseek(m_file, static_cast<long>(where.offset), SEEK_SET) != 0 ||
+            std::fread(m_buffer.data(), 1, where.bytes, m_file) != where.bytes)
+            throw FileSystemError(
+                fmt::format("cannot read audit's group file: {}", std::strerror(errno)));
+        ByteReader in(m_buffer);
+        auto& findings = m_current;
+        findings.attempts.clear();
+        findings.positions.clear();
+        findings.key_texts.clear();
+        findings.fingerprint_texts.clear();
+        findings.groups.assign(1, Explanation{});
+        auto& group = findings.groups.front();
+        group.kind = static_cast<GroupKind>(in.get<std::uint8_t>());
+        auto records = in.get<std::uint32_t>();
+        std::unordered_map<std::string_view, std::uint32_t> key_ids, fingerprint_ids;
+        for (std::uint32_t i = 0; i < records; ++i) {
+            Attempt attempt;
+            Findings::Position position;
+            position.input = in.get<std::uint32_t>();
+            position.row = in.get<std::uint8_t>() != 0;
+            position.number = in.get<std::uint64_t>();
+            attempt.time = get_time(in);
+            attempt.payload = in.get<std::uint64_t>();
+            attempt.source = in.get<std::uint32_t>();
+            attempt.key = local_id(key_ids, in.get_text(), findings.key_texts, m_layout.key_paths);
+            attempt.fingerprint = local_id(fingerprint_ids, in.get_text(),
+                                           findings.fingerprint_texts, m_layout.fingerprint_paths);
+            findings.attempts.push_back(attempt);
+            findings.positions.push_back(position);
+            group.records.push_back(i);
+        }
+        group.first = get_time(in);
+        group.last = get_time(in);
+        group.gaps = durations_of(in.get_all<std::int64_t>());
+        group.sources = in.get_all<std::uint32_t>();
+        group.payloads = in.get<std::uint64_t>();
+        group.keys = in.get<std::uint64_t>();
+        group.causes.resize(in.get<std::uint32_t>());
+        for (auto& evidence : group.causes) {
+            evidence.cause = static_cast<Cause>(in.get<std::uint8_t>());
+            for (auto index : in.get_all<std::uint32_t>())
+                evidence.records.push_back(index);
+            evidence.gaps = durations_of(in.get_all<std::int64_t>());
+            evidence.source = in.get<std::uint32_t>();
+        }
+    }
+
+    static std::uint32_t local_id(std::unordered_map<std::string_view, std::uint32_t>& ids,
+                                  std::string_view text,
+                                  std::unordered_map<std::uint32_t, std::string>& texts,
+                                  std::size_t paths) {
+        if (text.empty()) return 0;
+        auto [found, inserted] = ids.try_emplace(text, static_cast<std::uint32_t>(ids.size() + 1));
+        if (inserted) texts.emplace(found->second, dedup::encoded_values_json(text, paths));
+        return found->second;
+    }
+
+    std::FILE* m_file; // owned by the Spill, which outlives the report
+    std::vector<GroupIndex> m_index;
+    const SpillLayout& m_layout;
+    Findings m_current;
+    std::string m_buffer;
+    std::size_t m_loaded = static_cast<std::size_t>(-1);
+};
+
+// Explains the groups of each partition and writes them to the group file
+// as it goes, adding up the summary.
+class GroupWriter {
+public:
+    GroupWriter(std::FILE* file, const SpillLayout& layout, const Spill::Context& context,
+                FindingsSummary& summary)
+        : m_file(file), m_layout(layout), m_summary(summary), m_counted(context.records, false) {}
 
     // One partition: local ids for keys and fingerprints (consistent within
-    // it, which is all explain() needs), global ids for sources.
-    void partition(std::vector<Row> rows, GroupKind kind, const ExplainOptions& options) {
+    // it, which is all explain() needs); sources are the run's ids.
+    void partition(const std::vector<Row>& rows, GroupKind kind, const ExplainOptions& options) {
         detail::TextColumn keys, fingerprints;
         std::vector<Attempt> attempts(rows.size());
         for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -156,8 +338,8 @@ public:
         auto distinct_fingerprints = fingerprints.assign_ids(ids);
         for (std::size_t i = 0; i < rows.size(); ++i)
             attempts[i].fingerprint = ids[i];
-        if (kind == GroupKind::key && !m_layout.by_fingerprint) m_findings.intents += distinct_keys;
-        if (kind == GroupKind::fingerprint) m_findings.intents += distinct_fingerprints;
+        if (kind == GroupKind::key && !m_layout.by_fingerprint) m_intents += distinct_keys;
+        if (kind == GroupKind::fingerprint) m_intents += distinct_fingerprints;
 
         auto field = kind == GroupKind::key ? &Attempt::key : &Attempt::fingerprint;
         for (auto& members : detail::members_by(attempts, field)) {
@@ -168,84 +350,111 @@ public:
                 });
                 if (!several_keys && m_layout.keys_given) continue;
             }
-            auto group = explain(kind, std::move(members), attempts, options);
-            for (auto& index : group.records)
-                index = keep(rows[index], attempts[index]);
-            m_groups.push_back(std::move(group));
+            write(explain(kind, std::move(members), attempts, options), rows);
         }
     }
 
-    // Records renumbered in input order, as the in-memory path numbers them.
-    void finish() {
-        std::vector<std::size_t> order(m_kept.size());
-        for (std::size_t i = 0; i < order.size(); ++i)
-            order[i] = i;
-        std::sort(order.begin(), order.end(),
-                  [&](std::size_t a, std::size_t b) { return m_kept[a].seq < m_kept[b].seq; });
-        std::vector<std::size_t> rank(m_kept.size());
-        for (std::size_t i = 0; i < order.size(); ++i)
-            rank[order[i]] = i;
-        for (auto index : order) {
-            m_findings.attempts.push_back(m_kept[index].attempt);
-            m_findings.positions.push_back(m_kept[index].position);
-        }
-        for (auto& group : m_groups)
-            for (auto& index : group.records)
-                index = rank[index];
-        m_findings.groups = std::move(m_groups);
-        detail::sort_worst_first(m_findings.groups);
+    // The index, worst first, and the summary's totals.
+    std::vector<GroupIndex> finish(const Spill::Context& context) {
+        std::sort(m_index.begin(), m_index.end(), [](const GroupIndex& a, const GroupIndex& b) {
+            if (a.records != b.records) return a.records > b.records;
+            if (a.first_seq != b.first_seq) return a.first_seq < b.first_seq;
+            return a.kind == GroupKind::key && b.kind == GroupKind::fingerprint;
+        });
+        auto& summary = m_summary;
+        summary.records = context.records;
+        summary.groups = m_index.size();
+        summary.duplicates = context.identified - m_intents;
+        summary.duplicate_ratio = summary.records == 0 ? 0
+                                                       : static_cast<double>(summary.duplicates) /
+                                                             static_cast<double>(summary.records);
+        summary.worst = 0;
+        for (const auto& [source, count] : m_by_source)
+            summary.sources.emplace_back(
+                context.sources[source].empty() ? "(none)" : context.sources[source], count);
+        std::sort(summary.sources.begin(), summary.sources.end(), [](const auto& a, const auto& b) {
+            return a.second != b.second ? a.second > b.second : a.first < b.first;
+        });
+        if (std::fflush(m_file) != 0)
+            throw FileSystemError(
+                fmt::format("cannot write audit's group file: {}", std::strerror(errno)));
+        return std::move(m_index);
     }
 
 private:
-    struct Kept {
-        std::uint64_t seq;
-        Attempt attempt;
-        Findings::Position position;
-    };
-
-    // The record's index among kept records; its key and fingerprint get
-    // global ids (by text) and the texts the report shows.
-    std::size_t keep(const Row& row, const Attempt& local) {
-        auto [found, inserted] = m_kept_by_seq.try_emplace(row.header.seq, m_kept.size());
-        if (!inserted) return found->second;
-        Kept kept{
-            row.header.seq, local, {row.header.input, row.header.row != 0, row.header.number}};
-        kept.attempt.key = global_id(m_key_ids, row.key, m_findings.key_texts, m_layout.key_paths);
-        kept.attempt.fingerprint =
-            global_id(m_fingerprint_ids, row.fingerprint, m_findings.fingerprint_texts,
-                      m_layout.fingerprint_paths);
-        m_kept.push_back(kept);
-        return found->second;
+    void write(const Explanation& group, const std::vector<Row>& rows) {
+        m_out.clear();
+        m_out.put<std::uint8_t>(static_cast<std::uint8_t>(group.kind));
+        m_out.put(static_cast<std::uint32_t>(group.records.size()));
+        for (auto index : group.records) {
+            const auto& row = rows[index];
+            m_out.put(row.header.input);
+            m_out.put(row.header.row);
+            m_out.put(row.header.number);
+            put_time(m_out, row.header.has_time
+                                ? std::optional<Timestamp>(Timestamp(Duration(row.header.time)))
+                                : std::nullopt);
+            m_out.put(row.header.payload);
+            m_out.put(row.header.source);
+            m_out.put_text(row.key);
+            m_out.put_text(row.fingerprint);
+            if (!m_counted[row.header.seq]) {
+                m_counted[row.header.seq] = true;
+                ++m_by_source[row.header.source];
+            }
+        }
+        put_time(m_out, group.first);
+        put_time(m_out, group.last);
+        m_out.put_all(micros_of(group.gaps));
+        m_out.put_all(group.sources);
+        m_out.put(static_cast<std::uint64_t>(group.payloads));
+        m_out.put(static_cast<std::uint64_t>(group.keys));
+        m_out.put(static_cast<std::uint32_t>(group.causes.size()));
+        for (const auto& evidence : group.causes) {
+            ++m_summary.causes[evidence.cause];
+            m_out.put<std::uint8_t>(static_cast<std::uint8_t>(evidence.cause));
+            std::vector<std::uint32_t> records(evidence.records.begin(), evidence.records.end());
+            m_out.put_all(records);
+            m_out.put_all(micros_of(evidence.gaps));
+            m_out.put(evidence.source);
+        }
+        const auto& bytes = m_out.bytes();
+        if (std::fwrite(bytes.data(), 1, bytes.size(), m_file) != bytes.size())
+            throw FileSystemError(
+                fmt::format("cannot write audit's group file: {}", std::strerror(errno)));
+        m_index.push_back({rows[group.records.front()].header.seq, m_offset,
+                           static_cast<std::uint32_t>(group.records.size()),
+                           static_cast<std::uint32_t>(bytes.size()), group.kind});
+        m_offset += bytes.size();
     }
 
-    static std::uint32_t global_id(std::unordered_map<std::string, std::uint32_t>& ids,
-                                   const std::string& text,
-                                   std::unordered_map<std::uint32_t, std::string>& texts,
-                                   std::size_t paths) {
-        if (text.empty()) return 0;
-        auto [found, inserted] = ids.try_emplace(text, static_cast<std::uint32_t>(ids.size() + 1));
-        if (inserted) texts.emplace(found->second, dedup::encoded_values_json(text, paths));
-        return found->second;
-    }
-
-    Findings& m_findings;
+    std::FILE* m_file;
     const SpillLayout& m_layout;
-    std::vector<Kept> m_kept;
-    std::unordered_map<std::uint64_t, std::size_t> m_kept_by_seq;
-    std::unordered_map<std::string, std::uint32_t> m_key_ids, m_fingerprint_ids;
-    std::vector<Explanation> m_groups;
+    FindingsSummary& m_summary;
+    std::vector<bool> m_counted; // by input order: a record counts once per source
+    std::map<std::uint32_t, std::uint64_t> m_by_source;
+    std::uint64_t m_intents = 0;
+    std::vector<GroupIndex> m_index;
+    std::uint64_t m_offset = 0;
+    ByteWriter m_out;
 };
 
 } // namespace
 
-void Spill::group_into(Findings& findings, const ExplainOptions& options) {
-    GroupCollector collector(findings, m_layout);
+std::unique_ptr<GroupShelf> Spill::explain_groups(Context context, FindingsSummary& summary) {
+    auto path = m_directory / "groups";
+    m_groups_file = std::fopen(path.c_str(), "w+b");
+    if (!m_groups_file)
+        throw FileSystemError(
+            fmt::format("cannot create {}: {}", quote(path.string()), std::strerror(errno)));
+    GroupWriter writer(m_groups_file, m_layout, context, summary);
     for (std::size_t i = 0; i < k_partitions; ++i)
-        collector.partition(m_by_key->read(i), GroupKind::key, options);
+        writer.partition(m_by_key->read(i), GroupKind::key, context.options);
     if (m_by_fingerprint)
         for (std::size_t i = 0; i < k_partitions; ++i)
-            collector.partition(m_by_fingerprint->read(i), GroupKind::fingerprint, options);
-    collector.finish();
+            writer.partition(m_by_fingerprint->read(i), GroupKind::fingerprint, context.options);
+    auto index = writer.finish(context);
+    return std::make_unique<SpilledGroups>(m_groups_file, std::move(index), context, m_layout);
 }
 
 } // namespace idem::audit

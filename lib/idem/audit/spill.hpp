@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -47,11 +48,21 @@ public:
     // Throws FileSystemError (a full disk, say).
     void add(const SpilledRecord& record);
 
-    // Finds and explains every group, partition by partition, and fills
-    // `findings` with them and their records (renumbered in input order),
-    // their texts and the count of distinct intents. The result is
-    // the one the in-memory path gives for the same records.
-    void group_into(Findings& findings, const ExplainOptions& options);
+    // What the groups on disk need from the run to be read back as
+    // findings: the tables of inputs and sources, and the counts.
+    struct Context {
+        ExplainOptions options;
+        std::vector<std::string> inputs;
+        std::vector<std::string> sources;
+        std::uint64_t records = 0;
+        std::uint64_t identified = 0; // records with an intent
+    };
+
+    // Finds and explains every group, partition by partition, writing each
+    // to a file of groups as it is explained; returns them worst first,
+    // with the summary. The report read from them is the one the in-memory
+    // path gives for the same records. Throws FileSystemError.
+    std::unique_ptr<GroupShelf> explain_groups(Context context, FindingsSummary& summary);
 
     [[nodiscard]] std::uint64_t spilled_bytes() const { return m_bytes; }
 
@@ -60,6 +71,7 @@ private:
     SpillLayout m_layout;
     std::filesystem::path m_directory;
     std::unique_ptr<Partitions> m_by_key, m_by_fingerprint;
+    std::FILE* m_groups_file = nullptr; // explained groups, read back by the report
     std::uint64_t m_bytes = 0;
 };
 
