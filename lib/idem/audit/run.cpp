@@ -364,23 +364,13 @@ private:
     }
 
     void group() {
-        const auto& attempts = m_findings.attempts;
-        auto by_key = detail::members_by(attempts, &Attempt::key);
-        auto by_fingerprint = detail::members_by(attempts, &Attempt::fingerprint);
         auto& groups = m_findings.groups;
-        for (auto& members : by_key)
-            groups.push_back(
-                explain(GroupKind::key, std::move(members), attempts, m_options.explain));
-        for (auto& members : by_fingerprint) {
-            if (members.size() < 2) continue;
-            auto first_key = attempts[members.front()].key;
-            bool several_keys = std::any_of(members.begin(), members.end(), [&](std::size_t i) {
-                return attempts[i].key != first_key;
-            });
-            if (several_keys || m_options.key_fields.empty())
-                groups.push_back(explain(GroupKind::fingerprint, std::move(members), attempts,
-                                         m_options.explain));
-        }
+        auto keep = [&](Explanation group) { groups.push_back(std::move(group)); };
+        bool keys_given = !m_options.key_fields.empty();
+        detail::explain_groups(GroupKind::key, m_findings.attempts, keys_given, m_options.explain,
+                               keep);
+        detail::explain_groups(GroupKind::fingerprint, m_findings.attempts, keys_given,
+                               m_options.explain, keep);
         detail::sort_worst_first(groups);
     }
 

@@ -59,7 +59,7 @@ struct Spill::Partitions {
             std::fclose(file);
     }
 
-    std::uint64_t write(std::string_view partition_text, const SpilledRecord& record) {
+    void write(std::string_view partition_text, const SpilledRecord& record) {
         auto* file = files[std::hash<std::string_view>{}(partition_text) % k_partitions];
         RowHeader header{};
         header.seq = record.seq;
@@ -79,7 +79,6 @@ struct Spill::Partitions {
             throw FileSystemError(fmt::format("cannot write audit's spill files in {}: {}",
                                               quote(paths.front().parent_path().string()),
                                               std::strerror(errno)));
-        return sizeof header + record.key.size() + record.fingerprint.size();
     }
 
     // Every row of partition `index`, in the order written (input order).
@@ -125,9 +124,9 @@ Spill::~Spill() {
 }
 
 void Spill::add(const SpilledRecord& record) {
-    if (!record.key.empty()) m_bytes += m_by_key->write(record.key, record);
+    if (!record.key.empty()) m_by_key->write(record.key, record);
     if (m_by_fingerprint && !record.fingerprint.empty())
-        m_bytes += m_by_fingerprint->write(record.fingerprint, record);
+        m_by_fingerprint->write(record.fingerprint, record);
 }
 
 namespace {
@@ -341,17 +340,8 @@ public:
         if (kind == GroupKind::key && !m_layout.by_fingerprint) m_intents += distinct_keys;
         if (kind == GroupKind::fingerprint) m_intents += distinct_fingerprints;
 
-        auto field = kind == GroupKind::key ? &Attempt::key : &Attempt::fingerprint;
-        for (auto& members : detail::members_by(attempts, field)) {
-            if (kind == GroupKind::fingerprint) {
-                auto first_key = attempts[members.front()].key;
-                bool several_keys = std::any_of(members.begin(), members.end(), [&](std::size_t i) {
-                    return attempts[i].key != first_key;
-                });
-                if (!several_keys && m_layout.keys_given) continue;
-            }
-            write(explain(kind, std::move(members), attempts, options), rows);
-        }
+        detail::explain_groups(kind, attempts, m_layout.keys_given, options,
+                               [&](const Explanation& group) { write(group, rows); });
     }
 
     // The index, worst first, and the summary's totals.

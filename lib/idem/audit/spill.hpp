@@ -64,15 +64,12 @@ public:
     // path gives for the same records. Throws FileSystemError.
     std::unique_ptr<GroupShelf> explain_groups(Context context, FindingsSummary& summary);
 
-    [[nodiscard]] std::uint64_t spilled_bytes() const { return m_bytes; }
-
 private:
     struct Partitions;
     SpillLayout m_layout;
     std::filesystem::path m_directory;
     std::unique_ptr<Partitions> m_by_key, m_by_fingerprint;
     std::FILE* m_groups_file = nullptr; // explained groups, read back by the report
-    std::uint64_t m_bytes = 0;
 };
 
 } // namespace idem::audit

@@ -104,6 +104,26 @@ inline std::vector<std::vector<std::size_t>> members_by(const std::vector<Attemp
     return members;
 }
 
+// Explains the groups of `attempts` of one kind, handing each to `found`:
+// every key shared by two records or more; every fingerprint shared by
+// two or more under more than one key (one key's worth is that key's
+// group already), or under any keys when none were given.
+template <typename Found>
+void explain_groups(GroupKind kind, const std::vector<Attempt>& attempts, bool keys_given,
+                    const ExplainOptions& options, Found&& found) {
+    auto field = kind == GroupKind::key ? &Attempt::key : &Attempt::fingerprint;
+    for (auto& members : members_by(attempts, field)) {
+        if (kind == GroupKind::fingerprint && keys_given) {
+            auto first_key = attempts[members.front()].key;
+            bool several_keys = std::any_of(members.begin(), members.end(), [&](std::size_t i) {
+                return attempts[i].key != first_key;
+            });
+            if (!several_keys) continue;
+        }
+        found(explain(kind, std::move(members), attempts, options));
+    }
+}
+
 // Worst first: most records, then earliest, then a key group before the
 // fingerprint group that starts with the same record. A total order, so the
 // report does not depend on the order groups were found in.
