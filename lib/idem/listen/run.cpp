@@ -42,7 +42,31 @@ std::string capture_id_prefix() {
     return fmt::format("cap_{:x}", start);
 }
 
-struct DedupOutcome;
+// What --dedup decided for one delivery.
+struct DedupOutcome {
+    enum class Kind { first, duplicate, missing_key };
+    Kind kind = Kind::first;
+    dedup::Fingerprint fingerprint;
+    std::uint64_t seen_count = 1;
+    std::string missing_path;
+};
+
+// One request on its way through the gateway.
+struct Delivery {
+    std::string id;
+    std::optional<verify::Verdict> verdict;
+    FlakyDecision decision;
+    int status = 200;
+    bool accepted = false; // goes on to the dedup store and upstream
+    bool duplicate = false;
+    std::string line;                  // the envelope
+    std::string live;                  // what _idem.listen says besides the status
+    std::optional<DedupOutcome> claim; // a first copy's claim this delivery holds
+    std::optional<net::TransferResult> upstream;
+
+    [[nodiscard]] bool success() const { return status >= 200 && status < 300; }
+    [[nodiscard]] bool dropped() const { return decision.kind == FlakyDecision::Kind::drop; }
+};
 
 class Gateway {
 public:
@@ -71,6 +95,10 @@ private:
     DedupOutcome claim(std::string_view envelope_line, Timestamp received_at);
     void release(const DedupOutcome& outcome);
     net::TransferResult forward(const net::IncomingRequest& request);
+    void screen_duplicate(Delivery& delivery, const net::IncomingRequest& request);
+    void pass_on(Delivery& delivery, const net::IncomingRequest& request);
+    net::Response capture_and_answer(Delivery& delivery, const net::IncomingRequest& request);
+    net::Response answer(Delivery& delivery) const;
     void warn(const std::string& where, const std::string& message);
 
     const ListenOptions& m_options;
@@ -106,15 +134,6 @@ void Gateway::warn(const std::string& where, const std::string& message) {
     std::lock_guard lock(m_diagnostics_mutex);
     m_diagnostics.warning(SourcePosition{where, 0, 0, 0}, message);
 }
-
-// What --dedup decided for one delivery.
-struct DedupOutcome {
-    enum class Kind { first, duplicate, missing_key };
-    Kind kind = Kind::first;
-    dedup::Fingerprint fingerprint;
-    std::uint64_t seen_count = 1;
-    std::string missing_path;
-};
 
 DedupOutcome Gateway::claim(std::string_view envelope_line, Timestamp received_at) {
     thread_local record::RecordParser parser;
@@ -166,79 +185,79 @@ net::TransferResult Gateway::forward(const net::IncomingRequest& request) {
 }
 
 net::Response Gateway::handle(net::IncomingRequest& request) {
+    Delivery delivery;
     auto number = ++m_counters.requests;
-    auto id = fmt::format("{}_{:06}", m_id_prefix, number);
-    auto verdict = judge(request, id);
-    auto decision = decide(m_options.flaky, number);
-    int status = decision.status;
-    bool accepted = decision.kind == FlakyDecision::Kind::answer;
-    if (verdict && !verdict->valid) {
+    delivery.id = fmt::format("{}_{:06}", m_id_prefix, number);
+    delivery.verdict = judge(request, delivery.id);
+    delivery.decision = decide(m_options.flaky, number);
+    delivery.status = delivery.decision.status;
+    delivery.accepted = delivery.decision.kind == FlakyDecision::Kind::answer;
+    if (delivery.verdict && !delivery.verdict->valid) {
         // Forged deliveries go no further: not into the dedup store, not upstream.
-        status = 401;
-        decision.kind = FlakyDecision::Kind::answer;
-        accepted = false;
+        delivery.status = 401;
+        delivery.decision.kind = FlakyDecision::Kind::answer;
+        delivery.accepted = false;
         ++m_counters.invalid;
     }
+    delivery.line.reserve(request.body.size() + 512);
+    record::append_envelope(delivery.line, {delivery.id, request.received_at, request.head.method,
+                                            request.head.target, &request.head.headers,
+                                            request.body, request.remote});
+    if (delivery.accepted && m_store) screen_duplicate(delivery, request);
+    if (delivery.accepted && !m_options.forward_to.empty()) pass_on(delivery, request);
+    if (delivery.claim && (!delivery.success() || delivery.dropped())) release(*delivery.claim);
+    return capture_and_answer(delivery, request);
+}
 
-    std::string line;
-    line.reserve(request.body.size() + 512);
-    record::append_envelope(line,
-                            {id, request.received_at, request.head.method, request.head.target,
-                             &request.head.headers, request.body, request.remote});
-    std::string live;                          // what _idem.listen says besides the status
-    std::optional<DedupOutcome> dedup_outcome; // set while this delivery holds a claim
-    bool duplicate = false;
-    if (accepted && m_store) {
-        dedup_outcome = claim(line, request.received_at);
-        if (dedup_outcome->kind == DedupOutcome::Kind::missing_key) {
-            live += ",\"dedup\":{\"missing\":";
-            record::append_json_string(live, dedup_outcome->missing_path);
-            live += '}';
-            dedup_outcome.reset();
-        } else {
-            duplicate = dedup_outcome->kind == DedupOutcome::Kind::duplicate;
-            live += fmt::format(
-                ",\"dedup\":{{\"fingerprint\":\"{}\",\"duplicate\":{},\"seen_count\":{}}}",
-                dedup_outcome->fingerprint.hex(), duplicate, dedup_outcome->seen_count);
-            if (duplicate) {
-                ++m_counters.duplicates;
-                accepted = false; // answered as the first copy was, not passed on
-                dedup_outcome.reset();
-            }
-        }
+void Gateway::screen_duplicate(Delivery& delivery, const net::IncomingRequest& request) {
+    auto outcome = claim(delivery.line, request.received_at);
+    auto& live = delivery.live;
+    if (outcome.kind == DedupOutcome::Kind::missing_key) {
+        live += ",\"dedup\":{\"missing\":";
+        record::append_json_string(live, outcome.missing_path);
+        live += '}';
+        return;
     }
-    std::optional<net::TransferResult> upstream;
-    if (accepted && !m_options.forward_to.empty()) {
-        upstream = forward(request);
-        if (upstream->transport == net::TransferResult::Transport::answered) {
-            status = upstream->status;
-            live += fmt::format(",\"forward\":{{\"status\":{}}}", status);
-        } else {
-            status = 502;
-            live += ",\"forward\":{\"error\":";
-            record::append_json_string(live, upstream->error);
-            live += '}';
-            warn(request.remote, fmt::format("cannot forward to {}: {}: answered 502",
-                                             m_options.forward_to, upstream->error));
-        }
+    delivery.duplicate = outcome.kind == DedupOutcome::Kind::duplicate;
+    live += fmt::format(",\"dedup\":{{\"fingerprint\":\"{}\",\"duplicate\":{},\"seen_count\":{}}}",
+                        outcome.fingerprint.hex(), delivery.duplicate, outcome.seen_count);
+    if (delivery.duplicate) {
+        ++m_counters.duplicates;
+        delivery.accepted = false; // answered as the first copy was, not passed on
+    } else {
+        delivery.claim = outcome;
     }
-    bool success = status >= 200 && status < 300;
-    if (dedup_outcome && (!success || decision.kind == FlakyDecision::Kind::drop))
-        release(*dedup_outcome);
+}
 
-    std::string member = decision.kind == FlakyDecision::Kind::drop
-                             ? "\"listen\":{\"dropped\":true" + live + "}"
-                             : fmt::format("\"listen\":{{\"status\":{}{}}}", status, live);
-    if (verdict) {
+void Gateway::pass_on(Delivery& delivery, const net::IncomingRequest& request) {
+    delivery.upstream = forward(request);
+    const auto& upstream = *delivery.upstream;
+    if (upstream.transport == net::TransferResult::Transport::answered) {
+        delivery.status = upstream.status;
+        delivery.live += fmt::format(",\"forward\":{{\"status\":{}}}", delivery.status);
+        return;
+    }
+    delivery.status = 502;
+    delivery.live += ",\"forward\":{\"error\":";
+    record::append_json_string(delivery.live, upstream.error);
+    delivery.live += '}';
+    warn(request.remote, fmt::format("cannot forward to {}: {}: answered 502", m_options.forward_to,
+                                     upstream.error));
+}
+
+net::Response Gateway::capture_and_answer(Delivery& delivery, const net::IncomingRequest& request) {
+    std::string member = delivery.dropped() ? "\"listen\":{\"dropped\":true" + delivery.live + "}"
+                                            : fmt::format("\"listen\":{{\"status\":{}{}}}",
+                                                          delivery.status, delivery.live);
+    if (delivery.verdict) {
         member += ',';
-        verify::append_verdict(member, *verdict);
+        verify::append_verdict(member, *delivery.verdict);
     }
-    line = record::annotate(line, false, member);
-
+    auto line = record::annotate(delivery.line, false, member);
     net::Response response;
     if (!m_capture.append_line(line)) {
         // Never answer 2xx for what is not in the capture: the sender retries.
-        if (dedup_outcome && success) release(*dedup_outcome);
+        if (delivery.claim && delivery.success()) release(*delivery.claim);
         ++m_counters.failed_writes;
         warn(request.remote, fmt::format("cannot write the capture {} ({}): answered 503 to {} {}",
                                          m_capture.name(), m_capture.last_error(),
@@ -251,32 +270,38 @@ net::Response Gateway::handle(net::IncomingRequest& request) {
     ++m_counters.captured;
     m_counters.captured_bytes += line.size() + 1;
     if (m_options.flaky.delay.count() > 0) std::this_thread::sleep_for(m_options.flaky.delay);
-    if (decision.kind == FlakyDecision::Kind::drop) {
+    if (delivery.dropped()) {
         ++m_counters.dropped;
         response.drop_connection = true;
         return response;
     }
-    response.status = status;
-    (success ? m_counters.answered_2xx : m_counters.answered_other)++;
-    if (upstream && upstream->transport == net::TransferResult::Transport::answered) {
-        if (!upstream->retry_after.empty())
-            response.headers.emplace_back("Retry-After", upstream->retry_after);
-        response.body = std::move(upstream->body);
+    (delivery.success() ? m_counters.answered_2xx : m_counters.answered_other)++;
+    return answer(delivery);
+}
+
+net::Response Gateway::answer(Delivery& delivery) const {
+    net::Response response;
+    response.status = delivery.status;
+    if (delivery.upstream &&
+        delivery.upstream->transport == net::TransferResult::Transport::answered) {
+        if (!delivery.upstream->retry_after.empty())
+            response.headers.emplace_back("Retry-After", delivery.upstream->retry_after);
+        response.body = std::move(delivery.upstream->body);
         return response;
     }
-    if (!success && m_options.flaky.retry_after)
+    if (!delivery.success() && m_options.flaky.retry_after)
         response.headers.emplace_back(
             "Retry-After",
             std::to_string(
                 std::chrono::ceil<std::chrono::seconds>(*m_options.flaky.retry_after).count()));
     response.headers.emplace_back("Content-Type", "application/json");
     response.body = "{\"captured\":";
-    record::append_json_string(response.body, id);
-    if (verdict && !verdict->valid) {
+    record::append_json_string(response.body, delivery.id);
+    if (delivery.verdict && !delivery.verdict->valid) {
         response.body += ",\"error\":";
-        record::append_json_string(response.body, "invalid signature: " + verdict->reason);
+        record::append_json_string(response.body, "invalid signature: " + delivery.verdict->reason);
     }
-    if (m_store) response.body += fmt::format(",\"duplicate\":{}", duplicate);
+    if (m_store) response.body += fmt::format(",\"duplicate\":{}", delivery.duplicate);
     response.body += "}\n";
     return response;
 }
