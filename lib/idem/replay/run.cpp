@@ -5,7 +5,7 @@
 #include "idem/record/annotate.hpp"
 #include "idem/record/envelope_writer.hpp"
 #include "idem/record/parser.hpp"
-#include "idem/replay/request.hpp"
+#include "idem/replay/reader.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
@@ -31,13 +31,6 @@ constexpr auto k_commit_interval = std::chrono::milliseconds(200);
 constexpr std::size_t k_commit_outcomes = 512;
 constexpr std::size_t k_response_head_bytes = 256;
 
-struct Candidate {
-    std::string key;
-    net::OutgoingRequest request;
-    std::string source; // "file:line"
-    std::optional<Timestamp> time;
-};
-
 struct Job {
     Candidate candidate;
     store::ReplayEntry entry;
@@ -47,9 +40,6 @@ struct Job {
 };
 
 struct Counts {
-    std::uint64_t records = 0;
-    std::uint64_t filtered_out = 0;
-    std::uint64_t selected = 0;
     std::uint64_t completed = 0;
     std::uint64_t failed = 0;
     std::uint64_t skipped = 0;
@@ -74,26 +64,18 @@ class Replayer {
 public:
     Replayer(const ReplayOptions& options, io::Sink& output, io::Diagnostics& diagnostics)
         : m_options(options), m_output(output), m_diagnostics(diagnostics),
-          m_target(net::parse_target(options.to)), m_keys(options.key_paths),
+          m_reader(options, diagnostics),
           m_scope(options.scope.empty() ? default_scope(options.to) : options.scope),
           m_owner(run_owner()), m_budget(options.retry_budget),
           m_random(options.seed
                        ? options.seed
                        : static_cast<std::uint64_t>(Clock::now().time_since_epoch().count())) {
-        if (!options.reject_path.empty())
-            m_reject_sink = io::Sink::create_file(options.reject_path);
-        m_rejects.emplace(m_reject_sink.get(), options.strictness, diagnostics,
-                          options.input.max_record_bytes);
-        m_input.emplace(options.input, &*m_rejects);
         if (options.resign) m_signer.emplace(*options.resign);
     }
 
     ReplayResult run();
 
 private:
-    std::optional<Candidate> next_candidate();
-    bool selected(record::RecordParser& parser, const record::InputRecord& raw,
-                  std::optional<Timestamp>& time);
     void dry_run(const Candidate& candidate);
     void claim(std::vector<Candidate> candidates);
     void launch_ready();
@@ -104,29 +86,20 @@ private:
     void commit_if_due(bool force);
     void renew_leases_if_due();
     Clock::time_point due_time(const Candidate& candidate);
-    [[nodiscard]] std::string position(const record::InputRecord& raw) const {
-        return fmt::format("{}:{}", raw.source ? *raw.source : "<stdin>", raw.line);
-    }
 
     const ReplayOptions& m_options;
     io::Sink& m_output;
     io::Diagnostics& m_diagnostics;
-    net::Target m_target;
-    KeyMaker m_keys;
+    CandidateReader m_reader;
     std::string m_scope;
     std::string m_owner;
     RetryBudget m_budget;
     std::mt19937_64 m_random;
-    std::unique_ptr<io::Sink> m_reject_sink;
-    std::optional<record::RejectRouter> m_rejects;
-    std::optional<record::InputStream> m_input;
-    record::RecordParser m_parser;
     std::optional<verify::Signer> m_signer;
     std::unique_ptr<store::Store> m_store;
     std::optional<net::HttpClient> m_client;
 
     Counts m_counts;
-    bool m_input_done = false;
     std::optional<Timestamp> m_first_time; // --timing original
     Clock::time_point m_start = Clock::now();
     std::vector<std::pair<Clock::time_point, Candidate>> m_held_elsewhere;
@@ -140,75 +113,6 @@ private:
     Clock::time_point m_last_commit = Clock::now();
     Clock::time_point m_last_renewal = Clock::now();
 };
-
-bool Replayer::selected(record::RecordParser& parser, const record::InputRecord& raw,
-                        std::optional<Timestamp>& time) {
-    const auto& selection = m_options.selection;
-    for (const auto& [path, value] : selection.filters) {
-        auto found = parser.find(path);
-        if (!found || found->text != value) return false;
-    }
-    if (selection.time_field) {
-        if (auto value = parser.find(*selection.time_field)) time = parse_timestamp(value->text);
-    } else if (parser.shape() == record::RecordShape::envelope) {
-        time = parse_timestamp(parser.envelope().received_at);
-    }
-    if (selection.since || selection.until || m_options.timing == Timing::original) {
-        if (!time) {
-            m_rejects->reject(raw, 0,
-                              selection.time_field
-                                  ? fmt::format("no time at {} to select or pace by",
-                                                quote(selection.time_field->text()))
-                                  : std::string("no received_at to select or pace by (a plain "
-                                                "event needs --time-field)"));
-            return false;
-        }
-        if (selection.since && *time < *selection.since) return false;
-        if (selection.until && *time >= *selection.until) return false;
-    }
-    return true;
-}
-
-// The next selected record as a request, or nullopt at the end of input
-// (or of --limit).
-std::optional<Candidate> Replayer::next_candidate() {
-    while (!m_input_done) {
-        if (m_options.selection.limit && m_counts.selected >= *m_options.selection.limit) break;
-        auto raw = m_input->next();
-        if (!raw) break;
-        ++m_counts.records;
-        if (raw->oversized_bytes) {
-            m_rejects->reject_oversized(*raw);
-            continue;
-        }
-        if (auto failure = m_parser.parse(raw->bytes)) {
-            m_rejects->reject(*raw, failure->column, failure->message);
-            continue;
-        }
-        std::optional<Timestamp> time;
-        auto rejected_before = m_rejects->count();
-        if (!selected(m_parser, *raw, time)) {
-            if (m_rejects->count() == rejected_before) ++m_counts.filtered_out;
-            continue;
-        }
-        auto key = m_keys.key_for(m_parser, raw->bytes);
-        if (!key.key) {
-            m_rejects->reject(*raw, 0,
-                              fmt::format("no value at key path {}", quote(key.missing_path)));
-            continue;
-        }
-        ++m_counts.selected;
-        Candidate candidate;
-        candidate.key = std::move(*key.key);
-        candidate.source = position(*raw);
-        candidate.time = time;
-        candidate.request =
-            build_request(m_parser, raw->bytes, m_target, m_options.key_header, candidate.key);
-        return candidate;
-    }
-    m_input_done = true;
-    return std::nullopt;
-}
 
 void Replayer::dry_run(const Candidate& candidate) {
     std::string line = "{\"key\":";
@@ -434,7 +338,7 @@ void Replayer::collect(Duration wait) {
         judge(id, std::move(result));
     }
     m_diagnostics.progress(m_counts.completed + m_counts.failed + m_counts.skipped,
-                           m_input->bytes_read());
+                           m_reader.bytes_read());
 }
 
 void Replayer::commit_if_due(bool force) {
@@ -463,7 +367,7 @@ void Replayer::renew_leases_if_due() {
 ReplayResult Replayer::run() {
     auto started = Clock::now();
     if (m_options.dry_run) {
-        while (auto candidate = next_candidate())
+        while (auto candidate = m_reader.next())
             dry_run(*candidate);
     } else {
         m_store = store::open_store(store::parse_store_uri(m_options.store_uri));
@@ -482,13 +386,13 @@ ReplayResult Replayer::run() {
             // memory stays bounded while that run holds them.
             while (batch.size() < k_claim_batch &&
                    m_jobs.size() + m_held_elsewhere.size() + batch.size() < window) {
-                auto candidate = next_candidate();
+                auto candidate = m_reader.next();
                 if (!candidate) break;
                 batch.push_back(std::move(*candidate));
             }
             claim(std::move(batch));
             launch_ready();
-            if (m_input_done && m_jobs.empty() && m_held_elsewhere.empty()) break;
+            if (m_reader.done() && m_jobs.empty() && m_held_elsewhere.empty()) break;
             auto wait = Duration(std::chrono::milliseconds(50));
             if (m_in_flight == 0 && !m_ready.empty()) {
                 // The next send: when its record is due, and the rate allows it.
@@ -512,10 +416,11 @@ ReplayResult Replayer::run() {
     ReplayResult result;
     result.failed = m_counts.failed;
     result.summary.command = "replay";
-    result.summary.counts = {{"in", m_counts.records},
-                             {"selected", m_counts.selected},
-                             {"filtered_out", m_counts.filtered_out},
-                             {"rejected", m_rejects->count()},
+    const auto& read = m_reader.counts();
+    result.summary.counts = {{"in", read.records},
+                             {"selected", read.selected},
+                             {"filtered_out", read.filtered_out},
+                             {"rejected", m_reader.rejected()},
                              {"completed", m_counts.completed},
                              {"failed", m_counts.failed},
                              {"skipped", m_counts.skipped},

@@ -1,0 +1,88 @@
+// Reading, selecting and keying the records replay sends.
+
+#include "idem/replay/reader.hpp"
+
+#include "idem/util/text.hpp"
+
+#include <fmt/format.h>
+
+namespace idem::replay {
+
+CandidateReader::CandidateReader(const ReplayOptions& options, io::Diagnostics& diagnostics)
+    : m_options(options), m_target(net::parse_target(options.to)), m_keys(options.key_paths) {
+    if (!options.reject_path.empty()) m_reject_sink = io::Sink::create_file(options.reject_path);
+    m_rejects.emplace(m_reject_sink.get(), options.strictness, diagnostics,
+                      options.input.max_record_bytes);
+    m_input.emplace(options.input, &*m_rejects);
+}
+
+bool CandidateReader::selected(const record::InputRecord& raw, std::optional<Timestamp>& time) {
+    auto& parser = m_parser;
+    const auto& selection = m_options.selection;
+    for (const auto& [path, value] : selection.filters) {
+        auto found = parser.find(path);
+        if (!found || found->text != value) return false;
+    }
+    if (selection.time_field) {
+        if (auto value = parser.find(*selection.time_field)) time = parse_timestamp(value->text);
+    } else if (parser.shape() == record::RecordShape::envelope) {
+        time = parse_timestamp(parser.envelope().received_at);
+    }
+    if (selection.since || selection.until || m_options.timing == Timing::original) {
+        if (!time) {
+            m_rejects->reject(raw, 0,
+                              selection.time_field
+                                  ? fmt::format("no time at {} to select or pace by",
+                                                quote(selection.time_field->text()))
+                                  : std::string("no received_at to select or pace by (a plain "
+                                                "event needs --time-field)"));
+            return false;
+        }
+        if (selection.since && *time < *selection.since) return false;
+        if (selection.until && *time >= *selection.until) return false;
+    }
+    return true;
+}
+
+// The next selected record as a request, or nullopt at the end of input
+// (or of --limit).
+std::optional<Candidate> CandidateReader::next() {
+    while (!m_done) {
+        if (m_options.selection.limit && m_counts.selected >= *m_options.selection.limit) break;
+        auto raw = m_input->next();
+        if (!raw) break;
+        ++m_counts.records;
+        if (raw->oversized_bytes) {
+            m_rejects->reject_oversized(*raw);
+            continue;
+        }
+        if (auto failure = m_parser.parse(raw->bytes)) {
+            m_rejects->reject(*raw, failure->column, failure->message);
+            continue;
+        }
+        std::optional<Timestamp> time;
+        auto rejected_before = m_rejects->count();
+        if (!selected(*raw, time)) {
+            if (m_rejects->count() == rejected_before) ++m_counts.filtered_out;
+            continue;
+        }
+        auto key = m_keys.key_for(m_parser, raw->bytes);
+        if (!key.key) {
+            m_rejects->reject(*raw, 0,
+                              fmt::format("no value at key path {}", quote(key.missing_path)));
+            continue;
+        }
+        ++m_counts.selected;
+        Candidate candidate;
+        candidate.key = std::move(*key.key);
+        candidate.source = fmt::format("{}:{}", raw->source ? *raw->source : "<stdin>", raw->line);
+        candidate.time = time;
+        candidate.request =
+            build_request(m_parser, raw->bytes, m_target, m_options.key_header, candidate.key);
+        return candidate;
+    }
+    m_done = true;
+    return std::nullopt;
+}
+
+} // namespace idem::replay

@@ -1,0 +1,62 @@
+#pragma once
+// Internal to replay: records in, requests out. Reads the inputs, selects
+// (--since, --until, --filter, --limit), keys each record and builds its
+// request; what cannot be read or keyed goes to the rejects with its file
+// and line.
+
+#include "idem/io/diagnostics.hpp"
+#include "idem/net/http_client.hpp"
+#include "idem/record/input.hpp"
+#include "idem/record/parser.hpp"
+#include "idem/record/rejects.hpp"
+#include "idem/replay/request.hpp"
+#include "idem/replay/run.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace idem::replay {
+
+struct Candidate {
+    std::string key;
+    net::OutgoingRequest request;
+    std::string source; // "file:line"
+    std::optional<Timestamp> time;
+};
+
+struct ReadCounts {
+    std::uint64_t records = 0;
+    std::uint64_t filtered_out = 0;
+    std::uint64_t selected = 0;
+};
+
+class CandidateReader {
+public:
+    // Throws FileSystemError (the reject file), UsageError (--to).
+    CandidateReader(const ReplayOptions& options, io::Diagnostics& diagnostics);
+
+    // The next selected record as a request; nullopt at the end of input
+    // (or of --limit). Throws InputError (under --strict, or unreadable input).
+    std::optional<Candidate> next();
+
+    [[nodiscard]] bool done() const { return m_done; }
+    [[nodiscard]] const ReadCounts& counts() const { return m_counts; }
+    [[nodiscard]] std::uint64_t rejected() const { return m_rejects->count(); }
+    [[nodiscard]] std::uint64_t bytes_read() const { return m_input->bytes_read(); }
+
+private:
+    bool selected(const record::InputRecord& raw, std::optional<Timestamp>& time);
+
+    const ReplayOptions& m_options;
+    net::Target m_target;
+    KeyMaker m_keys;
+    std::unique_ptr<io::Sink> m_reject_sink;
+    std::optional<record::RejectRouter> m_rejects;
+    std::optional<record::InputStream> m_input;
+    record::RecordParser m_parser;
+    ReadCounts m_counts;
+    bool m_done = false;
+};
+
+} // namespace idem::replay
