@@ -130,8 +130,8 @@ int run_listen_command(const ListenCommandOptions& options) {
 
 void register_listen(CLI::App& app, std::function<int()>& action) {
     auto options = std::make_shared<ListenCommandOptions>();
-    auto* command =
-        app.add_subcommand("listen", "capture HTTP deliveries as envelopes (a test receiver)");
+    auto* command = app.add_subcommand(
+        "listen", "capture HTTP deliveries as envelopes; verify, dedup, forward live");
     command->add_option("-p,--port", options->port, "TCP port (0: any free port; default 8080)");
     command->add_option("--bind", options->bind, "address to listen on (default 127.0.0.1)");
     command->add_option("-o,--out", options->out,

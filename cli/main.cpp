@@ -22,8 +22,8 @@ int main(int argc, char** argv) {
     idem::cli::register_dedup(app, action);
     idem::cli::register_reorder(app, action);
     idem::cli::register_audit(app, action);
-    idem::cli::register_replay(app, action);
     idem::cli::register_listen(app, action);
+    idem::cli::register_replay(app, action);
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& help) {
