@@ -265,6 +265,27 @@ class Replay(unittest.TestCase):
             self.assertGreaterEqual(time.monotonic() - started, 0.35)
             target.stop()
 
+    def test_a_crafted_capture_cannot_smuggle_headers_or_requests(self):
+        def envelope(n, **fields):
+            base = {"idem": 1, "id": f"cap_{n}", "method": "POST", "path": "/h", "headers": [],
+                    "body": json.dumps({"id": f"evt_{n}"})}
+            base.update(fields)
+            return json.dumps(base)
+        with open(self.events, "w") as out:
+            out.write(envelope(0) + "\n")
+            out.write(envelope(1, headers=[["X-A", "1\r\nX-Injected: yes"]]) + "\n")
+            out.write(envelope(2, method="POST /admin HTTP/1.1\r\nX: y") + "\n")
+            out.write(envelope(3, path="/h HTTP/1.1\r\nHost: evil") + "\n")
+        with listening(self.dir) as target:
+            code, out, err = self.replay(target.url, ["--key", "body.id"])
+            self.assertEqual(code, 0, err)
+            target.stop()
+        self.assertEqual([json.loads(e["body"])["id"] for e in target.envelopes()], ["evt_0"])
+        self.assertIn("events.ndjson:2: header 'X-A' has a control byte in its value: not sent", err)
+        self.assertIn("events.ndjson:3: method", err)
+        self.assertIn("events.ndjson:4: URL", err)
+        self.assertEqual((summary_of(err)["rejected"], summary_of(err)["selected"]), (3, 1))
+
     def test_dry_run_prints_requests_with_keys_and_sends_nothing(self):
         write_events(self.events, 3)
         code, out, err = self.replay("http://127.0.0.1:9/x", ["--dry-run", "--filter", "amount=1"])

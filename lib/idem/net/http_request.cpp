@@ -249,6 +249,22 @@ ChunkedDecoder::Step ChunkedDecoder::feed(std::string_view input, std::string& b
     return step;
 }
 
+std::optional<std::string> request_problem(std::string_view method, std::string_view url,
+                                           const HeaderPairs& headers) {
+    if (!is_token(method)) return "method " + quote(method, 40) + " is not an HTTP token";
+    if (url.empty() || std::any_of(url.begin(), url.end(), [](char c) {
+            auto u = static_cast<unsigned char>(c);
+            return u <= 32 || u == 127;
+        }))
+        return "URL " + quote(url, 80) + " holds spaces or control bytes";
+    for (const auto& [name, value] : headers) {
+        if (!is_token(name)) return "header name " + quote(name, 40) + " is not an HTTP token";
+        if (!is_field_value(value))
+            return "header " + quote(name, 40) + " has a control byte in its value";
+    }
+    return std::nullopt;
+}
+
 std::string_view reason_phrase(int status) {
     switch (status) {
     case 100:

@@ -73,6 +73,13 @@ private:
     std::uint64_t m_max_body_bytes;
 };
 
+// Why a request built from a record must not be sent, or nullopt: a method
+// that is not a token, a URL with spaces or control bytes, a header name
+// that is not a token or a value with a control byte. A crafted capture
+// could otherwise smuggle a second request or header into the wire format.
+[[nodiscard]] std::optional<std::string>
+request_problem(std::string_view method, std::string_view url, const HeaderPairs& headers);
+
 // The reason phrase for a status code ("OK", "Not Found"; "" when unknown).
 [[nodiscard]] std::string_view reason_phrase(int status);
 

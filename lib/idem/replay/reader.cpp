@@ -72,13 +72,18 @@ std::optional<Candidate> CandidateReader::next() {
                               fmt::format("no value at key path {}", quote(key.missing_path)));
             continue;
         }
-        ++m_counts.selected;
         Candidate candidate;
         candidate.key = std::move(*key.key);
         candidate.source = fmt::format("{}:{}", raw->source ? *raw->source : "<stdin>", raw->line);
         candidate.time = time;
         candidate.request =
             build_request(m_parser, raw->bytes, m_target, m_options.key_header, candidate.key);
+        const auto& request = candidate.request;
+        if (auto problem = net::request_problem(request.method, request.url, request.headers)) {
+            m_rejects->reject(*raw, 0, *problem + ": not sent");
+            continue;
+        }
+        ++m_counts.selected;
         return candidate;
     }
     m_done = true;

@@ -119,3 +119,15 @@ TEST_CASE("a chunked body beyond the limit, or malformed, stops decoding") {
     ChunkedDecoder endless(1024);
     CHECK(endless.feed(std::string(5000, '1'), body).status == ChunkedDecoder::Status::bad);
 }
+
+TEST_CASE("a request built from a crafted record is refused before it reaches the wire") {
+    HeaderPairs fine = {{"Content-Type", "application/json"}, {"X-Tab", "a\tb"}};
+    CHECK_FALSE(request_problem("POST", "http://h/x?a=1", fine));
+    CHECK(request_problem("POST /x HTTP/1.1\r\nX: y", "http://h/", fine)->find("method") !=
+          std::string::npos);
+    CHECK(request_problem("POST", "http://h/x y", fine)->find("URL") != std::string::npos);
+    CHECK(request_problem("POST", "http://h/", {{"X-A", "1\r\nX-Injected: 2"}})
+              ->find("control byte") != std::string::npos);
+    CHECK(request_problem("POST", "http://h/", {{"Bad Name", "1"}})->find("header name") !=
+          std::string::npos);
+}
