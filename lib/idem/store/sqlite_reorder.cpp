@@ -52,10 +52,7 @@ SqliteReorderTables::SqliteReorderTables(sqlite3* db, const std::string& store_n
       m_drop_held(db, "DELETE FROM reorder_held WHERE scope = ?1 AND id = ?2", store_name) {}
 
 void SqliteReorderTables::step_done(sqlite3_stmt* statement) {
-    int result = sqlite3_step(statement);
-    sqlite3_reset(statement);
-    if (result != SQLITE_DONE && result != SQLITE_ROW)
-        throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_db)));
+    detail::step_done(m_db, m_name, statement);
 }
 
 std::vector<std::optional<PartitionProgress>>

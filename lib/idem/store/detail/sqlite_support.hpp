@@ -98,6 +98,15 @@ inline void disable_memory_statistics() {
     (void)k_done;
 }
 
+// Steps a statement whose rows, if any, are not read, and resets it;
+// throws StoreError naming the store when SQLite failed.
+inline void step_done(sqlite3* db, const std::string& store_name, sqlite3_stmt* statement) {
+    int result = sqlite3_step(statement);
+    sqlite3_reset(statement);
+    if (result != SQLITE_DONE && result != SQLITE_ROW)
+        throw StoreError(fmt::format("store {}: {}", quote(store_name), sqlite3_errmsg(db)));
+}
+
 class Statement {
 public:
     Statement(sqlite3* db, const char* sql, const std::string& store_name) {
