@@ -1,5 +1,6 @@
 #include "idem/store/store.hpp"
 
+#include "idem/store/detail/redis_reorder.hpp"
 #include "idem/store/detail/redis_replay.hpp"
 #include "idem/util/errors.hpp"
 
@@ -189,7 +190,7 @@ public:
     load_partitions(std::string_view scope, const std::vector<std::string>& partitions) override {
         std::vector<std::optional<PartitionProgress>> found(partitions.size());
         constexpr std::size_t k_fields_per_command = 1000;
-        auto key = reorder_key(scope, "progress");
+        auto key = detail::reorder_key(scope, "progress");
         for (std::size_t begin = 0; begin < partitions.size(); begin += k_fields_per_command) {
             auto end = std::min(partitions.size(), begin + k_fields_per_command);
             std::vector<std::string> arguments{"HMGET", key};
@@ -199,17 +200,19 @@ public:
             for (std::size_t i = begin; i < end && i - begin < reply->elements; ++i) {
                 const auto* value = reply->element[i - begin];
                 if (value->type != REDIS_REPLY_STRING) continue;
-                found[i] = decode_progress(partitions[i], std::string_view(value->str, value->len));
+                found[i] = detail::decode_progress(partitions[i],
+                                                   std::string_view(value->str, value->len));
             }
         }
         return found;
     }
 
     std::vector<HeldRecordRow> load_held(std::string_view scope) override {
-        auto reply = command({"HGETALL", reorder_key(scope, "held")});
+        auto reply = command({"HGETALL", detail::reorder_key(scope, "held")});
         std::vector<HeldRecordRow> rows;
         for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
-            auto row = decode_held(string_of(reply->element[i]), string_of(reply->element[i + 1]));
+            auto row =
+                detail::decode_held(string_of(reply->element[i]), string_of(reply->element[i + 1]));
             if (!row)
                 throw StoreError(fmt::format("store {}: a held record of scope {} is damaged",
                                              m_location.describe(), scope));
@@ -223,20 +226,21 @@ public:
     // Queued, and applied in one MULTI/EXEC by commit().
     void save_reorder_changes(std::string_view scope, const ReorderChanges& changes) override {
         constexpr std::size_t k_fields_per_command = 1000;
-        auto progress_key = reorder_key(scope, "progress");
+        auto progress_key = detail::reorder_key(scope, "progress");
         for (std::size_t begin = 0; begin < changes.progress.size();
              begin += k_fields_per_command) {
             std::vector<std::string> arguments{"HSET", progress_key};
             for (std::size_t i = begin;
                  i < std::min(changes.progress.size(), begin + k_fields_per_command); ++i) {
                 arguments.push_back(changes.progress[i].partition);
-                arguments.push_back(encode_progress(changes.progress[i]));
+                arguments.push_back(detail::encode_progress(changes.progress[i]));
             }
             m_pending.push_back(std::move(arguments));
         }
-        auto held_key = reorder_key(scope, "held");
+        auto held_key = detail::reorder_key(scope, "held");
         for (const auto& row : changes.held)
-            m_pending.push_back({"HSET", held_key, std::to_string(row.id), encode_held(row)});
+            m_pending.push_back(
+                {"HSET", held_key, std::to_string(row.id), detail::encode_held(row)});
         for (std::size_t begin = 0; begin < changes.released.size();
              begin += k_fields_per_command) {
             std::vector<std::string> arguments{"HDEL", held_key};
@@ -248,7 +252,8 @@ public:
     }
 
     void clear_reorder_state(std::string_view scope) override {
-        m_pending.push_back({"DEL", reorder_key(scope, "progress"), reorder_key(scope, "held")});
+        m_pending.push_back(
+            {"DEL", detail::reorder_key(scope, "progress"), detail::reorder_key(scope, "held")});
     }
 
     std::vector<ReplayClaim> claim_replays(std::string_view scope,
@@ -436,77 +441,6 @@ return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
         m_pending.clear();
         for (std::size_t i = 0; i < commands; ++i)
             read_reply();
-    }
-
-    // The hash tag keeps a scope's two hashes in one Redis Cluster slot, as
-    // a MULTI touching both must.
-    static std::string reorder_key(std::string_view scope, std::string_view what) {
-        return fmt::format("idem:reorder:{{{}}}:{}", scope, what);
-    }
-
-    static std::string encode_progress(const PartitionProgress& progress) {
-        return fmt::format("{} {} {} {} {}", progress.started ? 1 : 0, progress.next.primary,
-                           progress.next.secondary, progress.highest.primary,
-                           progress.highest.secondary);
-    }
-
-    static std::optional<PartitionProgress> decode_progress(const std::string& partition,
-                                                            std::string_view text) {
-        PartitionProgress progress;
-        progress.partition = partition;
-        long long started = 0;
-        if (!read_numbers(text, started, progress.next.primary, progress.next.secondary,
-                          progress.highest.primary, progress.highest.secondary))
-            return std::nullopt;
-        progress.started = started != 0;
-        return progress;
-    }
-
-    // "key_primary key_secondary arrival_us partition_length\n" + partition
-    // + record bytes.
-    static std::string encode_held(const HeldRecordRow& row) {
-        auto encoded = fmt::format("{} {} {} {}\n", row.key.primary, row.key.secondary,
-                                   row.arrival.time_since_epoch().count(), row.partition.size());
-        encoded += row.partition;
-        encoded += row.bytes;
-        return encoded;
-    }
-
-    static std::optional<HeldRecordRow> decode_held(const std::string& id, std::string_view text) {
-        auto header_end = text.find('\n');
-        if (header_end == std::string_view::npos) return std::nullopt;
-        HeldRecordRow row;
-        long long arrival = 0;
-        std::uint64_t partition_size = 0;
-        if (!read_numbers(text.substr(0, header_end), row.key.primary, row.key.secondary, arrival,
-                          partition_size))
-            return std::nullopt;
-        auto body = text.substr(header_end + 1);
-        if (partition_size > body.size()) return std::nullopt;
-        auto [end, error] = std::from_chars(id.data(), id.data() + id.size(), row.id);
-        if (error != std::errc{}) return std::nullopt;
-        row.arrival = Timestamp(Duration(arrival));
-        row.partition.assign(body.substr(0, partition_size));
-        row.bytes.assign(body.substr(partition_size));
-        return row;
-    }
-
-    // Space-separated integers, exactly as many as asked for.
-    template <typename... Numbers>
-    static bool read_numbers(std::string_view text, Numbers&... numbers) {
-        const char* at = text.data();
-        const char* end = text.data() + text.size();
-        bool good = true;
-        auto read_one = [&](auto& number) {
-            if (!good) return;
-            while (at < end && *at == ' ')
-                ++at;
-            auto [next, error] = std::from_chars(at, end, number);
-            good = error == std::errc{};
-            at = next;
-        };
-        (read_one(numbers), ...);
-        return good && at == end;
     }
 
     static std::string checkpoint_key(std::string_view name) {
