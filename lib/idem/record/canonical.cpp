@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <fmt/format.h>
 
 namespace idem::record {
@@ -96,6 +97,25 @@ IgnoredBelow ignored_below(const std::vector<const FieldPath*>& ignored, std::si
     return below;
 }
 
+// By key bytes, stably, so repeated keys keep their order and stay
+// distinguishable. Insertion sort for the usual few members: stable, and
+// no buffer to allocate.
+void sort_members(std::vector<std::pair<std::string_view, simdjson::dom::element>>& members) {
+    constexpr std::size_t k_insertion_sort_limit = 24;
+    auto by_key = [](const auto& a, const auto& b) { return a.first < b.first; };
+    if (members.size() > k_insertion_sort_limit) {
+        std::stable_sort(members.begin(), members.end(), by_key);
+        return;
+    }
+    for (std::size_t i = 1; i < members.size(); ++i) {
+        auto member = members[i];
+        auto j = i;
+        for (; j > 0 && by_key(member, members[j - 1]); --j)
+            members[j] = members[j - 1];
+        members[j] = member;
+    }
+}
+
 } // namespace
 
 void write_canonical(simdjson::dom::element element, const std::vector<const FieldPath*>& ignored,
@@ -103,12 +123,19 @@ void write_canonical(simdjson::dom::element element, const std::vector<const Fie
     using simdjson::dom::element_type;
     switch (element.type()) {
     case element_type::OBJECT: {
-        std::vector<std::pair<std::string_view, simdjson::dom::element>> members;
+        // One member list per depth, kept by the thread: this runs per
+        // record on the hot path, and a fresh vector (and stable_sort's
+        // buffer) per object was most of its allocations. A deque, so a
+        // deeper level never moves a shallower one's list.
+        thread_local std::deque<std::vector<std::pair<std::string_view, simdjson::dom::element>>>
+            lists;
+        while (lists.size() <= depth)
+            lists.emplace_back();
+        auto& members = lists[depth];
+        members.clear();
         for (auto field : simdjson::dom::object(element))
             members.emplace_back(field.key, field.value);
-        // Stable, so repeated keys keep their order and stay distinguishable.
-        std::stable_sort(members.begin(), members.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        sort_members(members);
         out += '{';
         bool first = true;
         for (const auto& [key, value] : members) {

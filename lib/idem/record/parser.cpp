@@ -28,6 +28,10 @@ struct RecordParser::Impl {
     std::string decoded_body;
     // Per-record scratch that views handed out point into.
     std::deque<std::string> scratch;
+    // The record's canonical event, its capacity kept from record to record
+    // (a second call for the same record goes to scratch).
+    std::string canonical;
+    bool canonical_used = false;
     // The envelope body parsed as JSON, on first use per record.
     simdjson::dom::parser body_parser;
     simdjson::padded_string body_copy;
@@ -45,6 +49,7 @@ RecordParser::~RecordParser() = default;
 std::optional<ParseFailure> RecordParser::parse(std::string_view line) {
     auto& impl = *m_impl;
     impl.scratch.clear();
+    impl.canonical_used = false;
     impl.body_parsed = false;
     impl.body_root.reset();
     impl.has_annotations = false;
@@ -252,10 +257,11 @@ RecordParser::canonical_event(const std::vector<FieldPath>& ignored) {
         for (const auto& path : ignored)
             ignored_paths.push_back(&path);
     }
-    std::string out;
+    auto& out = impl.canonical_used ? impl.scratch.emplace_back() : impl.canonical;
+    impl.canonical_used = true;
+    out.clear();
     detail::write_canonical(event, ignored_paths, 0, out);
-    impl.scratch.push_back(std::move(out));
-    return std::string_view(impl.scratch.back());
+    return std::string_view(out);
 }
 
 ParseFailure describe_json_error(std::string_view line) {

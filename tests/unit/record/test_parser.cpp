@@ -6,6 +6,7 @@
 #include "idem/util/errors.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 using namespace idem;
 using namespace idem::record;
@@ -113,6 +114,33 @@ TEST_CASE("the canonical event of an envelope is its parsed body; body. paths ar
     auto line = padded(R"({"idem":1,"headers":[],"body":"{\"b\":2,\"a\":1,\"request\":\"r1\"}"})");
     REQUIRE_FALSE(parser.parse(line));
     CHECK(*parser.canonical_event({FieldPath::parse("body.request")}) == R"({"a":1,"b":2})");
+}
+
+TEST_CASE("canonical JSON sorts small and large objects alike, repeated keys in order") {
+    // Small objects are sorted by insertion, large ones by stable_sort: both
+    // must give key-byte order with repeats kept as they came.
+    std::string large = "{";
+    std::string expected = "{";
+    for (int i = 39; i >= 0; --i)
+        large += fmt::format("\"k{:02}\":{},", i, i);
+    for (int i = 0; i < 40; ++i)
+        expected += fmt::format("\"k{:02}\":{},", i, i);
+    large += R"("k05":"again"})";
+    expected.insert(expected.find(R"("k06")"), R"("k05":"again",)");
+    expected.back() = '}';
+    CHECK(*canonical_json(large) == expected);
+    CHECK(*canonical_json(R"({"b":{"z":1,"a":{"d":[{"y":1,"x":2}],"c":0}},"a":1,"a":0})") ==
+          R"({"a":1,"a":0,"b":{"a":{"c":0,"d":[{"x":2,"y":1}]},"z":1}})");
+}
+
+TEST_CASE("two canonical events of one record are both valid until the next parse") {
+    RecordParser parser;
+    auto line = padded(R"({"b":2,"a":1,"c":3})");
+    REQUIRE_FALSE(parser.parse(line));
+    auto whole = parser.canonical_event({});
+    auto without_c = parser.canonical_event({FieldPath::parse("c")});
+    CHECK(*whole == R"({"a":1,"b":2,"c":3})");
+    CHECK(*without_c == R"({"a":1,"b":2})");
 }
 
 TEST_CASE("annotations are spliced in without touching the record's bytes") {
