@@ -327,19 +327,11 @@ private:
         }
     }
 
-    // Key groups of two records or more; fingerprint groups that span more
-    // than one key (one key's worth is that key's group already).
     // Keys and intents as ids, and how many distinct intents there are.
     void assign_ids() {
-        std::vector<std::uint32_t> ids;
         auto& attempts = m_findings.attempts;
-        auto keys = m_keys.assign_ids(ids);
-        for (std::size_t i = 0; i < attempts.size(); ++i)
-            attempts[i].key = ids[i];
-        auto fingerprints = m_fingerprints.assign_ids(ids);
-        for (std::size_t i = 0; i < attempts.size(); ++i)
-            attempts[i].fingerprint = ids[i];
-        m_findings.intents = m_findings.fingerprinted ? fingerprints : keys;
+        auto distinct = detail::number_texts(m_keys, m_fingerprints, attempts);
+        m_findings.intents = m_findings.fingerprinted ? distinct.fingerprints : distinct.keys;
         m_findings.identified = static_cast<std::uint64_t>(
             std::count_if(attempts.begin(), attempts.end(), [&](const Attempt& attempt) {
                 return (m_findings.fingerprinted ? attempt.fingerprint : attempt.key) != 0;

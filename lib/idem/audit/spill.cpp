@@ -330,15 +330,9 @@ public:
             if (rows[i].header.has_time)
                 attempts[i].time = Timestamp(Duration(rows[i].header.time));
         }
-        std::vector<std::uint32_t> ids;
-        auto distinct_keys = keys.assign_ids(ids);
-        for (std::size_t i = 0; i < rows.size(); ++i)
-            attempts[i].key = ids[i];
-        auto distinct_fingerprints = fingerprints.assign_ids(ids);
-        for (std::size_t i = 0; i < rows.size(); ++i)
-            attempts[i].fingerprint = ids[i];
-        if (kind == GroupKind::key && !m_layout.by_fingerprint) m_intents += distinct_keys;
-        if (kind == GroupKind::fingerprint) m_intents += distinct_fingerprints;
+        auto distinct = detail::number_texts(keys, fingerprints, attempts);
+        if (kind == GroupKind::key && !m_layout.by_fingerprint) m_intents += distinct.keys;
+        if (kind == GroupKind::fingerprint) m_intents += distinct.fingerprints;
 
         detail::explain_groups(kind, attempts, m_layout.keys_given, options,
                                [&](const Explanation& group) { write(group, rows); });

@@ -104,6 +104,27 @@ inline std::vector<std::vector<std::size_t>> members_by(const std::vector<Attemp
     return members;
 }
 
+// How many distinct keys and fingerprints number_texts found.
+struct DistinctTexts {
+    std::uint32_t keys = 0;
+    std::uint32_t fingerprints = 0;
+};
+
+// Gives each attempt the ids of its key and fingerprint texts (record i's
+// are keys.text(i) and fingerprints.text(i); 0: absent).
+inline DistinctTexts number_texts(const TextColumn& keys, const TextColumn& fingerprints,
+                                  std::vector<Attempt>& attempts) {
+    std::vector<std::uint32_t> ids;
+    DistinctTexts distinct;
+    distinct.keys = keys.assign_ids(ids);
+    for (std::size_t i = 0; i < attempts.size(); ++i)
+        attempts[i].key = ids[i];
+    distinct.fingerprints = fingerprints.assign_ids(ids);
+    for (std::size_t i = 0; i < attempts.size(); ++i)
+        attempts[i].fingerprint = ids[i];
+    return distinct;
+}
+
 // Explains the groups of `attempts` of one kind, handing each to `found`:
 // every key shared by two records or more; every fingerprint shared by
 // two or more under more than one key (one key's worth is that key's
