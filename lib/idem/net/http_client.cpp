@@ -56,7 +56,6 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
     auto* transfer = static_cast<Transfer*>(user);
     std::string_view bytes(data, size * count);
     transfer->hash.update(bytes);
-    transfer->result.body_bytes += bytes.size();
     auto room =
         transfer->max_body_bytes - std::min(transfer->max_body_bytes, transfer->result.body.size());
     transfer->result.body.append(bytes.substr(0, std::min(room, bytes.size())));

@@ -30,10 +30,9 @@ struct TransferResult {
     enum class Transport { answered, not_sent, lost_after_send };
     Transport transport = Transport::answered;
     int status = 0;
-    std::string retry_after;      // the response's Retry-After header, if any
-    std::string body;             // at most max_body_bytes of it
-    std::uint64_t body_bytes = 0; // the whole body's size
-    std::string digest;           // SHA-256 of the whole body, hex
+    std::string retry_after; // the response's Retry-After header, if any
+    std::string body;        // at most max_body_bytes of it
+    std::string digest;      // SHA-256 of the whole body, hex
     Duration latency{0};
     std::string error; // transport errors: curl's description
 };

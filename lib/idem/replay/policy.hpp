@@ -69,7 +69,6 @@ public:
     void count_first_attempt() { ++m_first_attempts; }
     // Takes one retry from the budget; false when it is spent.
     bool try_spend();
-    [[nodiscard]] std::uint64_t spent() const { return m_retries; }
     [[nodiscard]] bool exhausted_once() const { return m_refused > 0; }
     [[nodiscard]] std::uint64_t refused() const { return m_refused; }
 
