@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <sqlite3.h>
+#include <thread>
 #include <unordered_map>
 
 namespace idem::store {
@@ -59,7 +60,7 @@ public:
             m_db, static_cast<int>(
                       std::chrono::duration_cast<std::chrono::milliseconds>(location.lock_timeout)
                           .count()));
-        execute("PRAGMA journal_mode=WAL");
+        enter_wal_mode(location.lock_timeout);
         execute("PRAGMA synchronous=NORMAL");
         // Claims touch random pages of a large B-tree: a big page cache keeps
         // them in memory between batches (measured in PERF-NOTES: 3x).
@@ -355,6 +356,25 @@ private:
     }
 
     void step_done(sqlite3_stmt* statement) { detail::step_done(m_db, m_name, statement); }
+
+    // Turning a new file to WAL takes the exclusive lock, and when several
+    // processes create the same file at once SQLite answers SQLITE_BUSY
+    // without calling the busy handler (waiting could deadlock: each holds a
+    // shared lock). Waiting here, with no lock held, cannot: retry until the
+    // lock timeout, as the busy handler would have.
+    void enter_wal_mode(Duration lock_timeout) {
+        auto deadline = std::chrono::steady_clock::now() + lock_timeout;
+        auto pause = std::chrono::milliseconds(1);
+        for (;;) {
+            int status = sqlite3_exec(m_db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+            if (status == SQLITE_OK) return;
+            if ((status & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= deadline)
+                throw StoreError(fmt::format("store {}: {} (during PRAGMA journal_mode=WAL)",
+                                             quote(m_name), sqlite3_errmsg(m_db)));
+            std::this_thread::sleep_for(pause);
+            pause = std::min(pause * 2, std::chrono::milliseconds(100));
+        }
+    }
 
     void begin_if_needed() {
         if (m_in_transaction) return;

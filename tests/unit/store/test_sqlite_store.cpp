@@ -1,9 +1,12 @@
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
 
+#include <atomic>
 #include <doctest/doctest.h>
 #include <filesystem>
+#include <thread>
 #include <unistd.h>
+#include <vector>
 
 using namespace idem;
 using namespace idem::store;
@@ -58,4 +61,32 @@ TEST_CASE("a nonce claimed in one run is seen by the next, until it expires") {
 
 TEST_CASE("an unopenable store is a store error naming it") {
     CHECK_THROWS_AS((void)open_store(parse_store_uri("/nonexistent-dir/x.db")), StoreError);
+}
+
+TEST_CASE("processes creating the same store file at once all open it") {
+    // CI once failed here: four dedup processes started together, and one was
+    // refused "database is locked" while turning the new file to WAL.
+    for (int round = 0; round < 20; ++round) {
+        auto path = temp_db();
+        std::atomic<int> opened{0};
+        std::vector<std::string> errors(6);
+        std::vector<std::thread> openers;
+        for (std::size_t i = 0; i < errors.size(); ++i) {
+            openers.emplace_back([&, i] {
+                try {
+                    if (open_store(parse_store_uri(path))) ++opened;
+                } catch (const std::exception& error) {
+                    errors[i] = error.what();
+                }
+            });
+        }
+        for (auto& opener : openers)
+            opener.join();
+        for (const auto& error : errors)
+            CHECK_MESSAGE(error.empty(), error);
+        CHECK(opened == static_cast<int>(errors.size()));
+        std::filesystem::remove(path);
+        std::filesystem::remove(path + "-wal");
+        std::filesystem::remove(path + "-shm");
+    }
 }
