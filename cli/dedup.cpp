@@ -71,10 +71,6 @@ int run_dedup_command(const DedupOptions& options) {
     if (run.keep == dedup::KeepCopy::last && options.allow != 1)
         throw UsageError(
             "--keep last emits one copy of each event: it cannot be combined with --allow");
-    if (run.keep == dedup::KeepCopy::last && !options.output_path.empty())
-        throw UsageError(
-            "--keep last with -o FILE is not supported yet (held copies would escape the "
-            "checkpoint): write to stdout");
     if (options.mark && options.count)
         throw UsageError("--mark and --count are exclusive: choose one");
     run.action = options.mark    ? dedup::DuplicateAction::mark

@@ -76,4 +76,11 @@ BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
     return result;
 }
 
+Outcome judge_record(std::string_view bytes, WorkerState& state, const DedupRunOptions& options) {
+    Outcome outcome;
+    outcome.line.bytes = bytes;
+    judge_line(outcome.line, outcome, state, options);
+    return outcome;
+}
+
 } // namespace idem::dedup::detail

@@ -8,6 +8,7 @@
 #include "idem/record/block_pipeline.hpp"
 #include "idem/store/owned_files.hpp"
 #include "idem/store/store.hpp"
+#include "idem/util/encoding.hpp"
 #include "idem/util/text.hpp"
 
 #include <cstring>
@@ -64,7 +65,22 @@ struct Copy {
     Outcome outcome;
     store::FingerprintClaim claim; // its source view points into `source`
     std::string source;
+    std::uint64_t row_id = 0; // with -o, its row among the held rows in the store
 };
+
+// With -o, each held copy is also a row in the store (reorder's held-record
+// table, under a scope of its own), committed with the checkpoint: a resumed
+// run holds again exactly what the killed one held, so -o stays exact.
+store::HeldRecordRow row_of(const Copy& copy) {
+    store::HeldRecordRow row;
+    row.id = copy.row_id;
+    row.partition = copy.outcome.fingerprint.hex() + ' ' + copy.source;
+    row.key.primary = copy.claim.event_time.time_since_epoch().count();
+    row.key.secondary = copy.claim.line;
+    row.arrival = copy.claim.event_time;
+    row.bytes = copy.bytes;
+    return row;
+}
 
 // --keep last: every copy of a fingerprint, until its window closes (or the
 // input ends), when the newest is the one emitted.
@@ -144,8 +160,10 @@ private:
         m_owns_output = !m_options.output_path.empty();
         std::optional<store::Checkpoint> checkpoint;
         if (m_owns_output && m_store) {
-            auto resumption = store::find_resumption(*m_store, "dedup", m_options.scope,
-                                                     m_options.output_path, m_diagnostics);
+            m_input_identity = store::input_identity(m_options.input.paths);
+            auto resumption =
+                store::find_resumption(*m_store, "dedup", m_options.scope, m_options.output_path,
+                                       m_input_identity, m_diagnostics);
             m_checkpoint_key = std::move(resumption.checkpoint_name);
             checkpoint = std::move(resumption.checkpoint);
         }
@@ -153,18 +171,57 @@ private:
         m_output = m_owned_output ? m_owned_output.get() : &standard_output;
         m_dups = open_owned(m_options.dups_path, m_owns_output ? checkpoint : std::nullopt, "dups");
         m_skip = checkpoint ? checkpoint->records_done : 0;
+        if (m_owns_output && m_store) {
+            m_held_scope = "dedup held " + m_checkpoint_key;
+            if (checkpoint && keeps_last()) restore_held();
+        }
     }
 
-    store::FingerprintClaim claim_for(const Outcome& outcome, const record::InputRecord& record,
-                                      Timestamp now) const {
+    // The copies the run this one resumes held at its last commit, in the
+    // order it held them. Nothing is let go here: each of them had a window
+    // still open at the watermark then, which no later record lowers.
+    void restore_held() {
+        WorkerState state(m_options.key);
+        auto now = now_utc();
+        for (auto& row : m_store->load_held(m_held_scope)) {
+            Copy copy;
+            auto space = row.partition.find(' ');
+            store::FingerprintBytes fingerprint{};
+            if (space == std::string::npos ||
+                hex_decode_to(std::string_view(row.partition).substr(0, space),
+                              reinterpret_cast<char*>(fingerprint.data()),
+                              fingerprint.size()) != fingerprint.size())
+                throw StoreError(fmt::format("store {}: a held copy of --keep last is unreadable",
+                                             m_store_name));
+            copy.bytes = std::move(row.bytes);
+            copy.source = row.partition.substr(space + 1);
+            // Judged again for what the row does not keep (annotations, the
+            // printed key); the fingerprint and time are the ones first found.
+            copy.outcome = detail::judge_record(copy.bytes, state, m_options);
+            copy.outcome.fingerprint.bytes = fingerprint;
+            copy.outcome.event_time = row.arrival;
+            copy.claim = claim_for(copy.outcome, copy.source, row.key.secondary, now);
+            copy.row_id = row.id;
+            m_next_row_id = std::max(m_next_row_id, row.id + 1);
+            keep(std::move(copy));
+        }
+    }
+
+    store::FingerprintClaim claim_for(const Outcome& outcome, std::string_view source,
+                                      std::uint64_t line, Timestamp now) const {
         store::FingerprintClaim claim;
         claim.fingerprint = outcome.fingerprint.bytes;
         claim.event_time = outcome.event_time.value_or(now);
         claim.window = m_options.window;
         claim.expires_at = now + m_options.ttl;
-        claim.source = *record.source;
-        claim.line = record.line;
+        claim.source = source;
+        claim.line = line;
         return claim;
+    }
+
+    store::FingerprintClaim claim_for(const Outcome& outcome, const record::InputRecord& record,
+                                      Timestamp now) const {
+        return claim_for(outcome, *record.source, record.line, now);
     }
 
     std::vector<store::FingerprintResult> claim(const std::vector<store::FingerprintClaim>& claims,
@@ -277,21 +334,31 @@ private:
             m_watermark = event_time;
             release_held(m_watermark);
         }
-        auto [slot, inserted] = m_held.try_emplace(outcome.fingerprint.bytes);
-        auto& held = slot->second;
-        if (inserted) {
-            held.order = m_held_order++;
-            auto release_at =
-                m_options.window.count() > 0 ? event_time + m_options.window : Timestamp::max();
-            m_release_queue.emplace(std::make_pair(release_at, held.order),
-                                    outcome.fingerprint.bytes);
-        }
-        auto& copy = held.copies.emplace_back();
+        Copy copy;
         copy.bytes.assign(record.bytes);
         copy.outcome = outcome;
         copy.source = *record.source;
         copy.claim = claim_for(outcome, record, now);
+        if (!m_held_scope.empty()) {
+            copy.row_id = m_next_row_id++;
+            m_unsaved_held.emplace(copy.row_id, row_of(copy));
+        }
+        keep(std::move(copy));
+    }
+
+    void keep(Copy&& copy) {
+        auto [slot, inserted] = m_held.try_emplace(copy.outcome.fingerprint.bytes);
+        auto& held = slot->second;
+        if (inserted) {
+            held.order = m_held_order++;
+            auto release_at = m_options.window.count() > 0
+                                  ? copy.claim.event_time + m_options.window
+                                  : Timestamp::max();
+            m_release_queue.emplace(std::make_pair(release_at, held.order),
+                                    copy.outcome.fingerprint.bytes);
+        }
         m_held_bytes += copy.bytes.size();
+        held.copies.push_back(std::move(copy));
         if (m_held_bytes > m_options.max_held_bytes)
             throw UsageError(
                 fmt::format("--keep last holds {} of records, more than --max-held {}: give a "
@@ -325,6 +392,7 @@ private:
             for (std::size_t i = 0; i < held.copies.size(); ++i) {
                 auto& copy = held.copies[i];
                 m_held_bytes -= copy.bytes.size();
+                forget_row(copy);
                 auto answer = answers[i];
                 if (i + 1 < held.copies.size() || seen_before) {
                     answer.first = false;
@@ -342,6 +410,24 @@ private:
         }
     }
 
+    // A row saved at an earlier commit is deleted at the next; one held and
+    // let go between two commits never reaches the store.
+    void forget_row(const Copy& copy) {
+        if (m_held_scope.empty()) return;
+        if (m_unsaved_held.erase(copy.row_id) == 0) m_unsaved_releases.push_back(copy.row_id);
+    }
+
+    void save_held() {
+        if (m_held_scope.empty()) return;
+        store::ReorderChanges changes;
+        for (auto& [id, row] : m_unsaved_held)
+            changes.held.push_back(std::move(row));
+        changes.released = std::move(m_unsaved_releases);
+        m_store->save_reorder_changes(m_held_scope, changes);
+        m_unsaved_held.clear();
+        m_unsaved_releases.clear();
+    }
+
     // Output first, then the store: a crash in between makes a rerun repeat
     // the last batch's records (at-least-once), never lose one; and while the
     // batch's transaction is open, other processes on the store wait. Files
@@ -353,27 +439,33 @@ private:
         m_since_commit = 0;
         if (!m_store) return;
         if (m_owns_output) {
-            m_output->sync();
-            if (m_dups) m_dups->sync();
-            store::Checkpoint done;
-            // Never behind the run this one resumes: its records are done.
-            done.records_done = std::max(m_records, m_skip);
-            done.file_bytes["output"] = m_output->size();
-            if (m_dups) done.file_bytes["dups"] = m_dups->size();
-            m_store->save_checkpoint(m_checkpoint_key, done);
+            save_held();
+            m_store->save_checkpoint(m_checkpoint_key, synced_progress());
         }
         m_store->commit();
     }
 
-    // The last batch, and no checkpoint: a finished run leaves none, so the
-    // next run with the same -o starts a new file.
+    // The owned outputs on disk, and how far they go.
+    store::Checkpoint synced_progress() {
+        m_output->sync();
+        if (m_dups) m_dups->sync();
+        store::Checkpoint done;
+        // Never behind the run this one resumes: its records are done.
+        done.records_done = std::max(m_records, m_skip);
+        done.file_bytes["output"] = m_output->size();
+        if (m_dups) done.file_bytes["dups"] = m_dups->size();
+        return done;
+    }
+
+    // The last batch. Its checkpoint is marked finished: a rerun over the
+    // same input (this run killed before it could exit) leaves the outputs
+    // as they are; a run over another input starts them anew.
     void finish() {
         m_output->flush();
         if (m_dups) m_dups->flush();
         if (m_store && m_owns_output) {
-            m_output->sync();
-            if (m_dups) m_dups->sync();
-            m_store->clear_checkpoint(m_checkpoint_key);
+            store::save_finished(*m_store, m_checkpoint_key, synced_progress(), m_input_identity);
+            m_store->clear_reorder_state(m_held_scope);
         }
         if (m_store) m_store->commit();
         if (m_reject_sink) m_reject_sink->flush();
@@ -410,6 +502,7 @@ private:
     std::unique_ptr<io::Sink> m_dups;
     bool m_owns_output = false;
     std::string m_checkpoint_key;
+    std::optional<std::uint64_t> m_input_identity; // with -o: what this run reads
     std::uint64_t m_skip = 0;
     std::optional<record::RejectRouter> m_rejects;
     std::optional<record::InputStream> m_input;
@@ -423,6 +516,12 @@ private:
     std::uint64_t m_held_order = 0;
     std::uint64_t m_held_bytes = 0;
     Timestamp m_watermark = Timestamp::min();
+    // --keep last with -o: the held rows' scope in the store (empty without
+    // -o), and what changed since the last commit.
+    std::string m_held_scope;
+    std::map<std::uint64_t, store::HeldRecordRow> m_unsaved_held;
+    std::vector<std::uint64_t> m_unsaved_releases;
+    std::uint64_t m_next_row_id = 0;
 };
 
 } // namespace

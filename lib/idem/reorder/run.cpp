@@ -102,8 +102,10 @@ private:
         m_owns_output = !m_options.output_path.empty();
         std::optional<store::Checkpoint> checkpoint;
         if (m_owns_output) {
-            auto resumption = store::find_resumption(*m_store, "reorder", m_options.scope,
-                                                     m_options.output_path, m_diagnostics);
+            m_input_identity = store::input_identity(m_options.input.paths);
+            auto resumption =
+                store::find_resumption(*m_store, "reorder", m_options.scope, m_options.output_path,
+                                       m_input_identity, m_diagnostics);
             m_checkpoint_key = std::move(resumption.checkpoint_name);
             checkpoint = std::move(resumption.checkpoint);
         }
@@ -292,13 +294,7 @@ private:
         flush_outputs();
         m_since_commit = 0;
         m_released_at_commit = m_sequencer.counts().released;
-        if (m_owns_output) {
-            sync_outputs();
-            store::Checkpoint done;
-            done.records_done = std::max(m_records, m_skip);
-            record_sizes(done);
-            m_store->save_checkpoint(m_checkpoint_key, done);
-        }
+        if (m_owns_output) m_store->save_checkpoint(m_checkpoint_key, synced_progress());
         save_changes();
         m_store->commit();
         if (too_many_partitions()) {
@@ -316,26 +312,26 @@ private:
         });
     }
 
-    void sync_outputs() {
+    // The owned outputs on disk, and how far they go.
+    store::Checkpoint synced_progress() {
         m_output->sync();
         if (m_gaps) m_gaps->sync();
         if (m_late) m_late->sync();
-    }
-
-    void record_sizes(store::Checkpoint& done) const {
+        store::Checkpoint done;
+        done.records_done = std::max(m_records, m_skip);
         done.file_bytes["output"] = m_output->size();
         if (m_gaps) done.file_bytes["gaps"] = m_gaps->size();
         if (m_late) done.file_bytes["late"] = m_late->size();
+        return done;
     }
 
-    // The last commit, and no checkpoint: a finished run leaves none, so the
-    // next run with the same -o starts a new file.
+    // The last commit. Its checkpoint is marked finished: a rerun over the
+    // same input (this run killed before it could exit) leaves the outputs
+    // as they are; a run over another input starts them anew.
     void finish() {
         flush_outputs();
-        if (m_owns_output) {
-            sync_outputs();
-            m_store->clear_checkpoint(m_checkpoint_key);
-        }
+        if (m_owns_output)
+            store::save_finished(*m_store, m_checkpoint_key, synced_progress(), m_input_identity);
         save_changes();
         m_store->commit();
         if (m_reject_sink) m_reject_sink->flush();
@@ -383,6 +379,7 @@ private:
     std::unique_ptr<io::Sink> m_late;
     bool m_owns_output = false;
     std::string m_checkpoint_key;
+    std::optional<std::uint64_t> m_input_identity; // with -o: what this run reads
     std::uint64_t m_skip = 0;
     std::optional<record::RejectRouter> m_rejects;
     std::optional<record::InputStream> m_input;

@@ -1,7 +1,11 @@
 #include "idem/store/owned_files.hpp"
 
+#include "idem/crypto/crypto.hpp"
+
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 namespace idem::store {
 
@@ -12,16 +16,56 @@ std::string checkpoint_name(std::string_view command, std::string_view scope,
     return fmt::format("{} {} {}", command, scope, absolute);
 }
 
+std::optional<std::uint64_t> input_identity(const std::vector<std::string>& paths) {
+    if (paths.empty()) return std::nullopt;
+    std::string described;
+    for (const auto& path : paths) {
+        struct stat status {};
+        if (path == "-" || ::stat(path.c_str(), &status) != 0 || !S_ISREG(status.st_mode))
+            return std::nullopt;
+        std::error_code ignored;
+        fmt::format_to(std::back_inserter(described), "{}\n{}\n{}.{}\n",
+                       std::filesystem::absolute(path, ignored).lexically_normal().string(),
+                       status.st_size, status.st_mtim.tv_sec, status.st_mtim.tv_nsec);
+    }
+    auto digest = crypto::hash(crypto::HashAlgorithm::sha256, described);
+    std::uint64_t identity = 0;
+    std::memcpy(&identity, digest.view().data(), sizeof identity);
+    return identity >> 1;
+}
+
 Resumption find_resumption(Store& store, std::string_view command, std::string_view scope,
-                           const std::string& output_path, io::Diagnostics& diagnostics) {
+                           const std::string& output_path, std::optional<std::uint64_t> input,
+                           io::Diagnostics& diagnostics) {
     Resumption found{checkpoint_name(command, scope, output_path), std::nullopt};
     found.checkpoint = store.load_checkpoint(found.checkpoint_name);
-    if (found.checkpoint)
+    if (!found.checkpoint) return found;
+    if (found.checkpoint->finished_input) {
+        if (found.checkpoint->finished_input != input) {
+            found.checkpoint.reset(); // a new run: its outputs start anew
+            return found;
+        }
         diagnostics.warning({output_path, 0, 0, 0},
-                            fmt::format("resuming a run that stopped after {} records: the "
-                                        "outputs are cut back to what it had committed",
+                            fmt::format("a run over this same input already finished ({} "
+                                        "records): its outputs stand, nothing is done again",
                                         found.checkpoint->records_done));
+        return found;
+    }
+    diagnostics.warning({output_path, 0, 0, 0},
+                        fmt::format("resuming a run that stopped after {} records: the "
+                                    "outputs are cut back to what it had committed",
+                                    found.checkpoint->records_done));
     return found;
+}
+
+void save_finished(Store& store, const std::string& checkpoint_name, Checkpoint done,
+                   std::optional<std::uint64_t> input) {
+    if (!input) {
+        store.clear_checkpoint(checkpoint_name);
+        return;
+    }
+    done.finished_input = input;
+    store.save_checkpoint(checkpoint_name, done);
 }
 
 std::unique_ptr<io::Sink> open_owned(const std::string& path,

@@ -129,6 +129,8 @@ public:
                 checkpoint.records_done = value;
             else if (field.starts_with("file:"))
                 checkpoint.file_bytes[field.substr(5)] = value;
+            else if (field == "finished_input")
+                checkpoint.finished_input = value;
         }
         return checkpoint;
     }
@@ -139,6 +141,10 @@ public:
         for (const auto& [role, bytes] : checkpoint.file_bytes) {
             arguments.push_back("file:" + role);
             arguments.push_back(std::to_string(bytes));
+        }
+        if (checkpoint.finished_input) {
+            arguments.push_back("finished_input");
+            arguments.push_back(std::to_string(*checkpoint.finished_input));
         }
         m_pending.push_back({"DEL", checkpoint_key(name)});
         m_pending.push_back(std::move(arguments));

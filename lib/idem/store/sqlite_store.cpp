@@ -29,6 +29,10 @@ using detail::k_migrations;
 using detail::k_schema_version;
 using detail::Statement;
 
+// Beside the file sizes in a checkpoint's file_bytes column (roles are
+// plain words, so it cannot be one of them).
+constexpr std::string_view k_finished_input = "~finished_input";
+
 // Claims are committed in batches: one fsync per batch, not per record.
 constexpr int k_claims_per_transaction = 4096;
 
@@ -205,9 +209,13 @@ public:
         for (auto item : split(files, ',')) {
             auto equals = item.find('=');
             if (equals == std::string_view::npos) continue;
-            std::uint64_t bytes = 0;
-            std::from_chars(item.data() + equals + 1, item.data() + item.size(), bytes);
-            checkpoint.file_bytes[std::string(item.substr(0, equals))] = bytes;
+            std::uint64_t value = 0;
+            std::from_chars(item.data() + equals + 1, item.data() + item.size(), value);
+            auto field = item.substr(0, equals);
+            if (field == k_finished_input)
+                checkpoint.finished_input = value;
+            else
+                checkpoint.file_bytes[std::string(field)] = value;
         }
         return checkpoint;
     }
@@ -218,6 +226,9 @@ public:
         std::string files;
         for (const auto& [role, bytes] : checkpoint.file_bytes)
             files += fmt::format("{}{}={}", files.empty() ? "" : ",", role, bytes);
+        if (checkpoint.finished_input)
+            files += fmt::format("{}{}={}", files.empty() ? "" : ",", k_finished_input,
+                                 *checkpoint.finished_input);
         Statement statement(
             m_db,
             "INSERT INTO checkpoints(name, records_done, file_bytes) VALUES(?1, ?2, ?3) "

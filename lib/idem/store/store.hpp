@@ -83,6 +83,11 @@ struct FingerprintResult {
 struct Checkpoint {
     std::uint64_t records_done = 0;
     std::map<std::string, std::uint64_t> file_bytes; // by role: "output", "dups"
+    // Set by a run that finished: which input it read (input_identity in
+    // owned_files.hpp). A rerun over the same input, after a kill between
+    // that last commit and the exit, finds its outputs complete and leaves
+    // them; a run over any other input starts them anew.
+    std::optional<std::uint64_t> finished_input;
 };
 
 // One copy of an event as dedup recorded it: the first, or a repeat kept as

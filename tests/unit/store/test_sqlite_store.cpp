@@ -1,9 +1,11 @@
+#include "idem/store/owned_files.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
 
 #include <atomic>
 #include <doctest/doctest.h>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -89,4 +91,44 @@ TEST_CASE("processes creating the same store file at once all open it") {
         std::filesystem::remove(path + "-wal");
         std::filesystem::remove(path + "-shm");
     }
+}
+
+TEST_CASE("a finished run's checkpoint counts only for the same input") {
+    auto path = temp_db();
+    auto log = std::filesystem::temp_directory_path() /
+               ("idem-store-test-" + std::to_string(::getpid()) + ".ndjson");
+    { std::ofstream(log) << "{\"id\":1}\n"; }
+    auto input = input_identity({log.string()});
+    REQUIRE(input);
+    CHECK(input_identity({log.string(), "-"}) == std::nullopt); // stdin cannot be recognized
+    io::SilentDiagnostics quiet;
+    {
+        auto store = open_store(parse_store_uri(path));
+        Checkpoint done;
+        done.records_done = 7;
+        done.file_bytes["output"] = 120;
+        done.file_bytes["dups"] = 30;
+        save_finished(*store, checkpoint_name("dedup", "default", "out.ndjson"), done, input);
+        store->commit();
+    }
+    {
+        auto store = open_store(parse_store_uri(path));
+        auto again = find_resumption(*store, "dedup", "default", "out.ndjson", input, quiet);
+        REQUIRE(again.checkpoint);
+        CHECK(again.checkpoint->records_done == 7);
+        CHECK(again.checkpoint->file_bytes.at("output") == 120);
+        CHECK(again.checkpoint->file_bytes.at("dups") == 30);
+        CHECK(again.checkpoint->finished_input == input);
+        { std::ofstream(log, std::ios::app) << "{\"id\":2}\n"; } // the log grew
+        auto grown = input_identity({log.string()});
+        CHECK(grown != input);
+        CHECK_FALSE(
+            find_resumption(*store, "dedup", "default", "out.ndjson", grown, quiet).checkpoint);
+        CHECK_FALSE(find_resumption(*store, "dedup", "default", "out.ndjson", std::nullopt, quiet)
+                        .checkpoint);
+    }
+    std::filesystem::remove(log);
+    std::filesystem::remove(path);
+    std::filesystem::remove(path + "-wal");
+    std::filesystem::remove(path + "-shm");
 }

@@ -43,4 +43,8 @@ struct WorkerState {
 BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
                          const DedupRunOptions& options);
 
+// One record alone: for copies --keep last held in the store, judged again
+// when a run resumes.
+Outcome judge_record(std::string_view bytes, WorkerState& state, const DedupRunOptions& options);
+
 } // namespace idem::dedup::detail
