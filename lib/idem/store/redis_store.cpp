@@ -1,5 +1,6 @@
 #include "idem/store/store.hpp"
 
+#include "idem/store/detail/redis_liveness.hpp"
 #include "idem/store/detail/redis_reorder.hpp"
 #include "idem/store/detail/redis_replay.hpp"
 #include "idem/util/errors.hpp"
@@ -8,6 +9,7 @@
 #include <charconv>
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,7 +75,9 @@ public:
     }
 
     // Pipelined: every claim of the batch is sent before the first reply is
-    // read, so a batch costs one round trip, not one per record.
+    // read, so a batch costs one round trip, not one per record. A claim
+    // that meets another process's unconfirmed lease is asked again once
+    // that owner is known to be alive (a repeat) or dead (taken over).
     std::vector<FingerprintResult> claim_fingerprints(std::string_view scope,
                                                       const std::vector<FingerprintClaim>& claims,
                                                       Timestamp now) override {
@@ -81,30 +85,32 @@ public:
         std::vector<FingerprintResult> results(claims.size());
         if (claims.empty()) return results;
         load_claim_script();
+        if (!m_heartbeat)
+            m_heartbeat = std::make_unique<detail::Heartbeat>(m_location.host, m_location.port,
+                                                              m_location.database, m_owner);
         std::vector<std::string> keys;
-        for (const auto& claim : claims) {
-            keys.push_back(fingerprint_key(scope, claim.fingerprint));
-            append({"EVALSHA", m_claim_script, "2", keys.back(), evidence_key(keys.back()),
-                    std::to_string(claim.event_time.time_since_epoch().count()),
-                    std::to_string(k_lease.count()), std::to_string(claim.window.count()),
-                    std::string(claim.source), std::to_string(claim.line)});
+        std::vector<std::size_t> asking;
+        for (std::size_t i = 0; i < claims.size(); ++i) {
+            keys.push_back(fingerprint_key(scope, claims[i].fingerprint));
+            append_claim(keys[i], claims[i], "ask", {});
+            asking.push_back(i);
         }
-        for (std::size_t i = 0; i < results.size(); ++i) {
-            auto& result = results[i];
-            auto reply = read_reply();
-            if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4)
-                throw StoreError(
-                    fmt::format("store {}: unexpected reply to a claim", m_location.describe()));
-            result.seen_count = static_cast<std::uint64_t>(integer_of(reply->element[0]));
-            result.first = result.seen_count == 1;
-            result.first_seen = Timestamp(Duration(integer_of(reply->element[1])));
-            result.first_source = string_of(reply->element[2]);
-            result.first_line = static_cast<std::uint64_t>(integer_of(reply->element[3]));
-            if (result.first) {
-                auto expires_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    claims[i].expires_at.time_since_epoch());
-                m_unconfirmed.emplace_back(std::move(keys[i]), expires_ms.count());
-            }
+        std::vector<std::string> owners(claims.size()); // of the leases met
+        while (!asking.empty()) {
+            std::vector<std::size_t> met;
+            for (auto i : asking)
+                if (!read_claim(results[i], owners[i])) met.push_back(i);
+            for (auto i : asking)
+                if (results[i].first && owners[i].empty()) confirm_later(keys[i], claims[i]);
+            std::map<std::string, bool> owner_alive;
+            for (auto i : met)
+                if (!owner_alive.contains(owners[i]))
+                    owner_alive[owners[i]] = wait_for_verdict(owners[i]);
+            for (auto i : met)
+                append_claim(keys[i], claims[i], owner_alive[owners[i]] ? "count" : "take",
+                             owners[i]);
+            // A taken lease someone else took first is met again, with its new owner.
+            asking = std::move(met);
         }
         return results;
     }
@@ -339,14 +345,17 @@ public:
     std::uint64_t collect_garbage(Timestamp) override { return 0; }
 
     // A first copy's claim holds for a lease only; once its batch's output
-    // is flushed, it is confirmed to the full TTL. A process that dies in
-    // between loses its claims when the lease runs out, so a rerun after
-    // that emits the batch again instead of losing it.
+    // is flushed, it is confirmed to the full TTL and loses its owner. A
+    // process that dies in between stops beating its heartbeat, and the next
+    // claim on its leases takes them over (docs/dedup.md), so a rerun emits
+    // the batch again instead of losing it.
     void commit() override {
         apply_pending();
         if (m_unconfirmed.empty()) return;
+        load_script(m_confirm_script, k_confirm_lua);
         for (const auto& [key, expires_ms] : m_unconfirmed)
-            append({"PEXPIREAT", key, std::to_string(expires_ms)});
+            append({"EVALSHA", m_confirm_script, "2", key, evidence_key(key),
+                    std::to_string(expires_ms), m_owner});
         for (std::size_t i = 0; i < m_unconfirmed.size(); ++i)
             read_reply();
         m_unconfirmed.clear();
@@ -357,21 +366,95 @@ public:
 private:
     // Claims one fingerprint atomically: a live entry (within the window) is
     // a repeat, counted, and kept as evidence ("source:line event_time_us")
-    // in a list beside it; otherwise this record becomes the first copy.
+    // in a list beside it; otherwise this record becomes the first copy, on
+    // a lease owned by this process. An entry still leased by another owner
+    // is answered {0, 0, owner, 0} when asking (ARGV[7] 'ask'), counted once
+    // that owner is known alive ('count'), and claimed anew when it is dead
+    // and still the owner (ARGV[7] 'take', ARGV[8] the dead owner).
     static constexpr const char* k_claim_lua = R"lua(
-local v = redis.call('HMGET', KEYS[1], 'first_seen', 'count', 'source', 'line')
+local v = redis.call('HMGET', KEYS[1], 'first_seen', 'count', 'source', 'line', 'owner')
 if v[1] and (ARGV[3] == '0' or tonumber(ARGV[1]) - tonumber(v[1]) <= tonumber(ARGV[3])) then
-  local c = redis.call('HINCRBY', KEYS[1], 'count', 1)
-  redis.call('RPUSH', KEYS[2], ARGV[4] .. ':' .. ARGV[5] .. ' ' .. ARGV[1])
-  local ttl = redis.call('PTTL', KEYS[1])
-  if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
-  return {c, tonumber(v[1]), v[3], tonumber(v[4])}
+  local foreign = v[5] and v[5] ~= ARGV[6]
+  if foreign and (ARGV[7] == 'ask' or (ARGV[7] == 'take' and v[5] ~= ARGV[8])) then
+    return {0, 0, v[5], 0}
+  end
+  if not (foreign and ARGV[7] == 'take') then
+    local c = redis.call('HINCRBY', KEYS[1], 'count', 1)
+    redis.call('RPUSH', KEYS[2], ARGV[4] .. ':' .. ARGV[5] .. ' ' .. ARGV[1])
+    local ttl = redis.call('PTTL', KEYS[1])
+    if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+    return {c, tonumber(v[1]), v[3], tonumber(v[4])}
+  end
 end
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[1], 'first_seen', ARGV[1], 'count', 1, 'source', ARGV[4], 'line', ARGV[5])
+redis.call('HSET', KEYS[1], 'first_seen', ARGV[1], 'count', 1, 'source', ARGV[4], 'line', ARGV[5],
+           'owner', ARGV[6])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
 )lua";
+
+    // Confirms a first copy this process still owns: the full TTL for it
+    // and its evidence, and no owner any more.
+    static constexpr const char* k_confirm_lua = R"lua(
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return 0 end
+redis.call('HDEL', KEYS[1], 'owner')
+redis.call('PEXPIREAT', KEYS[2], ARGV[1])
+return redis.call('PEXPIREAT', KEYS[1], ARGV[1])
+)lua";
+
+    void append_claim(const std::string& key, const FingerprintClaim& claim, std::string_view mode,
+                      const std::string& met_owner) {
+        append({"EVALSHA", m_claim_script, "2", key, evidence_key(key),
+                std::to_string(claim.event_time.time_since_epoch().count()),
+                std::to_string(k_lease.count()), std::to_string(claim.window.count()),
+                std::string(claim.source), std::to_string(claim.line), m_owner, std::string(mode),
+                met_owner});
+    }
+
+    // False when the claim met another owner's lease (named in `met_owner`).
+    bool read_claim(FingerprintResult& result, std::string& met_owner) {
+        auto reply = read_reply();
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4)
+            throw StoreError(
+                fmt::format("store {}: unexpected reply to a claim", m_location.describe()));
+        auto count = integer_of(reply->element[0]);
+        if (count == 0) {
+            met_owner = string_of(reply->element[2]);
+            return false;
+        }
+        met_owner.clear();
+        result.seen_count = static_cast<std::uint64_t>(count);
+        result.first = result.seen_count == 1;
+        result.first_seen = Timestamp(Duration(integer_of(reply->element[1])));
+        result.first_source = string_of(reply->element[2]);
+        result.first_line = static_cast<std::uint64_t>(integer_of(reply->element[3]));
+        return true;
+    }
+
+    void confirm_later(const std::string& key, const FingerprintClaim& claim) {
+        auto expires_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+            claim.expires_at.time_since_epoch());
+        m_unconfirmed.emplace_back(key, expires_ms.count());
+    }
+
+    // Whether the owner of a lease met is alive: its heartbeat changes, or
+    // stays silent long enough to mean it died. Waits at most about
+    // k_silence_is_death, once per owner this process meets.
+    bool wait_for_verdict(const std::string& owner) {
+        for (;;) {
+            auto reply = command({"GET", detail::heartbeat_key(owner)});
+            std::optional<std::string> beat;
+            if (reply->type == REDIS_REPLY_STRING) beat = string_of(reply.get());
+            switch (m_liveness.judge(owner, beat, detail::LivenessClock::now())) {
+            case detail::OwnerLiveness::Verdict::alive:
+                return true;
+            case detail::OwnerLiveness::Verdict::dead:
+                return false;
+            case detail::OwnerLiveness::Verdict::unsure:
+                std::this_thread::sleep_for(detail::k_beat_interval / 5);
+            }
+        }
+    }
 
     void load_claim_script() { load_script(m_claim_script, k_claim_lua); }
 
@@ -514,11 +597,15 @@ return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
     StoreLocation m_location;
     redisContext* m_context = nullptr;
     std::string m_claim_script; // SHA1 of the loaded claim script
+    std::string m_confirm_script;
     std::string m_replay_claim_script;
     std::string m_replay_renew_script;
     std::vector<std::pair<std::string, long long>>
         m_unconfirmed;                               // first copies of the batch: key, expiry
     std::vector<std::vector<std::string>> m_pending; // written by commit()
+    std::string m_owner = detail::new_owner_id();    // of this process's leases
+    std::unique_ptr<detail::Heartbeat> m_heartbeat;  // from the first claim on
+    detail::OwnerLiveness m_liveness;                // of the owners met
 };
 
 } // namespace

@@ -1,0 +1,78 @@
+#pragma once
+// Internal to the Redis store: whether the process that holds a dedup lease
+// is still alive. A first copy's claim is a lease until its batch's output is
+// flushed; a process killed in between leaves leases nobody will confirm.
+// Each process that claims beats a heartbeat key; a process that meets
+// another's lease asks whether that owner still beats, and takes the lease
+// over when it does not, instead of counting the record as a duplicate of a
+// copy that was never emitted.
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+
+struct redisContext;
+
+namespace idem::store::detail {
+
+using LivenessClock = std::chrono::steady_clock;
+
+// How often an owner beats, and how long a beat that does not change means
+// its owner is gone. Generous against a loaded machine: a live owner judged
+// dead would have its leases taken over and its events emitted twice.
+inline constexpr std::chrono::milliseconds k_beat_interval{500};
+inline constexpr std::chrono::milliseconds k_silence_is_death{3000};
+
+// "idem:alive:OWNER"
+[[nodiscard]] std::string heartbeat_key(std::string_view owner);
+
+// A random owner id for this process's leases.
+[[nodiscard]] std::string new_owner_id();
+
+// What one process has seen of other owners' heartbeats. Pure: the caller
+// reads the heartbeat key and the clock.
+class OwnerLiveness {
+public:
+    enum class Verdict { alive, dead, unsure };
+
+    // `beat` is the heartbeat key's value now (nullopt: no key). Unsure
+    // means: look again a little later.
+    Verdict judge(const std::string& owner, const std::optional<std::string>& beat,
+                  LivenessClock::time_point now);
+
+private:
+    struct Seen {
+        std::string beat;
+        LivenessClock::time_point since; // when this value was first seen
+        bool seen_changing = false;      // the owner has been seen beating
+    };
+    std::unordered_map<std::string, Seen> m_seen;
+};
+
+// Beats this process's heartbeat on a connection of its own, every
+// k_beat_interval, until destroyed (which deletes the key).
+class Heartbeat {
+public:
+    Heartbeat(const std::string& host, int port, int database, std::string owner);
+    ~Heartbeat();
+    Heartbeat(const Heartbeat&) = delete;
+    Heartbeat& operator=(const Heartbeat&) = delete;
+
+private:
+    void beat();
+    void run(const std::stop_token& stop);
+
+    redisContext* m_context = nullptr;
+    std::string m_key;
+    std::uint64_t m_count = 0;
+    std::mutex m_mutex;
+    std::condition_variable_any m_wake;
+    std::jthread m_thread;
+};
+
+} // namespace idem::store::detail
