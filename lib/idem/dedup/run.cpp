@@ -244,6 +244,7 @@ private:
     }
 
     void emit_block(const record::InputBlock& block, BlockOutcome& result) {
+        if (m_records == 0) expect_records(block, result);
         m_positions.start_block(block);
         auto now = now_utc();
         // Claims for the whole block in one call: one round trip to Redis,
@@ -276,6 +277,18 @@ private:
         // Records skipped on a resume are not new work: no commit for them.
         if (m_records > m_skip) m_since_commit += result.outcomes.size();
         if (m_since_commit >= m_options.batch) commit();
+    }
+
+    // From the first block's records per byte and the input's size: the
+    // store's table is then sized once (the table caps what it reserves).
+    void expect_records(const record::InputBlock& block, const BlockOutcome& first) {
+        auto total = m_input->total_bytes();
+        auto block_bytes = block.block.lines().size();
+        if (!m_store || !total || block_bytes == 0 || first.outcomes.empty()) return;
+        auto expected = static_cast<std::uint64_t>(static_cast<double>(*total) /
+                                                   static_cast<double>(block_bytes) *
+                                                   static_cast<double>(first.outcomes.size()));
+        m_store->expect_fingerprints(m_options.scope, expected);
     }
 
     // Rejects and unkeyed records; true when the record goes on to the store.

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace idem::record {
@@ -182,6 +183,16 @@ bool InputStream::ready(std::chrono::milliseconds patience) const {
 
 std::uint64_t InputStream::bytes_read() const {
     return m_impl->finished_bytes + (m_impl->reader ? m_impl->reader->bytes_read() : 0);
+}
+
+std::optional<std::uint64_t> InputStream::total_bytes() const {
+    std::uint64_t total = 0;
+    for (const auto& input : m_impl->inputs) {
+        struct stat status {};
+        if (::fstat(input.fd, &status) != 0 || !S_ISREG(status.st_mode)) return std::nullopt;
+        total += static_cast<std::uint64_t>(status.st_size);
+    }
+    return total;
 }
 
 } // namespace idem::record

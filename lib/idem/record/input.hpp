@@ -79,6 +79,9 @@ public:
     std::optional<InputRecord> next();
 
     [[nodiscard]] std::uint64_t bytes_read() const;
+    // The size of all inputs together, when every one is a regular file
+    // (stdin redirected from a file counts): nullopt for pipes and terminals.
+    [[nodiscard]] std::optional<std::uint64_t> total_bytes() const;
     // False when the next read would wait for a live writer: the time to
     // finish what was read so far, so nothing waits behind a quiet pipe.
     [[nodiscard]] bool ready() const;

@@ -51,6 +51,10 @@ public:
         return results;
     }
 
+    void expect_fingerprints(std::string_view scope, std::uint64_t records) override {
+        m_fingerprints[std::string(scope)].reserve(records);
+    }
+
     void release_fingerprint(std::string_view scope, const FingerprintBytes& fingerprint,
                              Timestamp now) override {
         auto found = m_fingerprints.find(std::string(scope));

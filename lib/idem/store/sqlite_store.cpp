@@ -172,6 +172,11 @@ public:
 
     // A release is a row of its own (kind 3) so that every process's index
     // learns of it while catching up, as it learns of claims.
+    // The log's index in memory; the log itself has no size to set.
+    void expect_fingerprints(std::string_view scope, std::uint64_t records) override {
+        scope_index(scope).table.reserve(records);
+    }
+
     void release_fingerprint(std::string_view scope, const FingerprintBytes& fingerprint,
                              Timestamp now) override {
         m_log->drain();

@@ -156,6 +156,13 @@ public:
     claim_fingerprints(std::string_view scope, const std::vector<FingerprintClaim>& claims,
                        Timestamp now) = 0;
 
+    // A hint that about `records` claims are coming within `scope` (dedup
+    // reads it off the input's size): tables in memory are sized once
+    // instead of growing. Stores without such tables ignore it.
+    virtual void expect_fingerprints(std::string_view scope, std::uint64_t records) {
+        (void)scope;
+        (void)records;
+    }
     // Gives up a first copy's claim, made earlier in this process, so that
     // the next copy is first again: for a delivery that was claimed but
     // could not be passed on (`listen --dedup --forward-to`). The entry

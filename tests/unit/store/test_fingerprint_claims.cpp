@@ -1,5 +1,7 @@
+#include "idem/store/detail/fingerprint_table.hpp"
 #include "idem/store/store.hpp"
 
+#include <cstring>
 #include <doctest/doctest.h>
 #include <filesystem>
 #include <unistd.h>
@@ -125,4 +127,32 @@ TEST_CASE("a released first copy is claimable again, in this process and in othe
     int records = 0;
     first->for_each_fingerprint_record("s", [&](const FingerprintRecord&) { ++records; });
     CHECK(records == 4);
+}
+
+TEST_CASE("the table keeps every entry through growth, a reservation and expiry") {
+    detail::FingerprintTable table;
+    CHECK(table.remove_expired(at(0)) == 0); // nothing allocated yet
+    auto key = [](std::uint32_t n) {
+        FingerprintBytes bytes{};
+        // Low bytes index the table: spread them, and collide some on purpose.
+        std::memcpy(bytes.data(), &n, sizeof n);
+        bytes[8] = static_cast<std::uint8_t>(n % 7);
+        return bytes;
+    };
+    constexpr std::uint32_t k_entries = 200'000; // past the first capacity: it grows
+    for (std::uint32_t n = 0; n < k_entries; ++n) {
+        auto [entry, inserted] = table.find_or_insert(key(n));
+        REQUIRE(inserted);
+        *entry = {at(n), at(n % 2 == 0 ? 100 : 1'000'000), 1, 0, n};
+    }
+    table.reserve(1'000'000);
+    CHECK(table.size() == k_entries);
+    for (std::uint32_t n = 0; n < k_entries; n += 997) {
+        REQUIRE(table.find(key(n)) != nullptr);
+        CHECK(table.find(key(n))->first_line == n);
+    }
+    CHECK(table.remove_expired(at(500)) == k_entries / 2); // the even ones expired at 100
+    CHECK(table.find(key(2)) == nullptr);
+    CHECK(table.find(key(3))->first_line == 3);
+    CHECK_FALSE(table.find_or_insert(key(3)).second);
 }

@@ -6,8 +6,12 @@
 #include "idem/store/store.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
-#include <vector>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
 
 namespace idem::store::detail {
 
@@ -28,8 +32,8 @@ class FingerprintTable {
 public:
     // The entry for `key`, and whether it was just inserted (zeroed).
     std::pair<Entry*, bool> find_or_insert(const FingerprintBytes& key) {
-        if ((m_count + 1) * 10 > m_slots.size() * 7) grow();
-        auto mask = m_slots.size() - 1;
+        if (too_full(m_count + 1)) rehash(std::max<std::size_t>(m_capacity * 2, k_first_capacity));
+        auto mask = m_capacity - 1;
         for (auto index = FingerprintBytesHash{}(key)&mask;; index = (index + 1) & mask) {
             auto& slot = m_slots[index];
             if (slot.entry.seen_count == 0) {
@@ -42,13 +46,24 @@ public:
         }
     }
 
+    // Room for `entries` without growing: a run that knows roughly how many
+    // records are coming moves each entry once instead of at every doubling
+    // (about 1.4 times the entries in all, each a cache miss).
+    void reserve(std::size_t entries) {
+        entries = std::min(entries, k_most_reserved);
+        auto capacity = std::max(m_capacity, k_first_capacity);
+        while (entries * 10 > capacity * 7)
+            capacity *= 2;
+        if (capacity > m_capacity) rehash(capacity);
+    }
+
     [[nodiscard]] Entry* find_mutable(const FingerprintBytes& key) {
         return const_cast<Entry*>(find(key));
     }
 
     [[nodiscard]] const Entry* find(const FingerprintBytes& key) const {
-        if (m_slots.empty()) return nullptr;
-        auto mask = m_slots.size() - 1;
+        if (m_capacity == 0) return nullptr;
+        auto mask = m_capacity - 1;
         for (auto index = FingerprintBytesHash{}(key)&mask;; index = (index + 1) & mask) {
             const auto& slot = m_slots[index];
             if (slot.entry.seen_count == 0) return nullptr;
@@ -60,31 +75,49 @@ public:
 
     // Removes entries that expired by `now`; returns how many.
     std::uint64_t remove_expired(Timestamp now) {
-        std::vector<Slot> kept(m_slots.size());
-        std::swap(kept, m_slots);
+        if (m_capacity == 0) return 0;
         auto before = m_count;
-        m_count = 0;
-        for (const auto& slot : kept)
-            if (slot.entry.seen_count != 0 && slot.entry.expires_at > now)
-                *find_or_insert(slot.key).first = slot.entry;
+        rehash(m_capacity, [&](const Entry& entry) { return entry.expires_at > now; });
         return before - m_count;
     }
 
 private:
     struct Slot {
-        FingerprintBytes key{};
+        FingerprintBytes key;
         Entry entry;
     };
+    // All-zero bytes are an empty slot.
+    static_assert(std::is_trivially_copyable_v<Slot> && std::is_trivially_destructible_v<Slot>);
+    struct FreeSlots {
+        void operator()(Slot* slots) const { std::free(slots); }
+    };
+    static constexpr std::size_t k_first_capacity = 1 << 16;
+    // A reservation is memory held whether the entries come or not (a log of
+    // few events repeated): at most 192 MiB of it; past that, the table grows.
+    static constexpr std::size_t k_most_reserved = 2'000'000;
 
-    void grow() {
-        std::vector<Slot> old(std::max<std::size_t>(m_slots.size() * 2, 1 << 16));
+    [[nodiscard]] bool too_full(std::size_t entries) const { return entries * 10 > m_capacity * 7; }
+
+    template <typename Keep = bool (*)(const Entry&)>
+    void rehash(
+        std::size_t capacity, Keep keep = [](const Entry&) { return true; }) {
+        std::unique_ptr<Slot[], FreeSlots> old(
+            static_cast<Slot*>(std::malloc(capacity * sizeof(Slot))));
+        if (!old) throw std::bad_alloc();
+        // Zeroed by writing, in order: left to the kernel, a probe's first
+        // read maps the shared zero page and its first write then copies it,
+        // two faults and a TLB shootdown per page, in random order.
+        std::memset(static_cast<void*>(old.get()), 0, capacity * sizeof(Slot));
         std::swap(old, m_slots);
+        auto old_capacity = std::exchange(m_capacity, capacity);
         m_count = 0;
-        for (const auto& slot : old)
-            if (slot.entry.seen_count != 0) *find_or_insert(slot.key).first = slot.entry;
+        for (std::size_t i = 0; i < old_capacity; ++i)
+            if (old[i].entry.seen_count != 0 && keep(old[i].entry))
+                *find_or_insert(old[i].key).first = old[i].entry;
     }
 
-    std::vector<Slot> m_slots;
+    std::unique_ptr<Slot[], FreeSlots> m_slots;
+    std::size_t m_capacity = 0; // a power of two, or 0
     std::size_t m_count = 0;
 };
 
