@@ -6,8 +6,8 @@
 # Contenders, all deduplicating by data.object.id + type: idem with the
 # SQLite store and with :memory:, a jq | paste | awk pipeline, a Python set,
 # and a Python sqlite3 script with the same persistence. Every output's ids
-# are checked against the generator's ground truth. One run on a shared
-# machine: read the ratios.
+# are checked against the generator's ground truth. A shared machine: read
+# the ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 IDEM=${1:-build/idem}
@@ -29,11 +29,19 @@ results="$OUT/dedup-results.tsv"
 # ground truth. The stores stay on disk: persistence is what is measured.
 SPOOL=$(mktemp -d /dev/shm/idem-bench.XXXXXX 2>/dev/null || mktemp -d "$OUT/spool.XXXXXX")
 trap 'rm -rf "$SPOOL"' EXIT
+# Timed REPEAT times (default 3), the median run reported: on a shared
+# machine one run of the same binary varies by a third.
+REPEAT=${REPEAT:-3}
 contend() {
     local name=$1 slug=$2
     shift 2
-    rm -f "$OUT/$slug.db" "$OUT/$slug.db-wal" "$OUT/$slug.db-shm"
-    /usr/bin/time -f '%e %M' -o "$OUT/$slug.time" "$@" > /dev/null 2> "$OUT/$slug.err" || true
+    : > "$OUT/$slug.times"
+    for _ in $(seq "$REPEAT"); do
+        rm -f "$OUT/$slug.db" "$OUT/$slug.db-wal" "$OUT/$slug.db-shm"
+        /usr/bin/time -f '%e %M' -o "$OUT/$slug.time" "$@" > /dev/null 2> "$OUT/$slug.err" || true
+        cat "$OUT/$slug.time" >> "$OUT/$slug.times"
+    done
+    sort -n "$OUT/$slug.times" | sed -n "$(( (REPEAT + 1) / 2 ))p" > "$OUT/$slug.time"
     rm -f "$OUT/$slug.db" "$OUT/$slug.db-wal" "$OUT/$slug.db-shm"
     "$@" > "$SPOOL/$slug.out" 2>> "$OUT/$slug.err" || true
     local ok
