@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 #include <unordered_map>
+#include <xxhash.h>
 
 namespace idem::audit {
 
@@ -30,7 +31,7 @@ struct Reading {
         std::uint32_t at = 0, size = 0;
     } key, fingerprint, source;
     std::optional<Timestamp> time;
-    store::FingerprintBytes payload{};
+    std::uint64_t payload = 0; // 0: none (a body that is not JSON, a missing --payload field)
 };
 
 struct BlockReadings {
@@ -41,7 +42,8 @@ struct BlockReadings {
 
 struct WorkerState {
     record::RecordParser parser;
-    dedup::Fingerprinter payload;
+    dedup::KeySpec payload;
+    std::string encoded; // --payload values, encoded, reused from record to record
     explicit WorkerState(dedup::KeySpec spec) : payload(std::move(spec)) {}
 };
 
@@ -63,6 +65,24 @@ Reading::Span encode(record::RecordParser& parser, const std::vector<record::Fie
         dedup::append_encoded_value(texts, *value);
     }
     return {static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(texts.size() - at)};
+}
+
+// What "the same payload" compares: a 64-bit hash of the canonical record
+// minus key, time, source and --ignore (no canonical text is written), or
+// of the --payload values' encoding. Payloads are only ever compared
+// within one run, so the hash need not be dedup's stable fingerprint.
+std::uint64_t payload_hash(WorkerState& state) {
+    auto& parser = state.parser;
+    if (state.payload.key_paths.empty())
+        return parser.event_hash(state.payload.ignore_paths).value_or(0);
+    state.encoded.clear();
+    for (const auto& path : state.payload.key_paths) {
+        auto value = parser.find(path);
+        if (!value) return 0;
+        state.encoded += ' ';
+        dedup::append_encoded_value(state.encoded, *value);
+    }
+    return XXH3_64bits(state.encoded.data(), state.encoded.size());
 }
 
 void read_line(const io::BlockLine& line, Reading& reading, std::string& texts, WorkerState& state,
@@ -92,8 +112,7 @@ void read_line(const io::BlockLine& line, Reading& reading, std::string& texts, 
                !parser.envelope().received_at.empty()) {
         reading.time = parse_timestamp(parser.envelope().received_at);
     }
-    auto payload = state.payload.fingerprint(parser);
-    if (payload.fingerprint) reading.payload = payload.fingerprint->bytes;
+    reading.payload = payload_hash(state);
 }
 
 BlockReadings read_block(const record::InputBlock& block, WorkerState& state,
@@ -263,12 +282,7 @@ private:
         if (m_findings.attempts.size() > m_options.spill_after) start_spilling();
     }
 
-    static std::uint64_t payload_of(const Reading& reading) {
-        std::uint64_t payload = 0;
-        for (std::size_t i = 0; i < 8; ++i)
-            payload = payload << 8 | reading.payload[i];
-        return payload;
-    }
+    static std::uint64_t payload_of(const Reading& reading) { return reading.payload; }
 
     // Moves what is in memory to the partition files; every later record
     // goes straight there.

@@ -3,9 +3,12 @@
 #include "idem/record/detail/canonical_writer.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <fmt/format.h>
+#include <xxhash.h>
 
 namespace idem::record {
 
@@ -117,6 +120,96 @@ void sort_members(std::vector<std::pair<std::string_view, simdjson::dom::element
 }
 
 } // namespace
+
+namespace {
+
+// Tags keep values of different types apart (1 and "1", [] and {}).
+enum class HashTag : std::uint64_t { null = 1, yes, no, integer, big, real, text, array, object };
+
+// The murmur3 finalizer: every input bit moves every output bit.
+std::uint64_t mix(std::uint64_t value) {
+    value ^= value >> 33;
+    value *= 0xff51afd7ed558ccdULL;
+    value ^= value >> 33;
+    value *= 0xc4ceb9fe1a85ec53ULL;
+    value ^= value >> 33;
+    return value;
+}
+
+std::uint64_t tagged(HashTag tag, std::uint64_t value) {
+    return mix(value + 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(tag));
+}
+
+std::uint64_t hash_text(std::string_view text) {
+    return XXH3_64bits_withSeed(text.data(), text.size(),
+                                static_cast<std::uint64_t>(HashTag::text));
+}
+
+// The same equalities as write_canonical_number's spellings.
+std::uint64_t hash_number(simdjson::dom::element element) {
+    if (element.is_int64())
+        return tagged(HashTag::integer, static_cast<std::uint64_t>(int64_t(element)));
+    if (element.is_uint64()) return tagged(HashTag::big, uint64_t(element));
+    double value = double(element);
+    constexpr double k_exact_integer_limit = 9007199254740992.0; // 2^53
+    if (value == 0) return tagged(HashTag::integer, 0);
+    if (std::trunc(value) == value && std::fabs(value) < k_exact_integer_limit)
+        return tagged(HashTag::integer, static_cast<std::uint64_t>(static_cast<int64_t>(value)));
+    return tagged(HashTag::real, std::bit_cast<std::uint64_t>(value));
+}
+
+} // namespace
+
+std::uint64_t hash_canonical(simdjson::dom::element element,
+                             const std::vector<const FieldPath*>& ignored, std::size_t depth) {
+    using simdjson::dom::element_type;
+    switch (element.type()) {
+    case element_type::OBJECT: {
+        std::uint64_t sum = 0, members = 0;
+        for (auto field : simdjson::dom::object(element)) {
+            std::uint64_t value = 0;
+            if (ignored.empty()) {
+                value = hash_canonical(field.value, ignored, depth + 1);
+            } else {
+                auto below = ignored_below(ignored, depth, field.key);
+                if (below.skip) continue;
+                value = hash_canonical(field.value, below.deeper, depth + 1);
+            }
+            sum += mix(hash_text(field.key) ^ mix(value + 0x632be59bd9b4e019ULL));
+            ++members;
+        }
+        return tagged(HashTag::object, sum ^ mix(members));
+    }
+    case element_type::ARRAY: {
+        std::uint64_t hash = static_cast<std::uint64_t>(HashTag::array);
+        std::size_t index = 0;
+        for (auto item : simdjson::dom::array(element)) {
+            std::uint64_t value = 0;
+            if (ignored.empty()) {
+                value = hash_canonical(item, ignored, depth + 1);
+            } else {
+                auto below = ignored_below(ignored, depth, std::to_string(index));
+                ++index;
+                if (below.skip) continue;
+                value = hash_canonical(item, below.deeper, depth + 1);
+            }
+            hash = mix(hash * 0x9e3779b97f4a7c15ULL + value);
+        }
+        return tagged(HashTag::array, hash);
+    }
+    case element_type::STRING:
+        return hash_text(std::string_view(element));
+    case element_type::INT64:
+    case element_type::UINT64:
+    case element_type::DOUBLE:
+        return hash_number(element);
+    case element_type::BOOL:
+        return tagged(bool(element) ? HashTag::yes : HashTag::no, 0);
+    case element_type::NULL_VALUE:
+        return tagged(HashTag::null, 0);
+    }
+    return 0;
+}
 
 void write_canonical(simdjson::dom::element element, const std::vector<const FieldPath*>& ignored,
                      std::size_t depth, std::string& out) {

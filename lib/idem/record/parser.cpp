@@ -32,6 +32,9 @@ struct RecordParser::Impl {
     // (a second call for the same record goes to scratch).
     std::string canonical;
     bool canonical_used = false;
+    // The ignored paths as they apply to the event, kept for their capacity.
+    std::vector<FieldPath> stripped;
+    std::vector<const FieldPath*> hash_ignored;
     // The envelope body parsed as JSON, on first use per record.
     simdjson::dom::parser body_parser;
     simdjson::padded_string body_copy;
@@ -40,6 +43,8 @@ struct RecordParser::Impl {
 
     std::optional<ParseFailure> read_members();
     std::optional<simdjson::dom::element> parsed_body();
+    std::optional<simdjson::dom::element> event_of(const std::vector<FieldPath>& ignored,
+                                                   std::vector<const FieldPath*>& applying);
     FieldValue to_field_value(simdjson::dom::element element);
 };
 
@@ -234,34 +239,49 @@ std::optional<FieldValue> RecordParser::find(const FieldPath& path) {
     return impl.to_field_value(current);
 }
 
+// The event (an envelope's parsed body) and the ignored paths as they apply
+// to it: "body.x" and "x" both name x inside an envelope's body.
+std::optional<simdjson::dom::element>
+RecordParser::Impl::event_of(const std::vector<FieldPath>& ignored,
+                             std::vector<const FieldPath*>& applying) {
+    applying.clear();
+    stripped.clear();
+    if (shape != RecordShape::envelope) {
+        for (const auto& path : ignored)
+            applying.push_back(&path);
+        return root;
+    }
+    auto body = parsed_body();
+    if (!body) return std::nullopt;
+    for (const auto& path : ignored) {
+        if (path.segments().size() > 1 && path.segments()[0] == "body")
+            stripped.push_back(FieldPath::parse(std::string_view(path.text()).substr(5)));
+        else
+            stripped.push_back(path);
+    }
+    for (const auto& path : stripped)
+        applying.push_back(&path);
+    return *body;
+}
+
 std::optional<std::string_view>
 RecordParser::canonical_event(const std::vector<FieldPath>& ignored) {
     auto& impl = *m_impl;
-    simdjson::dom::element event = impl.root;
-    std::vector<FieldPath> stripped;
     std::vector<const FieldPath*> ignored_paths;
-    if (impl.shape == RecordShape::envelope) {
-        auto body = impl.parsed_body();
-        if (!body) return std::nullopt;
-        event = *body;
-        // "body.x" and "x" both name x inside an envelope's body.
-        for (const auto& path : ignored) {
-            if (path.segments().size() > 1 && path.segments()[0] == "body")
-                stripped.push_back(FieldPath::parse(std::string_view(path.text()).substr(5)));
-            else
-                stripped.push_back(path);
-        }
-        for (const auto& path : stripped)
-            ignored_paths.push_back(&path);
-    } else {
-        for (const auto& path : ignored)
-            ignored_paths.push_back(&path);
-    }
+    auto event = impl.event_of(ignored, ignored_paths);
+    if (!event) return std::nullopt;
     auto& out = impl.canonical_used ? impl.scratch.emplace_back() : impl.canonical;
     impl.canonical_used = true;
     out.clear();
-    detail::write_canonical(event, ignored_paths, 0, out);
+    detail::write_canonical(*event, ignored_paths, 0, out);
     return std::string_view(out);
+}
+
+std::optional<std::uint64_t> RecordParser::event_hash(const std::vector<FieldPath>& ignored) {
+    auto& impl = *m_impl;
+    auto event = impl.event_of(ignored, impl.hash_ignored);
+    if (!event) return std::nullopt;
+    return detail::hash_canonical(*event, impl.hash_ignored, 0);
 }
 
 ParseFailure describe_json_error(std::string_view line) {

@@ -74,6 +74,11 @@ public:
     // nullopt.
     std::optional<std::string_view> canonical_event(const std::vector<FieldPath>& ignored);
 
+    // A 64-bit hash of what canonical_event would write (equal forms hash
+    // equal), without writing it: for comparing payloads, not for keys that
+    // must stay stable across versions (those hash the canonical text).
+    std::optional<std::uint64_t> event_hash(const std::vector<FieldPath>& ignored);
+
 private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;

@@ -175,3 +175,73 @@ TEST_CASE("HAR entries become envelopes") {
                          "literal; last read: '\"log\": no'",
                          InputError);
 }
+
+namespace {
+std::uint64_t hash_of(RecordParser& parser, const std::string& json,
+                      const std::vector<FieldPath>& ignored = {}) {
+    auto line = padded(json);
+    REQUIRE_FALSE(parser.parse(line));
+    auto hash = parser.event_hash(ignored);
+    REQUIRE(hash);
+    return *hash;
+}
+
+std::string canonical_of(RecordParser& parser, const std::string& json,
+                         const std::vector<FieldPath>& ignored = {}) {
+    auto line = padded(json);
+    REQUIRE_FALSE(parser.parse(line));
+    return std::string(*parser.canonical_event(ignored));
+}
+} // namespace
+
+TEST_CASE("the event hash is equal exactly where the canonical forms are") {
+    RecordParser parser;
+    // Same canonical form: key order, whitespace, number spelling, escapes.
+    std::vector<std::pair<std::string, std::string>> same = {
+        {R"({"b":2,"a":1})", R"({ "a" : 1, "b" : 2 })"},
+        {R"({"n":1.0,"z":-0.0,"e":1e2})", R"({"e":100,"z":0,"n":1})"},
+        {R"({"s":"\u0041\n"})", R"({"s":"A\u000a"})"},
+        {R"({"x":{"q":[1,{"k":true,"j":null}]}})", R"({"x":{"q":[1,{"j":null,"k":true}]}})"},
+    };
+    for (const auto& [a, b] : same) {
+        CAPTURE(a);
+        REQUIRE(canonical_of(parser, a) == canonical_of(parser, b));
+        CHECK(hash_of(parser, a) == hash_of(parser, b));
+    }
+    // Different canonical forms.
+    std::vector<std::pair<std::string, std::string>> different = {
+        {R"({"a":1})", R"({"a":"1"})"},
+        {R"({"a":[]})", R"({"a":{}})"},
+        {R"({"a":[1,2]})", R"({"a":[2,1]})"},
+        {R"({"a":1})", R"({"b":1})"},
+        {R"({"a":1,"b":2})", R"({"a":2,"b":1})"},
+        {R"({"a":null})", R"({"a":false})"},
+        {R"({"a":0.5})", R"({"a":0.25})"},
+        {R"({"a":{"b":1}})", R"({"a":{"b":1},"c":1})"},
+        {R"({"a":["x","y"]})", R"({"a":["xy"]})"},
+        {R"({"a":1e300})", R"({"a":1e301})"},
+    };
+    for (const auto& [a, b] : different) {
+        CAPTURE(a);
+        REQUIRE(canonical_of(parser, a) != canonical_of(parser, b));
+        CHECK(hash_of(parser, a) != hash_of(parser, b));
+    }
+}
+
+TEST_CASE("the event hash leaves out the ignored paths, as the canonical form does") {
+    RecordParser parser;
+    std::vector<FieldPath> ignored = {FieldPath::parse("request"), FieldPath::parse("meta.attempt"),
+                                      FieldPath::parse("list.1")};
+    auto a = R"({"id":7,"request":"r1","meta":{"attempt":1,"ua":"x"},"list":[1,2,3]})";
+    auto b = R"({"id":7,"request":"r2","meta":{"attempt":3,"ua":"x"},"list":[1,9,3]})";
+    auto c = R"({"id":7,"request":"r2","meta":{"attempt":3,"ua":"y"},"list":[1,9,3]})";
+    REQUIRE(canonical_of(parser, a, ignored) == canonical_of(parser, b, ignored));
+    CHECK(hash_of(parser, a, ignored) == hash_of(parser, b, ignored));
+    CHECK(hash_of(parser, a, ignored) != hash_of(parser, c, ignored));
+    CHECK(hash_of(parser, a) != hash_of(parser, b));
+    // An envelope's body is the event; body.x and x name the same field.
+    auto envelope = padded(R"({"idem":1,"headers":[],"body":"{\"request\":\"r9\",\"id\":7}"})");
+    REQUIRE_FALSE(parser.parse(envelope));
+    auto from_body = parser.event_hash({FieldPath::parse("body.request")});
+    CHECK(from_body == hash_of(parser, R"({"id":7})"));
+}

@@ -16,4 +16,13 @@ void write_canonical_number(simdjson::dom::element element, std::string& out);
 
 void write_canonical_string(std::string_view text, std::string& out);
 
+// A 64-bit hash of the canonical form's structure, computed from the DOM
+// without writing it out: equal canonical forms hash equal. Object members
+// are combined in any order (a sum), so no sort is needed; the one
+// difference from comparing canonical text is that an object repeating a
+// key in two orders hashes as one.
+[[nodiscard]] std::uint64_t hash_canonical(simdjson::dom::element element,
+                                           const std::vector<const FieldPath*>& ignored,
+                                           std::size_t depth);
+
 } // namespace idem::record::detail
