@@ -9,6 +9,7 @@
 #include "idem/util/time.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -17,13 +18,34 @@
 namespace idem::audit {
 
 std::string Findings::position(std::size_t attempt) const {
+    std::string out;
+    append_position(out, attempt);
+    return out;
+}
+
+// By hand, not fmt: reports write one per record.
+void Findings::append_position(std::string& out, std::size_t attempt) const {
     const auto& at = positions[attempt];
-    return at.row ? fmt::format("{}:row {}", inputs[at.input], at.number)
-                  : fmt::format("{}:{}", inputs[at.input], at.number);
+    out += inputs[at.input];
+    out += at.row ? ":row " : ":";
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof digits, at.number).ptr;
+    out.append(digits, end);
 }
 
 std::string Findings::payload_hex(const Attempt& attempt) {
-    return fmt::format("{:012x}", attempt.payload >> 16);
+    std::string out;
+    append_payload_hex(out, attempt);
+    return out;
+}
+
+void Findings::append_payload_hex(std::string& out, const Attempt& attempt) {
+    static constexpr char k_hex[] = "0123456789abcdef";
+    auto bits = attempt.payload >> 16; // 48 bits, 12 digits
+    char text[12];
+    for (int i = 11; i >= 0; --i, bits >>= 4)
+        text[i] = k_hex[bits & 0xf];
+    out.append(text, sizeof text);
 }
 
 namespace {
@@ -160,10 +182,13 @@ void append_json_text(std::string& out, const std::string& json) {
 }
 
 void append_time(std::string& out, const std::optional<Timestamp>& at) {
-    if (at)
-        record::append_json_string(out, format_rfc3339(*at));
-    else
+    if (!at) {
         out += "null";
+        return;
+    }
+    out += '"'; // nothing in a timestamp needs escaping
+    append_rfc3339(out, *at);
+    out += '"';
 }
 
 void append_seconds(std::string& out, const std::vector<Duration>& gaps) {
@@ -217,19 +242,23 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
         out += '}';
     }
     out += R"(},"records":[)";
+    std::string position;
     for (std::size_t i = 0; i < group.records.size(); ++i) {
         auto index = group.records[i];
         const auto& attempt = findings.attempts[index];
         out += i ? R"(,{"at":)" : R"({"at":)";
-        record::append_json_string(out, findings.position(index));
+        position.clear();
+        findings.append_position(position, index);
+        record::append_json_string(out, position);
         out += R"(,"time":)";
         append_time(out, attempt.time);
         out += R"(,"source":)";
         record::append_json_string(out, findings.sources[attempt.source]);
         out += R"(,"key":)";
         append_json_text(out, findings.key(attempt.key));
-        fmt::format_to(std::back_inserter(out), R"(,"payload":"{}"}})",
-                       Findings::payload_hex(attempt));
+        out += R"(,"payload":")";
+        Findings::append_payload_hex(out, attempt);
+        out += R"("})";
     }
     out += "]}";
 }

@@ -40,9 +40,11 @@ struct Findings {
     [[nodiscard]] const std::string& fingerprint(std::uint32_t id) const;
     // "events.ndjson:12", "service.db:row 3".
     [[nodiscard]] std::string position(std::size_t attempt) const;
+    void append_position(std::string& out, std::size_t attempt) const;
     // The payload digest's first 48 bits, in hex: enough to tell payloads
     // apart within one report.
     [[nodiscard]] static std::string payload_hex(const Attempt& attempt);
+    static void append_payload_hex(std::string& out, const Attempt& attempt);
     std::vector<Explanation> groups; // worst first
     bool fingerprinted = false;      // --fingerprint given: intents are fingerprints
     ExplainOptions options;

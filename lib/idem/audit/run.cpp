@@ -171,7 +171,10 @@ public:
             context.sources = std::move(m_sources.values());
             context.records = m_records;
             context.identified = m_identified;
-            m_shelf = m_spill->explain_groups(std::move(context), summary);
+            // The input is read: the calling thread, which read it, is
+            // free to explain partitions beside the workers.
+            m_shelf = m_spill->explain_groups(std::move(context), summary,
+                                              record::worker_count(m_options.threads) + 1);
             return *m_shelf;
         }
         m_findings = explain_in_memory();

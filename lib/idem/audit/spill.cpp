@@ -5,6 +5,7 @@
 #include "idem/audit/detail/grouping.hpp"
 #include "idem/dedup/fingerprint.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/ordered_workers.hpp"
 #include "idem/util/text.hpp"
 
 #include <cerrno>
@@ -32,9 +33,16 @@ struct RowHeader {
     std::uint8_t row, has_time, padding[2];
 };
 
+// A row read back: its texts view the partition's bytes (PartitionRows).
 struct Row {
     RowHeader header{};
-    std::string key, fingerprint;
+    std::string_view key, fingerprint;
+};
+
+// One partition read back whole, in one read: rows view `bytes`.
+struct PartitionRows {
+    std::string bytes;
+    std::vector<Row> rows;
 };
 
 } // namespace
@@ -82,25 +90,35 @@ struct Spill::Partitions {
     }
 
     // Every row of partition `index`, in the order written (input order).
-    std::vector<Row> read(std::size_t index) {
+    void read(std::size_t index, PartitionRows& out) {
         auto* file = files[index];
-        if (std::fflush(file) != 0 || std::fseek(file, 0, SEEK_SET) != 0)
+        if (std::fflush(file) != 0 || std::fseek(file, 0, SEEK_END) != 0)
             throw FileSystemError(fmt::format("cannot read spill file {}: {}",
                                               quote(paths[index].string()), std::strerror(errno)));
-        std::vector<Row> rows;
-        Row row;
-        while (std::fread(&row.header, sizeof row.header, 1, file) == 1) {
-            auto read_text = [&](std::string& text, std::uint32_t size) {
-                text.resize(size);
-                return size == 0 || std::fread(text.data(), 1, size, file) == size;
-            };
-            if (!read_text(row.key, row.header.key_size) ||
-                !read_text(row.fingerprint, row.header.fingerprint_size))
-                throw FileSystemError(
-                    fmt::format("spill file {} is cut short", quote(paths[index].string())));
-            rows.push_back(row);
+        auto size = std::ftell(file);
+        out.bytes.resize(size > 0 ? static_cast<std::size_t>(size) : 0);
+        out.rows.clear();
+        if (std::fseek(file, 0, SEEK_SET) != 0 ||
+            std::fread(out.bytes.data(), 1, out.bytes.size(), file) != out.bytes.size())
+            throw FileSystemError(fmt::format("cannot read spill file {}: {}",
+                                              quote(paths[index].string()), std::strerror(errno)));
+        std::string_view rest(out.bytes);
+        auto cut_short = [&] {
+            return FileSystemError(
+                fmt::format("spill file {} is cut short", quote(paths[index].string())));
+        };
+        while (!rest.empty()) {
+            auto& row = out.rows.emplace_back();
+            if (rest.size() < sizeof row.header) throw cut_short();
+            std::memcpy(&row.header, rest.data(), sizeof row.header);
+            rest.remove_prefix(sizeof row.header);
+            if (rest.size() < std::uint64_t{row.header.key_size} + row.header.fingerprint_size)
+                throw cut_short();
+            row.key = rest.substr(0, row.header.key_size);
+            rest.remove_prefix(row.header.key_size);
+            row.fingerprint = rest.substr(0, row.header.fingerprint_size);
+            rest.remove_prefix(row.header.fingerprint_size);
         }
-        return rows;
     }
 };
 
@@ -309,33 +327,107 @@ private:
     std::size_t m_loaded = static_cast<std::size_t>(-1);
 };
 
-// Explains the groups of each partition and writes them to the group file
-// as it goes, adding up the summary.
+// One partition's groups, explained: their bytes for the group file, where
+// each starts within those bytes, and what the summary adds up.
+struct ExplainedPartition {
+    std::string bytes;
+    std::vector<GroupIndex> index; // offsets within `bytes`
+    std::vector<std::pair<std::uint64_t, std::uint32_t>>
+        members; // (seq, source) of grouped records
+    std::map<Cause, std::uint64_t> causes;
+    std::uint64_t intents = 0;
+};
+
+// Explains one partition. Local ids for keys and fingerprints (consistent
+// within it, which is all explain() needs); sources are the run's ids.
+// Touches nothing shared: partitions are explained on several threads.
+ExplainedPartition explain_partition(const std::vector<Row>& rows, GroupKind kind,
+                                     const ExplainOptions& options, const SpillLayout& layout) {
+    ExplainedPartition out;
+    detail::TextColumn keys, fingerprints;
+    std::vector<Attempt> attempts(rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        keys.add(rows[i].key);
+        fingerprints.add(rows[i].fingerprint);
+        attempts[i].source = rows[i].header.source;
+        attempts[i].payload = rows[i].header.payload;
+        if (rows[i].header.has_time) attempts[i].time = Timestamp(Duration(rows[i].header.time));
+    }
+    auto distinct = detail::number_texts(keys, fingerprints, attempts);
+    if (kind == GroupKind::key && !layout.by_fingerprint) out.intents += distinct.keys;
+    if (kind == GroupKind::fingerprint) out.intents += distinct.fingerprints;
+
+    ByteWriter group_bytes;
+    detail::explain_groups(
+        kind, attempts, layout.keys_given, options, [&](const Explanation& group) {
+            auto& bytes = group_bytes;
+            bytes.clear();
+            bytes.put<std::uint8_t>(static_cast<std::uint8_t>(group.kind));
+            bytes.put(static_cast<std::uint32_t>(group.records.size()));
+            for (auto index : group.records) {
+                const auto& row = rows[index];
+                bytes.put(row.header.input);
+                bytes.put(row.header.row);
+                bytes.put(row.header.number);
+                put_time(bytes, row.header.has_time
+                                    ? std::optional<Timestamp>(Timestamp(Duration(row.header.time)))
+                                    : std::nullopt);
+                bytes.put(row.header.payload);
+                bytes.put(row.header.source);
+                bytes.put_text(row.key);
+                bytes.put_text(row.fingerprint);
+                out.members.emplace_back(row.header.seq, row.header.source);
+            }
+            put_time(bytes, group.first);
+            put_time(bytes, group.last);
+            bytes.put_all(micros_of(group.gaps));
+            bytes.put_all(group.sources);
+            bytes.put(static_cast<std::uint64_t>(group.payloads));
+            bytes.put(static_cast<std::uint64_t>(group.keys));
+            bytes.put(static_cast<std::uint32_t>(group.causes.size()));
+            for (const auto& evidence : group.causes) {
+                ++out.causes[evidence.cause];
+                bytes.put<std::uint8_t>(static_cast<std::uint8_t>(evidence.cause));
+                std::vector<std::uint32_t> records(evidence.records.begin(),
+                                                   evidence.records.end());
+                bytes.put_all(records);
+                bytes.put_all(micros_of(evidence.gaps));
+                bytes.put(evidence.source);
+            }
+            out.index.push_back({rows[group.records.front()].header.seq, out.bytes.size(),
+                                 static_cast<std::uint32_t>(group.records.size()),
+                                 static_cast<std::uint32_t>(bytes.bytes().size()), group.kind});
+            out.bytes += bytes.bytes();
+        });
+    return out;
+}
+
+// Writes explained partitions to the group file, in partition order, and
+// adds up the summary.
 class GroupWriter {
 public:
-    GroupWriter(std::FILE* file, const SpillLayout& layout, const Spill::Context& context,
-                FindingsSummary& summary)
-        : m_file(file), m_layout(layout), m_summary(summary), m_counted(context.records, false) {}
+    GroupWriter(std::FILE* file, const Spill::Context& context, FindingsSummary& summary)
+        : m_file(file), m_summary(summary), m_counted(context.records, false) {}
 
-    // One partition: local ids for keys and fingerprints (consistent within
-    // it, which is all explain() needs); sources are the run's ids.
-    void partition(const std::vector<Row>& rows, GroupKind kind, const ExplainOptions& options) {
-        detail::TextColumn keys, fingerprints;
-        std::vector<Attempt> attempts(rows.size());
-        for (std::size_t i = 0; i < rows.size(); ++i) {
-            keys.add(rows[i].key);
-            fingerprints.add(rows[i].fingerprint);
-            attempts[i].source = rows[i].header.source;
-            attempts[i].payload = rows[i].header.payload;
-            if (rows[i].header.has_time)
-                attempts[i].time = Timestamp(Duration(rows[i].header.time));
+    void add(const ExplainedPartition& partition) {
+        if (std::fwrite(partition.bytes.data(), 1, partition.bytes.size(), m_file) !=
+            partition.bytes.size())
+            throw FileSystemError(
+                fmt::format("cannot write audit's group file: {}", std::strerror(errno)));
+        for (auto where : partition.index) {
+            where.offset += m_offset;
+            m_index.push_back(where);
         }
-        auto distinct = detail::number_texts(keys, fingerprints, attempts);
-        if (kind == GroupKind::key && !m_layout.by_fingerprint) m_intents += distinct.keys;
-        if (kind == GroupKind::fingerprint) m_intents += distinct.fingerprints;
-
-        detail::explain_groups(kind, attempts, m_layout.keys_given, options,
-                               [&](const Explanation& group) { write(group, rows); });
+        m_offset += partition.bytes.size();
+        // A record in a key group and a fingerprint group counts once.
+        for (const auto& [seq, source] : partition.members)
+            if (!m_counted[seq]) {
+                m_counted[seq] = true;
+                ++m_by_source[source];
+            }
+        for (const auto& [cause, count] : partition.causes)
+            m_summary.causes[cause] += count;
+        m_intents += partition.intents;
     }
 
     // The index, worst first, and the summary's totals.
@@ -366,77 +458,49 @@ public:
     }
 
 private:
-    void write(const Explanation& group, const std::vector<Row>& rows) {
-        m_out.clear();
-        m_out.put<std::uint8_t>(static_cast<std::uint8_t>(group.kind));
-        m_out.put(static_cast<std::uint32_t>(group.records.size()));
-        for (auto index : group.records) {
-            const auto& row = rows[index];
-            m_out.put(row.header.input);
-            m_out.put(row.header.row);
-            m_out.put(row.header.number);
-            put_time(m_out, row.header.has_time
-                                ? std::optional<Timestamp>(Timestamp(Duration(row.header.time)))
-                                : std::nullopt);
-            m_out.put(row.header.payload);
-            m_out.put(row.header.source);
-            m_out.put_text(row.key);
-            m_out.put_text(row.fingerprint);
-            if (!m_counted[row.header.seq]) {
-                m_counted[row.header.seq] = true;
-                ++m_by_source[row.header.source];
-            }
-        }
-        put_time(m_out, group.first);
-        put_time(m_out, group.last);
-        m_out.put_all(micros_of(group.gaps));
-        m_out.put_all(group.sources);
-        m_out.put(static_cast<std::uint64_t>(group.payloads));
-        m_out.put(static_cast<std::uint64_t>(group.keys));
-        m_out.put(static_cast<std::uint32_t>(group.causes.size()));
-        for (const auto& evidence : group.causes) {
-            ++m_summary.causes[evidence.cause];
-            m_out.put<std::uint8_t>(static_cast<std::uint8_t>(evidence.cause));
-            std::vector<std::uint32_t> records(evidence.records.begin(), evidence.records.end());
-            m_out.put_all(records);
-            m_out.put_all(micros_of(evidence.gaps));
-            m_out.put(evidence.source);
-        }
-        const auto& bytes = m_out.bytes();
-        if (std::fwrite(bytes.data(), 1, bytes.size(), m_file) != bytes.size())
-            throw FileSystemError(
-                fmt::format("cannot write audit's group file: {}", std::strerror(errno)));
-        m_index.push_back({rows[group.records.front()].header.seq, m_offset,
-                           static_cast<std::uint32_t>(group.records.size()),
-                           static_cast<std::uint32_t>(bytes.size()), group.kind});
-        m_offset += bytes.size();
-    }
-
     std::FILE* m_file;
-    const SpillLayout& m_layout;
     FindingsSummary& m_summary;
     std::vector<bool> m_counted; // by input order: a record counts once per source
     std::map<std::uint32_t, std::uint64_t> m_by_source;
     std::uint64_t m_intents = 0;
     std::vector<GroupIndex> m_index;
     std::uint64_t m_offset = 0;
-    ByteWriter m_out;
 };
 
 } // namespace
 
-std::unique_ptr<GroupShelf> Spill::explain_groups(Context context, FindingsSummary& summary) {
+std::unique_ptr<GroupShelf> Spill::explain_groups(Context context, FindingsSummary& summary,
+                                                  std::size_t threads) {
     auto path = m_directory / "groups";
     m_groups_file = std::fopen(path.c_str(), "w+b");
     if (!m_groups_file)
         throw FileSystemError(
             fmt::format("cannot create {}: {}", quote(path.string()), std::strerror(errno)));
-    GroupWriter writer(m_groups_file, m_layout, context, summary);
-    for (std::size_t i = 0; i < k_partitions; ++i)
-        writer.partition(m_by_key->read(i), GroupKind::key, context.options);
-    if (m_by_fingerprint)
-        for (std::size_t i = 0; i < k_partitions; ++i)
-            writer.partition(m_by_fingerprint->read(i), GroupKind::fingerprint, context.options);
+    GroupWriter writer(m_groups_file, context, summary);
+    // Partitions are independent: explained on `threads` workers, written
+    // in partition order, so the group file is the same whatever the count.
+    struct Job {
+        Partitions* partitions;
+        std::size_t index;
+        GroupKind kind;
+    };
+    std::vector<PartitionRows> rows(threads); // per worker, reused
+    OrderedWorkers<Job, ExplainedPartition> pool(
+        threads, 2 * threads, [&](Job& job, std::size_t worker) {
+            job.partitions->read(job.index, rows[worker]);
+            return explain_partition(rows[worker].rows, job.kind, context.options, m_layout);
+        });
+    auto submit = [&](Partitions* partitions, GroupKind kind) {
+        for (std::size_t i = 0; i < k_partitions; ++i) {
+            while (pool.full())
+                if (auto finished = pool.next(true)) writer.add(finished->output);
+            pool.submit({partitions, i, kind});
+        }
+    };
+    submit(m_by_key.get(), GroupKind::key);
+    if (m_by_fingerprint) submit(m_by_fingerprint.get(), GroupKind::fingerprint);
+    while (auto finished = pool.next(true))
+        writer.add(finished->output);
     auto index = writer.finish(context);
     return std::make_unique<SpilledGroups>(m_groups_file, std::move(index), context, m_layout);
 }

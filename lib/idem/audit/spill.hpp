@@ -58,11 +58,13 @@ public:
         std::uint64_t identified = 0; // records with an intent
     };
 
-    // Finds and explains every group, partition by partition, writing each
-    // to a file of groups as it is explained; returns them worst first,
-    // with the summary. The report read from them is the one the in-memory
-    // path gives for the same records. Throws FileSystemError.
-    std::unique_ptr<GroupShelf> explain_groups(Context context, FindingsSummary& summary);
+    // Finds and explains every group, partition by partition on `threads`
+    // threads, writing them to a file of groups in partition order; returns
+    // them worst first, with the summary. The report read from them is the
+    // one the in-memory path gives for the same records. Throws
+    // FileSystemError.
+    std::unique_ptr<GroupShelf> explain_groups(Context context, FindingsSummary& summary,
+                                               std::size_t threads);
 
 private:
     struct Partitions;

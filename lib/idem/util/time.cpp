@@ -206,14 +206,47 @@ Timestamp parse_timestamp_flag(std::string_view flag, std::string_view text) {
 }
 
 std::string format_rfc3339(Timestamp at) {
+    std::string out;
+    append_rfc3339(out, at);
+    return out;
+}
+
+void append_rfc3339(std::string& out, Timestamp at) {
     using namespace std::chrono;
     auto day_point = floor<days>(at);
     year_month_day date{day_point};
     hh_mm_ss time{floor<milliseconds>(at - day_point)};
-    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", static_cast<int>(date.year()),
+    int year = static_cast<int>(date.year());
+    if (year < 0 || year > 9999) { // outside what four digits spell
+        fmt::format_to(std::back_inserter(out), "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", year,
                        static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
                        time.hours().count(), time.minutes().count(), time.seconds().count(),
                        time.subseconds().count());
+        return;
+    }
+    // "YYYY-MM-DDTHH:MM:SS.mmmZ" by hand: reports write one per record.
+    char text[24];
+    auto put = [&](std::size_t at_index, long long value, int digits) {
+        for (int i = digits - 1; i >= 0; --i) {
+            text[at_index + static_cast<std::size_t>(i)] = static_cast<char>('0' + value % 10);
+            value /= 10;
+        }
+    };
+    put(0, year, 4);
+    text[4] = '-';
+    put(5, static_cast<unsigned>(date.month()), 2);
+    text[7] = '-';
+    put(8, static_cast<unsigned>(date.day()), 2);
+    text[10] = 'T';
+    put(11, time.hours().count(), 2);
+    text[13] = ':';
+    put(14, time.minutes().count(), 2);
+    text[16] = ':';
+    put(17, time.seconds().count(), 2);
+    text[19] = '.';
+    put(20, time.subseconds().count(), 3);
+    text[23] = 'Z';
+    out.append(text, sizeof text);
 }
 
 Timestamp now_utc() {

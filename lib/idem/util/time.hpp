@@ -29,6 +29,8 @@ using Timestamp = std::chrono::sys_time<std::chrono::microseconds>;
 
 // "2026-11-30T00:02:05.123Z" (millisecond precision).
 [[nodiscard]] std::string format_rfc3339(Timestamp at);
+// The same, appended: for reports that write one per record.
+void append_rfc3339(std::string& out, Timestamp at);
 
 // "5m", "1h30m", "300ms", "2d3h": the shortest exact spelling.
 [[nodiscard]] std::string format_duration(Duration duration);

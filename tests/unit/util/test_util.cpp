@@ -36,6 +36,14 @@ TEST_CASE("timestamps: RFC 3339 with any offset, and epoch units told apart by m
     CHECK(parse_timestamp("1796025600000000000") == utc);
     CHECK(format_rfc3339(*parse_timestamp("2026-11-30T08:00:00.1234567Z")) ==
           "2026-11-30T08:00:00.123Z");
+    CHECK(format_rfc3339(Timestamp{}) == "1970-01-01T00:00:00.000Z");
+    CHECK(format_rfc3339(*parse_timestamp("1969-07-20T20:17:40.009Z")) ==
+          "1969-07-20T20:17:40.009Z");
+    CHECK(format_rfc3339(*parse_timestamp("9999-12-31T23:59:59.999Z")) ==
+          "9999-12-31T23:59:59.999Z");
+    std::string appended = "at ";
+    append_rfc3339(appended, *parse_timestamp("2026-02-03T04:05:06.7Z"));
+    CHECK(appended == "at 2026-02-03T04:05:06.700Z");
     CHECK_FALSE(parse_timestamp("2026-13-01T00:00:00Z"));
     CHECK_FALSE(parse_timestamp("2026-11-30 08:00"));
     CHECK_FALSE(parse_timestamp("yesterday"));
