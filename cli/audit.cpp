@@ -34,6 +34,8 @@ struct AuditOptions {
     std::string sqlite_query;
     std::string store;
     std::string scope = "default";
+    std::string replay_ledger;
+    std::string replay_scope;
     std::size_t threads = 0;
     std::uint64_t spill_after = 250'000;
     std::string spill_dir;
@@ -86,6 +88,11 @@ int run_audit_command(AuditOptions options) {
     run.sqlite_query = options.sqlite_query;
     run.store_uri = options.store;
     run.store_scope = options.scope;
+    if (options.replay_ledger.empty() != options.replay_scope.empty())
+        throw UsageError("--replay-ledger STORE and --replay-scope SCOPE go together (replay's "
+                         "scope is 'replay:' and its --to URL unless it was given --scope)");
+    run.replay_ledger_uri = options.replay_ledger;
+    run.replay_scope = options.replay_scope;
     // Only CSV, a query or a store: stdin is not read unless "-" is given.
     run.read_records =
         !options.common.inputs.empty() ||
@@ -173,6 +180,11 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
                         "each copy is {fingerprint, time, source}, grouped by fingerprint");
     command->add_option("--scope", options->scope,
                         "with --store: the dedup scope to read (default 'default')");
+    command->add_option("--replay-ledger", options->replay_ledger,
+                        "the store replay used: each key group replay sent is shown with what "
+                        "its ledger kept (state, attempts, last status)");
+    command->add_option("--replay-scope", options->replay_scope,
+                        "with --replay-ledger: replay's scope ('replay:' and its --to URL)");
     command->add_option("--spill-after", options->spill_after,
                         "past this many records, group on disk in bounded memory (default 250000)");
     command->add_option("--spill-dir", options->spill_dir,

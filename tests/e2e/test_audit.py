@@ -10,6 +10,8 @@ import tempfile
 import unittest
 
 import redis_server
+from collections import Counter
+from listener import listening
 from test_cli import run
 
 INCIDENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples", "incidents")
@@ -261,6 +263,56 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @unittest.skipUnless(CHROMIUM, "chromium is not installed (make deps installs it)")
+class ReplayLedger(unittest.TestCase):
+    """replay's ledger beside the receiver's capture: each key group shows
+    how many requests replay made for its key, and how it ended."""
+
+    def test_key_groups_show_what_the_replay_ledger_kept(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            events = os.path.join(tmp, "events.ndjson")
+            with open(events, "w") as out:
+                for n in range(30):
+                    out.write(json.dumps({"id": f"evt_{n}", "amount": n}) + "\n")
+            ledger = os.path.join(tmp, "ledger.db")
+            with listening(tmp, ["--fail-rate", "40%", "--seed", "3"]) as target:
+                code, _, err = run(["replay", "--to", target.url, "--store", ledger, "--key", "id",
+                                    "--max-attempts", "30", "--retry-budget", "500%", "--backoff", "1ms..5ms",
+                                    "-q", events])
+                self.assertEqual(code, 0, err)
+                target.stop()
+            captured = Counter(dict((k.lower(), v) for k, v in e["headers"])["idempotency-key"]
+                               for e in target.envelopes())
+            args = ["audit", "--key", "headers.Idempotency-Key", "--replay-ledger", ledger,
+                    "--replay-scope", f"replay:{target.url}", target.capture]
+            code, out, err = run(args + ["--format", "json"])
+            self.assertEqual(code, 0, err)
+            groups = json.loads(out)["groups"]
+            retried = {key for key, count in captured.items() if count > 1}
+            self.assertTrue(retried)
+            self.assertEqual({group["key"] for group in groups}, retried)
+            for group in groups:
+                self.assertEqual(group["replay"]["state"], "completed")
+                self.assertEqual(group["replay"]["status"], 200)
+                # Every request replay made reached the capture: the ledger's
+                # count is the group's.
+                self.assertEqual(group["replay"]["attempts"], captured[group["key"]])
+            # Grouped on disk, the report is the same.
+            code, spilled, err = run(args + ["--format", "json", "--spill-after", "5"])
+            self.assertEqual(code, 0, err)
+            self.assertEqual(json.loads(spilled)["groups"], groups)
+            code, out, _ = run(args)
+            self.assertIn("replay ledger    completed after", out.decode())
+            # The wrong scope finds nothing, and says so.
+            code, out, err = run(["audit", "--key", "headers.Idempotency-Key", "--replay-ledger", ledger,
+                                  "--replay-scope", "replay:http://elsewhere", "--format", "json", target.capture])
+            self.assertEqual(code, 0, err)
+            self.assertIn("has no key under scope 'replay:http://elsewhere'", err)
+            self.assertNotIn('"replay"', out.decode())
+            code, _, err = run(["audit", "--key", "k", "--replay-ledger", ledger], stdin=b"")
+            self.assertEqual(code, 2)
+            self.assertIn("--replay-ledger STORE and --replay-scope SCOPE go together", err)
+
+
 class HtmlReport(unittest.TestCase):
     """The HTML report in a real headless browser: it renders, its script
     runs, the chart is there, and it loads nothing from anywhere."""

@@ -65,6 +65,12 @@ const std::string& Findings::fingerprint(std::uint32_t id) const {
     return text_of(fingerprint_texts, id);
 }
 
+const store::ReplayEntry* Findings::replay_of(const Explanation& group) const {
+    if (!replayed || group.kind != GroupKind::key) return nullptr;
+    auto found = replayed->find(key(attempts[group.records.front()].key));
+    return found == replayed->end() ? nullptr : &found->second;
+}
+
 FindingsSummary summarize(const Findings& findings) {
     FindingsSummary summary;
     summary.records = findings.records;
@@ -171,6 +177,9 @@ void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut&
             out += fit(fmt::format("   {:<16} {}", cause_name(evidence.cause),
                                    describe(findings, group, evidence))) +
                    "\n";
+        if (const auto* entry = findings.replay_of(group))
+            out +=
+                fit(fmt::format("   {:<16} {}", "replay ledger", describe_replay(*entry))) + "\n";
         report.flush_when_large();
     }
 }
@@ -196,6 +205,19 @@ void append_seconds(std::string& out, const std::vector<Duration>& gaps) {
     for (std::size_t i = 0; i < gaps.size(); ++i)
         fmt::format_to(std::back_inserter(out), "{}{}", i ? "," : "", seconds(gaps[i]));
     out += ']';
+}
+
+// "replay":{...}: what the ledger kept for the group's key.
+void append_replay(std::string& out, const store::ReplayEntry& entry) {
+    out += R"(,"replay":{"state":)";
+    record::append_json_string(out, store::replay_state_name(entry.state));
+    fmt::format_to(std::back_inserter(out), R"(,"attempts":{},"status":{},"latency_ms":{})",
+                   entry.attempts, entry.status, entry.latency_ms);
+    out += R"(,"error":)";
+    record::append_json_string(out, entry.error);
+    out += R"(,"updated_at":)";
+    append_time(out, entry.updated_at);
+    out += '}';
 }
 
 void append_group(std::string& out, const Findings& findings, const Explanation& group) {
@@ -241,7 +263,9 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
         record::append_json_string(out, describe(findings, group, evidence));
         out += '}';
     }
-    out += R"(},"records":[)";
+    out += '}';
+    if (const auto* entry = findings.replay_of(group)) append_replay(out, *entry);
+    out += R"(,"records":[)";
     std::string position;
     for (std::size_t i = 0; i < group.records.size(); ++i) {
         auto index = group.records[i];
@@ -341,6 +365,8 @@ void render_markdown(GroupShelf& groups, const FindingsSummary& summary, ReportO
         for (const auto& evidence : group.causes)
             out += fmt::format("- **{}**: {}\n", cause_name(evidence.cause),
                                cell(describe(findings, group, evidence)));
+        if (const auto* entry = findings.replay_of(group))
+            out += fmt::format("- **replay ledger**: {}\n", cell(describe_replay(*entry)));
         out += "\n| at | time | source | key | payload |\n|---|---|---|---|---|\n";
         for (auto index : group.records) {
             const auto& attempt = findings.attempts[index];

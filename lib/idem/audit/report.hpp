@@ -5,6 +5,7 @@
 
 #include "idem/audit/explain.hpp"
 #include "idem/io/sink.hpp"
+#include "idem/store/replay_ledger.hpp"
 
 #include <functional>
 #include <map>
@@ -15,6 +16,10 @@
 namespace idem::audit {
 
 enum class ReportFormat { table, json, markdown, html };
+
+// What replay's ledger says of each key it sent (--replay-ledger), by the
+// key as the report shows it (its JSON): the evidence beside a key group.
+using ReplayLedger = std::unordered_map<std::string, store::ReplayEntry>;
 
 // Everything the report needs, strings interned: id 0 of each table is ""
 // (the field was absent).
@@ -48,6 +53,9 @@ struct Findings {
     std::vector<Explanation> groups; // worst first
     bool fingerprinted = false;      // --fingerprint given: intents are fingerprints
     ExplainOptions options;
+    const ReplayLedger* replayed = nullptr; // --replay-ledger, when given
+    // The ledger's entry for a key group's key, if replay sent it.
+    [[nodiscard]] const store::ReplayEntry* replay_of(const Explanation& group) const;
 };
 
 struct FindingsSummary {

@@ -57,6 +57,7 @@ th[aria-sort=ascending]::after { content: " \25B2"; } th[aria-sort=descending]::
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 code, .mono { font-family: ui-monospace, monospace; font-size: .92em; }
 .cause { display: inline-block; padding: 0 .4em; margin: 0 .2em .2em 0; border-radius: 3px; background: #eef; }
+.ledger { display: inline-block; padding: 0 .4em; margin: 0 .2em .2em 0; border-radius: 3px; background: #efe; }
 details { margin: .6em 0; } summary { cursor: pointer; font-weight: 600; }
 svg text { font: 12px system-ui, sans-serif; fill: #333; }
 )";
@@ -145,6 +146,9 @@ std::string group_details(const Findings& findings, const Explanation& group, st
     for (const auto& evidence : group.causes)
         out += fmt::format("<li><span class=\"cause\">{}</span> {}</li>",
                            cause_name(evidence.cause), escape(describe(findings, group, evidence)));
+    if (const auto* entry = findings.replay_of(group))
+        out += fmt::format("<li><span class=\"ledger\">replay ledger</span> {}</li>",
+                           escape(describe_replay(*entry)));
     out += "</ul><table><thead><tr><th>at</th><th>time</th><th>source</th><th>key</th>"
            "<th>payload</th></tr></thead><tbody>";
     for (auto index : group.records) {

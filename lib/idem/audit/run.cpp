@@ -10,6 +10,7 @@
 #include "idem/record/block_pipeline.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/encoding.hpp"
+#include "idem/util/text.hpp"
 
 #include <fmt/format.h>
 #include <unordered_map>
@@ -163,6 +164,7 @@ public:
     GroupShelf& find_groups(FindingsSummary& summary) {
         if (m_input) read_records();
         read_rows();
+        read_replay_ledger();
         if (m_reject_sink) m_reject_sink->flush();
         if (m_spill) {
             Spill::Context context;
@@ -171,6 +173,7 @@ public:
             context.sources = std::move(m_sources.values());
             context.records = m_records;
             context.identified = m_identified;
+            context.replayed = &m_replayed;
             // The input is read: the calling thread, which read it, is
             // free to explain partitions beside the workers.
             m_shelf = m_spill->explain_groups(std::move(context), summary,
@@ -178,6 +181,7 @@ public:
             return *m_shelf;
         }
         m_findings = explain_in_memory();
+        m_findings.replayed = &m_replayed;
         summary = summarize(m_findings);
         m_shelf = std::make_unique<FindingsShelf>(m_findings);
         return *m_shelf;
@@ -233,6 +237,27 @@ private:
         if (!m_options.sqlite_path.empty())
             read_sqlite_rows(m_options.sqlite_path, m_options.sqlite_query, take_row);
         if (!m_options.store_uri.empty()) read_store(take_row);
+    }
+
+    // What replay kept per key, by the key as reports show it: a one-field
+    // key's JSON string (a key group of several fields is never replay's).
+    void read_replay_ledger() {
+        if (m_options.replay_ledger_uri.empty()) return;
+        auto location = store::parse_store_uri(m_options.replay_ledger_uri);
+        if (location.kind == store::StoreKind::memory)
+            throw UsageError("--replay-ledger :memory: keeps nothing between runs: give the SQLite "
+                             "file or redis:// URI that replay used");
+        auto store = store::open_store(location);
+        store->for_each_replay_entry(m_options.replay_scope, [&](const store::ReplayEntry& entry) {
+            std::string label;
+            record::append_json_string(label, entry.key);
+            m_replayed.insert_or_assign(std::move(label), entry);
+        });
+        if (m_replayed.empty())
+            m_diagnostics.warning({m_options.replay_ledger_uri, 0, 0, 0},
+                                  fmt::format("the replay ledger has no key under scope {}: "
+                                              "replay's scope is 'replay:' and its --to URL",
+                                              quote(m_options.replay_scope)));
     }
 
     // Every copy dedup recorded, first copies and repeats, as records.
@@ -390,6 +415,7 @@ private:
     std::optional<record::InputStream> m_input;
     record::PositionTracker m_positions;
     Findings m_findings;
+    ReplayLedger m_replayed; // --replay-ledger
     detail::TextColumn m_keys, m_fingerprints;
     detail::Interner m_sources;
     std::optional<Spill> m_spill;

@@ -31,6 +31,10 @@ struct AuditRunOptions {
     // {"fingerprint","time","source"} named by its file and line.
     std::string store_uri;
     std::string store_scope = "default";
+    // replay's ledger in the store it used, under its scope: each key group
+    // whose key replay sent is shown with what the ledger kept.
+    std::string replay_ledger_uri;
+    std::string replay_scope;
     std::string reject_path;
     record::Strictness strictness = record::Strictness::lenient;
     std::vector<record::FieldPath> key_fields;         // --key

@@ -249,6 +249,7 @@ public:
         m_current.fingerprinted = layout.by_fingerprint;
         m_current.records = context.records;
         m_current.identified = context.identified;
+        m_current.replayed = context.replayed;
     }
 
     [[nodiscard]] std::size_t size() const override { return m_index.size(); }

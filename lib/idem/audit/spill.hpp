@@ -56,6 +56,7 @@ public:
         std::vector<std::string> sources;
         std::uint64_t records = 0;
         std::uint64_t identified = 0; // records with an intent
+        const ReplayLedger* replayed = nullptr;
     };
 
     // Finds and explains every group, partition by partition on `threads`

@@ -113,6 +113,21 @@ std::string describe(const Findings& findings, const Explanation& group, const E
     return {};
 }
 
+std::string describe_replay(const store::ReplayEntry& entry) {
+    auto attempts = fmt::format("{} attempt{}", entry.attempts, entry.attempts == 1 ? "" : "s");
+    auto status = entry.status ? fmt::format("last status {}", entry.status) : "no answer";
+    switch (entry.state) {
+    case store::ReplayState::completed:
+        return fmt::format("completed after {} ({}, {} ms)", attempts, status, entry.latency_ms);
+    case store::ReplayState::failed:
+        return fmt::format("failed{} after {}: {} ({})", entry.permanent ? " for good" : "",
+                           attempts, entry.error, status);
+    case store::ReplayState::in_progress:
+        return fmt::format("still in progress after {} ({})", attempts, status);
+    }
+    return {};
+}
+
 std::string cause_list(const Explanation& group) {
     std::vector<std::string_view> names;
     for (const auto& evidence : group.causes)

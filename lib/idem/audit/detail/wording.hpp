@@ -24,6 +24,8 @@ namespace idem::audit::detail {
 [[nodiscard]] std::string describe(const Findings& findings, const Explanation& group,
                                    const Evidence& evidence);
 [[nodiscard]] std::string cause_list(const Explanation& group);
+// "completed after 3 attempts (last status 201, 12 ms)".
+[[nodiscard]] std::string describe_replay(const store::ReplayEntry& entry);
 [[nodiscard]] std::string span_of(const Explanation& group);
 
 } // namespace idem::audit::detail
