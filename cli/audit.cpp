@@ -36,6 +36,7 @@ struct AuditOptions {
     std::string scope = "default";
     std::string replay_ledger;
     std::string replay_scope;
+    std::string verdicts;
     std::size_t threads = 0;
     std::uint64_t spill_after = 250'000;
     std::string spill_dir;
@@ -92,6 +93,7 @@ int run_audit_command(AuditOptions options) {
         throw UsageError("--replay-ledger STORE and --replay-scope SCOPE go together (replay's "
                          "scope is 'replay:' and its --to URL unless it was given --scope)");
     run.replay_ledger_uri = options.replay_ledger;
+    run.verdicts_uri = options.verdicts;
     run.replay_scope = options.replay_scope;
     // Only CSV, a query or a store: stdin is not read unless "-" is given.
     run.read_records =
@@ -185,6 +187,9 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
                         "its ledger kept (state, attempts, last status)");
     command->add_option("--replay-scope", options->replay_scope,
                         "with --replay-ledger: replay's scope ('replay:' and its --to URL)");
+    command->add_option("--verdicts", options->verdicts,
+                        "the store 'idem verify --keep-verdicts' used: each record it checked is "
+                        "shown with its verdict (by file and line)");
     command->add_option("--spill-after", options->spill_after,
                         "past this many records, group on disk in bounded memory (default 250000)");
     command->add_option("--spill-dir", options->spill_dir,
@@ -202,7 +207,9 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
         "--format markdown calls.ndjson\n"
         "  idem audit --key key --ttl 5m --fail-on conflicts,ttl-expired ci-log.ndjson\n"
         "  idem audit --sqlite app.db --query 'SELECT * FROM work_order' --key request_key "
-        "--fingerprint user_id,fault_type --time-field created_at");
+        "--fingerprint user_id,fault_type --time-field created_at\n"
+        "  idem audit --key headers.Idempotency-Key --verdicts idem.db --replay-ledger idem.db "
+        "--replay-scope replay:https://api.example/hooks capture.ndjson");
     command->callback(
         [options, &action] { action = [options] { return run_audit_command(*options); }; });
 }

@@ -18,6 +18,7 @@ struct VerifyOptions {
     std::string now;
     bool ignore_timestamp = false;
     bool nonce = false;
+    bool keep_verdicts = false;
     std::string store;
     bool drop_invalid = false;
     std::string invalid_path;
@@ -40,8 +41,10 @@ int run_verify_command(const VerifyOptions& options) {
                               : verify::InvalidRouting::keep_in_output;
     run.invalid_path = options.invalid_path;
     run.nonce = options.nonce ? verify::NonceCheck::on : verify::NonceCheck::off;
-    run.config.nonce_capture =
-        options.nonce ? verify::NonceCapture::keep : verify::NonceCapture::skip;
+    run.keep_verdicts = options.keep_verdicts;
+    // The message id is what a kept verdict names the delivery by.
+    run.config.nonce_capture = options.nonce || options.keep_verdicts ? verify::NonceCapture::keep
+                                                                      : verify::NonceCapture::skip;
     run.store_uri = options.store;
     run.threads = options.threads;
     StderrDiagnostics diagnostics(options.common.quiet);
@@ -67,9 +70,13 @@ void register_verify(CLI::App& app, std::function<int()>& action) {
     command->add_flag("--nonce", options->nonce,
                       "reject a second delivery of the same message inside the tolerance window, "
                       "remembered in the store");
+    command->add_flag("--keep-verdicts", options->keep_verdicts,
+                      "keep each record's verdict in the store, by file and line, for "
+                      "'idem audit --verdicts'");
     command
         ->add_option("--store", options->store,
-                     "store for --nonce: PATH, :memory:, redis://host:port[/db]")
+                     "store for --nonce and --keep-verdicts: PATH, :memory:, "
+                     "redis://host:port[/db]")
         ->envname("IDEM_STORE")
         ->default_str("idem.db");
     command->add_flag("--drop-invalid", options->drop_invalid,

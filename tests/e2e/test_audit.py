@@ -13,6 +13,7 @@ import redis_server
 from collections import Counter
 from listener import listening
 from test_cli import run
+from test_listen import SECRET, signed_envelopes
 
 INCIDENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples", "incidents")
 
@@ -311,6 +312,62 @@ class ReplayLedger(unittest.TestCase):
             code, _, err = run(["audit", "--key", "k", "--replay-ledger", ledger], stdin=b"")
             self.assertEqual(code, 2)
             self.assertIn("--replay-ledger STORE and --replay-scope SCOPE go together", err)
+
+
+class Verdicts(unittest.TestCase):
+    """verify's verdicts kept in the store, beside the records they judged:
+    of three deliveries of one event, which one was a replay, which forged."""
+
+    def test_each_record_shows_the_verdict_verify_kept(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            first, second = signed_envelopes([{"id": "evt_1", "amount": 10}, {"id": "evt_2", "amount": 20}])
+            forged = json.loads(json.dumps(second))
+            forged["body"] = forged["body"].replace("20", "2000")  # the signature no longer matches
+            capture = os.path.join(tmp, "capture.ndjson")
+            with open(capture, "w") as out:
+                for envelope in (first, second, first, forged):  # line 3 replays line 1
+                    out.write(json.dumps(envelope) + "\n")
+            store = os.path.join(tmp, "idem.db")
+            code, _, err = run(["verify", "--scheme", "stripe", "--secret", SECRET, "--ignore-timestamp",
+                                "--nonce", "--keep-verdicts", "--store", store, "--no-fail", "-q", capture])
+            self.assertEqual(code, 0, err)
+            args = ["audit", "--key", "body.id", "--verdicts", store, capture]
+            code, out, err = run(args + ["--format", "json"])
+            self.assertEqual(code, 0, err)
+            groups = {group["key"]: group for group in json.loads(out)["groups"]}
+            self.assertEqual(set(groups), {"evt_1", "evt_2"})
+            replayed = groups["evt_1"]
+            self.assertEqual(replayed["verdicts"], {"valid": 1, "invalid": 1, "unchecked": 0})
+            self.assertEqual([r["verdict"]["valid"] for r in replayed["records"]], [True, False])
+            self.assertTrue(replayed["records"][1]["verdict"]["reason"].startswith("replayed"))
+            forged_group = groups["evt_2"]
+            self.assertEqual([r["verdict"]["valid"] for r in forged_group["records"]], [True, False])
+            # Grouped on disk, the same report.
+            code, spilled, err = run(args + ["--format", "json", "--spill-after", "1"])
+            self.assertEqual(json.loads(spilled)["groups"], json.loads(out)["groups"])
+            code, table, _ = run(args)
+            self.assertIn("verify           1 valid, 1 invalid (capture.ndjson:3: replayed", table.decode())
+            # A rerun of verify replaces its verdicts rather than adding to them.
+            run(["verify", "--scheme", "stripe", "--secret", SECRET, "--ignore-timestamp",
+                 "--keep-verdicts", "--store", store, "--no-fail", "-q", capture])
+            rows = subprocess.run(["sqlite3", store, "SELECT count(*) FROM verdicts"], capture_output=True,
+                                  text=True).stdout.strip()
+            self.assertEqual(rows, "4")
+            code, _, err = run(["audit", "--key", "body.id", "--verdicts", os.path.join(tmp, "empty.db"), capture])
+            self.assertIn("the store holds no verdict", err)
+            if redis_server.available():  # the same through Redis
+                with redis_server.running() as base:
+                    code, _, err = run(["verify", "--scheme", "stripe", "--secret", SECRET, "--ignore-timestamp",
+                                        "--nonce", "--keep-verdicts", "--store", base + "/6", "--no-fail", "-q",
+                                        capture])
+                    self.assertEqual(code, 0, err)
+                    code, from_redis, err = run(["audit", "--key", "body.id", "--verdicts", base + "/6",
+                                                 "--format", "json", capture])
+                    # The same verdicts; a replay's reason names when it was first seen.
+                    def verdicts(report):
+                        return [(g["key"], g["verdicts"], [r["verdict"]["valid"] for r in g["records"]])
+                                for g in json.loads(report)["groups"]]
+                    self.assertEqual(verdicts(from_redis), verdicts(out))
 
 
 class HtmlReport(unittest.TestCase):

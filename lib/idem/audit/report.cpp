@@ -65,6 +65,12 @@ const std::string& Findings::fingerprint(std::uint32_t id) const {
     return text_of(fingerprint_texts, id);
 }
 
+const KeptVerdict* Findings::verdict_of(std::size_t attempt) const {
+    if (!verdicts || verdicts->empty()) return nullptr;
+    auto found = verdicts->find(position(attempt));
+    return found == verdicts->end() ? nullptr : &found->second;
+}
+
 const store::ReplayEntry* Findings::replay_of(const Explanation& group) const {
     if (!replayed || group.kind != GroupKind::key) return nullptr;
     auto found = replayed->find(key(attempts[group.records.front()].key));
@@ -180,6 +186,8 @@ void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut&
         if (const auto* entry = findings.replay_of(group))
             out +=
                 fit(fmt::format("   {:<16} {}", "replay ledger", describe_replay(*entry))) + "\n";
+        if (auto verdicts = describe_verdicts(findings, group))
+            out += fit(fmt::format("   {:<16} {}", "verify", *verdicts)) + "\n";
         report.flush_when_large();
     }
 }
@@ -218,6 +226,19 @@ void append_replay(std::string& out, const store::ReplayEntry& entry) {
     out += R"(,"updated_at":)";
     append_time(out, entry.updated_at);
     out += '}';
+}
+
+// "verdicts":{"valid":N,"invalid":M,"unchecked":K}: only when verify kept
+// a verdict for one of the group's records.
+void append_verdict_counts(std::string& out, const Findings& findings, const Explanation& group) {
+    if (!findings.verdicts) return;
+    std::size_t valid = 0, invalid = 0;
+    for (auto index : group.records)
+        if (const auto* verdict = findings.verdict_of(index)) ++(verdict->valid ? valid : invalid);
+    if (valid + invalid == 0) return;
+    fmt::format_to(std::back_inserter(out),
+                   R"(,"verdicts":{{"valid":{},"invalid":{},"unchecked":{}}})", valid, invalid,
+                   group.records.size() - valid - invalid);
 }
 
 void append_group(std::string& out, const Findings& findings, const Explanation& group) {
@@ -265,6 +286,7 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
     }
     out += '}';
     if (const auto* entry = findings.replay_of(group)) append_replay(out, *entry);
+    append_verdict_counts(out, findings, group);
     out += R"(,"records":[)";
     std::string position;
     for (std::size_t i = 0; i < group.records.size(); ++i) {
@@ -282,7 +304,14 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
         append_json_text(out, findings.key(attempt.key));
         out += R"(,"payload":")";
         Findings::append_payload_hex(out, attempt);
-        out += R"("})";
+        out += '"';
+        if (const auto* verdict = findings.verdict_of(index)) {
+            out += verdict->valid ? R"(,"verdict":{"valid":true,"reason":)"
+                                  : R"(,"verdict":{"valid":false,"reason":)";
+            record::append_json_string(out, verdict->reason);
+            out += '}';
+        }
+        out += '}';
     }
     out += "]}";
 }
@@ -367,6 +396,8 @@ void render_markdown(GroupShelf& groups, const FindingsSummary& summary, ReportO
                                cell(describe(findings, group, evidence)));
         if (const auto* entry = findings.replay_of(group))
             out += fmt::format("- **replay ledger**: {}\n", cell(describe_replay(*entry)));
+        if (auto verdicts = describe_verdicts(findings, group))
+            out += fmt::format("- **verify**: {}\n", cell(*verdicts));
         out += "\n| at | time | source | key | payload |\n|---|---|---|---|---|\n";
         for (auto index : group.records) {
             const auto& attempt = findings.attempts[index];

@@ -21,6 +21,14 @@ enum class ReportFormat { table, json, markdown, html };
 // key as the report shows it (its JSON): the evidence beside a key group.
 using ReplayLedger = std::unordered_map<std::string, store::ReplayEntry>;
 
+// What verify said of a record (--verdicts), by where the record was
+// ("captures.ndjson:12"): shown beside that record.
+struct KeptVerdict {
+    bool valid = false;
+    std::string reason;
+};
+using KeptVerdicts = std::unordered_map<std::string, KeptVerdict>;
+
 // Everything the report needs, strings interned: id 0 of each table is ""
 // (the field was absent).
 struct Findings {
@@ -54,6 +62,9 @@ struct Findings {
     bool fingerprinted = false;      // --fingerprint given: intents are fingerprints
     ExplainOptions options;
     const ReplayLedger* replayed = nullptr; // --replay-ledger, when given
+    const KeptVerdicts* verdicts = nullptr; // --verdicts, when given
+    // verify's verdict on a record, if it kept one.
+    [[nodiscard]] const KeptVerdict* verdict_of(std::size_t attempt) const;
     // The ledger's entry for a key group's key, if replay sent it.
     [[nodiscard]] const store::ReplayEntry* replay_of(const Explanation& group) const;
 };

@@ -149,6 +149,8 @@ std::string group_details(const Findings& findings, const Explanation& group, st
     if (const auto* entry = findings.replay_of(group))
         out += fmt::format("<li><span class=\"ledger\">replay ledger</span> {}</li>",
                            escape(describe_replay(*entry)));
+    if (auto verdicts = describe_verdicts(findings, group))
+        out += fmt::format("<li><span class=\"ledger\">verify</span> {}</li>", escape(*verdicts));
     out += "</ul><table><thead><tr><th>at</th><th>time</th><th>source</th><th>key</th>"
            "<th>payload</th></tr></thead><tbody>";
     for (auto index : group.records) {

@@ -11,6 +11,7 @@
 #include "idem/store/store.hpp"
 #include "idem/util/encoding.hpp"
 #include "idem/util/text.hpp"
+#include "idem/verify/run.hpp"
 
 #include <fmt/format.h>
 #include <unordered_map>
@@ -165,6 +166,7 @@ public:
         if (m_input) read_records();
         read_rows();
         read_replay_ledger();
+        read_verdicts();
         if (m_reject_sink) m_reject_sink->flush();
         if (m_spill) {
             Spill::Context context;
@@ -174,6 +176,7 @@ public:
             context.records = m_records;
             context.identified = m_identified;
             context.replayed = &m_replayed;
+            if (!m_options.verdicts_uri.empty()) context.verdicts = &m_verdicts;
             // The input is read: the calling thread, which read it, is
             // free to explain partitions beside the workers.
             m_shelf = m_spill->explain_groups(std::move(context), summary,
@@ -182,6 +185,7 @@ public:
         }
         m_findings = explain_in_memory();
         m_findings.replayed = &m_replayed;
+        if (!m_options.verdicts_uri.empty()) m_findings.verdicts = &m_verdicts;
         summary = summarize(m_findings);
         m_shelf = std::make_unique<FindingsShelf>(m_findings);
         return *m_shelf;
@@ -258,6 +262,24 @@ private:
                                   fmt::format("the replay ledger has no key under scope {}: "
                                               "replay's scope is 'replay:' and its --to URL",
                                               quote(m_options.replay_scope)));
+    }
+
+    // What verify kept, by "file:line" as the report names records.
+    void read_verdicts() {
+        if (m_options.verdicts_uri.empty()) return;
+        auto location = store::parse_store_uri(m_options.verdicts_uri);
+        if (location.kind == store::StoreKind::memory)
+            throw UsageError("--verdicts :memory: keeps nothing between runs: give the SQLite "
+                             "file or redis:// URI that verify --keep-verdicts used");
+        auto store = store::open_store(location);
+        store->for_each_verdict(verify::k_verdict_scope, [&](const store::VerdictRecord& kept) {
+            m_verdicts.insert_or_assign(fmt::format("{}:{}", kept.source, kept.line),
+                                        KeptVerdict{kept.valid, kept.reason});
+        });
+        if (m_verdicts.empty())
+            m_diagnostics.warning({m_options.verdicts_uri, 0, 0, 0},
+                                  "the store holds no verdict: run idem verify with "
+                                  "--keep-verdicts and this --store");
     }
 
     // Every copy dedup recorded, first copies and repeats, as records.
@@ -416,6 +438,7 @@ private:
     record::PositionTracker m_positions;
     Findings m_findings;
     ReplayLedger m_replayed; // --replay-ledger
+    KeptVerdicts m_verdicts; // --verdicts
     detail::TextColumn m_keys, m_fingerprints;
     detail::Interner m_sources;
     std::optional<Spill> m_spill;

@@ -35,6 +35,9 @@ struct AuditRunOptions {
     // whose key replay sent is shown with what the ledger kept.
     std::string replay_ledger_uri;
     std::string replay_scope;
+    // The store `verify --keep-verdicts` used: each record it checked is
+    // shown with its verdict, found by file and line.
+    std::string verdicts_uri;
     std::string reject_path;
     record::Strictness strictness = record::Strictness::lenient;
     std::vector<record::FieldPath> key_fields;         // --key

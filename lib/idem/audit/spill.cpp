@@ -250,6 +250,7 @@ public:
         m_current.records = context.records;
         m_current.identified = context.identified;
         m_current.replayed = context.replayed;
+        m_current.verdicts = context.verdicts;
     }
 
     [[nodiscard]] std::size_t size() const override { return m_index.size(); }

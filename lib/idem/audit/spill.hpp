@@ -57,6 +57,7 @@ public:
         std::uint64_t records = 0;
         std::uint64_t identified = 0; // records with an intent
         const ReplayLedger* replayed = nullptr;
+        const KeptVerdicts* verdicts = nullptr;
     };
 
     // Finds and explains every group, partition by partition on `threads`

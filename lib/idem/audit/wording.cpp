@@ -128,6 +128,29 @@ std::string describe_replay(const store::ReplayEntry& entry) {
     return {};
 }
 
+std::optional<std::string> describe_verdicts(const Findings& findings, const Explanation& group) {
+    if (!findings.verdicts) return std::nullopt;
+    std::size_t valid = 0, invalid = 0;
+    std::string first_invalid;
+    for (auto index : group.records) {
+        const auto* verdict = findings.verdict_of(index);
+        if (!verdict) continue;
+        if (verdict->valid) {
+            ++valid;
+            continue;
+        }
+        if (invalid++ == 0)
+            first_invalid =
+                fmt::format("{}: {}", short_position(findings.position(index)), verdict->reason);
+    }
+    if (valid + invalid == 0) return std::nullopt;
+    auto text = fmt::format("{} valid, {} invalid", valid, invalid);
+    if (invalid > 0) text += fmt::format(" ({})", first_invalid);
+    if (auto unchecked = group.records.size() - valid - invalid)
+        text += fmt::format(", {} not checked", unchecked);
+    return text;
+}
+
 std::string cause_list(const Explanation& group) {
     std::vector<std::string_view> names;
     for (const auto& evidence : group.causes)

@@ -174,6 +174,21 @@ public:
             visit(entry);
     }
 
+    void save_verdicts(std::string_view scope,
+                       const std::vector<VerdictRecord>& verdicts) override {
+        auto& kept = m_verdicts[std::string(scope)];
+        for (const auto& verdict : verdicts)
+            kept.insert_or_assign({verdict.source, verdict.line}, verdict);
+    }
+
+    void for_each_verdict(std::string_view scope,
+                          const std::function<void(const VerdictRecord&)>& visit) override {
+        auto found = m_verdicts.find(std::string(scope));
+        if (found == m_verdicts.end()) return;
+        for (const auto& [where, verdict] : found->second)
+            visit(verdict);
+    }
+
     void commit() override {}
     std::string describe() const override { return ":memory:"; }
 
@@ -196,6 +211,8 @@ private:
 
     std::map<std::string, std::pair<Timestamp, Timestamp>> m_nonces;
     std::map<std::string, ReorderState> m_reorder;
+    std::map<std::string, std::map<std::pair<std::string, std::uint64_t>, VerdictRecord>>
+        m_verdicts;
     std::map<std::string, Checkpoint> m_checkpoints;
     std::map<std::string, std::map<std::string, ReplayEntry>> m_replays;
     std::map<std::string, detail::FingerprintTable> m_fingerprints;

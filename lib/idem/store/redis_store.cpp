@@ -3,6 +3,7 @@
 #include "idem/store/detail/redis_liveness.hpp"
 #include "idem/store/detail/redis_reorder.hpp"
 #include "idem/store/detail/redis_replay.hpp"
+#include "idem/store/detail/redis_verdicts.hpp"
 #include "idem/util/errors.hpp"
 
 #include <algorithm>
@@ -261,6 +262,45 @@ public:
                 arguments.push_back(std::to_string(changes.released[i]));
             m_pending.push_back(std::move(arguments));
         }
+    }
+
+    // Queued, and applied in one MULTI/EXEC by commit().
+    void save_verdicts(std::string_view scope,
+                       const std::vector<VerdictRecord>& verdicts) override {
+        constexpr std::size_t k_fields_per_command = 1000;
+        auto key = detail::verdicts_key(scope);
+        for (std::size_t begin = 0; begin < verdicts.size(); begin += k_fields_per_command) {
+            std::vector<std::string> arguments{"HSET", key};
+            for (std::size_t i = begin; i < std::min(verdicts.size(), begin + k_fields_per_command);
+                 ++i) {
+                arguments.push_back(detail::verdict_field(verdicts[i]));
+                arguments.push_back(detail::encode_verdict(verdicts[i]));
+            }
+            m_pending.push_back(std::move(arguments));
+        }
+    }
+
+    // HSCAN, a page at a time: a scope may hold millions.
+    void for_each_verdict(std::string_view scope,
+                          const std::function<void(const VerdictRecord&)>& visit) override {
+        auto key = detail::verdicts_key(scope);
+        std::string cursor = "0";
+        do {
+            auto page = command({"HSCAN", key, cursor, "COUNT", "1000"});
+            if (page->type != REDIS_REPLY_ARRAY || page->elements != 2)
+                throw StoreError(
+                    fmt::format("store {}: unexpected reply to HSCAN", m_location.describe()));
+            cursor = string_of(page->element[0]);
+            const auto* items = page->element[1];
+            for (std::size_t i = 0; i + 1 < items->elements; i += 2) {
+                auto verdict = detail::decode_verdict(string_of(items->element[i]),
+                                                      string_of(items->element[i + 1]));
+                if (!verdict)
+                    throw StoreError(fmt::format("store {}: a verdict of scope {} is damaged",
+                                                 m_location.describe(), scope));
+                visit(*verdict);
+            }
+        } while (cursor != "0");
     }
 
     void clear_reorder_state(std::string_view scope) override {

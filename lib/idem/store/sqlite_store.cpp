@@ -3,6 +3,7 @@
 #include "idem/store/detail/sqlite_reorder.hpp"
 #include "idem/store/detail/sqlite_replay.hpp"
 #include "idem/store/detail/sqlite_support.hpp"
+#include "idem/store/detail/sqlite_verdicts.hpp"
 #include "idem/store/store.hpp"
 
 #include "idem/util/errors.hpp"
@@ -81,6 +82,7 @@ public:
         m_log = std::make_unique<detail::SqliteFingerprintLog>(m_db, m_name);
         m_reorder = std::make_unique<detail::SqliteReorderTables>(m_db, m_name);
         m_replay = std::make_unique<detail::SqliteReplayLedger>(m_db, m_name);
+        m_verdicts = std::make_unique<detail::SqliteVerdicts>(m_db, m_name);
     }
 
     ~SqliteStore() override { close(); }
@@ -91,6 +93,7 @@ public:
         m_lookup.reset();
         m_reorder.reset();
         m_replay.reset();
+        m_verdicts.reset();
         if (m_in_transaction) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
         m_in_transaction = false;
         sqlite3_close(m_db);
@@ -347,6 +350,20 @@ public:
         m_replay->for_each(scope, visit);
     }
 
+    void save_verdicts(std::string_view scope,
+                       const std::vector<VerdictRecord>& verdicts) override {
+        m_log->drain();
+        if (verdicts.empty()) return;
+        begin_if_needed();
+        m_verdicts->save(scope, verdicts);
+    }
+
+    void for_each_verdict(std::string_view scope,
+                          const std::function<void(const VerdictRecord&)>& visit) override {
+        m_log->drain();
+        m_verdicts->for_each(scope, visit);
+    }
+
     void commit() override {
         m_log->drain();
         if (!m_in_transaction) return;
@@ -441,6 +458,7 @@ private:
     std::unique_ptr<detail::SqliteFingerprintLog> m_log;
     std::map<std::string, detail::ScopeIndex, std::less<>> m_indexes;
     std::unique_ptr<detail::SqliteReorderTables> m_reorder;
+    std::unique_ptr<detail::SqliteVerdicts> m_verdicts;
     std::unique_ptr<detail::SqliteReplayLedger> m_replay;
     bool m_in_transaction = false;
     int m_pending = 0;

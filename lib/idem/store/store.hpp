@@ -100,6 +100,18 @@ struct FingerprintRecord {
     std::uint64_t line = 0;
 };
 
+// One verdict `verify --keep-verdicts` kept, by where its record was:
+// `audit --verdicts` puts it beside the same record.
+struct VerdictRecord {
+    std::string source;
+    std::uint64_t line = 0;
+    bool valid = false;
+    std::string scheme;
+    std::string message_id; // the delivery's id, when the scheme has one
+    std::string reason;
+    Timestamp checked_at;
+};
+
 // Reorder (docs/reorder.md): where each partition of a stream stands, and
 // what it holds, so that the next run resumes where this one stopped.
 
@@ -210,6 +222,13 @@ public:
                                      const std::vector<ReplayEntry>& entries) = 0;
     virtual void for_each_replay_entry(std::string_view scope,
                                        const std::function<void(const ReplayEntry&)>& visit) = 0;
+
+    // Verdicts within `scope`, saved within the transaction commit() ends;
+    // one for a record already kept (same source and line) replaces it.
+    virtual void save_verdicts(std::string_view scope,
+                               const std::vector<VerdictRecord>& verdicts) = 0;
+    virtual void for_each_verdict(std::string_view scope,
+                                  const std::function<void(const VerdictRecord&)>& visit) = 0;
 
     // Deletes expired fingerprints and nonces; returns how many.
     virtual std::uint64_t collect_garbage(Timestamp now) = 0;

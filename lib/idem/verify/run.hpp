@@ -17,6 +17,10 @@ namespace idem::verify {
 enum class InvalidRouting { keep_in_output, divert };
 enum class NonceCheck { off, on };
 
+// Where `verify --keep-verdicts` keeps verdicts in the store, and `audit
+// --verdicts` reads them.
+inline constexpr std::string_view k_verdict_scope = "verify";
+
 struct VerifyRunOptions {
     record::InputOptions input;
     VerifyConfig config;
@@ -26,6 +30,9 @@ struct VerifyRunOptions {
     std::string reject_path;
     record::Strictness strictness = record::Strictness::lenient;
     NonceCheck nonce = NonceCheck::off;
+    // Each record's verdict kept in the store, by source and line, for
+    // `audit --verdicts` (scope k_verdict_scope).
+    bool keep_verdicts = false;
     std::string store_uri;
     std::size_t threads = 0; // worker threads; 0: one per core (at most 8)
 };

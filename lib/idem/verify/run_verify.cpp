@@ -111,9 +111,17 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     std::unique_ptr<io::Sink> invalid_sink;
     if (options.invalid_routing == InvalidRouting::divert && !options.invalid_path.empty())
         invalid_sink = io::Sink::create_file(options.invalid_path);
-    std::unique_ptr<store::Store> nonce_store;
-    if (options.nonce == NonceCheck::on)
-        nonce_store = store::open_store(store::parse_store_uri(options.store_uri));
+    std::unique_ptr<store::Store> idem_store;
+    if (options.nonce == NonceCheck::on || options.keep_verdicts)
+        idem_store = store::open_store(store::parse_store_uri(options.store_uri));
+    // --keep-verdicts: saved a batch at a time, committed with the nonces.
+    constexpr std::size_t k_verdicts_per_save = 4096;
+    std::vector<store::VerdictRecord> kept_verdicts;
+    auto save_kept = [&] {
+        if (kept_verdicts.empty()) return;
+        idem_store->save_verdicts(k_verdict_scope, kept_verdicts);
+        kept_verdicts.clear();
+    };
 
     record::RejectRouter rejects(reject_sink.get(), options.strictness, diagnostics,
                                  options.input.max_record_bytes);
@@ -144,8 +152,8 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
             return;
         }
         auto& verdict = outcome.verdict;
-        if (verdict.valid && nonce_store) {
-            auto claim = nonce_store->claim_nonce(
+        if (verdict.valid && options.nonce == NonceCheck::on) {
+            auto claim = idem_store->claim_nonce(
                 scheme_name(verdict.scheme), verdict.nonce, outcome.now,
                 nonce_expiry(verdict, outcome.now, options.config.tolerance));
             if (!claim.fresh) {
@@ -155,6 +163,17 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
                     "replayed: this message was already delivered{}",
                     claim.first_seen ? " at " + format_rfc3339(*claim.first_seen) : std::string());
             }
+        }
+        if (options.keep_verdicts) {
+            auto& kept = kept_verdicts.emplace_back();
+            kept.source = *record.source;
+            kept.line = record.line;
+            kept.valid = verdict.valid;
+            kept.scheme = scheme_name(verdict.scheme);
+            kept.message_id = verdict.nonce;
+            kept.reason = verdict.reason;
+            kept.checked_at = outcome.now;
+            if (kept_verdicts.size() >= k_verdicts_per_save) save_kept();
         }
         member.clear();
         append_verdict(member, verdict);
@@ -198,14 +217,17 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     output.flush();
     if (invalid_sink) invalid_sink->flush();
     if (reject_sink) reject_sink->flush();
-    if (nonce_store) nonce_store->commit();
+    if (idem_store) {
+        save_kept();
+        idem_store->commit();
+    }
 
     RunResult result;
     result.findings = invalid;
     auto& summary = result.summary;
     summary.command = "verify";
     summary.counts = {{"in", records}, {"valid", valid}, {"invalid", invalid}};
-    if (nonce_store) summary.counts.emplace_back("replayed", replayed);
+    if (options.nonce == NonceCheck::on) summary.counts.emplace_back("replayed", replayed);
     summary.counts.emplace_back("rejected", rejects.count());
     summary.counts.emplace_back("out", output.records_written());
     if (invalid_sink) summary.counts.emplace_back("invalid_file", invalid_sink->records_written());

@@ -1,3 +1,4 @@
+#include "idem/store/detail/redis_verdicts.hpp"
 #include "idem/store/owned_files.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
@@ -131,4 +132,58 @@ TEST_CASE("a finished run's checkpoint counts only for the same input") {
     std::filesystem::remove(path);
     std::filesystem::remove(path + "-wal");
     std::filesystem::remove(path + "-shm");
+}
+
+TEST_CASE("verdicts are kept by file and line, a second one for a record replacing the first") {
+    auto check = [](Store& store) {
+        VerdictRecord valid{"capture.ndjson",    1,      true, "stripe", "evt_1",
+                            "signature matches", at(100)};
+        VerdictRecord replayed{
+            "capture.ndjson", 3,       false,
+            "stripe",         "evt_1", "replayed: this message was already delivered",
+            at(101)};
+        store.save_verdicts("verify", {valid, replayed});
+        replayed.reason = "replayed: again";
+        store.save_verdicts("verify", {replayed});
+        store.save_verdicts("other", {valid});
+        store.commit();
+        std::vector<VerdictRecord> seen;
+        store.for_each_verdict("verify", [&](const VerdictRecord& kept) { seen.push_back(kept); });
+        REQUIRE(seen.size() == 2);
+        CHECK(seen[0].line == 1);
+        CHECK(seen[0].valid);
+        CHECK(seen[0].message_id == "evt_1");
+        CHECK(seen[0].checked_at == at(100));
+        CHECK(seen[1].line == 3);
+        CHECK_FALSE(seen[1].valid);
+        CHECK(seen[1].reason == "replayed: again");
+    };
+    auto memory = open_store(parse_store_uri(":memory:"));
+    check(*memory);
+    auto path = temp_db();
+    {
+        auto file = open_store(parse_store_uri(path));
+        check(*file);
+    }
+    std::filesystem::remove(path);
+    std::filesystem::remove(path + "-wal");
+    std::filesystem::remove(path + "-shm");
+}
+
+TEST_CASE("a verdict's Redis encoding reads back, whatever its texts hold") {
+    VerdictRecord verdict{
+        "dir with space/cap:ture.ndjson", 42,   false, "github", "id with\nnewline",
+        "bad signature: \"x\" 1 2",       at(7)};
+    auto decoded =
+        detail::decode_verdict(detail::verdict_field(verdict), detail::encode_verdict(verdict));
+    REQUIRE(decoded);
+    CHECK(decoded->source == verdict.source);
+    CHECK(decoded->line == 42);
+    CHECK_FALSE(decoded->valid);
+    CHECK(decoded->scheme == "github");
+    CHECK(decoded->message_id == verdict.message_id);
+    CHECK(decoded->reason == verdict.reason);
+    CHECK(decoded->checked_at == at(7));
+    CHECK_FALSE(detail::decode_verdict("x", "1 2 3 4\nab"));
+    CHECK_FALSE(detail::decode_verdict("1 f", "1 2 30 4\nab"));
 }

@@ -3,6 +3,7 @@
 
 #include "idem/audit/report.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ namespace idem::audit::detail {
 [[nodiscard]] std::string cause_list(const Explanation& group);
 // "completed after 3 attempts (last status 201, 12 ms)".
 [[nodiscard]] std::string describe_replay(const store::ReplayEntry& entry);
+// "2 valid, 1 invalid (line 9: replayed: ...)"; nullopt when verify kept no
+// verdict for any of the group's records.
+[[nodiscard]] std::optional<std::string> describe_verdicts(const Findings& findings,
+                                                           const Explanation& group);
 [[nodiscard]] std::string span_of(const Explanation& group);
 
 } // namespace idem::audit::detail

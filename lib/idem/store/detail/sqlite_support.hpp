@@ -85,8 +85,21 @@ inline constexpr const char* k_migrations[] = {
     "  updated_us INTEGER NOT NULL,"
     "  PRIMARY KEY (scope, key)"
     ") WITHOUT ROWID;",
+    // v5: verify's verdicts (`verify --keep-verdicts`), one row per record
+    // it read, by where the record was; a rerun replaces them.
+    "CREATE TABLE verdicts ("
+    "  scope TEXT NOT NULL,"
+    "  source TEXT NOT NULL,"
+    "  line INTEGER NOT NULL,"
+    "  valid INTEGER NOT NULL,"
+    "  scheme TEXT NOT NULL,"
+    "  message_id TEXT NOT NULL,"
+    "  reason TEXT NOT NULL,"
+    "  checked_us INTEGER NOT NULL,"
+    "  PRIMARY KEY (scope, source, line)"
+    ") WITHOUT ROWID;",
 };
-inline constexpr int k_schema_version = 4;
+inline constexpr int k_schema_version = 5;
 
 // SQLite's memory statistics take a global mutex on every allocation; idem
 // reads none of them. Must run before SQLite initialises, so once, first.
