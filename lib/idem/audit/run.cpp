@@ -247,11 +247,7 @@ private:
     // key's JSON string (a key group of several fields is never replay's).
     void read_replay_ledger() {
         if (m_options.replay_ledger_uri.empty()) return;
-        auto location = store::parse_store_uri(m_options.replay_ledger_uri);
-        if (location.kind == store::StoreKind::memory)
-            throw UsageError("--replay-ledger :memory: keeps nothing between runs: give the SQLite "
-                             "file or redis:// URI that replay used");
-        auto store = store::open_store(location);
+        auto store = open_kept_store(m_options.replay_ledger_uri, "--replay-ledger", "replay");
         store->for_each_replay_entry(m_options.replay_scope, [&](const store::ReplayEntry& entry) {
             std::string label;
             record::append_json_string(label, entry.key);
@@ -267,11 +263,8 @@ private:
     // What verify kept, by "file:line" as the report names records.
     void read_verdicts() {
         if (m_options.verdicts_uri.empty()) return;
-        auto location = store::parse_store_uri(m_options.verdicts_uri);
-        if (location.kind == store::StoreKind::memory)
-            throw UsageError("--verdicts :memory: keeps nothing between runs: give the SQLite "
-                             "file or redis:// URI that verify --keep-verdicts used");
-        auto store = store::open_store(location);
+        auto store =
+            open_kept_store(m_options.verdicts_uri, "--verdicts", "verify --keep-verdicts");
         store->for_each_verdict(verify::k_verdict_scope, [&](const store::VerdictRecord& kept) {
             m_verdicts.insert_or_assign(fmt::format("{}:{}", kept.source, kept.line),
                                         KeptVerdict{kept.valid, kept.reason});
@@ -282,13 +275,20 @@ private:
                                   "--keep-verdicts and this --store");
     }
 
+    // A store another command wrote to: never :memory:, which keeps nothing.
+    static std::unique_ptr<store::Store>
+    open_kept_store(const std::string& uri, std::string_view flag, std::string_view writer) {
+        auto location = store::parse_store_uri(uri);
+        if (location.kind == store::StoreKind::memory)
+            throw UsageError(fmt::format("{} :memory: keeps nothing between runs: give the SQLite "
+                                         "file or redis:// URI that {} used",
+                                         flag, writer));
+        return store::open_store(location);
+    }
+
     // Every copy dedup recorded, first copies and repeats, as records.
     void read_store(const RowHandler& take_row) {
-        auto location = store::parse_store_uri(m_options.store_uri);
-        if (location.kind == store::StoreKind::memory)
-            throw UsageError("--store :memory: keeps nothing between runs: give the SQLite file "
-                             "or redis:// URI that dedup used");
-        auto store = store::open_store(location);
+        auto store = open_kept_store(m_options.store_uri, "--store", "dedup");
         std::string json;
         store->for_each_fingerprint_record(
             m_options.store_scope, [&](const store::FingerprintRecord& record) {

@@ -8,6 +8,7 @@
 #include "idem/replay/reader.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/owner.hpp"
 #include "idem/util/text.hpp"
 #include "idem/verify/signer.hpp"
 
@@ -15,7 +16,6 @@
 #include <queue>
 #include <random>
 #include <thread>
-#include <unistd.h>
 #include <unordered_map>
 
 namespace idem::replay {
@@ -47,15 +47,6 @@ struct Counts {
     std::uint64_t retries = 0;
 };
 
-std::string run_owner() {
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    auto start = std::chrono::duration_cast<std::chrono::milliseconds>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count();
-    return fmt::format("{}:{}:{:x}", host, ::getpid(), start);
-}
-
 std::string default_scope(const std::string& to) {
     return "replay:" + to;
 }
@@ -66,7 +57,7 @@ public:
         : m_options(options), m_output(output), m_diagnostics(diagnostics),
           m_reader(options, diagnostics),
           m_scope(options.scope.empty() ? default_scope(options.to) : options.scope),
-          m_owner(run_owner()), m_budget(options.retry_budget),
+          m_owner(new_owner_id()), m_budget(options.retry_budget),
           m_random(options.seed
                        ? options.seed
                        : static_cast<std::uint64_t>(Clock::now().time_since_epoch().count())) {

@@ -5,6 +5,7 @@
 #include "idem/store/detail/redis_replay.hpp"
 #include "idem/store/detail/redis_verdicts.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/owner.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -643,7 +644,7 @@ return redis.call('PEXPIREAT', KEYS[1], ARGV[1])
     std::vector<std::pair<std::string, long long>>
         m_unconfirmed;                               // first copies of the batch: key, expiry
     std::vector<std::vector<std::string>> m_pending; // written by commit()
-    std::string m_owner = detail::new_owner_id();    // of this process's leases
+    std::string m_owner = new_owner_id();            // of this process's leases
     std::unique_ptr<detail::Heartbeat> m_heartbeat;  // from the first claim on
     detail::OwnerLiveness m_liveness;                // of the owners met
 };

@@ -6,22 +6,6 @@ namespace idem::store::detail {
 
 namespace {
 
-void bind_text(sqlite3_stmt* statement, int index, std::string_view text) {
-    sqlite3_bind_text(statement, index, text.data(), static_cast<int>(text.size()), SQLITE_STATIC);
-}
-
-void bind_blob(sqlite3_stmt* statement, int index, std::string_view bytes) {
-    // A zero-length blob, not NULL: the columns are NOT NULL.
-    sqlite3_bind_blob(statement, index, bytes.empty() ? "" : bytes.data(),
-                      static_cast<int>(bytes.size()), SQLITE_STATIC);
-}
-
-std::string blob_of(sqlite3_stmt* statement, int column) {
-    const auto* data = static_cast<const char*>(sqlite3_column_blob(statement, column));
-    auto size = sqlite3_column_bytes(statement, column);
-    return data ? std::string(data, static_cast<std::size_t>(size)) : std::string();
-}
-
 OrderKey key_of(sqlite3_stmt* statement, int column) {
     return {sqlite3_column_int64(statement, column),
             static_cast<std::uint64_t>(sqlite3_column_int64(statement, column + 1))};
@@ -89,10 +73,10 @@ std::vector<HeldRecordRow> SqliteReorderTables::load_held(std::string_view scope
     while ((result = sqlite3_step(statement)) == SQLITE_ROW) {
         auto& row = rows.emplace_back();
         row.id = static_cast<std::uint64_t>(sqlite3_column_int64(statement, 0));
-        row.partition = blob_of(statement, 1);
+        row.partition = column_bytes(statement, 1);
         row.key = key_of(statement, 2);
         row.arrival = Timestamp(Duration(sqlite3_column_int64(statement, 4)));
-        row.bytes = blob_of(statement, 5);
+        row.bytes = column_bytes(statement, 5);
     }
     sqlite3_reset(statement);
     if (result != SQLITE_DONE)

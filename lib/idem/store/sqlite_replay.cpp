@@ -10,34 +10,23 @@ constexpr const char* k_columns =
     "key, state, owner, lease_until_us, attempts, status, latency_ms, "
     "permanent, error, response_digest, response_head, updated_us";
 
-void bind_text(sqlite3_stmt* statement, int index, std::string_view text) {
-    sqlite3_bind_text(statement, index, text.empty() ? "" : text.data(),
-                      static_cast<int>(text.size()), SQLITE_STATIC);
-}
-
-std::string text_of(sqlite3_stmt* statement, int column) {
-    const auto* data = static_cast<const char*>(sqlite3_column_blob(statement, column));
-    auto size = sqlite3_column_bytes(statement, column);
-    return data ? std::string(data, static_cast<std::size_t>(size)) : std::string();
-}
-
 std::int64_t micros(Timestamp at) {
     return at.time_since_epoch().count();
 }
 
 ReplayEntry entry_of(sqlite3_stmt* statement) {
     ReplayEntry entry;
-    entry.key = text_of(statement, 0);
+    entry.key = column_bytes(statement, 0);
     entry.state = static_cast<ReplayState>(sqlite3_column_int(statement, 1));
-    entry.owner = text_of(statement, 2);
+    entry.owner = column_bytes(statement, 2);
     entry.lease_until = Timestamp(Duration(sqlite3_column_int64(statement, 3)));
     entry.attempts = static_cast<std::uint32_t>(sqlite3_column_int64(statement, 4));
     entry.status = sqlite3_column_int(statement, 5);
     entry.latency_ms = sqlite3_column_int64(statement, 6);
     entry.permanent = sqlite3_column_int(statement, 7) != 0;
-    entry.error = text_of(statement, 8);
-    entry.response_digest = text_of(statement, 9);
-    entry.response_head = text_of(statement, 10);
+    entry.error = column_bytes(statement, 8);
+    entry.response_digest = column_bytes(statement, 9);
+    entry.response_head = column_bytes(statement, 10);
     entry.updated_at = Timestamp(Duration(sqlite3_column_int64(statement, 11)));
     return entry;
 }

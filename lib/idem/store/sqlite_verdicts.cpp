@@ -7,21 +7,6 @@
 
 namespace idem::store::detail {
 
-namespace {
-
-void bind_text(sqlite3_stmt* statement, int index, std::string_view text) {
-    sqlite3_bind_text(statement, index, text.empty() ? "" : text.data(),
-                      static_cast<int>(text.size()), SQLITE_STATIC);
-}
-
-std::string text_of(sqlite3_stmt* statement, int column) {
-    const auto* data = static_cast<const char*>(sqlite3_column_blob(statement, column));
-    auto size = sqlite3_column_bytes(statement, column);
-    return data ? std::string(data, static_cast<std::size_t>(size)) : std::string();
-}
-
-} // namespace
-
 SqliteVerdicts::SqliteVerdicts(sqlite3* db, const std::string& store_name)
     : m_db(db), m_name(store_name),
       m_save(db,
@@ -63,12 +48,12 @@ void SqliteVerdicts::for_each(std::string_view scope,
     int result = SQLITE_ROW;
     VerdictRecord verdict;
     while ((result = sqlite3_step(statement)) == SQLITE_ROW) {
-        verdict.source = text_of(statement, 0);
+        verdict.source = column_bytes(statement, 0);
         verdict.line = static_cast<std::uint64_t>(sqlite3_column_int64(statement, 1));
         verdict.valid = sqlite3_column_int(statement, 2) != 0;
-        verdict.scheme = text_of(statement, 3);
-        verdict.message_id = text_of(statement, 4);
-        verdict.reason = text_of(statement, 5);
+        verdict.scheme = column_bytes(statement, 3);
+        verdict.message_id = column_bytes(statement, 4);
+        verdict.reason = column_bytes(statement, 5);
         verdict.checked_at = Timestamp(Duration(sqlite3_column_int64(statement, 6)));
         visit(verdict);
     }

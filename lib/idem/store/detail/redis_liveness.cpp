@@ -4,21 +4,11 @@
 
 #include <fmt/format.h>
 #include <hiredis/hiredis.h>
-#include <unistd.h>
 
 namespace idem::store::detail {
 
 std::string heartbeat_key(std::string_view owner) {
     return fmt::format("idem:alive:{}", owner);
-}
-
-std::string new_owner_id() {
-    char host[256] = {};
-    ::gethostname(host, sizeof host - 1);
-    auto start = std::chrono::duration_cast<std::chrono::microseconds>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count();
-    return fmt::format("{}:{}:{:x}", host, ::getpid(), start);
 }
 
 OwnerLiveness::Verdict OwnerLiveness::judge(const std::string& owner,

@@ -31,9 +31,6 @@ inline constexpr std::chrono::milliseconds k_silence_is_death{3000};
 // "idem:alive:OWNER"
 [[nodiscard]] std::string heartbeat_key(std::string_view owner);
 
-// A random owner id for this process's leases.
-[[nodiscard]] std::string new_owner_id();
-
 // What one process has seen of other owners' heartbeats. Pure: the caller
 // reads the heartbeat key and the clock.
 class OwnerLiveness {

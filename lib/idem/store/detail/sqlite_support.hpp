@@ -111,6 +111,25 @@ inline void disable_memory_statistics() {
     (void)k_done;
 }
 
+// Bound for the statement's next step only (SQLITE_STATIC): an empty text or
+// blob is bound as empty, not NULL, as the columns are NOT NULL.
+inline void bind_text(sqlite3_stmt* statement, int index, std::string_view text) {
+    sqlite3_bind_text(statement, index, text.empty() ? "" : text.data(),
+                      static_cast<int>(text.size()), SQLITE_STATIC);
+}
+
+inline void bind_blob(sqlite3_stmt* statement, int index, std::string_view bytes) {
+    sqlite3_bind_blob(statement, index, bytes.empty() ? "" : bytes.data(),
+                      static_cast<int>(bytes.size()), SQLITE_STATIC);
+}
+
+// A text or blob column's bytes, copied.
+inline std::string column_bytes(sqlite3_stmt* statement, int column) {
+    const auto* data = static_cast<const char*>(sqlite3_column_blob(statement, column));
+    auto size = sqlite3_column_bytes(statement, column);
+    return data ? std::string(data, static_cast<std::size_t>(size)) : std::string();
+}
+
 // Steps a statement whose rows, if any, are not read, and resets it;
 // throws StoreError naming the store when SQLite failed.
 inline void step_done(sqlite3* db, const std::string& store_name, sqlite3_stmt* statement) {
