@@ -84,6 +84,9 @@ echo "a rerun sends nothing:"
 kill -TERM "$listener"
 wait "$listener" 2> /dev/null
 echo "the target captured $(wc -l < "$work/target.ndjson") requests, $(jq -s '[.[] | select(._idem.listen.status == 200)] | length' "$work/target.ndjson") answered 200"
+echo "why did one key arrive three times? the capture, with replay's ledger beside it:"
+"$IDEM" audit --key headers.Idempotency-Key --replay-ledger "$work/idem.db" \
+    --replay-scope "replay:http://127.0.0.1:$port/hooks" "$work/target.ndjson" | sed -n '5,9p'
 
 echo
 echo "Next: idem --help, idem COMMAND --help (verify, dedup, reorder, audit, listen, replay), and docs/."
