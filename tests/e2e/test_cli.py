@@ -215,6 +215,28 @@ class BadInput(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertEqual([v["valid"] for v in verdicts(out)], [True, True, True])
 
+    def test_from_a_file_an_oversized_line_streams_whole_beside_other_rejects(self):
+        # Files are read ahead on a thread of their own, which streams an
+        # oversized line to the reject file while the calling thread rejects
+        # bad lines into the same file: each must come out whole.
+        big = github_envelope(b'{"blob":"' + b"a" * (20 << 20) + b'"}').encode()
+        bad = [b'{"broken": %d' % n + b"x" * 200 for n in range(30000)]  # about 6 MB of them
+        good = github_envelope(b'{"n":1}').encode()
+        with tempfile.TemporaryDirectory() as tmp:
+            source = os.path.join(tmp, "mixed.ndjson")
+            with open(source, "wb") as f:
+                f.write(b"\n".join(bad[:15000] + [good, big, good] + bad[15000:]) + b"\n")
+            rejects = os.path.join(tmp, "rejects.ndjson")
+            code, out, err = run(["verify", "--secret", GH, "--ignore-timestamp", "--reject", rejects, "-q",
+                                  "--summary", "json", source])
+            self.assertEqual(code, 0, err[-500:])
+            self.assertEqual(len(out.splitlines()), 2)
+            summary = json.loads(err.strip().splitlines()[-1])
+            self.assertEqual((summary["in"], summary["rejected"]), (30003, 30001))
+            with open(rejects, "rb") as f:
+                kept = f.read().split(b"\n")[:-1]
+            self.assertEqual(sorted(kept), sorted(bad + [big]))
+
     def test_a_plain_event_is_invalid_with_a_reason_not_rejected(self):
         code, out, _ = run(["verify", "--secret", GH], stdin=b'{"type":"ticket.created"}\n')
         self.assertEqual(code, 1)

@@ -130,10 +130,21 @@ bool BlockReader::next(Block& block, std::size_t target_bytes) {
 // the line read in small chunks. What follows its newline is kept as the
 // start of the next block.
 std::uint64_t BlockReader::stream_oversized(std::string_view buffered) {
-    if (m_oversize_handler) {
-        m_oversize_handler->begin(m_source);
-        m_oversize_handler->chunk(buffered);
+    if (!m_oversize_handler) return stream_oversized_to(nullptr, buffered);
+    m_oversize_handler->begin(m_source);
+    try {
+        auto total = stream_oversized_to(m_oversize_handler, buffered);
+        m_oversize_handler->end();
+        return total;
+    } catch (...) {
+        m_oversize_handler->abandon();
+        throw;
     }
+}
+
+std::uint64_t BlockReader::stream_oversized_to(OversizeHandler* handler,
+                                               std::string_view buffered) {
+    if (handler) handler->chunk(buffered);
     std::uint64_t total = buffered.size();
     std::string chunk(k_stream_chunk, '\0');
     while (!m_eof) {
@@ -141,15 +152,14 @@ std::uint64_t BlockReader::stream_oversized(std::string_view buffered) {
         std::string_view piece(chunk.data(), got);
         auto newline = piece.find('\n');
         if (newline != std::string_view::npos) {
-            if (m_oversize_handler) m_oversize_handler->chunk(piece.substr(0, newline));
+            if (handler) handler->chunk(piece.substr(0, newline));
             total += newline;
             m_carry.assign(piece.substr(newline + 1));
             break;
         }
-        if (m_oversize_handler) m_oversize_handler->chunk(piece);
+        if (handler) handler->chunk(piece);
         total += got;
     }
-    if (m_oversize_handler) m_oversize_handler->end();
     return total;
 }
 

@@ -25,6 +25,8 @@ public:
     virtual void begin(std::string_view source) = 0;
     virtual void chunk(std::string_view bytes) = 0;
     virtual void end() = 0;
+    // Instead of end(): the line could not be read (or kept) to its end.
+    virtual void abandon() {}
 };
 
 // Bytes that grow without being zero-filled first (a block is refilled by
@@ -97,6 +99,7 @@ private:
     [[nodiscard]] bool
     more_waiting(std::chrono::milliseconds patience = std::chrono::milliseconds(0)) const;
     std::uint64_t stream_oversized(std::string_view buffered);
+    std::uint64_t stream_oversized_to(OversizeHandler* handler, std::string_view buffered);
 
     int m_fd;
     std::string m_source;

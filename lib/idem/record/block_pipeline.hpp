@@ -7,6 +7,7 @@
 // flight, whatever the input's length.
 
 #include "idem/record/input.hpp"
+#include "idem/record/read_ahead.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/ordered_workers.hpp"
 
@@ -50,13 +51,39 @@ void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>&
         [&](InputBlock& block, std::size_t worker) { return judge(block, *states[worker]); });
     // Blocks are recycled so their buffers are allocated once.
     std::vector<InputBlock> spare;
+    std::optional<ReadAhead> ahead;
     auto finish = [&](bool wait) {
         auto finished = pool.next(wait);
         if (!finished) return false;
         emit(finished->job, finished->output);
-        spare.push_back(std::move(finished->job));
+        if (ahead)
+            ahead->recycle(std::move(finished->job));
+        else
+            spare.push_back(std::move(finished->job));
         return true;
     };
+    // Files are read ahead on a thread of their own (read_ahead.hpp).
+    if (input.total_bytes()) {
+        ahead.emplace(input, k_block_bytes, states.size() + 1);
+        try {
+            while (true) {
+                while (pool.full())
+                    finish(true);
+                InputBlock block;
+                if (!ahead->next(block)) break;
+                pool.submit(std::move(block));
+                while (finish(false)) {
+                }
+            }
+        } catch (const InputError&) {
+            while (finish(true)) {
+            }
+            throw;
+        }
+        while (finish(true)) {
+        }
+        return;
+    }
     try {
         while (true) {
             while (pool.full())

@@ -4,6 +4,7 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -61,6 +62,9 @@ struct InputStream::Impl {
     std::unique_ptr<io::BlockReader> reader;
     bool source_started = false;
     std::uint64_t finished_bytes = 0;
+    // What bytes_read() answers: set after each block, so a calling thread
+    // can ask while a read-ahead thread reads (read_ahead.hpp).
+    std::atomic<std::uint64_t> bytes_so_far{0};
     // Record-by-record state.
     InputBlock block;
     std::optional<io::LineCursor> cursor;
@@ -141,8 +145,13 @@ bool InputStream::next_block(InputBlock& out, std::size_t target_bytes) {
         if (!impl.reader)
             impl.reader = std::make_unique<io::BlockReader>(
                 input.fd, input.name, impl.options.max_record_bytes, impl.oversize_handler);
-        if (impl.reader->next(out.block, target_bytes)) return true;
+        if (impl.reader->next(out.block, target_bytes)) {
+            impl.bytes_so_far.store(impl.finished_bytes + impl.reader->bytes_read(),
+                                    std::memory_order_relaxed);
+            return true;
+        }
         impl.finished_bytes += impl.reader->bytes_read();
+        impl.bytes_so_far.store(impl.finished_bytes, std::memory_order_relaxed);
         impl.reader.reset();
         impl.source_started = false;
         ++impl.current;
@@ -182,7 +191,7 @@ bool InputStream::ready(std::chrono::milliseconds patience) const {
 }
 
 std::uint64_t InputStream::bytes_read() const {
-    return m_impl->finished_bytes + (m_impl->reader ? m_impl->reader->bytes_read() : 0);
+    return m_impl->bytes_so_far.load(std::memory_order_relaxed);
 }
 
 std::optional<std::uint64_t> InputStream::total_bytes() const {

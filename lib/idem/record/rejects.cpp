@@ -19,6 +19,7 @@ void RejectRouter::report(SourcePosition position, const std::string& message) {
 
 void RejectRouter::reject(const InputRecord& record, std::uint64_t column,
                           const std::string& message) {
+    std::lock_guard lock(m_mutex);
     if (m_sink) {
         m_sink->write_record(record.bytes);
     }
@@ -26,6 +27,7 @@ void RejectRouter::reject(const InputRecord& record, std::uint64_t column,
 }
 
 void RejectRouter::reject_oversized(const InputRecord& record) {
+    std::lock_guard lock(m_mutex);
     // A line that arrived whole in a block is still here; one that could not
     // be held was streamed to the file as it was read.
     if (m_sink && !record.bytes.empty()) {
@@ -36,14 +38,21 @@ void RejectRouter::reject_oversized(const InputRecord& record) {
                        format_bytes(record.oversized_bytes), format_bytes(m_max_record_bytes)));
 }
 
-void RejectRouter::begin(std::string_view) {}
+void RejectRouter::begin(std::string_view) {
+    m_streaming.lock(); // until end()
+}
 
 void RejectRouter::chunk(std::string_view bytes) {
     if (m_sink) m_sink->write(bytes);
 }
 
+void RejectRouter::abandon() {
+    m_streaming.unlock();
+}
+
 void RejectRouter::end() {
     if (m_sink) m_sink->write_record({}); // the line's end, after its streamed bytes
+    m_streaming.unlock();
 }
 
 } // namespace idem::record

@@ -10,6 +10,7 @@
 #include "idem/record/input.hpp"
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 namespace idem::record {
@@ -28,12 +29,16 @@ public:
     void reject(const InputRecord& record, std::uint64_t column, const std::string& message);
     void reject_oversized(const InputRecord& record);
 
-    [[nodiscard]] std::uint64_t count() const { return m_count; }
+    [[nodiscard]] std::uint64_t count() const {
+        std::lock_guard lock(m_mutex);
+        return m_count;
+    }
 
     // OversizeHandler: streams a too-long line into the reject file.
     void begin(std::string_view source) override;
     void chunk(std::string_view bytes) override;
     void end() override;
+    void abandon() override;
 
 private:
     void report(SourcePosition position, const std::string& message);
@@ -43,6 +48,11 @@ private:
     io::Diagnostics& m_diagnostics;
     std::uint64_t m_max_record_bytes;
     std::uint64_t m_count = 0;
+    // A line streamed by a read-ahead thread (begin to end) and a record
+    // rejected by the calling thread share the reject file: one at a time,
+    // and a streamed line whole.
+    mutable std::mutex m_mutex;
+    std::unique_lock<std::mutex> m_streaming{m_mutex, std::defer_lock};
 };
 
 } // namespace idem::record
