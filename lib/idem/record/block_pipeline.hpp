@@ -1,10 +1,12 @@
 #pragma once
 // The shape every per-record subcommand shares: blocks of whole lines are
-// read on the calling thread, judged on worker threads (one state object per
-// worker: parsers and prepared keys are not shared), and handed back to the
-// calling thread in input order, where everything with side effects
-// (rejects, the store, output) happens. Memory is bounded by the blocks in
-// flight, whatever the input's length.
+// read (on a read-ahead thread for files, on the calling thread for pipes),
+// judged on worker threads (one state object per worker: parsers and
+// prepared keys are not shared), and handed back to the calling thread in
+// input order, where everything with side effects (rejects, the store,
+// output) happens; only a line too long to hold is streamed to the reject
+// file as it is read. Memory is bounded by the blocks in flight, whatever
+// the input's length.
 
 #include "idem/record/input.hpp"
 #include "idem/record/read_ahead.hpp"
@@ -49,9 +51,20 @@ void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>&
     OrderedWorkers<InputBlock, Result> pool(
         states.size(), 2 * states.size() + 1,
         [&](InputBlock& block, std::size_t worker) { return judge(block, *states[worker]); });
+    // Files are read ahead on a thread of their own (read_ahead.hpp); live
+    // input is read here, where going quiet can be noticed.
+    std::optional<ReadAhead> ahead;
+    if (input.total_bytes()) ahead.emplace(input, k_block_bytes, states.size() + 1);
     // Blocks are recycled so their buffers are allocated once.
     std::vector<InputBlock> spare;
-    std::optional<ReadAhead> ahead;
+    auto next_block = [&](InputBlock& block) {
+        if (ahead) return ahead->next(block);
+        if (!spare.empty()) {
+            block = std::move(spare.back());
+            spare.pop_back();
+        }
+        return input.next_block(block, k_block_bytes);
+    };
     auto finish = [&](bool wait) {
         auto finished = pool.next(wait);
         if (!finished) return false;
@@ -62,44 +75,18 @@ void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>&
             spare.push_back(std::move(finished->job));
         return true;
     };
-    // Files are read ahead on a thread of their own (read_ahead.hpp).
-    if (input.total_bytes()) {
-        ahead.emplace(input, k_block_bytes, states.size() + 1);
-        try {
-            while (true) {
-                while (pool.full())
-                    finish(true);
-                InputBlock block;
-                if (!ahead->next(block)) break;
-                pool.submit(std::move(block));
-                while (finish(false)) {
-                }
-            }
-        } catch (const InputError&) {
-            while (finish(true)) {
-            }
-            throw;
-        }
-        while (finish(true)) {
-        }
-        return;
-    }
     try {
         while (true) {
             while (pool.full())
                 finish(true);
             InputBlock block;
-            if (!spare.empty()) {
-                block = std::move(spare.back());
-                spare.pop_back();
-            }
-            if (!input.next_block(block, k_block_bytes)) break;
+            if (!next_block(block)) break;
             pool.submit(std::move(block));
             while (finish(false)) {
             }
             // Live input gone quiet: finish what was read before waiting, so
             // records do not sit behind a read that may block for hours.
-            if (!input.ready()) {
+            if (!ahead && !input.ready()) {
                 while (finish(true)) {
                 }
                 if (idle) {
