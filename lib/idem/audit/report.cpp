@@ -67,7 +67,12 @@ const std::string& Findings::fingerprint(std::uint32_t id) const {
 
 const KeptVerdict* Findings::verdict_of(std::size_t attempt) const {
     if (!verdicts || verdicts->empty()) return nullptr;
-    auto found = verdicts->find(position(attempt));
+    return verdict_at(position(attempt));
+}
+
+const KeptVerdict* Findings::verdict_at(const std::string& position) const {
+    if (!verdicts) return nullptr;
+    auto found = verdicts->find(position);
     return found == verdicts->end() ? nullptr : &found->second;
 }
 
@@ -305,7 +310,7 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
         out += R"(,"payload":")";
         Findings::append_payload_hex(out, attempt);
         out += '"';
-        if (const auto* verdict = findings.verdict_of(index)) {
+        if (const auto* verdict = findings.verdict_at(position)) {
             out += verdict->valid ? R"(,"verdict":{"valid":true,"reason":)"
                                   : R"(,"verdict":{"valid":false,"reason":)";
             record::append_json_string(out, verdict->reason);

@@ -65,6 +65,8 @@ struct Findings {
     const KeptVerdicts* verdicts = nullptr; // --verdicts, when given
     // verify's verdict on a record, if it kept one.
     [[nodiscard]] const KeptVerdict* verdict_of(std::size_t attempt) const;
+    // The same, for a record whose position is already written out.
+    [[nodiscard]] const KeptVerdict* verdict_at(const std::string& position) const;
     // The ledger's entry for a key group's key, if replay sent it.
     [[nodiscard]] const store::ReplayEntry* replay_of(const Explanation& group) const;
 };
