@@ -40,6 +40,12 @@ struct BlockReadings {
     std::vector<Reading> readings;
     std::string texts;
     std::uint64_t lines = 0;
+
+    void clear() {
+        readings.clear();
+        texts.clear();
+        lines = 0;
+    }
 };
 
 struct WorkerState {
@@ -117,9 +123,8 @@ void read_line(const io::BlockLine& line, Reading& reading, std::string& texts, 
     reading.payload = payload_hash(state);
 }
 
-BlockReadings read_block(const record::InputBlock& block, WorkerState& state,
-                         const AuditRunOptions& options) {
-    BlockReadings result;
+void read_block(const record::InputBlock& block, WorkerState& state, const AuditRunOptions& options,
+                BlockReadings& result) {
     io::LineCursor cursor(block.block.lines());
     while (auto line = cursor.next()) {
         auto& reading = result.readings.emplace_back();
@@ -131,7 +136,6 @@ BlockReadings read_block(const record::InputBlock& block, WorkerState& state,
         read_line(*line, reading, result.texts, state, options);
     }
     result.lines = cursor.lines_seen();
-    return result;
 }
 
 dedup::KeySpec payload_spec(const AuditRunOptions& options) {
@@ -213,8 +217,8 @@ private:
             states.push_back(std::make_unique<WorkerState>(payload_spec(m_options)));
         record::run_block_pipeline<WorkerState, BlockReadings>(
             *m_input, states,
-            [&](const record::InputBlock& block, WorkerState& state) {
-                return read_block(block, state, m_options);
+            [&](const record::InputBlock& block, WorkerState& state, BlockReadings& result) {
+                read_block(block, state, m_options, result);
             },
             [&](const record::InputBlock& block, BlockReadings& result) {
                 take_block(block, result);

@@ -63,9 +63,8 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, WorkerState& state,
 
 } // namespace
 
-BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
-                         const DedupRunOptions& options) {
-    BlockOutcome result;
+void judge_block(const record::InputBlock& block, WorkerState& state,
+                 const DedupRunOptions& options, BlockOutcome& result) {
     io::LineCursor cursor(block.block.lines());
     while (auto line = cursor.next()) {
         auto& outcome = result.outcomes.emplace_back();
@@ -73,7 +72,6 @@ BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
         judge_line(*line, outcome, state, options);
     }
     result.lines = cursor.lines_seen();
-    return result;
 }
 
 Outcome judge_record(std::string_view bytes, WorkerState& state, const DedupRunOptions& options) {

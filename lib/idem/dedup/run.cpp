@@ -113,8 +113,8 @@ public:
         try {
             record::run_block_pipeline<WorkerState, BlockOutcome>(
                 *m_input, states,
-                [&](const record::InputBlock& block, WorkerState& state) {
-                    return judge_block(block, state, m_options);
+                [&](const record::InputBlock& block, WorkerState& state, BlockOutcome& result) {
+                    judge_block(block, state, m_options, result);
                 },
                 [&](const record::InputBlock& block, BlockOutcome& result) {
                     emit_block(block, result);

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -33,9 +34,12 @@ inline constexpr std::uint64_t k_progress_every = 1 << 16;
     return std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
 }
 
-// Runs judge(block, state) on the workers and emit(block, result) on the
-// calling thread, in input order. When the input fails (unreadable, or a HAR
-// file that is not one), what was read before is still judged and emitted,
+// Runs judge(block, state, result) on the workers and emit(block, result) on
+// the calling thread, in input order. Results are recycled: `result` is one
+// emitted before, emptied with its clear(), which keeps its capacity (freeing
+// them on the emitting thread made glibc trim the workers' arenas, and half
+// of a dedup run's page faults were the next blocks faulting them back). When the input fails
+// (unreadable, or a HAR file that is not one), what was read before is still judged and emitted,
 // then the InputError propagates; should emit() throw for an earlier record
 // meanwhile (--strict), that error, first in input order, is the one raised.
 //
@@ -44,13 +48,26 @@ inline constexpr std::uint64_t k_progress_every = 1 << 16;
 // until more arrives: the time to flush output and act on the wall clock.
 template <typename State, typename Result>
 void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>& states,
-                        const std::function<Result(const InputBlock&, State&)>& judge,
+                        const std::function<void(const InputBlock&, State&, Result&)>& judge,
                         const std::function<void(const InputBlock&, Result&)>& emit,
                         const std::function<void()>& idle = {},
                         std::chrono::milliseconds idle_interval = std::chrono::milliseconds(200)) {
-    OrderedWorkers<InputBlock, Result> pool(
-        states.size(), 2 * states.size() + 1,
-        [&](InputBlock& block, std::size_t worker) { return judge(block, *states[worker]); });
+    std::mutex spare_results_mutex;
+    std::vector<Result> spare_results;
+    OrderedWorkers<InputBlock, Result> pool(states.size(), 2 * states.size() + 1,
+                                            [&](InputBlock& block, std::size_t worker) {
+                                                Result result;
+                                                {
+                                                    std::lock_guard lock(spare_results_mutex);
+                                                    if (!spare_results.empty()) {
+                                                        result = std::move(spare_results.back());
+                                                        spare_results.pop_back();
+                                                    }
+                                                }
+                                                result.clear();
+                                                judge(block, *states[worker], result);
+                                                return result;
+                                            });
     // Files are read ahead on a thread of their own (read_ahead.hpp); live
     // input is read here, where going quiet can be noticed.
     std::optional<ReadAhead> ahead;
@@ -69,6 +86,10 @@ void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>&
         auto finished = pool.next(wait);
         if (!finished) return false;
         emit(finished->job, finished->output);
+        {
+            std::lock_guard lock(spare_results_mutex);
+            spare_results.push_back(std::move(finished->output));
+        }
         if (ahead)
             ahead->recycle(std::move(finished->job));
         else

@@ -73,9 +73,8 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockOutcome& resul
 
 } // namespace
 
-BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
-                         const ReorderRunOptions& options) {
-    BlockOutcome result;
+void judge_block(const record::InputBlock& block, WorkerState& state,
+                 const ReorderRunOptions& options, BlockOutcome& result) {
     // Exactly one outcome per line: no growth, no slack (small records make
     // tens of thousands per block).
     auto lines = block.block.lines();
@@ -88,7 +87,6 @@ BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
         judge_line(*line, outcome, result, state, options);
     }
     result.lines = cursor.lines_seen();
-    return result;
 }
 
 } // namespace idem::reorder::detail

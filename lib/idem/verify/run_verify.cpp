@@ -58,6 +58,11 @@ struct Outcome {
 struct BlockOutcome {
     std::vector<Outcome> outcomes;
     std::uint64_t lines = 0; // blank ones included, for line numbers
+
+    void clear() {
+        outcomes.clear();
+        lines = 0;
+    }
 };
 
 // One per worker thread: parsers and prepared keys are not shared.
@@ -67,9 +72,8 @@ struct WorkerState {
     explicit WorkerState(const VerifyConfig& config) : verifier(config) {}
 };
 
-BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
-                         const VerifyRunOptions& options, Timestamp clock_now) {
-    BlockOutcome result;
+void judge_block(const record::InputBlock& block, WorkerState& state,
+                 const VerifyRunOptions& options, Timestamp clock_now, BlockOutcome& result) {
     io::LineCursor cursor(block.block.lines());
     while (auto line = cursor.next()) {
         auto& outcome = result.outcomes.emplace_back();
@@ -98,7 +102,6 @@ BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
         outcome.verdict = state.verifier.verify(envelope, outcome.now);
     }
     result.lines = cursor.lines_seen();
-    return result;
 }
 
 } // namespace
@@ -204,8 +207,8 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     try {
         record::run_block_pipeline<WorkerState, BlockOutcome>(
             input, states,
-            [&](const record::InputBlock& block, WorkerState& state) {
-                return judge_block(block, state, options, clock_now);
+            [&](const record::InputBlock& block, WorkerState& state, BlockOutcome& result) {
+                judge_block(block, state, options, clock_now, result);
             },
             emit);
     } catch (const InputError&) {

@@ -31,6 +31,11 @@ struct Outcome {
 struct BlockOutcome {
     std::vector<Outcome> outcomes;
     std::uint64_t lines = 0; // blank ones included, for line numbers
+
+    void clear() {
+        outcomes.clear();
+        lines = 0;
+    }
 };
 
 // One per worker thread: parsers are not shared.
@@ -40,8 +45,9 @@ struct WorkerState {
     explicit WorkerState(const KeySpec& spec) : fingerprinter(spec) {}
 };
 
-BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
-                         const DedupRunOptions& options);
+// Fills `result`, which comes empty.
+void judge_block(const record::InputBlock& block, WorkerState& state,
+                 const DedupRunOptions& options, BlockOutcome& result);
 
 // One record alone: for copies --keep last held in the store, judged again
 // when a run resumes.

@@ -39,6 +39,13 @@ struct BlockOutcome {
     std::string partitions;        // every record's partition key, back to back
     std::uint64_t lines = 0;       // blank ones included, for line numbers
 
+    void clear() {
+        outcomes.clear();
+        failures.clear();
+        partitions.clear();
+        lines = 0;
+    }
+
     [[nodiscard]] std::string_view partition_of(const Outcome& outcome) const {
         return std::string_view(partitions)
             .substr(outcome.partition_offset, outcome.partition_size);
@@ -50,7 +57,8 @@ struct WorkerState {
     record::RecordParser parser;
 };
 
-BlockOutcome judge_block(const record::InputBlock& block, WorkerState& state,
-                         const ReorderRunOptions& options);
+// Fills `result`, which comes empty.
+void judge_block(const record::InputBlock& block, WorkerState& state,
+                 const ReorderRunOptions& options, BlockOutcome& result);
 
 } // namespace idem::reorder::detail
