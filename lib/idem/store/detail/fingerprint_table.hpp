@@ -13,6 +13,8 @@
 #include <type_traits>
 #include <utility>
 
+#include <sys/mman.h>
+
 namespace idem::store::detail {
 
 // 32 bytes: with its key, a table slot is 48, so a million fingerprints
@@ -23,6 +25,31 @@ struct Entry {
     std::uint32_t seen_count = 0;   // 0 marks an empty slot
     std::uint32_t first_source = 0; // the store's id for the source name
     std::uint64_t first_line = 0;
+};
+
+// Zeroed memory for a table, its pages mapped before the first probe. Left
+// to fault in, a probe's first read maps the shared zero page and its first
+// write copies it: two faults and a TLB shootdown per 4 KiB, in random
+// order. Large tables ask for huge pages, which a claim's random probe also
+// finds in the TLB.
+inline void* map_zeroed(std::size_t bytes) {
+    void* pages =
+        ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pages == MAP_FAILED) throw std::bad_alloc();
+    (void)::madvise(pages, bytes, MADV_HUGEPAGE);
+    if (::madvise(pages, bytes, MADV_POPULATE_WRITE) != 0) {
+        auto* bytes_at = static_cast<volatile char*>(pages);
+        for (std::size_t at = 0; at < bytes; at += 4096)
+            bytes_at[at] = 0;
+    }
+    return pages;
+}
+
+struct UnmapZeroed {
+    std::size_t bytes = 0;
+    void operator()(void* pages) const {
+        if (pages) ::munmap(pages, bytes);
+    }
 };
 
 // Open addressing with linear probing over one flat array: a claim costs
@@ -88,9 +115,6 @@ private:
     };
     // All-zero bytes are an empty slot.
     static_assert(std::is_trivially_copyable_v<Slot> && std::is_trivially_destructible_v<Slot>);
-    struct FreeSlots {
-        void operator()(Slot* slots) const { std::free(slots); }
-    };
     static constexpr std::size_t k_first_capacity = 1 << 16;
     // A reservation is memory held whether the entries come or not (a log of
     // few events repeated): at most 192 MiB of it; past that, the table grows.
@@ -102,16 +126,8 @@ private:
     void rehash(
         std::size_t capacity, Keep keep = [](const Entry&) { return true; }) {
         auto bytes = capacity * sizeof(Slot);
-        std::unique_ptr<Slot[], FreeSlots> old(
-            static_cast<Slot*>(std::calloc(capacity, sizeof(Slot))));
-        if (!old) throw std::bad_alloc();
-        // Each page written once, in order. Left untouched, a probe's first
-        // read maps the shared zero page and its first write then copies it:
-        // two faults and a TLB shootdown per page, in random order. (A memset
-        // after malloc would not do: compilers turn the pair into calloc.)
-        auto* pages = reinterpret_cast<volatile char*>(old.get());
-        for (std::size_t at = 0; at < bytes; at += 4096)
-            pages[at] = 0;
+        std::unique_ptr<Slot[], UnmapZeroed> old(static_cast<Slot*>(map_zeroed(bytes)),
+                                                 UnmapZeroed{bytes});
         std::swap(old, m_slots);
         auto old_capacity = std::exchange(m_capacity, capacity);
         m_count = 0;
@@ -120,7 +136,7 @@ private:
                 *find_or_insert(old[i].key).first = old[i].entry;
     }
 
-    std::unique_ptr<Slot[], FreeSlots> m_slots;
+    std::unique_ptr<Slot[], UnmapZeroed> m_slots;
     std::size_t m_capacity = 0; // a power of two, or 0
     std::size_t m_count = 0;
 };
