@@ -243,7 +243,23 @@ private:
         return answers;
     }
 
+    // The block's memory is reused once this returns, by an exception too:
+    // the records written from it in place go out before.
     void emit_block(const record::InputBlock& block, BlockOutcome& result) {
+        try {
+            emit_records(block, result);
+        } catch (...) {
+            try {
+                m_output->release_in_place();
+            } catch (const FileSystemError&) {
+                // the error already on its way is the one to report
+            }
+            throw;
+        }
+        m_output->release_in_place();
+    }
+
+    void emit_records(const record::InputBlock& block, BlockOutcome& result) {
         if (m_records == 0) expect_records(block, result);
         m_positions.start_block(block);
         auto now = now_utc();
@@ -268,7 +284,7 @@ private:
             if (keeps_last())
                 hold(outcome, record, now);
             else
-                route(outcome, record.bytes, answers[next_answer++]);
+                route(outcome, record.bytes, answers[next_answer++], InBlock::yes);
         }
         if (auto oversized = m_positions.finish_block(block, result.lines)) {
             ++m_records;
@@ -318,8 +334,11 @@ private:
     }
 
     // Sends a claimed record where the store's answer says.
+    // A record `in_block` lies in the block being emitted, newline and all
+    // (unless the line ended in CRLF or the input): it is written from there.
+    enum class InBlock : bool { no, yes };
     void route(const Outcome& outcome, std::string_view bytes,
-               const store::FingerprintResult& answer) {
+               const store::FingerprintResult& answer, InBlock in_block = InBlock::no) {
         bool duplicate = answer.seen_count > m_options.allow;
         duplicate ? ++m_duplicates : ++m_unique;
         if (m_options.action == DuplicateAction::count) return;
@@ -329,7 +348,11 @@ private:
         if (duplicate && m_options.action == DuplicateAction::drop) target = m_dups.get();
         if (target == nullptr) return;
         if (!annotate && target == m_output) {
-            target->write_record(bytes);
+            // bytes.data()[size] is in the block: its newline, or padding.
+            if (in_block == InBlock::yes && bytes.data()[bytes.size()] == '\n')
+                target->write_record_in_place({bytes.data(), bytes.size() + 1});
+            else
+                target->write_record(bytes);
             return;
         }
         m_member.clear();

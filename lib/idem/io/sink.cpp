@@ -3,6 +3,7 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -13,7 +14,9 @@ namespace idem::io {
 
 namespace {
 constexpr std::size_t k_buffer_bytes = 1 << 20;
-}
+// At most this many pieces wait for one gather write (the kernel's IOV_MAX).
+constexpr std::size_t k_most_pieces = 1024;
+} // namespace
 
 Sink::Sink(int fd, std::string name, bool owns_fd)
     : m_fd(fd), m_name(std::move(name)), m_owns_fd(owns_fd),
@@ -49,8 +52,9 @@ std::unique_ptr<Sink> Sink::resume_file(const std::string& path, std::uint64_t c
 
 Sink::~Sink() {
     // Destructors cannot report failures; callers flush explicitly on the
-    // success path so a write error is never lost silently.
-    if (m_used > 0) {
+    // success path so a write error is never lost silently. (Pieces written
+    // in place were released by their writer before their memory went.)
+    if (m_pending_bytes > 0) {
         try {
             flush();
         } catch (...) {
@@ -66,15 +70,68 @@ void Sink::write(std::string_view bytes) {
         write_all(bytes.data(), bytes.size());
         return;
     }
-    if (k_buffer_bytes - m_used < bytes.size()) flush();
-    std::memcpy(m_buffer.get() + m_used, bytes.data(), bytes.size());
+    if (k_buffer_bytes - m_used < bytes.size() || m_pieces.size() == k_most_pieces) flush();
+    auto* at = m_buffer.get() + m_used;
+    std::memcpy(at, bytes.data(), bytes.size());
     m_used += bytes.size();
+    add_piece(at, bytes.size());
+}
+
+void Sink::write_record_in_place(std::string_view line) {
+    if (m_pieces.size() == k_most_pieces) flush();
+    add_piece(line.data(), line.size());
+    m_in_place = true;
+    count_record();
+}
+
+// A piece that starts where the last one ends extends it: consecutive
+// records of one block go out as one.
+void Sink::add_piece(const char* data, std::size_t size) {
+    m_pending_bytes += size;
+    if (!m_pieces.empty()) {
+        auto& last = m_pieces.back();
+        if (static_cast<const char*>(last.iov_base) + last.iov_len == data) {
+            last.iov_len += size;
+            return;
+        }
+    }
+    m_pieces.push_back({const_cast<char*>(data), size});
 }
 
 void Sink::flush() {
-    auto used = m_used;
+    // Emptied first: should the write fail, nothing is written twice later.
+    std::vector<iovec> pieces;
+    pieces.swap(m_pieces);
     m_used = 0;
-    write_all(m_buffer.get(), used);
+    m_pending_bytes = 0;
+    m_in_place = false;
+    write_pieces(pieces);
+    pieces.clear();
+    if (m_pieces.empty()) m_pieces.swap(pieces); // keeps the capacity
+}
+
+void Sink::write_pieces(std::vector<iovec>& pieces) {
+    std::size_t next = 0;
+    while (next < pieces.size()) {
+        auto count = static_cast<int>(std::min(pieces.size() - next, k_most_pieces));
+        auto written = ::writev(m_fd, pieces.data() + next, count);
+        if (written < 0 && errno == EINTR) continue;
+        if (written < 0)
+            throw FileSystemError(
+                fmt::format("cannot write to {}: {}", quote(m_name), std::strerror(errno)));
+        m_flushed_bytes += static_cast<std::uint64_t>(written);
+        next = skip_written(pieces, next, static_cast<std::size_t>(written));
+    }
+}
+
+std::size_t skip_written(std::vector<iovec>& pieces, std::size_t next, std::size_t written) {
+    while (next < pieces.size() && written >= pieces[next].iov_len)
+        written -= pieces[next++].iov_len;
+    if (written > 0 && next < pieces.size()) {
+        pieces[next].iov_base = static_cast<char*>(pieces[next].iov_base) + written;
+        pieces[next].iov_len -= written;
+    }
+    return next;
 }
 
 void Sink::sync() {

@@ -6,8 +6,15 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <sys/uio.h>
 
 namespace idem::io {
+
+// After a gather write of pieces[next..] wrote `written` bytes: the index of
+// the first piece not wholly written, that piece trimmed to what is left.
+std::size_t skip_written(std::vector<iovec>& pieces, std::size_t next, std::size_t written);
 
 class Sink {
 public:
@@ -31,6 +38,15 @@ public:
         write("\n");
         count_record();
     }
+    // One record, `line` being its bytes and newline as they lie in the
+    // caller's memory: written from there by a gather write, not copied.
+    // That memory must stay unchanged until release_in_place() (or flush()),
+    // which the caller calls before reusing it.
+    void write_record_in_place(std::string_view line);
+    // Writes out what write_record_in_place() points at, if anything.
+    void release_in_place() {
+        if (m_in_place) flush();
+    }
     // Pushes buffered bytes to the descriptor. Throws FileSystemError.
     void flush();
     // Flushes, then asks the kernel to put the bytes on disk (files only).
@@ -39,18 +55,25 @@ public:
     [[nodiscard]] const std::string& name() const { return m_name; }
     [[nodiscard]] std::uint64_t records_written() const { return m_records; }
     // Bytes in the file so far, buffered ones included (from where it was opened).
-    [[nodiscard]] std::uint64_t size() const { return m_flushed_bytes + m_used; }
+    [[nodiscard]] std::uint64_t size() const { return m_flushed_bytes + m_pending_bytes; }
     void count_record() { ++m_records; }
 
 private:
     Sink(int fd, std::string name, bool owns_fd);
     void write_all(const char* data, std::size_t size);
+    void write_pieces(std::vector<iovec>& pieces);
+    void add_piece(const char* data, std::size_t size);
 
     int m_fd;
     std::string m_name;
     bool m_owns_fd;
     std::unique_ptr<char[]> m_buffer;
-    std::size_t m_used = 0;
+    std::size_t m_used = 0; // of m_buffer
+    // Everything not yet written, in order: runs of m_buffer, and the
+    // caller's records written in place.
+    std::vector<iovec> m_pieces;
+    std::uint64_t m_pending_bytes = 0;
+    bool m_in_place = false; // some piece points at the caller's memory
     std::uint64_t m_flushed_bytes = 0;
     std::uint64_t m_records = 0;
 };

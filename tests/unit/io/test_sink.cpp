@@ -1,0 +1,115 @@
+#include "idem/io/sink.hpp"
+#include "idem/util/errors.hpp"
+
+#include <doctest/doctest.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+using namespace idem;
+using namespace idem::io;
+
+namespace {
+
+struct TempPath {
+    std::string path;
+    TempPath() {
+        char name[] = "/tmp/idem-sink-XXXXXX";
+        int fd = ::mkstemp(name);
+        REQUIRE(fd >= 0);
+        ::close(fd);
+        path = name;
+    }
+    ~TempPath() { ::unlink(path.c_str()); }
+    [[nodiscard]] std::string content() const {
+        std::ifstream in(path, std::ios::binary);
+        std::stringstream all;
+        all << in.rdbuf();
+        return all.str();
+    }
+};
+
+std::string_view piece_text(const iovec& piece) {
+    return {static_cast<const char*>(piece.iov_base), piece.iov_len};
+}
+
+} // namespace
+
+TEST_CASE("records written in place and copied bytes come out in the order written") {
+    TempPath file;
+    // A block as the reader hands it over: lines with their newlines.
+    std::string block = "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\r\n{\"d\":4}\n";
+    auto sink = Sink::create_file(file.path);
+    sink->write_record_in_place(std::string_view(block).substr(0, 8));
+    sink->write_record_in_place(std::string_view(block).substr(8, 8)); // extends the first piece
+    sink->write_record("{\"c\":3}");                                   // copied (it ended in CRLF)
+    sink->write("# a copied line\n");
+    sink->write_record_in_place(std::string_view(block).substr(25, 8));
+    CHECK(sink->size() == 8 + 8 + 8 + 16 + 8);
+    CHECK(sink->records_written() == 4);
+    sink->release_in_place();
+    // Released: the caller's memory may change without changing the file.
+    block.assign(block.size(), 'x');
+    sink->flush();
+    CHECK(file.content() == "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n# a copied line\n{\"d\":4}\n");
+    CHECK(sink->size() == file.content().size());
+}
+
+TEST_CASE("more pieces than one gather write takes go out in order") {
+    TempPath file;
+    std::string block;
+    for (int i = 0; i < 5000; ++i)
+        block += "{\"n\":" + std::to_string(i) + "}\n";
+    std::string expected;
+    {
+        auto sink = Sink::create_file(file.path);
+        std::size_t at = 0;
+        for (int i = 0; i < 5000; ++i) {
+            auto end = block.find('\n', at) + 1;
+            auto line = std::string_view(block).substr(at, end - at);
+            // Every other record copied, so no two in-place pieces touch.
+            if (i % 2 == 0)
+                sink->write_record_in_place(line);
+            else
+                sink->write_record(line.substr(0, line.size() - 1));
+            expected += line;
+            at = end;
+        }
+        sink->flush();
+    }
+    CHECK(file.content() == expected);
+}
+
+TEST_CASE("a short gather write resumes inside the piece it stopped in") {
+    std::string a = "aaaa", b = "bbbbbb", c = "cc";
+    std::vector<iovec> pieces{{a.data(), a.size()}, {b.data(), b.size()}, {c.data(), c.size()}};
+    SUBCASE("stopped inside the second piece") {
+        auto next = skip_written(pieces, 0, 6);
+        CHECK(next == 1);
+        CHECK(piece_text(pieces[1]) == "bbbb");
+        CHECK(piece_text(pieces[2]) == "cc");
+    }
+    SUBCASE("stopped exactly at a piece's end") {
+        auto next = skip_written(pieces, 0, 4);
+        CHECK(next == 1);
+        CHECK(piece_text(pieces[1]) == "bbbbbb");
+    }
+    SUBCASE("everything written") {
+        CHECK(skip_written(pieces, 0, 12) == 3);
+    }
+    SUBCASE("from a later piece") {
+        auto next = skip_written(pieces, 1, 7);
+        CHECK(next == 2);
+        CHECK(piece_text(pieces[2]) == "c");
+    }
+}
+
+TEST_CASE("a write that fails leaves nothing pending to be written twice") {
+    auto sink = Sink::create_file("/dev/full");
+    std::string line = "{\"a\":1}\n";
+    sink->write_record_in_place(line);
+    CHECK_THROWS_AS(sink->release_in_place(), FileSystemError);
+    CHECK(sink->size() == 0);
+    CHECK_NOTHROW(sink->flush());
+}
