@@ -156,3 +156,28 @@ TEST_CASE("the table keeps every entry through growth, a reservation and expiry"
     CHECK(table.find(key(3))->first_line == 3);
     CHECK_FALSE(table.find_or_insert(key(3)).second);
 }
+
+TEST_CASE("keys that share the index's bytes and the slot's tag stay apart") {
+    detail::FingerprintTable table;
+    // Bytes 0..7 pick the slot and 8..11 are its tag: these keys differ only
+    // after both, so every probe meets the others' tags and must compare keys.
+    auto key = [](std::uint8_t last) {
+        FingerprintBytes bytes{};
+        bytes.fill(0xab);
+        bytes[15] = last;
+        return bytes;
+    };
+    for (std::uint8_t n = 0; n < 50; ++n) {
+        auto [entry, inserted] = table.find_or_insert(key(n));
+        REQUIRE(inserted);
+        entry->first_line = n;
+        entry->seen_count = 1;
+    }
+    for (std::uint8_t n = 0; n < 50; ++n) {
+        auto [entry, inserted] = table.find_or_insert(key(n));
+        CHECK_FALSE(inserted);
+        CHECK(entry->first_line == n);
+    }
+    CHECK(table.find(key(50)) == nullptr);
+    CHECK(table.size() == 50);
+}
