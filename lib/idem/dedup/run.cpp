@@ -284,7 +284,8 @@ private:
             if (keeps_last())
                 hold(outcome, record, now);
             else
-                route(outcome, record.bytes, answers[next_answer++], InBlock::yes);
+                route(outcome, record.bytes, answers[next_answer++],
+                      outcome.line.newline_follows ? InPlace::yes : InPlace::no);
         }
         if (auto oversized = m_positions.finish_block(block, result.lines)) {
             ++m_records;
@@ -334,11 +335,11 @@ private:
     }
 
     // Sends a claimed record where the store's answer says.
-    // A record `in_block` lies in the block being emitted, newline and all
-    // (unless the line ended in CRLF or the input): it is written from there.
-    enum class InBlock : bool { no, yes };
+    // InPlace::yes: `bytes` lies in the block being emitted, followed by its
+    // newline, and is written from there.
+    enum class InPlace : bool { no, yes };
     void route(const Outcome& outcome, std::string_view bytes,
-               const store::FingerprintResult& answer, InBlock in_block = InBlock::no) {
+               const store::FingerprintResult& answer, InPlace in_place = InPlace::no) {
         bool duplicate = answer.seen_count > m_options.allow;
         duplicate ? ++m_duplicates : ++m_unique;
         if (m_options.action == DuplicateAction::count) return;
@@ -348,8 +349,7 @@ private:
         if (duplicate && m_options.action == DuplicateAction::drop) target = m_dups.get();
         if (target == nullptr) return;
         if (!annotate && target == m_output) {
-            // bytes.data()[size] is in the block: its newline, or padding.
-            if (in_block == InBlock::yes && bytes.data()[bytes.size()] == '\n')
+            if (in_place == InPlace::yes)
                 target->write_record_in_place({bytes.data(), bytes.size() + 1});
             else
                 target->write_record(bytes);

@@ -60,6 +60,9 @@ struct BlockLine {
     std::string_view bytes;
     std::uint64_t index = 0;       // 0-based line index within the block
     std::uint64_t byte_offset = 0; // within the block
+    // `bytes` is followed by "\n" in the block (not "\r\n", not the end): the
+    // line can be written out from the block as it lies, newline and all.
+    bool newline_follows = false;
 };
 
 // Walks a block's non-blank lines; `lines_seen()` counts blank ones too.

@@ -72,12 +72,15 @@ TEST_CASE("the cursor skips blank lines but counts them, and strips a CR") {
     auto first = cursor.next();
     CHECK(first->bytes == "{\"a\":1}");
     CHECK(first->index == 0);
+    CHECK_FALSE(first->newline_follows); // "\r\n": written out, it gets "\n"
     auto second = cursor.next();
     CHECK(second->bytes == "{\"b\":2}");
     CHECK(second->index == 3);
     CHECK(second->byte_offset == 13);
+    CHECK(second->newline_follows);
     auto third = cursor.next();
     CHECK(third->bytes == "{\"c\":3}"); // the last line needs no newline
+    CHECK_FALSE(third->newline_follows);
     CHECK_FALSE(cursor.next());
     CHECK(cursor.lines_seen() == 5);
 }
