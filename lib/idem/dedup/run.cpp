@@ -265,7 +265,8 @@ private:
         auto now = now_utc();
         // Claims for the whole block in one call: one round trip to Redis,
         // one pass over the SQLite log's index.
-        std::vector<store::FingerprintClaim> claims;
+        auto& claims = m_block_claims; // kept for its capacity
+        claims.clear();
         for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
             const auto& outcome = result.outcomes[i];
             if (outcome.kind != Outcome::Kind::keyed || m_records + i < m_skip || keeps_last())
@@ -544,6 +545,7 @@ private:
     std::optional<record::InputStream> m_input;
     record::PositionTracker m_positions;
     std::string m_member;
+    std::vector<store::FingerprintClaim> m_block_claims;
     std::uint64_t m_records = 0, m_unique = 0, m_duplicates = 0, m_unkeyed = 0, m_unclaimed = 0;
     std::uint64_t m_since_commit = 0;
     // --keep last

@@ -76,7 +76,7 @@ public:
             }
             if (slot.tag == tag) {
                 auto& stored = m_stored[slot.position - 1];
-                if (stored.key == key) return {&stored.entry, false};
+                if (same_key(stored.key, key)) return {&stored.entry, false};
             }
         }
     }
@@ -103,7 +103,7 @@ public:
         for (auto index = FingerprintBytesHash{}(key)&mask;; index = (index + 1) & mask) {
             const auto& slot = m_slots[index];
             if (slot.position == 0) return nullptr;
-            if (slot.tag == tag && m_stored[slot.position - 1].key == key)
+            if (slot.tag == tag && same_key(m_stored[slot.position - 1].key, key))
                 return &m_stored[slot.position - 1].entry;
         }
     }
@@ -144,6 +144,15 @@ private:
         std::memcpy(&tag, key.data() + 8, sizeof tag);
         return tag;
     }
+
+    // Two loads and compares, where == on the arrays calls memcmp.
+    static bool same_key(const FingerprintBytes& a, const FingerprintBytes& b) {
+        std::uint64_t a_words[2], b_words[2];
+        std::memcpy(a_words, a.data(), sizeof a_words);
+        std::memcpy(b_words, b.data(), sizeof b_words);
+        return ((a_words[0] ^ b_words[0]) | (a_words[1] ^ b_words[1])) == 0;
+    }
+    static_assert(sizeof(FingerprintBytes) == 16);
 
     void rebuild_index(std::size_t capacity) {
         auto bytes = capacity * sizeof(Slot);
