@@ -48,6 +48,35 @@ class Dedup(unittest.TestCase):
         summary = summary_of(err)
         self.assertEqual((summary["in"], summary["unique"], summary["duplicates"], summary["out"]), (5, 3, 2, 3))
 
+    def test_first_copies_come_out_whole_from_many_blocks_whatever_their_line_ends(self):
+        # First copies are written from the input block as they lie (a gather
+        # write) when "\n" follows them, copied otherwise: CRLF lines, a last
+        # line without a newline, runs broken by duplicates, blocks of 1 MiB.
+        rng = random.Random(7)
+        lines, expected, seen = [], [], set()
+        for n in range(12000):
+            key = rng.randrange(9000)
+            line = json.dumps({"id": f"evt_{key}", "pad": "x" * rng.randrange(500), "n": n})
+            lines.append(line + ("\r\n" if rng.random() < 0.1 else "\n"))
+            if key not in seen:
+                seen.add(key)
+                expected.append(line + "\n")
+        lines[-1] = lines[-1].rstrip("\r\n")
+        with tempfile.TemporaryDirectory() as tmp:
+            source = os.path.join(tmp, "events.ndjson")
+            output = os.path.join(tmp, "out.ndjson")
+            with open(source, "w") as f:
+                f.write("".join(lines))
+            self.assertGreater(os.path.getsize(source), 2 << 20)
+            code, out, _ = self.dedup(["--key", "id", "--store", ":memory:", source], None)
+            self.assertEqual(code, 0)
+            self.assertEqual(out.decode(), "".join(expected))
+            # The same through -o, whose size is committed with the claims.
+            code, _, _ = self.dedup(["--key", "id", "-o", output, source], None)
+            self.assertEqual(code, 0)
+            with open(output) as f:
+                self.assertEqual(f.read(), "".join(expected))
+
     def test_a_second_run_over_tomorrows_log_still_knows_todays_events(self):
         self.dedup(["--key", "data.object.id,type"], ndjson(EVENTS[:3]))
         tomorrow = [EVENTS[4], {"id": "evt_9", "type": "charge.succeeded", "data": {"object": {"id": "ch_9"}}}]
