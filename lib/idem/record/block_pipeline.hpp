@@ -36,12 +36,14 @@ inline constexpr std::uint64_t k_progress_every = 1 << 16;
 
 // Runs judge(block, state, result) on the workers and emit(block, result) on
 // the calling thread, in input order. Results are recycled: `result` is one
-// emitted before, emptied with its clear(), which keeps its capacity (freeing
-// them on the emitting thread made glibc trim the workers' arenas, and half
-// of a dedup run's page faults were the next blocks faulting them back). When the input fails
-// (unreadable, or a HAR file that is not one), what was read before is still judged and emitted,
-// then the InputError propagates; should emit() throw for an earlier record
-// meanwhile (--strict), that error, first in input order, is the one raised.
+// emitted before, emptied by its clear(), which keeps its capacity. (Freed on
+// the emitting thread, they made glibc trim the workers' arenas, and the next
+// blocks faulted the pages back in: half of a dedup run's page faults.)
+//
+// When the input fails (unreadable, or a HAR file that is not one), what was
+// read before is still judged and emitted, then the InputError propagates;
+// should emit() throw for an earlier record meanwhile (--strict), that error,
+// first in input order, is the one raised.
 //
 // `idle`, when given, runs on the calling thread whenever live input has gone
 // quiet and everything read so far is emitted, then every `idle_interval`
@@ -54,20 +56,22 @@ void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>&
                         std::chrono::milliseconds idle_interval = std::chrono::milliseconds(200)) {
     std::mutex spare_results_mutex;
     std::vector<Result> spare_results;
-    OrderedWorkers<InputBlock, Result> pool(states.size(), 2 * states.size() + 1,
-                                            [&](InputBlock& block, std::size_t worker) {
-                                                Result result;
-                                                {
-                                                    std::lock_guard lock(spare_results_mutex);
-                                                    if (!spare_results.empty()) {
-                                                        result = std::move(spare_results.back());
-                                                        spare_results.pop_back();
-                                                    }
-                                                }
-                                                result.clear();
-                                                judge(block, *states[worker], result);
-                                                return result;
-                                            });
+    auto spare_result = [&] {
+        Result result;
+        std::lock_guard lock(spare_results_mutex);
+        if (!spare_results.empty()) {
+            result = std::move(spare_results.back());
+            spare_results.pop_back();
+        }
+        return result;
+    };
+    auto judge_on_worker = [&](InputBlock& block, std::size_t worker) {
+        auto result = spare_result();
+        result.clear();
+        judge(block, *states[worker], result);
+        return result;
+    };
+    OrderedWorkers<InputBlock, Result> pool(states.size(), 2 * states.size() + 1, judge_on_worker);
     // Files are read ahead on a thread of their own (read_ahead.hpp); live
     // input is read here, where going quiet can be noticed.
     std::optional<ReadAhead> ahead;
