@@ -36,7 +36,7 @@ std::optional<BlockLine> LineCursor::next() {
         auto newline = m_lines.find('\n', start);
         auto end = newline == std::string_view::npos ? m_lines.size() : newline;
         m_position = newline == std::string_view::npos ? m_lines.size() : newline + 1;
-        BlockLine line{m_lines.substr(start, end - start), m_index++, start,
+        BlockLine line{m_lines.substr(start, end - start), start, m_index++,
                        newline != std::string_view::npos};
         if (!line.bytes.empty() && line.bytes.back() == '\r') {
             line.bytes.remove_suffix(1);

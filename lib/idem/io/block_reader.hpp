@@ -56,10 +56,11 @@ struct Block {
 };
 
 // A line of a block; `bytes` excludes the newline and a trailing '\r'.
+// 32 bytes: workers keep one per record, tens of thousands per block.
 struct BlockLine {
     std::string_view bytes;
-    std::uint64_t index = 0;       // 0-based line index within the block
     std::uint64_t byte_offset = 0; // within the block
+    std::uint32_t index = 0;       // 0-based line index within the block
     // `bytes` is followed by "\n" in the block (not "\r\n", not the end): the
     // line can be written out from the block as it lies, newline and all.
     bool newline_follows = false;
@@ -75,7 +76,7 @@ public:
 private:
     std::string_view m_lines;
     std::size_t m_position = 0;
-    std::uint64_t m_index = 0;
+    std::uint32_t m_index = 0; // a block's lines are fewer than its bytes
 };
 
 class BlockReader {
