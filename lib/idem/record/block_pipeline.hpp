@@ -24,7 +24,10 @@
 
 namespace idem::record {
 
+// A block is about this many bytes of whole lines. Each costs a handoff
+// between threads, and each holds one result per record while in flight.
 inline constexpr std::size_t k_block_bytes = 1 << 20;
+inline constexpr std::chrono::milliseconds k_idle_interval{200};
 // The ordered stage reports progress (io::Diagnostics) every this many records.
 inline constexpr std::uint64_t k_progress_every = 1 << 16;
 
@@ -48,12 +51,14 @@ inline constexpr std::uint64_t k_progress_every = 1 << 16;
 // `idle`, when given, runs on the calling thread whenever live input has gone
 // quiet and everything read so far is emitted, then every `idle_interval`
 // until more arrives: the time to flush output and act on the wall clock.
+// `block_bytes` is what each block is filled to.
 template <typename State, typename Result>
 void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>& states,
                         const std::function<void(const InputBlock&, State&, Result&)>& judge,
                         const std::function<void(const InputBlock&, Result&)>& emit,
                         const std::function<void()>& idle = {},
-                        std::chrono::milliseconds idle_interval = std::chrono::milliseconds(200)) {
+                        std::chrono::milliseconds idle_interval = k_idle_interval,
+                        std::size_t block_bytes = k_block_bytes) {
     std::mutex spare_results_mutex;
     std::vector<Result> spare_results;
     auto spare_result = [&] {
@@ -75,7 +80,7 @@ void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>&
     // Files are read ahead on a thread of their own (read_ahead.hpp); live
     // input is read here, where going quiet can be noticed.
     std::optional<ReadAhead> ahead;
-    if (input.total_bytes()) ahead.emplace(input, k_block_bytes, states.size() + 1);
+    if (input.total_bytes()) ahead.emplace(input, block_bytes, states.size() + 1);
     // Blocks are recycled so their buffers are allocated once.
     std::vector<InputBlock> spare;
     auto next_block = [&](InputBlock& block) {
@@ -84,7 +89,7 @@ void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>&
             block = std::move(spare.back());
             spare.pop_back();
         }
-        return input.next_block(block, k_block_bytes);
+        return input.next_block(block, block_bytes);
     };
     auto finish = [&](bool wait) {
         auto finished = pool.next(wait);
