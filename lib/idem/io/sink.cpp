@@ -54,7 +54,7 @@ Sink::~Sink() {
     // Destructors cannot report failures; callers flush explicitly on the
     // success path so a write error is never lost silently. (Pieces written
     // in place were released by their writer before their memory went.)
-    if (m_pending_bytes > 0) {
+    if (m_used > 0 || !m_pieces.empty()) {
         try {
             flush();
         } catch (...) {
@@ -74,20 +74,21 @@ void Sink::write(std::string_view bytes) {
     auto* at = m_buffer.get() + m_used;
     std::memcpy(at, bytes.data(), bytes.size());
     m_used += bytes.size();
-    add_piece(at, bytes.size());
+    if (!m_pieces.empty()) add_piece(at, bytes.size());
 }
 
 void Sink::write_record_in_place(std::string_view line) {
     if (m_pieces.size() == k_most_pieces) flush();
+    // What was buffered before goes out first.
+    if (m_pieces.empty() && m_used > 0) add_piece(m_buffer.get(), m_used);
     add_piece(line.data(), line.size());
-    m_in_place = true;
+    m_in_place_bytes += line.size();
     count_record();
 }
 
 // A piece that starts where the last one ends extends it: consecutive
 // records of one block go out as one.
 void Sink::add_piece(const char* data, std::size_t size) {
-    m_pending_bytes += size;
     if (!m_pieces.empty()) {
         auto& last = m_pieces.back();
         if (static_cast<const char*>(last.iov_base) + last.iov_len == data) {
@@ -100,11 +101,15 @@ void Sink::add_piece(const char* data, std::size_t size) {
 
 void Sink::flush() {
     // Emptied first: should the write fail, nothing is written twice later.
+    auto used = m_used;
+    m_used = 0;
+    if (m_pieces.empty()) {
+        write_all(m_buffer.get(), used);
+        return;
+    }
     std::vector<iovec> pieces;
     pieces.swap(m_pieces);
-    m_used = 0;
-    m_pending_bytes = 0;
-    m_in_place = false;
+    m_in_place_bytes = 0;
     write_pieces(pieces);
     pieces.clear();
     if (m_pieces.empty()) m_pieces.swap(pieces); // keeps the capacity

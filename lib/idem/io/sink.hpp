@@ -45,7 +45,7 @@ public:
     void write_record_in_place(std::string_view line);
     // Writes out what write_record_in_place() points at, if anything.
     void release_in_place() {
-        if (m_in_place) flush();
+        if (!m_pieces.empty()) flush();
     }
     // Pushes buffered bytes to the descriptor. Throws FileSystemError.
     void flush();
@@ -55,7 +55,7 @@ public:
     [[nodiscard]] const std::string& name() const { return m_name; }
     [[nodiscard]] std::uint64_t records_written() const { return m_records; }
     // Bytes in the file so far, buffered ones included (from where it was opened).
-    [[nodiscard]] std::uint64_t size() const { return m_flushed_bytes + m_pending_bytes; }
+    [[nodiscard]] std::uint64_t size() const { return m_flushed_bytes + m_used + m_in_place_bytes; }
     void count_record() { ++m_records; }
 
 private:
@@ -69,11 +69,11 @@ private:
     bool m_owns_fd;
     std::unique_ptr<char[]> m_buffer;
     std::size_t m_used = 0; // of m_buffer
-    // Everything not yet written, in order: runs of m_buffer, and the
-    // caller's records written in place.
+    // Once a record is written in place, until the next flush: everything
+    // not yet written, in order, as runs of m_buffer and the caller's
+    // records. Empty otherwise, when m_buffer alone is what waits.
     std::vector<iovec> m_pieces;
-    std::uint64_t m_pending_bytes = 0;
-    bool m_in_place = false; // some piece points at the caller's memory
+    std::uint64_t m_in_place_bytes = 0;
     std::uint64_t m_flushed_bytes = 0;
     std::uint64_t m_records = 0;
 };
