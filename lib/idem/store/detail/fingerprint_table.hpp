@@ -65,20 +65,11 @@ public:
     std::pair<Entry*, bool> find_or_insert(const FingerprintBytes& key) {
         if (too_full(m_stored.size() + 1))
             rebuild_index(std::max<std::size_t>(m_capacity * 2, k_first_capacity));
-        auto tag = tag_of(key);
-        auto mask = m_capacity - 1;
-        for (auto index = FingerprintBytesHash{}(key)&mask;; index = (index + 1) & mask) {
-            auto& slot = m_slots[index];
-            if (slot.position == 0) {
-                m_stored.push_back({key, Entry{}});
-                slot = {tag, static_cast<std::uint32_t>(m_stored.size())};
-                return {&m_stored.back().entry, true};
-            }
-            if (slot.tag == tag) {
-                auto& stored = m_stored[slot.position - 1];
-                if (same_key(stored.key, key)) return {&stored.entry, false};
-            }
-        }
+        auto& slot = m_slots[probe(key)];
+        if (slot.position != 0) return {&m_stored[slot.position - 1].entry, false};
+        m_stored.push_back({key, Entry{}});
+        slot = {tag_of(key), static_cast<std::uint32_t>(m_stored.size())};
+        return {&m_stored.back().entry, true};
     }
 
     // Room for `entries` without growing: a run that knows roughly how many
@@ -98,14 +89,8 @@ public:
 
     [[nodiscard]] const Entry* find(const FingerprintBytes& key) const {
         if (m_capacity == 0) return nullptr;
-        auto tag = tag_of(key);
-        auto mask = m_capacity - 1;
-        for (auto index = FingerprintBytesHash{}(key)&mask;; index = (index + 1) & mask) {
-            const auto& slot = m_slots[index];
-            if (slot.position == 0) return nullptr;
-            if (slot.tag == tag && same_key(m_stored[slot.position - 1].key, key))
-                return &m_stored[slot.position - 1].entry;
-        }
+        const auto& slot = m_slots[probe(key)];
+        return slot.position == 0 ? nullptr : &m_stored[slot.position - 1].entry;
     }
 
     [[nodiscard]] std::size_t size() const { return m_stored.size(); }
@@ -143,6 +128,18 @@ private:
         std::uint32_t tag = 0;
         std::memcpy(&tag, key.data() + 8, sizeof tag);
         return tag;
+    }
+
+    // The slot holding `key`, or the empty slot where it would go.
+    [[nodiscard]] std::size_t probe(const FingerprintBytes& key) const {
+        auto tag = tag_of(key);
+        auto mask = m_capacity - 1;
+        for (auto index = FingerprintBytesHash{}(key)&mask;; index = (index + 1) & mask) {
+            const auto& slot = m_slots[index];
+            if (slot.position == 0 ||
+                (slot.tag == tag && same_key(m_stored[slot.position - 1].key, key)))
+                return index;
+        }
     }
 
     // Two loads and compares, where == on the arrays calls memcmp.
