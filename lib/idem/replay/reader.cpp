@@ -72,6 +72,12 @@ std::optional<Candidate> CandidateReader::next() {
                               fmt::format("no value at key path {}", quote(key.missing_path)));
             continue;
         }
+        if (m_parser.shape() == record::RecordShape::envelope) {
+            if (auto problem = net::captured_path_problem(m_parser.envelope().path)) {
+                m_rejects->reject(*raw, 0, *problem + ": not sent");
+                continue;
+            }
+        }
         Candidate candidate;
         candidate.key = std::move(*key.key);
         candidate.source = fmt::format("{}:{}", raw->source ? *raw->source : "<stdin>", raw->line);
