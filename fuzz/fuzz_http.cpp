@@ -7,11 +7,19 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string_view bytes(reinterpret_cast<const char*>(data), size);
+    // The scanner, fed the bytes in three pieces, must find the head's end
+    // where the parser does (the server parses only once it has).
+    idem::net::HeadScanner scanner;
+    std::optional<std::size_t> head_end;
+    for (std::size_t cut : {size / 3, 2 * size / 3, size})
+        if (!head_end) head_end = scanner.scan(bytes.substr(0, cut));
     auto parsed = idem::net::parse_request_head(bytes, 4096);
+    if (parsed.status == idem::net::HeadParse::Status::complete && !head_end) __builtin_trap();
     if (parsed.status != idem::net::HeadParse::Status::complete) return 0;
     std::string body;
     auto rest = bytes.substr(parsed.head_bytes);

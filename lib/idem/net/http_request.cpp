@@ -5,6 +5,7 @@
 #include "idem/util/text.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 namespace idem::net {
@@ -64,6 +65,31 @@ HeadParse bad(int status, std::string message) {
     return result;
 }
 
+// The path and query a request target names (RFC 9112 section 3.2), or
+// nullopt when it is none of the forms a server for webhooks accepts:
+// origin-form ("/path?query"), asterisk-form ("*", OPTIONS only), and
+// absolute-form ("http://host/path"), of which only the path and query are
+// kept, never the host. Anything else ("@host/x", ".host/x", "host:port")
+// would, appended to a configured origin, name another host.
+std::optional<std::string_view> origin_form_of(std::string_view method, std::string_view target) {
+    if (target == "*") return method == "OPTIONS" ? std::optional(target) : std::nullopt;
+    std::string_view path_and_query = target;
+    for (std::string_view scheme : {"http://", "https://"}) {
+        if (target.size() > scheme.size() && iequals(target.substr(0, scheme.size()), scheme)) {
+            auto rest = target.substr(scheme.size());
+            auto path_start = rest.find_first_of("/?");
+            if (path_start == 0) return std::nullopt; // no authority
+            if (path_start == std::string_view::npos) return "/";
+            path_and_query = rest.substr(path_start);
+            if (path_and_query.front() == '?') return std::nullopt; // "/" would need a copy
+            break;
+        }
+    }
+    if (path_and_query.front() != '/') return std::nullopt;
+    if (path_and_query.find_first_of("\\#") != std::string_view::npos) return std::nullopt;
+    return path_and_query;
+}
+
 bool parse_request_line(std::string_view line, RequestHead& head, HeadParse& failure) {
     auto first_space = line.find(' ');
     auto last_space = line.rfind(' ');
@@ -90,8 +116,14 @@ bool parse_request_line(std::string_view line, RequestHead& head, HeadParse& fai
         failure = bad(505, "unsupported protocol " + quote(version, 40) + ": idem speaks HTTP/1.x");
         return false;
     }
+    auto origin_form = origin_form_of(method, target);
+    if (!origin_form) {
+        failure = bad(400, "request target " + quote(target, 80) +
+                               " is not a path ('/...'), '*' (OPTIONS) or an absolute URL");
+        return false;
+    }
     head.method = method;
-    head.target = target;
+    head.target = *origin_form;
     head.minor_version = version[7] - '0';
     return true;
 }
@@ -198,6 +230,31 @@ HeadParse parse_request_head(std::string_view buffer, std::size_t max_head_bytes
     return result;
 }
 
+std::optional<std::size_t> HeadScanner::scan(std::string_view buffer) {
+    while (true) {
+        if (!m_started) {
+            // RFC 9112 section 2.2: empty lines before the request line are skipped.
+            while (m_scanned < buffer.size() &&
+                   (buffer[m_scanned] == '\r' || buffer[m_scanned] == '\n'))
+                ++m_scanned;
+            if (m_scanned == buffer.size()) return std::nullopt;
+            m_started = true;
+            m_line_start = m_scanned;
+        }
+        auto newline = buffer.find('\n', m_scanned);
+        if (newline == std::string_view::npos) {
+            m_scanned = buffer.size();
+            return std::nullopt;
+        }
+        auto line = buffer.substr(m_line_start, newline - m_line_start);
+        m_scanned = newline + 1;
+        // The head ends at the first empty line (or a lone CR) after the request line.
+        if (m_seen_request_line && (line.empty() || line == "\r")) return m_scanned;
+        m_seen_request_line = true;
+        m_line_start = m_scanned;
+    }
+}
+
 ChunkedDecoder::Step ChunkedDecoder::feed(std::string_view input, std::string& body) {
     Step step;
     auto fail = [&](std::string message) {
@@ -263,6 +320,25 @@ std::optional<std::string> request_problem(std::string_view method, std::string_
             return "header " + quote(name, 40) + " has a control byte in its value";
     }
     return std::nullopt;
+}
+
+bool is_final_status(int status) {
+    return status >= 200 && status <= 599;
+}
+
+bool is_retry_after_value(std::string_view value) {
+    if (value.empty() || value.size() > 64) return false;
+    if (std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return true;
+    // An HTTP-date: "Sun, 06 Nov 1994 08:49:37 GMT" and its obsolete forms.
+    return std::all_of(value.begin(), value.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == ' ' || c == ',' || c == ':' ||
+               c == '-';
+    });
+}
+
+bool is_writable_header(std::string_view name, std::string_view value) {
+    return is_token(name) && is_field_value(value);
 }
 
 std::string_view reason_phrase(int status) {

@@ -49,6 +49,24 @@ struct HeadParse {
 // two framings disagreeing is how request smuggling starts.
 [[nodiscard]] HeadParse parse_request_head(std::string_view buffer, std::size_t max_head_bytes);
 
+// Finds where a request head ends as its bytes arrive, so that a head sent
+// one byte at a time is scanned once, not once per byte (parsing the whole
+// buffer on every read is quadratic: a slowloris's weapon).
+class HeadScanner {
+public:
+    // The size of the head (its blank line included) once `buffer` holds a
+    // complete one, else nullopt. `buffer` only grows between calls (until
+    // reset()); bytes already scanned are not scanned again.
+    std::optional<std::size_t> scan(std::string_view buffer);
+    void reset() { *this = HeadScanner(); }
+
+private:
+    std::size_t m_scanned = 0;    // bytes looked at
+    std::size_t m_line_start = 0; // where the line being scanned starts
+    bool m_started = false;       // past the empty lines a request may start with
+    bool m_seen_request_line = false;
+};
+
 // Decodes a chunked body (RFC 9112 section 7.1) as its bytes arrive.
 // Extensions and trailers are read and dropped.
 class ChunkedDecoder {
@@ -79,6 +97,18 @@ private:
 // could otherwise smuggle a second request or header into the wire format.
 [[nodiscard]] std::optional<std::string>
 request_problem(std::string_view method, std::string_view url, const HeaderPairs& headers);
+
+// Whether `status` can end an exchange: 200-599. A 1xx is interim, and
+// anything else is not HTTP; a gateway answers 502 for either.
+[[nodiscard]] bool is_final_status(int status);
+
+// Whether `value` is a Retry-After (RFC 9110 section 10.2.3): delay-seconds
+// or an HTTP-date, visible ASCII and spaces only.
+[[nodiscard]] bool is_retry_after_value(std::string_view value);
+
+// Whether a header may be written as it is: a token name and a value with
+// no control byte (a CR or LF would start a header of someone else's choosing).
+[[nodiscard]] bool is_writable_header(std::string_view name, std::string_view value);
 
 // The reason phrase for a status code ("OK", "Not Found"; "" when unknown).
 [[nodiscard]] std::string_view reason_phrase(int status);

@@ -131,3 +131,62 @@ TEST_CASE("a request built from a crafted record is refused before it reaches th
     CHECK(request_problem("POST", "http://h/", {{"Bad Name", "1"}})->find("header name") !=
           std::string::npos);
 }
+
+TEST_CASE("request targets: origin-form, OPTIONS *, and the path of an absolute-form") {
+    auto target_of = [](std::string_view line) {
+        auto parsed = parse_request_head(std::string(line) + "\r\nHost: h\r\n\r\n", 65536);
+        return parsed.status == HeadParse::Status::complete ? parsed.head.target
+                                                            : "refused " + parsed.error;
+    };
+    CHECK(target_of("POST /hooks?a=1 HTTP/1.1") == "/hooks?a=1");
+    CHECK(target_of("POST //127.0.0.2/x HTTP/1.1") == "//127.0.0.2/x");
+    CHECK(target_of("POST http://127.0.0.2:18182/pwned?q HTTP/1.1") == "/pwned?q");
+    CHECK(target_of("POST HTTPS://evil HTTP/1.1") == "/");
+    CHECK(target_of("OPTIONS * HTTP/1.1") == "*");
+    for (const char* line :
+         {"POST @127.0.0.2:18182/pwned HTTP/1.1", "POST .evil/x HTTP/1.1",
+          "POST :1@127.0.0.2/x HTTP/1.1", "POST * HTTP/1.1", "POST /\\evil/x HTTP/1.1",
+          "POST /a#@evil HTTP/1.1", "CONNECT 127.0.0.2:443 HTTP/1.1", "POST http:///x HTTP/1.1"}) {
+        CAPTURE(line);
+        CHECK(target_of(line).starts_with("refused request target"));
+    }
+}
+
+TEST_CASE("the head scanner looks at each byte once, however the head is cut") {
+    const std::string head = "\r\nPOST /x HTTP/1.1\r\nA: 1\r\nB: 2\r\n\r\nbody";
+    const auto head_size = head.find("body");
+    for (std::size_t step = 1; step <= 7; ++step) {
+        HeadScanner scanner;
+        std::optional<std::size_t> end;
+        std::string buffer;
+        for (std::size_t at = 0; at < head.size() && !end; at += step) {
+            buffer += head.substr(at, step);
+            end = scanner.scan(buffer);
+        }
+        CAPTURE(step);
+        REQUIRE(end);
+        CHECK(*end == head_size);
+    }
+    HeadScanner bare_lf;
+    CHECK(bare_lf.scan("GET / HTTP/1.1\nA: 1\n\n") == std::optional<std::size_t>(21));
+    HeadScanner split_crlf;
+    CHECK_FALSE(split_crlf.scan("GET / HTTP/1.1\r"));
+    CHECK_FALSE(split_crlf.scan("GET / HTTP/1.1\r\nA: 1\r"));
+    CHECK(split_crlf.scan("GET / HTTP/1.1\r\nA: 1\r\n\r\n") == std::optional<std::size_t>(24));
+}
+
+TEST_CASE("what a gateway passes on from an upstream") {
+    CHECK(is_final_status(200));
+    CHECK(is_final_status(599));
+    CHECK_FALSE(is_final_status(101));
+    CHECK_FALSE(is_final_status(999));
+    CHECK_FALSE(is_final_status(0));
+    CHECK(is_retry_after_value("5"));
+    CHECK(is_retry_after_value("Wed, 21 Oct 2015 07:28:00 GMT"));
+    CHECK_FALSE(is_retry_after_value("5\rSet-Cookie: injected=1"));
+    CHECK_FALSE(is_retry_after_value("5\nX: y"));
+    CHECK_FALSE(is_retry_after_value(""));
+    CHECK_FALSE(is_writable_header("X-A", std::string("a\0b", 3)));
+    CHECK_FALSE(is_writable_header("X A", "b"));
+    CHECK(is_writable_header("Retry-After", "5"));
+}
