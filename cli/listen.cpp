@@ -28,7 +28,8 @@ struct ListenCommandOptions {
     std::string max_head = "64KiB";
     std::string header_timeout = "10s";
     std::string idle_timeout = "60s";
-    std::size_t max_connections = 256;
+    std::size_t max_connections = 16384;
+    bool tell_sender_why = false;
     int respond = 200;
     std::string fail_rate = "0";
     int fail_status = 500;
@@ -62,6 +63,10 @@ int status_flag(std::string_view flag, int status) {
 listen::ListenOptions listen_options(const ListenCommandOptions& options) {
     listen::ListenOptions run;
     run.bind_address = options.bind;
+    if (options.port < 0 || options.port > 65535)
+        throw UsageError(fmt::format("--port: {} is not a TCP port: use 1 to 65535, or 0 for any "
+                                     "free port",
+                                     options.port));
     run.port = options.port;
     run.out_path = options.out;
     run.limits.max_body_bytes = parse_byte_size(options.max_body);
@@ -101,13 +106,14 @@ listen::ListenOptions listen_options(const ListenCommandOptions& options) {
         throw UsageError("--key and --ignore choose what --dedup compares: add --dedup");
     }
     run.forward_to = options.forward_to;
+    run.tell_sender_why = options.tell_sender_why;
     run.forward_timeouts = parse_timeouts("--forward-timeout", options.forward_timeout);
     return run;
 }
 
 int run_listen_command(const ListenCommandOptions& options) {
     auto run = listen_options(options);
-    StderrDiagnostics diagnostics(options.common.quiet);
+    StderrDiagnostics diagnostics(options.common.quiet, StderrDiagnostics::RejectFlag::absent);
     struct sigaction action {};
     action.sa_handler = request_stop;
     sigemptyset(&action.sa_mask);
@@ -118,10 +124,10 @@ int run_listen_command(const ListenCommandOptions& options) {
     std::signal(SIGPIPE, SIG_IGN);
     auto result = listen::run_listen(run, g_stop, diagnostics, [&](int port) {
         // Scripts wait for this line (and read the port from it with --port 0).
-        fmt::print(stderr, "idem listen: capturing http://{}:{} to {}\n", options.bind, port,
-                   options.out == "-" ? "stdout" : options.out);
-        std::fflush(stderr);
+        print_stderr("idem listen: capturing http://{}:{} to {}\n", options.bind, port,
+                     options.out == "-" ? "stdout" : options.out);
     });
+    diagnostics.report_hidden();
     print_summary(options.common, result.summary);
     return result.failed_writes > 0 ? static_cast<int>(ExitCode::store_failure) : 0;
 }
@@ -170,7 +176,11 @@ void register_listen(CLI::App& app, std::function<int()>& action) {
     command->add_option("--idle-timeout", options->idle_timeout,
                         "close a keep-alive connection silent this long (default 60s)");
     command->add_option("--max-connections", options->max_connections,
-                        "connections beyond this are answered 503 (default 256)");
+                        "open connections; at the cap the longest idle one is closed, and only "
+                        "when all are mid-request is a new one answered 503 (default 16384)");
+    command->add_flag("--tell-sender-why", options->tell_sender_why,
+                      "with --verify: say in the 401 body why a signature failed (local "
+                      "development only: it helps a forger)");
     command->add_option("--respond", options->respond, "status of a normal answer (default 200)");
     command->add_option("--fail-rate", options->fail_rate,
                         "answer this share of requests with --fail-status (0.2 or 20%)");

@@ -209,13 +209,25 @@ class Limits(unittest.TestCase):
             listener.stop()
         self.assertIn("request head not complete within --header-timeout", listener.stderr)
 
-    def test_connections_beyond_the_cap_are_answered_503(self):
+    def test_at_the_cap_the_longest_idle_connection_makes_room(self):
         with listening(self.tmp.name, ["--max-connections", "2"]) as listener:
-            held = [socket.create_connection(("127.0.0.1", listener.port)) for _ in range(2)]
+            held = [socket.create_connection(("127.0.0.1", listener.port), timeout=10) for _ in range(2)]
+            time.sleep(0.3)
+            # Two idle connections: the oldest is closed for a sender with a request.
+            self.assertEqual(listener.post("/x", b"{}")[0], 200)
+            self.assertEqual(held[0].recv(1000), b"")
+            for sock in held:
+                sock.close()
+            # Two connections mid-request: nothing is idle, so a third gets 503.
+            busy = [socket.create_connection(("127.0.0.1", listener.port), timeout=10) for _ in range(2)]
+            for sock in busy:
+                sock.sendall(b"POST /x HTTP/1.1\r\n")
             time.sleep(0.3)
             with socket.create_connection(("127.0.0.1", listener.port), timeout=10) as extra:
-                self.assertTrue(extra.recv(1000).startswith(b"HTTP/1.1 503"))
-            for sock in held:
+                answer = extra.recv(1000)
+                self.assertTrue(answer.startswith(b"HTTP/1.1 503"), answer)
+                self.assertIn(b"Retry-After: 1", answer)
+            for sock in busy:
                 sock.close()
             time.sleep(0.3)
             self.assertEqual(listener.post("/x", b"{}")[0], 200)

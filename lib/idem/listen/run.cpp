@@ -84,6 +84,7 @@ public:
 
     net::Response handle(net::IncomingRequest& request);
     void refused(const net::RefusedRequest& refusal);
+    void notice(const std::string& message) { warn("listen", message); }
     void show_progress() {
         std::lock_guard lock(m_diagnostics_mutex);
         m_diagnostics.progress(m_counters.requests, m_counters.captured_bytes);
@@ -177,7 +178,9 @@ net::TransferResult Gateway::forward(const net::IncomingRequest& request) {
     if (!client) client = std::make_unique<net::HttpClient>(m_options.forward_timeouts);
     net::OutgoingRequest outgoing;
     outgoing.method = request.head.method;
-    outgoing.url = net::url_for(m_forward_target, request.head.target);
+    // OPTIONS * asks about the server as a whole: it goes to the target's own path.
+    outgoing.url = net::url_for(m_forward_target, request.head.target == "*" ? std::string_view()
+                                                                             : request.head.target);
     for (const auto& [name, value] : request.head.headers)
         if (!net::is_hop_by_hop(name)) outgoing.headers.emplace_back(name, value);
     outgoing.body = request.body;
@@ -198,6 +201,9 @@ net::Response Gateway::handle(net::IncomingRequest& request) {
         delivery.decision.kind = FlakyDecision::Kind::answer;
         delivery.accepted = false;
         ++m_counters.invalid;
+        warn(request.remote,
+             fmt::format("{} {}: invalid signature: {}: answered 401", request.head.method,
+                         request.head.target, delivery.verdict->reason));
     }
     delivery.line.reserve(request.body.size() + 512);
     record::append_envelope(delivery.line, {delivery.id, request.received_at, request.head.method,
@@ -232,6 +238,18 @@ void Gateway::screen_duplicate(Delivery& delivery, const net::IncomingRequest& r
 void Gateway::pass_on(Delivery& delivery, const net::IncomingRequest& request) {
     delivery.upstream = forward(request);
     const auto& upstream = *delivery.upstream;
+    if (upstream.transport == net::TransferResult::Transport::answered &&
+        !net::is_final_status(upstream.status)) {
+        delivery.status = 502;
+        delivery.live += fmt::format(",\"forward\":{{\"status\":{},\"error\":\"not a final HTTP "
+                                     "status\"}}",
+                                     upstream.status);
+        delivery.upstream.reset();
+        warn(request.remote, fmt::format("{} answered status {}, which is not a final HTTP status "
+                                         "(200-599): answered 502",
+                                         m_options.forward_to, upstream.status));
+        return;
+    }
     if (upstream.transport == net::TransferResult::Transport::answered) {
         delivery.status = upstream.status;
         delivery.live += fmt::format(",\"forward\":{{\"status\":{}}}", delivery.status);
@@ -284,7 +302,9 @@ net::Response Gateway::answer(Delivery& delivery) const {
     response.status = delivery.status;
     if (delivery.upstream &&
         delivery.upstream->transport == net::TransferResult::Transport::answered) {
-        if (!delivery.upstream->retry_after.empty())
+        // Only a well-formed Retry-After travels on: a value with a CR or LF
+        // in it would write a header of the upstream's choosing to the sender.
+        if (net::is_retry_after_value(delivery.upstream->retry_after))
             response.headers.emplace_back("Retry-After", delivery.upstream->retry_after);
         response.body = std::move(delivery.upstream->body);
         return response;
@@ -298,8 +318,13 @@ net::Response Gateway::answer(Delivery& delivery) const {
     response.body = "{\"captured\":";
     record::append_json_string(response.body, delivery.id);
     if (delivery.verdict && !delivery.verdict->valid) {
+        // Why a signature failed helps a forger; it stays in the capture and
+        // on stderr unless --tell-sender-why asks for it (local development).
         response.body += ",\"error\":";
-        record::append_json_string(response.body, "invalid signature: " + delivery.verdict->reason);
+        record::append_json_string(response.body,
+                                   m_options.tell_sender_why
+                                       ? "invalid signature: " + delivery.verdict->reason
+                                       : std::string("invalid signature"));
     }
     if (m_store) response.body += fmt::format(",\"duplicate\":{}", delivery.duplicate);
     response.body += "}\n";
@@ -329,6 +354,7 @@ ListenResult run_listen(const ListenOptions& options, const std::atomic<bool>& s
     callbacks.refused = [&gateway](const net::RefusedRequest& refusal) {
         gateway.refused(refusal);
     };
+    callbacks.notice = [&gateway](const std::string& message) { gateway.notice(message); };
     callbacks.tick = [&gateway] { gateway.show_progress(); };
     if (on_listening) on_listening(server.port());
     server.serve(callbacks, stop);

@@ -36,6 +36,9 @@ struct ListenOptions {
     std::optional<verify::VerifyConfig> verify; // set: 401 for invalid signatures
     FlakyPlan flaky;
     std::optional<LiveDedup> dedup;
+    // Send the reason a signature failed in the 401 body (else only "invalid
+    // signature"; the reason is always in the capture and on stderr).
+    bool tell_sender_why = false;
     std::string forward_to; // "" : answer here
     net::Timeouts forward_timeouts;
 };
