@@ -125,8 +125,8 @@ int run_audit_command(AuditOptions options) {
     auto output = options.output_path.empty() ? io::Sink::standard_output()
                                               : io::Sink::create_file(options.output_path);
     auto result = audit::run_audit(run, *output, diagnostics);
-    print_summary(options.common, result.summary);
-    return fails(options.fail_on, result) ? 1 : 0;
+    return finish_run(options.common, diagnostics, result.summary,
+                      fails(options.fail_on, result) ? 1 : 0);
 }
 } // namespace
 

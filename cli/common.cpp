@@ -3,8 +3,13 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <fstream>
+#include <pthread.h>
 #include <unistd.h>
 
 namespace idem::cli {
@@ -50,33 +55,112 @@ record::Strictness strictness(const CommonOptions& options) {
     return options.strict ? record::Strictness::strict : record::Strictness::lenient;
 }
 
-void print_summary(const CommonOptions& options, const io::Summary& summary) {
-    if (options.summary_format == "json")
-        fmt::print(stderr, "{}\n", io::render_summary_json(summary));
-    else if (!options.quiet)
-        fmt::print(stderr, "{}\n", io::render_summary_text(summary));
+void write_stderr(std::string_view text) {
+    // SIGPIPE is held back while writing, and one it raised is taken off
+    // the queue, so a reader that went away cannot kill the process.
+    sigset_t pipe_signal;
+    sigset_t previous;
+    sigemptyset(&pipe_signal);
+    sigaddset(&pipe_signal, SIGPIPE);
+    bool masked = pthread_sigmask(SIG_BLOCK, &pipe_signal, &previous) == 0;
+    bool was_pending = false;
+    if (masked) {
+        sigset_t pending;
+        sigpending(&pending);
+        was_pending = sigismember(&pending, SIGPIPE) == 1;
+    }
+    while (!text.empty()) {
+        auto written = ::write(STDERR_FILENO, text.data(), text.size());
+        if (written < 0 && errno == EINTR) continue;
+        if (written <= 0) break;
+        text.remove_prefix(static_cast<std::size_t>(written));
+    }
+    if (!masked) return;
+    if (!was_pending) {
+        timespec no_wait{0, 0};
+        while (sigtimedwait(&pipe_signal, nullptr, &no_wait) == SIGPIPE) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
-StderrDiagnostics::StderrDiagnostics(bool quiet)
-    : m_quiet(quiet), m_terminal(::isatty(STDERR_FILENO) == 1),
+void print_summary(const CommonOptions& options, const io::Summary& summary) {
+    if (options.summary_format == "json")
+        print_stderr("{}\n", io::render_summary_json(summary));
+    else if (!options.quiet)
+        print_stderr("{}\n", io::render_summary_text(summary));
+}
+
+namespace {
+
+// Why every record may have been rejected, from what the inputs look like.
+std::string all_rejected_hint(const CommonOptions& options) {
+    if (options.input_format != "har") {
+        for (const auto& path : options.inputs) {
+            if (path.ends_with(".har")) return "this looks like a HAR file: add --input-format har";
+            std::ifstream file(path, std::ios::binary);
+            std::string start(256, '\0');
+            file.read(start.data(), static_cast<std::streamsize>(start.size()));
+            start.resize(static_cast<std::size_t>(file.gcount()));
+            auto first = start.find_first_not_of(" \t\r\n");
+            if (first != std::string::npos && start[first] == '{' &&
+                start.find("\"log\"") != std::string::npos)
+                return "this looks like a HAR file: add --input-format har";
+        }
+    }
+    return "check the field paths (--key, --seq, --time-field, ...) against one record, e.g. "
+           "'head -1 FILE | jq .'";
+}
+
+} // namespace
+
+int finish_run(const CommonOptions& options, StderrDiagnostics& diagnostics,
+               const io::Summary& summary, int code) {
+    diagnostics.report_hidden();
+    auto in = summary.count("in");
+    auto rejected = summary.count("rejected");
+    bool all_rejected = rejected > 0 && rejected >= in;
+    // The summary stays the last line: scripts read it from there.
+    if (all_rejected && !options.quiet)
+        print_stderr("idem: error: every record was rejected ({} of {}): {}\n", rejected, in,
+                     all_rejected_hint(options));
+    print_summary(options, summary);
+    if (all_rejected) return static_cast<int>(ExitCode::bad_input);
+    if (rejected > 0) return std::max(code, static_cast<int>(ExitCode::findings));
+    return code;
+}
+
+StderrDiagnostics::StderrDiagnostics(bool quiet, RejectFlag reject_flag)
+    : m_quiet(quiet), m_reject_flag(reject_flag), m_terminal(::isatty(STDERR_FILENO) == 1),
       m_start(std::chrono::steady_clock::now()), m_last_progress(m_start) {}
 
 StderrDiagnostics::~StderrDiagnostics() {
-    if (m_progress_shown) fmt::print(stderr, "\r\033[K");
-    if (m_warnings > k_max_warnings_shown && !m_quiet)
-        fmt::print(stderr,
-                   "idem: warning: {} more records set aside (see the summary, or --reject FILE)\n",
-                   m_warnings - k_max_warnings_shown);
+    if (m_progress_shown) write_stderr("\r\033[K");
+    report_hidden();
+}
+
+void StderrDiagnostics::report_hidden() {
+    if (m_progress_shown) {
+        write_stderr("\r\033[K");
+        m_progress_shown = false;
+    }
+    if (m_warnings <= k_max_warnings_shown || m_quiet || m_hidden_reported) return;
+    m_hidden_reported = true;
+    print_stderr(
+        "idem: warning: {} more warnings not shown (the summary counts them{})\n",
+        m_warnings - k_max_warnings_shown,
+        m_reject_flag == RejectFlag::offered ? "; --reject FILE keeps each record set aside" : "");
 }
 
 void StderrDiagnostics::warning(const SourcePosition& where, std::string_view message) {
     ++m_warnings;
     if (m_quiet || m_warnings > k_max_warnings_shown) return;
-    if (m_progress_shown) fmt::print(stderr, "\r\033[K");
+    if (m_progress_shown) write_stderr("\r\033[K");
     if (where.source.empty())
-        fmt::print(stderr, "idem: warning: {}\n", message);
+        print_stderr("idem: warning: {}\n", escape_for_terminal(message));
     else
-        fmt::print(stderr, "idem: warning: {}: {}\n", where.to_string(), message);
+        print_stderr("idem: warning: {}: {}\n", escape_for_terminal(where.to_string()),
+                     escape_for_terminal(message));
 }
 
 void StderrDiagnostics::progress(std::uint64_t records, std::uint64_t bytes) {
@@ -86,8 +170,8 @@ void StderrDiagnostics::progress(std::uint64_t records, std::uint64_t bytes) {
     m_last_progress = now;
     m_progress_shown = true;
     double seconds = std::chrono::duration<double>(now - m_start).count();
-    fmt::print(stderr, "\r\033[Kidem: {} records, {} read, {:.0f} records/s", records,
-               format_bytes(bytes), static_cast<double>(records) / seconds);
+    print_stderr("\r\033[Kidem: {} records, {} read, {:.0f} records/s", records,
+                 format_bytes(bytes), static_cast<double>(records) / seconds);
 }
 
 std::string require_env(const std::string& name, const std::string& flag) {

@@ -9,7 +9,10 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <fmt/format.h>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace idem::cli {
@@ -31,23 +34,48 @@ void add_report_options(CLI::App& command, CommonOptions& options);
 [[nodiscard]] record::InputOptions input_options(const CommonOptions& options);
 [[nodiscard]] record::Strictness strictness(const CommonOptions& options);
 
+// Writes to stderr and ignores failure: a diagnostic that cannot be
+// written (stderr on a full disk or a closed pipe) must never end the run,
+// raise SIGPIPE or change its exit status.
+void write_stderr(std::string_view text);
+
+template <typename... Args> void print_stderr(fmt::format_string<Args...> format, Args&&... args) {
+    write_stderr(fmt::format(format, std::forward<Args>(args)...));
+}
+
 // Prints the summary on stderr: one line, or JSON with --summary json.
 void print_summary(const CommonOptions& options, const io::Summary& summary);
+
+class StderrDiagnostics;
+
+// Ends a record-reading run: the count of warnings not shown, the summary,
+// and the exit code under the one rule for records set aside
+// (docs/exit-codes.md): any rejected record makes the exit at least 1, and
+// a run that rejected every record it read exits 3, with a hint at the
+// likely cause. `code` is what the run's findings say (0 or 1).
+[[nodiscard]] int finish_run(const CommonOptions& options, StderrDiagnostics& diagnostics,
+                             const io::Summary& summary, int code);
 
 // Warnings to stderr (the first 20, then a count), and a progress line when
 // stderr is a terminal.
 class StderrDiagnostics final : public io::Diagnostics {
 public:
-    explicit StderrDiagnostics(bool quiet);
+    // Whether the command has --reject, so the "more set aside" line can name it.
+    enum class RejectFlag { offered, absent };
+    explicit StderrDiagnostics(bool quiet, RejectFlag reject_flag = RejectFlag::offered);
     ~StderrDiagnostics() override;
     void warning(const SourcePosition& where, std::string_view message) override;
     void progress(std::uint64_t records, std::uint64_t bytes) override;
+    // Says how many warnings were not shown (once; before the summary).
+    void report_hidden();
 
 private:
     bool m_quiet;
+    RejectFlag m_reject_flag;
     bool m_terminal;
     std::uint64_t m_warnings = 0;
     bool m_progress_shown = false;
+    bool m_hidden_reported = false;
     std::chrono::steady_clock::time_point m_start;
     std::chrono::steady_clock::time_point m_last_progress;
 };

@@ -92,8 +92,8 @@ int run_dedup_command(const DedupOptions& options) {
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = io::Sink::standard_output();
     auto result = dedup::run_dedup(run, *output, diagnostics);
-    print_summary(options.common, result.summary);
-    return result.duplicates > 0 && options.fail_on_duplicate ? 1 : 0;
+    return finish_run(options.common, diagnostics, result.summary,
+                      result.duplicates > 0 && options.fail_on_duplicate ? 1 : 0);
 }
 } // namespace
 

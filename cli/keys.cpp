@@ -4,6 +4,7 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
+#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <sstream>
@@ -16,12 +17,18 @@ void add_key_options(CLI::App& command, KeyOptions& options) {
                        "pagerduty, hmac, or auto (default: from the headers)");
     command
         .add_option("--secret", options.secrets,
-                    "shared secret; repeat for rotation; 'label=VALUE' names it in verdicts")
-        ->allow_extra_args(false);
-    command.add_option("--secret-file", options.secret_files, "file with one secret per line")
+                    "shared secret, every byte as given; repeat for rotation (named #1, #2... "
+                    "in verdicts)")
         ->allow_extra_args(false);
     command
-        .add_option("--secret-env", options.secret_envs, "environment variable holding a secret")
+        .add_option("--secret-file", options.secret_files,
+                    "[LABEL=]FILE: one secret per line, every byte but the line end (named "
+                    "LABEL or the file's name, ':LINE' when it holds several)")
+        ->allow_extra_args(false);
+    command
+        .add_option("--secret-env", options.secret_envs,
+                    "[LABEL=]NAME: the secret is all of variable NAME (named LABEL or NAME); "
+                    "keeps it out of the process list")
         ->allow_extra_args(false);
     command
         .add_option(
@@ -74,17 +81,26 @@ std::string read_secret_file(const std::string& path) {
 verify::VerifyConfig key_config(const KeyOptions& options) {
     verify::VerifyConfig config;
     config.scheme = verify::parse_scheme(options.scheme);
+    // A secret's bytes are never split: labels come from outside the value.
     for (const auto& text : options.secrets)
-        config.secrets.push_back(verify::parse_secret(text, config.secrets.size() + 1));
-    for (const auto& path : options.secret_files)
+        config.secrets.push_back(
+            verify::make_secret(text, fmt::format("#{}", config.secrets.size() + 1)));
+    for (const auto& text : options.secret_files) {
+        // A path that names a file as it is wins over a LABEL= reading of it.
+        auto reference = std::filesystem::exists(text) ? verify::LabelledReference{"", text}
+                                                       : verify::parse_labelled_reference(text);
+        auto label = reference.label.empty()
+                         ? std::filesystem::path(reference.reference).filename().string()
+                         : reference.label;
         for (auto& secret :
-             verify::parse_secret_lines(read_secret_file(path), config.secrets.size() + 1))
+             verify::parse_secret_lines(read_secret_file(reference.reference), label))
             config.secrets.push_back(std::move(secret));
-    for (const auto& name : options.secret_envs) {
-        auto secret =
-            verify::parse_secret(require_env(name, "--secret-env"), config.secrets.size() + 1);
-        if (secret.label.starts_with('#')) secret.label = name;
-        config.secrets.push_back(std::move(secret));
+    }
+    for (const auto& text : options.secret_envs) {
+        auto reference = verify::parse_labelled_reference(text);
+        config.secrets.push_back(
+            verify::make_secret(require_env(reference.reference, "--secret-env"),
+                                reference.label.empty() ? reference.reference : reference.label));
     }
     for (const auto& text : options.public_keys)
         config.public_keys.push_back(verify::parse_public_key(text, config.public_keys.size() + 1));

@@ -2,11 +2,63 @@
 // subcommands and the one place where failures become exit codes.
 
 #include "commands.hpp"
+#include "common.hpp"
 
 #include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+
+namespace {
+
+using idem::cli::print_stderr;
+
+void print_error(std::string_view message) {
+    print_stderr("idem: error: {}\n", idem::escape_for_terminal(message));
+}
+
+// "unknown command 'verfy'; did you mean 'verify'?" before CLI11 would say
+// only that a subcommand is required.
+std::optional<std::string> unknown_command(const CLI::App& app, int argc, char** argv) {
+    if (argc < 2) return std::nullopt;
+    std::string_view first = argv[1];
+    std::vector<std::string> names;
+    for (const auto* command : app.get_subcommands({}))
+        names.push_back(command->get_name());
+    if (std::find(names.begin(), names.end(), first) != names.end()) return std::nullopt;
+    if (first == "-h" || first == "--help" || first == "--version") return std::nullopt;
+    if (first.starts_with('-'))
+        return fmt::format("unknown flag {}: a command comes first, as in 'idem verify --help'",
+                           idem::quote(first));
+    auto close = idem::closest_name(first, names);
+    return fmt::format("unknown command {}{}", idem::quote(first),
+                       close.empty() ? fmt::format("; the commands are {}", fmt::join(names, ", "))
+                                     : fmt::format("; did you mean {}?", idem::quote(close)));
+}
+
+// Did-you-mean hints for flags the chosen command does not have.
+std::string flag_hints(const CLI::App& app) {
+    std::string hints;
+    for (const auto* command : app.get_subcommands()) {
+        std::vector<std::string> flags;
+        for (const auto* option : command->get_options())
+            for (const auto& name : option->get_lnames())
+                flags.push_back("--" + name);
+        for (const auto& extra : command->remaining()) {
+            if (!extra.starts_with("--")) continue;
+            auto name = extra.substr(0, extra.find('='));
+            auto close = idem::closest_name(name, flags);
+            if (!close.empty())
+                hints +=
+                    fmt::format("idem: error: unknown flag {} for 'idem {}'; did you mean {}?\n",
+                                idem::quote(name), command->get_name(), idem::quote(close));
+        }
+    }
+    return hints;
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{
@@ -24,6 +76,11 @@ int main(int argc, char** argv) {
     idem::cli::register_audit(app, action);
     idem::cli::register_listen(app, action);
     idem::cli::register_replay(app, action);
+    if (auto unknown = unknown_command(app, argc, argv)) {
+        print_error(*unknown);
+        print_stderr("Run 'idem --help' for the commands.\n");
+        return static_cast<int>(idem::ExitCode::usage);
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& help) {
@@ -31,28 +88,31 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& version) {
         return app.exit(version);
     } catch (const CLI::ParseError& error) {
-        fmt::print(stderr, "idem: error: {}\n", error.what());
-        fmt::print(stderr, "Run 'idem --help' (or 'idem COMMAND --help') for usage.\n");
+        auto hints = flag_hints(app);
+        if (hints.empty())
+            print_error(error.what());
+        else
+            print_stderr("{}", idem::escape_for_terminal(hints));
+        print_stderr("Run 'idem --help' (or 'idem COMMAND --help') for usage.\n");
         return static_cast<int>(idem::ExitCode::usage);
     } catch (const idem::Error& error) {
-        fmt::print(stderr, "idem: error: {}\n", error.what());
+        print_error(error.what());
         return static_cast<int>(error.exit_code());
     }
     try {
         return action ? action() : static_cast<int>(idem::ExitCode::usage);
     } catch (const idem::Error& error) {
         std::fflush(stdout);
-        fmt::print(stderr, "idem: error: {}\n", error.what());
+        print_error(error.what());
         return static_cast<int>(error.exit_code());
     } catch (const std::bad_alloc&) {
-        fmt::print(stderr, "idem: error: out of memory\n");
+        print_error("out of memory");
         return static_cast<int>(idem::ExitCode::store_failure);
     } catch (const std::exception& error) {
         // Every expected failure is an idem::Error; anything else is a bug,
         // reported rather than left to std::terminate.
-        fmt::print(stderr,
-                   "idem: internal error: {} (please report it, with the input that caused it)\n",
-                   error.what());
+        print_stderr("idem: internal error: {} (please report it, with the input that caused it)\n",
+                     idem::escape_for_terminal(error.what()));
         return static_cast<int>(idem::ExitCode::store_failure);
     }
 }

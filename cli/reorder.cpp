@@ -95,8 +95,9 @@ int run_reorder_command(const ReorderOptions& options) {
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = io::Sink::standard_output();
     auto result = reorder::run_reorder(run, *output, diagnostics);
-    print_summary(options.common, result.summary);
-    return (fail_on_gap && result.gaps > 0) || (fail_on_late && result.late > 0) ? 1 : 0;
+    return finish_run(options.common, diagnostics, result.summary,
+                      (fail_on_gap && result.gaps > 0) || (fail_on_late && result.late > 0) ? 1
+                                                                                            : 0);
 }
 } // namespace
 

@@ -139,8 +139,8 @@ int run_replay_command(const ReplayCommandOptions& options) {
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = io::Sink::standard_output();
     auto result = replay::run_replay(run, *output, diagnostics);
-    print_summary(options.common, result.summary);
-    return result.failed > 0 ? static_cast<int>(ExitCode::findings) : 0;
+    return finish_run(options.common, diagnostics, result.summary,
+                      result.failed > 0 ? static_cast<int>(ExitCode::findings) : 0);
 }
 
 } // namespace

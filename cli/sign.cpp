@@ -28,8 +28,7 @@ int run_sign_command(const SignOptions& options) {
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = io::Sink::standard_output();
     auto result = verify::run_sign(run, *output, diagnostics);
-    print_summary(options.common, result.summary);
-    return 0;
+    return finish_run(options.common, diagnostics, result.summary, 0);
 }
 } // namespace
 

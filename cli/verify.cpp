@@ -50,8 +50,8 @@ int run_verify_command(const VerifyOptions& options) {
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = io::Sink::standard_output();
     auto result = verify::run_verify(run, *output, diagnostics);
-    print_summary(options.common, result.summary);
-    return result.findings > 0 && !options.no_fail ? 1 : 0;
+    return finish_run(options.common, diagnostics, result.summary,
+                      result.findings > 0 && !options.no_fail ? 1 : 0);
 }
 } // namespace
 

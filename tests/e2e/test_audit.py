@@ -114,7 +114,7 @@ class Reports(unittest.TestCase):
         raw = b'{"key":"a","ts":1}\nnot json\n{"key":"a","ts":2}\n'
         code, out, err = run(["audit", "--key", "key", "--time-field", "ts", "--format", "json",
                               "--summary", "json"], stdin=raw)
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # a record set aside
         self.assertIn("<stdin>:2:", err)
         summary = json.loads(err.strip().splitlines()[-1])
         self.assertEqual((summary["in"], summary["records"], summary["rejected"], summary["groups"]), (3, 2, 1, 1))

@@ -110,9 +110,36 @@ class Verify(unittest.TestCase):
         self.assertEqual(code, 0)
 
     def test_rotation_names_the_secret_that_matched(self):
-        code, out, _ = run(["verify", "--secret", "old=whsec_demo_rotated_out", "--secret-env", "STRIPE_NOW",
-                            capture("stripe.ndjson")], env={"STRIPE_NOW": "whsec_demo_stripe_secret"})
+        env = {"STRIPE_OLD": "whsec_demo_rotated_out", "STRIPE_NOW": "whsec_demo_stripe_secret"}
+        code, out, _ = run(["verify", "--secret-env", "old=STRIPE_OLD", "--secret-env", "STRIPE_NOW",
+                            capture("stripe.ndjson")], env=env)
         self.assertEqual([v.get("key") for v in verdicts(out)][:4], ["STRIPE_NOW", "STRIPE_NOW", "old", "STRIPE_NOW"])
+        code, out, _ = run(["verify", "--secret", "whsec_demo_rotated_out", "--secret", "whsec_demo_stripe_secret",
+                            capture("stripe.ndjson")])
+        self.assertEqual([v.get("key") for v in verdicts(out)][:4], ["#2", "#2", "#1", "#2"])
+
+    def test_a_secret_with_an_equals_sign_is_used_whole_and_never_shown(self):
+        # Issue #12 item 2: '=' inside, at the end and at the start of a secret.
+        for secret in ["GHSECRETMARK_p4ss=w0rdTAIL", "GHSECRETMARK_base64pad==", "=GHSECRETMARK_lead"]:
+            whole = github_envelope(b'{"n":1}', secret=secret)
+            tail = github_envelope(b'{"n":2}', secret=secret.split("=", 1)[1] or "x")
+            stdin = (whole + "\n" + tail + "\n").encode()
+            with tempfile.TemporaryDirectory() as tmp:
+                secret_file = os.path.join(tmp, "gh.secret")
+                with open(secret_file, "w") as f:
+                    f.write(secret + "\n")
+                for flags, env, label in [(["--secret", secret], {}, "#1"),
+                                          (["--secret-env", "GH_SECRET"], {"GH_SECRET": secret}, "GH_SECRET"),
+                                          (["--secret-env", "gh=GH_SECRET"], {"GH_SECRET": secret}, "gh"),
+                                          (["--secret-file", secret_file], {}, "gh.secret"),
+                                          (["--secret-file", "gh=" + secret_file], {}, "gh")]:
+                    code, out, err = run(["verify", "--scheme", "github", *flags], stdin=stdin, env=env)
+                    results = verdicts(out)
+                    self.assertTrue(results[0]["valid"], (secret, flags, results))
+                    self.assertFalse(results[1]["valid"], (secret, flags, results))
+                    self.assertEqual(results[0]["key"], label)
+                    self.assertNotIn("GHSECRETMARK", out.decode().replace(whole, "").replace(tail, ""))
+                    self.assertNotIn("GHSECRETMARK", err)
 
     def test_invalid_records_can_be_diverted_to_a_file(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -183,7 +210,7 @@ class BadInput(unittest.TestCase):
             rejects = os.path.join(tmp, "rejects.ndjson")
             code, out, err = run(["verify", "--secret", GH, "--ignore-timestamp", "--reject", rejects,
                                   "--summary", "json", capture("bad-lines.ndjson")])
-            self.assertEqual(code, 0)
+            self.assertEqual(code, 1)  # records were set aside: never a silent 0
             with open(capture("bad-lines.ndjson"), "rb") as f:
                 lines = f.read().splitlines()
             with open(rejects, "rb") as f:
@@ -206,7 +233,7 @@ class BadInput(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             rejects = os.path.join(tmp, "rejects.ndjson")
             code, out, err = run(["verify", "--secret", GH, "--reject", rejects, "--summary", "json"], stdin=stream)
-            self.assertEqual(code, 0)
+            self.assertEqual(code, 1)  # a record set aside
             self.assertEqual(len(out.splitlines()), 2)
             self.assertIn("<stdin>:2: record of 20.0 MiB is larger than --max-record-size 16 MiB", err)
             with open(rejects, "rb") as f:
@@ -229,7 +256,7 @@ class BadInput(unittest.TestCase):
             rejects = os.path.join(tmp, "rejects.ndjson")
             code, out, err = run(["verify", "--secret", GH, "--ignore-timestamp", "--reject", rejects, "-q",
                                   "--summary", "json", source])
-            self.assertEqual(code, 0, err[-500:])
+            self.assertEqual(code, 1, err[-500:])
             self.assertEqual(len(out.splitlines()), 2)
             summary = json.loads(err.strip().splitlines()[-1])
             self.assertEqual((summary["in"], summary["rejected"]), (30003, 30001))

@@ -180,7 +180,7 @@ class Reorder(unittest.TestCase):
     def test_bad_records_are_rejected_with_the_field_that_was_wrong(self):
         raw = b'{"seq":1}\n{"seq":"x"}\n{"other":1}\n{"seq":-4}\nnot json\n{"seq":2}\n'
         code, out, err = self.reorder(["--seq", "seq", "--start", "1", "--reject", self.path("rejects")], raw)
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # records set aside
         self.assertEqual(out, b'{"seq":1}\n{"seq":2}\n')
         self.assertIn("<stdin>:2: field 'seq' is not a sequence number", err)
         self.assertIn("<stdin>:3: missing field 'seq'", err)

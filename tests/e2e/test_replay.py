@@ -240,6 +240,7 @@ class Replay(unittest.TestCase):
         self.assertEqual(out, b"")
         self.assertIn("events.ndjson:1: no received_at to select or pace by", err)
         self.assertEqual(summary_of(err)["rejected"], 1)
+        self.assertEqual(code, 3)  # every record rejected
 
     def test_original_timing_keeps_the_capture_pacing_at_the_given_speed(self):
         envelopes = [{"idem": 1, "id": f"cap_{n}", "received_at": f"2026-11-30T08:00:0{2 * n}.000Z",
@@ -278,12 +279,12 @@ class Replay(unittest.TestCase):
             out.write(envelope(3, path="/h HTTP/1.1\r\nHost: evil") + "\n")
         with listening(self.dir) as target:
             code, out, err = self.replay(target.url, ["--key", "body.id"])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # records set aside
             target.stop()
         self.assertEqual([json.loads(e["body"])["id"] for e in target.envelopes()], ["evt_0"])
         self.assertIn("events.ndjson:2: header 'X-A' has a control byte in its value: not sent", err)
         self.assertIn("events.ndjson:3: method", err)
-        self.assertIn("events.ndjson:4: URL", err)
+        self.assertIn("events.ndjson:4: request path '/h HTTP/1.1\\x0d\\x0aHost: evil' holds spaces", err)
         self.assertEqual((summary_of(err)["rejected"], summary_of(err)["selected"]), (3, 1))
 
     def test_dry_run_prints_requests_with_keys_and_sends_nothing(self):

@@ -32,6 +32,53 @@ std::string quote(std::string_view value, std::size_t max_chars) {
     return out;
 }
 
+std::size_t utf8_sequence_length(std::string_view text) {
+    if (text.empty()) return 0;
+    auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+    auto lead = byte(0);
+    if (lead < 0x80) return 1;
+    std::size_t length = 0;
+    unsigned char low = 0x80;
+    unsigned char high = 0xbf;
+    if (lead >= 0xc2 && lead <= 0xdf) {
+        length = 2;
+    } else if (lead >= 0xe0 && lead <= 0xef) {
+        length = 3;
+        if (lead == 0xe0) low = 0xa0;  // no overlong forms
+        if (lead == 0xed) high = 0x9f; // no surrogates
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+        length = 4;
+        if (lead == 0xf0) low = 0x90;
+        if (lead == 0xf4) high = 0x8f; // nothing past U+10FFFF
+    } else {
+        return 0;
+    }
+    if (text.size() < length) return 0;
+    if (byte(1) < low || byte(1) > high) return 0;
+    for (std::size_t i = 2; i < length; ++i)
+        if (byte(i) < 0x80 || byte(i) > 0xbf) return 0;
+    return length;
+}
+
+std::string escape_for_terminal(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    while (!text.empty()) {
+        auto first = static_cast<unsigned char>(text.front());
+        auto length = utf8_sequence_length(text);
+        if (first == '\n' || first == '\t' || (length == 1 && first >= 0x20 && first != 0x7f) ||
+            length > 1) {
+            auto take = std::max<std::size_t>(length, 1);
+            out.append(text.substr(0, take));
+            text.remove_prefix(take);
+            continue;
+        }
+        out += fmt::format("\\x{:02x}", first);
+        text.remove_prefix(1);
+    }
+    return out;
+}
+
 namespace {
 // ASCII only: header names are ASCII, and the C locale's tolower is a
 // function call per byte on the per-record path.

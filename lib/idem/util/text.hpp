@@ -12,6 +12,16 @@ namespace idem {
 // Long values are cut at max_chars with an ellipsis.
 [[nodiscard]] std::string quote(std::string_view value, std::size_t max_chars = 120);
 
+// A message made safe for a terminal: control bytes (but the message's own
+// newlines), DEL and bytes that are not valid UTF-8 become \xNN; valid
+// UTF-8 is kept. For text that may hold input or user values (an
+// exception's message) on its way to stderr.
+[[nodiscard]] std::string escape_for_terminal(std::string_view text);
+
+// The length of the valid UTF-8 sequence at the start of `text`, or 0 when
+// it does not start with one.
+[[nodiscard]] std::size_t utf8_sequence_length(std::string_view text);
+
 [[nodiscard]] bool iequals(std::string_view a, std::string_view b);
 [[nodiscard]] std::string to_lower(std::string_view text);
 [[nodiscard]] std::string_view trim(std::string_view text);

@@ -15,8 +15,11 @@
 namespace idem::verify {
 
 struct Secret {
-    std::string label; // "#1" by position, or the user's "label=" prefix
-    std::string value;
+    // Never part of the value: "#1" by position for --secret, the variable's
+    // name (or LABEL) for --secret-env, the file's name (or LABEL), with
+    // ":LINE" when it holds several, for --secret-file.
+    std::string label;
+    std::string value; // the bytes as given: never split, trimmed or reinterpreted
 };
 
 struct PublicKey {
@@ -24,11 +27,19 @@ struct PublicKey {
     std::string raw; // 32 bytes
 };
 
-// Parses "--secret" values: "label=value" when the part before the first '='
-// is a short name and the rest does not start with '=' (so base64 padding
-// never reads as a label); a leading '=' means "no label, the rest is the
-// secret". `first_position` numbers unlabelled secrets.
-[[nodiscard]] Secret parse_secret(std::string_view text, std::size_t position);
+// A secret whose bytes are all of `value`. Throws UsageError (naming the
+// label, never the value) when it is empty.
+[[nodiscard]] Secret make_secret(std::string value, std::string label);
+
+// "LABEL=REFERENCE" or "REFERENCE", for --secret-env NAME and --secret-file
+// PATH: the label names the secret in verdicts; the reference (a variable
+// name or a path) is not secret, so splitting it reinterprets no secret.
+// A LABEL is 1 to 64 of [A-Za-z0-9_.-].
+struct LabelledReference {
+    std::string label; // "" when none was given
+    std::string reference;
+};
+[[nodiscard]] LabelledReference parse_labelled_reference(std::string_view text);
 
 // Hex (64 digits), base64 (32 bytes) or the Standard Webhooks "whpk_<base64>"
 // form, with an optional "label=" prefix. Throws UsageError that never
@@ -44,9 +55,11 @@ struct PublicKey {
 // Throws UsageError naming the secret by its label only.
 [[nodiscard]] std::string standard_webhooks_key(const Secret& secret);
 
-// Reads secrets one per line ('#' comments and blank lines skipped).
+// A --secret-file's secrets: each line that is not empty is one secret,
+// all of its bytes but the line ending (LF or CRLF). Labelled `label`, or
+// "label:LINE" when the file holds more than one.
 [[nodiscard]] std::vector<Secret> parse_secret_lines(std::string_view text,
-                                                     std::size_t first_position);
+                                                     const std::string& label);
 
 enum class TimestampCheck { enforce, ignore };
 enum class Sha1Policy { reject, allow };

@@ -17,6 +17,8 @@ bool is_label(std::string_view text) {
     return true;
 }
 
+// Public keys are not secrets: "label=KEY" is split when the part before
+// the '=' is a label and the rest does not start with '=' (base64 padding).
 std::pair<std::string, std::string_view> split_label(std::string_view text, std::size_t position) {
     std::string label = fmt::format("#{}", position);
     if (!text.empty() && text.front() == '=') return {label, text.substr(1)};
@@ -31,19 +33,32 @@ std::pair<std::string, std::string_view> split_label(std::string_view text, std:
 
 } // namespace
 
-Secret parse_secret(std::string_view text, std::size_t position) {
-    auto [label, value] = split_label(text, position);
+Secret make_secret(std::string value, std::string label) {
     if (value.empty()) throw UsageError(fmt::format("secret {} is empty", label));
-    return {label, std::string(value)};
+    return {std::move(label), std::move(value)};
 }
 
-std::vector<Secret> parse_secret_lines(std::string_view text, std::size_t first_position) {
-    std::vector<Secret> secrets;
+LabelledReference parse_labelled_reference(std::string_view text) {
+    auto equals = text.find('=');
+    if (equals != std::string_view::npos && is_label(text.substr(0, equals)) &&
+        equals + 1 < text.size())
+        return {std::string(text.substr(0, equals)), std::string(text.substr(equals + 1))};
+    return {"", std::string(text)};
+}
+
+std::vector<Secret> parse_secret_lines(std::string_view text, const std::string& label) {
+    std::vector<std::pair<std::size_t, std::string_view>> lines;
+    std::size_t number = 0;
     for (auto line : split(text, '\n')) {
-        line = trim(line);
-        if (line.empty() || line.front() == '#') continue;
-        secrets.push_back(parse_secret(line, first_position + secrets.size()));
+        ++number;
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        if (!line.empty()) lines.emplace_back(number, line);
     }
+    std::vector<Secret> secrets;
+    for (const auto& [line_number, line] : lines)
+        secrets.push_back(
+            make_secret(std::string(line),
+                        lines.size() == 1 ? label : fmt::format("{}:{}", label, line_number)));
     return secrets;
 }
 

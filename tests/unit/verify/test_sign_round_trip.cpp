@@ -172,17 +172,31 @@ TEST_CASE("a scheme that needs a key says which flag is missing, without echoing
     }
 }
 
-TEST_CASE("secrets: labels, base64 padding and the '=' escape") {
-    CHECK(parse_secret("old=abc", 1).label == "old");
-    CHECK(parse_secret("old=abc", 1).value == "abc");
-    CHECK(parse_secret("whsec_abc==", 2).label == "#2");
-    CHECK(parse_secret("whsec_abc==", 2).value == "whsec_abc==");
-    CHECK(parse_secret("abcd=", 1).value == "abcd=");
-    CHECK(parse_secret("=my=secret", 3).value == "my=secret");
-    CHECK(parse_secret("=my=secret", 3).label == "#3");
-    auto lines = parse_secret_lines("# rotation\nold=one\n\nnew=two\n", 1);
-    REQUIRE(lines.size() == 2);
-    CHECK(lines[1].label == "new");
+TEST_CASE("a secret's bytes are never split, trimmed or read as a label") {
+    // '=' inside, at the end (base64 padding) and at the start: all of it is the secret.
+    for (const char* value : {"GHSECRETMARK_p4ss=w0rdTAIL", "whsec_abc==", "=leading", "a b "})
+        CHECK(make_secret(value, "#1").value == value);
+    CHECK_THROWS_WITH_AS((void)make_secret("", "#2"), "secret #2 is empty", UsageError);
+    auto lines = parse_secret_lines("old=one\r\n\n new=two \n#three\n", "rotation.txt");
+    REQUIRE(lines.size() == 3);
+    CHECK(lines[0].value == "old=one");
+    CHECK(lines[0].label == "rotation.txt:1");
+    CHECK(lines[1].value == " new=two ");
+    CHECK(lines[1].label == "rotation.txt:3");
+    CHECK(lines[2].value == "#three");
+    auto single = parse_secret_lines("whsec_x==\n", "stripe");
+    REQUIRE(single.size() == 1);
+    CHECK(single[0].label == "stripe");
+}
+
+TEST_CASE("labels come from the reference, never from the secret") {
+    auto labelled = parse_labelled_reference("old=STRIPE_OLD");
+    CHECK(labelled.label == "old");
+    CHECK(labelled.reference == "STRIPE_OLD");
+    auto plain = parse_labelled_reference("STRIPE_SECRET");
+    CHECK(plain.label.empty());
+    CHECK(plain.reference == "STRIPE_SECRET");
+    CHECK(parse_labelled_reference("dir with space=x/y").label.empty());
     CHECK_THROWS_WITH_AS((void)parse_public_key("k=abc", 1),
                          "public key k is not an ed25519 public key: expected 64 hex digits, 32 "
                          "bytes of base64, or whpk_<base64>",
