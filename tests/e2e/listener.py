@@ -30,6 +30,12 @@ class Listener:
             if own:
                 connection.close()
 
+    def cpu_seconds(self):
+        """User plus system CPU time the listener has used so far."""
+        with open(f"/proc/{self.process.pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def envelopes(self):
         with open(self.capture, "rb") as capture:
             return [json.loads(line) for line in capture.read().splitlines()]
@@ -42,10 +48,10 @@ class Listener:
 
 
 @contextlib.contextmanager
-def listening(directory, args=(), name="capture.ndjson"):
+def listening(directory, args=(), name="capture.ndjson", preexec_fn=None):
     capture = os.path.join(directory, name)
     process = subprocess.Popen([IDEM, "listen", "--port", "0", "-o", capture, "--summary", "json", *args],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=preexec_fn)
     first = process.stderr.readline().decode()
     if "capturing http://" not in first:
         process.kill()

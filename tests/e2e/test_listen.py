@@ -342,3 +342,194 @@ class Shutdown(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def read_answer(sock):
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        answer += chunk
+    return answer
+
+
+class HostileUpstream:
+    """A raw-socket upstream that answers every request with the bytes given."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                conn.sendall(self.answer)
+
+    def close(self):
+        self.server.close()
+
+
+class Hostile(unittest.TestCase):
+    """What the internet does to a listener (issue #12, items 3-6)."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_a_401_says_only_invalid_signature_unless_the_sender_may_know_why(self):
+        forged = {"Stripe-Signature": "t=1,v1=abc"}
+        with listening(self.tmp.name, ["--verify", "stripe", "--secret", SECRET]) as listener:
+            status, _, body = listener.post("/hooks", b"{}", forged)
+            listener.stop()
+        self.assertEqual(status, 401)
+        self.assertEqual(json.loads(body)["error"], "invalid signature")
+        reason = listener.envelopes()[0]["_idem"]["verify"]["reason"]
+        self.assertTrue(reason)
+        self.assertIn(reason, listener.stderr)  # the operator still learns why
+        with listening(self.tmp.name, ["--verify", "stripe", "--secret", SECRET, "--tell-sender-why"]) as listener:
+            status, _, body = listener.post("/hooks", b"{}", forged)
+            listener.stop()
+        self.assertEqual(json.loads(body)["error"], "invalid signature: " + reason)
+
+    def test_an_upstream_cannot_write_headers_or_a_status_of_its_choosing(self):
+        cases = [
+            (b"HTTP/1.1 503 Busy\r\nRetry-After: 5\rSet-Cookie: injected=1\r\nContent-Length: 2\r\n\r\nno", 503),
+            (b"HTTP/1.1 999 \r\nContent-Length: 2\r\n\r\nno", 502),
+            (b"HTTP/1.1 200 OK\r\nRetry-After: 7\r\nContent-Length: 2\r\n\r\nok", 200),
+        ]
+        for answer, expected in cases:
+            upstream = HostileUpstream(answer)
+            try:
+                with listening(self.tmp.name, ["--forward-to", f"http://127.0.0.1:{upstream.port}"]) as listener:
+                    with socket.create_connection(("127.0.0.1", listener.port), timeout=10) as sock:
+                        sock.sendall(b"POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\n{}")
+                        head = read_answer(sock)
+                    listener.stop()
+            finally:
+                upstream.close()
+            self.assertTrue(head.startswith(b"HTTP/1.1 %d " % expected), head)
+            self.assertNotIn(b"Set-Cookie", head)
+            self.assertNotIn(b"injected", head)
+            for line in head.split(b"\r\n"):
+                self.assertNotIn(b"\r", line)
+            if expected == 200:
+                self.assertIn(b"Retry-After: 7\r\n", head)
+        self.assertIn("not a final HTTP status", listener.stderr if expected == 502 else "not a final HTTP status")
+
+    def test_thousands_of_idle_connections_never_keep_a_sender_waiting(self):
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = 3000
+        if hard < wanted + 100:
+            self.skipTest(f"the descriptor limit {hard} is below {wanted + 100}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted + 100), hard))
+        idle = []
+        try:
+            with listening(self.tmp.name) as listener:
+                for _ in range(wanted):
+                    idle.append(socket.create_connection(("127.0.0.1", listener.port), timeout=10))
+                time.sleep(0.2)
+                slowest = 0.0
+                for n in range(50):
+                    started = time.monotonic()
+                    self.assertEqual(listener.post("/x", json.dumps({"n": n}).encode())[0], 200)
+                    slowest = max(slowest, time.monotonic() - started)
+                self.assertLess(slowest, 2.0)
+                listener.stop()
+            self.assertEqual(len(listener.envelopes()), 50)
+        finally:
+            for sock in idle:
+                sock.close()
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    def test_running_out_of_descriptors_backs_off_recovers_and_never_spins(self):
+        import resource
+
+        def few_descriptors():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48))
+
+        with listening(self.tmp.name, preexec_fn=few_descriptors) as listener:
+            before = listener.cpu_seconds()
+            # More connections than descriptors: idle ones are closed to make room.
+            held = []
+            for _ in range(80):
+                sock = socket.create_connection(("127.0.0.1", listener.port), timeout=10)
+                sock.sendall(b"POST /x HTTP/1.1\r\n")  # mid-request: none of these can be closed
+                held.append(sock)
+                time.sleep(0.005)
+            time.sleep(1.5)
+            self.assertIsNone(listener.process.poll())
+            self.assertLess(listener.cpu_seconds() - before, 0.5)  # a spinning accept loop burns 1.5 s
+            for sock in held:
+                sock.close()
+            time.sleep(0.5)
+            self.assertEqual(listener.post("/x", b"{}")[0], 200)
+            listener.stop()
+        self.assertEqual(listener.process.returncode, 0)
+        self.assertIn("cannot accept connections", listener.stderr)
+
+    def test_a_head_dripped_in_small_pieces_costs_little_cpu(self):
+        head = b"POST /x HTTP/1.1\r\n" + b"".join(b"X-H%d: v\r\n" % n for n in range(5000))
+        with listening(self.tmp.name, ["--max-header-size", "128KiB", "--header-timeout", "30s"]) as listener:
+            before = listener.cpu_seconds()
+
+            def drip():
+                with socket.create_connection(("127.0.0.1", listener.port), timeout=30) as sock:
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    for at in range(0, len(head), 32):
+                        sock.sendall(head[at:at + 32])
+                        if at % 1024 == 0:
+                            time.sleep(0.001)
+                    sock.sendall(b"Content-Length: 2\r\n\r\n{}")
+                    self.assertTrue(read_answer(sock).startswith(b"HTTP/1.1 200"))
+
+            threads = [threading.Thread(target=drip) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            used = listener.cpu_seconds() - before
+            listener.stop()
+        self.assertEqual(len(listener.envelopes()), 4)
+        self.assertLess(used, 1.0)
+
+    def test_head_gets_headers_and_no_body_and_http10_chunked_closes(self):
+        with listening(self.tmp.name) as listener:
+            with socket.create_connection(("127.0.0.1", listener.port), timeout=10) as sock:
+                sock.sendall(b"HEAD /x HTTP/1.1\r\nHost: h\r\n\r\nGET /y HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+                answers = b""
+                while True:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        break
+                    answers += chunk
+            first, rest = answers.split(b"\r\n\r\n", 1)
+            self.assertTrue(first.startswith(b"HTTP/1.1 200"))
+            self.assertIn(b"Content-Length: ", first)
+            self.assertTrue(rest.startswith(b"HTTP/1.1 200"), rest)  # no body came between
+            with socket.create_connection(("127.0.0.1", listener.port), timeout=10) as sock:
+                sock.sendall(b"POST /z HTTP/1.0\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
+                             b"2\r\n{}\r\n0\r\n\r\n")
+                answer = read_answer(sock)
+                self.assertIn(b"Connection: close", answer)
+                sock.settimeout(5)
+                while sock.recv(65536):
+                    pass  # the server closes: the recv returns b"" rather than timing out
+            listener.stop()

@@ -44,6 +44,9 @@ constexpr auto k_accept_backoff = std::chrono::milliseconds(100);
 // How often "descriptors ran out" is repeated while it lasts.
 constexpr auto k_notice_interval = std::chrono::seconds(10);
 constexpr std::size_t k_read_chunk_bytes = 64 << 10;
+// A connection must have been idle this long before it is closed to make
+// room: one just accepted may have its first bytes on the way.
+constexpr auto k_min_idle_before_eviction = std::chrono::milliseconds(200);
 
 // epoll's data for the two descriptors that are not connections.
 constexpr std::uint64_t k_listen_tag = 0;
@@ -111,11 +114,14 @@ struct Connection {
     std::string out;
     std::size_t out_sent = 0;
     bool close_after_write = false;
-    bool peer_gone = false;     // hung up while its request was in the handler
-    bool registered = false;    // in the epoll set
-    bool request_begun = false; // a byte of the next request has arrived
+    bool peer_gone = false;           // hung up while its request was in the handler
+    bool registered = false;          // in the epoll set
+    bool request_begun = false;       // a byte of the next request has arrived
+    bool answer_without_body = false; // the request was HEAD
+    bool close_after_answer = false;  // the request's framing allows no keep-alive
     std::uint32_t events = 0;
     Clock::time_point deadline;
+    Clock::time_point idle_since;
     std::optional<std::list<std::uint64_t>::iterator> idle_position;
 
     [[nodiscard]] bool idle() const { return state == State::head && !request_begun && in.empty(); }
@@ -303,6 +309,7 @@ void HttpServer::Impl::watch(Connection& connection, std::uint32_t events) {
 
 void HttpServer::Impl::mark_idle(Connection& connection) {
     if (connection.idle_position) return;
+    connection.idle_since = Clock::now();
     connection.idle_position = idle_order.insert(idle_order.end(), connection.id);
 }
 
@@ -319,6 +326,7 @@ bool HttpServer::Impl::evict_idle() {
         idle_order.pop_front();
         return true;
     }
+    if (Clock::now() - found->second->idle_since < k_min_idle_before_eviction) return false;
     close_connection(*found->second);
     return true;
 }
@@ -464,6 +472,11 @@ bool HttpServer::Impl::read_head(Connection& connection) {
     }
     connection.in.erase(0, *head_end);
     connection.scanner.reset();
+    connection.answer_without_body = parsed.head.method == "HEAD";
+    // RFC 9112 section 6.1: a Transfer-Encoding in an HTTP/1.0 request
+    // means the framing cannot be trusted: close after answering.
+    connection.close_after_answer =
+        parsed.head.minor_version == 0 && parsed.framing == BodyFraming::chunked;
     connection.request.head = std::move(parsed.head);
     connection.request.remote = connection.remote;
     connection.request.body.clear();
@@ -567,18 +580,15 @@ void HttpServer::Impl::finish_requests() {
             close_connection(connection);
             continue;
         }
-        // RFC 9112 section 6.1: a Transfer-Encoding in an HTTP/1.0 request
-        // means the framing cannot be trusted: close after answering.
         bool keep_alive = connection.parsed.keep_alive && !stopping && !completion.failure &&
-                          !(connection.parsed.head.minor_version == 0 &&
-                            connection.parsed.framing == BodyFraming::chunked);
+                          !connection.close_after_answer;
         answer(connection, completion.response, keep_alive);
     }
 }
 
 void HttpServer::Impl::answer(Connection& connection, const Response& response, bool keep_alive) {
     bool head_request =
-        connection.state != Connection::State::head && connection.parsed.head.method == "HEAD";
+        connection.state != Connection::State::head && connection.answer_without_body;
     connection.out =
         render_response(response, keep_alive, head_request ? BodyWanted::no : BodyWanted::yes);
     connection.out_sent = 0;
@@ -665,7 +675,12 @@ void HttpServer::serve(const ServerCallbacks& callbacks, const std::atomic<bool>
             // Stop accepting and close what is idle; requests already begun finish.
             impl.stopping = true;
             ::epoll_ctl(impl.epoll_fd, EPOLL_CTL_DEL, impl.listen_fd, nullptr);
-            while (impl.evict_idle()) {
+            while (!impl.idle_order.empty()) {
+                auto found = impl.connections.find(impl.idle_order.front());
+                if (found == impl.connections.end())
+                    impl.idle_order.pop_front();
+                else
+                    impl.close_connection(*found->second);
             }
         }
         if (impl.stopping && impl.connections.empty() && impl.pending_requests == 0) break;
