@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 IDEM=${1:-build/idem}
 COUNT=${COUNT:-100000}
-DURATION=${DURATION:-10}
+DURATION=${DURATION:-12}
 CURL_COUNT=${CURL_COUNT:-1000}
 PYTHON_COUNT=${PYTHON_COUNT:-20000}
 OUT=bench/out
@@ -56,6 +56,44 @@ check="captured $captured of $answered answered 2xx"
 [ "$captured" -ge "$answered" ] || check="LOST: $check"
 printf '  %s requests/s, p99 %s (%s)\n' "$listen_rps" "$listen_p99" "$check"
 rm -f "$OUT/listen-load.ndjson"
+
+# The same load beside hostile clients: IDLE connections held silent and
+# DRIP slowloris heads (58 KiB each, a few bytes at a time). The normal
+# sender's rate and p99 must hold, and the listener's CPU stays that of the
+# normal load (a head parsed again on every read would cost seconds).
+IDLE=${IDLE:-10000}
+DRIP=${DRIP:-8}
+echo "== idem listen beside $IDLE idle connections and $DRIP slowloris heads, wrk -t1 -c16 -d${DURATION}s"
+listen_args_saved=("--header-timeout" "$((DURATION + 20))s")
+rm -f "$OUT/listen-hostile.ndjson"
+"$IDEM" listen --port 0 -o "$OUT/listen-hostile.ndjson" --summary json "${listen_args_saved[@]}" 2> "$OUT/listen.err" &
+listener_pid=$!
+listener_port=""
+for _ in $(seq 100); do
+    listener_port=$(head -1 "$OUT/listen.err" 2>/dev/null | sed -n 's/.*http:\/\/[^:]*:\([0-9]*\).*/\1/p')
+    [ -n "$listener_port" ] && break
+    sleep 0.05
+done
+python3 bench/hostile_clients.py "$listener_port" --idle "$IDLE" --drip "$DRIP" --seconds "$DURATION" \
+    > "$OUT/hostile.txt" &
+hostile_pid=$!
+sleep 2 # the idle connections open, then the drips begin
+# The drips alone for 3 s: what the listener spends on slowloris heads.
+cpu_before=$(awk '{print $14 + $15}' "/proc/$listener_pid/stat")
+sleep 3
+cpu_after=$(awk '{print $14 + $15}' "/proc/$listener_pid/stat")
+wrk -t1 -c16 -d"$((DURATION - 5))s" --latency -s bench/wrk_post.lua \
+    "http://127.0.0.1:$listener_port/hooks/stripe" > "$OUT/wrk-hostile.txt"
+wait "$hostile_pid"
+stop_listener
+hostile_rps=$(awk '/^Requests\/sec/ {print $2}' "$OUT/wrk-hostile.txt")
+hostile_p99=$(awk '$1 == "99%" {print $2}' "$OUT/wrk-hostile.txt")
+ticks=$(getconf CLK_TCK)
+printf '  %s requests/s, p99 %s; the listener spent %.2f CPU-s on the drips alone over 3 s; %s\n' \
+    "$hostile_rps" "$hostile_p99" \
+    "$(awk -v a="$cpu_before" -v b="$cpu_after" -v t="$ticks" 'BEGIN { print (b - a) / t }')" \
+    "$(cat "$OUT/hostile.txt")"
+rm -f "$OUT/listen-hostile.ndjson"
 
 # Latency percentiles and the per-key check of one contender's run.
 summarize() {
