@@ -10,8 +10,9 @@ step() { printf '\n\033[1m== %s\033[0m\n$ %s\n' "$1" "$2"; }
 verdicts() { jq -r '[._idem.verify.valid, ._idem.verify.scheme, (._idem.verify.key // "-"), ._idem.verify.reason] | @tsv' | column -t -s $'\t'; }
 
 step "Stripe captures: a rotated secret, a forged delivery, a replay, a tampered amount" \
-     "idem verify --scheme stripe --secret old=\$OLD --secret current=\$CURRENT samples/captures/stripe.ndjson"
-"$IDEM" verify --scheme stripe --secret old=whsec_demo_rotated_out --secret current=whsec_demo_stripe_secret \
+     "idem verify --scheme stripe --secret-env old=STRIPE_OLD --secret-env current=STRIPE_NOW samples/captures/stripe.ndjson"
+STRIPE_OLD=whsec_demo_rotated_out STRIPE_NOW=whsec_demo_stripe_secret \
+    "$IDEM" verify --scheme stripe --secret-env old=STRIPE_OLD --secret-env current=STRIPE_NOW \
     samples/captures/stripe.ndjson | verdicts
 echo "exit code: ${PIPESTATUS[0]} (1: some deliveries are not genuine)"
 
@@ -21,7 +22,7 @@ step "GitHub captures, remembering delivery ids: the UI's 'Redeliver' shows up a
 
 step "Several providers at once: the scheme is told from the headers" \
      "idem verify --secret-file secrets.txt --now 2026-11-30T08:01:00Z samples/captures/mixed.ndjson"
-printf 'github=gh-demo-secret\nresend=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\nslack=8f742231b10e8888abcd99yyyzzz85a5\nshopify=shopify-demo-secret\n' > "$work/secrets.txt"
+printf 'gh-demo-secret\nwhsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n8f742231b10e8888abcd99yyyzzz85a5\nshopify-demo-secret\n' > "$work/secrets.txt"
 "$IDEM" verify --secret-file "$work/secrets.txt" --now 2026-11-30T08:01:00Z samples/captures/mixed.ndjson | verdicts
 
 step "Bad input loses nothing: lines that are not records go to --reject, byte for byte" \
