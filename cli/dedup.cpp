@@ -21,7 +21,7 @@ struct DedupOptions {
     std::string time_field;
     std::string window;
     std::string bucket;
-    std::string zone = "UTC";
+    std::string zone; // "" : UTC
     std::string ttl = "24h";
     std::uint64_t allow = 1;
     std::string keep = "first";
@@ -57,12 +57,27 @@ int run_dedup_command(const DedupOptions& options) {
         throw UsageError("--ignore applies to the whole event: it cannot be combined with --key");
     run.missing = options.missing == "pass" ? dedup::MissingKey::pass : dedup::MissingKey::reject;
     if (!options.time_field.empty()) run.time_field = record::FieldPath::parse(options.time_field);
-    if (!options.window.empty()) run.window = parse_duration(options.window);
+    if (!options.window.empty()) {
+        run.window = parse_duration(options.window);
+        if (run.window.count() <= 0)
+            throw UsageError(fmt::format("--window {} is empty: give a duration such as 24h",
+                                         quote(options.window)));
+    }
+    if (!options.zone.empty() && options.bucket.empty())
+        throw UsageError("--tz sets the zone of --bucket's calendar days and hours: add --bucket "
+                         "day or --bucket hour, or drop --tz");
     if (!options.bucket.empty())
         run.bucket = options.bucket == "hour" ? BucketSize::hour : BucketSize::day;
-    run.zone = TimeZone::load(options.zone);
+    run.zone = TimeZone::load(options.zone.empty() ? std::string("UTC") : options.zone);
     run.ttl = parse_duration(options.ttl);
     if (run.ttl.count() <= 0) throw UsageError("--ttl must be longer than 0");
+    // A fingerprint that expires while its window is open lets the retry
+    // that comes after the TTL through: the incident of the 5-minute key.
+    if (!options.window.empty() && run.ttl < run.window)
+        throw UsageError(fmt::format("--ttl {} is shorter than --window {}: a fingerprint would be "
+                                     "forgotten while its window is still open; make --ttl at "
+                                     "least --window",
+                                     options.ttl, options.window));
     if (options.allow == 0)
         throw UsageError("--allow must be at least 1 (the first copy always passes)");
     run.allow = options.allow;

@@ -43,7 +43,7 @@ struct ReplayCommandOptions {
     std::string resign_scheme;
     bool dry_run = false;
     std::string timing = "asap";
-    std::string speed = "1x";
+    std::string speed; // "" : 1x
     std::uint64_t seed = 0;
 };
 
@@ -81,6 +81,9 @@ replay::ReplayOptions replay_options(const ReplayCommandOptions& options) {
     run.strictness = strictness(options.common);
     run.reject_path = options.common.reject_path;
     run.to = options.to;
+    if (!options.key.empty() && options.no_key)
+        throw UsageError("--key and --no-key contradict each other: --key chooses the "
+                         "Idempotency-Key, --no-key sends none");
     if (!options.key.empty()) run.key_paths = record::FieldPath::parse_list(options.key);
     run.key_header = options.no_key ? std::string() : options.key_header;
     run.rules.key_use = options.no_key ? replay::KeyUse::without_key : replay::KeyUse::with_key;
@@ -120,7 +123,9 @@ replay::ReplayOptions replay_options(const ReplayCommandOptions& options) {
     run.timeouts = parse_timeouts("--timeout", options.timeout);
     run.timing = options.timing == "original" ? replay::Timing::original
                                               : replay::Timing::as_fast_as_allowed;
-    auto speed = trim(options.speed);
+    if (!options.speed.empty() && run.timing != replay::Timing::original)
+        throw UsageError("--speed paces --timing original: add --timing original, or drop --speed");
+    auto speed = trim(options.speed.empty() ? std::string_view("1x") : options.speed);
     if (!speed.empty() && speed.back() == 'x') speed.remove_suffix(1);
     run.speed = parse_share("--speed", speed);
     if (run.speed <= 0) throw UsageError("--speed must be above 0 (10x: ten times as fast)");

@@ -7,6 +7,7 @@
 #include "idem/io/sink.hpp"
 #include "idem/util/time.hpp"
 #include "idem/verify/run.hpp"
+#include "idem/verify/verifier.hpp"
 
 namespace idem::cli {
 
@@ -32,9 +33,18 @@ int run_verify_command(const VerifyOptions& options) {
     run.strictness = strictness(options.common);
     run.reject_path = options.common.reject_path;
     run.config = key_config(options.keys);
+    if (run.config.secrets.empty() && run.config.public_keys.empty())
+        throw UsageError(
+            "verify needs a key: --secret, --secret-file, --secret-env or --public-key");
+    if (run.config.scheme != verify::Scheme::auto_detect)
+        if (auto missing = verify::missing_key(run.config.scheme, run.config))
+            throw UsageError(*missing);
     run.config.tolerance = parse_duration(options.tolerance);
     run.config.timestamp_check =
         options.ignore_timestamp ? verify::TimestampCheck::ignore : verify::TimestampCheck::enforce;
+    if (!options.now.empty() && options.ignore_timestamp)
+        throw UsageError("--now is the moment timestamps are judged at, and --ignore-timestamp "
+                         "judges none: choose one");
     if (!options.now.empty()) run.now = parse_timestamp_flag("--now", options.now);
     run.invalid_routing = options.drop_invalid || !options.invalid_path.empty()
                               ? verify::InvalidRouting::divert

@@ -354,3 +354,102 @@ class Sign(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def sample(*parts):
+    return os.path.join(ROOT, "samples", *parts)
+
+
+class NeverSilentlyGreen(unittest.TestCase):
+    """Issue #12, items 8-11, 16, 23: a typo or a wrong flag must never pass a check."""
+
+    def test_any_rejected_record_exits_1_and_all_rejected_exits_3_with_a_hint(self):
+        events = sample("events", "stripe-events.ndjson")
+        code, _, err = run(["dedup", "--key", "idd", "--store", ":memory:", events])
+        self.assertEqual(code, 3, err)
+        self.assertIn("every record was rejected (7 of 7)", err)
+        self.assertIn("check the field paths", err)
+        code, _, err = run(["reorder", "--seq", "id", "--store", ":memory:", events])
+        self.assertEqual(code, 3, err)
+        code, _, err = run(["verify", "--secret", GH, capture("deliveries.har")])
+        self.assertEqual(code, 3, err)
+        self.assertIn("this looks like a HAR file: add --input-format har", err)
+        code, _, err = run(["replay", "--to", "http://127.0.0.1:9", "--dry-run", "--timing", "original",
+                            "--store", ":memory:", events])
+        self.assertEqual(code, 3, err)
+        # One bad line among good ones: exit 1, and the summary is still the last line.
+        mixed = b'{"id":"a"}\nnot json\n{"id":"b"}\n'
+        code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", "--summary", "json"], stdin=mixed)
+        self.assertEqual(code, 1, err)
+        self.assertEqual(json.loads(err.strip().splitlines()[-1])["rejected"], 1)
+
+    def test_a_mixed_log_with_a_provider_whose_key_is_missing_is_judged_per_record(self):
+        discord = json.dumps({"idem": 1, "id": "d1", "received_at": "2026-11-30T08:00:00Z", "method": "POST",
+                              "path": "/d", "headers": [["X-Signature-Ed25519", "ab" * 64],
+                                                        ["X-Signature-Timestamp", "1764489600"]], "body": "{}"})
+        stdin = (github_envelope(b'{"n":1}') + "\n" + discord + "\n").encode()
+        code, out, err = run(["verify", "--secret", GH], stdin=stdin)
+        self.assertEqual(code, 1, err)
+        got = verdicts(out)
+        self.assertTrue(got[0]["valid"])
+        self.assertFalse(got[1]["valid"])
+        self.assertEqual(got[1]["reason"], "no public key configured for discord: pass --public-key")
+        # An explicit scheme without its key is a usage error before anything is read.
+        code, out, err = run(["verify", "--scheme", "discord", "--secret", GH], stdin=stdin)
+        self.assertEqual((code, out), (2, b""))
+        self.assertIn("no public key configured for discord", err)
+
+    def test_flags_that_conflict_or_do_nothing_are_usage_errors_naming_both(self):
+        events = sample("events", "stripe-events.ndjson")
+        cases = [
+            (["verify", "--secret", GH, "--ignore-timestamp", "--now", "2026-11-30T08:00:00Z"], ["--now", "--ignore-timestamp"]),
+            (["replay", "--to", "http://127.0.0.1:9", "--key", "id", "--no-key", "--dry-run"], ["--key", "--no-key"]),
+            (["replay", "--to", "http://127.0.0.1:9", "--speed", "10x", "--dry-run"], ["--speed", "--timing original"]),
+            (["dedup", "--tz", "Asia/Shanghai", "--store", ":memory:"], ["--tz", "--bucket"]),
+            (["dedup", "--window", "24h", "--ttl", "5m", "--store", ":memory:"], ["--ttl", "--window"]),
+            (["dedup", "--window", "0", "--store", ":memory:"], ["--window"]),
+            (["listen", "--port", "99999"], ["--port", "1 to 65535"]),
+            (["listen", "--port", "70000"], ["--port", "1 to 65535"]),
+            (["listen", "--port", "-1"], ["--port", "1 to 65535"]),
+            (["listen", "--port", "0", "--forward-to", "ftp://x"], ["--forward-to"]),
+            (["replay", "--to", "http://127.0.0.1:/h", "--dry-run"], ["--to", "1 to 65535"]),
+        ]
+        for args, named in cases:
+            code, out, err = run(args + ([events] if args[0] != "listen" else []), stdin=b"")
+            self.assertEqual(code, 2, (args, err))
+            for flag in named:
+                self.assertIn(flag, err, args)
+
+    def test_unknown_commands_and_flags_suggest_the_close_one(self):
+        code, _, err = run(["verfy"])
+        self.assertEqual(code, 2)
+        self.assertIn("unknown command 'verfy'; did you mean 'verify'?", err)
+        code, _, err = run(["--bogus"])
+        self.assertEqual(code, 2)
+        self.assertIn("unknown flag '--bogus'", err)
+        code, _, err = run(["dedup", "--keys", "id"])
+        self.assertEqual(code, 2)
+        self.assertIn("unknown flag '--keys' for 'idem dedup'; did you mean '--key'?", err)
+
+    def test_control_bytes_in_user_values_and_input_are_escaped_on_stderr(self):
+        code, _, err = run(["dedup", "--key", "id\x1b[31m", "--store", ":memory:"], stdin=b'{"id":1}\n')
+        self.assertNotIn("\x1b", err)
+        self.assertIn("\\x1b[31m", err)
+        code, _, err = run(["verify", "--secret", GH], stdin=b'{"idem":1,"headers":[["X-Hub-Signature-256","\xff\x1b"]]\n')
+        self.assertNotIn("\x1b", err)
+        self.assertNotIn("\ufffd", err)  # invalid UTF-8 is escaped, not passed through
+
+    def test_a_stderr_that_cannot_be_written_never_aborts_or_changes_the_exit_code(self):
+        with open("/dev/full", "w") as full:
+            result = subprocess.run([IDEM, "dedup", "--bogus"], stderr=full, stdout=subprocess.DEVNULL)
+            self.assertEqual(result.returncode, 2)
+            result = subprocess.run([IDEM, "dedup", "--key", "id", "--store", ":memory:"], input=b'{"id":1}\nbad\n',
+                                    stderr=full, stdout=subprocess.DEVNULL)
+            self.assertEqual(result.returncode, 1)
+        # stderr into a pipe nobody reads: no SIGPIPE death.
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        result = subprocess.run([IDEM, "dedup", "--key", "id", "--store", ":memory:"], input=b'{"id":1}\nbad\n',
+                                stderr=write_end, stdout=subprocess.DEVNULL)
+        os.close(write_end)
+        self.assertEqual(result.returncode, 1)

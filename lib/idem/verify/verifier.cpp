@@ -2,6 +2,8 @@
 
 #include "idem/verify/detail/schemes.hpp"
 
+#include <fmt/format.h>
+
 namespace idem::verify {
 
 struct Verifier::Impl {
@@ -45,6 +47,27 @@ detail::VerifyFunction verifier_for(Scheme scheme) {
 }
 } // namespace
 
+std::optional<std::string> missing_key(Scheme scheme, const VerifyConfig& config) {
+    bool has_secret = !config.secrets.empty();
+    bool has_public_key = !config.public_keys.empty();
+    switch (scheme) {
+    case Scheme::discord:
+        if (has_public_key) return std::nullopt;
+        return "no public key configured for discord: pass --public-key";
+    case Scheme::standard:
+    case Scheme::svix:
+        if (has_secret || has_public_key) return std::nullopt;
+        return fmt::format("no secret or public key configured for {}: pass --secret, "
+                           "--secret-file, --secret-env or --public-key",
+                           scheme_name(scheme));
+    default:
+        if (has_secret) return std::nullopt;
+        return fmt::format(
+            "no secret configured for {}: pass --secret, --secret-file or --secret-env",
+            scheme_name(scheme));
+    }
+}
+
 Verdict Verifier::verify(const record::Envelope& envelope, Timestamp now) {
     auto scheme = m_impl->config.scheme;
     if (scheme == Scheme::auto_detect) {
@@ -55,6 +78,8 @@ Verdict Verifier::verify(const record::Envelope& envelope, Timestamp now) {
                 "no known signature header: cannot tell the scheme (pass --scheme)");
         scheme = *detected;
     }
+    if (auto missing = missing_key(scheme, m_impl->config))
+        return detail::invalid(scheme, *missing);
     detail::Input input{envelope, now, m_impl->config, m_impl->keys};
     auto verdict = verifier_for(scheme)(input);
     if (verdict.valid && m_impl->config.timestamp_check == TimestampCheck::ignore &&

@@ -6,8 +6,16 @@
 #include "idem/verify/config.hpp"
 
 #include <memory>
+#include <optional>
+#include <string>
 
 namespace idem::verify {
+
+// Why `scheme` cannot be checked with the keys in `config`, or nullopt. A
+// log that mixes providers may hold one whose key was not passed: that
+// record is invalid ("no public key configured for discord") and the run
+// goes on; with an explicit --scheme the CLI refuses it up front.
+[[nodiscard]] std::optional<std::string> missing_key(Scheme scheme, const VerifyConfig& config);
 
 class Verifier {
 public:
