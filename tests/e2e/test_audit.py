@@ -399,3 +399,28 @@ class HtmlReport(unittest.TestCase):
             self.assertEqual(rows.count("<tr>"), 2)
             self.assertIn("retry-storm", rows)
             self.assertIn("key-reuse", rows)
+
+
+class PathsThatMatchNothing(unittest.TestCase):
+    """Issue #12 item 7: a typo in a path must fail the check, not pass it green."""
+
+    def test_a_key_fingerprint_or_time_path_in_no_record_fails_the_run(self):
+        for flag, typo in [("--key", "idempotency_keyy"), ("--fingerprint", "user_idd"),
+                           ("--time-field", "tss"), ("--source-field", "agentt")]:
+            args = ["audit", "--key", "idempotency_key", "--fail-on", "duplicates",
+                    incident("agent-retries.ndjson")]
+            if flag == "--key":
+                args[2] = typo
+            else:
+                args[1:1] = [flag, typo]
+            code, out, err = run(args)
+            self.assertEqual(code, 3, (flag, err))
+            self.assertIn(f"{flag} '{typo}' is in none of the 11 records", err)
+            self.assertNotIn("no record happened more than once", out.decode())
+
+    def test_a_path_missing_in_some_records_is_a_warning_with_the_count(self):
+        raw = b'{"key":"a","ts":"2026-11-30T08:00:00Z"}\n{"key":"a"}\n{"other":1,"ts":"2026-11-30T08:00:01Z"}\n'
+        code, _, err = run(["audit", "--key", "key", "--time-field", "ts"], stdin=raw)
+        self.assertEqual(code, 0, err)
+        self.assertIn("--key 'key' is missing in 1 of 3 records", err)
+        self.assertIn("--time-field 'ts' is missing in 1 of 3 records", err)

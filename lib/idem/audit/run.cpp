@@ -169,6 +169,7 @@ public:
     GroupShelf& find_groups(FindingsSummary& summary) {
         if (m_input) read_records();
         read_rows();
+        check_paths();
         read_replay_ledger();
         read_verdicts();
         if (m_reject_sink) m_reject_sink->flush();
@@ -247,6 +248,62 @@ private:
         if (!m_options.store_uri.empty()) read_store(take_row);
     }
 
+    struct MissingCounts {
+        std::uint64_t key = 0, fingerprint = 0, time = 0, source = 0;
+    };
+
+    void count_missing(const Reading& reading) {
+        if (!m_options.key_fields.empty() && reading.key.size == 0) ++m_missing.key;
+        if (!m_options.fingerprint_fields.empty() && reading.fingerprint.size == 0)
+            ++m_missing.fingerprint;
+        if (m_options.time_field && !reading.time) ++m_missing.time;
+        if (m_options.source_field && reading.source.size == 0) ++m_missing.source;
+    }
+
+    // A path that matches no record is a typo until shown otherwise: the run
+    // fails instead of reporting "nothing happened twice". A path missing
+    // from some records is a warning with the count.
+    void check_paths() {
+        if (m_records == 0) return;
+        auto paths_text = [](const std::vector<record::FieldPath>& paths) {
+            std::string text;
+            for (const auto& path : paths)
+                text += (text.empty() ? "" : ",") + path.text();
+            return quote(text);
+        };
+        struct Check {
+            std::string_view flag;
+            std::string paths;
+            std::uint64_t missing;
+            std::string_view without;
+        };
+        std::vector<Check> checks;
+        if (!m_options.key_fields.empty())
+            checks.push_back({"--key", paths_text(m_options.key_fields), m_missing.key,
+                              "belong to no key group"});
+        if (!m_options.fingerprint_fields.empty())
+            checks.push_back({"--fingerprint", paths_text(m_options.fingerprint_fields),
+                              m_missing.fingerprint, "belong to no intent group"});
+        if (m_options.time_field)
+            checks.push_back({"--time-field", quote(m_options.time_field->text()), m_missing.time,
+                              "have no time: no gaps, no ttl-expired, no races for them"});
+        if (m_options.source_field)
+            checks.push_back({"--source-field", quote(m_options.source_field->text()),
+                              m_missing.source, "have no source"});
+        for (const auto& check : checks) {
+            if (check.missing == m_records)
+                throw InputError(
+                    {m_findings.inputs.empty() ? "<input>" : m_findings.inputs.front(), 0, 0, 0},
+                    fmt::format("{} {} is in none of the {} records (or holds no "
+                                "usable value): check the path against one record",
+                                check.flag, check.paths, m_records));
+            if (check.missing > 0)
+                m_diagnostics.warning(
+                    {}, fmt::format("{} {} is missing in {} of {} records: they {}", check.flag,
+                                    check.paths, check.missing, m_records, check.without));
+        }
+    }
+
     // What replay kept per key, by the key as reports show it: a one-field
     // key's JSON string (a key group of several fields is never replay's).
     void read_replay_ledger() {
@@ -310,6 +367,7 @@ private:
     }
 
     void take(const Reading& reading, const std::string& texts, Findings::Position position) {
+        count_missing(reading);
         if (m_spill) {
             auto fingerprint = text_of(texts, reading.fingerprint);
             auto key = text_of(texts, reading.key);
@@ -450,6 +508,7 @@ private:
     std::uint64_t m_records = 0;    // read and taken
     std::uint64_t m_identified = 0; // spilled records with an intent
     std::uint64_t m_lines = 0;
+    MissingCounts m_missing; // records without a value at --key, --fingerprint, ...
 };
 
 } // namespace
