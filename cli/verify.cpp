@@ -33,13 +33,13 @@ int run_verify_command(const VerifyOptions& options) {
     run.strictness = strictness(options.common);
     run.reject_path = options.common.reject_path;
     run.config = key_config(options.keys);
+    run.config.tolerance = parse_duration(options.tolerance);
     if (run.config.secrets.empty() && run.config.public_keys.empty())
         throw UsageError(
             "verify needs a key: --secret, --secret-file, --secret-env or --public-key");
     if (run.config.scheme != verify::Scheme::auto_detect)
         if (auto missing = verify::missing_key(run.config.scheme, run.config))
             throw UsageError(*missing);
-    run.config.tolerance = parse_duration(options.tolerance);
     run.config.timestamp_check =
         options.ignore_timestamp ? verify::TimestampCheck::ignore : verify::TimestampCheck::enforce;
     if (!options.now.empty() && options.ignore_timestamp)

@@ -453,3 +453,51 @@ class NeverSilentlyGreen(unittest.TestCase):
                                 stderr=write_end, stdout=subprocess.DEVNULL)
         os.close(write_end)
         self.assertEqual(result.returncode, 1)
+
+
+class ByteForByte(unittest.TestCase):
+    """Issue #12, items 12, 13, 15: what comes in is what goes out."""
+
+    def test_crlf_lines_keep_their_crlf_in_every_output_and_side_output(self):
+        raw = (b'{"id":"a","seq":1}\r\n{"id":"a","seq":3}\r\nnot json\r\n{"id":"b","seq":2}\r\n'
+               b'{"id":"c","seq":1}\r\n')
+        with tempfile.TemporaryDirectory() as tmp:
+            dups, rejects, late = (os.path.join(tmp, n) for n in ("dups", "rejects", "late"))
+            code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", "--dups", dups,
+                                  "--reject", rejects], stdin=raw)
+            self.assertEqual(code, 1, err)
+            self.assertEqual(out, b'{"id":"a","seq":1}\r\n{"id":"b","seq":2}\r\n{"id":"c","seq":1}\r\n')
+            with open(dups, "rb") as f:
+                self.assertTrue(f.read().endswith(b'}\r\n'))
+            with open(rejects, "rb") as f:
+                self.assertEqual(f.read(), b"not json\r\n")
+            code, out, err = run(["reorder", "--seq", "seq", "--start", "1", "--store", ":memory:",
+                                  "--late", late, "--gaps", os.path.join(tmp, "gaps")], stdin=raw)
+            self.assertTrue(out.startswith(b'{"id":"a","seq":1}\r\n{"id":"b","seq":2}\r\n'), out)
+            with open(late, "rb") as f:
+                self.assertTrue(f.read().endswith(b'}}\r\n'))
+            line = github_envelope(b'{"n":1}').encode()
+            code, out, err = run(["verify", "--secret", GH], stdin=line + b"\r\n")
+            self.assertEqual(code, 0, err)
+            self.assertTrue(out.endswith(b'}}}\r\n'), out[-20:])
+            self.assertTrue(verdicts(out)[0]["valid"])
+
+    def test_a_byte_order_mark_is_read_past_and_kept(self):
+        raw = b'\xef\xbb\xbf{"id":"a"}\n{"id":"a"}\n{"id":"b"}\n'
+        code, out, err = run(["dedup", "--key", "id", "--store", ":memory:"], stdin=raw)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(out, b'\xef\xbb\xbf{"id":"a"}\n{"id":"b"}\n')
+        code, _, err = run(["dedup", "--key", "id", "--store", ":memory:"], stdin=b'\xef\xbb\xbf{"id":}\n')
+        self.assertIn("<stdin>:1:10:", err)  # the column counts the BOM's three bytes
+
+    def test_a_record_whose_idem_member_is_not_an_object_is_set_aside_whole(self):
+        raw = b'{"id":"a","_idem":"mine"}\n{"id":"b","_idem":{"x":1}}\n'
+        with tempfile.TemporaryDirectory() as tmp:
+            rejects = os.path.join(tmp, "rejects")
+            code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", "--mark", "--reject", rejects],
+                                 stdin=raw)
+            self.assertEqual(code, 1, err)
+            self.assertIn("<stdin>:1: member '_idem' is not an object", err)
+            with open(rejects, "rb") as f:
+                self.assertEqual(f.read(), b'{"id":"a","_idem":"mine"}\n')
+            self.assertEqual(json.loads(out)["_idem"]["x"], 1)  # an object is extended, never replaced

@@ -38,10 +38,8 @@ std::optional<BlockLine> LineCursor::next() {
         m_position = newline == std::string_view::npos ? m_lines.size() : newline + 1;
         BlockLine line{m_lines.substr(start, end - start), start, m_index++,
                        newline != std::string_view::npos};
-        if (!line.bytes.empty() && line.bytes.back() == '\r') {
-            line.bytes.remove_suffix(1);
-            line.newline_follows = false;
-        }
+        // A CRLF line keeps its '\r' (JSON reads it as whitespace), so every
+        // output writes the line back as it came: byte for byte means CRLF too.
         if (!is_blank(line.bytes)) return line;
     }
     return std::nullopt;

@@ -55,14 +55,15 @@ struct Block {
     [[nodiscard]] std::string_view lines() const { return {bytes.data(), size}; }
 };
 
-// A line of a block; `bytes` excludes the newline and a trailing '\r'.
+// A line of a block; `bytes` excludes the newline but keeps the '\r' of a
+// CRLF line, so a record written back as bytes + "\n" is the line as it came.
 // 32 bytes: workers keep one per record, tens of thousands per block.
 struct BlockLine {
     std::string_view bytes;
     std::uint64_t byte_offset = 0; // within the block
     std::uint32_t index = 0;       // 0-based line index within the block
-    // `bytes` is followed by "\n" in the block (not "\r\n", not the end): the
-    // line can be written out from the block as it lies, newline and all.
+    // `bytes` is followed by "\n" in the block (not the end): the line can be
+    // written out from the block as it lies, newline and all.
     bool newline_follows = false;
 };
 

@@ -51,6 +51,10 @@ struct RecordParser::Impl {
 RecordParser::RecordParser() : m_impl(std::make_unique<Impl>()) {}
 RecordParser::~RecordParser() = default;
 
+namespace {
+constexpr std::string_view k_utf8_bom = "\xEF\xBB\xBF";
+} // namespace
+
 std::optional<ParseFailure> RecordParser::parse(std::string_view line) {
     auto& impl = *m_impl;
     impl.scratch.clear();
@@ -59,10 +63,18 @@ std::optional<ParseFailure> RecordParser::parse(std::string_view line) {
     impl.body_root.reset();
     impl.has_annotations = false;
     impl.shape = RecordShape::plain_event;
+    // A UTF-8 byte order mark (an editor's, a Windows tool's) is read past;
+    // it stays in the record's bytes, so the output keeps it.
+    std::size_t bom_bytes = line.starts_with(k_utf8_bom) ? k_utf8_bom.size() : 0;
+    line.remove_prefix(bom_bytes);
     auto error =
         impl.parser.parse(reinterpret_cast<const uint8_t*>(line.data()), line.size(), false)
             .get(impl.root);
-    if (error != simdjson::SUCCESS) return describe_json_error(line);
+    if (error != simdjson::SUCCESS) {
+        auto failure = describe_json_error(line);
+        if (failure.column > 0) failure.column += bom_bytes;
+        return failure;
+    }
     if (!impl.root.is_object())
         return ParseFailure{1, "expected a JSON object per line, got a JSON " +
                                    std::string(impl.root.is_array() ? "array" : "scalar")};
@@ -80,9 +92,14 @@ std::optional<ParseFailure> RecordParser::Impl::read_members() {
         auto key = member.key;
         if (key == "idem")
             is_envelope = true;
-        else if (key == "_idem")
+        else if (key == "_idem") {
+            // idem's findings go into this object; a record whose "_idem" is
+            // something else would lose that value, so it is set aside whole.
+            if (!member.value.is_object())
+                return ParseFailure{0, "member '_idem' is not an object: idem writes its findings "
+                                       "there, so it would be lost; rename it"};
             has_annotations = true;
-        else if (key == "id")
+        } else if (key == "id")
             id = member.value;
         else if (key == "method")
             method = member.value;
