@@ -48,6 +48,14 @@ void append_envelope(std::string& out, const CapturedRequest& request) {
     append_text(out, request.method);
     out += ",\"path\":";
     append_text(out, request.path);
+    // Text that is not UTF-8 is written for people as ISO-8859-1, which
+    // cannot tell "caf\xe9" from "caf\xc3\xa9"; the raw bytes go beside it
+    // in base64, and every reader uses those.
+    if (!is_valid_utf8(request.path)) {
+        out += ",\"path_b64\":\"";
+        out += base64_encode(request.path);
+        out += '"';
+    }
     if (!request.remote.empty()) {
         out += ",\"remote\":";
         append_json_string(out, request.remote);
@@ -62,6 +70,11 @@ void append_envelope(std::string& out, const CapturedRequest& request) {
             append_text(out, name);
             out += ',';
             append_text(out, value);
+            if (!is_valid_utf8(value)) {
+                out += ",\"";
+                out += base64_encode(value);
+                out += '"';
+            }
             out += ']';
         }
     }

@@ -86,7 +86,8 @@ std::optional<ParseFailure> RecordParser::parse(std::string_view line) {
 std::optional<ParseFailure> RecordParser::Impl::read_members() {
     envelope.headers.clear();
     envelope.id = envelope.method = envelope.path = envelope.received_at = envelope.body = {};
-    std::optional<simdjson::dom::element> id, method, path, received_at, headers, body, body_b64;
+    std::optional<simdjson::dom::element> id, method, path, path_b64, received_at, headers, body,
+        body_b64;
     bool is_envelope = false;
     for (auto member : simdjson::dom::object(root)) {
         auto key = member.key;
@@ -113,6 +114,8 @@ std::optional<ParseFailure> RecordParser::Impl::read_members() {
             body = member.value;
         else if (key == "body_b64")
             body_b64 = member.value;
+        else if (key == "path_b64")
+            path_b64 = member.value;
     }
     if (!is_envelope) return std::nullopt;
     shape = RecordShape::envelope;
@@ -138,18 +141,41 @@ std::optional<ParseFailure> RecordParser::Impl::read_members() {
             return fail(fmt::format("envelope field '{}' must be a string", field.name));
         field.target = std::string_view(*field.value);
     }
+    // A path or header value that is not UTF-8 has its raw bytes in base64
+    // beside the readable text (docs/records.md): those are the request's.
+    auto raw_bytes = [&](simdjson::dom::element encoded) -> std::optional<std::string_view> {
+        std::string decoded;
+        if (!encoded.is_string() || !base64_decode_into(std::string_view(encoded), decoded))
+            return std::nullopt;
+        scratch.push_back(std::move(decoded));
+        return std::string_view(scratch.back());
+    };
+    if (path_b64) {
+        auto raw = raw_bytes(*path_b64);
+        if (!raw) return fail("envelope field 'path_b64' must be a base64 string");
+        envelope.path = *raw;
+    }
     if (headers) {
         if (!headers->is_array())
             return fail("envelope field 'headers' must be an array of [name, value] pairs");
         for (auto pair : simdjson::dom::array(*headers)) {
             simdjson::dom::array items;
-            if (pair.get(items) != simdjson::SUCCESS || items.size() != 2 ||
+            if (pair.get(items) != simdjson::SUCCESS || items.size() < 2 || items.size() > 3 ||
                 !items.at(0).is_string() || !items.at(1).is_string())
-                return fail("envelope field 'headers' must be an array of [name, value] pairs");
+                return fail("envelope field 'headers' must be an array of [name, value] pairs "
+                            "(or [name, value, base64 of the raw value])");
             auto item = items.begin();
             std::string_view name = *item;
             ++item;
-            envelope.headers.push_back({name, std::string_view(*item)});
+            std::string_view value = *item;
+            if (items.size() == 3) {
+                auto raw = raw_bytes(*++item);
+                if (!raw)
+                    return fail(
+                        fmt::format("the raw value of header {} must be base64", quote(name, 40)));
+                value = *raw;
+            }
+            envelope.headers.push_back({name, value});
         }
     }
     if (body) {
