@@ -73,8 +73,10 @@ std::string twilio_form_suffix(std::string_view body) {
                            equals == std::string_view::npos ? ""
                                                             : form_decode(item.substr(equals + 1)));
     }
-    // Twilio sorts by name, and the values of a repeated name among themselves.
+    // Twilio's libraries sort by name, sort the values of a repeated name
+    // among themselves, and sign a repeated (name, value) once.
     std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
     std::string suffix;
     for (const auto& [name, value] : pairs)
         suffix.append(name).append(value);
