@@ -501,3 +501,22 @@ class ByteForByte(unittest.TestCase):
             with open(rejects, "rb") as f:
                 self.assertEqual(f.read(), b'{"id":"a","_idem":"mine"}\n')
             self.assertEqual(json.loads(out)["_idem"]["x"], 1)  # an object is extended, never replaced
+
+
+class SignSaysWhatItSigned(unittest.TestCase):
+    def test_a_hex_seed_for_standard_webhooks_is_refused_and_the_kind_is_named(self):
+        event = b'{"type":"invoice.paid","id":"evt_1"}\n'
+        code, out, err = run(["sign", "--scheme", "standard", "--secret", "ab" * 32], stdin=event)
+        self.assertEqual((code, out), (2, b""))
+        self.assertIn("64 hex digits", err)
+        self.assertNotIn("ab" * 32, err)
+        seed = base64.b64encode(bytes(range(32))).decode()
+        code, out, err = run(["sign", "--scheme", "standard", "--secret", "whsk_" + seed], stdin=event)
+        self.assertEqual(code, 0, err)
+        headers = dict(json.loads(out)["headers"])
+        self.assertTrue(headers["webhook-signature"].startswith("v1a,"))
+        self.assertIn("signature v1a (ed25519)", err)
+        code, out, err = run(["sign", "--scheme", "standard", "--secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
+                             stdin=event)
+        self.assertTrue(dict(json.loads(out)["headers"])["webhook-signature"].startswith("v1,"))
+        self.assertIn("signature v1 (HMAC-SHA256)", err)

@@ -86,6 +86,8 @@ RunResult run_sign(const SignRunOptions& options, io::Sink& output, io::Diagnost
                              {"rejected", rejects.count()},
                              {"out", output.records_written()}};
     result.summary.facts.emplace_back("scheme", std::string(scheme_name(options.config.scheme)));
+    if (!signer.signature_kind().empty())
+        result.summary.facts.emplace_back("signature", std::string(signer.signature_kind()));
     result.summary.seconds = io::seconds_since(start);
     return result;
 }

@@ -15,6 +15,7 @@ struct Signer::Impl {
     Scheme scheme;
     std::optional<crypto::HmacKey> hmac_key;
     std::optional<crypto::Ed25519PrivateKey> private_key;
+    std::string signature_kind; // "v1 (HMAC-SHA256)", ... ; "" when the scheme has one kind
 
     explicit Impl(const VerifyConfig& c) : config(c), scheme(c.scheme) {}
     std::string mac_hex(std::initializer_list<std::string_view> parts) const {
@@ -58,9 +59,23 @@ Signer::Signer(const VerifyConfig& config) : m_impl(std::make_unique<Impl>(confi
             fmt::format("signing with {} needs --secret (or --secret-file, --secret-env)",
                         scheme_name(impl.scheme)));
     const auto& secret = config.secrets.front();
-    bool ed25519 = impl.scheme == Scheme::discord ||
-                   ((impl.scheme == Scheme::standard || impl.scheme == Scheme::svix) &&
-                    std::string_view(secret.value).starts_with("whsk_"));
+    bool standard_family = impl.scheme == Scheme::standard || impl.scheme == Scheme::svix;
+    std::string_view value = secret.value;
+    // 64 hex digits read as base64 too: signed as v1 (HMAC), a key meant as
+    // an ed25519 seed would give signatures nobody can check. The prefix
+    // decides, and without one the ambiguity is refused.
+    if (standard_family && !value.starts_with("whsec_") && !value.starts_with("whsk_") &&
+        value.size() == 64 && is_hex(value))
+        throw UsageError(fmt::format(
+            "secret {} is 64 hex digits: an ed25519 seed (v1a) or base64 HMAC key material (v1)? "
+            "Say which: whsk_<base64 seed> signs v1a, whsec_<base64> signs v1",
+            secret.label));
+    bool ed25519 =
+        impl.scheme == Scheme::discord || (standard_family && value.starts_with("whsk_"));
+    impl.signature_kind = impl.scheme == Scheme::discord ? "ed25519"
+                          : ed25519                      ? "v1a (ed25519)"
+                          : standard_family              ? "v1 (HMAC-SHA256)"
+                                                         : "";
     if (ed25519) {
         impl.private_key = parse_private_key(secret.value);
         if (!impl.private_key)
@@ -76,6 +91,10 @@ Signer::Signer(const VerifyConfig& config) : m_impl(std::make_unique<Impl>(confi
 }
 
 Signer::~Signer() = default;
+
+std::string_view Signer::signature_kind() const {
+    return m_impl->signature_kind;
+}
 
 HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp at) const {
     const auto& impl = *m_impl;

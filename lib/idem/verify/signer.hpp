@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,10 @@ public:
     ~Signer();
     Signer(const Signer&) = delete;
     Signer& operator=(const Signer&) = delete;
+
+    // Which signature a scheme with several kinds gets ("v1 (HMAC-SHA256)",
+    // "v1a (ed25519)"), for the summary; "" for a scheme with one.
+    [[nodiscard]] std::string_view signature_kind() const;
 
     // The headers to add (replacing any of the same name) to `envelope`.
     [[nodiscard]] HeaderList signature_headers(const record::Envelope& envelope,
