@@ -104,6 +104,19 @@ class Dedup(unittest.TestCase):
             summary = summary_of(err)
             self.assertEqual(summary["in"], summary["out"] + summary["dups_file"] + summary["rejected"])
 
+    def test_keep_last_marks_every_copy_of_an_event_with_the_same_total_count(self):
+        # Issue #12 item 17: four copies came out 2, 2, 3, 1.
+        events = [{"id": "a", "n": 1}, {"id": "a", "n": 2}, {"id": "b", "n": 1}, {"id": "a", "n": 3},
+                  {"id": "a", "n": 4}]
+        code, out, err = self.dedup(["--key", "id", "--keep", "last", "--mark", "--store", ":memory:"],
+                                    ndjson(events))
+        self.assertEqual(code, 0, err)
+        marks = {(r["id"], r["n"]): r["_idem"]["dedup"] for r in map(json.loads, out.splitlines())}
+        self.assertEqual([marks[("a", n)]["seen_count"] for n in (1, 2, 3, 4)], [4, 4, 4, 4])
+        self.assertEqual([marks[("a", n)].get("duplicate_of") for n in (1, 2, 3)], ["<stdin>:5"] * 3)
+        self.assertNotIn("duplicate_of", marks[("a", 4)])
+        self.assertEqual(marks[("b", 1)]["seen_count"], 1)
+
     def test_mark_passes_everything_with_the_verdict_and_count_writes_nothing(self):
         code, out, _ = self.dedup(["--key", "id", "--mark", "--store", ":memory:"], ndjson(EVENTS))
         marks = [json.loads(line)["_idem"]["dedup"] for line in out.splitlines()]
@@ -414,8 +427,8 @@ class KeepLast(unittest.TestCase):
     def test_what_keep_last_holds_is_bounded(self):
         code, _, err = run(["dedup", "--store", ":memory:", "--key", "id", "--keep", "last", "--max-held", "100"],
                            stdin=ndjson(self.EVENTS))
-        self.assertEqual(code, 2)
-        self.assertIn("more than --max-held 100 B: give a --window", err)
+        self.assertEqual(code, 3)  # the input outgrew the bound: not a usage error (issue #12 item 24)
+        self.assertRegex(err, r"idem: error: <stdin>:\d+: --keep last holds .* more than --max-held 100 B: give a --window")
 
     def test_keep_last_does_not_combine_with_allow(self):
         code, _, err = run(["dedup", "--key", "id", "--keep", "last", "--allow", "2"], stdin=b"")

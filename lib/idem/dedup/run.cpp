@@ -341,7 +341,9 @@ private:
     enum class InPlace : bool { no, yes };
     void route(const Outcome& outcome, std::string_view bytes,
                const store::FingerprintResult& answer, InPlace in_place = InPlace::no) {
-        bool duplicate = answer.seen_count > m_options.allow;
+        // --keep last: every copy carries the event's total count, and the
+        // newest is the one that is not a duplicate.
+        bool duplicate = keeps_last() ? !answer.first : answer.seen_count > m_options.allow;
         duplicate ? ++m_duplicates : ++m_unique;
         if (m_options.action == DuplicateAction::count) return;
         bool annotate =
@@ -381,6 +383,15 @@ private:
             m_unsaved_held.emplace(copy.row_id, row_of(copy));
         }
         keep(std::move(copy));
+        // The flags were fine; this input holds more than they allow: bad
+        // input for this run (exit 3), not a usage error.
+        if (m_held_bytes > m_options.max_held_bytes)
+            throw InputError(
+                {*record.source, record.line, 0, record.byte_offset},
+                fmt::format("--keep last holds {} of records here, more than --max-held {}: give "
+                            "a --window so that copies are let go as their window closes, or "
+                            "raise --max-held",
+                            format_bytes(m_held_bytes), format_bytes(m_options.max_held_bytes)));
     }
 
     void keep(Copy&& copy) {
@@ -396,11 +407,6 @@ private:
         }
         m_held_bytes += copy.bytes.size();
         held.copies.push_back(std::move(copy));
-        if (m_held_bytes > m_options.max_held_bytes)
-            throw UsageError(
-                fmt::format("--keep last holds {} of records, more than --max-held {}: give a "
-                            "--window so that copies are let go as their window closes",
-                            format_bytes(m_held_bytes), format_bytes(m_options.max_held_bytes)));
     }
 
     // Lets go of every held event whose window closed before `watermark`
@@ -426,21 +432,26 @@ private:
             // An earlier run may already have let this event through.
             bool seen_before = !answers.front().first;
             const auto& newest = held.copies.back();
+            // seen_count under --keep last is one number per event: every
+            // copy the store has seen of it once its window closed, this
+            // run's and earlier runs'.
+            std::uint64_t seen_total = held.copies.size();
+            for (const auto& answer : answers)
+                seen_total = std::max(seen_total, answer.seen_count);
             for (std::size_t i = 0; i < held.copies.size(); ++i) {
                 auto& copy = held.copies[i];
                 m_held_bytes -= copy.bytes.size();
                 forget_row(copy);
                 auto answer = answers[i];
+                answer.seen_count = seen_total;
                 if (i + 1 < held.copies.size() || seen_before) {
                     answer.first = false;
-                    answer.seen_count = std::max<std::uint64_t>(answer.seen_count, 2);
                     if (!seen_before) {
                         answer.first_source = newest.source;
                         answer.first_line = newest.claim.line;
                     }
                 } else {
                     answer.first = true;
-                    answer.seen_count = 1;
                 }
                 route(copy.outcome, copy.bytes, answer);
             }
