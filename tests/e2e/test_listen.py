@@ -580,3 +580,31 @@ class NotUtf8(unittest.TestCase):
         again_utf8 = [e for e in second.envelopes() if "path_b64" not in e][0]
         self.assertEqual([h for h in again_utf8["headers"] if h[0] == "X-A"][0], ["X-A", "caf\u00e9"])
         self.assertEqual(len(resent), 2)
+
+
+class FormBodies(unittest.TestCase):
+    """Issue #12 item 19: a form-encoded body is fingerprinted as its fields."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_identical_form_posts_are_duplicates_live_and_in_dedup(self):
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        store = os.path.join(self.tmp.name, "idem.db")
+        with listening(self.tmp.name, ["--dedup", "--store", store]) as listener:
+            first = json.loads(listener.post("/sms", b"MessageSid=SM1&Body=hi+there", form)[2])
+            again = json.loads(listener.post("/sms", b"Body=hi+there&MessageSid=SM1", form)[2])
+            other = json.loads(listener.post("/sms", b"MessageSid=SM2&Body=hi+there", form)[2])
+            listener.stop()
+        self.assertEqual([first["duplicate"], again["duplicate"], other["duplicate"]], [False, True, False])
+        # dedup reads the capture the same way, and body.Field reaches a form field.
+        code, out, err = run(["dedup", "--key", "body.MessageSid", "--store", ":memory:", listener.capture])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(len(out.splitlines()), 2)
+        code, out, err = run(["dedup", "--store", ":memory:", "--print-key", "--mark", listener.capture])
+        keys = [json.loads(line)["_idem"]["dedup"]["key"] for line in out.splitlines()]
+        self.assertIn('{\\"Body\\":\\"hi there\\",\\"MessageSid\\":\\"SM1\\"}', json.dumps(keys[0]))
+        self.assertEqual(keys[0], keys[1])

@@ -10,6 +10,7 @@
 #include "idem/record/parser.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
 #include "idem/verify/verifier.hpp"
 
 #include <fmt/format.h>
@@ -222,6 +223,10 @@ void Gateway::screen_duplicate(Delivery& delivery, const net::IncomingRequest& r
         live += ",\"dedup\":{\"missing\":";
         record::append_json_string(live, outcome.missing_path);
         live += '}';
+        warn(request.remote,
+             fmt::format("{} {}: cannot fingerprint ({} is missing): passed on "
+                         "unchecked for duplicates",
+                         request.head.method, request.head.target, quote(outcome.missing_path)));
         return;
     }
     delivery.duplicate = outcome.kind == DedupOutcome::Kind::duplicate;

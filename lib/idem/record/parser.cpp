@@ -1,10 +1,12 @@
 #include "idem/record/parser.hpp"
 
+#include "idem/record/annotate.hpp"
 #include "idem/record/detail/canonical_writer.hpp"
 #include "idem/record/detail/json_errors.hpp"
 #include "idem/util/encoding.hpp"
 #include "idem/util/text.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <deque>
 #include <fmt/format.h>
@@ -201,10 +203,56 @@ bool RecordParser::has_annotations() const {
     return m_impl->has_annotations;
 }
 
+namespace {
+
+bool is_form_body(const Envelope& envelope) {
+    auto type = envelope.header("Content-Type");
+    return type &&
+           iequals(trim(type->substr(0, type->find(';'))), "application/x-www-form-urlencoded");
+}
+
+// A form body read as the JSON object its fields make (docs/dedup.md):
+// {"name":"value"}, form-decoded strings, and a repeated name's values as an
+// array in the order they came. Its canonical form then sorts the names.
+std::string form_as_json(std::string_view body) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> fields;
+    for (auto& [name, value] : parse_form(body)) {
+        auto same = std::find_if(fields.begin(), fields.end(),
+                                 [&](const auto& field) { return field.first == name; });
+        if (same == fields.end())
+            fields.push_back({std::move(name), {std::move(value)}});
+        else
+            same->second.push_back(std::move(value));
+    }
+    std::string json = "{";
+    for (const auto& [name, values] : fields) {
+        if (json.size() > 1) json += ',';
+        append_json_string(json, name);
+        json += ':';
+        if (values.size() == 1) {
+            append_json_string(json, values.front());
+            continue;
+        }
+        json += '[';
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            if (i > 0) json += ',';
+            append_json_string(json, values[i]);
+        }
+        json += ']';
+    }
+    json += '}';
+    return json;
+}
+
+} // namespace
+
 std::optional<simdjson::dom::element> RecordParser::Impl::parsed_body() {
     if (!body_parsed) {
         body_parsed = true;
-        body_copy = simdjson::padded_string(envelope.body);
+        // A form-encoded body (Twilio, Slack commands, many older providers)
+        // is its fields; anything else must be JSON to have paths.
+        body_copy = simdjson::padded_string(is_form_body(envelope) ? form_as_json(envelope.body)
+                                                                   : std::string(envelope.body));
         simdjson::dom::element element;
         if (body_parser.parse(body_copy).get(element) == simdjson::SUCCESS) body_root = element;
     }

@@ -155,4 +155,40 @@ std::optional<std::string> base64_decode(std::string_view text) {
     return out;
 }
 
+std::string form_decode(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '+') {
+            out += ' ';
+        } else if (text[i] == '%' && i + 2 < text.size()) {
+            auto decoded = hex_decode(text.substr(i + 1, 2));
+            if (decoded) {
+                out += *decoded;
+                i += 2;
+            } else {
+                out += '%';
+            }
+        } else {
+            out += text[i];
+        }
+    }
+    return out;
+}
+
+std::vector<std::pair<std::string, std::string>> parse_form(std::string_view body) {
+    std::vector<std::pair<std::string, std::string>> pairs;
+    while (!body.empty()) {
+        auto end = body.find('&');
+        auto item = body.substr(0, end);
+        body = end == std::string_view::npos ? std::string_view() : body.substr(end + 1);
+        if (item.empty()) continue;
+        auto equals = item.find('=');
+        pairs.emplace_back(form_decode(item.substr(0, equals)),
+                           equals == std::string_view::npos ? std::string()
+                                                            : form_decode(item.substr(equals + 1)));
+    }
+    return pairs;
+}
+
 } // namespace idem

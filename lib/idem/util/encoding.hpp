@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace idem {
 
@@ -27,5 +29,13 @@ bool base64_decode_into(std::string_view text, std::string& out);
                                                        std::size_t capacity);
 [[nodiscard]] std::optional<std::size_t> base64_decode_to(std::string_view text, char* out,
                                                           std::size_t capacity);
+
+// application/x-www-form-urlencoded: '+' is a space, %XX a byte (a '%'
+// not followed by two hex digits stays as it is).
+[[nodiscard]] std::string form_decode(std::string_view text);
+
+// A form body's (name, value) pairs, decoded, in the order they came;
+// empty items ("a=1&&b=2") are skipped, and "a" alone is ("a", "").
+[[nodiscard]] std::vector<std::pair<std::string, std::string>> parse_form(std::string_view body);
 
 } // namespace idem

@@ -13,27 +13,6 @@ namespace idem::verify::detail {
 
 namespace {
 
-std::string form_decode(std::string_view text) {
-    std::string out;
-    out.reserve(text.size());
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        if (text[i] == '+') {
-            out += ' ';
-        } else if (text[i] == '%' && i + 2 < text.size()) {
-            auto decoded = hex_decode(text.substr(i + 1, 2));
-            if (decoded) {
-                out += *decoded;
-                i += 2;
-            } else {
-                out += '%';
-            }
-        } else {
-            out += text[i];
-        }
-    }
-    return out;
-}
-
 struct UrlParts {
     std::string scheme;
     std::string host;
@@ -65,14 +44,7 @@ std::optional<UrlParts> split_url(const std::string& url) {
 } // namespace
 
 std::string twilio_form_suffix(std::string_view body) {
-    std::vector<std::pair<std::string, std::string>> pairs;
-    for (auto item : split(body, '&')) {
-        if (item.empty()) continue;
-        auto equals = item.find('=');
-        pairs.emplace_back(form_decode(item.substr(0, equals)),
-                           equals == std::string_view::npos ? ""
-                                                            : form_decode(item.substr(equals + 1)));
-    }
+    auto pairs = parse_form(body);
     // Twilio's libraries sort by name, sort the values of a repeated name
     // among themselves, and sign a repeated (name, value) once.
     std::sort(pairs.begin(), pairs.end());
