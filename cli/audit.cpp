@@ -21,6 +21,7 @@ struct AuditOptions {
     std::string fingerprint;
     std::string time_field;
     std::string source_field;
+    std::string status_field;
     std::string payload;
     std::string ignore;
     std::string race_window = "1s";
@@ -78,7 +79,8 @@ int run_audit_command(AuditOptions options) {
         if (item != "duplicates" && item != "conflicts" && !audit::parse_cause(item))
             throw UsageError(fmt::format(
                 "--fail-on: unknown value {}: expected duplicates, conflicts, retry-storm, "
-                "concurrent, ttl-expired, key-reuse, key-regenerated or unexplained",
+                "concurrent, ttl-expired, key-reuse, key-regenerated, retried-after-failure or "
+                "unexplained",
                 quote(item)));
     if (options.sqlite_path.empty() != options.sqlite_query.empty())
         throw UsageError("--sqlite FILE and --query 'SELECT ...' go together");
@@ -106,6 +108,8 @@ int run_audit_command(AuditOptions options) {
     if (!options.time_field.empty()) run.time_field = record::FieldPath::parse(options.time_field);
     if (!options.source_field.empty())
         run.source_field = record::FieldPath::parse(options.source_field);
+    if (!options.status_field.empty())
+        run.status_field = record::FieldPath::parse(options.status_field);
     run.payload_fields = paths(options.payload);
     run.ignore_fields = paths(options.ignore);
     if (!run.payload_fields.empty() && !run.ignore_fields.empty())
@@ -144,6 +148,10 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
                         "the record's time (default: an envelope's received_at)");
     command->add_option("--source-field", options->source_field,
                         "who sent it: agent instance, worker, retry layer");
+    command->add_option("--status-field", options->status_field,
+                        "what the receiver answered (503, \"timeout\"): a retry after a 5xx, "
+                        "408, 429 or no answer is retried-after-failure (default: a capture's "
+                        "_idem.listen.status)");
     command->add_option("--payload", options->payload,
                         "field paths that make up \"the same payload\" (default: the whole record "
                         "minus key, time and source)");

@@ -297,6 +297,13 @@ class ReplayLedger(unittest.TestCase):
                 # Every request replay made reached the capture: the ledger's
                 # count is the group's.
                 self.assertEqual(group["replay"]["attempts"], captured[group["key"]])
+                # The target answered 500 before each retry: that is the cause
+                # (issue #12 item 20), with the statuses beside the records.
+                self.assertIn("retried-after-failure", group["causes"])
+                self.assertNotIn("unexplained", group["causes"])
+                answered = [r["answered"] for r in group["records"]]
+                self.assertEqual(answered[-1], 200)
+                self.assertTrue(all(a == 500 for a in answered[:-1]), answered)
             # Grouped on disk, the report is the same.
             code, spilled, err = run(args + ["--format", "json", "--spill-after", "5"])
             self.assertEqual(code, 0, err)
@@ -424,3 +431,40 @@ class PathsThatMatchNothing(unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertIn("--key 'key' is missing in 1 of 3 records", err)
         self.assertIn("--time-field 'ts' is missing in 1 of 3 records", err)
+
+
+class PayloadComparison(unittest.TestCase):
+    """Issue #12 item 20: what differs between deliveries is not a different payload."""
+
+    def test_timestamps_and_request_ids_do_not_make_a_retry_look_like_key_reuse(self):
+        raw = (b'{"key":"k1","ts":"2026-11-30T08:00:00Z","request_id":"r1","attempt":1,"amount":5}\n'
+               b'{"key":"k1","ts":"2026-11-30T08:00:02Z","request_id":"r2","attempt":2,"amount":5}\n'
+               b'{"key":"k2","ts":"2026-11-30T08:00:00Z","amount":5}\n'
+               b'{"key":"k2","ts":"2026-11-30T08:00:09Z","amount":7}\n')
+        code, out, err = run(["audit", "--key", "key", "--format", "json"], stdin=raw)
+        groups = {g["key"]: g["causes"] for g in json.loads(out)["groups"]}
+        self.assertNotIn("key-reuse", groups["k1"])
+        self.assertIn("key-reuse", groups["k2"])  # the amount changed under one key
+
+    def test_a_sqlite_rows_primary_key_is_not_payload(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            db = os.path.join(tmp, "svc.db")
+            subprocess.run(["sqlite3", db, "create table tickets(id integer primary key, k text, fault text);"
+                            "insert into tickets(k, fault) values ('k1','disk'),('k1','disk'),('k2','net');"],
+                           check=True)
+            code, out, err = run(["audit", "--key", "k", "--sqlite", db, "--query", "select * from tickets",
+                                  "--format", "json"])
+            self.assertEqual(code, 0, err)
+            groups = json.loads(out)["groups"]
+            self.assertEqual([g["causes"] for g in groups], [["unexplained"]])
+
+    def test_a_status_field_in_a_plain_log_explains_retries(self):
+        raw = (b'{"key":"k1","ts":"2026-11-30T08:00:00Z","status":503}\n'
+               b'{"key":"k1","ts":"2026-11-30T08:00:01Z","status":"timeout"}\n'
+               b'{"key":"k1","ts":"2026-11-30T08:00:02Z","status":201}\n')
+        code, out, err = run(["audit", "--key", "key", "--time-field", "ts", "--status-field", "status",
+                              "--fail-on", "retried-after-failure"], stdin=raw)
+        self.assertEqual(code, 1, err)
+        self.assertIn("retried-after-failure", out.decode())
+        self.assertIn("resent after 2 failed answers (503, no answer)", out.decode())
+        self.assertNotIn("from , gaps", out.decode())

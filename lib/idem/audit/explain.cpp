@@ -18,6 +18,8 @@ std::string_view cause_name(Cause cause) {
         return "key-reuse";
     case Cause::key_regenerated:
         return "key-regenerated";
+    case Cause::retried_after_failure:
+        return "retried-after-failure";
     case Cause::unexplained:
         return "unexplained";
     }
@@ -30,7 +32,40 @@ std::optional<Cause> parse_cause(std::string_view name) {
     return std::nullopt;
 }
 
+bool is_failed_answer(std::uint16_t status) {
+    return status == k_no_answer || status == 408 || status == 429 || status >= 500;
+}
+
 namespace {
+
+// A sender that tried again after the receiver failed it: each record that
+// follows, from the same source, one answered 5xx, 408, 429 or not at all.
+// The failed records and the retries are the evidence; the gaps are the
+// retries' waits.
+void find_retries_after_failure(const Explanation& group, const std::vector<Attempt>& attempts,
+                                std::vector<Evidence>& found) {
+    Evidence evidence{Cause::retried_after_failure, {}, {}, 0};
+    std::map<std::uint32_t, std::size_t> last_of_source;
+    std::set<std::size_t> involved;
+    for (std::size_t i = 0; i < group.records.size(); ++i) {
+        const auto& attempt = attempts[group.records[i]];
+        auto previous = last_of_source.find(attempt.source);
+        if (previous != last_of_source.end()) {
+            const auto& before = attempts[group.records[previous->second]];
+            if (is_failed_answer(before.status)) {
+                if (involved.insert(previous->second).second)
+                    evidence.records.push_back(previous->second);
+                if (involved.insert(i).second) evidence.records.push_back(i);
+                if (before.time && attempt.time)
+                    evidence.gaps.push_back(*attempt.time - *before.time);
+            }
+        }
+        last_of_source[attempt.source] = i;
+    }
+    if (evidence.records.empty()) return;
+    std::sort(evidence.records.begin(), evidence.records.end());
+    found.push_back(std::move(evidence));
+}
 
 // Three or more attempts from one source whose gaps grow like a backoff
 // schedule: the longest gap of the later half is at least 1.5x the longest
@@ -174,6 +209,7 @@ Explanation explain(GroupKind kind, std::vector<std::size_t> members,
     group.payloads = payloads.size();
     group.keys = keys.size();
 
+    find_retries_after_failure(group, attempts, group.causes);
     find_retry_storms(group, attempts, group.causes);
     find_races(group, attempts, options.race_window, group.causes);
     if (kind == GroupKind::key) {

@@ -13,13 +13,28 @@
 
 namespace idem::audit {
 
-enum class Cause { retry_storm, concurrent, ttl_expired, key_reuse, key_regenerated, unexplained };
+enum class Cause {
+    retry_storm,
+    concurrent,
+    ttl_expired,
+    key_reuse,
+    key_regenerated,
+    retried_after_failure,
+    unexplained
+};
 
 [[nodiscard]] std::string_view cause_name(Cause cause);
 [[nodiscard]] std::optional<Cause> parse_cause(std::string_view name);
 inline constexpr Cause k_all_causes[] = {Cause::retry_storm,     Cause::concurrent,
                                          Cause::ttl_expired,     Cause::key_reuse,
-                                         Cause::key_regenerated, Cause::unexplained};
+                                         Cause::key_regenerated, Cause::retried_after_failure,
+                                         Cause::unexplained};
+
+// What the receiver answered a record, when the evidence says: an HTTP
+// status, k_no_answer (a dropped connection, a timeout), or 0 (unknown).
+inline constexpr std::uint16_t k_no_answer = 1;
+// Whether such an answer asks the sender to try again: 5xx, 408, 429, none.
+[[nodiscard]] bool is_failed_answer(std::uint16_t status);
 
 // One record as audit sees it. Strings are interned by the caller: ids
 // compare as the values do; 0 means the field was absent.
@@ -29,6 +44,7 @@ struct Attempt {
     std::uint32_t source = 0;
     std::uint64_t payload = 0; // the first 64 bits of the payload's SHA-256
     std::optional<Timestamp> time;
+    std::uint16_t status = 0; // what the receiver answered it, when known
 };
 
 // A key group: records sharing one idempotency key. A fingerprint group:
@@ -44,7 +60,8 @@ struct ExplainOptions {
 struct Evidence {
     Cause cause = Cause::unexplained;
     // The records that show it (indexes into the group's records), and for
-    // retry-storm, concurrent and ttl-expired, the gaps between them.
+    // retry-storm, concurrent, ttl-expired and retried-after-failure, the
+    // gaps between them.
     std::vector<std::size_t> records;
     std::vector<Duration> gaps;
     std::uint32_t source = 0; // retry-storm: whose attempts

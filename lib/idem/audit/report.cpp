@@ -310,6 +310,11 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
         out += R"(,"payload":")";
         Findings::append_payload_hex(out, attempt);
         out += '"';
+        // What the receiver answered it, when the evidence says.
+        if (attempt.status == k_no_answer)
+            out += R"(,"answered":"none")";
+        else if (attempt.status != 0)
+            fmt::format_to(std::back_inserter(out), R"(,"answered":{})", attempt.status);
         if (const auto* verdict = findings.verdict_at(position)) {
             out += verdict->valid ? R"(,"verdict":{"valid":true,"reason":)"
                                   : R"(,"verdict":{"valid":false,"reason":)";

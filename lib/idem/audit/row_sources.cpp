@@ -122,17 +122,45 @@ nlohmann::json column_value(sqlite3_stmt* statement, int i) {
 }
 } // namespace
 
-void read_sqlite_rows(const std::string& path, const std::string& query, const RowHandler& handle) {
-    Database database;
+namespace {
+void open_query(const std::string& path, const std::string& query, Database& database,
+                Query& rows) {
     if (sqlite3_open_v2(path.c_str(), &database.db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK)
         throw InputError({path, 0, 0, 0},
                          fmt::format("cannot open the database: {}",
                                      database.db ? sqlite3_errmsg(database.db) : "out of memory"));
-    Query rows;
     if (sqlite3_prepare_v2(database.db, query.c_str(), -1, &rows.statement, nullptr) != SQLITE_OK ||
         rows.statement == nullptr)
         throw InputError({path, 0, 0, 0}, fmt::format("the query {} does not run: {}", quote(query),
                                                       sqlite3_errmsg(database.db)));
+}
+} // namespace
+
+std::vector<std::string> sqlite_primary_key_columns(const std::string& path,
+                                                    const std::string& query) {
+    Database database;
+    Query rows;
+    open_query(path, query, database, rows);
+    std::vector<std::string> columns;
+    for (int i = 0; i < sqlite3_column_count(rows.statement); ++i) {
+        const char* table = sqlite3_column_table_name(rows.statement, i);
+        const char* origin = sqlite3_column_origin_name(rows.statement, i);
+        const char* name = sqlite3_column_name(rows.statement, i);
+        if (!table || !origin || !name) continue; // an expression, not a column
+        int primary_key = 0;
+        if (sqlite3_table_column_metadata(
+                database.db, sqlite3_column_database_name(rows.statement, i), table, origin,
+                nullptr, nullptr, nullptr, &primary_key, nullptr) == SQLITE_OK &&
+            primary_key)
+            columns.emplace_back(name);
+    }
+    return columns;
+}
+
+void read_sqlite_rows(const std::string& path, const std::string& query, const RowHandler& handle) {
+    Database database;
+    Query rows;
+    open_query(path, query, database, rows);
     std::uint64_t row = 0;
     int result = SQLITE_ROW;
     while ((result = sqlite3_step(rows.statement)) == SQLITE_ROW) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace idem::audit {
 
@@ -31,5 +32,11 @@ void read_csv_rows(const std::string& path, const RowHandler& handle);
 // reals become numbers, text strings, NULL null, blobs base64 strings.
 // Throws InputError for a database or query that fails.
 void read_sqlite_rows(const std::string& path, const std::string& query, const RowHandler& handle);
+
+// The result columns of `query` that are a table's primary key (or its
+// rowid): they tell rows apart and say nothing of the event, so audit never
+// counts them as payload. Throws InputError as read_sqlite_rows does.
+[[nodiscard]] std::vector<std::string> sqlite_primary_key_columns(const std::string& path,
+                                                                  const std::string& query);
 
 } // namespace idem::audit

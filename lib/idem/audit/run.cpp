@@ -13,6 +13,7 @@
 #include "idem/util/text.hpp"
 #include "idem/verify/run.hpp"
 
+#include <charconv>
 #include <fmt/format.h>
 #include <unordered_map>
 #include <xxhash.h>
@@ -34,6 +35,7 @@ struct Reading {
     } key, fingerprint, source;
     std::optional<Timestamp> time;
     std::uint64_t payload = 0; // 0: none (a body that is not JSON, a missing --payload field)
+    std::uint16_t status = 0;  // what the receiver answered (explain.hpp), 0: unknown
 };
 
 struct BlockReadings {
@@ -93,6 +95,35 @@ std::uint64_t payload_hash(WorkerState& state) {
     return XXH3_64bits(state.encoded.data(), state.encoded.size());
 }
 
+// A status as a log or a capture writes it: 503, "503", or "timeout".
+std::uint16_t status_of(const record::FieldValue& value) {
+    if (value.type != record::FieldValue::Type::number &&
+        value.type != record::FieldValue::Type::string)
+        return 0;
+    if (iequals(value.text, "timeout") || iequals(value.text, "dropped")) return k_no_answer;
+    unsigned number = 0;
+    auto [end, error] =
+        std::from_chars(value.text.data(), value.text.data() + value.text.size(), number);
+    if (error != std::errc() || end != value.text.data() + value.text.size() || number < 100 ||
+        number > 599)
+        return 0;
+    return static_cast<std::uint16_t>(number);
+}
+
+std::uint16_t answered_status(record::RecordParser& parser, const AuditRunOptions& options) {
+    if (options.status_field) {
+        auto value = parser.find(*options.status_field);
+        return value ? status_of(*value) : 0;
+    }
+    if (parser.shape() != record::RecordShape::envelope || !parser.has_annotations()) return 0;
+    static const auto k_dropped = record::FieldPath::parse("_idem.listen.dropped");
+    static const auto k_status = record::FieldPath::parse("_idem.listen.status");
+    if (auto dropped = parser.find(k_dropped); dropped && dropped->text == "true")
+        return k_no_answer;
+    auto status = parser.find(k_status);
+    return status ? status_of(*status) : 0;
+}
+
 void read_line(const io::BlockLine& line, Reading& reading, std::string& texts, WorkerState& state,
                const AuditRunOptions& options) {
     auto& parser = state.parser;
@@ -121,6 +152,7 @@ void read_line(const io::BlockLine& line, Reading& reading, std::string& texts, 
         reading.time = parse_timestamp(parser.envelope().received_at);
     }
     reading.payload = payload_hash(state);
+    reading.status = answered_status(parser, options);
 }
 
 void read_block(const record::InputBlock& block, WorkerState& state, const AuditRunOptions& options,
@@ -138,6 +170,26 @@ void read_block(const record::InputBlock& block, WorkerState& state, const Audit
     result.lines = cursor.lines_seen();
 }
 
+// A column name as one JSON Pointer segment: '~' and '/' escaped.
+std::string json_pointer_escape(std::string_view name) {
+    std::string out;
+    for (char c : name) {
+        if (c == '~')
+            out += "~0";
+        else if (c == '/')
+            out += "~1";
+        else
+            out += c;
+    }
+    return out;
+}
+
+constexpr const char* k_volatile_fields[] = {
+    "ts",         "timestamp", "time",           "created_at", "sent_at",     "received_at",
+    "request_id", "requestId", "trace_id",       "traceId",    "span_id",     "spanId",
+    "attempt",    "attempts",  "attempt_number", "retry",      "retry_count", "delivery_attempt",
+    "_idem"};
+
 dedup::KeySpec payload_spec(const AuditRunOptions& options) {
     dedup::KeySpec spec;
     if (!options.payload_fields.empty()) {
@@ -149,6 +201,14 @@ dedup::KeySpec payload_spec(const AuditRunOptions& options) {
         spec.ignore_paths.insert(spec.ignore_paths.end(), paths->begin(), paths->end());
     if (options.time_field) spec.ignore_paths.push_back(*options.time_field);
     if (options.source_field) spec.ignore_paths.push_back(*options.source_field);
+    if (options.status_field) spec.ignore_paths.push_back(*options.status_field);
+    // Fields that differ between deliveries of one request, whatever was
+    // sent: counted as payload, every retried group would read as key-reuse
+    // (docs/audit.md lists them; --payload chooses exactly what counts).
+    for (const char* name : k_volatile_fields)
+        spec.ignore_paths.push_back(record::FieldPath::parse(name));
+    spec.ignore_paths.insert(spec.ignore_paths.end(), options.row_identity_fields.begin(),
+                             options.row_identity_fields.end());
     return spec;
 }
 
@@ -228,7 +288,13 @@ private:
 
     // CSV rows and query rows, as JSON objects, on this thread.
     void read_rows() {
-        WorkerState state(payload_spec(m_options));
+        auto options = m_options;
+        if (!options.sqlite_path.empty())
+            for (const auto& column :
+                 sqlite_primary_key_columns(options.sqlite_path, options.sqlite_query))
+                options.row_identity_fields.push_back(
+                    record::FieldPath::parse("/" + json_pointer_escape(column)));
+        WorkerState state(payload_spec(options));
         std::string padded, texts;
         auto take_row = [&](std::string_view json, const RowPosition& position) {
             padded.assign(json);
@@ -378,7 +444,8 @@ private:
                                  payload_of(reading),
                                  key,
                                  fingerprint,
-                                 m_sources.intern(text_of(texts, reading.source))};
+                                 m_sources.intern(text_of(texts, reading.source)),
+                                 reading.status};
             m_spill->add(record);
             return;
         }
@@ -389,6 +456,7 @@ private:
         attempt.source = m_sources.intern(text_of(texts, reading.source));
         attempt.time = reading.time;
         attempt.payload = payload_of(reading);
+        attempt.status = reading.status;
         m_findings.attempts.push_back(attempt);
         m_findings.positions.push_back(position);
         if (m_findings.attempts.size() > m_options.spill_after) start_spilling();
@@ -414,7 +482,7 @@ private:
             auto fingerprint = m_fingerprints.text(i);
             if (!(layout.by_fingerprint ? fingerprint : key).empty()) ++m_identified;
             m_spill->add({i, m_findings.positions[i], attempts[i].time, attempts[i].payload, key,
-                          fingerprint, attempts[i].source});
+                          fingerprint, attempts[i].source, attempts[i].status});
         }
         std::vector<Attempt>().swap(m_findings.attempts);
         std::vector<Findings::Position>().swap(m_findings.positions);

@@ -44,10 +44,17 @@ struct AuditRunOptions {
     std::vector<record::FieldPath> fingerprint_fields; // --fingerprint
     std::optional<record::FieldPath> time_field;       // default: an envelope's received_at
     std::optional<record::FieldPath> source_field;
+    // What the receiver answered each record: a status (a number, or a
+    // number in a string; "timeout" for none). Default: in a capture,
+    // `_idem.listen.status` and `_idem.listen.dropped`.
+    std::optional<record::FieldPath> status_field;
     // What counts as "the same payload": these fields, or (empty) the
     // canonical record minus key, time, source and `ignore_fields`.
     std::vector<record::FieldPath> payload_fields;
     std::vector<record::FieldPath> ignore_fields;
+    // Columns that tell rows apart but say nothing of the event (a --sqlite
+    // query's primary key): never payload. Filled by run_audit.
+    std::vector<record::FieldPath> row_identity_fields;
     ExplainOptions explain;
     ReportFormat format = ReportFormat::table;
     std::size_t threads = 0;

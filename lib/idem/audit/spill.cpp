@@ -30,7 +30,8 @@ struct RowHeader {
     std::uint64_t payload;
     std::uint32_t input;
     std::uint32_t key_size, fingerprint_size, source;
-    std::uint8_t row, has_time, padding[2];
+    std::uint8_t row, has_time;
+    std::uint16_t status;
 };
 
 // A row read back: its texts view the partition's bytes (PartitionRows).
@@ -77,6 +78,7 @@ struct Spill::Partitions {
         header.has_time = record.time ? 1 : 0;
         header.time = record.time ? record.time->time_since_epoch().count() : 0;
         header.payload = record.payload;
+        header.status = record.status;
         header.key_size = static_cast<std::uint32_t>(record.key.size());
         header.fingerprint_size = static_cast<std::uint32_t>(record.fingerprint.size());
         header.source = record.source;
@@ -288,6 +290,7 @@ private:
             attempt.time = get_time(in);
             attempt.payload = in.get<std::uint64_t>();
             attempt.source = in.get<std::uint32_t>();
+            attempt.status = in.get<std::uint16_t>();
             attempt.key = local_id(key_ids, in.get_text(), findings.key_texts, m_layout.key_paths);
             attempt.fingerprint = local_id(fingerprint_ids, in.get_text(),
                                            findings.fingerprint_texts, m_layout.fingerprint_paths);
@@ -353,6 +356,7 @@ ExplainedPartition explain_partition(const std::vector<Row>& rows, GroupKind kin
         fingerprints.add(rows[i].fingerprint);
         attempts[i].source = rows[i].header.source;
         attempts[i].payload = rows[i].header.payload;
+        attempts[i].status = rows[i].header.status;
         if (rows[i].header.has_time) attempts[i].time = Timestamp(Duration(rows[i].header.time));
     }
     auto distinct = detail::number_texts(keys, fingerprints, attempts);
@@ -376,6 +380,7 @@ ExplainedPartition explain_partition(const std::vector<Row>& rows, GroupKind kin
                                     : std::nullopt);
                 bytes.put(row.header.payload);
                 bytes.put(row.header.source);
+                bytes.put(row.header.status);
                 bytes.put_text(row.key);
                 bytes.put_text(row.fingerprint);
                 out.members.emplace_back(row.header.seq, row.header.source);

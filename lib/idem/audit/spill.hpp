@@ -27,6 +27,7 @@ struct SpilledRecord {
     // Interned by the caller in input order, as the in-memory path does: some
     // explanations break ties by source id.
     std::uint32_t source = 0;
+    std::uint16_t status = 0; // what the receiver answered (explain.hpp)
 };
 
 struct SpillLayout {

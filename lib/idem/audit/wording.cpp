@@ -79,9 +79,26 @@ std::string describe(const Findings& findings, const Explanation& group, const E
         return findings.attempts[group.records[index]];
     };
     switch (evidence.cause) {
-    case Cause::retry_storm:
+    case Cause::retry_storm: {
+        auto source = plain(findings.sources[evidence.source]);
         return fmt::format("{} attempts from {}, gaps {}", evidence.records.size(),
-                           plain(findings.sources[evidence.source]), gap_list(evidence.gaps));
+                           source.empty() ? "one sender (no --source-field)" : source,
+                           gap_list(evidence.gaps));
+    }
+    case Cause::retried_after_failure: {
+        std::vector<std::string> answers;
+        std::size_t failed = 0;
+        for (auto index : evidence.records) {
+            auto status = record(index).status;
+            if (!is_failed_answer(status)) continue;
+            ++failed;
+            if (answers.size() < 6)
+                answers.push_back(status == k_no_answer ? "no answer" : std::to_string(status));
+        }
+        return fmt::format("resent after {} failed answer{} ({}{}), waits {}", failed,
+                           failed == 1 ? "" : "s", fmt::join(answers, ", "),
+                           failed > answers.size() ? ", ..." : "", gap_list(evidence.gaps));
+    }
     case Cause::concurrent: {
         std::set<std::string> sources;
         for (auto index : evidence.records)

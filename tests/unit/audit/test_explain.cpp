@@ -119,3 +119,28 @@ TEST_CASE("a group's facts: time order, gaps, sources, first and last") {
     CHECK(parse_cause("ttl-expired") == Cause::ttl_expired);
     CHECK_FALSE(parse_cause("ttl_expired"));
 }
+
+TEST_CASE("retried-after-failure: the same sender again after a 5xx, 408, 429 or no answer") {
+    // Even gaps: no backoff, so no retry-storm; the failures alone explain it.
+    auto attempts = records({{1, 1, 1, 0}, {1, 1, 1, 1}, {1, 1, 1, 2}});
+    attempts[0].status = 503;
+    attempts[1].status = k_no_answer;
+    attempts[2].status = 200;
+    auto group = explain(GroupKind::key, {0, 1, 2}, attempts, {});
+    REQUIRE(group.causes.size() == 1);
+    CHECK(group.causes[0].cause == Cause::retried_after_failure);
+    CHECK(group.causes[0].records == std::vector<std::size_t>{0, 1, 2});
+    CHECK(group.causes[0].gaps.size() == 2);
+    // A 2xx or 4xx answer asks for no retry: a repeat after it is something else.
+    attempts[0].status = 200;
+    attempts[1].status = 404;
+    CHECK(causes_of(GroupKind::key, attempts) == std::vector<Cause>{Cause::unexplained});
+    // Another sender's failure does not explain this sender's repeat.
+    auto two = records({{1, 1, 1, 0}, {1, 2, 1, 30}});
+    two[0].status = 503;
+    CHECK(causes_of(GroupKind::key, two) == std::vector<Cause>{Cause::unexplained});
+    for (int status : {408, 429, 500, 599})
+        CHECK(is_failed_answer(static_cast<std::uint16_t>(status)));
+    for (int status : {0, 200, 400, 404, 409})
+        CHECK_FALSE(is_failed_answer(static_cast<std::uint16_t>(status)));
+}
