@@ -172,7 +172,9 @@ void register_replay(CLI::App& app, std::function<int()>& action) {
     command->add_option("--filter", options->filters, "only records where PATH=VALUE (repeatable)")
         ->allow_extra_args(false);
     command->add_option("--limit", options->limit, "send at most this many records");
-    command->add_option("--store", options->store, "the ledger: SQLite path, :memory: or redis://")
+    command
+        ->add_option("--store", options->store,
+                     "the ledger: PATH (SQLite, default idem.db), :memory:, redis://host:port[/db]")
         ->envname("IDEM_STORE");
     command->add_option("--scope", options->scope,
                         "ledger namespace (default: the --to URL, so each target has its own)");

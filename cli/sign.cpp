@@ -38,6 +38,11 @@ void register_sign(CLI::App& app, std::function<int()>& action) {
         app.add_subcommand("sign", "add signature headers to envelopes (fixtures, re-sending)");
     add_common_options(*command, options->common);
     add_key_options(*command, options->keys);
+    // The verifier's wording ("auto: from the headers") means nothing here:
+    // there are no signature headers yet to tell the scheme from.
+    command->get_option("--scheme")
+        ->description("github, stripe, slack, standard, svix, shopify, discord, twilio, square, "
+                      "pagerduty or hmac (required: what to sign for)");
     command->add_option("--timestamp", options->timestamp, "sign as of this time (default: now)");
     command->footer(
         "Adds or replaces a scheme's signature headers on each envelope, as its provider would\n"

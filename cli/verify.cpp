@@ -85,8 +85,8 @@ void register_verify(CLI::App& app, std::function<int()>& action) {
                       "'idem audit --verdicts'");
     command
         ->add_option("--store", options->store,
-                     "store for --nonce and --keep-verdicts: PATH, :memory:, "
-                     "redis://host:port[/db]")
+                     "store for --nonce and --keep-verdicts: PATH (SQLite, default idem.db), "
+                     ":memory:, redis://host:port[/db]")
         ->envname("IDEM_STORE")
         ->default_str("idem.db");
     command->add_flag("--drop-invalid", options->drop_invalid,

@@ -520,3 +520,19 @@ class SignSaysWhatItSigned(unittest.TestCase):
                              stdin=event)
         self.assertTrue(dict(json.loads(out)["headers"])["webhook-signature"].startswith("v1,"))
         self.assertIn("signature v1 (HMAC-SHA256)", err)
+
+
+class HelpSaysTheTruth(unittest.TestCase):
+    """Issue #12 item 24: each command's help in its own words."""
+
+    def test_sign_and_replay_help_state_their_own_defaults(self):
+        _, out, _ = run(["sign", "--help"])
+        self.assertNotIn(b"auto (default: from the headers)", out)
+        self.assertIn(b"required: what to sign for", out)
+        _, out, _ = run(["replay", "--help"])
+        self.assertIn(b"default idem.db", out)
+
+    def test_a_store_that_looks_like_a_flag_is_refused(self):
+        code, _, err = run(["dedup", "--key", "id", "--store", "--strict"], stdin=b"")
+        self.assertEqual(code, 2)
+        self.assertIn("looks like a flag", err)

@@ -537,3 +537,18 @@ class FullDisk(unittest.TestCase):
         code, _, err = run(["dedup", "--key", "id", "--store", ":memory:", "-o", "/dev/full"], stdin=ndjson(EVENTS))
         self.assertEqual(code, 4)
         self.assertIn("No space left on device", err)
+
+
+class EarlierRuns(unittest.TestCase):
+    def test_a_rerun_says_its_duplicates_were_first_seen_by_an_earlier_run(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = os.path.join(tmp, "idem.db")
+            source = os.path.join(tmp, "events.ndjson")
+            with open(source, "wb") as f:
+                f.write(b'{"id":"a"}\n{"id":"b"}\n{"id":"a"}\n')
+            code, out, err = run(["dedup", "--key", "id", "--store", store, source])
+            self.assertNotIn("earlier run", err)
+            code, out, err = run(["dedup", "--key", "id", "--store", store, source])
+            self.assertEqual(out, b"")
+            self.assertIn("2 records were first seen by an earlier run in sqlite:" + store, err)
+            self.assertIn("--store :memory: for a fresh run", err)

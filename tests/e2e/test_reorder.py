@@ -9,7 +9,7 @@ import time
 import unittest
 
 import redis_server
-from test_cli import IDEM, run
+from test_cli import IDEM, ROOT, run
 
 
 def ndjson(records):
@@ -272,3 +272,23 @@ class RedisStore(unittest.TestCase):
             code, out, err = run(args, stdin=ndjson([{"p": "x", "seq": 3}, {"p": "x", "seq": 5}]))
             self.assertEqual(seqs(out), [("x", 5)])
             self.assertEqual(summary_of(err)["late"], 1)
+
+
+class EarlierRuns(unittest.TestCase):
+    """Issue #12 item 22: state an earlier run left is said, not hidden."""
+
+    def test_a_rerun_over_a_kept_store_says_what_it_resumed(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = os.path.join(tmp, "idem.db")
+            events = os.path.join(ROOT, "samples", "events", "ci-pipeline.ndjson")
+            args = ["reorder", "--seq", "seq", "--partition", "pipeline", "--start", "1", "--gap-timeout", "30s",
+                    "--time-field", "at", "--store", store, events]
+            code, first, err = run(args)
+            self.assertNotIn("earlier run", err)
+            code, again, err = run(args)
+            self.assertEqual(again, b"")
+            self.assertIn("resumed 2 partitions and 0 held records that an earlier run left", err)
+            self.assertIn("--store :memory: or --reset for a fresh run", err)
+            code, fresh, err = run(args[:-3] + ["--store", ":memory:", events])
+            self.assertEqual(fresh, first)
+            self.assertNotIn("earlier run", err)

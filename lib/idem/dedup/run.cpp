@@ -130,6 +130,7 @@ public:
         }
         release_held(Timestamp::max());
         finish();
+        note_earlier_runs();
         return summarize(start);
     }
 
@@ -284,9 +285,12 @@ private:
             if (!set_aside(outcome, record)) continue;
             if (keeps_last())
                 hold(outcome, record, now);
-            else
-                route(outcome, record.bytes, answers[next_answer++],
+            else {
+                const auto& answer = answers[next_answer++];
+                if (!answer.first) note_first_copy(answer, record);
+                route(outcome, record.bytes, answer,
                       outcome.line.newline_follows ? InPlace::yes : InPlace::no);
+            }
         }
         if (auto oversized = m_positions.finish_block(block, result.lines)) {
             ++m_records;
@@ -307,6 +311,29 @@ private:
                                                    static_cast<double>(block_bytes) *
                                                    static_cast<double>(first.outcomes.size()));
         m_store->expect_fingerprints(m_options.scope, expected);
+    }
+
+    // A repeat whose first copy this run never read (another input, or this
+    // record itself at the same line) was first seen by an earlier run.
+    void note_first_copy(const store::FingerprintResult& answer,
+                         const record::InputRecord& record) {
+        if (answer.first_source.empty()) return;
+        if (m_sources_read.empty() || m_sources_read.back() != *record.source)
+            m_sources_read.push_back(*record.source);
+        bool earlier = answer.first_source == *record.source
+                           ? answer.first_line >= record.line
+                           : std::find(m_sources_read.begin(), m_sources_read.end(),
+                                       answer.first_source) == m_sources_read.end();
+        if (earlier) ++m_first_seen_earlier;
+    }
+
+    void note_earlier_runs() const {
+        if (m_first_seen_earlier == 0 || !m_store) return;
+        m_diagnostics.warning(
+            {}, fmt::format("{} record{} were first seen by an earlier run in {} (scope {}) and "
+                            "count as duplicates now; --store :memory: for a fresh run",
+                            m_first_seen_earlier, m_first_seen_earlier == 1 ? "" : "s",
+                            m_store_name, quote(m_options.scope)));
     }
 
     // Rejects and unkeyed records; true when the record goes on to the store.
@@ -558,6 +585,8 @@ private:
     std::string m_member;
     std::vector<store::FingerprintClaim> m_block_claims;
     std::uint64_t m_records = 0, m_unique = 0, m_duplicates = 0, m_unkeyed = 0, m_unclaimed = 0;
+    std::uint64_t m_first_seen_earlier = 0;  // repeats whose first copy an earlier run read
+    std::vector<std::string> m_sources_read; // the inputs this run has read, in order
     std::uint64_t m_since_commit = 0;
     // --keep last
     std::unordered_map<store::FingerprintBytes, HeldCopies, store::FingerprintBytesHash> m_held;

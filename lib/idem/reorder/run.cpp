@@ -85,6 +85,7 @@ public:
         }
         if (m_options.at_end == AtEnd::flush) m_sequencer.flush();
         finish();
+        note_earlier_runs();
         return summarize(start);
     }
 
@@ -138,8 +139,25 @@ private:
 
     void add_partitions(const std::vector<std::string>& keys) {
         auto progress = m_store->load_partitions(m_options.scope, keys);
-        for (std::size_t i = 0; i < keys.size(); ++i)
+        for (std::size_t i = 0; i < keys.size(); ++i) {
+            // Until this run forgets a partition, one the store knows was
+            // left by an earlier run.
+            if (progress[i] && progress[i]->started && !m_forgot_partitions) ++m_resumed_partitions;
             m_sequencer.add(keys[i], progress[i]);
+        }
+    }
+
+    // An earlier run's state changes what this one releases: said once, so
+    // that a rerun that prints nothing is not a mystery.
+    void note_earlier_runs() const {
+        if (!m_persistent || (m_resumed_partitions == 0 && m_restored == 0)) return;
+        m_diagnostics.warning(
+            {},
+            fmt::format("resumed {} partition{} and {} held record{} that an earlier run left "
+                        "in {} (scope {}): records before their saved positions count as late; "
+                        "--store :memory: or --reset for a fresh run",
+                        m_resumed_partitions, m_resumed_partitions == 1 ? "" : "s", m_restored,
+                        m_restored == 1 ? "" : "s", m_store->describe(), quote(m_options.scope)));
     }
 
     // Only partitions with a gap or a late record need one: kept apart.
@@ -305,6 +323,7 @@ private:
         if (too_many_partitions()) {
             m_labels.clear(); // their partitions may be forgotten
             m_sequencer.forget_idle();
+            m_forgot_partitions = true;
             m_partitions_kept = m_sequencer.partitions();
         }
     }
@@ -395,6 +414,8 @@ private:
     std::string m_member;
     std::uint64_t m_records = 0;
     std::uint64_t m_restored = 0;
+    std::uint64_t m_resumed_partitions = 0; // with a position an earlier run saved
+    bool m_forgot_partitions = false;
     std::uint64_t m_since_commit = 0;
     std::uint64_t m_released_at_commit = 0;
     std::size_t m_partitions_kept = 0; // after the last forget_idle()

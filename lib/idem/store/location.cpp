@@ -34,6 +34,11 @@ StoreLocation parse_store_uri(std::string_view uri) {
     StoreLocation location;
     if (uri.empty())
         throw UsageError("empty --store: give a file path, :memory: or redis://host:port");
+    // "--store --strict" would otherwise create a file named "--strict".
+    if (uri.starts_with('-'))
+        throw UsageError(fmt::format("--store {} looks like a flag, not a store: give a file path "
+                                     "(./{} if you mean it), :memory: or redis://host:port",
+                                     quote(uri), std::string(uri)));
     if (uri == ":memory:") {
         location.kind = StoreKind::memory;
         return location;
