@@ -47,27 +47,3 @@ TEST_CASE("without flaky rates every request gets the normal answer") {
         CHECK(decide(plan, n).status == 202);
     }
 }
-
-TEST_CASE("a captured request reads back as the same envelope") {
-    std::vector<std::pair<std::string, std::string>> headers = {
-        {"X-B", "2"}, {"A", "caf\xe9"}, {"X-B", "3"}};
-    std::string binary("\x00\xff\x10", 3);
-    for (std::string body : {std::string("{\"id\":\"evt_1\"}\n"), binary}) {
-        std::string line;
-        record::append_envelope(line, {"cap_1", Timestamp(std::chrono::milliseconds(1500)), "POST",
-                                       "/x?a=1", &headers, body, "127.0.0.1:5"});
-        line.append(io::k_padding_bytes, ' ');
-        record::RecordParser parser;
-        REQUIRE_FALSE(
-            parser.parse(std::string_view(line).substr(0, line.size() - io::k_padding_bytes)));
-        REQUIRE(parser.shape() == record::RecordShape::envelope);
-        const auto& envelope = parser.envelope();
-        CHECK(envelope.id == "cap_1");
-        CHECK(envelope.received_at == "1970-01-01T00:00:01.500Z");
-        CHECK(envelope.path == "/x?a=1");
-        CHECK(envelope.body == body);
-        REQUIRE(envelope.headers.size() == 3);
-        CHECK(envelope.headers[1].value == "caf\xc3\xa9"); // obs-text read as ISO-8859-1
-        CHECK(envelope.headers[2].value == "3");
-    }
-}
