@@ -15,6 +15,12 @@ std::string StoreLocation::describe() const {
     case StoreKind::memory:
         return ":memory:";
     case StoreKind::redis:
+        if (seeds.size() > 1) {
+            std::string all;
+            for (const auto& [seed_host, seed_port] : seeds)
+                all += fmt::format("{}{}:{}", all.empty() ? "" : ",", seed_host, seed_port);
+            return fmt::format("redis://{}/{}", all, database);
+        }
         return fmt::format("redis://{}:{}/{}", host, port, database);
     }
     return "?";
@@ -50,14 +56,31 @@ StoreLocation parse_store_uri(std::string_view uri) {
         auto authority = rest.substr(0, slash);
         if (slash != std::string_view::npos && slash + 1 < rest.size())
             location.database = parse_int(rest.substr(slash + 1), uri, "database number");
+        // Credentials never travel in a URI (it shows in the process list
+        // and in messages): IDEM_REDIS_PASSWORD and IDEM_REDIS_USER.
         if (authority.find('@') != std::string_view::npos)
-            throw UsageError("redis:// store URIs with credentials are not supported yet");
-        auto colon = authority.rfind(':');
-        location.host = std::string(authority.substr(0, colon));
-        if (colon != std::string_view::npos)
-            location.port = parse_int(authority.substr(colon + 1), uri, "port");
-        if (location.host.empty())
+            throw UsageError("a redis:// URI holds no credentials: set IDEM_REDIS_PASSWORD (and "
+                             "IDEM_REDIS_USER for an ACL user) in the environment instead");
+        while (!authority.empty()) {
+            auto comma = authority.find(',');
+            auto seed = authority.substr(0, comma);
+            authority =
+                comma == std::string_view::npos ? std::string_view() : authority.substr(comma + 1);
+            auto colon = seed.rfind(':');
+            std::pair<std::string, int> endpoint{std::string(seed.substr(0, colon)), 6379};
+            if (colon != std::string_view::npos)
+                endpoint.second = parse_int(seed.substr(colon + 1), uri, "port");
+            if (endpoint.first.empty())
+                throw UsageError(fmt::format("store {} names no host", quote(uri)));
+            if (endpoint.second < 1 || endpoint.second > 65535)
+                throw UsageError(fmt::format("store {}: port {} is not 1 to 65535", quote(uri),
+                                             endpoint.second));
+            location.seeds.push_back(std::move(endpoint));
+        }
+        if (location.seeds.empty())
             throw UsageError(fmt::format("store {} names no host", quote(uri)));
+        location.host = location.seeds.front().first;
+        location.port = location.seeds.front().second;
         return location;
     }
     if (uri.starts_with("sqlite:")) uri.remove_prefix(7);

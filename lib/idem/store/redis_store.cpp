@@ -1,5 +1,6 @@
 #include "idem/store/store.hpp"
 
+#include "idem/store/detail/redis_cluster.hpp"
 #include "idem/store/detail/redis_liveness.hpp"
 #include "idem/store/detail/redis_reorder.hpp"
 #include "idem/store/detail/redis_replay.hpp"
@@ -20,10 +21,16 @@ namespace idem::store {
 
 namespace {
 
-struct ReplyDeleter {
-    void operator()(redisReply* reply) const { freeReplyObject(reply); }
-};
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+using detail::Reply;
+using detail::RoutedCommand;
+
+std::vector<detail::RedisEndpoint> seeds_of(const StoreLocation& location) {
+    std::vector<detail::RedisEndpoint> seeds;
+    for (const auto& [host, port] : location.seeds)
+        seeds.push_back({host, port});
+    if (seeds.empty()) seeds.push_back({location.host, location.port});
+    return seeds;
+}
 
 // Keys are single-key operations, so any name is Redis Cluster-safe; the
 // prefix keeps idem's keys apart from an application's.
@@ -36,38 +43,22 @@ constexpr std::chrono::milliseconds k_lease{60'000};
 
 class RedisStore final : public Store {
 public:
-    explicit RedisStore(const StoreLocation& location) : m_location(location) {
-        timeval timeout{5, 0};
-        m_context = redisConnectWithTimeout(location.host.c_str(), location.port, timeout);
-        if (!m_context || m_context->err) {
-            std::string message = m_context ? m_context->errstr : "out of memory";
-            redisFree(m_context);
-            m_context = nullptr;
-            throw StoreError(
-                fmt::format("cannot connect to store {}: {}", location.describe(), message));
-        }
-        redisSetTimeout(m_context, timeout);
-        try {
-            if (location.database != 0) command({"SELECT", std::to_string(location.database)});
-        } catch (...) {
-            redisFree(m_context); // a constructor that throws runs no destructor
-            throw;
-        }
-    }
-
-    ~RedisStore() override { redisFree(m_context); }
+    explicit RedisStore(const StoreLocation& location)
+        : m_location(location),
+          m_redis(seeds_of(location), location.database, location.describe()) {}
 
     NonceClaim claim_nonce(std::string_view scope, std::string_view nonce, Timestamp now,
                            Timestamp expires_at) override {
         auto key = nonce_key(scope, nonce);
         auto ttl_ms = std::max<long long>(
             1, std::chrono::duration_cast<std::chrono::milliseconds>(expires_at - now).count());
-        auto reply = command({"SET", key, std::to_string(now.time_since_epoch().count()), "NX",
-                              "PX", std::to_string(ttl_ms)});
+        auto reply = m_redis.command({"SET", key, std::to_string(now.time_since_epoch().count()),
+                                      "NX", "PX", std::to_string(ttl_ms)},
+                                     key);
         NonceClaim claim;
         claim.fresh = reply->type == REDIS_REPLY_STATUS;
         if (!claim.fresh) {
-            auto seen = command({"GET", key});
+            auto seen = m_redis.command({"GET", key}, key);
             long long micros = 0;
             if (seen->type == REDIS_REPLY_STRING &&
                 std::from_chars(seen->str, seen->str + seen->len, micros).ec == std::errc{})
@@ -88,20 +79,24 @@ public:
         if (claims.empty()) return results;
         load_claim_script();
         if (!m_heartbeat)
-            m_heartbeat = std::make_unique<detail::Heartbeat>(m_location.host, m_location.port,
-                                                              m_location.database, m_owner);
+            m_heartbeat = std::make_unique<detail::Heartbeat>(
+                seeds_of(m_location), m_location.database, m_location.describe(), m_owner);
         std::vector<std::string> keys;
         std::vector<std::size_t> asking;
+        std::vector<RoutedCommand> batch;
         for (std::size_t i = 0; i < claims.size(); ++i) {
             keys.push_back(fingerprint_key(scope, claims[i].fingerprint));
-            append_claim(keys[i], claims[i], "ask", {});
+            batch.push_back(claim_command(keys[i], claims[i], "ask", {}));
             asking.push_back(i);
         }
         std::vector<std::string> owners(claims.size()); // of the leases met
         while (!asking.empty()) {
+            auto replies = m_redis.pipeline(batch);
+            batch.clear();
             std::vector<std::size_t> met;
-            for (auto i : asking)
-                if (!read_claim(results[i], owners[i])) met.push_back(i);
+            for (std::size_t n = 0; n < asking.size(); ++n)
+                if (!read_claim(replies[n], results[asking[n]], owners[asking[n]]))
+                    met.push_back(asking[n]);
             for (auto i : asking)
                 if (results[i].first && owners[i].empty()) confirm_later(keys[i], claims[i]);
             std::map<std::string, bool> owner_alive;
@@ -109,8 +104,8 @@ public:
                 if (!owner_alive.contains(owners[i]))
                     owner_alive[owners[i]] = wait_for_verdict(owners[i]);
             for (auto i : met)
-                append_claim(keys[i], claims[i], owner_alive[owners[i]] ? "count" : "take",
-                             owners[i]);
+                batch.push_back(claim_command(
+                    keys[i], claims[i], owner_alive[owners[i]] ? "count" : "take", owners[i]));
             // A taken lease someone else took first is met again, with its new owner.
             asking = std::move(met);
         }
@@ -127,7 +122,8 @@ public:
     }
 
     std::optional<Checkpoint> load_checkpoint(std::string_view name) override {
-        auto reply = command({"HGETALL", checkpoint_key(name)});
+        auto key = checkpoint_key(name);
+        auto reply = m_redis.command({"HGETALL", key}, key);
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0) return std::nullopt;
         Checkpoint checkpoint;
         for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
@@ -168,36 +164,43 @@ public:
         std::string_view scope,
         const std::function<void(const FingerprintRecord&)>& visit) override {
         auto pattern = fmt::format("idem:fp:{{{}:*", scope);
-        std::string cursor = "0";
-        do {
-            auto page = command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
-            if (page->type != REDIS_REPLY_ARRAY || page->elements != 2)
-                throw StoreError(
-                    fmt::format("store {}: unexpected reply to SCAN", m_location.describe()));
-            cursor = string_of(page->element[0]);
-            std::vector<std::string> keys;
-            for (std::size_t i = 0; i < page->element[1]->elements; ++i)
-                keys.push_back(string_of(page->element[1]->element[i]));
-            for (const auto& key : keys) {
-                append({"HMGET", key, "first_seen", "source", "line"});
-                append({"LRANGE", evidence_key(key), "0", "-1"});
-            }
-            for (const auto& key : keys) {
-                auto first = read_reply();
-                auto repeats = read_reply();
-                FingerprintRecord record;
-                if (!fingerprint_of(key, record.fingerprint) || first->elements != 3 ||
-                    first->element[0]->type != REDIS_REPLY_STRING)
-                    continue; // expired between SCAN and HMGET
-                record.event_time = Timestamp(Duration(integer_of(first->element[0])));
-                record.source = string_of(first->element[1]);
-                record.line = static_cast<std::uint64_t>(integer_of(first->element[2]));
-                visit(record);
-                record.first = false;
-                for (std::size_t i = 0; i < repeats->elements; ++i)
-                    if (parse_evidence(string_of(repeats->element[i]), record)) visit(record);
-            }
-        } while (cursor != "0");
+        // A cluster spreads the scope's fingerprints over every master.
+        for (std::size_t master = 0; master < m_redis.masters(); ++master) {
+            std::string cursor = "0";
+            do {
+                auto page = m_redis.command_on_master(
+                    master, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+                if (page->type != REDIS_REPLY_ARRAY || page->elements != 2)
+                    throw StoreError(
+                        fmt::format("store {}: unexpected reply to SCAN", m_location.describe()));
+                cursor = string_of(page->element[0]);
+                std::vector<std::string> keys;
+                std::vector<RoutedCommand> reads;
+                for (std::size_t i = 0; i < page->element[1]->elements; ++i) {
+                    keys.push_back(string_of(page->element[1]->element[i]));
+                    reads.push_back(
+                        {{"HMGET", keys.back(), "first_seen", "source", "line"}, keys.back()});
+                    reads.push_back(
+                        {{"LRANGE", evidence_key(keys.back()), "0", "-1"}, keys.back()});
+                }
+                auto replies = m_redis.pipeline(reads);
+                for (std::size_t k = 0; k < keys.size(); ++k) {
+                    const auto& first = replies[2 * k];
+                    const auto& repeats = replies[2 * k + 1];
+                    FingerprintRecord record;
+                    if (!fingerprint_of(keys[k], record.fingerprint) || first->elements != 3 ||
+                        first->element[0]->type != REDIS_REPLY_STRING)
+                        continue; // expired between SCAN and HMGET
+                    record.event_time = Timestamp(Duration(integer_of(first->element[0])));
+                    record.source = string_of(first->element[1]);
+                    record.line = static_cast<std::uint64_t>(integer_of(first->element[2]));
+                    visit(record);
+                    record.first = false;
+                    for (std::size_t i = 0; i < repeats->elements; ++i)
+                        if (parse_evidence(string_of(repeats->element[i]), record)) visit(record);
+                }
+            } while (cursor != "0");
+        }
     }
 
     std::vector<std::optional<PartitionProgress>>
@@ -210,7 +213,7 @@ public:
             std::vector<std::string> arguments{"HMGET", key};
             arguments.insert(arguments.end(), partitions.begin() + static_cast<long>(begin),
                              partitions.begin() + static_cast<long>(end));
-            auto reply = command(arguments);
+            auto reply = m_redis.command(arguments, key);
             for (std::size_t i = begin; i < end && i - begin < reply->elements; ++i) {
                 const auto* value = reply->element[i - begin];
                 if (value->type != REDIS_REPLY_STRING) continue;
@@ -222,7 +225,8 @@ public:
     }
 
     std::vector<HeldRecordRow> load_held(std::string_view scope) override {
-        auto reply = command({"HGETALL", detail::reorder_key(scope, "held")});
+        auto key = detail::reorder_key(scope, "held");
+        auto reply = m_redis.command({"HGETALL", key}, key);
         std::vector<HeldRecordRow> rows;
         for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
             auto row =
@@ -287,7 +291,7 @@ public:
         auto key = detail::verdicts_key(scope);
         std::string cursor = "0";
         do {
-            auto page = command({"HSCAN", key, cursor, "COUNT", "1000"});
+            auto page = m_redis.command({"HSCAN", key, cursor, "COUNT", "1000"}, key);
             if (page->type != REDIS_REPLY_ARRAY || page->elements != 2)
                 throw StoreError(
                     fmt::format("store {}: unexpected reply to HSCAN", m_location.describe()));
@@ -315,15 +319,21 @@ public:
                                            Timestamp lease_until, ReplayRerun rerun) override {
         apply_pending(); // outcomes saved before must land before these claims read them
         auto sha = load_script(m_replay_claim_script, detail::k_replay_claim_lua);
-        for (const auto& key : keys)
-            append({"EVALSHA", sha, "1", detail::replay_key(scope, key), std::string(owner),
-                    std::to_string(now.time_since_epoch().count()),
-                    std::to_string(lease_until.time_since_epoch().count()),
-                    std::to_string(static_cast<int>(rerun))});
+        std::vector<RoutedCommand> batch;
+        for (const auto& key : keys) {
+            auto name = detail::replay_key(scope, key);
+            batch.push_back({{"EVALSHA", sha, "1", name, std::string(owner),
+                              std::to_string(now.time_since_epoch().count()),
+                              std::to_string(lease_until.time_since_epoch().count()),
+                              std::to_string(static_cast<int>(rerun))},
+                             name});
+        }
+        auto replies = m_redis.pipeline(batch);
         std::vector<ReplayClaim> claims;
         claims.reserve(keys.size());
-        for (const auto& key : keys) {
-            auto reply = read_reply();
+        for (std::size_t k = 0; k < keys.size(); ++k) {
+            const auto& key = keys[k];
+            const auto& reply = replies[k];
             auto& claim = claims.emplace_back();
             if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 12)
                 throw StoreError(fmt::format("store {}: unexpected reply to a replay claim",
@@ -340,11 +350,14 @@ public:
     void renew_replay_leases(std::string_view scope, const std::vector<std::string>& keys,
                              std::string_view owner, Timestamp lease_until) override {
         auto sha = load_script(m_replay_renew_script, detail::k_replay_renew_lua);
-        for (const auto& key : keys)
-            append({"EVALSHA", sha, "1", detail::replay_key(scope, key), std::string(owner),
-                    std::to_string(lease_until.time_since_epoch().count())});
-        for (std::size_t i = 0; i < keys.size(); ++i)
-            read_reply();
+        std::vector<RoutedCommand> batch;
+        for (const auto& key : keys) {
+            auto name = detail::replay_key(scope, key);
+            batch.push_back({{"EVALSHA", sha, "1", name, std::string(owner),
+                              std::to_string(lease_until.time_since_epoch().count())},
+                             name});
+        }
+        (void)m_redis.pipeline(batch);
     }
 
     void save_replay_entries(std::string_view scope,
@@ -361,25 +374,29 @@ public:
                                const std::function<void(const ReplayEntry&)>& visit) override {
         auto prefix = detail::replay_key(scope, "");
         prefix.pop_back(); // "idem:replay:{scope:"
-        std::string cursor = "0";
-        do {
-            auto page = command(
-                {"SCAN", cursor, "MATCH", detail::replay_scan_pattern(scope), "COUNT", "1000"});
-            cursor = string_of(page->element[0]);
-            const auto* names = page->element[1];
-            for (std::size_t i = 0; i < names->elements; ++i) {
-                auto name = string_of(names->element[i]);
-                if (name.size() <= prefix.size() + 1) continue;
-                auto key = name.substr(prefix.size(), name.size() - prefix.size() - 1);
-                auto reply =
-                    command({"HMGET", name, "state", "owner", "lease", "attempts", "status",
-                             "latency", "permanent", "error", "digest", "head", "updated"});
-                std::vector<std::string> values;
-                for (std::size_t j = 0; j < reply->elements; ++j)
-                    values.push_back(string_of(reply->element[j]));
-                if (auto entry = detail::replay_entry_from(key, values)) visit(*entry);
-            }
-        } while (cursor != "0");
+        for (std::size_t master = 0; master < m_redis.masters(); ++master) {
+            std::string cursor = "0";
+            do {
+                auto page = m_redis.command_on_master(
+                    master,
+                    {"SCAN", cursor, "MATCH", detail::replay_scan_pattern(scope), "COUNT", "1000"});
+                cursor = string_of(page->element[0]);
+                const auto* names = page->element[1];
+                for (std::size_t i = 0; i < names->elements; ++i) {
+                    auto name = string_of(names->element[i]);
+                    if (name.size() <= prefix.size() + 1) continue;
+                    auto key = name.substr(prefix.size(), name.size() - prefix.size() - 1);
+                    auto reply = m_redis.command({"HMGET", name, "state", "owner", "lease",
+                                                  "attempts", "status", "latency", "permanent",
+                                                  "error", "digest", "head", "updated"},
+                                                 name);
+                    std::vector<std::string> values;
+                    for (std::size_t j = 0; j < reply->elements; ++j)
+                        values.push_back(string_of(reply->element[j]));
+                    if (auto entry = detail::replay_entry_from(key, values)) visit(*entry);
+                }
+            } while (cursor != "0");
+        }
     }
 
     // Redis expires keys by itself.
@@ -394,11 +411,12 @@ public:
         apply_pending();
         if (m_unconfirmed.empty()) return;
         load_script(m_confirm_script, k_confirm_lua);
+        std::vector<RoutedCommand> batch;
         for (const auto& [key, expires_ms] : m_unconfirmed)
-            append({"EVALSHA", m_confirm_script, "2", key, evidence_key(key),
-                    std::to_string(expires_ms), m_owner});
-        for (std::size_t i = 0; i < m_unconfirmed.size(); ++i)
-            read_reply();
+            batch.push_back({{"EVALSHA", m_confirm_script, "2", key, evidence_key(key),
+                              std::to_string(expires_ms), m_owner},
+                             key});
+        (void)m_redis.pipeline(batch);
         m_unconfirmed.clear();
     }
 
@@ -443,18 +461,18 @@ redis.call('PEXPIREAT', KEYS[2], ARGV[1])
 return redis.call('PEXPIREAT', KEYS[1], ARGV[1])
 )lua";
 
-    void append_claim(const std::string& key, const FingerprintClaim& claim, std::string_view mode,
-                      const std::string& met_owner) {
-        append({"EVALSHA", m_claim_script, "2", key, evidence_key(key),
-                std::to_string(claim.event_time.time_since_epoch().count()),
-                std::to_string(k_lease.count()), std::to_string(claim.window.count()),
-                std::string(claim.source), std::to_string(claim.line), m_owner, std::string(mode),
-                met_owner});
+    RoutedCommand claim_command(const std::string& key, const FingerprintClaim& claim,
+                                std::string_view mode, const std::string& met_owner) {
+        return {{"EVALSHA", m_claim_script, "2", key, evidence_key(key),
+                 std::to_string(claim.event_time.time_since_epoch().count()),
+                 std::to_string(k_lease.count()), std::to_string(claim.window.count()),
+                 std::string(claim.source), std::to_string(claim.line), m_owner, std::string(mode),
+                 met_owner},
+                key};
     }
 
     // False when the claim met another owner's lease (named in `met_owner`).
-    bool read_claim(FingerprintResult& result, std::string& met_owner) {
-        auto reply = read_reply();
+    bool read_claim(const Reply& reply, FingerprintResult& result, std::string& met_owner) {
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4)
             throw StoreError(
                 fmt::format("store {}: unexpected reply to a claim", m_location.describe()));
@@ -483,7 +501,8 @@ return redis.call('PEXPIREAT', KEYS[1], ARGV[1])
     // k_silence_is_death, once per owner this process meets.
     bool wait_for_verdict(const std::string& owner) {
         for (;;) {
-            auto reply = command({"GET", detail::heartbeat_key(owner)});
+            auto key = detail::heartbeat_key(owner);
+            auto reply = m_redis.command({"GET", key}, key);
             std::optional<std::string> beat;
             if (reply->type == REDIS_REPLY_STRING) beat = string_of(reply.get());
             switch (m_liveness.judge(owner, beat, detail::LivenessClock::now())) {
@@ -501,9 +520,7 @@ return redis.call('PEXPIREAT', KEYS[1], ARGV[1])
 
     // Loads a script once per connection; its SHA1 is kept in `sha`.
     const std::string& load_script(std::string& sha, const char* source) {
-        if (!sha.empty()) return sha;
-        auto reply = command({"SCRIPT", "LOAD", source});
-        sha.assign(reply->str, reply->len);
+        if (sha.empty()) sha = m_redis.load_script(source);
         return sha;
     }
 
@@ -563,14 +580,16 @@ return redis.call('PEXPIREAT', KEYS[1], ARGV[1])
     // claims it covers are confirmed, reorder's progress with its held records.
     void apply_pending() {
         if (m_pending.empty()) return;
-        append({"MULTI"});
-        for (const auto& arguments : m_pending)
-            append(arguments);
-        append({"EXEC"});
-        auto commands = m_pending.size() + 2;
+        // Every pending command names its key first; a cluster applies one
+        // transaction per slot (docs/stores.md).
+        std::vector<RoutedCommand> commands;
+        commands.reserve(m_pending.size());
+        for (auto& arguments : m_pending) {
+            auto key = arguments.at(1);
+            commands.push_back({std::move(arguments), std::move(key)});
+        }
         m_pending.clear();
-        for (std::size_t i = 0; i < commands; ++i)
-            read_reply();
+        m_redis.transact(commands);
     }
 
     static std::string checkpoint_key(std::string_view name) {
@@ -590,53 +609,8 @@ return redis.call('PEXPIREAT', KEYS[1], ARGV[1])
                                                  : std::string();
     }
 
-    void append(const std::vector<std::string>& arguments) {
-        std::vector<const char*> pointers;
-        std::vector<size_t> lengths;
-        for (const auto& argument : arguments) {
-            pointers.push_back(argument.data());
-            lengths.push_back(argument.size());
-        }
-        if (redisAppendCommandArgv(m_context, static_cast<int>(arguments.size()), pointers.data(),
-                                   lengths.data()) != REDIS_OK)
-            throw StoreError(fmt::format("store {}: {}", m_location.describe(), m_context->errstr));
-    }
-
-    Reply read_reply() {
-        void* raw = nullptr;
-        if (redisGetReply(m_context, &raw) != REDIS_OK || raw == nullptr)
-            throw StoreError(
-                fmt::format("store {}: {}", m_location.describe(),
-                            m_context->errstr[0] ? m_context->errstr : "connection lost"));
-        Reply reply(static_cast<redisReply*>(raw));
-        if (reply->type == REDIS_REPLY_ERROR)
-            throw StoreError(fmt::format("store {}: {}", m_location.describe(),
-                                         std::string(reply->str, reply->len)));
-        return reply;
-    }
-
-    Reply command(const std::vector<std::string>& arguments) {
-        std::vector<const char*> pointers;
-        std::vector<size_t> lengths;
-        for (const auto& argument : arguments) {
-            pointers.push_back(argument.data());
-            lengths.push_back(argument.size());
-        }
-        auto* raw = static_cast<redisReply*>(redisCommandArgv(
-            m_context, static_cast<int>(arguments.size()), pointers.data(), lengths.data()));
-        if (!raw)
-            throw StoreError(
-                fmt::format("store {}: {}", m_location.describe(),
-                            m_context->errstr[0] ? m_context->errstr : "connection lost"));
-        Reply reply(raw);
-        if (reply->type == REDIS_REPLY_ERROR)
-            throw StoreError(fmt::format("store {}: {}", m_location.describe(),
-                                         std::string(reply->str, reply->len)));
-        return reply;
-    }
-
     StoreLocation m_location;
-    redisContext* m_context = nullptr;
+    detail::RedisRouter m_redis;
     std::string m_claim_script; // SHA1 of the loaded claim script
     std::string m_confirm_script;
     std::string m_replay_claim_script;

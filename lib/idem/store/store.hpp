@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace idem::store {
@@ -24,8 +25,11 @@ enum class StoreKind { sqlite, memory, redis };
 struct StoreLocation {
     StoreKind kind = StoreKind::sqlite;
     std::string path; // sqlite
-    std::string host; // redis
+    std::string host; // redis: the first seed
     int port = 6379;
+    // redis: every seed of redis://h1:7001,h2:7002 (a cluster is found from
+    // any one that answers); host and port are the first.
+    std::vector<std::pair<std::string, int>> seeds;
     int database = 0;
     // How long to wait for a SQLite file another process holds locked.
     Duration lock_timeout = std::chrono::seconds(60);

@@ -1,9 +1,10 @@
 #include "idem/store/detail/redis_liveness.hpp"
 
+#include "idem/store/detail/redis_cluster.hpp"
+
 #include "idem/util/errors.hpp"
 
 #include <fmt/format.h>
-#include <hiredis/hiredis.h>
 
 namespace idem::store::detail {
 
@@ -31,18 +32,9 @@ OwnerLiveness::Verdict OwnerLiveness::judge(const std::string& owner,
     return seen.seen_changing ? Verdict::alive : Verdict::unsure;
 }
 
-Heartbeat::Heartbeat(const std::string& host, int port, int database, std::string owner)
-    : m_key(heartbeat_key(owner)) {
-    timeval timeout{5, 0};
-    m_context = redisConnectWithTimeout(host.c_str(), port, timeout);
-    if (!m_context || m_context->err) {
-        std::string message = m_context ? m_context->errstr : "out of memory";
-        redisFree(m_context);
-        throw StoreError(fmt::format("cannot connect to redis://{}:{} for a heartbeat: {}", host,
-                                     port, message));
-    }
-    redisSetTimeout(m_context, timeout);
-    if (database != 0) freeReplyObject(redisCommand(m_context, "SELECT %d", database));
+Heartbeat::Heartbeat(const std::vector<RedisEndpoint>& seeds, int database, const std::string& name,
+                     std::string owner)
+    : m_redis(std::make_unique<RedisRouter>(seeds, database, name)), m_key(heartbeat_key(owner)) {
     beat(); // before the first lease: whoever meets one sees its owner beat
     m_thread = std::jthread([this](const std::stop_token& stop) { run(stop); });
 }
@@ -53,8 +45,10 @@ Heartbeat::~Heartbeat() {
     if (m_thread.joinable()) m_thread.join();
     // Leases still unconfirmed are then taken over at once, not after the
     // silence a crash would need.
-    freeReplyObject(redisCommand(m_context, "DEL %b", m_key.data(), m_key.size()));
-    redisFree(m_context);
+    try {
+        (void)m_redis->command({"DEL", m_key}, m_key);
+    } catch (const StoreError&) {
+    }
 }
 
 // A failed beat is not an error here: the claims on the main connection
@@ -63,8 +57,10 @@ Heartbeat::~Heartbeat() {
 void Heartbeat::beat() {
     auto value = std::to_string(++m_count);
     auto ttl = std::to_string((k_silence_is_death + k_beat_interval).count());
-    freeReplyObject(redisCommand(m_context, "SET %b %b PX %b", m_key.data(), m_key.size(),
-                                 value.data(), value.size(), ttl.data(), ttl.size()));
+    try {
+        (void)m_redis->command({"SET", m_key, value, "PX", ttl}, m_key);
+    } catch (const StoreError&) {
+    }
 }
 
 void Heartbeat::run(const std::stop_token& stop) {

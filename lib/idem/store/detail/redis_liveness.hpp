@@ -9,16 +9,19 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
-
-struct redisContext;
+#include <vector>
 
 namespace idem::store::detail {
+
+class RedisRouter;
+struct RedisEndpoint;
 
 using LivenessClock = std::chrono::steady_clock;
 
@@ -55,7 +58,9 @@ private:
 // k_beat_interval, until destroyed (which deletes the key).
 class Heartbeat {
 public:
-    Heartbeat(const std::string& host, int port, int database, std::string owner);
+    // A connection of its own (to the node of its key, on a cluster).
+    Heartbeat(const std::vector<RedisEndpoint>& seeds, int database, const std::string& name,
+              std::string owner);
     ~Heartbeat();
     Heartbeat(const Heartbeat&) = delete;
     Heartbeat& operator=(const Heartbeat&) = delete;
@@ -64,7 +69,7 @@ private:
     void beat();
     void run(const std::stop_token& stop);
 
-    redisContext* m_context = nullptr;
+    std::unique_ptr<RedisRouter> m_redis;
     std::string m_key;
     std::uint64_t m_count = 0;
     std::mutex m_mutex;

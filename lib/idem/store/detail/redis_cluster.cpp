@@ -1,0 +1,477 @@
+// Routing Redis commands over one node or a Redis Cluster (redis_cluster.hpp).
+
+#include "idem/store/detail/redis_cluster.hpp"
+
+#include "idem/util/errors.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <fmt/format.h>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace idem::store::detail {
+
+namespace {
+
+constexpr std::uint16_t k_slots = 16384;
+// Redirects one command may follow before the map is called broken.
+constexpr int k_max_redirects = 16;
+// How long a cluster may be without an owner for a slot (a failover, a
+// migration) before a command fails.
+constexpr auto k_cluster_patience = std::chrono::seconds(15);
+constexpr timeval k_io_timeout{5, 0};
+
+std::uint16_t crc16(std::string_view bytes) {
+    std::uint16_t crc = 0;
+    for (char c : bytes) {
+        crc = static_cast<std::uint16_t>(crc ^ (static_cast<std::uint8_t>(c) << 8));
+        for (int bit = 0; bit < 8; ++bit)
+            crc = static_cast<std::uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
+    }
+    return crc;
+}
+
+std::mutex g_credentials_mutex;
+RedisCredentials g_credentials;
+
+RedisCredentials credentials() {
+    std::lock_guard lock(g_credentials_mutex);
+    return g_credentials;
+}
+
+std::string text_of(const redisReply* reply) {
+    return reply && (reply->type == REDIS_REPLY_STRING || reply->type == REDIS_REPLY_STATUS ||
+                     reply->type == REDIS_REPLY_ERROR)
+               ? std::string(reply->str, reply->len)
+               : std::string();
+}
+
+// "MOVED 3999 127.0.0.1:6381" / "ASK 3999 127.0.0.1:6381"
+struct Redirect {
+    bool ask = false;
+    std::uint16_t slot = 0;
+    RedisEndpoint to;
+};
+std::optional<Redirect> redirect_of(const redisReply* reply) {
+    if (!reply || reply->type != REDIS_REPLY_ERROR) return std::nullopt;
+    std::string_view text(reply->str, reply->len);
+    Redirect redirect;
+    if (text.starts_with("MOVED "))
+        text.remove_prefix(6);
+    else if (text.starts_with("ASK "))
+        text.remove_prefix(4), redirect.ask = true;
+    else
+        return std::nullopt;
+    auto space = text.find(' ');
+    auto colon = text.rfind(':');
+    if (space == std::string_view::npos || colon == std::string_view::npos || colon < space)
+        return std::nullopt;
+    unsigned slot = 0;
+    std::from_chars(text.data(), text.data() + space, slot);
+    redirect.slot = static_cast<std::uint16_t>(slot % k_slots);
+    redirect.to.host = std::string(text.substr(space + 1, colon - space - 1));
+    std::from_chars(text.data() + colon + 1, text.data() + text.size(), redirect.to.port);
+    return redirect;
+}
+
+bool error_starts(const redisReply* reply, std::string_view prefix) {
+    return reply && reply->type == REDIS_REPLY_ERROR &&
+           std::string_view(reply->str, reply->len).starts_with(prefix);
+}
+
+// A connection to one node, opened on first use.
+struct Node {
+    RedisEndpoint endpoint;
+    redisContext* context = nullptr;
+
+    [[nodiscard]] std::string name() const {
+        return fmt::format("{}:{}", endpoint.host, endpoint.port);
+    }
+    void close() {
+        redisFree(context);
+        context = nullptr;
+    }
+};
+
+} // namespace
+
+std::uint16_t key_slot(std::string_view key) {
+    auto open = key.find('{');
+    if (open != std::string_view::npos) {
+        auto close = key.find('}', open + 1);
+        if (close != std::string_view::npos && close > open + 1)
+            key = key.substr(open + 1, close - open - 1);
+    }
+    return static_cast<std::uint16_t>(crc16(key) % k_slots);
+}
+
+void set_redis_credentials(RedisCredentials given) {
+    std::lock_guard lock(g_credentials_mutex);
+    g_credentials = std::move(given);
+}
+
+struct RedisRouter::Impl {
+    std::vector<RedisEndpoint> seeds;
+    int database = 0;
+    std::string name;
+    bool clustered = false;
+    std::vector<std::unique_ptr<Node>> nodes;
+    std::vector<Node*> masters;
+    std::array<Node*, k_slots> owner{};         // cluster: the master of each slot
+    std::map<std::string, std::string> scripts; // sha -> source, for NOSCRIPT
+
+    [[noreturn]] void fail(const std::string& what) const {
+        throw StoreError(fmt::format("store {}: {}", name, what));
+    }
+
+    Node& node_for(const RedisEndpoint& endpoint) {
+        for (auto& node : nodes)
+            if (node->endpoint.host == endpoint.host && node->endpoint.port == endpoint.port)
+                return *node;
+        nodes.push_back(std::make_unique<Node>(Node{endpoint, nullptr}));
+        return *nodes.back();
+    }
+
+    // Opens the node's connection if needed: connect, AUTH, SELECT.
+    // False (and the reason in `why`) when the node cannot be reached.
+    bool connect(Node& node, std::string& why) {
+        if (node.context) return true;
+        node.context =
+            redisConnectWithTimeout(node.endpoint.host.c_str(), node.endpoint.port, k_io_timeout);
+        if (!node.context || node.context->err) {
+            why = node.context ? node.context->errstr : "out of memory";
+            node.close();
+            return false;
+        }
+        redisSetTimeout(node.context, k_io_timeout);
+        auto login = credentials();
+        if (!login.password.empty()) {
+            Arguments auth{"AUTH"};
+            if (!login.user.empty()) auth.push_back(login.user);
+            auth.push_back(login.password);
+            auto reply = raw_command(node, auth);
+            if (!reply || reply->type == REDIS_REPLY_ERROR) {
+                // The reply names no secret; the password is never echoed.
+                why = reply ? "authentication failed: " + text_of(reply.get()) : "connection lost";
+                node.close();
+                return false;
+            }
+        }
+        if (database != 0 && !clustered) {
+            auto reply = raw_command(node, {"SELECT", std::to_string(database)});
+            if (!reply || reply->type == REDIS_REPLY_ERROR) {
+                why = reply ? text_of(reply.get()) : "connection lost";
+                node.close();
+                return false;
+            }
+        }
+        return true;
+    }
+
+    Node& connected(Node& node) {
+        std::string why;
+        if (!connect(node, why)) fail(fmt::format("cannot connect to {}: {}", node.name(), why));
+        return node;
+    }
+
+    static Reply raw_command(Node& node, const Arguments& arguments) {
+        std::vector<const char*> pointers;
+        std::vector<size_t> lengths;
+        for (const auto& argument : arguments) {
+            pointers.push_back(argument.data());
+            lengths.push_back(argument.size());
+        }
+        return Reply(static_cast<redisReply*>(redisCommandArgv(
+            node.context, static_cast<int>(arguments.size()), pointers.data(), lengths.data())));
+    }
+
+    void append(Node& node, const Arguments& arguments) {
+        std::vector<const char*> pointers;
+        std::vector<size_t> lengths;
+        for (const auto& argument : arguments) {
+            pointers.push_back(argument.data());
+            lengths.push_back(argument.size());
+        }
+        if (redisAppendCommandArgv(node.context, static_cast<int>(arguments.size()),
+                                   pointers.data(), lengths.data()) != REDIS_OK)
+            lost(node);
+    }
+
+    Reply read(Node& node) {
+        void* raw = nullptr;
+        if (redisGetReply(node.context, &raw) != REDIS_OK || raw == nullptr) lost(node);
+        return Reply(static_cast<redisReply*>(raw));
+    }
+
+    // Commands were sent on it and it went away: what ran is not known.
+    [[noreturn]] void lost(Node& node) {
+        std::string why =
+            node.context && node.context->errstr[0] ? node.context->errstr : "connection lost";
+        node.close();
+        if (clustered) refresh_quietly();
+        fail(
+            fmt::format("lost the connection to {} with commands in flight: {}", node.name(), why));
+    }
+
+    // Reads the slot map from any node that answers; true when it was read.
+    bool refresh_map() {
+        std::vector<RedisEndpoint> candidates;
+        for (auto& node : nodes)
+            candidates.push_back(node->endpoint);
+        candidates.insert(candidates.end(), seeds.begin(), seeds.end());
+        for (const auto& endpoint : candidates) {
+            auto& node = node_for(endpoint);
+            std::string why;
+            if (!connect(node, why)) continue;
+            auto reply = raw_command(node, {"CLUSTER", "SLOTS"});
+            if (!reply) {
+                node.close();
+                continue;
+            }
+            if (reply->type != REDIS_REPLY_ARRAY) continue;
+            if (install_map(reply.get(), node)) return true;
+        }
+        return false;
+    }
+
+    void refresh_quietly() {
+        try {
+            refresh_map();
+        } catch (const StoreError&) {
+        }
+    }
+
+    bool install_map(const redisReply* reply, const Node& asked) {
+        std::array<Node*, k_slots> next{};
+        std::vector<Node*> next_masters;
+        for (std::size_t i = 0; i < reply->elements; ++i) {
+            const auto* range = reply->element[i];
+            if (range->type != REDIS_REPLY_ARRAY || range->elements < 3) continue;
+            const auto* master = range->element[2];
+            if (master->type != REDIS_REPLY_ARRAY || master->elements < 2) continue;
+            RedisEndpoint endpoint{text_of(master->element[0]),
+                                   static_cast<int>(master->element[1]->integer)};
+            if (endpoint.host.empty() || endpoint.host == "?") endpoint.host = asked.endpoint.host;
+            auto& node = node_for(endpoint);
+            if (std::find(next_masters.begin(), next_masters.end(), &node) == next_masters.end())
+                next_masters.push_back(&node);
+            auto first = static_cast<std::size_t>(range->element[0]->integer);
+            auto last = static_cast<std::size_t>(range->element[1]->integer);
+            for (auto slot = first; slot <= last && slot < k_slots; ++slot)
+                next[slot] = &node;
+        }
+        if (next_masters.empty()) return false;
+        owner = next;
+        masters = std::move(next_masters);
+        return true;
+    }
+
+    // The node a key's commands go to; waits out a failover for a slot
+    // without an owner, up to k_cluster_patience.
+    Node& route(std::string_view key) {
+        if (!clustered) return connected(*nodes.front());
+        auto slot = key.empty() ? std::uint16_t{0} : key_slot(key);
+        auto deadline = std::chrono::steady_clock::now() + k_cluster_patience;
+        while (true) {
+            if (auto* node = owner[slot]) {
+                std::string why;
+                if (connect(*node, why)) return *node;
+                // Its master is unreachable: a failover may be under way.
+                owner[slot] = nullptr;
+            }
+            if (std::chrono::steady_clock::now() > deadline)
+                fail(fmt::format(
+                    "no reachable node serves slot {} after {} s", slot,
+                    std::chrono::duration_cast<std::chrono::seconds>(k_cluster_patience).count()));
+            if (!refresh_map() || !owner[slot])
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+    }
+
+    // A reply that says the command did not run here: followed until it
+    // ran, or failed with a reason.
+    Reply settle(Reply reply, const Arguments& arguments, std::string_view key) {
+        for (int hop = 0; hop < k_max_redirects; ++hop) {
+            if (!reply) fail("no reply");
+            if (auto redirect = redirect_of(reply.get())) {
+                auto& target = connected(node_for(redirect->to));
+                if (redirect->ask) {
+                    append(target, {"ASKING"});
+                    append(target, arguments);
+                    (void)read(target);
+                    reply = read(target);
+                } else {
+                    owner[redirect->slot] = &target;
+                    refresh_quietly();
+                    reply = send_one(route(key), arguments);
+                }
+                continue;
+            }
+            if (error_starts(reply.get(), "NOSCRIPT") && arguments.size() > 1 &&
+                scripts.contains(arguments[1])) {
+                auto& node = route(key);
+                (void)raw_command(node, {"SCRIPT", "LOAD", scripts.at(arguments[1])});
+                reply = send_one(node, arguments);
+                continue;
+            }
+            if (error_starts(reply.get(), "TRYAGAIN") || error_starts(reply.get(), "CLUSTERDOWN")) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                refresh_quietly();
+                reply = send_one(route(key), arguments);
+                continue;
+            }
+            if (reply->type == REDIS_REPLY_ERROR) fail(text_of(reply.get()));
+            return reply;
+        }
+        fail(fmt::format("more than {} redirects for one command", k_max_redirects));
+    }
+
+    Reply send_one(Node& node, const Arguments& arguments) {
+        append(node, arguments);
+        return read(node);
+    }
+};
+
+RedisRouter::RedisRouter(std::vector<RedisEndpoint> seeds, int database, std::string name)
+    : m_impl(std::make_unique<Impl>()) {
+    auto& impl = *m_impl;
+    impl.seeds = std::move(seeds);
+    impl.database = database;
+    impl.name = std::move(name);
+    std::string last_error;
+    for (const auto& seed : impl.seeds) {
+        auto& node = impl.node_for(seed);
+        if (!impl.connect(node, last_error)) continue;
+        auto reply = Impl::raw_command(node, {"CLUSTER", "SLOTS"});
+        if (!reply) {
+            last_error =
+                node.context && node.context->errstr[0] ? node.context->errstr : "connection lost";
+            node.close();
+            continue;
+        }
+        if (reply->type == REDIS_REPLY_ARRAY && impl.install_map(reply.get(), node)) {
+            impl.clustered = true;
+            if (database != 0)
+                impl.fail("a Redis Cluster has only database 0: drop the /db from the URI");
+            return;
+        }
+        // "ERR This instance has cluster support disabled": one node.
+        impl.nodes.erase(std::remove_if(impl.nodes.begin(), impl.nodes.end(),
+                                        [&](const auto& other) { return other.get() != &node; }),
+                         impl.nodes.end());
+        impl.masters = {impl.nodes.front().get()};
+        return;
+    }
+    throw StoreError(fmt::format("cannot connect to store {}: {}", impl.name, last_error));
+}
+
+RedisRouter::~RedisRouter() {
+    for (auto& node : m_impl->nodes)
+        node->close();
+}
+
+bool RedisRouter::clustered() const {
+    return m_impl->clustered;
+}
+
+Reply RedisRouter::command(const Arguments& arguments, std::string_view key) {
+    auto& impl = *m_impl;
+    auto reply = impl.send_one(impl.route(key), arguments);
+    return impl.settle(std::move(reply), arguments, key);
+}
+
+std::vector<Reply> RedisRouter::pipeline(const std::vector<RoutedCommand>& commands) {
+    auto& impl = *m_impl;
+    std::vector<Reply> replies(commands.size());
+    // Per node, the commands' indexes in the order they were sent.
+    std::vector<std::pair<Node*, std::vector<std::size_t>>> batches;
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+        auto* node = &impl.route(commands[i].key);
+        auto batch = std::find_if(batches.begin(), batches.end(),
+                                  [&](const auto& entry) { return entry.first == node; });
+        if (batch == batches.end()) batch = batches.insert(batches.end(), {node, {}});
+        batch->second.push_back(i);
+        impl.append(*node, commands[i].arguments);
+    }
+    for (auto& [node, indexes] : batches)
+        for (auto i : indexes)
+            replies[i] = impl.read(*node);
+    for (std::size_t i = 0; i < commands.size(); ++i)
+        replies[i] = impl.settle(std::move(replies[i]), commands[i].arguments, commands[i].key);
+    return replies;
+}
+
+void RedisRouter::transact(const std::vector<RoutedCommand>& commands) {
+    auto& impl = *m_impl;
+    if (commands.empty()) return;
+    // Groups of commands that may share one MULTI/EXEC.
+    std::map<std::uint16_t, std::vector<const RoutedCommand*>> groups;
+    for (const auto& command : commands)
+        groups[impl.clustered ? key_slot(command.key) : std::uint16_t{0}].push_back(&command);
+    auto deadline = std::chrono::steady_clock::now() + k_cluster_patience;
+    for (const auto& [slot, group] : groups) {
+        while (true) {
+            auto& node = impl.route(group.front()->key);
+            impl.append(node, {"MULTI"});
+            for (const auto* command : group)
+                impl.append(node, command->arguments);
+            impl.append(node, {"EXEC"});
+            auto opened = impl.read(node);
+            bool moved = redirect_of(opened.get()).has_value();
+            for (std::size_t i = 0; i < group.size(); ++i) {
+                auto queued = impl.read(node);
+                moved =
+                    moved || redirect_of(queued.get()) || error_starts(queued.get(), "TRYAGAIN");
+            }
+            auto done = impl.read(node);
+            // A slot that moved before EXEC: nothing of it ran; send it
+            // again where the slot lives now.
+            if (moved && std::chrono::steady_clock::now() < deadline) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                if (!impl.refresh_map()) impl.fail("cannot read the cluster's slot map");
+                continue;
+            }
+            if (!done || done->type == REDIS_REPLY_ERROR || done->type == REDIS_REPLY_NIL)
+                impl.fail(fmt::format("a transaction failed: {}",
+                                      done ? text_of(done.get()) : "no reply"));
+            for (std::size_t i = 0; i < done->elements; ++i)
+                if (done->element[i]->type == REDIS_REPLY_ERROR)
+                    impl.fail(text_of(done->element[i]));
+            break;
+        }
+    }
+}
+
+std::string RedisRouter::load_script(const std::string& source) {
+    auto& impl = *m_impl;
+    std::string sha;
+    for (auto* node : impl.masters) {
+        auto reply = impl.send_one(impl.connected(*node), {"SCRIPT", "LOAD", source});
+        if (!reply || reply->type != REDIS_REPLY_STRING)
+            impl.fail(fmt::format("cannot load a script on {}: {}", node->name(),
+                                  reply ? text_of(reply.get()) : "no reply"));
+        sha = text_of(reply.get());
+    }
+    impl.scripts[sha] = source;
+    return sha;
+}
+
+std::size_t RedisRouter::masters() const {
+    return m_impl->masters.size();
+}
+
+Reply RedisRouter::command_on_master(std::size_t master, const Arguments& arguments) {
+    auto& impl = *m_impl;
+    auto& node = impl.connected(*impl.masters.at(master));
+    auto reply = impl.send_one(node, arguments);
+    if (!reply || reply->type == REDIS_REPLY_ERROR)
+        impl.fail(reply ? text_of(reply.get()) : "no reply");
+    return reply;
+}
+
+} // namespace idem::store::detail

@@ -1,0 +1,88 @@
+#pragma once
+// Internal to the Redis store: one interface over a single Redis node or a
+// Redis Cluster (docs/stores.md). Debian's hiredis has no cluster client, so
+// the routing is here: the slot map from CLUSTER SLOTS, each key's slot
+// (CRC16 of its hash tag), pipelines split per node and their replies put
+// back in order, MOVED (the map is read again) and ASK (ASKING, once)
+// followed, NOSCRIPT answered by loading the script on that node. A command
+// whose node answered a redirect was not executed, so sending it again is
+// safe; a connection lost after commands were sent is a StoreError, never a
+// guess at what ran.
+
+#include <hiredis/hiredis.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idem::store::detail {
+
+// The Redis Cluster slot of a key: CRC16 (XMODEM) of the part between the
+// first '{' and the next '}' when that part is not empty, else of the whole
+// key, modulo 16384.
+[[nodiscard]] std::uint16_t key_slot(std::string_view key);
+
+struct RedisEndpoint {
+    std::string host;
+    int port = 6379;
+};
+
+// A password and an optional ACL user, for every connection to every node.
+// Set once by the CLI from the environment (the library reads none).
+struct RedisCredentials {
+    std::string user;
+    std::string password;
+};
+void set_redis_credentials(RedisCredentials credentials);
+
+struct ReplyDeleter {
+    void operator()(redisReply* reply) const { freeReplyObject(reply); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+using Arguments = std::vector<std::string>;
+
+// A command and the key that decides its node ("": any node).
+struct RoutedCommand {
+    Arguments arguments;
+    std::string key;
+};
+
+class RedisRouter {
+public:
+    // Connects to the first seed that answers and finds out whether it is a
+    // cluster. `name` is how messages name the store. Throws StoreError.
+    RedisRouter(std::vector<RedisEndpoint> seeds, int database, std::string name);
+    ~RedisRouter();
+    RedisRouter(const RedisRouter&) = delete;
+    RedisRouter& operator=(const RedisRouter&) = delete;
+
+    [[nodiscard]] bool clustered() const;
+
+    // One command, routed by `key`. An error reply other than a redirect
+    // throws StoreError.
+    Reply command(const Arguments& arguments, std::string_view key = {});
+
+    // Many commands: one round trip per node, replies in the commands' order.
+    std::vector<Reply> pipeline(const std::vector<RoutedCommand>& commands);
+
+    // Applies `commands` in MULTI/EXEC: one transaction on a single node;
+    // on a cluster one per slot (a transaction cannot span slots), each
+    // retried whole if its slot moved before it ran.
+    void transact(const std::vector<RoutedCommand>& commands);
+
+    // Loads a Lua script wherever it will run; EVALSHA of it then succeeds
+    // on any node (NOSCRIPT is answered by loading it there).
+    std::string load_script(const std::string& source);
+
+    // The masters, to visit every key (SCAN) on each.
+    [[nodiscard]] std::size_t masters() const;
+    Reply command_on_master(std::size_t master, const Arguments& arguments);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace idem::store::detail
