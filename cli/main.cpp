@@ -4,10 +4,12 @@
 #include "commands.hpp"
 #include "common.hpp"
 
+#include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <fmt/format.h>
 
 namespace {
@@ -76,6 +78,12 @@ int main(int argc, char** argv) {
     idem::cli::register_audit(app, action);
     idem::cli::register_listen(app, action);
     idem::cli::register_replay(app, action);
+    // Redis credentials come from the environment only: never from a URI
+    // or a flag, which show in the process list (docs/stores.md).
+    if (const char* password = std::getenv("IDEM_REDIS_PASSWORD"); password && *password) {
+        const char* user = std::getenv("IDEM_REDIS_USER");
+        idem::store::set_redis_credentials(user ? user : "", password);
+    }
     if (auto unknown = unknown_command(app, argc, argv)) {
         print_error(*unknown);
         print_stderr("Run 'idem --help' for the commands.\n");

@@ -625,6 +625,10 @@ return redis.call('PEXPIREAT', KEYS[1], ARGV[1])
 
 } // namespace
 
+void set_redis_credentials(std::string user, std::string password) {
+    detail::set_redis_credentials({std::move(user), std::move(password)});
+}
+
 std::unique_ptr<Store> open_redis_store(const StoreLocation& location) {
     return std::make_unique<RedisStore>(location);
 }

@@ -44,6 +44,11 @@ struct StoreLocation {
 // Throws UsageError for a URI that names no store.
 [[nodiscard]] StoreLocation parse_store_uri(std::string_view uri);
 
+// The password (and ACL user, may be empty) for every Redis connection this
+// process opens. The CLI sets it from IDEM_REDIS_PASSWORD and
+// IDEM_REDIS_USER; it never appears in a URI or a message.
+void set_redis_credentials(std::string user, std::string password);
+
 struct NonceClaim {
     bool fresh = true;                   // false: seen before and not yet expired
     std::optional<Timestamp> first_seen; // when fresh is false

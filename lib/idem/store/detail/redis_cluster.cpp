@@ -120,6 +120,7 @@ struct RedisRouter::Impl {
     int database = 0;
     std::string name;
     bool clustered = false;
+    bool mode_known = false; // cluster or not: found out on the first connection
     std::vector<std::unique_ptr<Node>> nodes;
     std::vector<Node*> masters;
     std::array<Node*, k_slots> owner{};         // cluster: the master of each slot
@@ -162,7 +163,7 @@ struct RedisRouter::Impl {
                 return false;
             }
         }
-        if (database != 0 && !clustered) {
+        if (database != 0 && mode_known && !clustered) {
             auto reply = raw_command(node, {"SELECT", std::to_string(database)});
             if (!reply || reply->type == REDIS_REPLY_ERROR) {
                 why = reply ? text_of(reply.get()) : "connection lost";
@@ -354,6 +355,7 @@ RedisRouter::RedisRouter(std::vector<RedisEndpoint> seeds, int database, std::st
             node.close();
             continue;
         }
+        impl.mode_known = true;
         if (reply->type == REDIS_REPLY_ARRAY && impl.install_map(reply.get(), node)) {
             impl.clustered = true;
             if (database != 0)
@@ -365,6 +367,12 @@ RedisRouter::RedisRouter(std::vector<RedisEndpoint> seeds, int database, std::st
                                         [&](const auto& other) { return other.get() != &node; }),
                          impl.nodes.end());
         impl.masters = {impl.nodes.front().get()};
+        if (database != 0) {
+            auto selected = Impl::raw_command(node, {"SELECT", std::to_string(database)});
+            if (!selected || selected->type == REDIS_REPLY_ERROR)
+                impl.fail(fmt::format("cannot select database {}: {}", database,
+                                      selected ? text_of(selected.get()) : "connection lost"));
+        }
         return;
     }
     throw StoreError(fmt::format("cannot connect to store {}: {}", impl.name, last_error));
@@ -450,13 +458,18 @@ void RedisRouter::transact(const std::vector<RoutedCommand>& commands) {
 std::string RedisRouter::load_script(const std::string& source) {
     auto& impl = *m_impl;
     std::string sha;
+    std::string why;
+    // A master that cannot be reached now (a failover under way) gets the
+    // script when a command meets NOSCRIPT there.
     for (auto* node : impl.masters) {
-        auto reply = impl.send_one(impl.connected(*node), {"SCRIPT", "LOAD", source});
+        if (!impl.connect(*node, why)) continue;
+        auto reply = impl.send_one(*node, {"SCRIPT", "LOAD", source});
         if (!reply || reply->type != REDIS_REPLY_STRING)
             impl.fail(fmt::format("cannot load a script on {}: {}", node->name(),
                                   reply ? text_of(reply.get()) : "no reply"));
         sha = text_of(reply.get());
     }
+    if (sha.empty()) impl.fail(fmt::format("cannot load a script on any master: {}", why));
     impl.scripts[sha] = source;
     return sha;
 }

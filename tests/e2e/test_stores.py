@@ -1,0 +1,258 @@
+"""End-to-end tests of the stores against real servers: a Redis Cluster of
+local nodes (routing, four processes, slot migration, failover), several
+seeds, and credentials from the environment (issue #13)."""
+import json
+import os
+import random
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+from collections import Counter
+
+import redis_cluster
+import redis_server
+from listener import listening
+from test_cli import IDEM, run
+
+
+def write_events(path, count, distinct, seed=7):
+    rng = random.Random(seed)
+    with open(path, "w") as out:
+        for n in range(count):
+            out.write(json.dumps({"id": f"evt_{rng.randrange(distinct)}", "n": n}) + "\n")
+
+
+def ids(output):
+    return [json.loads(line)["id"] for line in output.splitlines()]
+
+
+def dbsize(port):
+    return int(redis_cluster.cli(port, "dbsize").strip() or 0)
+
+
+@unittest.skipUnless(redis_cluster.available(), "redis-server and redis-cli are needed")
+class Cluster(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.context = redis_cluster.running(masters=3)
+        cls.cluster = cls.context.__enter__()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.context.__exit__(None, None, None)
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def scope(self):
+        return f"t{random.randrange(1 << 30)}"
+
+    def test_dedup_routes_every_key_to_its_slot_and_a_rerun_knows_them(self):
+        events = os.path.join(self.dir, "events.ndjson")
+        write_events(events, 3000, 1000)
+        scope = self.scope()
+        code, out, err = run(["dedup", "--key", "id", "--store", self.cluster.uri(), "--scope", scope, events])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(sorted(ids(out)), sorted(set(ids(out))))
+        self.assertEqual(len(set(ids(out))), len(ids(out)))
+        with open(events) as f:
+            self.assertEqual(set(ids(out)), {json.loads(line)["id"] for line in f})
+        for port in self.cluster.masters():
+            self.assertGreater(dbsize(port), 0, f"no key on master {port}")
+        code, again, err = run(["dedup", "--key", "id", "--store", self.cluster.uri(), "--scope", scope, events])
+        self.assertEqual((code, again), (0, b""), err)
+        self.assertIn("first seen by an earlier run", err)
+        # audit reads the evidence back from every master.
+        code, out, err = run(["audit", "--store", self.cluster.uri(), "--scope", scope, "--format", "json"])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(out)["summary"]["records"], 6000)
+
+    def test_four_processes_over_one_input_split_four_ways_emit_every_key_once(self):
+        scope = self.scope()
+        parts = []
+        for part in range(4):
+            path = os.path.join(self.dir, f"part{part}.ndjson")
+            write_events(path, 5000, 4000, seed=part)
+            parts.append(path)
+        processes = [subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", self.cluster.uri(),
+                                       "--scope", scope, "--batch", "500", path],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE) for path in parts]
+        outputs = [p.communicate(timeout=120) for p in processes]
+        for process, (_, err) in zip(processes, outputs):
+            self.assertEqual(process.returncode, 0, err.decode())
+        emitted = Counter(i for out, _ in outputs for i in ids(out))
+        expected = set()
+        for path in parts:
+            with open(path) as f:
+                expected |= {json.loads(line)["id"] for line in f}
+        self.assertEqual(set(emitted), expected)
+        self.assertEqual(max(emitted.values()), 1)
+
+    def test_several_seeds_and_a_dead_first_seed(self):
+        events = os.path.join(self.dir, "events.ndjson")
+        write_events(events, 200, 50)
+        dead = redis_cluster.free_port()
+        uri = f"redis://127.0.0.1:{dead}," + self.cluster.uri()[len("redis://"):]
+        code, out, err = run(["dedup", "--key", "id", "--store", uri, "--scope", self.scope(), events])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(len(ids(out)), 50)
+        code, _, err = run(["dedup", "--key", "id", "--store", self.cluster.uri() + "/2", events])
+        self.assertEqual(code, 4)
+        self.assertIn("only database 0", err)
+
+    def test_reorder_verify_nonce_and_replay_work_on_the_cluster(self):
+        uri = self.cluster.uri()
+        scope = self.scope()
+        first = b'{"seq":1}\n{"seq":3}\n'
+        code, out, err = run(["reorder", "--seq", "seq", "--start", "1", "--hold", "--store", uri,
+                              "--scope", scope], stdin=first)
+        self.assertEqual((code, out), (0, b'{"seq":1}\n'), err)
+        code, out, err = run(["reorder", "--seq", "seq", "--store", uri, "--scope", scope], stdin=b'{"seq":2}\n')
+        self.assertEqual(out, b'{"seq":2}\n{"seq":3}\n', err)
+        # verify --nonce: GitHub's Redeliver button, seen across two runs.
+        from test_cli import github_envelope
+        line = (github_envelope(b'{"n":1}') + "\n").encode()
+        nonce_scope = ["--store", uri]
+        code, out, err = run(["verify", "--secret", "gh-demo-secret", "--nonce", *nonce_scope], stdin=line)
+        self.assertEqual(code, 0, err)
+        # replay's ledger on the cluster: a rerun sends nothing.
+        events = os.path.join(self.dir, "events.ndjson")
+        write_events(events, 60, 60)
+        with listening(self.dir) as target:
+            code, out, err = run(["replay", "--to", target.url, "--key", "id", "--store", uri,
+                                  "--scope", scope, "--backoff", "10ms..50ms", events])
+            self.assertEqual(code, 0, err)
+            code, out, err = run(["replay", "--to", target.url, "--key", "id", "--store", uri,
+                                  "--scope", scope, events])
+            self.assertEqual(code, 0, err)
+            self.assertEqual(Counter(json.loads(l)["outcome"] for l in out.splitlines()), {"skipped": 60})
+            target.stop()
+        with open(events) as f:
+            distinct = {json.loads(line)["id"] for line in f}
+        self.assertEqual(len(target.envelopes()), len(distinct))
+
+    def test_a_slot_migration_mid_run_loses_and_doubles_nothing(self):
+        events = os.path.join(self.dir, "events.ndjson")
+        write_events(events, 60000, 20000)
+        scope = self.scope()
+        masters = self.cluster.masters()
+        # The input arrives through a pipe over a few seconds, so that the
+        # run is claiming while slots move (ASK during, MOVED after).
+        process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", self.cluster.uri(), "--scope", scope,
+                                    "--batch", "200"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+        with open(events, "rb") as f:
+            lines = f.read().splitlines(keepends=True)
+        collected = {}
+
+        def feed():
+            for start in range(0, len(lines), 600):
+                process.stdin.write(b"".join(lines[start:start + 600]))
+                process.stdin.flush()
+                time.sleep(0.03)
+            process.stdin.close()
+
+        def drain():
+            collected["out"] = process.stdout.read()
+            collected["err"] = process.stderr.read()
+
+        threads = [threading.Thread(target=feed), threading.Thread(target=drain)]
+        for thread in threads:
+            thread.start()
+        reshard = subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{masters[0]}",
+                                  "--cluster-from", self.node_id(masters[0]), "--cluster-to",
+                                  self.node_id(masters[1]), "--cluster-slots", "1000", "--cluster-yes"],
+                                 capture_output=True, timeout=120)
+        for thread in threads:
+            thread.join(timeout=180)
+        process.wait(timeout=60)
+        out, err = collected["out"], collected["err"]
+        self.assertEqual(reshard.returncode, 0, reshard.stderr)
+        self.assertEqual(process.returncode, 0, err.decode())
+        emitted = ids(out)
+        with open(events) as f:
+            expected = {json.loads(line)["id"] for line in f}
+        self.assertEqual(len(emitted), len(set(emitted)))
+        self.assertEqual(set(emitted), expected)
+
+    def node_id(self, port):
+        return redis_cluster.cli(port, "cluster", "myid").strip()
+
+
+@unittest.skipUnless(redis_cluster.available(), "redis-server and redis-cli are needed")
+class Failover(unittest.TestCase):
+    def test_a_master_killed_mid_run_then_a_rerun_emit_every_key_exactly_once(self):
+        with redis_cluster.running(masters=3, replicas=1) as cluster, tempfile.TemporaryDirectory() as tmp:
+            events = os.path.join(tmp, "events.ndjson")
+            write_events(events, 60000, 20000)
+            output = os.path.join(tmp, "out.ndjson")
+            args = [IDEM, "dedup", "--key", "id", "--store", cluster.uri(3), "--batch", "500", "-o", output,
+                    events]
+            process = subprocess.Popen(args, stderr=subprocess.PIPE)
+            time.sleep(0.3)
+            victim = cluster.masters()[0]
+            cluster.kill(victim)
+            _, err = process.communicate(timeout=180)
+            # Either the run rode out the failover, or it stopped with 4 and
+            # nothing emitted that was not claimed.
+            self.assertIn(process.returncode, (0, 4), err.decode())
+            cluster.wait_failover(victim)
+            for _ in range(3):
+                if process.returncode == 0:
+                    break
+                process = subprocess.Popen(args, stderr=subprocess.PIPE)
+                _, err = process.communicate(timeout=180)
+            self.assertEqual(process.returncode, 0, err.decode())
+            with open(output) as f:
+                emitted = ids(f.read())
+            with open(events) as f:
+                expected = {json.loads(line)["id"] for line in f}
+            self.assertEqual(Counter(emitted).most_common(1)[0][1], 1)
+            self.assertEqual(set(emitted), expected)
+
+
+@unittest.skipUnless(redis_server.available(), "redis-server is needed")
+class Credentials(unittest.TestCase):
+    def test_a_password_comes_from_the_environment_and_is_never_printed(self):
+        password = "s3cr3t-redis-pass"
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        with tempfile.TemporaryDirectory() as directory:
+            server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                       "--appendonly", "no", "--dir", directory, "--requirepass", password],
+                                      stdout=subprocess.DEVNULL)
+            try:
+                for _ in range(200):
+                    try:
+                        socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                        break
+                    except OSError:
+                        time.sleep(0.05)
+                uri = f"redis://127.0.0.1:{port}"
+                stdin = b'{"id":"a"}\n{"id":"a"}\n'
+                code, out, err = run(["dedup", "--key", "id", "--store", uri], stdin=stdin,
+                                     env={"IDEM_REDIS_PASSWORD": password})
+                self.assertEqual((code, out), (0, b'{"id":"a"}\n'), err)
+                code, _, err = run(["dedup", "--key", "id", "--store", uri], stdin=stdin,
+                                   env={"IDEM_REDIS_PASSWORD": "wrong-" + password})
+                self.assertEqual(code, 4)
+                self.assertNotIn(password, err)
+                code, _, err = run(["dedup", "--key", "id", "--store", f"redis://user:{password}@127.0.0.1:{port}"],
+                                   stdin=stdin)
+                self.assertEqual(code, 2)
+                self.assertNotIn(password, err)
+            finally:
+                server.terminate()
+                server.wait()
+
+
+if __name__ == "__main__":
+    unittest.main()
