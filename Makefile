@@ -9,7 +9,7 @@ DEBIAN_PACKAGES := cmake g++ make pkg-config python3 jq \
   libcli11-dev libsqlite3-dev libssl-dev nlohmann-json3-dev libfmt-dev \
   doctest-dev libsimdjson-dev libcurl4-openssl-dev \
   libhiredis-dev libxxhash-dev redis-server redis-tools openssl clang-format tzdata \
-  time bsdextrautils chromium sqlite3 wrk
+  time bsdextrautils chromium sqlite3 wrk python3-redis
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -45,6 +45,7 @@ bench: deps build
 	./bench/run_reorder.sh $(IDEM)
 	./bench/run_audit.sh $(IDEM)
 	./bench/run_listen_replay.sh $(IDEM)
+	./bench/run_redis_cluster.sh $(IDEM)
 
 asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DIDEM_SANITIZE=ON
