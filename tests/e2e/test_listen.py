@@ -608,3 +608,56 @@ class FormBodies(unittest.TestCase):
         keys = [json.loads(line)["_idem"]["dedup"]["key"] for line in out.splitlines()]
         self.assertIn('{\\"Body\\":\\"hi there\\",\\"MessageSid\\":\\"SM1\\"}', json.dumps(keys[0]))
         self.assertEqual(keys[0], keys[1])
+
+
+class StoreOutage(unittest.TestCase):
+    """Issue #13: a dedup store that goes away is a 503, never a 500 with its internals."""
+
+    def test_a_redis_restart_is_answered_503_then_the_listener_recovers_by_itself(self):
+        import subprocess
+        import redis_cluster
+        port = redis_cluster.free_port()
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        tmp = self.tmp.name
+        if True:
+            def start_redis():
+                server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                                           "--save", "", "--appendonly", "no", "--dir", tmp],
+                                          stdout=subprocess.DEVNULL)
+                for _ in range(200):
+                    try:
+                        socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                        break
+                    except OSError:
+                        time.sleep(0.05)
+                return server
+
+            server = start_redis()
+            try:
+                with listening(tmp, ["--dedup", "--key", "body.id", "--store", f"redis://127.0.0.1:{port}"]) as listener:
+                    self.assertEqual(listener.post("/x", b'{"id":"a"}')[0], 200)
+                    server.terminate()
+                    server.wait()
+                    status, headers, body = listener.post("/x", b'{"id":"b"}')
+                    self.assertEqual(status, 503)
+                    self.assertIn("Retry-After", headers)
+                    self.assertNotIn(b"redis", body.lower())
+                    self.assertNotIn(str(port).encode(), body)
+                    server = start_redis()
+                    self.assertEqual(listener.post("/x", b'{"id":"b"}')[0], 200)
+                    self.assertEqual(listener.post("/x", b'{"id":"b"}')[0], 200)  # a duplicate, answered 2xx
+                    listener.stop()
+            finally:
+                server.terminate()
+                server.wait()
+        statuses = [e["_idem"]["listen"]["status"] for e in listener.envelopes()]
+        self.assertEqual(statuses, [200, 503, 200, 200])
+        self.assertEqual([e["_idem"]["listen"].get("dedup", {}).get("duplicate") for e in listener.envelopes()],
+                         [False, None, False, True])
+        summary = summary_of(listener.stderr)
+        self.assertEqual(summary["store_unavailable"], 1)
+        self.assertEqual(summary["in"], summary["captured"] + summary["capture_failed"])
+        self.assertIn("answering 503 until it is back", listener.stderr)
+        self.assertIn("the dedup store is back", listener.stderr)
+        self.assertNotIn("500", " ".join(str(s) for s in statuses))

@@ -32,6 +32,7 @@ struct Counters {
     std::atomic<std::uint64_t> duplicates{0};
     std::atomic<std::uint64_t> dropped{0};
     std::atomic<std::uint64_t> refused{0};
+    std::atomic<std::uint64_t> store_unavailable{0}; // answered 503: the dedup store failed
 };
 
 // Capture ids sort by arrival within a run and differ between runs: the
@@ -60,6 +61,7 @@ struct Delivery {
     int status = 200;
     bool accepted = false; // goes on to the dedup store and upstream
     bool duplicate = false;
+    bool store_failed = false;         // the dedup store could not answer: 503
     std::string line;                  // the envelope
     std::string live;                  // what _idem.listen says besides the status
     std::optional<DedupOutcome> claim; // a first copy's claim this delivery holds
@@ -76,7 +78,11 @@ public:
           m_id_prefix(capture_id_prefix()) {
         if (options.verify) m_verifier.emplace(*options.verify);
         if (options.dedup) {
-            m_store = store::open_store(store::parse_store_uri(options.dedup->store_uri));
+            auto location = store::parse_store_uri(options.dedup->store_uri);
+            // A sender waits on this: a SQLite file another process holds
+            // locked is a 503 after a moment, not a minute's queue.
+            location.lock_timeout = std::chrono::seconds(2);
+            m_store = store::open_store(location);
             m_fingerprinter.emplace(options.dedup->key);
         }
         if (!options.forward_to.empty())
@@ -115,6 +121,7 @@ private:
     std::unique_ptr<store::Store> m_store;
     std::optional<dedup::Fingerprinter> m_fingerprinter;
     net::Target m_forward_target;
+    std::atomic<bool> m_store_down{false}; // warned of an outage not yet over
 };
 
 std::optional<verify::Verdict> Gateway::judge(const net::IncomingRequest& request,
@@ -170,8 +177,16 @@ DedupOutcome Gateway::claim(std::string_view envelope_line, Timestamp received_a
 // first again then, not a duplicate of itself.
 void Gateway::release(const DedupOutcome& outcome) {
     std::lock_guard lock(m_store_mutex);
-    m_store->release_fingerprint(m_options.dedup->scope, outcome.fingerprint.bytes, now_utc());
-    m_store->commit();
+    try {
+        m_store->release_fingerprint(m_options.dedup->scope, outcome.fingerprint.bytes, now_utc());
+        m_store->commit();
+    } catch (const StoreError& error) {
+        // The claim stays: the sender's retry will be taken for a duplicate
+        // until the claim expires. Said, so the capture can be replayed.
+        warn("listen", fmt::format("cannot release the claim of fingerprint {} ({}): a retry of "
+                                   "it may be answered as a duplicate",
+                                   outcome.fingerprint.hex(), error.what()));
+    }
 }
 
 net::TransferResult Gateway::forward(const net::IncomingRequest& request) {
@@ -217,7 +232,28 @@ net::Response Gateway::handle(net::IncomingRequest& request) {
 }
 
 void Gateway::screen_duplicate(Delivery& delivery, const net::IncomingRequest& request) {
-    auto outcome = claim(delivery.line, request.received_at);
+    DedupOutcome outcome;
+    try {
+        outcome = claim(delivery.line, request.received_at);
+    } catch (const StoreError& error) {
+        // Whether this is a duplicate cannot be known: the sender is told
+        // to come back (503, Retry-After), the request is still captured,
+        // and the store's message stays on stderr, once per outage.
+        delivery.status = 503;
+        delivery.accepted = false;
+        delivery.store_failed = true;
+        delivery.live += ",\"dedup\":{\"store\":\"unavailable\"}";
+        ++m_counters.store_unavailable;
+        if (!m_store_down.exchange(true))
+            warn(request.remote,
+                 fmt::format("the dedup store failed ({}): answering 503 until it is back",
+                             error.what()));
+        return;
+    }
+    if (m_store_down.exchange(false))
+        warn(request.remote, fmt::format("the dedup store is back after {} request{} answered 503",
+                                         m_counters.store_unavailable.load(),
+                                         m_counters.store_unavailable == 1 ? "" : "s"));
     auto& live = delivery.live;
     if (outcome.kind == DedupOutcome::Kind::missing_key) {
         live += ",\"dedup\":{\"missing\":";
@@ -314,6 +350,12 @@ net::Response Gateway::answer(Delivery& delivery) const {
         response.body = std::move(delivery.upstream->body);
         return response;
     }
+    if (delivery.store_failed) {
+        response.headers.emplace_back("Retry-After", "5");
+        response.headers.emplace_back("Content-Type", "text/plain; charset=utf-8");
+        response.body = "temporarily unavailable; retry later\n";
+        return response;
+    }
     if (!delivery.success() && m_options.flaky.retry_after)
         response.headers.emplace_back(
             "Retry-After",
@@ -377,7 +419,8 @@ ListenResult run_listen(const ListenOptions& options, const std::atomic<bool>& s
                              {"dropped", counters.dropped},
                              {"invalid", counters.invalid},
                              {"duplicates", counters.duplicates},
-                             {"refused", counters.refused}};
+                             {"refused", counters.refused},
+                             {"store_unavailable", counters.store_unavailable}};
     result.summary.facts = {{"capture", capture.name()}};
     result.summary.seconds = io::seconds_since(start);
     return result;
