@@ -19,6 +19,7 @@ struct VerifyOptions {
     std::string now;
     bool ignore_timestamp = false;
     bool nonce = false;
+    std::string nonce_window;
     bool keep_verdicts = false;
     std::string store;
     bool drop_invalid = false;
@@ -51,6 +52,13 @@ int run_verify_command(const VerifyOptions& options) {
                               : verify::InvalidRouting::keep_in_output;
     run.invalid_path = options.invalid_path;
     run.nonce = options.nonce ? verify::NonceCheck::on : verify::NonceCheck::off;
+    if (!options.nonce_window.empty()) {
+        if (!options.nonce)
+            throw UsageError("--nonce-window sets how long --nonce remembers a message id: add "
+                             "--nonce, or drop --nonce-window");
+        run.nonce_window = parse_duration(options.nonce_window);
+        if (run.nonce_window.count() <= 0) throw UsageError("--nonce-window must be longer than 0");
+    }
     run.keep_verdicts = options.keep_verdicts;
     // The message id is what a kept verdict names the delivery by.
     run.config.nonce_capture = options.nonce || options.keep_verdicts ? verify::NonceCapture::keep
@@ -78,8 +86,11 @@ void register_verify(CLI::App& app, std::function<int()>& action) {
     command->add_flag("--ignore-timestamp", options->ignore_timestamp,
                       "do not check timestamps (archives)");
     command->add_flag("--nonce", options->nonce,
-                      "reject a second delivery of the same message inside the tolerance window, "
-                      "remembered in the store");
+                      "reject a second delivery of the same message id (received later, within "
+                      "--nonce-window), remembered in the store across runs");
+    command->add_option("--nonce-window", options->nonce_window,
+                        "how far apart in received_at a second delivery is still a replay "
+                        "(default 72h: GitHub's Redeliver works for three days)");
     command->add_flag("--keep-verdicts", options->keep_verdicts,
                       "keep each record's verdict in the store, by file and line, for "
                       "'idem audit --verdicts'");

@@ -280,9 +280,20 @@ class Nonce(unittest.TestCase):
             code, out, err = run(["verify", "--secret", GH, "--nonce", "--summary", "json"],
                                  stdin=b"\n".join(lines), env={"IDEM_STORE": store})
             self.assertEqual(code, 1)
-            self.assertEqual([v["valid"] for v in verdicts(out)], [False, False, True, False])
-            self.assertTrue(verdicts(out)[0]["reason"].startswith("replayed: this message was already delivered at"))
-            self.assertEqual(json.loads(err)["replayed"], 3)
+            # The first two are the records the first run read (same place, same
+            # received_at): never their own replays. The last is a replay of the first.
+            got = verdicts(out)
+            self.assertEqual([v["valid"] for v in got], [True, True, True, False])
+            self.assertIn("already verified in an earlier run", got[0]["reason"])
+            self.assertTrue(got[3]["reason"].startswith("replayed: this message was already delivered at"))
+            self.assertEqual((json.loads(err)["replayed"], json.loads(err)["already_verified"]), (1, 2))
+            # Another stdin whose first line is a later copy of the first delivery: a replay.
+            copy = json.loads(lines[0])
+            copy["received_at"] = "2026-11-30T08:30:00.000Z"
+            code, out, err = run(["verify", "--secret", GH, "--nonce", "--store", store],
+                                 stdin=json.dumps(copy).encode())
+            self.assertFalse(verdicts(out)[0]["valid"])
+            self.assertIn("replayed", verdicts(out)[0]["reason"])
 
     @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
     def test_two_runs_share_nonces_through_redis(self):

@@ -256,3 +256,46 @@ class Credentials(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def github_delivery(received_at, delivery="72d3162e-cc78-11e3-81ab-4c9367dc0958", body=b'{"zen":"Keep it logically awesome."}'):
+    import hashlib
+    import hmac
+    mac = hmac.new(b"gh-demo-secret", body, hashlib.sha256).hexdigest()
+    return json.dumps({"idem": 1, "id": f"cap_{received_at}", "received_at": received_at, "method": "POST",
+                       "path": "/hooks", "headers": [["X-GitHub-Delivery", delivery],
+                                                     ["X-Hub-Signature-256", "sha256=" + mac]],
+                       "body": body.decode()})
+
+
+@unittest.skipUnless(redis_cluster.available(), "redis-server and redis-cli are needed")
+class NonceAcrossStores(unittest.TestCase):
+    """Issue #13: one meaning per store. The same GitHub delivery id received at
+    08:00, 08:01 and 09:00 with --tolerance 3s: the same verdicts from
+    :memory:, SQLite, one Redis node and a Redis Cluster, and a rerun that
+    never calls a record a replay of itself."""
+
+    def verdicts(self, store, capture):
+        code, out, err = run(["verify", "--secret", "gh-demo-secret", "--nonce", "--tolerance", "3s",
+                              "--store", store, "--summary", "json", capture])
+        return code, [json.loads(line)["_idem"]["verify"] for line in out.splitlines()], err
+
+    def test_the_same_verdicts_from_every_store_and_on_a_rerun(self):
+        with tempfile.TemporaryDirectory() as tmp, redis_server.running() as single, \
+                redis_cluster.running(masters=3) as cluster:
+            capture = os.path.join(tmp, "capture.ndjson")
+            with open(capture, "w") as f:
+                for at in ("2026-11-30T08:00:00Z", "2026-11-30T08:01:00Z", "2026-11-30T09:00:00Z"):
+                    f.write(github_delivery(at) + "\n")
+            expected = [True, False, False]
+            for store in (":memory:", os.path.join(tmp, "idem.db"), single, cluster.uri()):
+                code, got, err = self.verdicts(store, capture)
+                self.assertEqual([v["valid"] for v in got], expected, (store, err))
+                self.assertIn("already delivered at 2026-11-30T08:00:00.000Z", got[2]["reason"])
+                if store == ":memory:":
+                    continue
+                # A rerun: the original is itself, not its own replay; the others stay replays.
+                code, again, err = self.verdicts(store, capture)
+                self.assertEqual([v["valid"] for v in again], expected, (store, err))
+                self.assertIn("already verified in an earlier run", again[0]["reason"])
+                self.assertEqual(json.loads(err.strip().splitlines()[-1])["already_verified"], 1)

@@ -17,18 +17,19 @@ namespace {
 
 class MemoryStore final : public Store {
 public:
-    NonceClaim claim_nonce(std::string_view scope, std::string_view nonce, Timestamp now,
-                           Timestamp expires_at) override {
-        auto [slot, inserted] =
-            m_nonces.try_emplace(std::string(scope) + '\0' + std::string(nonce));
-        NonceClaim claim;
-        if (!inserted && slot->second.second > now) {
-            claim.fresh = false;
-            claim.first_seen = slot->second.first;
-            return claim;
-        }
-        slot->second = {now, expires_at};
-        return claim;
+    NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
+                           const NonceSighting& sighting, Duration window,
+                           Timestamp keep_until) override {
+        auto key = std::string(scope) + '\0' + std::string(nonce);
+        auto found = m_nonces.find(key);
+        std::optional<NonceEntry> kept;
+        if (found != m_nonces.end()) kept = found->second;
+        auto decision = judge_nonce(kept, sighting, window);
+        if (decision.store)
+            m_nonces.insert_or_assign(
+                key, NonceEntry{sighting.received_at, std::string(sighting.source), sighting.line});
+        (void)keep_until; // nothing outlives the run
+        return decision.claim;
     }
 
     std::vector<FingerprintResult> claim_fingerprints(std::string_view scope,
@@ -67,8 +68,6 @@ public:
         std::uint64_t removed = 0;
         for (auto& [scope, table] : m_fingerprints)
             removed += table.remove_expired(now);
-        removed +=
-            std::erase_if(m_nonces, [&](const auto& item) { return item.second.second <= now; });
         return removed;
     }
 
@@ -209,7 +208,7 @@ private:
         std::map<std::uint64_t, HeldRecordRow> held;
     };
 
-    std::map<std::string, std::pair<Timestamp, Timestamp>> m_nonces;
+    std::map<std::string, NonceEntry> m_nonces;
     std::map<std::string, ReorderState> m_reorder;
     std::map<std::string, std::map<std::pair<std::string, std::uint64_t>, VerdictRecord>>
         m_verdicts;

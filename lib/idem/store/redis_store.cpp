@@ -47,23 +47,33 @@ public:
         : m_location(location),
           m_redis(seeds_of(location), location.database, location.describe()) {}
 
-    NonceClaim claim_nonce(std::string_view scope, std::string_view nonce, Timestamp now,
-                           Timestamp expires_at) override {
+    // The rule of judge_nonce() (store.hpp), in Lua so that the look and
+    // the keep are one step for every process sharing the store; the tests
+    // run one scenario through every store and compare the verdicts.
+    NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
+                           const NonceSighting& sighting, Duration window,
+                           Timestamp keep_until) override {
         auto key = nonce_key(scope, nonce);
-        auto ttl_ms = std::max<long long>(
-            1, std::chrono::duration_cast<std::chrono::milliseconds>(expires_at - now).count());
-        auto reply = m_redis.command({"SET", key, std::to_string(now.time_since_epoch().count()),
-                                      "NX", "PX", std::to_string(ttl_ms)},
-                                     key);
+        auto keep_ms = std::max<long long>(
+            1,
+            std::chrono::duration_cast<std::chrono::milliseconds>(keep_until - now_utc()).count());
+        auto sha = load_script(m_nonce_script, k_nonce_lua);
+        auto reply =
+            m_redis.command({"EVALSHA", sha, "1", key,
+                             std::to_string(sighting.received_at.time_since_epoch().count()),
+                             std::string(sighting.source), std::to_string(sighting.line),
+                             std::to_string(window.count()), std::to_string(keep_ms)},
+                            key);
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2)
+            throw StoreError(
+                fmt::format("store {}: unexpected reply to a nonce claim", m_location.describe()));
         NonceClaim claim;
-        claim.fresh = reply->type == REDIS_REPLY_STATUS;
-        if (!claim.fresh) {
-            auto seen = m_redis.command({"GET", key}, key);
-            long long micros = 0;
-            if (seen->type == REDIS_REPLY_STRING &&
-                std::from_chars(seen->str, seen->str + seen->len, micros).ec == std::errc{})
-                claim.first_seen = Timestamp(Duration(micros));
-        }
+        auto verdict = integer_of(reply->element[0]);
+        claim.verdict = verdict == 1   ? NonceVerdict::replay
+                        : verdict == 2 ? NonceVerdict::same_record
+                                       : NonceVerdict::fresh;
+        if (claim.verdict != NonceVerdict::fresh)
+            claim.first_seen = Timestamp(Duration(integer_of(reply->element[1])));
         return claim;
     }
 
@@ -452,6 +462,35 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
 )lua";
 
+    // KEYS[1] the nonce; ARGV: received_at_us, source, line, window_us,
+    // keep_ms. Returns {verdict, first_seen_us}: 0 fresh, 1 replay, 2 the
+    // same record. A value left by an earlier version (a plain string of
+    // first_seen) reads as a sighting of no known record.
+    static constexpr const char* k_nonce_lua = R"lua(
+local first, source, line
+if redis.call('TYPE', KEYS[1]).ok == 'string' then
+  first = redis.call('GET', KEYS[1])
+  redis.call('DEL', KEYS[1])
+  redis.call('HSET', KEYS[1], 'first', first)
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+else
+  local v = redis.call('HMGET', KEYS[1], 'first', 'source', 'line')
+  first, source, line = v[1], v[2], v[3]
+end
+local function keep()
+  redis.call('HSET', KEYS[1], 'first', ARGV[1], 'source', ARGV[2], 'line', ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+  return {0, tonumber(ARGV[1])}
+end
+if not first then return keep() end
+local at, seen, window = tonumber(ARGV[1]), tonumber(first), tonumber(ARGV[4])
+if source == ARGV[2] and line == ARGV[3] and seen == at then return {2, seen} end
+if at > seen + window then return keep() end
+if at < seen - window then return {0, at} end
+if at >= seen then return {1, seen} end
+return keep()
+)lua";
+
     // Confirms a first copy this process still owns: the full TTL for it
     // and its evidence, and no owner any more.
     static constexpr const char* k_confirm_lua = R"lua(
@@ -612,6 +651,7 @@ return redis.call('PEXPIREAT', KEYS[1], ARGV[1])
     StoreLocation m_location;
     detail::RedisRouter m_redis;
     std::string m_claim_script; // SHA1 of the loaded claim script
+    std::string m_nonce_script;
     std::string m_confirm_script;
     std::string m_replay_claim_script;
     std::string m_replay_renew_script;

@@ -73,12 +73,12 @@ public:
         migrate();
         m_claim = std::make_unique<Statement>(
             m_db,
-            "INSERT INTO nonces(scope, nonce, first_seen_us, expires_us) VALUES(?1, ?2, ?3, ?4) "
-            "ON CONFLICT(scope, nonce) DO UPDATE SET first_seen_us = excluded.first_seen_us, "
-            "expires_us = excluded.expires_us WHERE nonces.expires_us <= ?3",
+            "INSERT OR REPLACE INTO nonces(scope, nonce, first_seen_us, expires_us, source, line) "
+            "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
             m_name);
         m_lookup = std::make_unique<Statement>(
-            m_db, "SELECT first_seen_us FROM nonces WHERE scope = ?1 AND nonce = ?2", m_name);
+            m_db, "SELECT first_seen_us, source, line FROM nonces WHERE scope = ?1 AND nonce = ?2",
+            m_name);
         m_log = std::make_unique<detail::SqliteFingerprintLog>(m_db, m_name);
         m_reorder = std::make_unique<detail::SqliteReorderTables>(m_db, m_name);
         m_replay = std::make_unique<detail::SqliteReplayLedger>(m_db, m_name);
@@ -100,34 +100,34 @@ public:
         m_db = nullptr;
     }
 
-    NonceClaim claim_nonce(std::string_view scope, std::string_view nonce, Timestamp now,
-                           Timestamp expires_at) override {
+    NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
+                           const NonceSighting& sighting, Duration window,
+                           Timestamp keep_until) override {
         m_log->drain();
         begin_if_needed();
-        auto* statement = m_claim->get();
-        sqlite3_reset(statement);
-        sqlite3_bind_text(statement, 1, scope.data(), static_cast<int>(scope.size()),
-                          SQLITE_STATIC);
-        sqlite3_bind_text(statement, 2, nonce.data(), static_cast<int>(nonce.size()),
-                          SQLITE_STATIC);
-        sqlite3_bind_int64(statement, 3, now.time_since_epoch().count());
-        sqlite3_bind_int64(statement, 4, expires_at.time_since_epoch().count());
-        step_done(statement);
-        NonceClaim claim;
-        claim.fresh = sqlite3_changes(m_db) == 1;
-        if (!claim.fresh) {
-            auto* lookup = m_lookup->get();
-            sqlite3_reset(lookup);
-            sqlite3_bind_text(lookup, 1, scope.data(), static_cast<int>(scope.size()),
-                              SQLITE_STATIC);
-            sqlite3_bind_text(lookup, 2, nonce.data(), static_cast<int>(nonce.size()),
-                              SQLITE_STATIC);
-            if (sqlite3_step(lookup) == SQLITE_ROW)
-                claim.first_seen = Timestamp(Duration(sqlite3_column_int64(lookup, 0)));
-            sqlite3_reset(lookup);
+        auto* lookup = m_lookup->get();
+        sqlite3_reset(lookup);
+        detail::bind_text(lookup, 1, scope);
+        detail::bind_text(lookup, 2, nonce);
+        std::optional<NonceEntry> kept;
+        if (sqlite3_step(lookup) == SQLITE_ROW)
+            kept = NonceEntry{Timestamp(Duration(sqlite3_column_int64(lookup, 0))),
+                              std::string(detail::column_bytes(lookup, 1)),
+                              static_cast<std::uint64_t>(sqlite3_column_int64(lookup, 2))};
+        sqlite3_reset(lookup);
+        auto decision = judge_nonce(kept, sighting, window);
+        if (decision.store) {
+            auto* statement = m_claim->get();
+            sqlite3_reset(statement);
+            detail::bind_text(statement, 1, scope);
+            detail::bind_text(statement, 2, nonce);
+            sqlite3_bind_int64(statement, 3, sighting.received_at.time_since_epoch().count());
+            sqlite3_bind_int64(statement, 4, keep_until.time_since_epoch().count());
+            detail::bind_text(statement, 5, sighting.source);
+            sqlite3_bind_int64(statement, 6, static_cast<sqlite3_int64>(sighting.line));
+            step_done(statement);
         }
-        if (++m_pending >= k_claims_per_transaction) commit();
-        return claim;
+        return decision.claim;
     }
 
     std::vector<FingerprintResult> claim_fingerprints(std::string_view scope,

@@ -49,10 +49,44 @@ struct StoreLocation {
 // IDEM_REDIS_USER; it never appears in a URI or a message.
 void set_redis_credentials(std::string user, std::string password);
 
-struct NonceClaim {
-    bool fresh = true;                   // false: seen before and not yet expired
-    std::optional<Timestamp> first_seen; // when fresh is false
+// One sighting of a message id by `verify --nonce`: when the delivery was
+// received (event time: --now, else its received_at) and which record it is.
+struct NonceSighting {
+    Timestamp received_at;
+    std::string_view source;
+    std::uint64_t line = 0;
 };
+
+// What a store keeps of a message id: its earliest sighting so far.
+struct NonceEntry {
+    Timestamp first_seen;
+    std::string source;
+    std::uint64_t line = 0;
+};
+
+enum class NonceVerdict {
+    fresh,       // not seen within the window before it
+    replay,      // seen at an earlier (or the same) received_at within the window
+    same_record, // this very record, checked by an earlier run
+};
+
+struct NonceClaim {
+    NonceVerdict verdict = NonceVerdict::fresh;
+    std::optional<Timestamp> first_seen; // the earlier sighting, unless fresh
+};
+
+// The one rule every store applies (docs/stores.md), judged on event time
+// so that no store's clock or TTL changes a verdict: a record is never a
+// replay of itself; a sighting within `window` after the kept one is a
+// replay; one before it becomes the kept one (it came first); one beyond
+// the window either way is fresh. `store` says whether the sighting is to
+// be kept as the entry.
+struct NonceDecision {
+    NonceClaim claim;
+    bool store = false;
+};
+[[nodiscard]] NonceDecision judge_nonce(const std::optional<NonceEntry>& kept,
+                                        const NonceSighting& sighting, Duration window);
 
 // A dedup fingerprint: 128 bits of a SHA-256 (see docs/dedup.md).
 using FingerprintBytes = std::array<std::uint8_t, 16>;
@@ -162,10 +196,12 @@ class Store {
 public:
     virtual ~Store() = default;
 
-    // Remembers `nonce` within `scope` until `expires_at`. A nonce already
-    // held by an unexpired claim is not fresh. Throws StoreError.
-    virtual NonceClaim claim_nonce(std::string_view scope, std::string_view nonce, Timestamp now,
-                                   Timestamp expires_at) = 0;
+    // Judges a sighting of `nonce` within `scope` by judge_nonce() against
+    // what the store kept, keeps it when the rule says so, and forgets the
+    // entry once the wall clock passes `keep_until`. Throws StoreError.
+    virtual NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
+                                   const NonceSighting& sighting, Duration window,
+                                   Timestamp keep_until) = 0;
 
     // Claims each fingerprint within `scope`, in one transaction that stays
     // open until commit(): other processes sharing the store wait, so each

@@ -30,6 +30,10 @@ struct VerifyRunOptions {
     std::string reject_path;
     record::Strictness strictness = record::Strictness::lenient;
     NonceCheck nonce = NonceCheck::off;
+    // How far apart, in received_at, two deliveries of one message id are
+    // still a replay. Long: GitHub's "Redeliver" works for three days, and
+    // its signatures carry no time for a tolerance to bound.
+    Duration nonce_window = std::chrono::hours(72);
     // Each record's verdict kept in the store, by source and line, for
     // `audit --verdicts` (scope k_verdict_scope).
     bool keep_verdicts = false;

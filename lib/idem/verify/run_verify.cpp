@@ -32,11 +32,12 @@ void append_verdict(std::string& out, const Verdict& verdict) {
 
 namespace {
 
-// How long a nonce is remembered: the window in which the timestamp check
-// would still accept a replay, on either side of "now".
-Timestamp nonce_expiry(const Verdict& verdict, Timestamp now, Duration tolerance) {
-    auto base = verdict.signed_at.value_or(now);
-    return std::max(base, now) + tolerance;
+// How long the store keeps a nonce, by the wall clock: the window after
+// the latest of the delivery's times (event times decide verdicts; this
+// only lets the store forget).
+Timestamp nonce_keep_until(const Verdict& verdict, Timestamp received_at, Duration window) {
+    auto latest = std::max({verdict.signed_at.value_or(received_at), received_at, now_utc()});
+    return latest + window;
 }
 
 } // namespace
@@ -136,7 +137,8 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
         states.push_back(std::make_unique<WorkerState>(options.config));
 
     std::string member;
-    std::uint64_t records = 0, valid = 0, invalid = 0, dropped = 0, replayed = 0;
+    std::uint64_t records = 0, valid = 0, invalid = 0, dropped = 0, replayed = 0,
+                  already_verified = 0;
     record::PositionTracker positions;
 
     // The ordered stage: rejects, nonces and output happen here, in input order.
@@ -157,14 +159,18 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
         auto& verdict = outcome.verdict;
         if (verdict.valid && options.nonce == NonceCheck::on) {
             auto claim = idem_store->claim_nonce(
-                scheme_name(verdict.scheme), verdict.nonce, outcome.now,
-                nonce_expiry(verdict, outcome.now, options.config.tolerance));
-            if (!claim.fresh) {
+                scheme_name(verdict.scheme), verdict.nonce,
+                {outcome.now, *record.source, record.line}, options.nonce_window,
+                nonce_keep_until(verdict, outcome.now, options.nonce_window));
+            if (claim.verdict == store::NonceVerdict::replay) {
                 verdict.valid = false;
                 ++replayed;
                 verdict.reason = fmt::format(
                     "replayed: this message was already delivered{}",
                     claim.first_seen ? " at " + format_rfc3339(*claim.first_seen) : std::string());
+            } else if (claim.verdict == store::NonceVerdict::same_record) {
+                ++already_verified;
+                verdict.reason += " (already verified in an earlier run)";
             }
         }
         if (options.keep_verdicts) {
@@ -230,7 +236,10 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     auto& summary = result.summary;
     summary.command = "verify";
     summary.counts = {{"in", records}, {"valid", valid}, {"invalid", invalid}};
-    if (options.nonce == NonceCheck::on) summary.counts.emplace_back("replayed", replayed);
+    if (options.nonce == NonceCheck::on) {
+        summary.counts.emplace_back("replayed", replayed);
+        if (already_verified > 0) summary.counts.emplace_back("already_verified", already_verified);
+    }
     summary.counts.emplace_back("rejected", rejects.count());
     summary.counts.emplace_back("out", output.records_written());
     if (invalid_sink) summary.counts.emplace_back("invalid_file", invalid_sink->records_written());

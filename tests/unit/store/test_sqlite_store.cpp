@@ -39,27 +39,39 @@ TEST_CASE("store URIs") {
     CHECK_THROWS_AS((void)parse_store_uri("postgres://x"), UsageError);
 }
 
-TEST_CASE("a nonce claimed in one run is seen by the next, until it expires") {
+TEST_CASE("a nonce seen in one run is judged by the same rule in the next") {
     auto path = temp_db();
+    auto window = std::chrono::seconds(300);
+    auto keep = at(2'000'000'000);
     {
         auto store = open_store(parse_store_uri(path));
-        CHECK(store->claim_nonce("stripe", "sig-1", at(100), at(400)).fresh);
-        auto again = store->claim_nonce("stripe", "sig-1", at(200), at(500));
-        CHECK_FALSE(again.fresh);
+        CHECK(
+            store->claim_nonce("stripe", "sig-1", {at(100), "a.ndjson", 1}, window, keep).verdict ==
+            NonceVerdict::fresh);
+        auto again = store->claim_nonce("stripe", "sig-1", {at(200), "a.ndjson", 2}, window, keep);
+        CHECK(again.verdict == NonceVerdict::replay);
         CHECK(again.first_seen == at(100));
-        CHECK(store->claim_nonce("github", "sig-1", at(200), at(500)).fresh); // scopes are apart
+        CHECK(
+            store->claim_nonce("github", "sig-1", {at(200), "a.ndjson", 2}, window, keep).verdict ==
+            NonceVerdict::fresh); // scopes are apart
         store->commit();
     }
     {
         auto store = open_store(parse_store_uri(path));
-        CHECK_FALSE(store->claim_nonce("stripe", "sig-1", at(300), at(600)).fresh);
+        // The same record again (a rerun over the same file): never its own replay.
         CHECK(
-            store->claim_nonce("stripe", "sig-1", at(401), at(700)).fresh); // expired: claimed anew
+            store->claim_nonce("stripe", "sig-1", {at(100), "a.ndjson", 1}, window, keep).verdict ==
+            NonceVerdict::same_record);
+        CHECK(
+            store->claim_nonce("stripe", "sig-1", {at(200), "a.ndjson", 2}, window, keep).verdict ==
+            NonceVerdict::replay);
+        // Beyond the window of the kept sighting, by event time: fresh again.
+        CHECK(
+            store->claim_nonce("stripe", "sig-1", {at(401), "b.ndjson", 1}, window, keep).verdict ==
+            NonceVerdict::fresh);
         store->commit();
     }
     std::filesystem::remove(path);
-    std::filesystem::remove(path + "-wal");
-    std::filesystem::remove(path + "-shm");
 }
 
 TEST_CASE("an unopenable store is a store error naming it") {

@@ -98,8 +98,13 @@ inline constexpr const char* k_migrations[] = {
     "  checked_us INTEGER NOT NULL,"
     "  PRIMARY KEY (scope, source, line)"
     ") WITHOUT ROWID;",
+    // v6: a nonce keeps which record it was, so that a record is never a
+    // replay of itself; first_seen_us is its received_at (event time) and
+    // expires_us when the wall clock lets the row go.
+    "ALTER TABLE nonces ADD COLUMN source TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE nonces ADD COLUMN line INTEGER NOT NULL DEFAULT 0;",
 };
-inline constexpr int k_schema_version = 5;
+inline constexpr int k_schema_version = 6;
 
 // SQLite's memory statistics take a global mutex on every allocation; idem
 // reads none of them. Must run before SQLite initialises, so once, first.

@@ -1,0 +1,36 @@
+// The nonce rule every store applies (store.hpp, docs/stores.md).
+
+#include "idem/store/store.hpp"
+
+namespace idem::store {
+
+NonceDecision judge_nonce(const std::optional<NonceEntry>& kept, const NonceSighting& sighting,
+                          Duration window) {
+    NonceDecision decision;
+    if (!kept) {
+        decision.store = true;
+        return decision;
+    }
+    // The same position and the same received_at: this record, read again
+    // (a rerun over the same file or the same stdin). A later copy at the
+    // same position of another stdin has another received_at.
+    if (kept->source == sighting.source && kept->line == sighting.line &&
+        kept->first_seen == sighting.received_at) {
+        decision.claim = {NonceVerdict::same_record, kept->first_seen};
+        return decision;
+    }
+    auto at = sighting.received_at;
+    if (at > kept->first_seen + window) {
+        decision.store = true; // the kept one is out of this one's window
+        return decision;
+    }
+    if (at < kept->first_seen - window) return decision; // far earlier: fresh, kept stays
+    if (at >= kept->first_seen) {
+        decision.claim = {NonceVerdict::replay, kept->first_seen};
+        return decision;
+    }
+    decision.store = true; // it came first: the kept one is its replay
+    return decision;
+}
+
+} // namespace idem::store
