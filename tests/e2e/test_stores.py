@@ -299,3 +299,24 @@ class NonceAcrossStores(unittest.TestCase):
                 self.assertEqual([v["valid"] for v in again], expected, (store, err))
                 self.assertIn("already verified in an earlier run", again[0]["reason"])
                 self.assertEqual(json.loads(err.strip().splitlines()[-1])["already_verified"], 1)
+
+
+class SqliteSchema(unittest.TestCase):
+    def test_a_store_written_before_nonces_kept_their_record_still_opens_and_judges(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            store = os.path.join(tmp, "idem.db")
+            capture = os.path.join(tmp, "capture.ndjson")
+            with open(capture, "w") as f:
+                f.write(github_delivery("2026-11-30T08:00:00Z") + "\n")
+            code, _, err = run(["verify", "--secret", "gh-demo-secret", "--nonce", "--store", store, capture])
+            self.assertEqual(code, 0, err)
+            # Make it a version-5 store, as the previous release wrote it.
+            subprocess.run(["sqlite3", store, "ALTER TABLE nonces DROP COLUMN source;"
+                            "ALTER TABLE nonces DROP COLUMN line; PRAGMA user_version = 5;"], check=True)
+            with open(capture, "w") as f:
+                f.write(github_delivery("2026-11-30T09:00:00Z") + "\n")
+            code, out, err = run(["verify", "--secret", "gh-demo-secret", "--nonce", "--store", store, capture])
+            self.assertEqual(code, 1, err)
+            self.assertIn("already delivered at 2026-11-30T08:00:00.000Z", out.decode())
+            version = subprocess.run(["sqlite3", store, "PRAGMA user_version"], capture_output=True, text=True)
+            self.assertEqual(version.stdout.strip(), "6")
