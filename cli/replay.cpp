@@ -29,6 +29,7 @@ struct ReplayCommandOptions {
     std::vector<std::string> filters;
     std::optional<std::uint64_t> limit;
     std::string store = "idem.db";
+    std::string lock_timeout = "60s";
     std::string scope;
     bool retry_failed = false;
     bool force = false;
@@ -103,6 +104,7 @@ replay::ReplayOptions replay_options(const ReplayCommandOptions& options) {
     }
     run.selection.limit = options.limit;
     run.store_uri = options.store;
+    run.lock_timeout = parse_duration(options.lock_timeout);
     run.scope = options.scope;
     if (options.force && options.retry_failed)
         throw UsageError(
@@ -176,6 +178,8 @@ void register_replay(CLI::App& app, std::function<int()>& action) {
         ->add_option("--store", options->store,
                      "the ledger: PATH (SQLite, default idem.db), :memory:, redis://host:port[/db]")
         ->envname("IDEM_STORE");
+    command->add_option("--lock-timeout", options->lock_timeout,
+                        "how long to wait for a SQLite ledger another process holds (default 60s)");
     command->add_option("--scope", options->scope,
                         "ledger namespace (default: the --to URL, so each target has its own)");
     command->add_flag("--retry-failed", options->retry_failed,

@@ -70,11 +70,13 @@ private:
     void dry_run(const Candidate& candidate);
     void claim(std::vector<Candidate> candidates);
     void launch_ready();
+    void send(std::uint64_t id, Clock::time_point now);
     void collect(Duration wait);
     void judge(std::uint64_t job_id, net::TransferResult result);
     void finish(Job& job, store::ReplayState state, const std::string& error);
     void skip(const Candidate& candidate, std::string reason);
     void commit_if_due(bool force);
+    void persist(const std::vector<store::ReplayEntry>& attempts);
     void renew_leases_if_due();
     Clock::time_point due_time(const Candidate& candidate);
 
@@ -101,6 +103,7 @@ private:
     std::size_t m_in_flight = 0;
     Clock::time_point m_next_send = Clock::now();
     std::vector<store::ReplayEntry> m_unsaved;
+    std::vector<std::string> m_unwritten; // outcome lines of m_unsaved, written once committed
     Clock::time_point m_last_commit = Clock::now();
     Clock::time_point m_last_renewal = Clock::now();
 };
@@ -195,8 +198,19 @@ void Replayer::claim(std::vector<Candidate> candidates) {
 
 void Replayer::launch_ready() {
     auto now = Clock::now();
-    while (m_in_flight < m_options.concurrency && !m_ready.empty() && m_ready.top().first <= now) {
-        if (m_options.rate_per_second > 0 && now < m_next_send) return;
+    // Each launch commits its attempts first: launching as half the slots
+    // free up, not one by one, keeps that to one commit per few requests.
+    auto free_slots = m_options.concurrency - std::min(m_in_flight, m_options.concurrency);
+    if (m_in_flight > 0 && free_slots < std::max<std::size_t>(1, m_options.concurrency / 2)) return;
+    // Which jobs go now; their attempts reach the ledger before any request
+    // leaves, so a kill mid-send still counts it (a key sent twice across a
+    // kill shows 2).
+    std::vector<std::uint64_t> launching;
+    std::vector<store::ReplayEntry> attempts;
+    auto next_send = m_next_send;
+    while (m_in_flight + launching.size() < m_options.concurrency && !m_ready.empty() &&
+           m_ready.top().first <= now) {
+        if (m_options.rate_per_second > 0 && now < next_send) break;
         auto id = m_ready.top().second;
         m_ready.pop();
         auto& job = m_jobs.at(id);
@@ -204,7 +218,27 @@ void Replayer::launch_ready() {
         ++job.entry.attempts;
         ++m_counts.attempts;
         if (job.attempts_this_run == 1) m_budget.count_first_attempt();
-        auto request = job.candidate.request;
+        job.entry.state = store::ReplayState::in_progress;
+        job.entry.owner = m_owner;
+        job.entry.lease_until = now_utc() + m_options.lease;
+        job.entry.updated_at = now_utc();
+        attempts.push_back(job.entry);
+        launching.push_back(id);
+        if (m_options.rate_per_second > 0)
+            next_send = std::max(next_send, now) +
+                        std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(1.0 / m_options.rate_per_second));
+    }
+    if (launching.empty()) return;
+    persist(attempts);
+    for (auto id : launching)
+        send(id, now);
+}
+
+void Replayer::send(std::uint64_t id, Clock::time_point now) {
+    auto& job = m_jobs.at(id);
+    auto request = job.candidate.request;
+    {
         if (m_signer) {
             // Captured signatures expire: sign again, as of now.
             record::Envelope envelope;
@@ -268,7 +302,9 @@ void Replayer::finish(Job& job, store::ReplayState state, const std::string& err
     line += ",\"source\":";
     record::append_json_string(line, job.candidate.source);
     line += '}';
-    m_output.write_record(line);
+    // The line waits for the ledger: stdout never says completed (or
+    // failed) before the ledger holds it.
+    m_unwritten.push_back(std::move(line));
     m_unsaved.push_back(entry);
 }
 
@@ -336,11 +372,37 @@ void Replayer::commit_if_due(bool force) {
     auto now = Clock::now();
     if (!force && m_unsaved.size() < k_commit_outcomes && now - m_last_commit < k_commit_interval)
         return;
+    persist({});
     m_output.flush();
-    if (!m_unsaved.empty()) m_store->save_replay_entries(m_scope, m_unsaved);
-    m_store->commit();
-    m_unsaved.clear();
     m_last_commit = now;
+}
+
+// Saves the outcomes waiting (and `attempts`, entries about to be sent),
+// commits, and only then writes the outcomes' lines. When the ledger cannot
+// take them, the lines say so ("recorded":false) before the error ends the
+// run: stdout is never ahead of the ledger.
+void Replayer::persist(const std::vector<store::ReplayEntry>& attempts) {
+    if (m_unsaved.empty() && attempts.empty()) return;
+    try {
+        if (!m_unsaved.empty()) m_store->save_replay_entries(m_scope, m_unsaved);
+        if (!attempts.empty()) m_store->save_replay_entries(m_scope, attempts);
+        m_store->commit();
+    } catch (const StoreError&) {
+        for (auto& line : m_unwritten) {
+            line.insert(line.size() - 1, ",\"recorded\":false");
+            m_output.write_record(line);
+        }
+        m_unwritten.clear();
+        try {
+            m_output.flush();
+        } catch (const Error&) {
+        }
+        throw;
+    }
+    m_unsaved.clear();
+    for (const auto& line : m_unwritten)
+        m_output.write_record(line);
+    m_unwritten.clear();
 }
 
 void Replayer::renew_leases_if_due() {
@@ -361,7 +423,9 @@ ReplayResult Replayer::run() {
         while (auto candidate = m_reader.next())
             dry_run(*candidate);
     } else {
-        m_store = store::open_store(store::parse_store_uri(m_options.store_uri));
+        auto location = store::parse_store_uri(m_options.store_uri);
+        location.lock_timeout = m_options.lock_timeout;
+        m_store = store::open_store(location);
         m_client.emplace(m_options.timeouts);
         auto window = m_options.concurrency * 4 + k_claim_batch * 16;
         while (true) {

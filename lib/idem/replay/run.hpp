@@ -41,6 +41,8 @@ struct ReplayOptions {
     std::string key_header = "Idempotency-Key";
     Selection selection;
 
+    // How long to wait for a SQLite ledger another process holds locked.
+    Duration lock_timeout = std::chrono::seconds(60);
     std::string store_uri;
     std::string scope; // the ledger's namespace; default: the --to URL
     store::ReplayRerun rerun = store::ReplayRerun::resume;
