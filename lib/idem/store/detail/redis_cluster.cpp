@@ -8,10 +8,12 @@
 #include <array>
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <fmt/format.h>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <pthread.h>
 #include <thread>
 
 namespace idem::store::detail {
@@ -96,6 +98,44 @@ struct Node {
         redisFree(context);
         context = nullptr;
     }
+    Node(RedisEndpoint where, redisContext* open) : endpoint(std::move(where)), context(open) {}
+    Node(const Node&) = delete;
+    Node& operator=(const Node&) = delete;
+    ~Node() { close(); } // also when a router's constructor throws
+};
+
+// hiredis writes with write(2): a node that went away would raise SIGPIPE
+// and kill the process. Held back while a call runs, and taken off the
+// queue if the call raised it, so a lost node is an error, not a death.
+class PipeSignalHeld {
+public:
+    PipeSignalHeld() {
+        sigemptyset(&m_pipe);
+        sigaddset(&m_pipe, SIGPIPE);
+        m_held = pthread_sigmask(SIG_BLOCK, &m_pipe, &m_previous) == 0;
+        if (m_held) {
+            sigset_t pending;
+            sigpending(&pending);
+            m_was_pending = sigismember(&pending, SIGPIPE) == 1;
+        }
+    }
+    ~PipeSignalHeld() {
+        if (!m_held) return;
+        if (!m_was_pending) {
+            timespec no_wait{0, 0};
+            while (sigtimedwait(&m_pipe, nullptr, &no_wait) == SIGPIPE) {
+            }
+        }
+        pthread_sigmask(SIG_SETMASK, &m_previous, nullptr);
+    }
+    PipeSignalHeld(const PipeSignalHeld&) = delete;
+    PipeSignalHeld& operator=(const PipeSignalHeld&) = delete;
+
+private:
+    sigset_t m_pipe{};
+    sigset_t m_previous{};
+    bool m_held = false;
+    bool m_was_pending = false;
 };
 
 } // namespace
@@ -134,7 +174,7 @@ struct RedisRouter::Impl {
         for (auto& node : nodes)
             if (node->endpoint.host == endpoint.host && node->endpoint.port == endpoint.port)
                 return *node;
-        nodes.push_back(std::make_unique<Node>(Node{endpoint, nullptr}));
+        nodes.push_back(std::make_unique<Node>(endpoint, nullptr));
         return *nodes.back();
     }
 
@@ -181,6 +221,7 @@ struct RedisRouter::Impl {
     }
 
     static Reply raw_command(Node& node, const Arguments& arguments) {
+        PipeSignalHeld held;
         std::vector<const char*> pointers;
         std::vector<size_t> lengths;
         for (const auto& argument : arguments) {
@@ -204,6 +245,7 @@ struct RedisRouter::Impl {
     }
 
     Reply read(Node& node) {
+        PipeSignalHeld held;
         void* raw = nullptr;
         if (redisGetReply(node.context, &raw) != REDIS_OK || raw == nullptr) lost(node);
         return Reply(static_cast<redisReply*>(raw));
@@ -378,10 +420,7 @@ RedisRouter::RedisRouter(std::vector<RedisEndpoint> seeds, int database, std::st
     throw StoreError(fmt::format("cannot connect to store {}: {}", impl.name, last_error));
 }
 
-RedisRouter::~RedisRouter() {
-    for (auto& node : m_impl->nodes)
-        node->close();
-}
+RedisRouter::~RedisRouter() = default; // each node closes its connection
 
 bool RedisRouter::clustered() const {
     return m_impl->clustered;
