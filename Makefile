@@ -8,7 +8,7 @@ IDEM       := $(BUILD)/idem
 DEBIAN_PACKAGES := cmake g++ make pkg-config python3 jq \
   libcli11-dev libsqlite3-dev libssl-dev nlohmann-json3-dev libfmt-dev \
   doctest-dev libsimdjson-dev libcurl4-openssl-dev \
-  libhiredis-dev libxxhash-dev redis-server redis-tools openssl clang-format tzdata \
+  libhiredis-dev libxxhash-dev libcctz-dev redis-server redis-tools openssl clang-format tzdata \
   time bsdextrautils chromium sqlite3 wrk python3-redis
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -395,6 +395,14 @@ class Buckets(unittest.TestCase):
                            stdin=ndjson(events))
         self.assertEqual(len(out.splitlines()), 1)  # one UTC day
 
+    def test_buckets_after_2037_follow_the_zones_rules(self):
+        # Issue #14: the hand-written zone reader put 00:30 EDT on 2040-07-01 in 06-30.
+        event = b'{"id":"a","at":"2040-07-01T04:30:00Z"}\n'
+        code, out, err = run(["dedup", "--store", ":memory:", "--key", "id", "--time-field", "at", "--bucket",
+                              "day", "--tz", "America/New_York", "--print-key"], stdin=event)
+        self.assertEqual(code, 0, err)
+        self.assertIn("bucket 2040-07-01 ", json.loads(out)["_idem"]["dedup"]["key"])
+
     def test_an_unknown_zone_is_a_usage_error(self):
         code, _, err = run(["dedup", "--key", "id", "--bucket", "day", "--tz", "Mars/Olympus"], stdin=b"")
         self.assertEqual(code, 2)

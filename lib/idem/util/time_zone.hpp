@@ -1,15 +1,15 @@
 #pragma once
 // Time zones for calendar buckets (`dedup --bucket day --tz Asia/Shanghai`):
-// UTC, fixed offsets, and IANA zones read from the system's TZif files.
+// UTC, fixed offsets, and IANA zones from the system's zone files, read by
+// cctz (Debian's libcctz), which follows each file's POSIX TZ footer past its
+// last listed transition (slim files, dates after 2037) and honours TZDIR.
 
 #include "idem/util/time.hpp"
 
 #include <chrono>
-#include <cstdint>
-#include <optional>
+#include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace idem {
 
@@ -17,22 +17,21 @@ class TimeZone {
 public:
     static TimeZone utc();
     static TimeZone fixed(std::chrono::seconds offset);
-    // Parses TZif data (RFC 8536, version 2 or later). nullopt when malformed.
-    static std::optional<TimeZone> from_tzif(std::string_view data, std::string name);
     // "UTC", "+08:00" / "-05:30", or an IANA name such as Asia/Shanghai,
-    // read from /usr/share/zoneinfo. Throws UsageError naming it.
+    // read from $TZDIR or /usr/share/zoneinfo. Throws UsageError naming it.
     static TimeZone load(std::string_view name);
 
-    // The zone's offset from UTC at `at`. After the last transition in the
-    // file (2037 in the system's files) the last offset holds.
+    // The zone's offset from UTC at `at`, daylight saving included, for any
+    // year the zone's rules cover.
     [[nodiscard]] std::chrono::seconds offset_at(Timestamp at) const;
     [[nodiscard]] const std::string& name() const { return m_name; }
 
 private:
+    struct Rules; // the cctz zone, kept out of this header
+    TimeZone(std::string name, std::shared_ptr<const Rules> rules);
+
     std::string m_name;
-    std::int32_t m_initial_offset = 0;
-    std::vector<std::int64_t> m_transitions; // seconds since the epoch, ascending
-    std::vector<std::int32_t> m_offsets;     // the offset from each transition on
+    std::shared_ptr<const Rules> m_rules;
 };
 
 enum class BucketSize { day, hour };

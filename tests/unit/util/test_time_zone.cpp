@@ -1,7 +1,12 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/time_zone.hpp"
 
+#include <cstdlib>
 #include <doctest/doctest.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <unistd.h>
 
 using namespace idem;
 using namespace std::chrono;
@@ -36,7 +41,7 @@ TEST_CASE("an unknown zone is a usage error that names it") {
         "offset such as +08:00",
         UsageError);
     CHECK_THROWS_AS((void)TimeZone::load("../../etc/passwd"), UsageError);
-    CHECK_FALSE(TimeZone::from_tzif("not a zone file", "x"));
+    CHECK_THROWS_AS((void)TimeZone::load("/etc/localtime"), UsageError);
 }
 
 TEST_CASE("calendar buckets follow the zone's local date and hour") {
@@ -47,4 +52,70 @@ TEST_CASE("calendar buckets follow the zone's local date and hour") {
           "2026-12-01T00");
     CHECK(calendar_bucket(at("2026-11-30T23:30:00Z"), TimeZone::utc(), BucketSize::hour) ==
           "2026-11-30T23");
+}
+
+TEST_CASE("after 2037 the zone's rules still hold, in both hemispheres") {
+    // The case: 04:30 UTC on 2040-07-01 is 00:30 EDT, the same day in New York.
+    auto new_york = TimeZone::load("America/New_York");
+    CHECK(new_york.offset_at(at("2040-07-01T04:30:00Z")) == hours(-4));
+    CHECK(calendar_bucket(at("2040-07-01T04:30:00Z"), new_york, BucketSize::day) == "2040-07-01");
+    CHECK(new_york.offset_at(at("2045-12-01T12:00:00Z")) == hours(-5));
+    // Sydney: summer time in January, standard time in July; the 2026 change
+    // back is 03:00 AEDT on 5 April, 16:00 UTC the day before.
+    auto sydney = TimeZone::load("Australia/Sydney");
+    CHECK(sydney.offset_at(at("2026-01-15T00:00:00Z")) == hours(11));
+    CHECK(sydney.offset_at(at("2026-07-15T00:00:00Z")) == hours(10));
+    CHECK(sydney.offset_at(at("2026-04-04T15:59:59Z")) == hours(11));
+    CHECK(sydney.offset_at(at("2026-04-04T16:00:00Z")) == hours(10));
+    CHECK(sydney.offset_at(at("2045-01-15T00:00:00Z")) == hours(11));
+    CHECK(calendar_bucket(at("2045-01-14T13:30:00Z"), sydney, BucketSize::day) == "2045-01-15");
+}
+
+TEST_CASE("a slim zone file, from TZDIR, is read through its POSIX rule") {
+    // zic's default since 2020b lists transitions only until the rules stop
+    // changing, then a POSIX TZ string. Compile New York's rules from the
+    // system's tzdata source, as a slim file under a name of our own, into a
+    // TZDIR of our own.
+    std::ifstream tzdata("/usr/share/zoneinfo/tzdata.zi");
+    if (!tzdata) {
+        MESSAGE("no /usr/share/zoneinfo/tzdata.zi: the slim zone file case is not checked");
+        return;
+    }
+    auto dir = std::filesystem::temp_directory_path() / ("idem-tz-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    {
+        std::ofstream source(dir / "slim.zi");
+        std::string line;
+        bool in_zone = false;
+        while (std::getline(tzdata, line)) {
+            bool starts_entry =
+                line.starts_with("Z ") || line.starts_with("R ") || line.starts_with("L ");
+            if (starts_entry) in_zone = false;
+            if (line.starts_with("R u ") || line.starts_with("R NY ")) source << line << '\n';
+            if (line.starts_with("Z America/New_York ")) {
+                in_zone = true;
+                source << "Z Idem/Slim_New_York " << line.substr(19) << '\n';
+            } else if (in_zone) {
+                source << line << '\n';
+            }
+        }
+    }
+    auto command = fmt::format("zic -b slim -d '{}' '{}' 2>/dev/null", dir.string(),
+                               (dir / "slim.zi").string());
+    if (std::system(command.c_str()) != 0) {
+        MESSAGE("zic could not compile the zone: the slim zone file case is not checked");
+        return;
+    }
+    auto* previous = std::getenv("TZDIR");
+    std::string saved = previous ? previous : "";
+    ::setenv("TZDIR", dir.c_str(), 1);
+    auto slim = TimeZone::load("Idem/Slim_New_York");
+    if (previous)
+        ::setenv("TZDIR", saved.c_str(), 1);
+    else
+        ::unsetenv("TZDIR");
+    CHECK(slim.offset_at(at("2030-07-01T12:00:00Z")) == hours(-4));
+    CHECK(slim.offset_at(at("2030-12-01T12:00:00Z")) == hours(-5));
+    CHECK(calendar_bucket(at("2040-07-01T04:30:00Z"), slim, BucketSize::day) == "2040-07-01");
+    std::filesystem::remove_all(dir);
 }
