@@ -100,8 +100,9 @@ int run_dedup_command(const DedupOptions& options) {
     run.store_uri = options.store;
     run.scope = options.scope;
     run.lock_timeout = parse_duration(options.lock_timeout);
-    run.on_store_error =
-        options.on_store_error == "pass" ? dedup::StoreFailure::pass : dedup::StoreFailure::fail;
+    run.on_store_error = options.on_store_error == "pass"    ? dedup::StoreFailure::pass
+                         : options.on_store_error == "local" ? dedup::StoreFailure::local
+                                                             : dedup::StoreFailure::fail;
     run.threads = options.threads;
     run.batch = std::max<std::uint64_t>(options.batch, 1);
     StderrDiagnostics diagnostics(options.common.quiet);
@@ -171,9 +172,10 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
         "namespace of fingerprints in the store, for several streams (default 'default')");
     command
         ->add_option("--on-store-error", options->on_store_error,
-                     "fail (default: exit 4, nothing unclaimed let through) or pass (let records "
-                     "through unclaimed, with a warning)")
-        ->check(CLI::IsMember({"fail", "pass"}));
+                     "fail (default: exit 4, nothing unclaimed let through), pass (judge within "
+                     "this process, counted unclaimed) or local (the same, marked degraded, and "
+                     "written back to the store when it answers again)")
+        ->check(CLI::IsMember({"fail", "pass", "local"}));
     command->add_option("--lock-timeout", options->lock_timeout,
                         "how long to wait for a SQLite store another process holds (default 60s)");
     command->add_flag("--gc", options->gc, "delete expired fingerprints from the store, then exit");

@@ -3,6 +3,7 @@ redis-server on loopback, several processes at once."""
 import json
 import os
 import random
+import socket
 import subprocess
 import tempfile
 import threading
@@ -338,9 +339,14 @@ class StoreFailures(unittest.TestCase):
         code, out, err = run(["dedup", "--key", "id", "--store", "redis://127.0.0.1:1", "--on-store-error", "pass",
                               "--summary", "json"], stdin=ndjson(EVENTS))
         self.assertEqual(code, 0)
-        self.assertEqual(len(out.splitlines()), len(EVENTS))
+        # Repeats within the run are still dropped (issue #13); the first
+        # copies are counted unclaimed, not unique.
+        unique_ids = {e["id"] for e in EVENTS}
+        self.assertEqual(len(out.splitlines()), len(unique_ids))
         self.assertIn("idem: warning: cannot connect to store redis://127.0.0.1:1/0", err)
-        self.assertEqual(summary_of(err)["unclaimed"], len(EVENTS))
+        summary = summary_of(err)
+        self.assertEqual((summary["unclaimed"], summary["unique"]), (len(unique_ids), 0))
+        self.assertEqual(summary["in"], summary["unclaimed"] + summary["duplicates"] + summary["rejected"])
 
     @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
     def test_a_redis_that_goes_away_mid_run_stops_the_run_with_exit_4(self):
@@ -364,6 +370,58 @@ class StoreFailures(unittest.TestCase):
         # Nothing was let through that was not claimed: only records read
         # while Redis was up.
         self.assertTrue(all(i.startswith("before_") for i in ids))
+
+    @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
+    def test_on_store_error_local_judges_in_process_then_writes_back_when_redis_returns(self):
+        import redis_cluster
+        port = redis_cluster.free_port()
+        uri = f"redis://127.0.0.1:{port}"
+        with tempfile.TemporaryDirectory() as tmp:
+            def start_redis():
+                server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                           "--appendonly", "no", "--dir", tmp], stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL)
+                for _ in range(200):
+                    try:
+                        socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                        return server
+                    except OSError:
+                        time.sleep(0.05)
+                return server
+
+            server = start_redis()
+            process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", uri, "--on-store-error", "local",
+                                        "--mark", "--batch", "10", "--summary", "json"],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            process.stdin.write(ndjson([{"id": f"before_{i}"} for i in range(50)]))
+            process.stdin.flush()
+            time.sleep(0.5)
+            server.terminate()
+            server.wait()
+            # Redis is gone: these are judged in the process, repeats included.
+            process.stdin.write(ndjson([{"id": f"during_{i % 30}"} for i in range(60)]))
+            process.stdin.flush()
+            time.sleep(0.5)
+            server = start_redis()  # back, empty: the write-back fills it
+            try:
+                process.stdin.close()
+                process.stdin = None
+                out, err = process.communicate(timeout=60)
+                self.assertEqual(process.returncode, 0, err)
+                records = [json.loads(line) for line in out.splitlines()]
+                during = [r for r in records if r["id"].startswith("during_")]
+                self.assertEqual(sum(1 for r in during if "duplicate_of" not in r["_idem"]["dedup"]), 30)
+                self.assertTrue(all(r["_idem"]["dedup"].get("degraded") for r in during))
+                summary = summary_of(err)
+                self.assertEqual(summary["degraded"], 30)
+                self.assertIn(b"wrote 30 fingerprints judged in this process back to", err)
+                # A later run knows what the degraded stretch let through.
+                code, again, err2 = run(["dedup", "--key", "id", "--store", uri],
+                                        stdin=ndjson([{"id": f"during_{i}"} for i in range(30)]))
+                self.assertEqual((code, again), (0, b""), err2)
+            finally:
+                server.terminate()
+                server.wait()
 
     def test_a_store_locked_by_another_process_is_waited_for_then_a_clear_error(self):
         import sqlite3

@@ -25,8 +25,12 @@ using detail::Outcome;
 using detail::WorkerState;
 
 // `"dedup":{...}` for the _idem annotation.
+// Whether a record was judged by the shared store or, after it failed
+// (--on-store-error pass|local), only within this process.
+enum class Judged { by_store, in_process };
+
 void append_annotation(std::string& out, const Outcome& outcome,
-                       const store::FingerprintResult* claim) {
+                       const store::FingerprintResult* claim, Judged judged = Judged::by_store) {
     out += "\"dedup\":{";
     bool first = true;
     auto separator = [&] {
@@ -49,6 +53,10 @@ void append_annotation(std::string& out, const Outcome& outcome,
         separator();
         out += "\"key\":";
         record::append_json_string(out, outcome.encoded_key);
+    }
+    if (judged == Judged::in_process) {
+        separator();
+        out += "\"degraded\":true";
     }
     out += '}';
 }
@@ -146,14 +154,59 @@ private:
         }
     }
 
-    // --on-store-error pass: without a store, every record goes through as
-    // new, unclaimed, and the summary says how many.
+    // --on-store-error pass|local: the run goes on with a store in this
+    // process, so repeats within it are still caught; what it judges is
+    // counted apart (unclaimed, or degraded), and with local written back
+    // to the shared store at the end. The batch claimed in the failed store
+    // since its last commit is claimed again here: its records are out.
     void lose_store(const StoreError& error) {
         if (m_options.on_store_error == StoreFailure::fail) throw error;
+        bool local = m_options.on_store_error == StoreFailure::local;
         m_diagnostics.warning(
-            {}, fmt::format("{}; letting records through unclaimed (--on-store-error pass)",
-                            error.what()));
-        m_store.reset();
+            {},
+            fmt::format("{}; judging within this process from here on ({}){}", error.what(),
+                        local ? "--on-store-error local" : "--on-store-error pass",
+                        local ? ": what it claims is written back when the store answers" : ""));
+        m_store_lost = true;
+        m_store = store::open_store(store::parse_store_uri(":memory:"));
+        if (!m_batch_firsts.empty()) {
+            (void)m_store->claim_fingerprints(m_options.scope, m_batch_firsts, now_utc());
+            if (local)
+                m_local_firsts.insert(m_local_firsts.end(), m_batch_firsts.begin(),
+                                      m_batch_firsts.end());
+            m_batch_firsts.clear();
+        }
+    }
+
+    // --on-store-error local, at the end: the fingerprints judged in this
+    // process go to the shared store, so later runs and other instances see
+    // them. Those another instance claimed meanwhile are counted, not lost.
+    void write_back() {
+        if (m_options.on_store_error != StoreFailure::local || !m_store_lost) return;
+        if (m_local_firsts.empty()) return;
+        try {
+            auto location = store::parse_store_uri(m_options.store_uri);
+            location.lock_timeout = m_options.lock_timeout;
+            auto shared = store::open_store(location);
+            auto answers = shared->claim_fingerprints(m_options.scope, m_local_firsts, now_utc());
+            shared->commit();
+            auto already = std::count_if(answers.begin(), answers.end(),
+                                         [](const auto& answer) { return !answer.first; });
+            m_diagnostics.warning(
+                {}, fmt::format("wrote {} fingerprint{} judged in this process back to {}{}",
+                                m_local_firsts.size(), m_local_firsts.size() == 1 ? "" : "s",
+                                m_store_name,
+                                already > 0 ? fmt::format(" ({} another instance had claimed "
+                                                          "meanwhile: emitted twice)",
+                                                          already)
+                                            : std::string()));
+        } catch (const StoreError& error) {
+            m_diagnostics.warning(
+                {}, fmt::format("cannot write {} fingerprint{} back to {} ({}): a later run will "
+                                "not know them",
+                                m_local_firsts.size(), m_local_firsts.size() == 1 ? "" : "s",
+                                m_store_name, error.what()));
+        }
     }
 
     // With -o, a checkpoint left by a killed run says how far it got.
@@ -228,18 +281,20 @@ private:
     std::vector<store::FingerprintResult> claim(const std::vector<store::FingerprintClaim>& claims,
                                                 Timestamp now) {
         std::vector<store::FingerprintResult> answers;
-        if (m_store) {
-            try {
-                answers = m_store->claim_fingerprints(m_options.scope, claims, now);
-            } catch (const StoreError& error) {
-                lose_store(error);
-            }
+        try {
+            answers = m_store->claim_fingerprints(m_options.scope, claims, now);
+        } catch (const StoreError& error) {
+            lose_store(error);
+            answers = m_store->claim_fingerprints(m_options.scope, claims, now);
         }
-        if (!m_store) {
-            m_unclaimed += claims.size();
-            answers.assign(claims.size(), store::FingerprintResult{});
-            for (std::size_t i = 0; i < claims.size(); ++i)
-                answers[i].first_seen = claims[i].event_time;
+        // First copies of this batch: claimed again elsewhere if the store
+        // fails before the batch commits, and written back with local.
+        for (std::size_t i = 0; i < claims.size(); ++i) {
+            if (!answers[i].first) continue;
+            if (!m_store_lost)
+                m_batch_firsts.push_back(claims[i]);
+            else if (m_options.on_store_error == StoreFailure::local)
+                m_local_firsts.push_back(claims[i]);
         }
         return answers;
     }
@@ -371,7 +426,12 @@ private:
         // --keep last: every copy carries the event's total count, and the
         // newest is the one that is not a duplicate.
         bool duplicate = keeps_last() ? !answer.first : answer.seen_count > m_options.allow;
-        duplicate ? ++m_duplicates : ++m_unique;
+        if (duplicate)
+            ++m_duplicates;
+        else if (m_store_lost)
+            ++m_unclaimed; // judged within this process only
+        else
+            ++m_unique;
         if (m_options.action == DuplicateAction::count) return;
         bool annotate =
             m_options.action == DuplicateAction::mark || m_options.print_key == KeyPrinting::on;
@@ -386,7 +446,8 @@ private:
             return;
         }
         m_member.clear();
-        append_annotation(m_member, outcome, &answer);
+        append_annotation(m_member, outcome, &answer,
+                          m_store_lost ? Judged::in_process : Judged::by_store);
         record::write_annotated(*target, bytes, outcome.has_annotations, m_member);
     }
 
@@ -512,12 +573,17 @@ private:
         m_output->flush();
         if (m_dups) m_dups->flush();
         m_since_commit = 0;
-        if (!m_store) return;
-        if (m_owns_output) {
-            save_held();
-            m_store->save_checkpoint(m_checkpoint_key, synced_progress());
+        try {
+            if (m_owns_output) {
+                save_held();
+                m_store->save_checkpoint(m_checkpoint_key, synced_progress());
+            }
+            m_store->commit();
+            m_batch_firsts.clear();
+        } catch (const StoreError& error) {
+            if (m_store_lost) throw; // the store in this process does not fail
+            lose_store(error);
         }
-        m_store->commit();
     }
 
     // The owned outputs on disk, and how far they go.
@@ -538,11 +604,19 @@ private:
     void finish() {
         m_output->flush();
         if (m_dups) m_dups->flush();
-        if (m_store && m_owns_output) {
-            store::save_finished(*m_store, m_checkpoint_key, synced_progress(), m_input_identity);
-            m_store->clear_reorder_state(m_held_scope);
+        try {
+            if (m_owns_output) {
+                store::save_finished(*m_store, m_checkpoint_key, synced_progress(),
+                                     m_input_identity);
+                m_store->clear_reorder_state(m_held_scope);
+            }
+            m_store->commit();
+            m_batch_firsts.clear();
+        } catch (const StoreError& error) {
+            if (m_store_lost) throw;
+            lose_store(error);
         }
-        if (m_store) m_store->commit();
+        write_back();
         if (m_reject_sink) m_reject_sink->flush();
     }
 
@@ -560,8 +634,10 @@ private:
         summary.counts.emplace_back("rejected", m_rejects->count());
         summary.counts.emplace_back("out", m_output->records_written());
         if (m_dups) summary.counts.emplace_back("dups_file", m_dups->records_written());
-        if (m_options.on_store_error == StoreFailure::pass)
-            summary.counts.emplace_back("unclaimed", m_unclaimed);
+        if (m_options.on_store_error != StoreFailure::fail)
+            summary.counts.emplace_back(
+                m_options.on_store_error == StoreFailure::local ? "degraded" : "unclaimed",
+                m_unclaimed);
         summary.facts.emplace_back("store", m_store_name);
         summary.seconds = io::seconds_since(start);
         return result;
@@ -585,6 +661,9 @@ private:
     std::string m_member;
     std::vector<store::FingerprintClaim> m_block_claims;
     std::uint64_t m_records = 0, m_unique = 0, m_duplicates = 0, m_unkeyed = 0, m_unclaimed = 0;
+    bool m_store_lost = false; // the run goes on with a store in this process
+    std::vector<store::FingerprintClaim> m_batch_firsts; // first copies not yet committed
+    std::vector<store::FingerprintClaim> m_local_firsts; // local: to write back
     std::uint64_t m_first_seen_earlier = 0;  // repeats whose first copy an earlier run read
     std::vector<std::string> m_sources_read; // the inputs this run has read, in order
     std::uint64_t m_since_commit = 0;

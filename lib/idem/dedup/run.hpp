@@ -28,7 +28,10 @@ enum class KeyPrinting { off, on };
 enum class KeepCopy { first, last };
 // When the store fails: stop (exit 4, nothing emitted as new that was not
 // claimed), or let records through unclaimed, with a warning.
-enum class StoreFailure { fail, pass };
+// What a run does when the store fails: stop (exit 4); go on judging within
+// this process, counted as unclaimed (pass); or the same, marked degraded,
+// and the fingerprints written back to the store once it answers (local).
+enum class StoreFailure { fail, pass, local };
 
 struct DedupRunOptions {
     record::InputOptions input;
