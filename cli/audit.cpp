@@ -125,6 +125,7 @@ int run_audit_command(AuditOptions options) {
     run.spill_after = options.spill_after;
     run.spill_directory = options.spill_dir.empty() ? std::filesystem::temp_directory_path()
                                                     : std::filesystem::path(options.spill_dir);
+    apply_store_timeout(options.common, std::chrono::milliseconds(10000));
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = options.output_path.empty() ? io::Sink::standard_output()
                                               : io::Sink::create_file(options.output_path);
@@ -139,6 +140,7 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
     auto* command = app.add_subcommand(
         "audit", "group records by idempotency key or intent, and explain every duplicate");
     add_common_options(*command, options->common);
+    add_store_timeout_option(*command, options->common);
     command->add_option("--key", options->key,
                         "comma-separated field paths of the idempotency key");
     command->add_option("--fingerprint", options->fingerprint,

@@ -1,7 +1,9 @@
 #include "common.hpp"
 
+#include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
+#include "idem/util/time.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -40,6 +42,21 @@ void add_report_options(CLI::App& command, CommonOptions& options) {
         ->check(CLI::IsMember({"text", "json"}));
     command.add_flag("-q,--quiet", options.quiet,
                      "no text summary, warnings or progress on stderr");
+}
+
+void add_store_timeout_option(CLI::App& command, CommonOptions& options) {
+    command.add_option("--store-timeout", options.store_timeout,
+                       "how long a Redis store may stay unreachable (a restart, a failover) "
+                       "before the run fails, retrying with backoff (default 10s; listen: 1s)");
+}
+
+void apply_store_timeout(const CommonOptions& options, std::chrono::milliseconds fallback) {
+    Duration timeout = fallback;
+    if (!options.store_timeout.empty()) {
+        timeout = parse_duration(options.store_timeout);
+        if (timeout.count() < 0) throw UsageError("--store-timeout cannot be negative");
+    }
+    store::set_store_timeout(timeout);
 }
 
 record::InputOptions input_options(const CommonOptions& options) {

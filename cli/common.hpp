@@ -25,11 +25,18 @@ struct CommonOptions {
     bool strict = false;
     std::string summary_format = "text";
     bool quiet = false;
+    std::string store_timeout; // "" : the command's default
 };
 
 void add_common_options(CLI::App& command, CommonOptions& options);
 // Only --summary and --quiet, for commands that read no records (listen).
 void add_report_options(CLI::App& command, CommonOptions& options);
+
+// --store-timeout, for commands with a --store: how long a Redis store may
+// stay unreachable before the run fails (exit 4).
+void add_store_timeout_option(CLI::App& command, CommonOptions& options);
+// Sets it for this process; `fallback` when the flag was not given.
+void apply_store_timeout(const CommonOptions& options, std::chrono::milliseconds fallback);
 
 [[nodiscard]] record::InputOptions input_options(const CommonOptions& options);
 [[nodiscard]] record::Strictness strictness(const CommonOptions& options);

@@ -105,6 +105,7 @@ int run_dedup_command(const DedupOptions& options) {
                                                              : dedup::StoreFailure::fail;
     run.threads = options.threads;
     run.batch = std::max<std::uint64_t>(options.batch, 1);
+    apply_store_timeout(options.common, std::chrono::milliseconds(10000));
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = io::Sink::standard_output();
     auto result = dedup::run_dedup(run, *output, diagnostics);
@@ -118,6 +119,7 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
     auto* command =
         app.add_subcommand("dedup", "drop, mark or count duplicate events, remembered across runs");
     add_common_options(*command, options->common);
+    add_store_timeout_option(*command, options->common);
     command->add_option(
         "--key", options->key,
         "comma-separated field paths that identify an event (default: the whole event)");

@@ -113,6 +113,9 @@ listen::ListenOptions listen_options(const ListenCommandOptions& options) {
 
 int run_listen_command(const ListenCommandOptions& options) {
     auto run = listen_options(options);
+    // A sender waits on the store: a request gets 503 after a second of
+    // outage, not ten.
+    apply_store_timeout(options.common, std::chrono::milliseconds(1000));
     StderrDiagnostics diagnostics(options.common.quiet, StderrDiagnostics::RejectFlag::absent);
     struct sigaction action {};
     action.sa_handler = request_stop;
@@ -194,6 +197,7 @@ void register_listen(CLI::App& app, std::function<int()>& action) {
     command->add_option("--seed", options->seed,
                         "seed of the flaky modes: the same seed and requests, the same failures");
     add_report_options(*command, options->common);
+    add_store_timeout_option(*command, options->common);
     command->footer(
         "Every request becomes one envelope line (docs/records.md): the raw body byte for\n"
         "byte, the headers in arrival order, received_at in milliseconds, the sender's address\n"

@@ -92,6 +92,7 @@ int run_reorder_command(const ReorderOptions& options) {
     bool fail_on_gap = false, fail_on_late = false;
     for (const auto& item : options.fail_on)
         (item == "gap" ? fail_on_gap : fail_on_late) = true;
+    apply_store_timeout(options.common, std::chrono::milliseconds(10000));
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = io::Sink::standard_output();
     auto result = reorder::run_reorder(run, *output, diagnostics);
@@ -106,6 +107,7 @@ void register_reorder(CLI::App& app, std::function<int()>& action) {
     auto* command = app.add_subcommand(
         "reorder", "put records back in order per partition, report gaps and late records");
     add_common_options(*command, options->common);
+    add_store_timeout_option(*command, options->common);
     command->add_option("--seq", options->seq,
                         "field path of an integer sequence: release in strictly increasing order");
     command->add_option("--order-by", options->order_by,

@@ -143,6 +143,7 @@ replay::ReplayOptions replay_options(const ReplayCommandOptions& options) {
 
 int run_replay_command(const ReplayCommandOptions& options) {
     auto run = replay_options(options);
+    apply_store_timeout(options.common, std::chrono::milliseconds(10000));
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = io::Sink::standard_output();
     auto result = replay::run_replay(run, *output, diagnostics);
@@ -157,6 +158,7 @@ void register_replay(CLI::App& app, std::function<int()>& action) {
     auto* command = app.add_subcommand(
         "replay", "re-send records with stable idempotency keys, a ledger and safe retries");
     add_common_options(*command, options->common);
+    add_store_timeout_option(*command, options->common);
     command
         ->add_option("--to", options->to, "target URL; its path, if any, replaces the captured one")
         ->required();

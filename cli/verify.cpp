@@ -65,6 +65,7 @@ int run_verify_command(const VerifyOptions& options) {
                                                                       : verify::NonceCapture::skip;
     run.store_uri = options.store;
     run.threads = options.threads;
+    apply_store_timeout(options.common, std::chrono::milliseconds(10000));
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = io::Sink::standard_output();
     auto result = verify::run_verify(run, *output, diagnostics);
@@ -78,6 +79,7 @@ void register_verify(CLI::App& app, std::function<int()>& action) {
     auto* command =
         app.add_subcommand("verify", "check webhook signatures; exit 1 if any is invalid");
     add_common_options(*command, options->common);
+    add_store_timeout_option(*command, options->common);
     add_key_options(*command, options->keys);
     command->add_option("--tolerance", options->tolerance,
                         "how far a signed timestamp may be from now (default 5m)");

@@ -306,9 +306,11 @@ class Nonce(unittest.TestCase):
             self.assertEqual([v["valid"] for v in verdicts(out)], [True, False])
 
     def test_an_unreachable_store_is_exit_4(self):
-        code, _, err = run(["verify", "--secret", GH, "--nonce", "--store", "redis://127.0.0.1:1"], stdin=b"")
+        code, _, err = run(["verify", "--secret", GH, "--nonce", "--store", "redis://127.0.0.1:1",
+                            "--store-timeout", "300ms"], stdin=b"")
         self.assertEqual(code, 4)
         self.assertIn("cannot connect to store redis://127.0.0.1:1/0", err)
+        self.assertIn("--store-timeout", err)
 
 
 class Sign(unittest.TestCase):

@@ -179,7 +179,8 @@ class Dedup(unittest.TestCase):
         self.assertIn("invalid field path 'a..b'", err)
 
     def test_an_unreachable_store_is_exit_4_and_nothing_is_emitted(self):
-        code, out, err = run(["dedup", "--key", "id", "--store", "redis://127.0.0.1:1"], stdin=ndjson(EVENTS))
+        code, out, err = run(["dedup", "--key", "id", "--store", "redis://127.0.0.1:1", "--store-timeout", "300ms"],
+                             stdin=ndjson(EVENTS))
         self.assertEqual(code, 4)
         self.assertEqual(out, b"")
 
@@ -336,7 +337,8 @@ class KillAndRerun(unittest.TestCase):
 
 class StoreFailures(unittest.TestCase):
     def test_on_store_error_pass_lets_records_through_unclaimed_with_a_warning(self):
-        code, out, err = run(["dedup", "--key", "id", "--store", "redis://127.0.0.1:1", "--on-store-error", "pass",
+        code, out, err = run(["dedup", "--key", "id", "--store", "redis://127.0.0.1:1", "--store-timeout", "0",
+                              "--on-store-error", "pass",
                               "--summary", "json"], stdin=ndjson(EVENTS))
         self.assertEqual(code, 0)
         # Repeats within the run are still dropped (issue #13); the first
@@ -351,7 +353,8 @@ class StoreFailures(unittest.TestCase):
     @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
     def test_a_redis_that_goes_away_mid_run_stops_the_run_with_exit_4(self):
         with redis_server.running() as uri:
-            process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", uri, "-q"], stdin=subprocess.PIPE,
+            process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", uri, "-q", "--store-timeout", "1s"],
+                                       stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             process.stdin.write(ndjson([{"id": f"before_{i}"} for i in range(200)]))
             process.stdin.flush()
@@ -391,7 +394,7 @@ class StoreFailures(unittest.TestCase):
 
             server = start_redis()
             process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", uri, "--on-store-error", "local",
-                                        "--mark", "--batch", "10", "--summary", "json"],
+                                        "--store-timeout", "200ms", "--mark", "--batch", "10", "--summary", "json"],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             process.stdin.write(ndjson([{"id": f"before_{i}"} for i in range(50)]))
             process.stdin.flush()
@@ -523,7 +526,8 @@ class RedisLeases(unittest.TestCase):
             # A consumer that reads nothing: the output cannot be flushed, so
             # the claims made for it stay leases (a quiet input alone would
             # commit what was emitted).
-            process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", uri, "-q"], stdin=subprocess.PIPE,
+            process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", uri, "-q", "--store-timeout", "1s"],
+                                       stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             events = [{"id": f"evt_{i}", "pad": "x" * 100} for i in range(30000)]
 

@@ -320,3 +320,48 @@ class SqliteSchema(unittest.TestCase):
             self.assertIn("already delivered at 2026-11-30T08:00:00.000Z", out.decode())
             version = subprocess.run(["sqlite3", store, "PRAGMA user_version"], capture_output=True, text=True)
             self.assertEqual(version.stdout.strip(), "6")
+
+
+@unittest.skipUnless(redis_server.available(), "redis-server is needed")
+class Reconnect(unittest.TestCase):
+    """Issue #13: a Redis restart mid-run is ridden out, within --store-timeout."""
+
+    def test_a_redis_restart_mid_run_is_retried_and_every_key_emitted_once(self):
+        port = redis_cluster.free_port()
+        with tempfile.TemporaryDirectory() as tmp:
+            def start_redis():
+                server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                           "--appendonly", "no", "--dir", tmp], stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL)
+                for _ in range(200):
+                    try:
+                        socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                        break
+                    except OSError:
+                        time.sleep(0.05)
+                return server
+
+            server = start_redis()
+            process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", f"redis://127.0.0.1:{port}",
+                                        "--batch", "10", "--summary", "json"],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                process.stdin.write(b"".join(b'{"id":"a%d"}\n' % i for i in range(40)))
+                process.stdin.flush()
+                time.sleep(0.4)
+                server.kill()
+                server.wait()
+                process.stdin.write(b"".join(b'{"id":"b%d"}\n' % (i % 20) for i in range(40)))
+                process.stdin.flush()
+                time.sleep(0.8)
+                server = start_redis()  # back within the 10 s default
+                process.stdin.close()
+                process.stdin = None
+                out, err = process.communicate(timeout=60)
+            finally:
+                server.terminate()
+                server.wait()
+        self.assertEqual(process.returncode, 0, err)
+        emitted = ids(out)
+        self.assertEqual(len(emitted), len(set(emitted)))
+        self.assertEqual(set(emitted), {f"a{i}" for i in range(40)} | {f"b{i}" for i in range(20)})

@@ -338,7 +338,9 @@ public:
                               std::to_string(static_cast<int>(rerun))},
                              name});
         }
-        auto replies = m_redis.pipeline(batch);
+        // Never sent again: a claim that ran would then meet itself, in
+        // progress under this owner, and the key would be skipped.
+        auto replies = m_redis.pipeline(batch, detail::Retry::never);
         std::vector<ReplayClaim> claims;
         claims.reserve(keys.size());
         for (std::size_t k = 0; k < keys.size(); ++k) {
@@ -433,7 +435,9 @@ public:
     std::string describe() const override { return m_location.describe(); }
 
 private:
-    // Claims one fingerprint atomically: a live entry (within the window) is
+    // Claims one fingerprint atomically. This process's own unconfirmed
+    // claim of this same record (a retry after a lost connection) answers
+    // first again, never a repeat of itself. Otherwise a live entry (within the window) is
     // a repeat, counted, and kept as evidence ("source:line event_time_us")
     // in a list beside it; otherwise this record becomes the first copy, on
     // a lease owned by this process. An entry still leased by another owner
@@ -442,6 +446,9 @@ private:
     // and still the owner (ARGV[7] 'take', ARGV[8] the dead owner).
     static constexpr const char* k_claim_lua = R"lua(
 local v = redis.call('HMGET', KEYS[1], 'first_seen', 'count', 'source', 'line', 'owner')
+if v[5] == ARGV[6] and v[3] == ARGV[4] and v[4] == ARGV[5] then
+  return {1, tonumber(v[1]), v[3], tonumber(v[4])}
+end
 if v[1] and (ARGV[3] == '0' or tonumber(ARGV[1]) - tonumber(v[1]) <= tonumber(ARGV[3])) then
   local foreign = v[5] and v[5] ~= ARGV[6]
   if foreign and (ARGV[7] == 'ask' or (ARGV[7] == 'take' and v[5] ~= ARGV[8])) then
@@ -667,6 +674,10 @@ return redis.call('PEXPIREAT', KEYS[1], ARGV[1])
 
 void set_redis_credentials(std::string user, std::string password) {
     detail::set_redis_credentials({std::move(user), std::move(password)});
+}
+
+void set_store_timeout(Duration timeout) {
+    detail::set_store_timeout(timeout);
 }
 
 std::unique_ptr<Store> open_redis_store(const StoreLocation& location) {

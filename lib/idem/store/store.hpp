@@ -49,6 +49,12 @@ struct StoreLocation {
 // IDEM_REDIS_USER; it never appears in a URI or a message.
 void set_redis_credentials(std::string user, std::string password);
 
+// How long a Redis store may stay unreachable (a restart, a failover)
+// before an operation fails with StoreError: connections are retried with
+// backoff, and commands lost with one are sent again when that is safe.
+// Default 10 s; the CLI sets it from --store-timeout.
+void set_store_timeout(Duration timeout);
+
 // One sighting of a message id by `verify --nonce`: when the delivery was
 // received (event time: --now, else its received_at) and which record it is.
 struct NonceSighting {

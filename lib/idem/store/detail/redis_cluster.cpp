@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <csignal>
@@ -40,6 +41,16 @@ std::uint16_t crc16(std::string_view bytes) {
 
 std::mutex g_credentials_mutex;
 RedisCredentials g_credentials;
+std::atomic<std::int64_t> g_store_timeout_us{10'000'000};
+
+// A connection that failed or went away: retried with backoff by the public
+// operations when what was sent may safely be sent again.
+struct Unreachable {
+    std::string why;
+};
+
+constexpr auto k_first_backoff = std::chrono::milliseconds(100);
+constexpr auto k_max_backoff = std::chrono::seconds(2);
 
 RedisCredentials credentials() {
     std::lock_guard lock(g_credentials_mutex);
@@ -150,6 +161,10 @@ std::uint16_t key_slot(std::string_view key) {
     return static_cast<std::uint16_t>(crc16(key) % k_slots);
 }
 
+void set_store_timeout(std::chrono::microseconds timeout) {
+    g_store_timeout_us.store(timeout.count());
+}
+
 void set_redis_credentials(RedisCredentials given) {
     std::lock_guard lock(g_credentials_mutex);
     g_credentials = std::move(given);
@@ -216,8 +231,38 @@ struct RedisRouter::Impl {
 
     Node& connected(Node& node) {
         std::string why;
-        if (!connect(node, why)) fail(fmt::format("cannot connect to {}: {}", node.name(), why));
+        if (!connect(node, why))
+            throw Unreachable{fmt::format("cannot connect to {}: {}", node.name(), why)};
         return node;
+    }
+
+    // Runs `operation`; a node that cannot be reached, before anything was
+    // sent or (Retry::safe) with commands in flight that may be sent again,
+    // is retried with backoff until the store timeout, then reported.
+    template <typename Operation>
+    auto retrying(Retry retry, Operation operation) -> decltype(operation()) {
+        auto timeout = std::chrono::microseconds(g_store_timeout_us.load());
+        auto deadline = std::chrono::steady_clock::now() + timeout;
+        auto backoff = std::chrono::duration_cast<std::chrono::microseconds>(k_first_backoff);
+        while (true) {
+            try {
+                return operation();
+            } catch (const Unreachable& unreachable) {
+                bool sent = unreachable.why.starts_with("lost");
+                auto now = std::chrono::steady_clock::now();
+                if ((sent && retry == Retry::never) || now >= deadline)
+                    fail(sent && retry == Retry::never
+                             ? unreachable.why
+                             : fmt::format("{} (unreachable for {:.1f} s: --store-timeout)",
+                                           unreachable.why,
+                                           std::chrono::duration<double>(timeout).count()));
+                std::this_thread::sleep_for(std::min<std::chrono::microseconds>(
+                    backoff,
+                    std::chrono::duration_cast<std::chrono::microseconds>(deadline - now)));
+                backoff = std::min<std::chrono::microseconds>(backoff * 2, k_max_backoff);
+                if (clustered) refresh_quietly();
+            }
+        }
     }
 
     static Reply raw_command(Node& node, const Arguments& arguments) {
@@ -252,13 +297,13 @@ struct RedisRouter::Impl {
     }
 
     // Commands were sent on it and it went away: what ran is not known.
+    // retrying() sends them again only when that is safe.
     [[noreturn]] void lost(Node& node) {
         std::string why =
             node.context && node.context->errstr[0] ? node.context->errstr : "connection lost";
         node.close();
-        if (clustered) refresh_quietly();
-        fail(
-            fmt::format("lost the connection to {} with commands in flight: {}", node.name(), why));
+        throw Unreachable{
+            fmt::format("lost the connection to {} with commands in flight: {}", node.name(), why)};
     }
 
     // Reads the slot map from any node that answers; true when it was read.
@@ -328,9 +373,9 @@ struct RedisRouter::Impl {
                 owner[slot] = nullptr;
             }
             if (std::chrono::steady_clock::now() > deadline)
-                fail(fmt::format(
+                throw Unreachable{fmt::format(
                     "no reachable node serves slot {} after {} s", slot,
-                    std::chrono::duration_cast<std::chrono::seconds>(k_cluster_patience).count()));
+                    std::chrono::duration_cast<std::chrono::seconds>(k_cluster_patience).count())};
             if (!refresh_map() || !owner[slot])
                 std::this_thread::sleep_for(std::chrono::milliseconds(200));
         }
@@ -386,6 +431,25 @@ RedisRouter::RedisRouter(std::vector<RedisEndpoint> seeds, int database, std::st
     impl.seeds = std::move(seeds);
     impl.database = database;
     impl.name = std::move(name);
+    try {
+        impl.retrying(Retry::safe, [&] {
+            discover();
+            return 0;
+        });
+    } catch (const StoreError& error) {
+        // "store X: cannot connect: why" reads better the other way round.
+        std::string_view what = error.what();
+        auto at = what.find("cannot connect: ");
+        if (at == std::string_view::npos) throw; // refused for another reason: said as it is
+        throw StoreError(
+            fmt::format("cannot connect to store {}: {}", impl.name, what.substr(at + 16)));
+    }
+}
+
+// The first seed that answers says whether this is a cluster.
+void RedisRouter::discover() {
+    auto& impl = *m_impl;
+    auto database = impl.database;
     std::string last_error;
     for (const auto& seed : impl.seeds) {
         auto& node = impl.node_for(seed);
@@ -417,7 +481,7 @@ RedisRouter::RedisRouter(std::vector<RedisEndpoint> seeds, int database, std::st
         }
         return;
     }
-    throw StoreError(fmt::format("cannot connect to store {}: {}", impl.name, last_error));
+    throw Unreachable{"cannot connect: " + last_error};
 }
 
 RedisRouter::~RedisRouter() = default; // each node closes its connection
@@ -426,13 +490,19 @@ bool RedisRouter::clustered() const {
     return m_impl->clustered;
 }
 
-Reply RedisRouter::command(const Arguments& arguments, std::string_view key) {
+Reply RedisRouter::command(const Arguments& arguments, std::string_view key, Retry retry) {
     auto& impl = *m_impl;
-    auto reply = impl.send_one(impl.route(key), arguments);
-    return impl.settle(std::move(reply), arguments, key);
+    return impl.retrying(retry, [&] {
+        auto reply = impl.send_one(impl.route(key), arguments);
+        return impl.settle(std::move(reply), arguments, key);
+    });
 }
 
-std::vector<Reply> RedisRouter::pipeline(const std::vector<RoutedCommand>& commands) {
+std::vector<Reply> RedisRouter::pipeline(const std::vector<RoutedCommand>& commands, Retry retry) {
+    return m_impl->retrying(retry, [&] { return pipeline_once(commands); });
+}
+
+std::vector<Reply> RedisRouter::pipeline_once(const std::vector<RoutedCommand>& commands) {
     auto& impl = *m_impl;
     std::vector<Reply> replies(commands.size());
     // Per node, the commands' indexes in the order they were sent.
@@ -453,7 +523,16 @@ std::vector<Reply> RedisRouter::pipeline(const std::vector<RoutedCommand>& comma
     return replies;
 }
 
+// Transactions hold writes that set values (HSET, DEL, HDEL): applying one
+// twice leaves what applying it once does, so a lost one is sent again.
 void RedisRouter::transact(const std::vector<RoutedCommand>& commands) {
+    m_impl->retrying(Retry::safe, [&] {
+        transact_once(commands);
+        return 0;
+    });
+}
+
+void RedisRouter::transact_once(const std::vector<RoutedCommand>& commands) {
     auto& impl = *m_impl;
     if (commands.empty()) return;
     // Groups of commands that may share one MULTI/EXEC.
@@ -495,6 +574,10 @@ void RedisRouter::transact(const std::vector<RoutedCommand>& commands) {
 }
 
 std::string RedisRouter::load_script(const std::string& source) {
+    return m_impl->retrying(Retry::safe, [&] { return load_script_once(source); });
+}
+
+std::string RedisRouter::load_script_once(const std::string& source) {
     auto& impl = *m_impl;
     std::string sha;
     std::string why;
@@ -519,11 +602,13 @@ std::size_t RedisRouter::masters() const {
 
 Reply RedisRouter::command_on_master(std::size_t master, const Arguments& arguments) {
     auto& impl = *m_impl;
-    auto& node = impl.connected(*impl.masters.at(master));
-    auto reply = impl.send_one(node, arguments);
-    if (!reply || reply->type == REDIS_REPLY_ERROR)
-        impl.fail(reply ? text_of(reply.get()) : "no reply");
-    return reply;
+    return impl.retrying(Retry::safe, [&] {
+        auto& node = impl.connected(*impl.masters.at(master));
+        auto reply = impl.send_one(node, arguments);
+        if (!reply || reply->type == REDIS_REPLY_ERROR)
+            impl.fail(reply ? text_of(reply.get()) : "no reply");
+        return reply;
+    });
 }
 
 } // namespace idem::store::detail

@@ -11,6 +11,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -49,6 +50,16 @@ struct RoutedCommand {
     std::string key;
 };
 
+// Whether commands lost with a connection may be sent again: safe for
+// reads and for writes that applied twice leave what once does (idem's
+// claim scripts know their own claim); never for a claim that would count
+// itself twice.
+enum class Retry { safe, never };
+
+// How long a store may stay unreachable before an operation fails
+// (--store-timeout); connections are retried with backoff until then.
+void set_store_timeout(std::chrono::microseconds timeout);
+
 class RedisRouter {
 public:
     // Connects to the first seed that answers and finds out whether it is a
@@ -62,10 +73,11 @@ public:
 
     // One command, routed by `key`. An error reply other than a redirect
     // throws StoreError.
-    Reply command(const Arguments& arguments, std::string_view key = {});
+    Reply command(const Arguments& arguments, std::string_view key = {}, Retry retry = Retry::safe);
 
     // Many commands: one round trip per node, replies in the commands' order.
-    std::vector<Reply> pipeline(const std::vector<RoutedCommand>& commands);
+    std::vector<Reply> pipeline(const std::vector<RoutedCommand>& commands,
+                                Retry retry = Retry::safe);
 
     // Applies `commands` in MULTI/EXEC: one transaction on a single node;
     // on a cluster one per slot (a transaction cannot span slots), each
@@ -81,6 +93,11 @@ public:
     Reply command_on_master(std::size_t master, const Arguments& arguments);
 
 private:
+    void discover();
+    std::vector<Reply> pipeline_once(const std::vector<RoutedCommand>& commands);
+    void transact_once(const std::vector<RoutedCommand>& commands);
+    std::string load_script_once(const std::string& source);
+
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };
