@@ -1,4 +1,4 @@
-"""A real redis-server on a free loopback port, for tests; stopped by its pid."""
+"""A real redis-server on a loopback port, for tests; stopped by its pid."""
 import contextlib
 import shutil
 import socket
@@ -11,22 +11,39 @@ def available():
     return shutil.which("redis-server") is not None
 
 
-@contextlib.contextmanager
-def running():
+def free_port():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    with tempfile.TemporaryDirectory() as directory:
-        server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                   "--appendonly", "no", "--dir", directory], stdout=subprocess.DEVNULL)
+        return probe.getsockname()[1]
+
+
+def start(port, directory, *extra):
+    """Starts redis-server on `port` (again, after a stop: the same port) and
+    returns its process once it accepts connections."""
+    server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", directory, *extra],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
         try:
-            for _ in range(200):
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                    break
-                except OSError:
-                    time.sleep(0.05)
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    return server
+
+
+def stop(server):
+    if server.poll() is None:
+        server.terminate()
+    server.wait()
+
+
+@contextlib.contextmanager
+def running():
+    port = free_port()
+    with tempfile.TemporaryDirectory() as directory:
+        server = start(port, directory)
+        try:
             yield f"redis://127.0.0.1:{port}"
         finally:
-            server.terminate()
-            server.wait()
+            stop(server)

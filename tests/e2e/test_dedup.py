@@ -3,7 +3,6 @@ redis-server on loopback, several processes at once."""
 import json
 import os
 import random
-import socket
 import subprocess
 import tempfile
 import threading
@@ -376,21 +375,12 @@ class StoreFailures(unittest.TestCase):
 
     @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
     def test_on_store_error_local_judges_in_process_then_writes_back_when_redis_returns(self):
-        import redis_cluster
-        port = redis_cluster.free_port()
+        port = redis_server.free_port()
         uri = f"redis://127.0.0.1:{port}"
         with tempfile.TemporaryDirectory() as tmp:
             def start_redis():
-                server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                           "--appendonly", "no", "--dir", tmp], stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL)
-                for _ in range(200):
-                    try:
-                        socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                        return server
-                    except OSError:
-                        time.sleep(0.05)
-                return server
+                return redis_server.start(port, tmp)
+
 
             server = start_redis()
             process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", uri, "--on-store-error", "local",

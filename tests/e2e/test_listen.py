@@ -616,24 +616,14 @@ class StoreOutage(unittest.TestCase):
     """Issue #13: a dedup store that goes away is a 503, never a 500 with its internals."""
 
     def test_a_redis_restart_is_answered_503_then_the_listener_recovers_by_itself(self):
-        import subprocess
-        import redis_cluster
-        port = redis_cluster.free_port()
+        import redis_server
+        port = redis_server.free_port()
         self.tmp = tempfile.TemporaryDirectory()
         self.addCleanup(self.tmp.cleanup)
         tmp = self.tmp.name
         if True:
             def start_redis():
-                server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                                           "--save", "", "--appendonly", "no", "--dir", tmp],
-                                          stdout=subprocess.DEVNULL)
-                for _ in range(200):
-                    try:
-                        socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                        break
-                    except OSError:
-                        time.sleep(0.05)
-                return server
+                return redis_server.start(port, tmp)
 
             server = start_redis()
             try:

@@ -4,7 +4,6 @@ seeds, and credentials from the environment (issue #13)."""
 import json
 import os
 import random
-import socket
 import subprocess
 import tempfile
 import threading
@@ -222,20 +221,10 @@ class Failover(unittest.TestCase):
 class Credentials(unittest.TestCase):
     def test_a_password_comes_from_the_environment_and_is_never_printed(self):
         password = "s3cr3t-redis-pass"
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+        port = redis_server.free_port()
         with tempfile.TemporaryDirectory() as directory:
-            server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                       "--appendonly", "no", "--dir", directory, "--requirepass", password],
-                                      stdout=subprocess.DEVNULL)
+            server = redis_server.start(port, directory, "--requirepass", password)
             try:
-                for _ in range(200):
-                    try:
-                        socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                        break
-                    except OSError:
-                        time.sleep(0.05)
                 uri = f"redis://127.0.0.1:{port}"
                 stdin = b'{"id":"a"}\n{"id":"a"}\n'
                 code, out, err = run(["dedup", "--key", "id", "--store", uri], stdin=stdin,
@@ -327,19 +316,11 @@ class Reconnect(unittest.TestCase):
     """Issue #13: a Redis restart mid-run is ridden out, within --store-timeout."""
 
     def test_a_redis_restart_mid_run_is_retried_and_every_key_emitted_once(self):
-        port = redis_cluster.free_port()
+        port = redis_server.free_port()
         with tempfile.TemporaryDirectory() as tmp:
             def start_redis():
-                server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                           "--appendonly", "no", "--dir", tmp], stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL)
-                for _ in range(200):
-                    try:
-                        socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                        break
-                    except OSError:
-                        time.sleep(0.05)
-                return server
+                return redis_server.start(port, tmp)
+
 
             server = start_redis()
             process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", f"redis://127.0.0.1:{port}",
