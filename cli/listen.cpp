@@ -43,6 +43,7 @@ struct ListenCommandOptions {
     std::string store = "idem.db";
     std::string scope = "default";
     std::string ttl = "24h";
+    std::string on_store_error = "unavailable";
     std::string forward_to;
     std::string forward_timeout = "connect=2s,total=30s";
 };
@@ -101,9 +102,14 @@ listen::ListenOptions listen_options(const ListenCommandOptions& options) {
         dedup.store_uri = options.store;
         dedup.scope = options.scope;
         dedup.ttl = parse_duration(options.ttl);
+        dedup.on_store_error = options.on_store_error == "local"
+                                   ? listen::LiveDedup::OnStoreError::local
+                                   : listen::LiveDedup::OnStoreError::unavailable;
         run.dedup = std::move(dedup);
-    } else if (!options.key.empty() || !options.ignore.empty()) {
-        throw UsageError("--key and --ignore choose what --dedup compares: add --dedup");
+    } else if (!options.key.empty() || !options.ignore.empty() ||
+               options.on_store_error != "unavailable") {
+        throw UsageError("--key, --ignore and --on-store-error are about what --dedup compares "
+                         "and keeps: add --dedup");
     }
     run.forward_to = options.forward_to;
     run.tell_sender_why = options.tell_sender_why;
@@ -166,6 +172,12 @@ void register_listen(CLI::App& app, std::function<int()>& action) {
     command->add_option("--scope", options->scope, "with --dedup: namespace (default 'default')");
     command->add_option("--ttl", options->ttl,
                         "with --dedup: how long a delivery is remembered (default 24h)");
+    command
+        ->add_option("--on-store-error", options->on_store_error,
+                     "with --dedup, when the store fails: unavailable (default: answer 503 with "
+                     "Retry-After) or local (judge in this process, marked degraded, written "
+                     "back when the store answers)")
+        ->check(CLI::IsMember({"unavailable", "local"}));
     command->add_option("--forward-to", options->forward_to,
                         "pass accepted deliveries on to this URL and answer with its status");
     command->add_option("--forward-timeout", options->forward_timeout,

@@ -653,3 +653,33 @@ class StoreOutage(unittest.TestCase):
         self.assertIn("answering 503 until it is back", listener.stderr)
         self.assertIn("the dedup store is back", listener.stderr)
         self.assertNotIn("500", " ".join(str(s) for s in statuses))
+
+    def test_on_store_error_local_judges_in_the_process_and_writes_back(self):
+        import redis_server
+        port = redis_server.free_port()
+        with tempfile.TemporaryDirectory() as tmp:
+            server = redis_server.start(port, tmp)
+            try:
+                args = ["--dedup", "--key", "body.id", "--store", f"redis://127.0.0.1:{port}",
+                        "--on-store-error", "local", "--store-timeout", "200ms"]
+                with listening(tmp, args) as listener:
+                    def duplicate(body):
+                        status, _, answer = listener.post("/x", body)
+                        self.assertEqual(status, 200)
+                        return json.loads(answer)["duplicate"]
+                    self.assertFalse(duplicate(b'{"id":"a"}'))
+                    redis_server.stop(server)
+                    self.assertFalse(duplicate(b'{"id":"b"}'))  # judged here, not refused
+                    self.assertTrue(duplicate(b'{"id":"b"}'))   # and remembered here
+                    server = redis_server.start(port, tmp)      # back, empty
+                    self.assertFalse(duplicate(b'{"id":"c"}'))  # the write-back goes first
+                    self.assertTrue(duplicate(b'{"id":"b"}'))   # the store now knows b
+                    listener.stop()
+                    envelopes = listener.envelopes()
+            finally:
+                redis_server.stop(server)
+        degraded = [e["_idem"]["listen"]["dedup"].get("degraded", False) for e in envelopes]
+        self.assertEqual(degraded, [False, True, True, False, False])
+        summary = summary_of(listener.stderr)
+        self.assertEqual((summary["degraded"], summary["store_unavailable"]), (2, 0))
+        self.assertIn("wrote 1 fingerprint judged in this process back", listener.stderr)

@@ -33,6 +33,7 @@ struct Counters {
     std::atomic<std::uint64_t> dropped{0};
     std::atomic<std::uint64_t> refused{0};
     std::atomic<std::uint64_t> store_unavailable{0}; // answered 503: the dedup store failed
+    std::atomic<std::uint64_t> degraded{0};          // judged in this process (local)
 };
 
 // Capture ids sort by arrival within a run and differ between runs: the
@@ -48,6 +49,7 @@ std::string capture_id_prefix() {
 struct DedupOutcome {
     enum class Kind { first, duplicate, missing_key };
     Kind kind = Kind::first;
+    bool degraded = false; // judged by the store in this process: the shared one failed
     dedup::Fingerprint fingerprint;
     std::uint64_t seen_count = 1;
     std::string missing_path;
@@ -102,6 +104,7 @@ private:
     std::optional<verify::Verdict> judge(const net::IncomingRequest& request, std::string_view id);
     DedupOutcome claim(std::string_view envelope_line, Timestamp received_at);
     void release(const DedupOutcome& outcome);
+    void write_back_locked();
     net::TransferResult forward(const net::IncomingRequest& request);
     void screen_duplicate(Delivery& delivery, const net::IncomingRequest& request);
     void pass_on(Delivery& delivery, const net::IncomingRequest& request);
@@ -119,6 +122,8 @@ private:
     std::mutex m_diagnostics_mutex;
     std::mutex m_store_mutex; // the store and fingerprinter serve one thread at a time
     std::unique_ptr<store::Store> m_store;
+    std::unique_ptr<store::Store> m_local_store;          // --on-store-error local, while down
+    std::vector<store::FingerprintClaim> m_to_write_back; // first copies judged locally
     std::optional<dedup::Fingerprinter> m_fingerprinter;
     net::Target m_forward_target;
     std::atomic<bool> m_store_down{false}; // warned of an outage not yet over
@@ -165,12 +170,45 @@ DedupOutcome Gateway::claim(std::string_view envelope_line, Timestamp received_a
     fingerprint_claim.expires_at = received_at + m_options.dedup->ttl;
     fingerprint_claim.source = m_capture.name();
     fingerprint_claim.line = 0;
-    auto result =
-        m_store->claim_fingerprints(m_options.dedup->scope, {fingerprint_claim}, now_utc());
-    m_store->commit();
+    std::vector<store::FingerprintResult> result;
+    try {
+        write_back_locked();
+        result =
+            m_store->claim_fingerprints(m_options.dedup->scope, {fingerprint_claim}, now_utc());
+        m_store->commit();
+    } catch (const StoreError&) {
+        if (m_options.dedup->on_store_error != LiveDedup::OnStoreError::local) throw;
+        // --on-store-error local: this process judges, and remembers what
+        // it let through for the store.
+        if (!m_local_store) m_local_store = store::open_store(store::parse_store_uri(":memory:"));
+        result = m_local_store->claim_fingerprints(m_options.dedup->scope, {fingerprint_claim},
+                                                   now_utc());
+        if (result.front().first) m_to_write_back.push_back(fingerprint_claim);
+        outcome.degraded = true;
+    }
     outcome.seen_count = result.front().seen_count;
     outcome.kind = result.front().first ? DedupOutcome::Kind::first : DedupOutcome::Kind::duplicate;
     return outcome;
+}
+
+// What was judged in the process while the store was down goes to the store
+// as soon as it answers (under m_store_mutex). Throws StoreError while it
+// does not.
+void Gateway::write_back_locked() {
+    if (m_to_write_back.empty()) return;
+    auto answers = m_store->claim_fingerprints(m_options.dedup->scope, m_to_write_back, now_utc());
+    m_store->commit();
+    auto already = std::count_if(answers.begin(), answers.end(),
+                                 [](const auto& answer) { return !answer.first; });
+    warn("listen", fmt::format("the dedup store is back: wrote {} fingerprint{} judged in this "
+                               "process back to it{}",
+                               m_to_write_back.size(), m_to_write_back.size() == 1 ? "" : "s",
+                               already > 0 ? fmt::format(" ({} another instance had claimed "
+                                                         "meanwhile)",
+                                                         already)
+                                           : std::string()));
+    m_to_write_back.clear();
+    m_local_store.reset();
 }
 
 // A claimed delivery that was not answered 2xx will come again: it must be
@@ -178,6 +216,15 @@ DedupOutcome Gateway::claim(std::string_view envelope_line, Timestamp received_a
 void Gateway::release(const DedupOutcome& outcome) {
     std::lock_guard lock(m_store_mutex);
     try {
+        if (outcome.degraded) {
+            if (m_local_store)
+                m_local_store->release_fingerprint(m_options.dedup->scope,
+                                                   outcome.fingerprint.bytes, now_utc());
+            std::erase_if(m_to_write_back, [&](const store::FingerprintClaim& claim) {
+                return claim.fingerprint == outcome.fingerprint.bytes;
+            });
+            return;
+        }
         m_store->release_fingerprint(m_options.dedup->scope, outcome.fingerprint.bytes, now_utc());
         m_store->commit();
     } catch (const StoreError& error) {
@@ -250,7 +297,9 @@ void Gateway::screen_duplicate(Delivery& delivery, const net::IncomingRequest& r
                              error.what()));
         return;
     }
-    if (m_store_down.exchange(false))
+    // (With local, the write-back says the store is back.)
+    if (!outcome.degraded && m_store_down.exchange(false) &&
+        m_options.dedup->on_store_error == LiveDedup::OnStoreError::unavailable)
         warn(request.remote, fmt::format("the dedup store is back after {} request{} answered 503",
                                          m_counters.store_unavailable.load(),
                                          m_counters.store_unavailable == 1 ? "" : "s"));
@@ -266,8 +315,16 @@ void Gateway::screen_duplicate(Delivery& delivery, const net::IncomingRequest& r
         return;
     }
     delivery.duplicate = outcome.kind == DedupOutcome::Kind::duplicate;
-    live += fmt::format(",\"dedup\":{{\"fingerprint\":\"{}\",\"duplicate\":{},\"seen_count\":{}}}",
-                        outcome.fingerprint.hex(), delivery.duplicate, outcome.seen_count);
+    live +=
+        fmt::format(",\"dedup\":{{\"fingerprint\":\"{}\",\"duplicate\":{},\"seen_count\":{}{}}}",
+                    outcome.fingerprint.hex(), delivery.duplicate, outcome.seen_count,
+                    outcome.degraded ? ",\"degraded\":true" : "");
+    if (outcome.degraded) {
+        ++m_counters.degraded;
+        if (!m_store_down.exchange(true))
+            warn(request.remote, "the dedup store failed: judging within this process "
+                                 "(--on-store-error local) until it is back");
+    }
     if (delivery.duplicate) {
         ++m_counters.duplicates;
         delivery.accepted = false; // answered as the first copy was, not passed on
@@ -420,7 +477,8 @@ ListenResult run_listen(const ListenOptions& options, const std::atomic<bool>& s
                              {"invalid", counters.invalid},
                              {"duplicates", counters.duplicates},
                              {"refused", counters.refused},
-                             {"store_unavailable", counters.store_unavailable}};
+                             {"store_unavailable", counters.store_unavailable},
+                             {"degraded", counters.degraded}};
     result.summary.facts = {{"capture", capture.name()}};
     result.summary.seconds = io::seconds_since(start);
     return result;

@@ -26,6 +26,11 @@ struct LiveDedup {
     std::string store_uri;
     std::string scope = "default";
     Duration ttl = std::chrono::hours(24);
+    // When the store fails: answer 503 until it is back (the default), or
+    // judge in this process, mark the delivery degraded, and write what was
+    // claimed back to the store once it answers again.
+    enum class OnStoreError { unavailable, local };
+    OnStoreError on_store_error = OnStoreError::unavailable;
 };
 
 struct ListenOptions {
