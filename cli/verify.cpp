@@ -20,6 +20,7 @@ struct VerifyOptions {
     bool ignore_timestamp = false;
     bool nonce = false;
     std::string nonce_window;
+    std::string on_store_error = "fail";
     bool keep_verdicts = false;
     std::string store;
     bool drop_invalid = false;
@@ -64,6 +65,8 @@ int run_verify_command(const VerifyOptions& options) {
     run.config.nonce_capture = options.nonce || options.keep_verdicts ? verify::NonceCapture::keep
                                                                       : verify::NonceCapture::skip;
     run.store_uri = options.store;
+    run.on_store_error = options.on_store_error == "local" ? verify::StoreFailure::local
+                                                           : verify::StoreFailure::fail;
     run.threads = options.threads;
     apply_store_timeout(options.common, std::chrono::milliseconds(10000));
     StderrDiagnostics diagnostics(options.common.quiet);
@@ -90,6 +93,11 @@ void register_verify(CLI::App& app, std::function<int()>& action) {
     command->add_flag("--nonce", options->nonce,
                       "reject a second delivery of the same message id (received later, within "
                       "--nonce-window), remembered in the store across runs");
+    command
+        ->add_option("--on-store-error", options->on_store_error,
+                     "fail (default: exit 4) or local (judge replays within this run from there "
+                     "on, marked, and write back to the store at the end)")
+        ->check(CLI::IsMember({"fail", "local"}));
     command->add_option("--nonce-window", options->nonce_window,
                         "how far apart in received_at a second delivery is still a replay "
                         "(default 72h: GitHub's Redeliver works for three days)");

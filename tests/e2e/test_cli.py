@@ -305,6 +305,19 @@ class Nonce(unittest.TestCase):
             code, out, _ = run(["verify", "--secret", GH, "--nonce", "--store", uri], stdin=lines[1] + b"\n" + lines[3])
             self.assertEqual([v["valid"] for v in verdicts(out)], [True, False])
 
+    def test_on_store_error_local_still_catches_replays_within_the_run(self):
+        lines = capture_lines("github.ndjson")
+        code, out, err = run(["verify", "--secret", GH, "--nonce", "--store", "redis://127.0.0.1:1",
+                              "--store-timeout", "0", "--on-store-error", "local", "--summary", "json"],
+                             stdin=b"\n".join(lines))
+        self.assertEqual(code, 1, err)  # the redelivery is still a replay
+        got = verdicts(out)
+        self.assertEqual([v["valid"] for v in got], [True, True, True, False])
+        self.assertTrue(all("judged within this run only" in v["reason"] for v in got if v["valid"]))
+        self.assertIn("judging replays within this process", err)
+        self.assertIn("cannot write back to the store", err)
+        self.assertEqual(json.loads(err.strip().splitlines()[-1])["degraded"], 4)  # all four judged here
+
     def test_an_unreachable_store_is_exit_4(self):
         code, _, err = run(["verify", "--secret", GH, "--nonce", "--store", "redis://127.0.0.1:1",
                             "--store-timeout", "300ms"], stdin=b"")

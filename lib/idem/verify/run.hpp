@@ -14,6 +14,8 @@
 
 namespace idem::verify {
 
+enum class StoreFailure { fail, local };
+
 enum class InvalidRouting { keep_in_output, divert };
 enum class NonceCheck { off, on };
 
@@ -38,6 +40,10 @@ struct VerifyRunOptions {
     // `audit --verdicts` (scope k_verdict_scope).
     bool keep_verdicts = false;
     std::string store_uri;
+    // What a failing store does to the run: ends it (exit 4), or (local)
+    // replays are judged within this run from there on, marked, counted
+    // under `degraded`, and written back to the store at the end.
+    StoreFailure on_store_error = StoreFailure::fail;
     std::size_t threads = 0; // worker threads; 0: one per core (at most 8)
 };
 

@@ -40,6 +40,122 @@ Timestamp nonce_keep_until(const Verdict& verdict, Timestamp received_at, Durati
     return latest + window;
 }
 
+// The store verify keeps nonces and verdicts in, and what happens when it
+// fails: fail (the error ends the run) or local (--on-store-error local:
+// judged in the process from there on, marked, and written back to the
+// store at the end if it answers).
+class VerifyStore {
+public:
+    VerifyStore(const VerifyRunOptions& options, io::Diagnostics& diagnostics)
+        : m_options(options), m_diagnostics(diagnostics) {
+        try {
+            m_store = store::open_store(store::parse_store_uri(options.store_uri));
+        } catch (const StoreError& error) {
+            lose(error);
+        }
+    }
+
+    store::NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
+                                  const store::NonceSighting& sighting, Duration window,
+                                  Timestamp keep_until) {
+        store::NonceClaim claim;
+        guarded([&] { claim = m_store->claim_nonce(scope, nonce, sighting, window, keep_until); });
+        if (m_lost)
+            m_unwritten_nonces.push_back({std::string(scope), std::string(nonce),
+                                          sighting.received_at, std::string(sighting.source),
+                                          sighting.line, window, keep_until});
+        return claim;
+    }
+
+    void save_verdicts(const std::vector<store::VerdictRecord>& verdicts) {
+        guarded([&] { m_store->save_verdicts(k_verdict_scope, verdicts); });
+        if (m_lost)
+            m_unwritten_verdicts.insert(m_unwritten_verdicts.end(), verdicts.begin(),
+                                        verdicts.end());
+    }
+
+    void commit() {
+        guarded([&] { m_store->commit(); });
+    }
+
+    [[nodiscard]] bool lost() const { return m_lost; }
+
+    // local: what was judged in the process goes to the store, if it
+    // answers now; said either way.
+    void write_back() {
+        if (!m_lost || (m_unwritten_nonces.empty() && m_unwritten_verdicts.empty())) return;
+        try {
+            auto shared = store::open_store(store::parse_store_uri(m_options.store_uri));
+            std::uint64_t seen_elsewhere = 0;
+            for (const auto& nonce : m_unwritten_nonces)
+                if (shared
+                        ->claim_nonce(nonce.scope, nonce.nonce,
+                                      {nonce.received_at, nonce.source, nonce.line}, nonce.window,
+                                      nonce.keep_until)
+                        .verdict == store::NonceVerdict::replay)
+                    ++seen_elsewhere;
+            if (!m_unwritten_verdicts.empty())
+                shared->save_verdicts(k_verdict_scope, m_unwritten_verdicts);
+            shared->commit();
+            m_diagnostics.warning(
+                {},
+                fmt::format(
+                    "wrote {} nonce{} and {} verdict{} judged in this process back "
+                    "to the store{}",
+                    m_unwritten_nonces.size(), m_unwritten_nonces.size() == 1 ? "" : "s",
+                    m_unwritten_verdicts.size(), m_unwritten_verdicts.size() == 1 ? "" : "s",
+                    seen_elsewhere > 0 ? fmt::format(" ({} had been delivered to another instance "
+                                                     "meanwhile: replays this run let through)",
+                                                     seen_elsewhere)
+                                       : std::string()));
+        } catch (const StoreError& error) {
+            m_diagnostics.warning({}, fmt::format("cannot write back to the store ({}): a later "
+                                                  "run will not know the {} nonce{} judged here",
+                                                  error.what(), m_unwritten_nonces.size(),
+                                                  m_unwritten_nonces.size() == 1 ? "" : "s"));
+        }
+    }
+
+private:
+    struct UnwrittenNonce {
+        std::string scope, nonce;
+        Timestamp received_at;
+        std::string source;
+        std::uint64_t line = 0;
+        Duration window;
+        Timestamp keep_until;
+    };
+
+    // Runs `operation` on the store; when it fails under local, again on a
+    // store in the process.
+    template <typename Operation> void guarded(Operation operation) {
+        try {
+            operation();
+        } catch (const StoreError& error) {
+            if (m_lost) throw;
+            lose(error);
+            operation();
+        }
+    }
+
+    void lose(const StoreError& error) {
+        if (m_options.on_store_error != StoreFailure::local) throw error;
+        m_lost = true;
+        m_diagnostics.warning({},
+                              fmt::format("{}; judging replays within this process from here "
+                                          "on (--on-store-error local), written back at the end",
+                                          error.what()));
+        m_store = store::open_store(store::parse_store_uri(":memory:"));
+    }
+
+    const VerifyRunOptions& m_options;
+    io::Diagnostics& m_diagnostics;
+    std::unique_ptr<store::Store> m_store;
+    bool m_lost = false;
+    std::vector<UnwrittenNonce> m_unwritten_nonces;
+    std::vector<store::VerdictRecord> m_unwritten_verdicts;
+};
+
 } // namespace
 
 namespace {
@@ -115,15 +231,15 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     std::unique_ptr<io::Sink> invalid_sink;
     if (options.invalid_routing == InvalidRouting::divert && !options.invalid_path.empty())
         invalid_sink = io::Sink::create_file(options.invalid_path);
-    std::unique_ptr<store::Store> idem_store;
+    std::optional<VerifyStore> idem_store;
     if (options.nonce == NonceCheck::on || options.keep_verdicts)
-        idem_store = store::open_store(store::parse_store_uri(options.store_uri));
+        idem_store.emplace(options, diagnostics);
     // --keep-verdicts: saved a batch at a time, committed with the nonces.
     constexpr std::size_t k_verdicts_per_save = 4096;
     std::vector<store::VerdictRecord> kept_verdicts;
     auto save_kept = [&] {
         if (kept_verdicts.empty()) return;
-        idem_store->save_verdicts(k_verdict_scope, kept_verdicts);
+        idem_store->save_verdicts(kept_verdicts);
         kept_verdicts.clear();
     };
 
@@ -138,7 +254,7 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
 
     std::string member;
     std::uint64_t records = 0, valid = 0, invalid = 0, dropped = 0, replayed = 0,
-                  already_verified = 0;
+                  already_verified = 0, judged_in_process = 0;
     record::PositionTracker positions;
 
     // The ordered stage: rejects, nonces and output happen here, in input order.
@@ -171,6 +287,10 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
             } else if (claim.verdict == store::NonceVerdict::same_record) {
                 ++already_verified;
                 verdict.reason += " (already verified in an earlier run)";
+            }
+            if (idem_store->lost()) {
+                ++judged_in_process;
+                verdict.reason += " (replays judged within this run only: the store failed)";
             }
         }
         if (options.keep_verdicts) {
@@ -229,6 +349,7 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     if (idem_store) {
         save_kept();
         idem_store->commit();
+        idem_store->write_back();
     }
 
     RunResult result;
@@ -239,6 +360,7 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     if (options.nonce == NonceCheck::on) {
         summary.counts.emplace_back("replayed", replayed);
         if (already_verified > 0) summary.counts.emplace_back("already_verified", already_verified);
+        if (judged_in_process > 0) summary.counts.emplace_back("degraded", judged_in_process);
     }
     summary.counts.emplace_back("rejected", rejects.count());
     summary.counts.emplace_back("out", output.records_written());
