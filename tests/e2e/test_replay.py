@@ -472,3 +472,38 @@ class LedgerNeverLies(unittest.TestCase):
             self.assertEqual(rows[key][1], 2, key)
         for key, count in sent.items():
             self.assertEqual(rows[key], (1, count), key)
+
+    @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
+    def test_a_redis_ledger_killed_mid_run_holds_every_line_that_says_completed(self):
+        port = redis_server.free_port()
+        write_events(self.events, 3000)
+        with tempfile.TemporaryDirectory() as data:
+            # Every write on disk before it is answered, so the ledger survives the kill.
+            persistent = ("--appendonly", "yes", "--appendfsync", "always")
+            server = redis_server.start(port, data, *persistent)
+            try:
+                with listening(self.dir, ["--delay", "2ms"]) as target:
+                    replay = subprocess.Popen([IDEM, "replay", "--to", target.url, "--store",
+                                               f"redis://127.0.0.1:{port}", "--key", "id", "--concurrency", "4",
+                                               "--store-timeout", "300ms", self.events],
+                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                    time.sleep(0.6)
+                    server.kill()
+                    server.wait()
+                    out, err = replay.communicate(timeout=120)
+                    target.stop()
+                server = redis_server.start(port, data, *persistent)
+                if replay.returncode == 0:
+                    self.skipTest("the run ended before Redis was killed")
+                self.assertEqual(replay.returncode, 4, err)
+                lines = outcomes(out)
+                scope = f"replay:{target.url}"
+                printed = [line for line in lines if line["outcome"] == "completed" and line.get("recorded") is not False]
+                self.assertTrue(printed)
+                for line in printed:
+                    state = subprocess.run(["redis-cli", "-p", str(port), "HGET",
+                                            f"idem:replay:{{{scope}:{line['key']}}}", "state"],
+                                           capture_output=True, text=True).stdout.strip()
+                    self.assertEqual(state, "1", line)  # completed in the ledger
+            finally:
+                redis_server.stop(server)
