@@ -1,7 +1,7 @@
 #pragma once
 // Output files a run owns (-o FILE and its side outputs), resumed exactly
 // after a crash: their committed sizes live in a store::Checkpoint, saved in
-// the same transaction as the run's state (DESIGN.md, "Nothing is lost").
+// the same transaction as the run's state (docs/architecture.md, "The crash guarantee").
 
 #include "idem/io/diagnostics.hpp"
 #include "idem/io/sink.hpp"

@@ -68,7 +68,7 @@ public:
         enter_wal_mode(location.lock_timeout);
         execute("PRAGMA synchronous=NORMAL");
         // Claims touch random pages of a large B-tree: a big page cache keeps
-        // them in memory between batches (measured in PERF-NOTES: 3x).
+        // them in memory between batches (about 3x the claims per second; docs/architecture.md).
         execute(fmt::format("PRAGMA cache_size=-{}", location.cache_bytes >> 10).c_str());
         migrate();
         m_claim = std::make_unique<Statement>(

@@ -1,5 +1,5 @@
 #pragma once
-// The store that subcommands share (DESIGN.md, "The store"): a SQLite file by
+// The store that subcommands share (docs/stores.md): a SQLite file by
 // default, ":memory:", or redis://host:port[/db]. It speaks intent; no SQL or
 // Redis command appears outside this module.
 

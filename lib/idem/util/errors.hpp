@@ -1,6 +1,6 @@
 #pragma once
 // The typed failures that end a command. Each is caught once, in cli/main.cpp,
-// and mapped to an exit code from DESIGN.md. Messages never contain secrets.
+// and mapped to an exit code (docs/exit-codes.md). Messages never contain secrets.
 
 #include <cstdint>
 #include <stdexcept>
@@ -8,7 +8,7 @@
 
 namespace idem {
 
-// Exit codes from DESIGN.md, in one place so the CLI and tests agree.
+// Exit codes (docs/exit-codes.md), in one place so the CLI and tests agree.
 enum class ExitCode : int {
     clean = 0,
     findings = 1,
