@@ -508,6 +508,12 @@ class ByteForByte(unittest.TestCase):
             self.assertTrue(out.endswith(b'}}}\r\n'), out[-20:])
             self.assertTrue(verdicts(out)[0]["valid"])
 
+    def test_a_plain_events_body_is_the_event_without_its_crlf_or_bom(self):
+        # The line keeps both for pass-through output; a body made of the event has neither.
+        code, out, err = run(["sign", "--scheme", "github", "--secret", GH, "-q"], stdin=b'\xef\xbb\xbf{"a":1}\r\n')
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(out)["body"], '{"a":1}')
+
     def test_a_byte_order_mark_is_read_past_and_kept(self):
         raw = b'\xef\xbb\xbf{"id":"a"}\n{"id":"a"}\n{"id":"b"}\n'
         code, out, err = run(["dedup", "--key", "id", "--store", ":memory:"], stdin=raw)

@@ -57,6 +57,12 @@ namespace {
 constexpr std::string_view k_utf8_bom = "\xEF\xBB\xBF";
 } // namespace
 
+std::string_view event_text(std::string_view line) {
+    if (line.starts_with(k_utf8_bom)) line.remove_prefix(k_utf8_bom.size());
+    if (line.ends_with('\r')) line.remove_suffix(1);
+    return line;
+}
+
 std::optional<ParseFailure> RecordParser::parse(std::string_view line) {
     auto& impl = *m_impl;
     impl.scratch.clear();

@@ -84,6 +84,11 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
+// A plain event's own text, for use as a body: the line without a leading
+// UTF-8 byte order mark and without the CR of a CRLF line. (Lines keep both,
+// so that output is byte for byte; the event they hold has neither.)
+[[nodiscard]] std::string_view event_text(std::string_view line);
+
 // Exact column and message for a line that failed to parse (slow path: only
 // called for bad input).
 [[nodiscard]] ParseFailure describe_json_error(std::string_view line);

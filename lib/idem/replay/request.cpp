@@ -51,9 +51,7 @@ net::OutgoingRequest build_request(const record::RecordParser& parser, std::stri
     } else {
         request.url = net::url_for(target, "");
         request.headers.emplace_back("Content-Type", "application/json");
-        // The event is the line, without the CR of a CRLF log.
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        request.body = line;
+        request.body = record::event_text(line);
     }
     if (!key_header.empty()) request.headers.emplace_back(key_header, key);
     return request;

@@ -21,7 +21,7 @@ nlohmann::ordered_json as_envelope(std::string_view line, const record::RecordPa
     envelope["method"] = "POST";
     envelope["path"] = "/";
     envelope["headers"] = nlohmann::ordered_json::array({{"Content-Type", "application/json"}});
-    envelope["body"] = std::string(line);
+    envelope["body"] = std::string(record::event_text(line));
     return envelope;
 }
 
