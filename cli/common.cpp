@@ -2,16 +2,15 @@
 
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/pipe_signal.hpp"
 #include "idem/util/text.hpp"
 #include "idem/util/time.hpp"
 
 #include <algorithm>
 #include <cerrno>
-#include <csignal>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fstream>
-#include <pthread.h>
 #include <unistd.h>
 
 namespace idem::cli {
@@ -73,32 +72,14 @@ record::Strictness strictness(const CommonOptions& options) {
 }
 
 void write_stderr(std::string_view text) {
-    // SIGPIPE is held back while writing, and one it raised is taken off
-    // the queue, so a reader that went away cannot kill the process.
-    sigset_t pipe_signal;
-    sigset_t previous;
-    sigemptyset(&pipe_signal);
-    sigaddset(&pipe_signal, SIGPIPE);
-    bool masked = pthread_sigmask(SIG_BLOCK, &pipe_signal, &previous) == 0;
-    bool was_pending = false;
-    if (masked) {
-        sigset_t pending;
-        sigpending(&pending);
-        was_pending = sigismember(&pending, SIGPIPE) == 1;
-    }
+    // A reader that went away cannot kill the process: SIGPIPE is held back.
+    PipeSignalHeld held;
     while (!text.empty()) {
         auto written = ::write(STDERR_FILENO, text.data(), text.size());
         if (written < 0 && errno == EINTR) continue;
         if (written <= 0) break;
         text.remove_prefix(static_cast<std::size_t>(written));
     }
-    if (!masked) return;
-    if (!was_pending) {
-        timespec no_wait{0, 0};
-        while (sigtimedwait(&pipe_signal, nullptr, &no_wait) == SIGPIPE) {
-        }
-    }
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 
 void print_summary(const CommonOptions& options, const io::Summary& summary) {

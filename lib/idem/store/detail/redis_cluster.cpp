@@ -3,18 +3,17 @@
 #include "idem/store/detail/redis_cluster.hpp"
 
 #include "idem/util/errors.hpp"
+#include "idem/util/pipe_signal.hpp"
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <charconv>
 #include <chrono>
-#include <csignal>
 #include <fmt/format.h>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <pthread.h>
 #include <thread>
 
 namespace idem::store::detail {
@@ -47,6 +46,24 @@ std::atomic<std::int64_t> g_store_timeout_us{10'000'000};
 // operations when what was sent may safely be sent again.
 struct Unreachable {
     std::string why;
+    bool sent = false; // commands had gone out on the connection: what ran is not known
+};
+
+// What a failure that outlasted --store-timeout is called: the store's
+// error, or (opening it) that it could not be connected to.
+enum class GiveUp { store_error, cannot_connect };
+
+// hiredis takes arguments as pointers and lengths.
+struct ArgumentView {
+    std::vector<const char*> pointers;
+    std::vector<size_t> lengths;
+    explicit ArgumentView(const Arguments& arguments) {
+        for (const auto& argument : arguments) {
+            pointers.push_back(argument.data());
+            lengths.push_back(argument.size());
+        }
+    }
+    [[nodiscard]] int count() const { return static_cast<int>(pointers.size()); }
 };
 
 constexpr auto k_first_backoff = std::chrono::milliseconds(100);
@@ -113,40 +130,6 @@ struct Node {
     Node(const Node&) = delete;
     Node& operator=(const Node&) = delete;
     ~Node() { close(); } // also when a router's constructor throws
-};
-
-// hiredis writes with write(2): a node that went away would raise SIGPIPE
-// and kill the process. Held back while a call runs, and taken off the
-// queue if the call raised it, so a lost node is an error, not a death.
-class PipeSignalHeld {
-public:
-    PipeSignalHeld() {
-        sigemptyset(&m_pipe);
-        sigaddset(&m_pipe, SIGPIPE);
-        m_held = pthread_sigmask(SIG_BLOCK, &m_pipe, &m_previous) == 0;
-        if (m_held) {
-            sigset_t pending;
-            sigpending(&pending);
-            m_was_pending = sigismember(&pending, SIGPIPE) == 1;
-        }
-    }
-    ~PipeSignalHeld() {
-        if (!m_held) return;
-        if (!m_was_pending) {
-            timespec no_wait{0, 0};
-            while (sigtimedwait(&m_pipe, nullptr, &no_wait) == SIGPIPE) {
-            }
-        }
-        pthread_sigmask(SIG_SETMASK, &m_previous, nullptr);
-    }
-    PipeSignalHeld(const PipeSignalHeld&) = delete;
-    PipeSignalHeld& operator=(const PipeSignalHeld&) = delete;
-
-private:
-    sigset_t m_pipe{};
-    sigset_t m_previous{};
-    bool m_held = false;
-    bool m_was_pending = false;
 };
 
 } // namespace
@@ -240,7 +223,8 @@ struct RedisRouter::Impl {
     // sent or (Retry::safe) with commands in flight that may be sent again,
     // is retried with backoff until the store timeout, then reported.
     template <typename Operation>
-    auto retrying(Retry retry, Operation operation) -> decltype(operation()) {
+    auto retrying(Retry retry, Operation operation, GiveUp give_up = GiveUp::store_error)
+        -> decltype(operation()) {
         auto timeout = std::chrono::microseconds(g_store_timeout_us.load());
         auto deadline = std::chrono::steady_clock::now() + timeout;
         auto backoff = std::chrono::duration_cast<std::chrono::microseconds>(k_first_backoff);
@@ -248,14 +232,16 @@ struct RedisRouter::Impl {
             try {
                 return operation();
             } catch (const Unreachable& unreachable) {
-                bool sent = unreachable.why.starts_with("lost");
                 auto now = std::chrono::steady_clock::now();
-                if ((sent && retry == Retry::never) || now >= deadline)
-                    fail(sent && retry == Retry::never
-                             ? unreachable.why
-                             : fmt::format("{} (unreachable for {:.1f} s: --store-timeout)",
+                if (unreachable.sent && retry == Retry::never) fail(unreachable.why);
+                if (now >= deadline) {
+                    auto why = fmt::format("{} (unreachable for {:.1f} s: --store-timeout)",
                                            unreachable.why,
-                                           std::chrono::duration<double>(timeout).count()));
+                                           std::chrono::duration<double>(timeout).count());
+                    if (give_up == GiveUp::cannot_connect)
+                        throw StoreError(fmt::format("cannot connect to store {}: {}", name, why));
+                    fail(why);
+                }
                 std::this_thread::sleep_for(std::min<std::chrono::microseconds>(
                     backoff,
                     std::chrono::duration_cast<std::chrono::microseconds>(deadline - now)));
@@ -265,27 +251,19 @@ struct RedisRouter::Impl {
         }
     }
 
+    // hiredis writes with write(2): a node that went away must be an error,
+    // not a SIGPIPE death (util/pipe_signal.hpp).
     static Reply raw_command(Node& node, const Arguments& arguments) {
         PipeSignalHeld held;
-        std::vector<const char*> pointers;
-        std::vector<size_t> lengths;
-        for (const auto& argument : arguments) {
-            pointers.push_back(argument.data());
-            lengths.push_back(argument.size());
-        }
+        ArgumentView view(arguments);
         return Reply(static_cast<redisReply*>(redisCommandArgv(
-            node.context, static_cast<int>(arguments.size()), pointers.data(), lengths.data())));
+            node.context, view.count(), view.pointers.data(), view.lengths.data())));
     }
 
     void append(Node& node, const Arguments& arguments) {
-        std::vector<const char*> pointers;
-        std::vector<size_t> lengths;
-        for (const auto& argument : arguments) {
-            pointers.push_back(argument.data());
-            lengths.push_back(argument.size());
-        }
-        if (redisAppendCommandArgv(node.context, static_cast<int>(arguments.size()),
-                                   pointers.data(), lengths.data()) != REDIS_OK)
+        ArgumentView view(arguments);
+        if (redisAppendCommandArgv(node.context, view.count(), view.pointers.data(),
+                                   view.lengths.data()) != REDIS_OK)
             lost(node);
     }
 
@@ -303,7 +281,8 @@ struct RedisRouter::Impl {
             node.context && node.context->errstr[0] ? node.context->errstr : "connection lost";
         node.close();
         throw Unreachable{
-            fmt::format("lost the connection to {} with commands in flight: {}", node.name(), why)};
+            fmt::format("lost the connection to {} with commands in flight: {}", node.name(), why),
+            true};
     }
 
     // Reads the slot map from any node that answers; true when it was read.
@@ -431,19 +410,13 @@ RedisRouter::RedisRouter(std::vector<RedisEndpoint> seeds, int database, std::st
     impl.seeds = std::move(seeds);
     impl.database = database;
     impl.name = std::move(name);
-    try {
-        impl.retrying(Retry::safe, [&] {
+    impl.retrying(
+        Retry::safe,
+        [&] {
             discover();
             return 0;
-        });
-    } catch (const StoreError& error) {
-        // "store X: cannot connect: why" reads better the other way round.
-        std::string_view what = error.what();
-        auto at = what.find("cannot connect: ");
-        if (at == std::string_view::npos) throw; // refused for another reason: said as it is
-        throw StoreError(
-            fmt::format("cannot connect to store {}: {}", impl.name, what.substr(at + 16)));
-    }
+        },
+        GiveUp::cannot_connect);
 }
 
 // The first seed that answers says whether this is a cluster.
@@ -481,7 +454,7 @@ void RedisRouter::discover() {
         }
         return;
     }
-    throw Unreachable{"cannot connect: " + last_error};
+    throw Unreachable{last_error};
 }
 
 RedisRouter::~RedisRouter() = default; // each node closes its connection
