@@ -133,8 +133,7 @@ StderrDiagnostics::StderrDiagnostics(bool quiet, RejectFlag reject_flag)
       m_start(std::chrono::steady_clock::now()), m_last_progress(m_start) {}
 
 StderrDiagnostics::~StderrDiagnostics() {
-    if (m_progress_shown) write_stderr("\r\033[K");
-    report_hidden();
+    report_hidden(); // clears the progress line too
 }
 
 void StderrDiagnostics::report_hidden() {

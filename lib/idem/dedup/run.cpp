@@ -288,7 +288,10 @@ private:
             answers = m_store->claim_fingerprints(m_options.scope, claims, now);
         }
         // First copies of this batch: claimed again elsewhere if the store
-        // fails before the batch commits, and written back with local.
+        // fails before the batch commits, and written back with local. With
+        // --on-store-error fail (the default) nothing survives a failure:
+        // nothing is kept, and the claim path pays nothing for it.
+        if (m_options.on_store_error == StoreFailure::fail) return answers;
         for (std::size_t i = 0; i < claims.size(); ++i) {
             if (!answers[i].first) continue;
             if (!m_store_lost)
