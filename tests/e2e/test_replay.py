@@ -35,7 +35,9 @@ def outcomes(out):
     return [json.loads(line) for line in out.splitlines()]
 
 
-class Replay(unittest.TestCase):
+class ReplayScratch(unittest.TestCase):
+    """A scratch folder with a ledger and an events file for each test."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.dir = self.tmp.name
@@ -50,6 +52,8 @@ class Replay(unittest.TestCase):
         return run(["replay", "--to", url, "--store", store or self.store, "--summary", "json",
                     *backoff, "--seed", "1", *args, *(inputs or [self.events])])
 
+
+class Replay(ReplayScratch):
     def test_every_record_completes_once_per_key_and_a_rerun_sends_nothing(self):
         write_events(self.events, 200)
         with listening(self.dir) as target:
@@ -390,20 +394,9 @@ def ledger_rows(store):
     return rows
 
 
-class LedgerNeverLies(unittest.TestCase):
+class LedgerNeverLies(ReplayScratch):
     """Issue #13: a line says completed only once the ledger holds it."""
 
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = self.tmp.name
-        self.store = os.path.join(self.dir, "ledger.db")
-        self.events = os.path.join(self.dir, "events.ndjson")
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def completed_state(self):
-        return ledger_rows(self.store)
 
     def test_stdout_on_a_full_disk_still_leaves_the_ledger_with_what_was_sent(self):
         write_events(self.events, 400)
