@@ -2,6 +2,8 @@
 
 #include "idem/net/http_request.hpp"
 
+#include "idem/net/target.hpp"
+
 #include "idem/util/text.hpp"
 
 #include <algorithm>
@@ -85,8 +87,8 @@ std::optional<std::string_view> origin_form_of(std::string_view method, std::str
             break;
         }
     }
-    if (path_and_query.front() != '/') return std::nullopt;
-    if (path_and_query.find_first_of("\\#") != std::string_view::npos) return std::nullopt;
+    // The rule replay applies to a captured path, applied where it is captured.
+    if (captured_path_problem(path_and_query)) return std::nullopt;
     return path_and_query;
 }
 
