@@ -301,14 +301,15 @@ class SqliteSchema(unittest.TestCase):
             self.assertEqual(code, 0, err)
             # Make it a version-5 store, as the previous release wrote it.
             subprocess.run(["sqlite3", store, "ALTER TABLE nonces DROP COLUMN source;"
-                            "ALTER TABLE nonces DROP COLUMN line; PRAGMA user_version = 5;"], check=True)
+                            "ALTER TABLE nonces DROP COLUMN line; DROP TABLE dedup_held;"
+                            "PRAGMA user_version = 5;"], check=True)
             with open(capture, "w") as f:
                 f.write(github_delivery("2026-11-30T09:00:00Z") + "\n")
             code, out, err = run(["verify", "--secret", "gh-demo-secret", "--nonce", "--store", store, capture])
             self.assertEqual(code, 1, err)
             self.assertIn("already delivered at 2026-11-30T08:00:00.000Z", out.decode())
             version = subprocess.run(["sqlite3", store, "PRAGMA user_version"], capture_output=True, text=True)
-            self.assertEqual(version.stdout.strip(), "6")
+            self.assertEqual(version.stdout.strip(), "7")
 
 
 @unittest.skipUnless(redis_server.available(), "redis-server is needed")

@@ -5,13 +5,16 @@
 #include "idem/audit/detail/grouping.hpp"
 #include "idem/audit/row_sources.hpp"
 #include "idem/audit/spill.hpp"
-#include "idem/dedup/fingerprint.hpp"
 #include "idem/record/annotate.hpp"
-#include "idem/record/block_pipeline.hpp"
+#include "idem/record/event_time.hpp"
+#include "idem/record/key.hpp"
+#include "idem/record/record_run.hpp"
+#include "idem/store/fingerprints.hpp"
+#include "idem/store/replay_ledger.hpp"
 #include "idem/store/store.hpp"
+#include "idem/store/verdicts.hpp"
 #include "idem/util/encoding.hpp"
 #include "idem/util/text.hpp"
-#include "idem/verify/run.hpp"
 
 #include <charconv>
 #include <fmt/format.h>
@@ -39,12 +42,12 @@ struct Reading {
 };
 
 struct BlockReadings {
-    std::vector<Reading> readings;
+    std::vector<Reading> outcomes;
     std::string texts;
     std::uint64_t lines = 0;
 
     void clear() {
-        readings.clear();
+        outcomes.clear();
         texts.clear();
         lines = 0;
     }
@@ -52,9 +55,9 @@ struct BlockReadings {
 
 struct WorkerState {
     record::RecordParser parser;
-    dedup::KeySpec payload;
+    record::KeySpec payload;
     std::string encoded; // --payload values, encoded, reused from record to record
-    explicit WorkerState(dedup::KeySpec spec) : payload(std::move(spec)) {}
+    explicit WorkerState(record::KeySpec spec) : payload(std::move(spec)) {}
 };
 
 std::string_view text_of(const std::string& texts, Reading::Span span) {
@@ -72,7 +75,7 @@ Reading::Span encode(record::RecordParser& parser, const std::vector<record::Fie
             return {};
         }
         if (i > 0) texts += ' ';
-        dedup::append_encoded_value(texts, *value);
+        record::append_encoded_value(texts, *value);
     }
     return {static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(texts.size() - at)};
 }
@@ -90,7 +93,7 @@ std::uint64_t payload_hash(WorkerState& state) {
         auto value = parser.find(path);
         if (!value) return 0;
         state.encoded += ' ';
-        dedup::append_encoded_value(state.encoded, *value);
+        record::append_encoded_value(state.encoded, *value);
     }
     return XXH3_64bits(state.encoded.data(), state.encoded.size());
 }
@@ -142,15 +145,10 @@ void read_line(const io::BlockLine& line, Reading& reading, std::string& texts, 
             texts.append(value->text);
         }
     }
-    if (options.time_field) {
-        auto value = parser.find(*options.time_field);
-        if (value && (value->type == record::FieldValue::Type::string ||
-                      value->type == record::FieldValue::Type::number))
-            reading.time = parse_timestamp(value->text);
-    } else if (parser.shape() == record::RecordShape::envelope &&
-               !parser.envelope().received_at.empty()) {
-        reading.time = parse_timestamp(parser.envelope().received_at);
-    }
+    // A record without one is counted by the --time-field check
+    // (check_paths), not rejected: it still belongs to its group.
+    reading.time =
+        record::event_time(parser, options.time_field ? &*options.time_field : nullptr).time;
     reading.payload = payload_hash(state);
     reading.status = answered_status(parser, options);
 }
@@ -159,7 +157,7 @@ void read_block(const record::InputBlock& block, WorkerState& state, const Audit
                 BlockReadings& result) {
     io::LineCursor cursor(block.block.lines());
     while (auto line = cursor.next()) {
-        auto& reading = result.readings.emplace_back();
+        auto& reading = result.outcomes.emplace_back();
         reading.line = *line;
         if (line->bytes.size() > options.input.max_record_bytes) {
             reading.parsed = false;
@@ -190,8 +188,8 @@ constexpr const char* k_volatile_fields[] = {
     "attempt",    "attempts",  "attempt_number", "retry",      "retry_count", "delivery_attempt",
     "_idem"};
 
-dedup::KeySpec payload_spec(const AuditRunOptions& options) {
-    dedup::KeySpec spec;
+record::KeySpec payload_spec(const AuditRunOptions& options) {
+    record::KeySpec spec;
     if (!options.payload_fields.empty()) {
         spec.key_paths = options.payload_fields;
         return spec;
@@ -216,23 +214,24 @@ class AuditRun {
 public:
     AuditRun(const AuditRunOptions& options, io::Diagnostics& diagnostics)
         : m_options(options), m_diagnostics(diagnostics) {
-        if (!options.reject_path.empty())
-            m_reject_sink = io::Sink::create_file(options.reject_path);
-        m_rejects.emplace(m_reject_sink.get(), options.strictness, diagnostics,
-                          options.input.max_record_bytes);
-        if (options.read_records) m_input.emplace(options.input, &*m_rejects);
+        if (options.read_records)
+            m_run.emplace(record::RecordRunSetup{options.input, options.reject_path,
+                                                 options.strictness, options.threads},
+                          diagnostics);
+        else if (!options.reject_path.empty())
+            (void)io::Sink::create_file(options.reject_path); // rows are never rejected
     }
 
     // Reads every input, then groups and explains: in memory, or (past
     // --spill-after) partition by partition with the groups left on disk.
     // The shelf stays valid while this run lives.
     GroupShelf& find_groups(FindingsSummary& summary) {
-        if (m_input) read_records();
+        if (m_run) read_records();
         read_rows();
         check_paths();
         read_replay_ledger();
         read_verdicts();
-        if (m_reject_sink) m_reject_sink->flush();
+        if (m_run) m_run->flush_rejects();
         if (m_spill) {
             Spill::Context context;
             context.options = m_options.explain;
@@ -256,9 +255,9 @@ public:
         return *m_shelf;
     }
 
-    [[nodiscard]] std::uint64_t rejected() const { return m_rejects->count(); }
+    [[nodiscard]] std::uint64_t rejected() const { return m_run ? m_run->rejects().count() : 0; }
     [[nodiscard]] bool spilled() const { return m_spill.has_value(); }
-    [[nodiscard]] std::uint64_t lines() const { return m_lines; }
+    [[nodiscard]] std::uint64_t lines() const { return (m_run ? m_run->records() : 0) + m_rows; }
 
 private:
     Findings explain_in_memory() {
@@ -273,17 +272,18 @@ private:
     }
 
     void read_records() {
-        std::vector<std::unique_ptr<WorkerState>> states;
-        for (std::size_t i = 0; i < record::worker_count(m_options.threads); ++i)
-            states.push_back(std::make_unique<WorkerState>(payload_spec(m_options)));
-        record::run_block_pipeline<WorkerState, BlockReadings>(
-            *m_input, states,
-            [&](const record::InputBlock& block, WorkerState& state, BlockReadings& result) {
-                read_block(block, state, m_options, result);
-            },
-            [&](const record::InputBlock& block, BlockReadings& result) {
-                take_block(block, result);
-            });
+        auto states =
+            m_run->states([&] { return std::make_unique<WorkerState>(payload_spec(m_options)); });
+        Run::Steps steps;
+        steps.judge = [&](const record::InputBlock& block, WorkerState& state,
+                          BlockReadings& result) { read_block(block, state, m_options, result); };
+        steps.route = [&](Reading& reading, record::InputRecord& record, std::size_t) {
+            take_record(reading, record);
+        };
+        steps.prepare = [&](const record::InputBlock&, BlockReadings& result) {
+            m_block_texts = &result.texts;
+        };
+        m_run->run(states, steps);
     }
 
     // CSV rows and query rows, as JSON objects, on this thread.
@@ -304,7 +304,7 @@ private:
             Reading reading;
             texts.clear();
             read_line(line, reading, texts, state, m_options);
-            ++m_lines;
+            ++m_rows;
             take(reading, texts, {input_index(position.input), position.row, position.number});
         };
         for (const auto& path : m_options.csv_paths)
@@ -375,11 +375,12 @@ private:
     void read_replay_ledger() {
         if (m_options.replay_ledger_uri.empty()) return;
         auto store = open_kept_store(m_options.replay_ledger_uri, "--replay-ledger", "replay");
-        store->for_each_replay_entry(m_options.replay_scope, [&](const store::ReplayEntry& entry) {
-            std::string label;
-            record::append_json_string(label, entry.key);
-            m_replayed.insert_or_assign(std::move(label), entry);
-        });
+        store->replay_ledger().for_each_replay_entry(
+            m_options.replay_scope, [&](const store::ReplayEntry& entry) {
+                std::string label;
+                record::append_json_string(label, entry.key);
+                m_replayed.insert_or_assign(std::move(label), entry);
+            });
         if (m_replayed.empty())
             m_diagnostics.warning({m_options.replay_ledger_uri, 0, 0, 0},
                                   fmt::format("the replay ledger has no key under scope {}: "
@@ -392,10 +393,11 @@ private:
         if (m_options.verdicts_uri.empty()) return;
         auto store =
             open_kept_store(m_options.verdicts_uri, "--verdicts", "verify --keep-verdicts");
-        store->for_each_verdict(verify::k_verdict_scope, [&](const store::VerdictRecord& kept) {
-            m_verdicts.insert_or_assign(fmt::format("{}:{}", kept.source, kept.line),
-                                        KeptVerdict{kept.valid, kept.reason});
-        });
+        store->verdicts().for_each_verdict(
+            store::k_verdict_scope, [&](const store::VerdictRecord& kept) {
+                m_verdicts.insert_or_assign(fmt::format("{}:{}", kept.source, kept.line),
+                                            KeptVerdict{kept.valid, kept.reason});
+            });
         if (m_verdicts.empty())
             m_diagnostics.warning({m_options.verdicts_uri, 0, 0, 0},
                                   "the store holds no verdict: run idem verify with "
@@ -417,7 +419,7 @@ private:
     void read_store(const RowHandler& take_row) {
         auto store = open_kept_store(m_options.store_uri, "--store", "dedup");
         std::string json;
-        store->for_each_fingerprint_record(
+        store->evidence().for_each_fingerprint_record(
             m_options.store_scope, [&](const store::FingerprintRecord& record) {
                 json.assign(R"({"fingerprint":")");
                 json += hex_encode(
@@ -497,28 +499,14 @@ private:
         return static_cast<std::uint32_t>(inputs.size() - 1);
     }
 
-    void take_block(const record::InputBlock& block, BlockReadings& result) {
-        m_positions.start_block(block);
-        for (auto& reading : result.readings) {
-            ++m_lines;
-            if (m_lines % record::k_progress_every == 0)
-                m_diagnostics.progress(m_lines, m_input->bytes_read());
-            auto record = m_positions.locate(block, reading.line);
-            if (!reading.parsed) {
-                if (reading.message.empty()) {
-                    record.oversized_bytes = record.bytes.size();
-                    m_rejects->reject_oversized(record);
-                } else {
-                    m_rejects->reject(record, reading.column, reading.message);
-                }
-                continue;
-            }
-            take(reading, result.texts, {input_index(*record.source), false, record.line});
+    void take_record(const Reading& reading, const record::InputRecord& record) {
+        if (!reading.parsed) {
+            // Too long to hold: the run frame set it aside.
+            if (!reading.message.empty())
+                m_run->rejects().reject(record, reading.column, reading.message);
+            return;
         }
-        if (auto oversized = m_positions.finish_block(block, result.lines)) {
-            ++m_lines;
-            m_rejects->reject_oversized(*oversized);
-        }
+        take(reading, *m_block_texts, {input_index(*record.source), false, record.line});
     }
 
     // Keys and intents as ids, and how many distinct intents there are.
@@ -539,13 +527,13 @@ private:
                 const auto& attempt = m_findings.attempts[index];
                 if (attempt.key)
                     m_findings.key_texts.try_emplace(
-                        attempt.key, dedup::encoded_values_json(m_keys.text(index),
-                                                                m_options.key_fields.size()));
+                        attempt.key, record::encoded_values_json(m_keys.text(index),
+                                                                 m_options.key_fields.size()));
                 if (attempt.fingerprint)
                     m_findings.fingerprint_texts.try_emplace(
                         attempt.fingerprint,
-                        dedup::encoded_values_json(m_fingerprints.text(index),
-                                                   m_options.fingerprint_fields.size()));
+                        record::encoded_values_json(m_fingerprints.text(index),
+                                                    m_options.fingerprint_fields.size()));
             }
     }
 
@@ -562,10 +550,9 @@ private:
 
     const AuditRunOptions& m_options;
     io::Diagnostics& m_diagnostics;
-    std::unique_ptr<io::Sink> m_reject_sink;
-    std::optional<record::RejectRouter> m_rejects;
-    std::optional<record::InputStream> m_input;
-    record::PositionTracker m_positions;
+    using Run = record::RecordRun<WorkerState, BlockReadings>;
+    std::optional<Run> m_run;                   // when records are read (not only rows)
+    const std::string* m_block_texts = nullptr; // of the block being routed
     Findings m_findings;
     ReplayLedger m_replayed; // --replay-ledger
     KeptVerdicts m_verdicts; // --verdicts
@@ -575,8 +562,8 @@ private:
     std::unique_ptr<GroupShelf> m_shelf;
     std::uint64_t m_records = 0;    // read and taken
     std::uint64_t m_identified = 0; // spilled records with an intent
-    std::uint64_t m_lines = 0;
-    MissingCounts m_missing; // records without a value at --key, --fingerprint, ...
+    std::uint64_t m_rows = 0;       // CSV and query rows read
+    MissingCounts m_missing;        // records without a value at --key, --fingerprint, ...
 };
 
 } // namespace

@@ -3,7 +3,7 @@
 #include "idem/audit/spill.hpp"
 
 #include "idem/audit/detail/grouping.hpp"
-#include "idem/dedup/fingerprint.hpp"
+#include "idem/record/key.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/ordered_workers.hpp"
 #include "idem/util/text.hpp"
@@ -320,7 +320,7 @@ private:
                                   std::size_t paths) {
         if (text.empty()) return 0;
         auto [found, inserted] = ids.try_emplace(text, static_cast<std::uint32_t>(ids.size() + 1));
-        if (inserted) texts.emplace(found->second, dedup::encoded_values_json(text, paths));
+        if (inserted) texts.emplace(found->second, record::encoded_values_json(text, paths));
         return found->second;
     }
 

@@ -2,6 +2,7 @@
 
 #include "idem/dedup/detail/judge.hpp"
 
+#include "idem/record/event_time.hpp"
 #include "idem/util/time_zone.hpp"
 
 #include <fmt/format.h>
@@ -9,13 +10,6 @@
 namespace idem::dedup::detail {
 
 namespace {
-
-std::optional<Timestamp> time_of(const record::FieldValue& value) {
-    if (value.type == record::FieldValue::Type::string ||
-        value.type == record::FieldValue::Type::number)
-        return parse_timestamp(value.text);
-    return std::nullopt;
-}
 
 void judge_line(const io::BlockLine& line, Outcome& outcome, WorkerState& state,
                 const DedupRunOptions& options) {
@@ -31,21 +25,13 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, WorkerState& state,
         return;
     }
     outcome.has_annotations = parser.has_annotations();
-    if (options.time_field) {
-        auto value = parser.find(*options.time_field);
-        outcome.event_time = value ? time_of(*value) : std::nullopt;
-        if (!outcome.event_time) {
-            outcome.kind = Outcome::Kind::bad_time;
-            outcome.message =
-                value
-                    ? fmt::format("time field '{}' is not a timestamp", options.time_field->text())
-                    : fmt::format("missing time field '{}'", options.time_field->text());
-            return;
-        }
-    } else if (parser.shape() == record::RecordShape::envelope &&
-               !parser.envelope().received_at.empty()) {
-        outcome.event_time = parse_timestamp(parser.envelope().received_at);
+    auto time = record::event_time(parser, options.time_field ? &*options.time_field : nullptr);
+    if (time.failed()) {
+        outcome.kind = Outcome::Kind::bad_time;
+        outcome.message = record::describe_failure(time, *options.time_field);
+        return;
     }
+    outcome.event_time = time.time;
     std::string bucket;
     if (options.bucket)
         bucket =

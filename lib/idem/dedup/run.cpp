@@ -5,8 +5,10 @@
 #include "idem/dedup/detail/judge.hpp"
 
 #include "idem/record/annotate.hpp"
-#include "idem/record/block_pipeline.hpp"
-#include "idem/store/owned_files.hpp"
+#include "idem/record/record_run.hpp"
+#include "idem/store/fingerprints.hpp"
+#include "idem/store/held_copies.hpp"
+#include "idem/store/owned_outputs.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/encoding.hpp"
 #include "idem/util/text.hpp"
@@ -65,27 +67,25 @@ void append_annotation(std::string& out, const Outcome& outcome,
 
 namespace {
 
-using store::open_owned;
-
 // One record on its way to the store, kept whole while --keep last holds it.
 struct Copy {
     std::string bytes;
     Outcome outcome;
     store::FingerprintClaim claim; // its source view points into `source`
     std::string source;
-    std::uint64_t row_id = 0; // with -o, its row among the held rows in the store
+    std::uint64_t row_id = 0; // with -o, its row among the held copies in the store
 };
 
-// With -o, each held copy is also a row in the store (reorder's held-record
-// table, under a scope of its own), committed with the checkpoint: a resumed
-// run holds again exactly what the killed one held, so -o stays exact.
-store::HeldRecordRow row_of(const Copy& copy) {
-    store::HeldRecordRow row;
+// With -o, each held copy is also a row in the store, committed with the
+// checkpoint: a resumed run holds again exactly what the killed one held,
+// so -o stays exact.
+store::HeldCopyRow row_of(const Copy& copy) {
+    store::HeldCopyRow row;
     row.id = copy.row_id;
-    row.partition = copy.outcome.fingerprint.hex() + ' ' + copy.source;
-    row.key.primary = copy.claim.event_time.time_since_epoch().count();
-    row.key.secondary = copy.claim.line;
-    row.arrival = copy.claim.event_time;
+    row.fingerprint = copy.outcome.fingerprint.bytes;
+    row.source = copy.source;
+    row.line = copy.claim.line;
+    row.event_time = copy.claim.event_time;
     row.bytes = copy.bytes;
     return row;
 }
@@ -103,35 +103,45 @@ class DedupRun {
 public:
     DedupRun(const DedupRunOptions& options, io::Sink& standard_output,
              io::Diagnostics& diagnostics)
-        : m_options(options), m_diagnostics(diagnostics) {
-        open_store();
-        if (!options.reject_path.empty())
-            m_reject_sink = io::Sink::create_file(options.reject_path);
-        open_outputs(standard_output);
-        m_rejects.emplace(m_reject_sink.get(), options.strictness, diagnostics,
-                          options.input.max_record_bytes);
-        m_input.emplace(options.input, &*m_rejects);
+        : m_options(options), m_diagnostics(diagnostics), m_store(open_store()),
+          m_outputs(m_store->checkpoints(), {"dedup", options.scope, options.input.paths},
+                    options.output_path, standard_output, diagnostics),
+          m_output(&m_outputs.output()), m_dups(m_outputs.add("dups", options.dups_path)),
+          m_run({options.input, options.reject_path, options.strictness, options.threads},
+                diagnostics) {
+        m_run.resume_after(m_outputs.resume_point());
+        if (m_outputs.owned() && keeps_last()) {
+            m_held_name = m_outputs.checkpoint_name();
+            if (m_outputs.resumed()) restore_held();
+        }
     }
 
     DedupResult run() {
         auto start = std::chrono::steady_clock::now();
-        std::vector<std::unique_ptr<WorkerState>> states;
-        for (std::size_t i = 0; i < record::worker_count(m_options.threads); ++i)
-            states.push_back(std::make_unique<WorkerState>(m_options.key));
+        auto states = m_run.states([&] { return std::make_unique<WorkerState>(m_options.key); });
+        Run::Steps steps;
+        steps.judge = [&](const record::InputBlock& block, WorkerState& state,
+                          BlockOutcome& result) { judge_block(block, state, m_options, result); };
+        steps.prepare = [&](const record::InputBlock& block, BlockOutcome& result) {
+            claim_block(block, result);
+        };
+        steps.route = [&](Outcome& outcome, record::InputRecord& record, std::size_t) {
+            route_record(outcome, record);
+        };
+        // The block's memory is reused next: records written from it in
+        // place go out first.
+        steps.release_block = [&] { m_output->release_in_place(); };
+        steps.block_done = [&](std::uint64_t new_records) {
+            m_since_commit += new_records;
+            if (m_since_commit >= m_options.batch) commit();
+        };
+        // Live input gone quiet (tail -f): what was decided goes out now
+        // instead of waiting for a full batch.
+        steps.idle = [&] {
+            if (m_since_commit > 0) commit();
+        };
         try {
-            record::run_block_pipeline<WorkerState, BlockOutcome>(
-                *m_input, states,
-                [&](const record::InputBlock& block, WorkerState& state, BlockOutcome& result) {
-                    judge_block(block, state, m_options, result);
-                },
-                [&](const record::InputBlock& block, BlockOutcome& result) {
-                    emit_block(block, result);
-                },
-                // Live input gone quiet (tail -f): what was decided goes out
-                // now instead of waiting for a full batch.
-                [&] {
-                    if (m_since_commit > 0) commit();
-                });
+            m_run.run(states, steps);
         } catch (const InputError&) {
             commit(); // what was decided before the failure stands
             throw;
@@ -143,14 +153,16 @@ public:
     }
 
 private:
-    void open_store() {
+    using Run = record::RecordRun<WorkerState, BlockOutcome>;
+
+    std::unique_ptr<store::Store> open_store() {
         auto location = store::parse_store_uri(m_options.store_uri);
         location.lock_timeout = m_options.lock_timeout;
         m_store_name = location.describe();
         try {
-            m_store = store::open_store(location);
+            return store::open_store(location);
         } catch (const StoreError& error) {
-            lose_store(error);
+            return store_in_process(error);
         }
     }
 
@@ -160,6 +172,21 @@ private:
     // to the shared store at the end. The batch claimed in the failed store
     // since its last commit is claimed again here: its records are out.
     void lose_store(const StoreError& error) {
+        m_store = store_in_process(error);
+        bool local = m_options.on_store_error == StoreFailure::local;
+        if (!m_batch_firsts.empty()) {
+            (void)m_store->fingerprints().claim_fingerprints(m_options.scope, m_batch_firsts,
+                                                             now_utc());
+            if (local)
+                m_local_firsts.insert(m_local_firsts.end(), m_batch_firsts.begin(),
+                                      m_batch_firsts.end());
+            m_batch_firsts.clear();
+        }
+    }
+
+    // The store a run goes on with once the shared one failed (or, unless
+    // --on-store-error fail, never opened).
+    std::unique_ptr<store::Store> store_in_process(const StoreError& error) {
         if (m_options.on_store_error == StoreFailure::fail) throw error;
         bool local = m_options.on_store_error == StoreFailure::local;
         m_diagnostics.warning(
@@ -168,14 +195,7 @@ private:
                         local ? "--on-store-error local" : "--on-store-error pass",
                         local ? ": what it claims is written back when the store answers" : ""));
         m_store_lost = true;
-        m_store = store::open_store(store::parse_store_uri(":memory:"));
-        if (!m_batch_firsts.empty()) {
-            (void)m_store->claim_fingerprints(m_options.scope, m_batch_firsts, now_utc());
-            if (local)
-                m_local_firsts.insert(m_local_firsts.end(), m_batch_firsts.begin(),
-                                      m_batch_firsts.end());
-            m_batch_firsts.clear();
-        }
+        return store::open_store(store::parse_store_uri(":memory:"));
     }
 
     // --on-store-error local, at the end: the fingerprints judged in this
@@ -188,7 +208,8 @@ private:
             auto location = store::parse_store_uri(m_options.store_uri);
             location.lock_timeout = m_options.lock_timeout;
             auto shared = store::open_store(location);
-            auto answers = shared->claim_fingerprints(m_options.scope, m_local_firsts, now_utc());
+            auto answers = shared->fingerprints().claim_fingerprints(m_options.scope,
+                                                                     m_local_firsts, now_utc());
             shared->commit();
             auto already = std::count_if(answers.begin(), answers.end(),
                                          [](const auto& answer) { return !answer.first; });
@@ -209,52 +230,22 @@ private:
         }
     }
 
-    // With -o, a checkpoint left by a killed run says how far it got.
-    void open_outputs(io::Sink& standard_output) {
-        m_owns_output = !m_options.output_path.empty();
-        std::optional<store::Checkpoint> checkpoint;
-        if (m_owns_output && m_store) {
-            m_input_identity = store::input_identity(m_options.input.paths);
-            auto resumption =
-                store::find_resumption(*m_store, "dedup", m_options.scope, m_options.output_path,
-                                       m_input_identity, m_diagnostics);
-            m_checkpoint_key = std::move(resumption.checkpoint_name);
-            checkpoint = std::move(resumption.checkpoint);
-        }
-        m_owned_output = open_owned(m_options.output_path, checkpoint, "output");
-        m_output = m_owned_output ? m_owned_output.get() : &standard_output;
-        m_dups = open_owned(m_options.dups_path, m_owns_output ? checkpoint : std::nullopt, "dups");
-        m_skip = checkpoint ? checkpoint->records_done : 0;
-        if (m_owns_output && m_store) {
-            m_held_scope = "dedup held " + m_checkpoint_key;
-            if (checkpoint && keeps_last()) restore_held();
-        }
-    }
-
     // The copies the run this one resumes held at its last commit, in the
     // order it held them. Nothing is let go here: each of them had a window
     // still open at the watermark then, which no later record lowers.
     void restore_held() {
         WorkerState state(m_options.key);
         auto now = now_utc();
-        for (auto& row : m_store->load_held(m_held_scope)) {
+        for (auto& row : m_store->held_copies().load_held_copies(m_held_name)) {
             Copy copy;
-            auto space = row.partition.find(' ');
-            store::FingerprintBytes fingerprint{};
-            if (space == std::string::npos ||
-                hex_decode_to(std::string_view(row.partition).substr(0, space),
-                              reinterpret_cast<char*>(fingerprint.data()),
-                              fingerprint.size()) != fingerprint.size())
-                throw StoreError(fmt::format("store {}: a held copy of --keep last is unreadable",
-                                             m_store_name));
             copy.bytes = std::move(row.bytes);
-            copy.source = row.partition.substr(space + 1);
+            copy.source = std::move(row.source);
             // Judged again for what the row does not keep (annotations, the
             // printed key); the fingerprint and time are the ones first found.
             copy.outcome = detail::judge_record(copy.bytes, state, m_options);
-            copy.outcome.fingerprint.bytes = fingerprint;
-            copy.outcome.event_time = row.arrival;
-            copy.claim = claim_for(copy.outcome, copy.source, row.key.secondary, now);
+            copy.outcome.fingerprint.bytes = row.fingerprint;
+            copy.outcome.event_time = row.event_time;
+            copy.claim = claim_for(copy.outcome, copy.source, row.line, now);
             copy.row_id = row.id;
             m_next_row_id = std::max(m_next_row_id, row.id + 1);
             keep(std::move(copy));
@@ -282,10 +273,10 @@ private:
                                                 Timestamp now) {
         std::vector<store::FingerprintResult> answers;
         try {
-            answers = m_store->claim_fingerprints(m_options.scope, claims, now);
+            answers = m_store->fingerprints().claim_fingerprints(m_options.scope, claims, now);
         } catch (const StoreError& error) {
             lose_store(error);
-            answers = m_store->claim_fingerprints(m_options.scope, claims, now);
+            answers = m_store->fingerprints().claim_fingerprints(m_options.scope, claims, now);
         }
         // First copies of this batch: claimed again elsewhere if the store
         // fails before the batch commits, and written back with local. With
@@ -302,73 +293,45 @@ private:
         return answers;
     }
 
-    // The block's memory is reused once this returns, by an exception too:
-    // the records written from it in place go out before.
-    void emit_block(const record::InputBlock& block, BlockOutcome& result) {
-        try {
-            emit_records(block, result);
-        } catch (...) {
-            try {
-                m_output->release_in_place();
-            } catch (const FileSystemError&) {
-                // the error already on its way is the one to report
-            }
-            throw;
-        }
-        m_output->release_in_place();
-    }
-
-    void emit_records(const record::InputBlock& block, BlockOutcome& result) {
-        if (m_records == 0) expect_records(block, result);
-        m_positions.start_block(block);
-        auto now = now_utc();
-        // Claims for the whole block in one call: one round trip to Redis,
-        // one pass over the SQLite log's index.
+    // Claims for the whole block in one call: one round trip to Redis, one
+    // pass over the SQLite log's index. Answered in route_record().
+    void claim_block(const record::InputBlock& block, BlockOutcome& result) {
+        if (m_run.records() == 0) expect_records(block, result);
+        m_block_now = now_utc();
         auto& claims = m_block_claims; // kept for its capacity
         claims.clear();
         for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
             const auto& outcome = result.outcomes[i];
-            if (outcome.kind != Outcome::Kind::keyed || m_records + i < m_skip || keeps_last())
+            if (outcome.kind != Outcome::Kind::keyed || m_run.done_before(i) || keeps_last())
                 continue;
-            claims.push_back(claim_for(outcome, m_positions.locate(block, outcome.line), now));
+            claims.push_back(claim_for(outcome, m_run.locate(block, outcome.line), m_block_now));
         }
-        auto answers = claim(claims, now);
-        std::size_t next_answer = 0;
-        for (auto& outcome : result.outcomes) {
-            ++m_records;
-            if (m_records % record::k_progress_every == 0)
-                m_diagnostics.progress(m_records, m_input->bytes_read());
-            if (m_records <= m_skip) continue; // done by the run this one resumes
-            auto record = m_positions.locate(block, outcome.line);
-            if (!set_aside(outcome, record)) continue;
-            if (keeps_last())
-                hold(outcome, record, now);
-            else {
-                const auto& answer = answers[next_answer++];
-                if (!answer.first) note_first_copy(answer, record);
-                route(outcome, record.bytes, answer,
-                      outcome.line.newline_follows ? InPlace::yes : InPlace::no);
-            }
+        m_block_answers = claim(claims, m_block_now);
+        m_next_answer = 0;
+    }
+
+    void route_record(const Outcome& outcome, record::InputRecord& record) {
+        if (!set_aside(outcome, record)) return;
+        if (keeps_last()) {
+            hold(outcome, record, m_block_now);
+            return;
         }
-        if (auto oversized = m_positions.finish_block(block, result.lines)) {
-            ++m_records;
-            if (m_records > m_skip) m_rejects->reject_oversized(*oversized);
-        }
-        // Records skipped on a resume are not new work: no commit for them.
-        if (m_records > m_skip) m_since_commit += result.outcomes.size();
-        if (m_since_commit >= m_options.batch) commit();
+        const auto& answer = m_block_answers[m_next_answer++];
+        if (!answer.first) note_first_copy(answer, record);
+        route(outcome, record.bytes, answer,
+              outcome.line.newline_follows ? InPlace::yes : InPlace::no);
     }
 
     // From the first block's records per byte and the input's size: the
     // store's table is then sized once (the table caps what it reserves).
     void expect_records(const record::InputBlock& block, const BlockOutcome& first) {
-        auto total = m_input->total_bytes();
+        auto total = m_run.input().total_bytes();
         auto block_bytes = block.block.lines().size();
         if (!m_store || !total || block_bytes == 0 || first.outcomes.empty()) return;
         auto expected = static_cast<std::uint64_t>(static_cast<double>(*total) /
                                                    static_cast<double>(block_bytes) *
                                                    static_cast<double>(first.outcomes.size()));
-        m_store->expect_fingerprints(m_options.scope, expected);
+        m_store->fingerprints().expect_fingerprints(m_options.scope, expected);
     }
 
     // A repeat whose first copy this run never read (another input, or this
@@ -397,18 +360,16 @@ private:
     // Rejects and unkeyed records; true when the record goes on to the store.
     bool set_aside(const Outcome& outcome, record::InputRecord& record) {
         switch (outcome.kind) {
-        case Outcome::Kind::too_long:
-            record.oversized_bytes = record.bytes.size();
-            m_rejects->reject_oversized(record);
+        case Outcome::Kind::too_long: // the run frame set it aside
             return false;
         case Outcome::Kind::failed_to_parse:
         case Outcome::Kind::bad_time:
-            m_rejects->reject(record, outcome.column, outcome.message);
+            m_run.rejects().reject(record, outcome.column, outcome.message);
             return false;
         case Outcome::Kind::missing_key:
             if (m_options.missing == MissingKey::reject) {
-                m_rejects->reject(record, 0,
-                                  fmt::format("missing key field '{}'", outcome.message));
+                m_run.rejects().reject(record, 0,
+                                       fmt::format("missing key field '{}'", outcome.message));
                 return false;
             }
             ++m_unkeyed;
@@ -439,7 +400,7 @@ private:
         bool annotate =
             m_options.action == DuplicateAction::mark || m_options.print_key == KeyPrinting::on;
         io::Sink* target = m_output;
-        if (duplicate && m_options.action == DuplicateAction::drop) target = m_dups.get();
+        if (duplicate && m_options.action == DuplicateAction::drop) target = m_dups;
         if (target == nullptr) return;
         if (!annotate && target == m_output) {
             if (in_place == InPlace::yes)
@@ -469,7 +430,7 @@ private:
         copy.outcome = outcome;
         copy.source = *record.source;
         copy.claim = claim_for(outcome, record, now);
-        if (!m_held_scope.empty()) {
+        if (!m_held_name.empty()) {
             copy.row_id = m_next_row_id++;
             m_unsaved_held.emplace(copy.row_id, row_of(copy));
         }
@@ -552,17 +513,17 @@ private:
     // A row saved at an earlier commit is deleted at the next; one held and
     // let go between two commits never reaches the store.
     void forget_row(const Copy& copy) {
-        if (m_held_scope.empty()) return;
+        if (m_held_name.empty()) return;
         if (m_unsaved_held.erase(copy.row_id) == 0) m_unsaved_releases.push_back(copy.row_id);
     }
 
     void save_held() {
-        if (m_held_scope.empty()) return;
-        store::ReorderChanges changes;
+        if (m_held_name.empty()) return;
+        store::HeldCopyChanges changes;
         for (auto& [id, row] : m_unsaved_held)
             changes.held.push_back(std::move(row));
         changes.released = std::move(m_unsaved_releases);
-        m_store->save_reorder_changes(m_held_scope, changes);
+        m_store->held_copies().save_held_copies(m_held_name, changes);
         m_unsaved_held.clear();
         m_unsaved_releases.clear();
     }
@@ -573,14 +534,11 @@ private:
     // idem owns are synced and their sizes committed with the claims, which
     // makes a rerun exact.
     void commit() {
-        m_output->flush();
-        if (m_dups) m_dups->flush();
+        m_outputs.flush();
         m_since_commit = 0;
         try {
-            if (m_owns_output) {
-                save_held();
-                m_store->save_checkpoint(m_checkpoint_key, synced_progress());
-            }
+            save_held();
+            m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done());
             m_store->commit();
             m_batch_firsts.clear();
         } catch (const StoreError& error) {
@@ -589,30 +547,14 @@ private:
         }
     }
 
-    // The owned outputs on disk, and how far they go.
-    store::Checkpoint synced_progress() {
-        m_output->sync();
-        if (m_dups) m_dups->sync();
-        store::Checkpoint done;
-        // Never behind the run this one resumes: its records are done.
-        done.records_done = std::max(m_records, m_skip);
-        done.file_bytes["output"] = m_output->size();
-        if (m_dups) done.file_bytes["dups"] = m_dups->size();
-        return done;
-    }
-
     // The last batch. Its checkpoint is marked finished: a rerun over the
     // same input (this run killed before it could exit) leaves the outputs
     // as they are; a run over another input starts them anew.
     void finish() {
-        m_output->flush();
-        if (m_dups) m_dups->flush();
+        m_outputs.flush();
         try {
-            if (m_owns_output) {
-                store::save_finished(*m_store, m_checkpoint_key, synced_progress(),
-                                     m_input_identity);
-                m_store->clear_reorder_state(m_held_scope);
-            }
+            m_outputs.finish(m_store->checkpoints(), m_run.records_done());
+            if (!m_held_name.empty()) m_store->held_copies().clear_held_copies(m_held_name);
             m_store->commit();
             m_batch_firsts.clear();
         } catch (const StoreError& error) {
@@ -620,7 +562,7 @@ private:
             lose_store(error);
         }
         write_back();
-        if (m_reject_sink) m_reject_sink->flush();
+        m_run.flush_rejects();
     }
 
     DedupResult summarize(std::chrono::steady_clock::time_point start) const {
@@ -628,13 +570,13 @@ private:
         result.duplicates = m_duplicates;
         auto& summary = result.summary;
         summary.command = "dedup";
-        summary.counts = {{"in", m_records}};
-        if (m_skip > 0) summary.counts.emplace_back("resumed", std::min(m_skip, m_records));
+        summary.counts = {{"in", m_run.records()}};
+        if (m_run.resume_point() > 0) summary.counts.emplace_back("resumed", m_run.skipped());
         summary.counts.emplace_back("unique", m_unique);
         summary.counts.emplace_back("duplicates", m_duplicates);
         if (m_options.missing == MissingKey::pass)
             summary.counts.emplace_back("unkeyed", m_unkeyed);
-        summary.counts.emplace_back("rejected", m_rejects->count());
+        summary.counts.emplace_back("rejected", m_run.rejects().count());
         summary.counts.emplace_back("out", m_output->records_written());
         if (m_dups) summary.counts.emplace_back("dups_file", m_dups->records_written());
         if (m_options.on_store_error != StoreFailure::fail)
@@ -648,23 +590,19 @@ private:
 
     const DedupRunOptions& m_options;
     io::Diagnostics& m_diagnostics;
-    std::unique_ptr<store::Store> m_store;
     std::string m_store_name;
-    std::unique_ptr<io::Sink> m_reject_sink;
-    std::unique_ptr<io::Sink> m_owned_output;
-    io::Sink* m_output = nullptr;
-    std::unique_ptr<io::Sink> m_dups;
-    bool m_owns_output = false;
-    std::string m_checkpoint_key;
-    std::optional<std::uint64_t> m_input_identity; // with -o: what this run reads
-    std::uint64_t m_skip = 0;
-    std::optional<record::RejectRouter> m_rejects;
-    std::optional<record::InputStream> m_input;
-    record::PositionTracker m_positions;
+    bool m_store_lost = false; // the run goes on with a store in this process
+    std::unique_ptr<store::Store> m_store;
+    store::OwnedOutputs m_outputs;
+    io::Sink* m_output;
+    io::Sink* m_dups;
+    Run m_run;
     std::string m_member;
     std::vector<store::FingerprintClaim> m_block_claims;
-    std::uint64_t m_records = 0, m_unique = 0, m_duplicates = 0, m_unkeyed = 0, m_unclaimed = 0;
-    bool m_store_lost = false; // the run goes on with a store in this process
+    std::vector<store::FingerprintResult> m_block_answers; // for m_block_claims
+    std::size_t m_next_answer = 0;
+    Timestamp m_block_now;
+    std::uint64_t m_unique = 0, m_duplicates = 0, m_unkeyed = 0, m_unclaimed = 0;
     std::vector<store::FingerprintClaim> m_batch_firsts; // first copies not yet committed
     std::vector<store::FingerprintClaim> m_local_firsts; // local: to write back
     std::uint64_t m_first_seen_earlier = 0;  // repeats whose first copy an earlier run read
@@ -676,10 +614,10 @@ private:
     std::uint64_t m_held_order = 0;
     std::uint64_t m_held_bytes = 0;
     Timestamp m_watermark = Timestamp::min();
-    // --keep last with -o: the held rows' scope in the store (empty without
-    // -o), and what changed since the last commit.
-    std::string m_held_scope;
-    std::map<std::uint64_t, store::HeldRecordRow> m_unsaved_held;
+    // --keep last with -o: the name the held copies are kept under in the
+    // store (empty without -o), and what changed since the last commit.
+    std::string m_held_name;
+    std::map<std::uint64_t, store::HeldCopyRow> m_unsaved_held;
     std::vector<std::uint64_t> m_unsaved_releases;
     std::uint64_t m_next_row_id = 0;
 };

@@ -3,11 +3,11 @@
 // record, claim the fingerprint in the store, and route the record by what
 // the store answered. Called by the CLI with everything already decided.
 
-#include "idem/dedup/fingerprint.hpp"
 #include "idem/io/diagnostics.hpp"
 #include "idem/io/sink.hpp"
 #include "idem/io/summary.hpp"
 #include "idem/record/input.hpp"
+#include "idem/record/key.hpp"
 #include "idem/record/rejects.hpp"
 #include "idem/util/time.hpp"
 #include "idem/util/time_zone.hpp"
@@ -37,7 +37,7 @@ struct DedupRunOptions {
     record::InputOptions input;
     std::string reject_path;
     record::Strictness strictness = record::Strictness::lenient;
-    KeySpec key;
+    record::KeySpec key;
     MissingKey missing = MissingKey::reject;
     std::optional<record::FieldPath> time_field; // default: received_at, else the time read
     Duration window{0};                          // 0: no window

@@ -8,6 +8,8 @@
 #include "idem/record/annotate.hpp"
 #include "idem/record/envelope_writer.hpp"
 #include "idem/record/parser.hpp"
+#include "idem/store/fingerprints.hpp"
+#include "idem/store/nonces.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
@@ -50,7 +52,7 @@ struct DedupOutcome {
     enum class Kind { first, duplicate, missing_key };
     Kind kind = Kind::first;
     bool degraded = false; // judged by the store in this process: the shared one failed
-    dedup::Fingerprint fingerprint;
+    record::Fingerprint fingerprint;
     std::uint64_t seen_count = 1;
     std::string missing_path;
 };
@@ -124,7 +126,7 @@ private:
     std::unique_ptr<store::Store> m_store;
     std::unique_ptr<store::Store> m_local_store;          // --on-store-error local, while down
     std::vector<store::FingerprintClaim> m_to_write_back; // first copies judged locally
-    std::optional<dedup::Fingerprinter> m_fingerprinter;
+    std::optional<record::Fingerprinter> m_fingerprinter;
     net::Target m_forward_target;
     std::atomic<bool> m_store_down{false}; // warned of an outage not yet over
 };
@@ -173,16 +175,16 @@ DedupOutcome Gateway::claim(std::string_view envelope_line, Timestamp received_a
     std::vector<store::FingerprintResult> result;
     try {
         write_back_locked();
-        result =
-            m_store->claim_fingerprints(m_options.dedup->scope, {fingerprint_claim}, now_utc());
+        result = m_store->fingerprints().claim_fingerprints(m_options.dedup->scope,
+                                                            {fingerprint_claim}, now_utc());
         m_store->commit();
     } catch (const StoreError&) {
         if (m_options.dedup->on_store_error != LiveDedup::OnStoreError::local) throw;
         // --on-store-error local: this process judges, and remembers what
         // it let through for the store.
         if (!m_local_store) m_local_store = store::open_store(store::parse_store_uri(":memory:"));
-        result = m_local_store->claim_fingerprints(m_options.dedup->scope, {fingerprint_claim},
-                                                   now_utc());
+        result = m_local_store->fingerprints().claim_fingerprints(m_options.dedup->scope,
+                                                                  {fingerprint_claim}, now_utc());
         if (result.front().first) m_to_write_back.push_back(fingerprint_claim);
         outcome.degraded = true;
     }
@@ -196,7 +198,8 @@ DedupOutcome Gateway::claim(std::string_view envelope_line, Timestamp received_a
 // does not.
 void Gateway::write_back_locked() {
     if (m_to_write_back.empty()) return;
-    auto answers = m_store->claim_fingerprints(m_options.dedup->scope, m_to_write_back, now_utc());
+    auto answers = m_store->fingerprints().claim_fingerprints(m_options.dedup->scope,
+                                                              m_to_write_back, now_utc());
     m_store->commit();
     auto already = std::count_if(answers.begin(), answers.end(),
                                  [](const auto& answer) { return !answer.first; });
@@ -218,14 +221,15 @@ void Gateway::release(const DedupOutcome& outcome) {
     try {
         if (outcome.degraded) {
             if (m_local_store)
-                m_local_store->release_fingerprint(m_options.dedup->scope,
-                                                   outcome.fingerprint.bytes, now_utc());
+                m_local_store->fingerprints().release_fingerprint(
+                    m_options.dedup->scope, outcome.fingerprint.bytes, now_utc());
             std::erase_if(m_to_write_back, [&](const store::FingerprintClaim& claim) {
                 return claim.fingerprint == outcome.fingerprint.bytes;
             });
             return;
         }
-        m_store->release_fingerprint(m_options.dedup->scope, outcome.fingerprint.bytes, now_utc());
+        m_store->fingerprints().release_fingerprint(m_options.dedup->scope,
+                                                    outcome.fingerprint.bytes, now_utc());
         m_store->commit();
     } catch (const StoreError& error) {
         // The claim stays: the sender's retry will be taken for a duplicate

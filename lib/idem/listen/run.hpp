@@ -4,12 +4,12 @@
 // to an upstream, or playing a flaky downstream (docs/listen.md). Called by
 // the CLI with everything already decided.
 
-#include "idem/dedup/fingerprint.hpp"
 #include "idem/io/diagnostics.hpp"
 #include "idem/io/summary.hpp"
 #include "idem/listen/flaky.hpp"
 #include "idem/net/http_client.hpp"
 #include "idem/net/http_server.hpp"
+#include "idem/record/key.hpp"
 #include "idem/verify/config.hpp"
 
 #include <atomic>
@@ -22,7 +22,7 @@ namespace idem::listen {
 // --dedup: duplicates are answered 2xx and not passed on; the store and
 // fingerprints are the ones `idem dedup` uses.
 struct LiveDedup {
-    dedup::KeySpec key;
+    record::KeySpec key;
     std::string store_uri;
     std::string scope = "default";
     Duration ttl = std::chrono::hours(24);

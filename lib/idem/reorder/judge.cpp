@@ -3,6 +3,7 @@
 
 #include "idem/reorder/detail/judge.hpp"
 
+#include "idem/record/event_time.hpp"
 #include "idem/reorder/order_key.hpp"
 
 #include <algorithm>
@@ -51,14 +52,11 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockOutcome& resul
         outcome.key = *stamp;
     }
     if (options.time_field) {
-        auto value = parser.find(*options.time_field);
-        auto event_time = value && (value->type == record::FieldValue::Type::string ||
-                                    value->type == record::FieldValue::Type::number)
-                              ? parse_timestamp(value->text)
-                              : std::nullopt;
-        if (!event_time)
-            return describe_bad(result, outcome, *options.time_field, value, "a timestamp");
-        outcome.event_time = *event_time;
+        auto time = record::event_time(parser, &*options.time_field);
+        if (time.failed())
+            return set_aside(result, outcome, Outcome::Kind::bad_field, 0,
+                             record::describe_failure(time, *options.time_field));
+        outcome.event_time = *time.time;
     }
     auto& partitions = result.partitions;
     auto offset = partitions.size();

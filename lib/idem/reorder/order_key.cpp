@@ -1,7 +1,7 @@
 #include "idem/reorder/order_key.hpp"
 
-#include "idem/dedup/fingerprint.hpp"
 #include "idem/record/annotate.hpp"
+#include "idem/record/key.hpp"
 #include "idem/util/time.hpp"
 
 #include <charconv>
@@ -59,13 +59,13 @@ const record::FieldPath* encode_partition(record::RecordParser& parser,
         auto value = parser.find(paths[i]);
         if (!value) return &paths[i];
         if (i > 0) out += ' ';
-        dedup::append_encoded_value(out, *value);
+        record::append_encoded_value(out, *value);
     }
     return nullptr;
 }
 
 std::string partition_label(std::string_view encoded, std::size_t paths) {
-    return dedup::encoded_values_json(encoded, paths);
+    return record::encoded_values_json(encoded, paths);
 }
 
 } // namespace idem::reorder

@@ -5,7 +5,7 @@
 
 #include "idem/record/field_path.hpp"
 #include "idem/record/parser.hpp"
-#include "idem/store/store.hpp"
+#include "idem/store/sequencer_state.hpp"
 
 #include <optional>
 #include <string>

@@ -3,10 +3,12 @@
 #include "idem/reorder/run.hpp"
 
 #include "idem/record/annotate.hpp"
-#include "idem/record/block_pipeline.hpp"
+#include "idem/record/record_run.hpp"
 #include "idem/reorder/detail/judge.hpp"
 #include "idem/reorder/order_key.hpp"
-#include "idem/store/owned_files.hpp"
+#include "idem/store/checkpoints.hpp"
+#include "idem/store/owned_outputs.hpp"
+#include "idem/store/sequencer_state.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/text.hpp"
 
@@ -33,8 +35,6 @@ constexpr std::size_t k_cached_partitions = 1 << 17;
 // Quarter blocks cut that base by 10 MB at no cost in speed.
 constexpr std::size_t k_reorder_block_bytes = 256 << 10;
 
-using store::open_owned;
-
 std::string describe_key(OrderMode mode, OrderKey key) {
     if (mode == OrderMode::sequence) return std::to_string(key.primary);
     auto at = format_rfc3339(Timestamp(Duration(key.primary)));
@@ -47,38 +47,45 @@ class ReorderRun final : public SequencerEvents {
 public:
     ReorderRun(const ReorderRunOptions& options, io::Sink& standard_output,
                io::Diagnostics& diagnostics)
-        : m_options(options), m_diagnostics(diagnostics), m_sequencer(options.sequencer, *this) {
-        auto location = store::parse_store_uri(options.store_uri);
-        location.lock_timeout = options.lock_timeout;
-        // Commits write what changed, a few pages each: memory is for held
-        // records, not for caching the file.
-        location.cache_bytes = 4ULL << 20;
-        m_store = store::open_store(location);
-        m_persistent = location.kind != store::StoreKind::memory;
-        if (!options.reject_path.empty())
-            m_reject_sink = io::Sink::create_file(options.reject_path);
-        open_outputs(standard_output);
-        m_rejects.emplace(m_reject_sink.get(), options.strictness, diagnostics,
-                          options.input.max_record_bytes);
-        m_input.emplace(options.input, &*m_rejects);
+        : m_options(options), m_diagnostics(diagnostics), m_sequencer(options.sequencer, *this),
+          m_store(open_store(options)), m_state(m_store->sequencer()),
+          m_outputs(m_store->checkpoints(), {"reorder", options.scope, options.input.paths},
+                    options.output_path, standard_output, diagnostics),
+          m_output(&m_outputs.output()), m_gaps(m_outputs.add("gaps", options.gaps_path)),
+          m_late(m_outputs.add("late", options.late_path)),
+          m_run({options.input, options.reject_path, options.strictness, options.threads,
+                 k_reorder_block_bytes},
+                diagnostics) {
+        m_persistent = store::parse_store_uri(options.store_uri).kind != store::StoreKind::memory;
+        m_run.resume_after(m_outputs.resume_point());
     }
 
     ReorderResult run() {
         auto start = std::chrono::steady_clock::now();
         restore_held();
-        std::vector<std::unique_ptr<WorkerState>> states;
-        for (std::size_t i = 0; i < record::worker_count(m_options.threads); ++i)
-            states.push_back(std::make_unique<WorkerState>());
+        auto states = m_run.states([] { return std::make_unique<WorkerState>(); });
+        Run::Steps steps;
+        steps.judge = [&](const record::InputBlock& block, WorkerState& state,
+                          BlockOutcome& result) {
+            detail::judge_block(block, state, m_options, result);
+        };
+        steps.prepare = [&](const record::InputBlock&, BlockOutcome& result) {
+            m_block_partitions = resolve_partitions(result);
+            m_block_failures = &result;
+            m_block_now = now_utc();
+            m_next_failure = 0;
+        };
+        steps.route = [&](Outcome& outcome, record::InputRecord& record, std::size_t index) {
+            route_record(outcome, record, index);
+        };
+        steps.block_done = [&](std::uint64_t new_records) {
+            if (!m_options.time_field) m_sequencer.advance_clock(now_utc());
+            m_since_commit += new_records;
+            if (m_since_commit >= m_options.batch || too_many_partitions()) commit();
+        };
+        steps.idle = [&] { idle(); };
         try {
-            record::run_block_pipeline<WorkerState, BlockOutcome>(
-                *m_input, states,
-                [&](const record::InputBlock& block, WorkerState& state, BlockOutcome& result) {
-                    detail::judge_block(block, state, m_options, result);
-                },
-                [&](const record::InputBlock& block, BlockOutcome& result) {
-                    emit_block(block, result);
-                },
-                [&] { idle(); }, record::k_idle_interval, k_reorder_block_bytes);
+            m_run.run(states, steps);
         } catch (const InputError&) {
             commit(); // what was released before the failure stands
             throw;
@@ -103,30 +110,21 @@ public:
     }
 
 private:
-    // With -o, a checkpoint left by a killed run says how far it got.
-    void open_outputs(io::Sink& standard_output) {
-        m_owns_output = !m_options.output_path.empty();
-        std::optional<store::Checkpoint> checkpoint;
-        if (m_owns_output) {
-            m_input_identity = store::input_identity(m_options.input.paths);
-            auto resumption =
-                store::find_resumption(*m_store, "reorder", m_options.scope, m_options.output_path,
-                                       m_input_identity, m_diagnostics);
-            m_checkpoint_key = std::move(resumption.checkpoint_name);
-            checkpoint = std::move(resumption.checkpoint);
-        }
-        m_owned_output = open_owned(m_options.output_path, checkpoint, "output");
-        m_output = m_owned_output ? m_owned_output.get() : &standard_output;
-        auto owned_checkpoint = m_owns_output ? checkpoint : std::nullopt;
-        m_gaps = open_owned(m_options.gaps_path, owned_checkpoint, "gaps");
-        m_late = open_owned(m_options.late_path, owned_checkpoint, "late");
-        m_skip = checkpoint ? checkpoint->records_done : 0;
+    using Run = record::RecordRun<WorkerState, BlockOutcome>;
+
+    static std::unique_ptr<store::Store> open_store(const ReorderRunOptions& options) {
+        auto location = store::parse_store_uri(options.store_uri);
+        location.lock_timeout = options.lock_timeout;
+        // Commits write what changed, a few pages each: memory is for held
+        // records, not for caching the file.
+        location.cache_bytes = 4ULL << 20;
+        return store::open_store(location);
     }
 
     // What earlier runs held (--hold, or a run that was killed): back in
     // the sequencer, with the progress of their partitions.
     void restore_held() {
-        auto rows = m_store->load_held(m_options.scope);
+        auto rows = m_state.load_held(m_options.scope);
         if (rows.empty()) return;
         std::vector<std::string> keys;
         std::unordered_set<std::string_view> seen;
@@ -138,7 +136,7 @@ private:
     }
 
     void add_partitions(const std::vector<std::string>& keys) {
-        auto progress = m_store->load_partitions(m_options.scope, keys);
+        auto progress = m_state.load_partitions(m_options.scope, keys);
         for (std::size_t i = 0; i < keys.size(); ++i) {
             // Until this run forgets a partition, one the store knows was
             // left by an earlier run.
@@ -168,38 +166,23 @@ private:
         return slot->second;
     }
 
-    void emit_block(const record::InputBlock& block, BlockOutcome& result) {
-        m_positions.start_block(block);
-        auto partitions = resolve_partitions(result);
-        auto now = now_utc();
-        std::size_t next_failure = 0;
-        for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
-            auto& outcome = result.outcomes[i];
-            ++m_records;
-            if (m_records % record::k_progress_every == 0)
-                m_diagnostics.progress(m_records, m_input->bytes_read());
-            const detail::Failure* failure = nullptr;
-            if (next_failure < result.failures.size() && result.failures[next_failure].outcome == i)
-                failure = &result.failures[next_failure++];
-            if (m_records <= m_skip) continue; // done by the run this one resumes
-            auto record = m_positions.locate(block, outcome.line);
-            if (!set_aside(outcome, failure, record)) continue;
-            auto arrival = m_options.time_field ? outcome.event_time : now;
-            auto offer = m_sequencer.offer(*partitions[i], outcome.key, record.bytes, arrival);
-            if (offer.verdict != Verdict::accepted)
-                route_late(record, *partitions[i], outcome, offer);
-            if (m_options.time_field && outcome.event_time > m_event_clock) {
-                m_event_clock = outcome.event_time;
-                m_sequencer.advance_clock(m_event_clock);
-            }
+    void route_record(const Outcome& outcome, record::InputRecord& record, std::size_t index) {
+        const detail::Failure* failure = nullptr;
+        const auto& failures = m_block_failures->failures;
+        // Failures are listed in outcome order; skipped records skip theirs.
+        while (m_next_failure < failures.size() && failures[m_next_failure].outcome < index)
+            ++m_next_failure;
+        if (m_next_failure < failures.size() && failures[m_next_failure].outcome == index)
+            failure = &failures[m_next_failure++];
+        if (!set_aside(outcome, failure, record)) return;
+        auto& partition = *m_block_partitions[index];
+        auto arrival = m_options.time_field ? outcome.event_time : m_block_now;
+        auto offer = m_sequencer.offer(partition, outcome.key, record.bytes, arrival);
+        if (offer.verdict != Verdict::accepted) route_late(record, partition, outcome, offer);
+        if (m_options.time_field && outcome.event_time > m_event_clock) {
+            m_event_clock = outcome.event_time;
+            m_sequencer.advance_clock(m_event_clock);
         }
-        if (auto oversized = m_positions.finish_block(block, result.lines)) {
-            ++m_records;
-            if (m_records > m_skip) m_rejects->reject_oversized(*oversized);
-        }
-        if (!m_options.time_field) m_sequencer.advance_clock(now_utc());
-        if (m_records > m_skip) m_since_commit += result.outcomes.size();
-        if (m_since_commit >= m_options.batch || too_many_partitions()) commit();
     }
 
     // Partitions that hold something cannot be forgotten: wait until twice
@@ -234,14 +217,12 @@ private:
     bool set_aside(const Outcome& outcome, const detail::Failure* failure,
                    record::InputRecord& record) {
         switch (outcome.kind) {
-        case Outcome::Kind::too_long:
-            record.oversized_bytes = record.bytes.size();
-            m_rejects->reject_oversized(record);
+        case Outcome::Kind::too_long: // the run frame set it aside
             return false;
         case Outcome::Kind::failed_to_parse:
         case Outcome::Kind::bad_field:
-            m_rejects->reject(record, failure ? failure->column : 0,
-                              failure ? failure->message : "not a record");
+            m_run.rejects().reject(record, failure ? failure->column : 0,
+                                   failure ? failure->message : "not a record");
             return false;
         case Outcome::Kind::ordered:
             return true;
@@ -303,11 +284,7 @@ private:
             flush_outputs();
     }
 
-    void flush_outputs() {
-        m_output->flush();
-        if (m_gaps) m_gaps->flush();
-        if (m_late) m_late->flush();
-    }
+    void flush_outputs() { m_outputs.flush(); }
 
     // Output first, then the store: a crash in between makes a rerun repeat
     // what was released since the last commit (at-least-once on stdout),
@@ -317,7 +294,7 @@ private:
         flush_outputs();
         m_since_commit = 0;
         m_released_at_commit = m_sequencer.counts().released;
-        if (m_owns_output) m_store->save_checkpoint(m_checkpoint_key, synced_progress());
+        m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done());
         save_changes();
         m_store->commit();
         if (too_many_partitions()) {
@@ -332,21 +309,8 @@ private:
     // there is, and a copy in the store would only double the memory.
     void save_changes() {
         m_sequencer.drain_changes([&](const store::ReorderChanges& changes) {
-            if (m_persistent) m_store->save_reorder_changes(m_options.scope, changes);
+            if (m_persistent) m_state.save_reorder_changes(m_options.scope, changes);
         });
-    }
-
-    // The owned outputs on disk, and how far they go.
-    store::Checkpoint synced_progress() {
-        m_output->sync();
-        if (m_gaps) m_gaps->sync();
-        if (m_late) m_late->sync();
-        store::Checkpoint done;
-        done.records_done = std::max(m_records, m_skip);
-        done.file_bytes["output"] = m_output->size();
-        if (m_gaps) done.file_bytes["gaps"] = m_gaps->size();
-        if (m_late) done.file_bytes["late"] = m_late->size();
-        return done;
     }
 
     // The last commit. Its checkpoint is marked finished: a rerun over the
@@ -354,11 +318,10 @@ private:
     // as they are; a run over another input starts them anew.
     void finish() {
         flush_outputs();
-        if (m_owns_output)
-            store::save_finished(*m_store, m_checkpoint_key, synced_progress(), m_input_identity);
+        m_outputs.finish(m_store->checkpoints(), m_run.records_done());
         save_changes();
         m_store->commit();
-        if (m_reject_sink) m_reject_sink->flush();
+        m_run.flush_rejects();
     }
 
     ReorderResult summarize(std::chrono::steady_clock::time_point start) const {
@@ -368,14 +331,14 @@ private:
         result.late = counts.late + counts.duplicates;
         auto& summary = result.summary;
         summary.command = "reorder";
-        summary.counts = {{"in", m_records}};
-        if (m_skip > 0) summary.counts.emplace_back("resumed", std::min(m_skip, m_records));
+        summary.counts = {{"in", m_run.records()}};
+        if (m_run.resume_point() > 0) summary.counts.emplace_back("resumed", m_run.skipped());
         if (m_restored > 0) summary.counts.emplace_back("restored", m_restored);
         summary.counts.emplace_back("released", counts.released);
         summary.counts.emplace_back("late", counts.late);
         summary.counts.emplace_back("duplicates", counts.duplicates);
         summary.counts.emplace_back("held", counts.held);
-        summary.counts.emplace_back("rejected", m_rejects->count());
+        summary.counts.emplace_back("rejected", m_run.rejects().count());
         if (m_options.sequencer.mode == OrderMode::sequence) {
             summary.counts.emplace_back("gaps", counts.gaps);
             summary.counts.emplace_back("missing", counts.missing);
@@ -396,23 +359,21 @@ private:
     io::Diagnostics& m_diagnostics;
     Sequencer m_sequencer;
     std::unique_ptr<store::Store> m_store;
-    std::unique_ptr<io::Sink> m_reject_sink;
-    std::unique_ptr<io::Sink> m_owned_output;
-    io::Sink* m_output = nullptr;
-    std::unique_ptr<io::Sink> m_gaps;
-    std::unique_ptr<io::Sink> m_late;
-    bool m_owns_output = false;
-    std::string m_checkpoint_key;
-    std::optional<std::uint64_t> m_input_identity; // with -o: what this run reads
-    std::uint64_t m_skip = 0;
-    std::optional<record::RejectRouter> m_rejects;
-    std::optional<record::InputStream> m_input;
-    record::PositionTracker m_positions;
+    store::SequencerStore& m_state;
+    store::OwnedOutputs m_outputs;
+    io::Sink* m_output;
+    io::Sink* m_gaps;
+    io::Sink* m_late;
+    Run m_run;
+    // The block being routed: its partitions, its failures, its time.
+    std::vector<Partition*> m_block_partitions;
+    const BlockOutcome* m_block_failures = nullptr;
+    std::size_t m_next_failure = 0;
+    Timestamp m_block_now;
     record::RecordParser m_parser;
     std::unordered_map<const Partition*, std::string> m_labels;
     std::string m_line;
     std::string m_member;
-    std::uint64_t m_records = 0;
     std::uint64_t m_restored = 0;
     std::uint64_t m_resumed_partitions = 0; // with a position an earlier run saved
     bool m_forgot_partitions = false;
@@ -433,8 +394,8 @@ ReorderResult run_reorder(const ReorderRunOptions& options, io::Sink& standard_o
 io::Summary reset_reorder(const std::string& store_uri, const std::string& scope) {
     auto start = std::chrono::steady_clock::now();
     auto store = store::open_store(store::parse_store_uri(store_uri));
-    auto held = store->load_held(scope).size();
-    store->clear_reorder_state(scope);
+    auto held = store->sequencer().load_held(scope).size();
+    store->sequencer().clear_reorder_state(scope);
     store->commit();
     io::Summary summary;
     summary.command = "reorder --reset";

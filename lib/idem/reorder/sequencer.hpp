@@ -6,7 +6,7 @@
 // duplicates. It does no I/O: releases and gaps go to the SequencerEvents the
 // caller gives, and what must persist is taken out with take_changes().
 
-#include "idem/store/store.hpp"
+#include "idem/store/sequencer_state.hpp"
 #include "idem/util/time.hpp"
 
 #include <cstdint>

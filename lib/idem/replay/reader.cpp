@@ -2,6 +2,7 @@
 
 #include "idem/replay/reader.hpp"
 
+#include "idem/record/event_time.hpp"
 #include "idem/util/text.hpp"
 
 #include <fmt/format.h>
@@ -23,17 +24,15 @@ bool CandidateReader::selected(const record::InputRecord& raw, std::optional<Tim
         auto found = parser.find(path);
         if (!found || found->text != value) return false;
     }
-    if (selection.time_field) {
-        if (auto value = parser.find(*selection.time_field)) time = parse_timestamp(value->text);
-    } else if (parser.shape() == record::RecordShape::envelope) {
-        time = parse_timestamp(parser.envelope().received_at);
-    }
+    auto event_time =
+        record::event_time(parser, selection.time_field ? &*selection.time_field : nullptr);
+    time = event_time.time;
     if (selection.since || selection.until || m_options.timing == Timing::original) {
         if (!time) {
             m_rejects->reject(raw, 0,
                               selection.time_field
-                                  ? fmt::format("no time at {} to select or pace by",
-                                                quote(selection.time_field->text()))
+                                  ? record::describe_failure(event_time, *selection.time_field) +
+                                        ": nothing to select or pace by"
                                   : std::string("no received_at to select or pace by (a plain "
                                                 "event needs --time-field)"));
             return false;

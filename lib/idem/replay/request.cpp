@@ -3,7 +3,7 @@
 #include "idem/replay/request.hpp"
 
 #include "idem/crypto/crypto.hpp"
-#include "idem/dedup/fingerprint.hpp"
+#include "idem/record/key.hpp"
 #include "idem/util/encoding.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
@@ -60,10 +60,10 @@ net::OutgoingRequest build_request(const record::RecordParser& parser, std::stri
 struct KeyMaker::Impl {
     std::size_t path_count = 0;
     std::vector<record::FieldPath> paths;
-    dedup::Fingerprinter fingerprinter;
+    record::Fingerprinter fingerprinter;
     explicit Impl(std::vector<record::FieldPath> key_paths)
         : path_count(key_paths.size()), paths(key_paths),
-          fingerprinter(dedup::KeySpec{std::move(key_paths), {}}) {}
+          fingerprinter(record::KeySpec{std::move(key_paths), {}}) {}
 };
 
 KeyMaker::KeyMaker(std::vector<record::FieldPath> key_paths)

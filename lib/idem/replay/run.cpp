@@ -6,6 +6,7 @@
 #include "idem/record/envelope_writer.hpp"
 #include "idem/record/parser.hpp"
 #include "idem/replay/reader.hpp"
+#include "idem/store/replay_ledger.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/owner.hpp"
@@ -147,8 +148,8 @@ void Replayer::claim(std::vector<Candidate> candidates) {
     for (const auto& candidate : candidates)
         keys.push_back(candidate.key);
     auto now = now_utc();
-    auto claims =
-        m_store->claim_replays(m_scope, keys, m_owner, now, now + m_options.lease, m_options.rerun);
+    auto claims = m_store->replay_ledger().claim_replays(m_scope, keys, m_owner, now,
+                                                         now + m_options.lease, m_options.rerun);
     // Durable before anything is sent: a crash from here on leaves these keys
     // in progress, and a rerun resends them with the same key.
     m_store->commit();
@@ -384,8 +385,8 @@ void Replayer::commit_if_due(bool force) {
 void Replayer::persist(const std::vector<store::ReplayEntry>& attempts) {
     if (m_unsaved.empty() && attempts.empty()) return;
     try {
-        if (!m_unsaved.empty()) m_store->save_replay_entries(m_scope, m_unsaved);
-        if (!attempts.empty()) m_store->save_replay_entries(m_scope, attempts);
+        if (!m_unsaved.empty()) m_store->replay_ledger().save_replay_entries(m_scope, m_unsaved);
+        if (!attempts.empty()) m_store->replay_ledger().save_replay_entries(m_scope, attempts);
         m_store->commit();
     } catch (const StoreError&) {
         for (auto& line : m_unwritten) {
@@ -412,7 +413,8 @@ void Replayer::renew_leases_if_due() {
     keys.reserve(m_jobs.size());
     for (const auto& [id, job] : m_jobs)
         keys.push_back(job.entry.key);
-    m_store->renew_replay_leases(m_scope, keys, m_owner, now_utc() + m_options.lease);
+    m_store->replay_ledger().renew_replay_leases(m_scope, keys, m_owner,
+                                                 now_utc() + m_options.lease);
     m_store->commit();
     m_last_renewal = now;
 }

@@ -1,4 +1,4 @@
-#include "idem/store/store.hpp"
+#include "idem/store/location.hpp"
 
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"

@@ -1,7 +1,15 @@
 // ":memory:": the store as hash maps, for one run that needs no persistence.
 // The fastest store, and the baseline the others are measured against.
 
+#include "idem/store/checkpoints.hpp"
+#include "idem/store/detail/backends.hpp"
 #include "idem/store/detail/fingerprint_table.hpp"
+#include "idem/store/fingerprints.hpp"
+#include "idem/store/held_copies.hpp"
+#include "idem/store/nonces.hpp"
+#include "idem/store/replay_ledger.hpp"
+#include "idem/store/sequencer_state.hpp"
+#include "idem/store/verdicts.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -11,11 +19,18 @@
 
 namespace idem::store {
 
-std::unique_ptr<Store> open_memory_store();
-
 namespace {
 
-class MemoryStore final : public Store {
+// Every role but evidence: nothing outlives the run that made it, so there
+// is none to read back.
+class MemoryStore final : public Store,
+                          public FingerprintStore,
+                          public NonceStore,
+                          public CheckpointStore,
+                          public SequencerStore,
+                          public HeldCopyStore,
+                          public ReplayLedgerStore,
+                          public VerdictStore {
 public:
     NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
                            const NonceSighting& sighting, Duration window,
@@ -82,11 +97,6 @@ public:
     void clear_checkpoint(std::string_view name) override {
         m_checkpoints.erase(std::string(name));
     }
-
-    // Nothing outlives the run that made it: there is no evidence to read.
-    void
-    for_each_fingerprint_record(std::string_view,
-                                const std::function<void(const FingerprintRecord&)>&) override {}
 
     std::vector<std::optional<PartitionProgress>>
     load_partitions(std::string_view scope, const std::vector<std::string>& partitions) override {
@@ -188,8 +198,39 @@ public:
             visit(verdict);
     }
 
+    std::vector<HeldCopyRow> load_held_copies(std::string_view name) override {
+        std::vector<HeldCopyRow> rows;
+        auto found = m_held_copies.find(std::string(name));
+        if (found != m_held_copies.end())
+            for (const auto& [id, row] : found->second)
+                rows.push_back(row);
+        return rows;
+    }
+
+    void save_held_copies(std::string_view name, const HeldCopyChanges& changes) override {
+        if (changes.empty()) return;
+        auto& held = m_held_copies[std::string(name)];
+        for (const auto& row : changes.held)
+            held[row.id] = row;
+        for (auto id : changes.released)
+            held.erase(id);
+    }
+
+    void clear_held_copies(std::string_view name) override {
+        m_held_copies.erase(std::string(name));
+    }
+
     void commit() override {}
     std::string describe() const override { return ":memory:"; }
+
+protected:
+    FingerprintStore* fingerprint_role() override { return this; }
+    NonceStore* nonce_role() override { return this; }
+    CheckpointStore* checkpoint_role() override { return this; }
+    SequencerStore* sequencer_role() override { return this; }
+    HeldCopyStore* held_copy_role() override { return this; }
+    ReplayLedgerStore* replay_ledger_role() override { return this; }
+    VerdictStore* verdict_role() override { return this; }
 
 private:
     // Records come file by file, so the last source is nearly always the one.
@@ -213,6 +254,7 @@ private:
     std::map<std::string, std::map<std::pair<std::string, std::uint64_t>, VerdictRecord>>
         m_verdicts;
     std::map<std::string, Checkpoint> m_checkpoints;
+    std::map<std::string, std::map<std::uint64_t, HeldCopyRow>> m_held_copies;
     std::map<std::string, std::map<std::string, ReplayEntry>> m_replays;
     std::map<std::string, detail::FingerprintTable> m_fingerprints;
     std::unordered_map<std::string, std::uint32_t> m_source_ids;
@@ -222,8 +264,12 @@ private:
 
 } // namespace
 
+namespace detail {
+
 std::unique_ptr<Store> open_memory_store() {
     return std::make_unique<MemoryStore>();
 }
+
+} // namespace detail
 
 } // namespace idem::store

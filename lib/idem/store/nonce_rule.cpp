@@ -1,6 +1,6 @@
 // The nonce rule every store applies (store.hpp, docs/stores.md).
 
-#include "idem/store/store.hpp"
+#include "idem/store/nonces.hpp"
 
 namespace idem::store {
 

@@ -1,10 +1,18 @@
-#include "idem/store/store.hpp"
-
+#include "idem/store/checkpoints.hpp"
+#include "idem/store/detail/backends.hpp"
 #include "idem/store/detail/redis_cluster.hpp"
+#include "idem/store/detail/redis_held_copies.hpp"
 #include "idem/store/detail/redis_liveness.hpp"
 #include "idem/store/detail/redis_reorder.hpp"
 #include "idem/store/detail/redis_replay.hpp"
 #include "idem/store/detail/redis_verdicts.hpp"
+#include "idem/store/fingerprints.hpp"
+#include "idem/store/held_copies.hpp"
+#include "idem/store/nonces.hpp"
+#include "idem/store/replay_ledger.hpp"
+#include "idem/store/sequencer_state.hpp"
+#include "idem/store/store.hpp"
+#include "idem/store/verdicts.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/owner.hpp"
 
@@ -41,7 +49,18 @@ std::string nonce_key(std::string_view scope, std::string_view nonce) {
 // How long a first copy's claim lives before its batch is committed.
 constexpr std::chrono::milliseconds k_lease{60'000};
 
-class RedisStore final : public Store {
+// Redis, single node or Cluster, playing every role. Writes that must land
+// together are queued (m_pending) and applied by commit() in one MULTI per
+// slot.
+class RedisStore final : public Store,
+                         public FingerprintStore,
+                         public EvidenceStore,
+                         public NonceStore,
+                         public CheckpointStore,
+                         public SequencerStore,
+                         public HeldCopyStore,
+                         public ReplayLedgerStore,
+                         public VerdictStore {
 public:
     explicit RedisStore(const StoreLocation& location)
         : m_location(location),
@@ -411,8 +430,52 @@ public:
         }
     }
 
-    // Redis expires keys by itself.
-    std::uint64_t collect_garbage(Timestamp) override { return 0; }
+    std::vector<HeldCopyRow> load_held_copies(std::string_view name) override {
+        auto key = detail::held_copies_key(name);
+        auto reply = m_redis.command({"HGETALL", key}, key);
+        std::vector<HeldCopyRow> rows;
+        for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
+            auto row = detail::decode_held_copy(string_of(reply->element[i]),
+                                                string_of(reply->element[i + 1]));
+            if (!row) throw damaged_held_copy();
+            rows.push_back(std::move(*row));
+        }
+        for (auto& legacy : load_held(detail::legacy_held_copies_scope(name))) {
+            auto row = detail::held_copy_of_legacy(legacy);
+            if (!row) throw damaged_held_copy();
+            rows.push_back(std::move(*row));
+        }
+        std::sort(rows.begin(), rows.end(),
+                  [](const auto& left, const auto& right) { return left.id < right.id; });
+        return rows;
+    }
+
+    // Queued, and applied in one MULTI/EXEC by commit(). A copy an older
+    // idem held (the legacy layout) is saved anew when it is saved again.
+    void save_held_copies(std::string_view name, const HeldCopyChanges& changes) override {
+        constexpr std::size_t k_fields_per_command = 1000;
+        auto key = detail::held_copies_key(name);
+        for (const auto& row : changes.held)
+            m_pending.push_back(
+                {"HSET", key, std::to_string(row.id), detail::encode_held_copy(row)});
+        if (changes.released.empty()) return;
+        ReorderChanges legacy;
+        legacy.released = changes.released;
+        save_reorder_changes(detail::legacy_held_copies_scope(name), legacy);
+        for (std::size_t begin = 0; begin < changes.released.size();
+             begin += k_fields_per_command) {
+            std::vector<std::string> arguments{"HDEL", key};
+            for (std::size_t i = begin;
+                 i < std::min(changes.released.size(), begin + k_fields_per_command); ++i)
+                arguments.push_back(std::to_string(changes.released[i]));
+            m_pending.push_back(std::move(arguments));
+        }
+    }
+
+    void clear_held_copies(std::string_view name) override {
+        m_pending.push_back({"DEL", detail::held_copies_key(name)});
+        clear_reorder_state(detail::legacy_held_copies_scope(name));
+    }
 
     // A first copy's claim holds for a lease only; once its batch's output
     // is flushed, it is confirmed to the full TTL and loses its owner. A
@@ -434,7 +497,22 @@ public:
 
     std::string describe() const override { return m_location.describe(); }
 
+protected:
+    FingerprintStore* fingerprint_role() override { return this; }
+    EvidenceStore* evidence_role() override { return this; }
+    NonceStore* nonce_role() override { return this; }
+    CheckpointStore* checkpoint_role() override { return this; }
+    SequencerStore* sequencer_role() override { return this; }
+    HeldCopyStore* held_copy_role() override { return this; }
+    ReplayLedgerStore* replay_ledger_role() override { return this; }
+    VerdictStore* verdict_role() override { return this; }
+
 private:
+    [[nodiscard]] StoreError damaged_held_copy() const {
+        return StoreError(fmt::format("store {}: a copy held by dedup --keep last is damaged",
+                                      m_location.describe()));
+    }
+
     // Claims one fingerprint atomically. This process's own unconfirmed
     // claim of this same record (a retry after a lost connection) answers
     // first again, never a repeat of itself. Otherwise a live entry (within the window) is
@@ -680,8 +758,12 @@ void set_store_timeout(Duration timeout) {
     detail::set_store_timeout(timeout);
 }
 
+namespace detail {
+
 std::unique_ptr<Store> open_redis_store(const StoreLocation& location) {
     return std::make_unique<RedisStore>(location);
 }
+
+} // namespace detail
 
 } // namespace idem::store

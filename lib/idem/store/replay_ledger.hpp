@@ -7,9 +7,11 @@
 #include "idem/util/time.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace idem::store {
 
@@ -50,6 +52,30 @@ enum class ReplayRerun {
 struct ReplayClaim {
     bool granted = false;
     std::optional<ReplayEntry> previous; // the entry before this claim, if any
+};
+
+// The replay ledger role.
+class ReplayLedgerStore {
+public:
+    virtual ~ReplayLedgerStore() = default;
+
+    // Claims each key that may_claim_replay allows, within `scope`, as
+    // in_progress for `owner` until `lease_until`, atomically against other
+    // processes; results in key order. Claims are durable once commit()
+    // returns: call it before sending, so a crash leaves the key in
+    // progress and a rerun resends it.
+    virtual std::vector<ReplayClaim> claim_replays(std::string_view scope,
+                                                   const std::vector<std::string>& keys,
+                                                   std::string_view owner, Timestamp now,
+                                                   Timestamp lease_until, ReplayRerun rerun) = 0;
+    // Extends the leases `owner` still holds (requests that take long).
+    virtual void renew_replay_leases(std::string_view scope, const std::vector<std::string>& keys,
+                                     std::string_view owner, Timestamp lease_until) = 0;
+    // Records outcomes (completed or failed, or in_progress with attempts).
+    virtual void save_replay_entries(std::string_view scope,
+                                     const std::vector<ReplayEntry>& entries) = 0;
+    virtual void for_each_replay_entry(std::string_view scope,
+                                       const std::function<void(const ReplayEntry&)>& visit) = 0;
 };
 
 } // namespace idem::store

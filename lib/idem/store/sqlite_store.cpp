@@ -1,10 +1,19 @@
+#include "idem/store/checkpoints.hpp"
+#include "idem/store/detail/backends.hpp"
 #include "idem/store/detail/sqlite_evidence.hpp"
 #include "idem/store/detail/sqlite_fingerprints.hpp"
+#include "idem/store/detail/sqlite_held_copies.hpp"
 #include "idem/store/detail/sqlite_reorder.hpp"
 #include "idem/store/detail/sqlite_replay.hpp"
 #include "idem/store/detail/sqlite_support.hpp"
 #include "idem/store/detail/sqlite_verdicts.hpp"
+#include "idem/store/fingerprints.hpp"
+#include "idem/store/held_copies.hpp"
+#include "idem/store/nonces.hpp"
+#include "idem/store/replay_ledger.hpp"
+#include "idem/store/sequencer_state.hpp"
 #include "idem/store/store.hpp"
+#include "idem/store/verdicts.hpp"
 
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
@@ -20,9 +29,6 @@
 
 namespace idem::store {
 
-std::unique_ptr<Store> open_redis_store(const StoreLocation& location);
-std::unique_ptr<Store> open_memory_store();
-
 namespace {
 
 using detail::disable_memory_statistics;
@@ -37,10 +43,21 @@ constexpr std::string_view k_finished_input = "~finished_input";
 // Claims are committed in batches: one fsync per batch, not per record.
 constexpr int k_claims_per_transaction = 4096;
 
-class SqliteStore final : public Store {
+// A SQLite file playing every role. Fingerprint claims are appended by a
+// thread of their own (detail::SqliteFingerprintLog): every other statement
+// first lets it finish (reading()), and one that writes opens the
+// transaction commit() ends (writing()).
+class SqliteStore final : public Store,
+                          public FingerprintStore,
+                          public EvidenceStore,
+                          public NonceStore,
+                          public CheckpointStore,
+                          public SequencerStore,
+                          public HeldCopyStore,
+                          public ReplayLedgerStore,
+                          public VerdictStore {
 public:
-    explicit SqliteStore(const StoreLocation& location)
-        : m_name(location.kind == StoreKind::memory ? ":memory:" : location.path) {
+    explicit SqliteStore(const StoreLocation& location) : m_name(location.path) {
         disable_memory_statistics();
         int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
         if (sqlite3_open_v2(m_name.c_str(), &m_db, flags, nullptr) != SQLITE_OK) {
@@ -83,6 +100,7 @@ public:
         m_reorder = std::make_unique<detail::SqliteReorderTables>(m_db, m_name);
         m_replay = std::make_unique<detail::SqliteReplayLedger>(m_db, m_name);
         m_verdicts = std::make_unique<detail::SqliteVerdicts>(m_db, m_name);
+        m_held_copies = std::make_unique<detail::SqliteHeldCopies>(m_db, m_name);
     }
 
     ~SqliteStore() override { close(); }
@@ -94,6 +112,7 @@ public:
         m_reorder.reset();
         m_replay.reset();
         m_verdicts.reset();
+        m_held_copies.reset();
         if (m_in_transaction) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
         m_in_transaction = false;
         sqlite3_close(m_db);
@@ -103,8 +122,7 @@ public:
     NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
                            const NonceSighting& sighting, Duration window,
                            Timestamp keep_until) override {
-        m_log->drain();
-        begin_if_needed();
+        writing();
         auto* lookup = m_lookup->get();
         sqlite3_reset(lookup);
         detail::bind_text(lookup, 1, scope);
@@ -138,8 +156,7 @@ public:
         // transaction the index needs catching up only once.
         auto& index = scope_index(scope);
         if (!m_in_transaction || !index.current) {
-            m_log->drain();
-            begin_if_needed();
+            writing();
             m_log->catch_up(scope, index);
             index.current = true;
             if (!index.looked) reclaim_expired(index, now);
@@ -182,8 +199,7 @@ public:
 
     void release_fingerprint(std::string_view scope, const FingerprintBytes& fingerprint,
                              Timestamp now) override {
-        m_log->drain();
-        begin_if_needed();
+        writing();
         auto& index = scope_index(scope);
         m_log->catch_up(scope, index);
         Statement statement(m_db,
@@ -203,7 +219,7 @@ public:
     }
 
     std::optional<Checkpoint> load_checkpoint(std::string_view name) override {
-        m_log->drain();
+        reading();
         Statement statement(
             m_db, "SELECT records_done, file_bytes FROM checkpoints WHERE name = ?1", m_name);
         sqlite3_bind_text(statement.get(), 1, name.data(), static_cast<int>(name.size()),
@@ -229,8 +245,7 @@ public:
     }
 
     void save_checkpoint(std::string_view name, const Checkpoint& checkpoint) override {
-        m_log->drain();
-        begin_if_needed();
+        writing();
         std::string files;
         for (const auto& [role, bytes] : checkpoint.file_bytes)
             files += fmt::format("{}{}={}", files.empty() ? "" : ",", role, bytes);
@@ -252,8 +267,7 @@ public:
     }
 
     void clear_checkpoint(std::string_view name) override {
-        m_log->drain();
-        begin_if_needed();
+        writing();
         Statement statement(m_db, "DELETE FROM checkpoints WHERE name = ?1", m_name);
         sqlite3_bind_text(statement.get(), 1, name.data(), static_cast<int>(name.size()),
                           SQLITE_STATIC);
@@ -261,7 +275,7 @@ public:
     }
 
     std::uint64_t collect_garbage(Timestamp now) override {
-        m_log->drain();
+        reading();
         auto removed = delete_expired(now);
         commit();
         m_indexes.clear(); // rebuilt from what is left
@@ -290,34 +304,31 @@ public:
     void for_each_fingerprint_record(
         std::string_view scope,
         const std::function<void(const FingerprintRecord&)>& visit) override {
-        m_log->drain();
+        reading();
         detail::read_fingerprint_records(m_db, m_name, scope, visit);
     }
 
     std::vector<std::optional<PartitionProgress>>
     load_partitions(std::string_view scope, const std::vector<std::string>& partitions) override {
-        m_log->drain();
         // One transaction for the whole batch: outside one, every lookup
         // would take and drop the file's locks.
-        begin_if_needed();
+        writing();
         return m_reorder->load_partitions(scope, partitions);
     }
 
     std::vector<HeldRecordRow> load_held(std::string_view scope) override {
-        m_log->drain();
+        reading();
         return m_reorder->load_held(scope);
     }
 
     void save_reorder_changes(std::string_view scope, const ReorderChanges& changes) override {
-        m_log->drain();
         if (changes.empty()) return;
-        begin_if_needed();
+        writing();
         m_reorder->save(scope, changes);
     }
 
     void clear_reorder_state(std::string_view scope) override {
-        m_log->drain();
-        begin_if_needed();
+        writing();
         m_reorder->clear(scope);
     }
 
@@ -325,47 +336,59 @@ public:
                                            const std::vector<std::string>& keys,
                                            std::string_view owner, Timestamp now,
                                            Timestamp lease_until, ReplayRerun rerun) override {
-        m_log->drain();
-        begin_if_needed();
+        writing();
         return m_replay->claim(scope, keys, owner, now, lease_until, rerun);
     }
 
     void renew_replay_leases(std::string_view scope, const std::vector<std::string>& keys,
                              std::string_view owner, Timestamp lease_until) override {
-        m_log->drain();
-        begin_if_needed();
+        writing();
         m_replay->renew(scope, keys, owner, lease_until);
     }
 
     void save_replay_entries(std::string_view scope,
                              const std::vector<ReplayEntry>& entries) override {
-        m_log->drain();
-        begin_if_needed();
+        writing();
         m_replay->save(scope, entries);
     }
 
     void for_each_replay_entry(std::string_view scope,
                                const std::function<void(const ReplayEntry&)>& visit) override {
-        m_log->drain();
+        reading();
         m_replay->for_each(scope, visit);
     }
 
     void save_verdicts(std::string_view scope,
                        const std::vector<VerdictRecord>& verdicts) override {
-        m_log->drain();
         if (verdicts.empty()) return;
-        begin_if_needed();
+        writing();
         m_verdicts->save(scope, verdicts);
     }
 
     void for_each_verdict(std::string_view scope,
                           const std::function<void(const VerdictRecord&)>& visit) override {
-        m_log->drain();
+        reading();
         m_verdicts->for_each(scope, visit);
     }
 
+    std::vector<HeldCopyRow> load_held_copies(std::string_view name) override {
+        reading();
+        return m_held_copies->load(name);
+    }
+
+    void save_held_copies(std::string_view name, const HeldCopyChanges& changes) override {
+        if (changes.empty()) return;
+        writing();
+        m_held_copies->save(name, changes);
+    }
+
+    void clear_held_copies(std::string_view name) override {
+        writing();
+        m_held_copies->clear(name);
+    }
+
     void commit() override {
-        m_log->drain();
+        reading();
         if (!m_in_transaction) return;
         execute("COMMIT");
         m_in_transaction = false;
@@ -374,11 +397,27 @@ public:
             index.current = false;
     }
 
-    std::string describe() const override {
-        return m_name == ":memory:" ? m_name : "sqlite:" + m_name;
-    }
+    std::string describe() const override { return "sqlite:" + m_name; }
+
+protected:
+    FingerprintStore* fingerprint_role() override { return this; }
+    EvidenceStore* evidence_role() override { return this; }
+    NonceStore* nonce_role() override { return this; }
+    CheckpointStore* checkpoint_role() override { return this; }
+    SequencerStore* sequencer_role() override { return this; }
+    HeldCopyStore* held_copy_role() override { return this; }
+    ReplayLedgerStore* replay_ledger_role() override { return this; }
+    VerdictStore* verdict_role() override { return this; }
 
 private:
+    // Before any statement: the fingerprint log's appender is done.
+    void reading() { m_log->drain(); }
+    // Before one that writes: within the transaction commit() ends.
+    void writing() {
+        m_log->drain();
+        begin_if_needed();
+    }
+
     void execute(const char* sql) {
         char* error = nullptr;
         if (sqlite3_exec(m_db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
@@ -460,16 +499,19 @@ private:
     std::unique_ptr<detail::SqliteReorderTables> m_reorder;
     std::unique_ptr<detail::SqliteVerdicts> m_verdicts;
     std::unique_ptr<detail::SqliteReplayLedger> m_replay;
+    std::unique_ptr<detail::SqliteHeldCopies> m_held_copies;
     bool m_in_transaction = false;
     int m_pending = 0;
 };
 
 } // namespace
 
-std::unique_ptr<Store> open_store(const StoreLocation& location) {
-    if (location.kind == StoreKind::redis) return open_redis_store(location);
-    if (location.kind == StoreKind::memory) return open_memory_store();
+namespace detail {
+
+std::unique_ptr<Store> open_sqlite_store(const StoreLocation& location) {
     return std::make_unique<SqliteStore>(location);
 }
+
+} // namespace detail
 
 } // namespace idem::store

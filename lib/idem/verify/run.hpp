@@ -19,10 +19,6 @@ enum class StoreFailure { fail, local };
 enum class InvalidRouting { keep_in_output, divert };
 enum class NonceCheck { off, on };
 
-// Where `verify --keep-verdicts` keeps verdicts in the store, and `audit
-// --verdicts` reads them.
-inline constexpr std::string_view k_verdict_scope = "verify";
-
 struct VerifyRunOptions {
     record::InputOptions input;
     VerifyConfig config;
@@ -37,7 +33,7 @@ struct VerifyRunOptions {
     // its signatures carry no time for a tolerance to bound.
     Duration nonce_window = std::chrono::hours(72);
     // Each record's verdict kept in the store, by source and line, for
-    // `audit --verdicts` (scope k_verdict_scope).
+    // `audit --verdicts` (scope store::k_verdict_scope).
     bool keep_verdicts = false;
     std::string store_uri;
     // What a failing store does to the run: ends it (exit 4), or (local)

@@ -3,9 +3,12 @@
 #include "idem/verify/run.hpp"
 
 #include "idem/record/annotate.hpp"
-#include "idem/record/block_pipeline.hpp"
+#include "idem/record/event_time.hpp"
 #include "idem/record/parser.hpp"
+#include "idem/record/record_run.hpp"
+#include "idem/store/nonces.hpp"
 #include "idem/store/store.hpp"
+#include "idem/store/verdicts.hpp"
 #include "idem/util/text.hpp"
 #include "idem/verify/verifier.hpp"
 
@@ -59,7 +62,9 @@ public:
                                   const store::NonceSighting& sighting, Duration window,
                                   Timestamp keep_until) {
         store::NonceClaim claim;
-        guarded([&] { claim = m_store->claim_nonce(scope, nonce, sighting, window, keep_until); });
+        guarded([&] {
+            claim = m_store->nonces().claim_nonce(scope, nonce, sighting, window, keep_until);
+        });
         if (m_lost)
             m_unwritten_nonces.push_back({std::string(scope), std::string(nonce),
                                           sighting.received_at, std::string(sighting.source),
@@ -68,7 +73,7 @@ public:
     }
 
     void save_verdicts(const std::vector<store::VerdictRecord>& verdicts) {
-        guarded([&] { m_store->save_verdicts(k_verdict_scope, verdicts); });
+        guarded([&] { m_store->verdicts().save_verdicts(store::k_verdict_scope, verdicts); });
         if (m_lost)
             m_unwritten_verdicts.insert(m_unwritten_verdicts.end(), verdicts.begin(),
                                         verdicts.end());
@@ -88,14 +93,14 @@ public:
             auto shared = store::open_store(store::parse_store_uri(m_options.store_uri));
             std::uint64_t seen_elsewhere = 0;
             for (const auto& nonce : m_unwritten_nonces)
-                if (shared
-                        ->claim_nonce(nonce.scope, nonce.nonce,
-                                      {nonce.received_at, nonce.source, nonce.line}, nonce.window,
-                                      nonce.keep_until)
+                if (shared->nonces()
+                        .claim_nonce(nonce.scope, nonce.nonce,
+                                     {nonce.received_at, nonce.source, nonce.line}, nonce.window,
+                                     nonce.keep_until)
                         .verdict == store::NonceVerdict::replay)
                     ++seen_elsewhere;
             if (!m_unwritten_verdicts.empty())
-                shared->save_verdicts(k_verdict_scope, m_unwritten_verdicts);
+                shared->verdicts().save_verdicts(store::k_verdict_scope, m_unwritten_verdicts);
             shared->commit();
             m_diagnostics.warning(
                 {},
@@ -213,9 +218,12 @@ void judge_block(const record::InputBlock& block, WorkerState& state,
             continue;
         }
         const auto& envelope = state.parser.envelope();
+        // A delivery is judged at its event time (received_at), unless
+        // --now says when; one with none is judged now.
         outcome.now = options.now.value_or(clock_now);
-        if (!options.now && !envelope.received_at.empty())
-            if (auto received = parse_timestamp(envelope.received_at)) outcome.now = *received;
+        if (!options.now)
+            if (auto received = record::event_time(state.parser, nullptr).time)
+                outcome.now = *received;
         outcome.verdict = state.verifier.verify(envelope, outcome.now);
     }
     result.lines = cursor.lines_seen();
@@ -226,8 +234,6 @@ void judge_block(const record::InputBlock& block, WorkerState& state,
 RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
                      io::Diagnostics& diagnostics) {
     auto start = std::chrono::steady_clock::now();
-    std::unique_ptr<io::Sink> reject_sink;
-    if (!options.reject_path.empty()) reject_sink = io::Sink::create_file(options.reject_path);
     std::unique_ptr<io::Sink> invalid_sink;
     if (options.invalid_routing == InvalidRouting::divert && !options.invalid_path.empty())
         invalid_sink = io::Sink::create_file(options.invalid_path);
@@ -243,33 +249,24 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
         kept_verdicts.clear();
     };
 
-    record::RejectRouter rejects(reject_sink.get(), options.strictness, diagnostics,
-                                 options.input.max_record_bytes);
-    record::InputStream input(options.input, &rejects);
+    record::RecordRun<WorkerState, BlockOutcome> run(
+        {options.input, options.reject_path, options.strictness, options.threads}, diagnostics);
     auto clock_now = now_utc();
-    auto workers = record::worker_count(options.threads);
-    std::vector<std::unique_ptr<WorkerState>> states;
-    for (std::size_t i = 0; i < workers; ++i)
-        states.push_back(std::make_unique<WorkerState>(options.config));
+    auto states = run.states([&] { return std::make_unique<WorkerState>(options.config); });
 
     std::string member;
-    std::uint64_t records = 0, valid = 0, invalid = 0, dropped = 0, replayed = 0,
-                  already_verified = 0, judged_in_process = 0;
-    record::PositionTracker positions;
+    std::uint64_t valid = 0, invalid = 0, dropped = 0, replayed = 0, already_verified = 0,
+                  judged_in_process = 0;
 
+    decltype(run)::Steps steps;
+    steps.judge = [&](const record::InputBlock& block, WorkerState& state, BlockOutcome& result) {
+        judge_block(block, state, options, clock_now, result);
+    };
     // The ordered stage: rejects, nonces and output happen here, in input order.
-    auto emit_outcome = [&](const record::InputBlock& block, Outcome& outcome) {
-        ++records;
-        if (records % record::k_progress_every == 0)
-            diagnostics.progress(records, input.bytes_read());
-        auto record = positions.locate(block, outcome.line);
-        if (outcome.kind == Outcome::Kind::too_long) {
-            record.oversized_bytes = record.bytes.size();
-            rejects.reject_oversized(record);
-            return;
-        }
+    steps.route = [&](Outcome& outcome, record::InputRecord& record, std::size_t) {
+        if (outcome.kind == Outcome::Kind::too_long) return; // the run frame set it aside
         if (outcome.kind == Outcome::Kind::failed_to_parse) {
-            rejects.reject(record, outcome.column, outcome.message);
+            run.rejects().reject(record, outcome.column, outcome.message);
             return;
         }
         auto& verdict = outcome.verdict;
@@ -320,23 +317,9 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
                 ++dropped;
         }
     };
-    auto emit = [&](const record::InputBlock& block, BlockOutcome& result) {
-        positions.start_block(block);
-        for (auto& outcome : result.outcomes)
-            emit_outcome(block, outcome);
-        if (auto oversized = positions.finish_block(block, result.lines)) {
-            ++records;
-            rejects.reject_oversized(*oversized);
-        }
-    };
 
     try {
-        record::run_block_pipeline<WorkerState, BlockOutcome>(
-            input, states,
-            [&](const record::InputBlock& block, WorkerState& state, BlockOutcome& result) {
-                judge_block(block, state, options, clock_now, result);
-            },
-            emit);
+        run.run(states, steps);
     } catch (const InputError&) {
         output.flush();
         throw;
@@ -345,7 +328,7 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     // rerun rather than losing a record.
     output.flush();
     if (invalid_sink) invalid_sink->flush();
-    if (reject_sink) reject_sink->flush();
+    run.flush_rejects();
     if (idem_store) {
         save_kept();
         idem_store->commit();
@@ -356,13 +339,13 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     result.findings = invalid;
     auto& summary = result.summary;
     summary.command = "verify";
-    summary.counts = {{"in", records}, {"valid", valid}, {"invalid", invalid}};
+    summary.counts = {{"in", run.records()}, {"valid", valid}, {"invalid", invalid}};
     if (options.nonce == NonceCheck::on) {
         summary.counts.emplace_back("replayed", replayed);
         if (already_verified > 0) summary.counts.emplace_back("already_verified", already_verified);
         if (judged_in_process > 0) summary.counts.emplace_back("degraded", judged_in_process);
     }
-    summary.counts.emplace_back("rejected", rejects.count());
+    summary.counts.emplace_back("rejected", run.rejects().count());
     summary.counts.emplace_back("out", output.records_written());
     if (invalid_sink) summary.counts.emplace_back("invalid_file", invalid_sink->records_written());
     if (options.invalid_routing == InvalidRouting::divert && !invalid_sink)

@@ -1,5 +1,11 @@
 #include "idem/reorder/sequencer.hpp"
+#include "idem/store/checkpoints.hpp"
+#include "idem/store/fingerprints.hpp"
+#include "idem/store/nonces.hpp"
+#include "idem/store/replay_ledger.hpp"
+#include "idem/store/sequencer_state.hpp"
 #include "idem/store/store.hpp"
+#include "idem/store/verdicts.hpp"
 
 #include <algorithm>
 #include <doctest/doctest.h>
@@ -311,27 +317,28 @@ TEST_CASE("property: stopping anywhere with --hold and resuming from the store's
             Harness first(options);
             for (std::size_t i = 0; i < cut; ++i) {
                 first.offer(stream[i].partition, stream[i].sequence);
-                if (i % 17 == 0) store->save_reorder_changes("s", first.sequencer.take_changes());
+                if (i % 17 == 0)
+                    store->sequencer().save_reorder_changes("s", first.sequencer.take_changes());
             }
-            store->save_reorder_changes("s", first.sequencer.take_changes());
+            store->sequencer().save_reorder_changes("s", first.sequencer.take_changes());
             said = first.recorder.said;
             late = first.late;
             late.insert(late.end(), first.duplicates.begin(), first.duplicates.end());
         }
         Harness second(options);
-        auto held = store->load_held("s");
+        auto held = store->sequencer().load_held("s");
         std::vector<std::string> keys;
         for (const auto& row : held)
             if (std::find(keys.begin(), keys.end(), row.partition) == keys.end())
                 keys.push_back(row.partition);
-        auto progress = store->load_partitions("s", keys);
+        auto progress = store->sequencer().load_partitions("s", keys);
         for (std::size_t i = 0; i < keys.size(); ++i)
             second.sequencer.add(keys[i], progress[i]);
         second.sequencer.restore(std::move(held));
         for (std::size_t i = cut; i < stream.size(); ++i) {
             const auto& input = stream[i];
             if (!second.sequencer.find(input.partition)) {
-                auto known = store->load_partitions("s", {input.partition});
+                auto known = store->sequencer().load_partitions("s", {input.partition});
                 second.sequencer.add(input.partition, known[0]);
             }
             second.offer(input.partition, input.sequence);

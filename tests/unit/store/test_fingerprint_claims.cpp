@@ -1,5 +1,11 @@
+#include "idem/store/checkpoints.hpp"
 #include "idem/store/detail/fingerprint_table.hpp"
+#include "idem/store/fingerprints.hpp"
+#include "idem/store/nonces.hpp"
+#include "idem/store/replay_ledger.hpp"
+#include "idem/store/sequencer_state.hpp"
 #include "idem/store/store.hpp"
+#include "idem/store/verdicts.hpp"
 
 #include <cstring>
 #include <doctest/doctest.h>
@@ -44,7 +50,7 @@ struct TempStore {
 
 // The same behaviour from every local store.
 void check_claims(Store& store) {
-    auto results = store.claim_fingerprints(
+    auto results = store.fingerprints().claim_fingerprints(
         "s", {claim(1, 100, 1000, 1), claim(2, 100, 1000, 2), claim(1, 110, 1000, 3)}, at(100));
     REQUIRE(results.size() == 3);
     CHECK(results[0].first);
@@ -57,18 +63,22 @@ void check_claims(Store& store) {
     store.commit();
 
     SUBCASE("scopes are apart") {
-        CHECK(store.claim_fingerprints("other", {claim(1, 100, 1000, 9)}, at(100))[0].first);
+        CHECK(store.fingerprints()
+                  .claim_fingerprints("other", {claim(1, 100, 1000, 9)}, at(100))[0]
+                  .first);
     }
     SUBCASE("an expired fingerprint is claimed anew, and garbage collection removes it") {
-        CHECK(store.claim_fingerprints("s", {claim(1, 200, 3000, 4)}, at(1000))[0].first);
+        CHECK(store.fingerprints()
+                  .claim_fingerprints("s", {claim(1, 200, 3000, 4)}, at(1000))[0]
+                  .first);
         store.commit();
         CHECK(store.collect_garbage(at(1001)) == 1); // fingerprint 2 expired at 1000
     }
     SUBCASE("outside the window, a repeat starts a new first copy") {
-        auto within = store.claim_fingerprints(
+        auto within = store.fingerprints().claim_fingerprints(
             "s", {claim(1, 150, 1000, 5, std::chrono::seconds(60))}, at(150));
         CHECK_FALSE(within[0].first);
-        auto beyond = store.claim_fingerprints(
+        auto beyond = store.fingerprints().claim_fingerprints(
             "s", {claim(1, 161, 1000, 6, std::chrono::seconds(60))}, at(161));
         CHECK(beyond[0].first);
         CHECK(beyond[0].first_seen == at(161));
@@ -89,7 +99,8 @@ TEST_CASE("fingerprint claims in a SQLite file, remembered by the next process")
         check_claims(*store);
     }
     auto reopened = open_store(parse_store_uri(file.path));
-    auto again = reopened->claim_fingerprints("s", {claim(1, 120, 1000, 7)}, at(120));
+    auto again =
+        reopened->fingerprints().claim_fingerprints("s", {claim(1, 120, 1000, 7)}, at(120));
     CHECK_FALSE(again[0].first);
 }
 
@@ -97,24 +108,32 @@ TEST_CASE("claims not committed are not remembered") {
     TempStore file;
     {
         auto store = open_store(parse_store_uri(file.path));
-        CHECK(store->claim_fingerprints("s", {claim(9, 100, 1000, 1)}, at(100))[0].first);
+        CHECK(store->fingerprints()
+                  .claim_fingerprints("s", {claim(9, 100, 1000, 1)}, at(100))[0]
+                  .first);
         // no commit: as if the process died before its output was flushed
     }
     auto reopened = open_store(parse_store_uri(file.path));
-    CHECK(reopened->claim_fingerprints("s", {claim(9, 100, 1000, 1)}, at(100))[0].first);
+    CHECK(reopened->fingerprints()
+              .claim_fingerprints("s", {claim(9, 100, 1000, 1)}, at(100))[0]
+              .first);
 }
 
 TEST_CASE("a released first copy is claimable again, in this process and in others") {
     auto check_release = [](Store& mine, Store& other) {
-        CHECK(mine.claim_fingerprints("s", {claim(9, 10, 1000, 1)}, at(10))[0].first);
+        CHECK(
+            mine.fingerprints().claim_fingerprints("s", {claim(9, 10, 1000, 1)}, at(10))[0].first);
         mine.commit();
-        CHECK_FALSE(other.claim_fingerprints("s", {claim(9, 11, 1000, 2)}, at(11))[0].first);
+        CHECK_FALSE(
+            other.fingerprints().claim_fingerprints("s", {claim(9, 11, 1000, 2)}, at(11))[0].first);
         other.commit();
-        mine.release_fingerprint("s", claim(9, 0, 0, 0).fingerprint, at(12));
+        mine.fingerprints().release_fingerprint("s", claim(9, 0, 0, 0).fingerprint, at(12));
         mine.commit();
-        CHECK(other.claim_fingerprints("s", {claim(9, 13, 1000, 3)}, at(13))[0].first);
+        CHECK(
+            other.fingerprints().claim_fingerprints("s", {claim(9, 13, 1000, 3)}, at(13))[0].first);
         other.commit();
-        CHECK_FALSE(mine.claim_fingerprints("s", {claim(9, 14, 1000, 4)}, at(14))[0].first);
+        CHECK_FALSE(
+            mine.fingerprints().claim_fingerprints("s", {claim(9, 14, 1000, 4)}, at(14))[0].first);
         mine.commit();
     };
     auto memory = open_store(parse_store_uri(":memory:"));
@@ -125,7 +144,8 @@ TEST_CASE("a released first copy is claimable again, in this process and in othe
     check_release(*first, *second);
     // The release is not evidence: audit sees two first copies and two repeats.
     int records = 0;
-    first->for_each_fingerprint_record("s", [&](const FingerprintRecord&) { ++records; });
+    first->evidence().for_each_fingerprint_record("s",
+                                                  [&](const FingerprintRecord&) { ++records; });
     CHECK(records == 4);
 }
 

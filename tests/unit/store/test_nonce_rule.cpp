@@ -1,4 +1,10 @@
+#include "idem/store/checkpoints.hpp"
+#include "idem/store/fingerprints.hpp"
+#include "idem/store/nonces.hpp"
+#include "idem/store/replay_ledger.hpp"
+#include "idem/store/sequencer_state.hpp"
 #include "idem/store/store.hpp"
+#include "idem/store/verdicts.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,10 @@
+#include "idem/store/checkpoints.hpp"
+#include "idem/store/fingerprints.hpp"
+#include "idem/store/nonces.hpp"
+#include "idem/store/replay_ledger.hpp"
+#include "idem/store/sequencer_state.hpp"
 #include "idem/store/store.hpp"
+#include "idem/store/verdicts.hpp"
 
 #include <doctest/doctest.h>
 #include <filesystem>
@@ -21,9 +27,10 @@ ReorderChanges some_changes() {
 }
 
 void check_round_trip(Store& store) {
-    store.save_reorder_changes("stream", some_changes());
+    store.sequencer().save_reorder_changes("stream", some_changes());
     store.commit();
-    auto progress = store.load_partitions("stream", {"s1:a", "s1:z", std::string("s3:\0b\n", 6)});
+    auto progress =
+        store.sequencer().load_partitions("stream", {"s1:a", "s1:z", std::string("s3:\0b\n", 6)});
     REQUIRE(progress.size() == 3);
     REQUIRE(progress[0]);
     CHECK(progress[0]->started);
@@ -32,26 +39,26 @@ void check_round_trip(Store& store) {
     REQUIRE(progress[2]);
     CHECK_FALSE(progress[2]->started);
     CHECK(progress[2]->highest == OrderKey{5, 2});
-    CHECK(store.load_partitions("other", {"s1:a"})[0] == std::nullopt);
+    CHECK(store.sequencer().load_partitions("other", {"s1:a"})[0] == std::nullopt);
 
     ReorderChanges released;
     released.released = {4};
     released.progress.push_back({"s1:a", true, {9, 0}, {0, 0}});
-    store.save_reorder_changes("stream", released);
+    store.sequencer().save_reorder_changes("stream", released);
     store.commit();
-    auto held = store.load_held("stream");
+    auto held = store.sequencer().load_held("stream");
     REQUIRE(held.size() == 2);
     CHECK(held[0].id == 3);
     CHECK(held[0].bytes == std::string("{\"n\":10}\0x", 10));
     CHECK(held[0].arrival == Timestamp(std::chrono::seconds(7)));
     CHECK(held[1].id == 5);
     CHECK(held[1].key == OrderKey{12, 0});
-    CHECK(store.load_partitions("stream", {"s1:a"})[0]->next == OrderKey{9, 0});
+    CHECK(store.sequencer().load_partitions("stream", {"s1:a"})[0]->next == OrderKey{9, 0});
 
-    store.clear_reorder_state("stream");
+    store.sequencer().clear_reorder_state("stream");
     store.commit();
-    CHECK(store.load_held("stream").empty());
-    CHECK_FALSE(store.load_partitions("stream", {"s1:a"})[0]);
+    CHECK(store.sequencer().load_held("stream").empty());
+    CHECK_FALSE(store.sequencer().load_partitions("stream", {"s1:a"})[0]);
 }
 
 } // namespace
@@ -69,10 +76,10 @@ TEST_CASE("reorder state round-trips through a SQLite file, and only committed c
     {
         auto store = open_store(parse_store_uri(path));
         check_round_trip(*store);
-        store->save_reorder_changes("stream", some_changes()); // never committed
+        store->sequencer().save_reorder_changes("stream", some_changes()); // never committed
     }
     auto reopened = open_store(parse_store_uri(path));
-    CHECK(reopened->load_held("stream").empty());
+    CHECK(reopened->sequencer().load_held("stream").empty());
     std::filesystem::remove(path);
     std::filesystem::remove(path + "-wal");
     std::filesystem::remove(path + "-shm");

@@ -1,4 +1,10 @@
+#include "idem/store/checkpoints.hpp"
+#include "idem/store/fingerprints.hpp"
+#include "idem/store/nonces.hpp"
+#include "idem/store/replay_ledger.hpp"
+#include "idem/store/sequencer_state.hpp"
 #include "idem/store/store.hpp"
+#include "idem/store/verdicts.hpp"
 
 #include <doctest/doctest.h>
 #include <filesystem>
@@ -37,18 +43,18 @@ std::vector<bool> granted(const std::vector<ReplayClaim>& claims) {
 }
 
 void check_ledger(Store& store) {
-    auto first = store.claim_replays("r", {"k1", "k2", "k3", "k4"}, "run-a", at(100), at(160),
-                                     ReplayRerun::resume);
+    auto first = store.replay_ledger().claim_replays("r", {"k1", "k2", "k3", "k4"}, "run-a",
+                                                     at(100), at(160), ReplayRerun::resume);
     CHECK(granted(first) == std::vector<bool>{true, true, true, true});
     CHECK_FALSE(first[0].previous);
-    store.save_replay_entries("r", {finished("k1", ReplayState::completed),
-                                    finished("k2", ReplayState::failed, true),
-                                    finished("k3", ReplayState::failed, false)});
+    store.replay_ledger().save_replay_entries("r", {finished("k1", ReplayState::completed),
+                                                    finished("k2", ReplayState::failed, true),
+                                                    finished("k3", ReplayState::failed, false)});
     store.commit();
 
     // Another run, while run-a's lease on k4 holds: only the transient failure.
-    auto second = store.claim_replays("r", {"k1", "k2", "k3", "k4", "k5"}, "run-b", at(120),
-                                      at(180), ReplayRerun::resume);
+    auto second = store.replay_ledger().claim_replays("r", {"k1", "k2", "k3", "k4", "k5"}, "run-b",
+                                                      at(120), at(180), ReplayRerun::resume);
     CHECK(granted(second) == std::vector<bool>{false, false, true, false, true});
     REQUIRE(second[0].previous);
     CHECK(second[0].previous->state == ReplayState::completed);
@@ -59,27 +65,33 @@ void check_ledger(Store& store) {
     store.commit();
 
     // run-a died: once its lease runs out, k4 is taken over.
-    CHECK(granted(store.claim_replays("r", {"k4"}, "run-c", at(159), at(220),
-                                      ReplayRerun::resume)) == std::vector<bool>{false});
-    CHECK(granted(store.claim_replays("r", {"k4"}, "run-c", at(160), at(220),
-                                      ReplayRerun::resume)) == std::vector<bool>{true});
-    store.renew_replay_leases("r", {"k4"}, "run-c", at(400));
-    store.renew_replay_leases("r", {"k5"}, "run-c", at(400)); // run-b's: untouched
+    CHECK(granted(store.replay_ledger().claim_replays("r", {"k4"}, "run-c", at(159), at(220),
+                                                      ReplayRerun::resume)) ==
+          std::vector<bool>{false});
+    CHECK(granted(store.replay_ledger().claim_replays("r", {"k4"}, "run-c", at(160), at(220),
+                                                      ReplayRerun::resume)) ==
+          std::vector<bool>{true});
+    store.replay_ledger().renew_replay_leases("r", {"k4"}, "run-c", at(400));
+    store.replay_ledger().renew_replay_leases("r", {"k5"}, "run-c", at(400)); // run-b's: untouched
     store.commit();
-    CHECK(granted(store.claim_replays("r", {"k4", "k5"}, "run-d", at(300), at(360),
-                                      ReplayRerun::resume)) == std::vector<bool>{false, true});
-
-    CHECK(granted(store.claim_replays("r", {"k1", "k2"}, "run-e", at(500), at(560),
-                                      ReplayRerun::retry_failed)) ==
+    CHECK(granted(store.replay_ledger().claim_replays("r", {"k4", "k5"}, "run-d", at(300), at(360),
+                                                      ReplayRerun::resume)) ==
           std::vector<bool>{false, true});
-    CHECK(granted(store.claim_replays("r", {"k1"}, "run-e", at(500), at(560),
-                                      ReplayRerun::force)) == std::vector<bool>{true});
+
+    CHECK(granted(store.replay_ledger().claim_replays("r", {"k1", "k2"}, "run-e", at(500), at(560),
+                                                      ReplayRerun::retry_failed)) ==
+          std::vector<bool>{false, true});
+    CHECK(granted(store.replay_ledger().claim_replays("r", {"k1"}, "run-e", at(500), at(560),
+                                                      ReplayRerun::force)) ==
+          std::vector<bool>{true});
     store.commit();
 
     std::vector<std::string> keys;
-    store.for_each_replay_entry("r", [&](const ReplayEntry& entry) { keys.push_back(entry.key); });
+    store.replay_ledger().for_each_replay_entry(
+        "r", [&](const ReplayEntry& entry) { keys.push_back(entry.key); });
     CHECK(keys == std::vector<std::string>{"k1", "k2", "k3", "k4", "k5"});
-    store.for_each_replay_entry("other", [](const ReplayEntry&) { FAIL("another scope"); });
+    store.replay_ledger().for_each_replay_entry("other",
+                                                [](const ReplayEntry&) { FAIL("another scope"); });
 }
 
 } // namespace
@@ -115,7 +127,7 @@ TEST_CASE("the replay ledger in a SQLite file survives reopening") {
     }
     auto reopened = open_store(parse_store_uri(path));
     int entries = 0;
-    reopened->for_each_replay_entry("r", [&](const ReplayEntry&) { ++entries; });
+    reopened->replay_ledger().for_each_replay_entry("r", [&](const ReplayEntry&) { ++entries; });
     CHECK(entries == 5);
     for (const auto* suffix : {"", "-wal", "-shm"})
         std::filesystem::remove(path + suffix);

@@ -3,10 +3,10 @@
 // block, find its event time and fingerprint it; the ordered stage
 // (run.cpp) acts on what they found, in input order.
 
-#include "idem/dedup/fingerprint.hpp"
 #include "idem/dedup/run.hpp"
 #include "idem/io/block_reader.hpp"
 #include "idem/record/input.hpp"
+#include "idem/record/key.hpp"
 #include "idem/record/parser.hpp"
 
 #include <optional>
@@ -22,7 +22,7 @@ struct Outcome {
     Kind kind = Kind::keyed;
     std::uint64_t column = 0;
     std::string message; // failed_to_parse, bad_time; the path for missing_key
-    Fingerprint fingerprint;
+    record::Fingerprint fingerprint;
     std::optional<Timestamp> event_time; // none: the time it was read
     bool has_annotations = false;
     std::string encoded_key; // with --print-key
@@ -41,8 +41,8 @@ struct BlockOutcome {
 // One per worker thread: parsers are not shared.
 struct WorkerState {
     record::RecordParser parser;
-    Fingerprinter fingerprinter;
-    explicit WorkerState(const KeySpec& spec) : fingerprinter(spec) {}
+    record::Fingerprinter fingerprinter;
+    explicit WorkerState(const record::KeySpec& spec) : fingerprinter(spec) {}
 };
 
 // Fills `result`, which comes empty.

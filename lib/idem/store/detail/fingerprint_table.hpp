@@ -3,7 +3,7 @@
 // decides whether a claim is a first copy. The memory store is this table;
 // the SQLite store keeps one as the index of its append-only log.
 
-#include "idem/store/store.hpp"
+#include "idem/store/fingerprints.hpp"
 
 #include <algorithm>
 #include <cstdlib>

@@ -2,7 +2,7 @@
 // Internal to the Redis store: reorder's state per scope, two hashes (the
 // partitions' progress, the held records) under one hash tag.
 
-#include "idem/store/store.hpp"
+#include "idem/store/sequencer_state.hpp"
 
 #include <optional>
 #include <string>

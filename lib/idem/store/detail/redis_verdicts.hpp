@@ -3,7 +3,7 @@
 // ("idem:verdicts:{scope}"), a field per record ("LINE SOURCE"), so that a
 // rerun over the same file replaces its verdicts.
 
-#include "idem/store/store.hpp"
+#include "idem/store/verdicts.hpp"
 
 #include <optional>
 #include <string>

@@ -2,7 +2,7 @@
 // Internal to the SQLite store: reading dedup's fingerprint log back as
 // evidence, for `audit --store`.
 
-#include "idem/store/store.hpp"
+#include "idem/store/fingerprints.hpp"
 
 #include <functional>
 #include <sqlite3.h>

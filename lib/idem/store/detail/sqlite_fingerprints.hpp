@@ -8,7 +8,7 @@
 #include "idem/store/detail/fingerprint_table.hpp"
 #include "idem/store/detail/serial_worker.hpp"
 #include "idem/store/detail/sqlite_support.hpp"
-#include "idem/store/store.hpp"
+#include "idem/store/fingerprints.hpp"
 
 #include <memory>
 #include <string>

@@ -4,7 +4,7 @@
 // transaction; these statements run inside it.
 
 #include "idem/store/detail/sqlite_support.hpp"
-#include "idem/store/store.hpp"
+#include "idem/store/sequencer_state.hpp"
 
 #include <memory>
 #include <optional>

@@ -4,7 +4,7 @@
 // atomic); these statements run inside it.
 
 #include "idem/store/detail/sqlite_support.hpp"
-#include "idem/store/store.hpp"
+#include "idem/store/replay_ledger.hpp"
 
 #include <functional>
 #include <optional>

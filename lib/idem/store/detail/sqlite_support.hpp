@@ -103,8 +103,28 @@ inline constexpr const char* k_migrations[] = {
     // expires_us when the wall clock lets the row go.
     "ALTER TABLE nonces ADD COLUMN source TEXT NOT NULL DEFAULT '';"
     "ALTER TABLE nonces ADD COLUMN line INTEGER NOT NULL DEFAULT 0;",
+    // v7: the copies `dedup --keep last -o FILE` holds get a table of their
+    // own (store::HeldCopyRow), keyed by the run's checkpoint name. Before,
+    // they sat in reorder_held under the scope "dedup held <name>", with
+    // "<hex fingerprint> <source>" in the partition column and the line in
+    // key_secondary: moved here, so a run killed under v6 resumes under v7.
+    "CREATE TABLE dedup_held ("
+    "  name TEXT NOT NULL,"
+    "  id INTEGER NOT NULL,"
+    "  fingerprint_hex TEXT NOT NULL,"
+    "  source TEXT NOT NULL,"
+    "  line INTEGER NOT NULL,"
+    "  event_time_us INTEGER NOT NULL,"
+    "  record BLOB NOT NULL,"
+    "  PRIMARY KEY (name, id)"
+    ");"
+    "INSERT INTO dedup_held(name, id, fingerprint_hex, source, line, event_time_us, record) "
+    "  SELECT substr(scope, 12), id, CAST(substr(partition, 1, 32) AS TEXT),"
+    "         CAST(substr(partition, 34) AS TEXT), key_secondary, arrival_us, record"
+    "  FROM reorder_held WHERE scope LIKE 'dedup held %';"
+    "DELETE FROM reorder_held WHERE scope LIKE 'dedup held %';",
 };
-inline constexpr int k_schema_version = 6;
+inline constexpr int k_schema_version = 7;
 
 // SQLite's memory statistics take a global mutex on every allocation; idem
 // reads none of them. Must run before SQLite initialises, so once, first.

@@ -1,4 +1,4 @@
-#include "idem/store/owned_files.hpp"
+#include "idem/store/owned_outputs.hpp"
 
 #include "idem/crypto/crypto.hpp"
 
@@ -34,7 +34,7 @@ std::optional<std::uint64_t> input_identity(const std::vector<std::string>& path
     return identity >> 1;
 }
 
-Resumption find_resumption(Store& store, std::string_view command, std::string_view scope,
+Resumption find_resumption(CheckpointStore& store, std::string_view command, std::string_view scope,
                            const std::string& output_path, std::optional<std::uint64_t> input,
                            io::Diagnostics& diagnostics) {
     Resumption found{checkpoint_name(command, scope, output_path), std::nullopt};
@@ -58,7 +58,7 @@ Resumption find_resumption(Store& store, std::string_view command, std::string_v
     return found;
 }
 
-void save_finished(Store& store, const std::string& checkpoint_name, Checkpoint done,
+void save_finished(CheckpointStore& store, const std::string& checkpoint_name, Checkpoint done,
                    std::optional<std::uint64_t> input) {
     if (!input) {
         store.clear_checkpoint(checkpoint_name);
@@ -68,14 +68,70 @@ void save_finished(Store& store, const std::string& checkpoint_name, Checkpoint 
     store.save_checkpoint(checkpoint_name, done);
 }
 
+namespace {
+
+// A file idem owns, in its role: created anew, or cut back to what the
+// checkpoint committed.
 std::unique_ptr<io::Sink> open_owned(const std::string& path,
                                      const std::optional<Checkpoint>& checkpoint,
                                      const std::string& role) {
-    if (path.empty()) return nullptr;
     if (!checkpoint) return io::Sink::create_file(path);
     auto committed = checkpoint->file_bytes.find(role);
     return io::Sink::resume_file(path,
                                  committed == checkpoint->file_bytes.end() ? 0 : committed->second);
+}
+
+} // namespace
+
+OwnedOutputs::OwnedOutputs(CheckpointStore& store, const Owner& owner,
+                           const std::string& output_path, io::Sink& standard_output,
+                           io::Diagnostics& diagnostics) {
+    if (output_path.empty()) {
+        m_output = &standard_output;
+        return;
+    }
+    m_input_identity = input_identity(owner.inputs);
+    auto resumption = find_resumption(store, owner.command, owner.scope, output_path,
+                                      m_input_identity, diagnostics);
+    m_checkpoint_name = std::move(resumption.checkpoint_name);
+    m_checkpoint = std::move(resumption.checkpoint);
+    m_owned = open_owned(output_path, m_checkpoint, "output");
+    m_output = m_owned.get();
+}
+
+io::Sink* OwnedOutputs::add(const std::string& role, const std::string& path) {
+    if (path.empty()) return nullptr;
+    auto sink = owned() ? open_owned(path, m_checkpoint, role) : io::Sink::create_file(path);
+    return m_sides.emplace_back(role, std::move(sink)).second.get();
+}
+
+void OwnedOutputs::flush() {
+    m_output->flush();
+    for (auto& [role, sink] : m_sides)
+        sink->flush();
+}
+
+Checkpoint OwnedOutputs::synced(std::uint64_t records_done) {
+    Checkpoint done;
+    // Never behind the run this one resumes: its records are done.
+    done.records_done = std::max(records_done, resume_point());
+    m_output->sync();
+    done.file_bytes["output"] = m_output->size();
+    for (auto& [role, sink] : m_sides) {
+        sink->sync();
+        done.file_bytes[role] = sink->size();
+    }
+    return done;
+}
+
+void OwnedOutputs::checkpoint(CheckpointStore& store, std::uint64_t records_done) {
+    if (!owned()) return;
+    store.save_checkpoint(m_checkpoint_name, synced(records_done));
+}
+
+void OwnedOutputs::finish(CheckpointStore& store, std::uint64_t records_done) {
+    if (!owned()) return;
+    save_finished(store, m_checkpoint_name, synced(records_done), m_input_identity);
 }
 
 } // namespace idem::store

@@ -1,25 +1,39 @@
 #pragma once
-// What makes two records "the same event" (docs/dedup.md): the values at
+// The key of a record, a noun every subcommand shares (dedup, audit,
+// reorder, replay, listen). What makes two records "the same event" (docs/dedup.md): the values at
 // --key paths, or the canonical JSON of the whole event minus --ignore
 // paths, encoded unambiguously (idem-key/1: type-tagged, length-prefixed)
 // and hashed with SHA-256. The fingerprint is the digest's first 128 bits.
 
 #include "idem/record/field_path.hpp"
 #include "idem/record/parser.hpp"
-#include "idem/store/store.hpp"
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace idem::dedup {
+namespace idem::record {
 
 inline constexpr std::string_view k_key_version = "idem-key/1";
 
+// A fingerprint's bytes: 128 bits of a SHA-256 (see docs/dedup.md).
+using FingerprintBytes = std::array<std::uint8_t, 16>;
+
+// For hash tables of fingerprints: the bytes are already a cryptographic
+// hash, so any eight of them will do.
+struct FingerprintBytesHash {
+    std::size_t operator()(const FingerprintBytes& bytes) const noexcept {
+        std::size_t value = 0;
+        std::memcpy(&value, bytes.data(), sizeof value);
+        return value;
+    }
+};
+
 struct Fingerprint {
-    store::FingerprintBytes bytes{};
+    FingerprintBytes bytes{};
     [[nodiscard]] std::string hex() const;
     friend bool operator==(const Fingerprint&, const Fingerprint&) = default;
     friend auto operator<=>(const Fingerprint&, const Fingerprint&) = default;
@@ -59,4 +73,4 @@ void append_encoded_value(std::string& out, const record::FieldValue& value);
 // value for one path, an array for several, null for none.
 [[nodiscard]] std::string encoded_values_json(std::string_view encoded, std::size_t paths);
 
-} // namespace idem::dedup
+} // namespace idem::record

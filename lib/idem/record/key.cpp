@@ -1,4 +1,4 @@
-#include "idem/dedup/fingerprint.hpp"
+#include "idem/record/key.hpp"
 
 #include "idem/crypto/crypto.hpp"
 #include "idem/record/annotate.hpp"
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <fmt/format.h>
 
-namespace idem::dedup {
+namespace idem::record {
 
 std::string Fingerprint::hex() const {
     return hex_encode(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
@@ -119,4 +119,4 @@ std::string encoded_values_json(std::string_view encoded, std::size_t paths) {
     return label;
 }
 
-} // namespace idem::dedup
+} // namespace idem::record

@@ -1,10 +1,10 @@
-#include "idem/dedup/fingerprint.hpp"
 #include "idem/io/block_reader.hpp"
+#include "idem/record/key.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace idem;
-using namespace idem::dedup;
+using namespace idem::record;
 using record::FieldPath;
 
 namespace {

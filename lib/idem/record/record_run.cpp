@@ -1,0 +1,30 @@
+#include "idem/record/record_run.hpp"
+
+namespace idem::record {
+
+RecordRunFrame::RecordRunFrame(const RecordRunSetup& setup, io::Diagnostics& diagnostics)
+    : m_diagnostics(diagnostics), m_max_record_bytes(setup.input.max_record_bytes),
+      m_threads(setup.threads), m_block_bytes(setup.block_bytes),
+      m_idle_interval(setup.idle_interval) {
+    if (!setup.reject_path.empty()) m_reject_sink = io::Sink::create_file(setup.reject_path);
+    m_rejects.emplace(m_reject_sink.get(), setup.strictness, diagnostics,
+                      setup.input.max_record_bytes);
+    m_input.emplace(setup.input, &*m_rejects);
+}
+
+void RecordRunFrame::flush_rejects() {
+    if (m_reject_sink) m_reject_sink->flush();
+}
+
+bool RecordRunFrame::count_record() {
+    ++m_records;
+    if (m_records % k_progress_every == 0) m_diagnostics.progress(m_records, m_input->bytes_read());
+    return m_records > m_resume_point;
+}
+
+void RecordRunFrame::reject_too_long(InputRecord& record) {
+    record.oversized_bytes = record.bytes.size();
+    m_rejects->reject_oversized(record);
+}
+
+} // namespace idem::record

@@ -1,0 +1,188 @@
+#pragma once
+// The run frame every record-processing subcommand shares
+// (docs/architecture.md, "The run frame"): it owns the reject file and its
+// router, the inputs, record positions, progress, lines too long to hold,
+// and the records a resumed run skips. A subcommand supplies two steps: a
+// worker step that judges a block of lines on a worker thread, and a routing
+// step that acts on one judged record on the calling thread, in input order.
+//
+// A Result (one per block) has `outcomes`, each with the `line`
+// (io::BlockLine) it judged, and `lines`, every line of the block counted
+// (blank ones too, for line numbers), and clear().
+
+#include "idem/io/diagnostics.hpp"
+#include "idem/io/sink.hpp"
+#include "idem/record/block_pipeline.hpp"
+#include "idem/record/input.hpp"
+#include "idem/record/rejects.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace idem::record {
+
+// What the frame needs to know about a run; every subcommand's options
+// carry these.
+struct RecordRunSetup {
+    const InputOptions& input;
+    const std::string& reject_path; // empty: warnings and counts only
+    Strictness strictness = Strictness::lenient;
+    std::size_t threads = 0; // 0: one worker per core, at most 8
+    std::size_t block_bytes = k_block_bytes;
+    std::chrono::milliseconds idle_interval = k_idle_interval;
+};
+
+// The parts of the frame that do not depend on the subcommand's types.
+class RecordRunFrame {
+public:
+    // Creates the reject file, then opens every input (a missing one throws
+    // InputError naming it).
+    RecordRunFrame(const RecordRunSetup& setup, io::Diagnostics& diagnostics);
+    RecordRunFrame(const RecordRunFrame&) = delete;
+    RecordRunFrame& operator=(const RecordRunFrame&) = delete;
+
+    [[nodiscard]] RejectRouter& rejects() { return *m_rejects; }
+    [[nodiscard]] const RejectRouter& rejects() const { return *m_rejects; }
+    [[nodiscard]] InputStream& input() { return *m_input; }
+
+    // The first `records` records were done by the run this one resumes
+    // (OwnedOutputs): they are read again for their positions, but neither
+    // routed nor rejected again.
+    void resume_after(std::uint64_t records) { m_resume_point = records; }
+    [[nodiscard]] std::uint64_t resume_point() const { return m_resume_point; }
+    // Records seen so far (blank lines are none), rejected ones included.
+    [[nodiscard]] std::uint64_t records() const { return m_records; }
+    // Of those, the ones a resumed run skipped.
+    [[nodiscard]] std::uint64_t skipped() const { return std::min(m_records, m_resume_point); }
+    // Records done by this run or the one it resumes: what a checkpoint says.
+    [[nodiscard]] std::uint64_t records_done() const { return std::max(m_records, m_resume_point); }
+    // Whether the record `ahead` places after the last one counted is one
+    // the run this one resumes did (a worker's outcome not yet routed).
+    [[nodiscard]] bool done_before(std::uint64_t ahead) const {
+        return m_records + ahead < m_resume_point;
+    }
+
+    // Where a line of the block being routed lies in the input.
+    [[nodiscard]] InputRecord locate(const InputBlock& block, const io::BlockLine& line) const {
+        return m_positions.locate(block, line);
+    }
+
+    // The reject file has everything set aside so far (at the end of a run).
+    void flush_rejects();
+
+protected:
+    // Counts one record; false when the run this one resumes did it.
+    bool count_record();
+    // Sets aside a line too long to hold, found whole in a block.
+    void reject_too_long(InputRecord& record);
+
+    io::Diagnostics& m_diagnostics;
+    PositionTracker m_positions;
+    std::uint64_t m_max_record_bytes;
+    std::size_t m_threads;
+    std::size_t m_block_bytes;
+    std::chrono::milliseconds m_idle_interval;
+
+private:
+    std::unique_ptr<io::Sink> m_reject_sink;
+    std::optional<RejectRouter> m_rejects;
+    std::optional<InputStream> m_input;
+    std::uint64_t m_records = 0;
+    std::uint64_t m_resume_point = 0;
+};
+
+template <typename State, typename Result> class RecordRun : public RecordRunFrame {
+public:
+    using Outcome = typename decltype(Result::outcomes)::value_type;
+
+    // The subcommand's steps. Only `judge` and `route` are required.
+    struct Steps {
+        // On a worker thread: judges every line of the block into `result`.
+        std::function<void(const InputBlock&, State&, Result&)> judge;
+        // On the calling thread, before the block's records are routed (to
+        // look up the whole block in a store in one call).
+        std::function<void(const InputBlock&, Result&)> prepare;
+        // On the calling thread, each record in input order, except the
+        // ones a resumed run skips and lines too long to hold (the frame
+        // rejects those). `index` is the outcome's place in the block.
+        std::function<void(Outcome&, InputRecord&, std::size_t index)> route;
+        // After a block's records are routed, even when routing threw: the
+        // block's memory is reused next (records written from it in place
+        // must be out by then).
+        std::function<void()> release_block;
+        // After a block: how many of its records this run did (not the
+        // resumed run): the time to commit.
+        std::function<void(std::uint64_t new_records)> block_done;
+        // Live input gone quiet: the time to flush and act on the wall clock.
+        std::function<void()> idle;
+    };
+
+    RecordRun(const RecordRunSetup& setup, io::Diagnostics& diagnostics)
+        : RecordRunFrame(setup, diagnostics) {}
+
+    // Reads every input through the steps, one State per worker thread
+    // (parsers and prepared keys are not shared). An input that fails
+    // (InputError) is thrown after what was read before it is routed.
+    void run(std::vector<std::unique_ptr<State>>& states, const Steps& steps) {
+        run_block_pipeline<State, Result>(
+            input(), states, steps.judge,
+            [&](const InputBlock& block, Result& result) { emit(block, result, steps); },
+            steps.idle, m_idle_interval, m_block_bytes);
+    }
+
+    // One State per worker, each made by `make`.
+    template <typename Make> [[nodiscard]] std::vector<std::unique_ptr<State>> states(Make make) {
+        std::vector<std::unique_ptr<State>> made;
+        for (std::size_t i = 0; i < worker_count(m_threads); ++i)
+            made.push_back(make());
+        return made;
+    }
+
+private:
+    void emit(const InputBlock& block, Result& result, const Steps& steps) {
+        if (!steps.release_block) {
+            route_block(block, result, steps);
+            return;
+        }
+        try {
+            route_block(block, result, steps);
+        } catch (...) {
+            try {
+                steps.release_block();
+            } catch (...) {
+                // the error already on its way is the one to report
+            }
+            throw;
+        }
+        steps.release_block();
+    }
+
+    void route_block(const InputBlock& block, Result& result, const Steps& steps) {
+        m_positions.start_block(block);
+        if (steps.prepare) steps.prepare(block, result);
+        auto before = records();
+        for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
+            auto& outcome = result.outcomes[i];
+            if (!count_record()) continue;
+            auto record = m_positions.locate(block, outcome.line);
+            if (record.bytes.size() > m_max_record_bytes) {
+                reject_too_long(record);
+                continue;
+            }
+            steps.route(outcome, record, i);
+        }
+        if (auto oversized = m_positions.finish_block(block, result.lines))
+            if (count_record()) rejects().reject_oversized(*oversized);
+        if (steps.block_done) {
+            auto resumed_before = std::min(before, resume_point());
+            auto resumed_after = std::min(records(), resume_point());
+            steps.block_done((records() - before) - (resumed_after - resumed_before));
+        }
+    }
+};
+
+} // namespace idem::record

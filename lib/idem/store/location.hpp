@@ -1,0 +1,51 @@
+#pragma once
+// Where a store is (docs/stores.md): a SQLite file by default, ":memory:",
+// or redis://host:port[,host:port...][/db], and the process-wide settings
+// every Redis connection shares.
+
+#include "idem/util/time.hpp"
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace idem::store {
+
+enum class StoreKind { sqlite, memory, redis };
+
+struct StoreLocation {
+    StoreKind kind = StoreKind::sqlite;
+    std::string path; // sqlite
+    std::string host; // redis: the first seed
+    int port = 6379;
+    // redis: every seed of redis://h1:7001,h2:7002 (a cluster is found from
+    // any one that answers); host and port are the first.
+    std::vector<std::pair<std::string, int>> seeds;
+    int database = 0;
+    // How long to wait for a SQLite file another process holds locked.
+    Duration lock_timeout = std::chrono::seconds(60);
+    // How much of a SQLite file to keep in memory: dedup's claims touch
+    // random pages of a large B-tree; reorder's commits touch few.
+    std::uint64_t cache_bytes = 256ULL << 20;
+
+    // For messages: never includes a password.
+    [[nodiscard]] std::string describe() const;
+};
+
+// Throws UsageError for a URI that names no store.
+[[nodiscard]] StoreLocation parse_store_uri(std::string_view uri);
+
+// The password (and ACL user, may be empty) for every Redis connection this
+// process opens. The CLI sets it from IDEM_REDIS_PASSWORD and
+// IDEM_REDIS_USER; it never appears in a URI or a message.
+void set_redis_credentials(std::string user, std::string password);
+
+// How long a Redis store may stay unreachable (a restart, a failover)
+// before an operation fails with StoreError: connections are retried with
+// backoff, and commands lost with one are sent again when that is safe.
+// Default 10 s; the CLI sets it from --store-timeout.
+void set_store_timeout(Duration timeout);
+
+} // namespace idem::store

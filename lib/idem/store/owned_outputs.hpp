@@ -1,0 +1,100 @@
+#pragma once
+// Output files a run owns (-o FILE and its side outputs), resumed exactly
+// after a crash: their committed sizes live in a store::Checkpoint, saved in
+// the same transaction as the run's state (docs/architecture.md, "The crash
+// guarantee"). OwnedOutputs is that protocol, once, for every subcommand
+// that writes -o FILE: find the checkpoint a killed run left, open or cut
+// back each file, and at each commit sync them and save how far they go.
+
+#include "idem/io/diagnostics.hpp"
+#include "idem/io/sink.hpp"
+#include "idem/store/checkpoints.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace idem::store {
+
+// Where a run of `command` that owns `output_path` keeps its checkpoint.
+[[nodiscard]] std::string checkpoint_name(std::string_view command, std::string_view scope,
+                                          const std::string& output_path);
+
+// What a run reads, as far as the files can tell: each path with its size
+// and modification time, hashed (below 2^63, so every store keeps it as an
+// integer). Nullopt when an input is stdin or not a regular file.
+[[nodiscard]] std::optional<std::uint64_t> input_identity(const std::vector<std::string>& paths);
+
+// The checkpoint a killed run of `command` left for `output_path`, if any,
+// announced in a warning; and the name it is kept under. A finished run's
+// checkpoint counts only for the same input (`input`, input_identity): the
+// run it finished is being run again, and everything in it is done.
+struct Resumption {
+    std::string checkpoint_name;
+    std::optional<Checkpoint> checkpoint;
+};
+[[nodiscard]] Resumption find_resumption(CheckpointStore& store, std::string_view command,
+                                         std::string_view scope, const std::string& output_path,
+                                         std::optional<std::uint64_t> input,
+                                         io::Diagnostics& diagnostics);
+
+// What a run that owns its outputs leaves at its last commit: a checkpoint
+// marked finished for an input it can recognize again, none otherwise.
+void save_finished(CheckpointStore& store, const std::string& checkpoint_name, Checkpoint done,
+                   std::optional<std::uint64_t> input);
+
+// A run's outputs: standard output, or -o FILE with its side outputs owned
+// and resumed. Without -o, side outputs are plain files made anew and
+// nothing is checkpointed.
+class OwnedOutputs {
+public:
+    struct Owner {
+        std::string_view command;               // "dedup", "reorder"
+        std::string_view scope;                 // the run's --scope
+        const std::vector<std::string>& inputs; // what it reads (input_identity)
+    };
+    // Finds the checkpoint a killed run left in `store` (when -o is given)
+    // and opens -o FILE, created anew or cut back to it.
+    OwnedOutputs(CheckpointStore& store, const Owner& owner, const std::string& output_path,
+                 io::Sink& standard_output, io::Diagnostics& diagnostics);
+    OwnedOutputs(const OwnedOutputs&) = delete;
+    OwnedOutputs& operator=(const OwnedOutputs&) = delete;
+
+    // A side output in `role` ("dups", "gaps", "late"...), null for no path.
+    [[nodiscard]] io::Sink* add(const std::string& role, const std::string& path);
+
+    [[nodiscard]] io::Sink& output() { return *m_output; }
+    [[nodiscard]] const io::Sink& output() const { return *m_output; }
+    // Whether -o FILE was given: the outputs are checkpointed.
+    [[nodiscard]] bool owned() const { return m_owned != nullptr; }
+    // Records the run this one resumes had done (0 for a fresh run).
+    [[nodiscard]] std::uint64_t resume_point() const {
+        return m_checkpoint ? m_checkpoint->records_done : 0;
+    }
+    [[nodiscard]] bool resumed() const { return m_checkpoint.has_value(); }
+    // The checkpoint's name: a key for state kept beside it ("" without -o).
+    [[nodiscard]] const std::string& checkpoint_name() const { return m_checkpoint_name; }
+
+    // Every output has what was written to it (a commit does this first).
+    void flush();
+    // Within the store's transaction, before it commits: syncs the owned
+    // files and saves their sizes with `records_done`, so the checkpoint is
+    // durable exactly when the state committed with it is. Nothing without -o.
+    void checkpoint(CheckpointStore& store, std::uint64_t records_done);
+    // The last commit's checkpoint, marked finished for this input.
+    void finish(CheckpointStore& store, std::uint64_t records_done);
+
+private:
+    [[nodiscard]] Checkpoint synced(std::uint64_t records_done);
+
+    std::unique_ptr<io::Sink> m_owned;
+    io::Sink* m_output = nullptr;
+    std::vector<std::pair<std::string, std::unique_ptr<io::Sink>>> m_sides;
+    std::string m_checkpoint_name;
+    std::optional<Checkpoint> m_checkpoint;
+    std::optional<std::uint64_t> m_input_identity;
+};
+
+} // namespace idem::store
