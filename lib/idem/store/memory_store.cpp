@@ -4,6 +4,7 @@
 #include "idem/store/checkpoints.hpp"
 #include "idem/store/detail/backends.hpp"
 #include "idem/store/detail/fingerprint_table.hpp"
+#include "idem/store/detail/plays_roles.hpp"
 #include "idem/store/fingerprints.hpp"
 #include "idem/store/held_copies.hpp"
 #include "idem/store/nonces.hpp"
@@ -23,14 +24,9 @@ namespace {
 
 // Every role but evidence: nothing outlives the run that made it, so there
 // is none to read back.
-class MemoryStore final : public Store,
-                          public FingerprintStore,
-                          public NonceStore,
-                          public CheckpointStore,
-                          public SequencerStore,
-                          public HeldCopyStore,
-                          public ReplayLedgerStore,
-                          public VerdictStore {
+class MemoryStore final
+    : public detail::PlaysRoles<FingerprintStore, NonceStore, CheckpointStore, SequencerStore,
+                                HeldCopyStore, ReplayLedgerStore, VerdictStore> {
 public:
     NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
                            const NonceSighting& sighting, Duration window,
@@ -222,15 +218,6 @@ public:
 
     void commit() override {}
     std::string describe() const override { return ":memory:"; }
-
-protected:
-    FingerprintStore* fingerprint_role() override { return this; }
-    NonceStore* nonce_role() override { return this; }
-    CheckpointStore* checkpoint_role() override { return this; }
-    SequencerStore* sequencer_role() override { return this; }
-    HeldCopyStore* held_copy_role() override { return this; }
-    ReplayLedgerStore* replay_ledger_role() override { return this; }
-    VerdictStore* verdict_role() override { return this; }
 
 private:
     // Records come file by file, so the last source is nearly always the one.

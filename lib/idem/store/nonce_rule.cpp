@@ -1,4 +1,4 @@
-// The nonce rule every store applies (store.hpp, docs/stores.md).
+// The nonce rule every store applies (nonces.hpp, docs/stores.md).
 
 #include "idem/store/nonces.hpp"
 

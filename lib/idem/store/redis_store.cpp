@@ -1,5 +1,6 @@
 #include "idem/store/checkpoints.hpp"
 #include "idem/store/detail/backends.hpp"
+#include "idem/store/detail/plays_roles.hpp"
 #include "idem/store/detail/redis_cluster.hpp"
 #include "idem/store/detail/redis_held_copies.hpp"
 #include "idem/store/detail/redis_liveness.hpp"
@@ -52,21 +53,15 @@ constexpr std::chrono::milliseconds k_lease{60'000};
 // Redis, single node or Cluster, playing every role. Writes that must land
 // together are queued (m_pending) and applied by commit() in one MULTI per
 // slot.
-class RedisStore final : public Store,
-                         public FingerprintStore,
-                         public EvidenceStore,
-                         public NonceStore,
-                         public CheckpointStore,
-                         public SequencerStore,
-                         public HeldCopyStore,
-                         public ReplayLedgerStore,
-                         public VerdictStore {
+class RedisStore final
+    : public detail::PlaysRoles<FingerprintStore, EvidenceStore, NonceStore, CheckpointStore,
+                                SequencerStore, HeldCopyStore, ReplayLedgerStore, VerdictStore> {
 public:
     explicit RedisStore(const StoreLocation& location)
         : m_location(location),
           m_redis(seeds_of(location), location.database, location.describe()) {}
 
-    // The rule of judge_nonce() (store.hpp), in Lua so that the look and
+    // The rule of judge_nonce() (nonces.hpp), in Lua so that the look and
     // the keep are one step for every process sharing the store; the tests
     // run one scenario through every store and compare the verdicts.
     NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
@@ -496,16 +491,6 @@ public:
     }
 
     std::string describe() const override { return m_location.describe(); }
-
-protected:
-    FingerprintStore* fingerprint_role() override { return this; }
-    EvidenceStore* evidence_role() override { return this; }
-    NonceStore* nonce_role() override { return this; }
-    CheckpointStore* checkpoint_role() override { return this; }
-    SequencerStore* sequencer_role() override { return this; }
-    HeldCopyStore* held_copy_role() override { return this; }
-    ReplayLedgerStore* replay_ledger_role() override { return this; }
-    VerdictStore* verdict_role() override { return this; }
 
 private:
     [[nodiscard]] StoreError damaged_held_copy() const {

@@ -1,5 +1,6 @@
 #include "idem/store/checkpoints.hpp"
 #include "idem/store/detail/backends.hpp"
+#include "idem/store/detail/plays_roles.hpp"
 #include "idem/store/detail/sqlite_evidence.hpp"
 #include "idem/store/detail/sqlite_fingerprints.hpp"
 #include "idem/store/detail/sqlite_held_copies.hpp"
@@ -47,15 +48,9 @@ constexpr int k_claims_per_transaction = 4096;
 // thread of their own (detail::SqliteFingerprintLog): every other statement
 // first lets it finish (reading()), and one that writes opens the
 // transaction commit() ends (writing()).
-class SqliteStore final : public Store,
-                          public FingerprintStore,
-                          public EvidenceStore,
-                          public NonceStore,
-                          public CheckpointStore,
-                          public SequencerStore,
-                          public HeldCopyStore,
-                          public ReplayLedgerStore,
-                          public VerdictStore {
+class SqliteStore final
+    : public detail::PlaysRoles<FingerprintStore, EvidenceStore, NonceStore, CheckpointStore,
+                                SequencerStore, HeldCopyStore, ReplayLedgerStore, VerdictStore> {
 public:
     explicit SqliteStore(const StoreLocation& location) : m_name(location.path) {
         disable_memory_statistics();
@@ -398,16 +393,6 @@ public:
     }
 
     std::string describe() const override { return "sqlite:" + m_name; }
-
-protected:
-    FingerprintStore* fingerprint_role() override { return this; }
-    EvidenceStore* evidence_role() override { return this; }
-    NonceStore* nonce_role() override { return this; }
-    CheckpointStore* checkpoint_role() override { return this; }
-    SequencerStore* sequencer_role() override { return this; }
-    HeldCopyStore* held_copy_role() override { return this; }
-    ReplayLedgerStore* replay_ledger_role() override { return this; }
-    VerdictStore* verdict_role() override { return this; }
 
 private:
     // Before any statement: the fingerprint log's appender is done.
