@@ -127,9 +127,12 @@ int run_audit_command(AuditOptions options) {
                                                     : std::filesystem::path(options.spill_dir);
     apply_store_timeout(options.common, std::chrono::milliseconds(10000));
     StderrDiagnostics diagnostics(options.common.quiet);
+    // A report appears whole or not at all: a killed audit never leaves half
+    // of one where a script would read it.
     auto output = options.output_path.empty() ? io::Sink::standard_output()
-                                              : io::Sink::create_file(options.output_path);
+                                              : io::Sink::replace_file(options.output_path);
     auto result = audit::run_audit(run, *output, diagnostics);
+    output->publish();
     return finish_run(options.common, diagnostics, result.summary,
                       fails(options.fail_on, result) ? 1 : 0);
 }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace idem::io {
@@ -50,6 +51,32 @@ std::unique_ptr<Sink> Sink::resume_file(const std::string& path, std::uint64_t c
     return sink;
 }
 
+std::unique_ptr<Sink> Sink::replace_file(const std::string& path) {
+    // A device or a pipe (-o /dev/stdout) cannot be replaced: written as it is.
+    struct stat status {};
+    if (::stat(path.c_str(), &status) == 0 && !S_ISREG(status.st_mode)) return create_file(path);
+    auto slash = path.rfind('/');
+    auto directory = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+    auto base = slash == std::string::npos ? path : path.substr(slash + 1);
+    auto partial = fmt::format("{}.{}.partial-{}", directory, base, ::getpid());
+    int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        throw FileSystemError(fmt::format("cannot create {} (beside {}): {}", quote(partial),
+                                          quote(path), std::strerror(errno)));
+    auto sink = std::unique_ptr<Sink>(new Sink(fd, path, true));
+    sink->m_partial_path = std::move(partial);
+    return sink;
+}
+
+void Sink::publish() {
+    if (m_partial_path.empty()) return;
+    sync();
+    if (::rename(m_partial_path.c_str(), m_name.c_str()) != 0)
+        throw FileSystemError(fmt::format("cannot rename {} to {}: {}", quote(m_partial_path),
+                                          quote(m_name), std::strerror(errno)));
+    m_partial_path.clear();
+}
+
 Sink::~Sink() {
     // Destructors cannot report failures; callers flush explicitly on the
     // success path so a write error is never lost silently. (Pieces written
@@ -61,6 +88,7 @@ Sink::~Sink() {
         }
     }
     if (m_owns_fd) ::close(m_fd);
+    if (!m_partial_path.empty()) ::unlink(m_partial_path.c_str());
 }
 
 void Sink::write(std::string_view bytes) {

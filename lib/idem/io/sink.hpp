@@ -26,6 +26,13 @@ public:
     // (resuming a run that was killed). Throws FileSystemError.
     static std::unique_ptr<Sink> resume_file(const std::string& path,
                                              std::uint64_t committed_bytes);
+    // A file that appears at `path` whole or not at all (a report): written
+    // beside it under a temporary name, and renamed over `path` by
+    // publish(). Dropped unpublished (an error), the temporary file goes;
+    // killed, a run leaves `path` as it was. Throws FileSystemError.
+    static std::unique_ptr<Sink> replace_file(const std::string& path);
+    // replace_file(): flushes, syncs, and renames the file into place.
+    void publish();
 
     ~Sink();
     Sink(const Sink&) = delete;
@@ -66,6 +73,7 @@ private:
 
     int m_fd;
     std::string m_name;
+    std::string m_partial_path; // replace_file(): where it is written until published
     bool m_owns_fd;
     std::unique_ptr<char[]> m_buffer;
     std::size_t m_used = 0; // of m_buffer

@@ -113,3 +113,34 @@ TEST_CASE("a write that fails leaves nothing pending to be written twice") {
     CHECK(sink->size() == 0);
     CHECK_NOTHROW(sink->flush());
 }
+
+TEST_CASE("a replaced file appears whole when published, and is left as it was otherwise") {
+    TempPath report;
+    { std::ofstream(report.path) << "the previous report\n"; }
+    auto partial_of = [&] {
+        auto slash = report.path.rfind('/');
+        return report.path.substr(0, slash + 1) + "." + report.path.substr(slash + 1) +
+               ".partial-" + std::to_string(::getpid());
+    };
+    {
+        auto sink = Sink::replace_file(report.path);
+        sink->write_record("{\"half\":true}");
+        sink->flush();
+        CHECK(report.content() == "the previous report\n"); // not yet
+        CHECK(::access(partial_of().c_str(), F_OK) == 0);
+        // Dropped unpublished (an error on the way): the old file stands.
+    }
+    CHECK(report.content() == "the previous report\n");
+    CHECK(::access(partial_of().c_str(), F_OK) != 0);
+    auto sink = Sink::replace_file(report.path);
+    sink->write_record("{\"whole\":true}");
+    sink->publish();
+    CHECK(report.content() == "{\"whole\":true}\n");
+    CHECK(::access(partial_of().c_str(), F_OK) != 0);
+}
+
+TEST_CASE("a device cannot be replaced: it is written as it is") {
+    auto sink = Sink::replace_file("/dev/null");
+    sink->write_record("{}");
+    CHECK_NOTHROW(sink->publish());
+}
