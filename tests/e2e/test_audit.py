@@ -12,8 +12,7 @@ import unittest
 import redis_server
 from collections import Counter
 from listener import listening
-from test_cli import run
-from test_listen import SECRET, signed_envelopes
+from harness import SECRET, run, signed_envelopes
 
 INCIDENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples", "incidents")
 

@@ -1,8 +1,8 @@
-"""End-to-end tests: run the idem binary the way users do (pipes, files,
-exit codes) and check stdout, stderr and the files it writes.
-
-IDEM_BIN names the binary; samples come from samples/captures (written by
-samples/generate.py with Python's own hmac, independently of idem).
+"""End-to-end tests of the CLI and `idem verify`: run the binary the way
+users do (pipes, files, exit codes) and check stdout, stderr and the files
+it writes. Samples come from samples/captures (written by
+samples/generate.py with Python's own hmac, independently of idem); shared
+helpers are in harness.py.
 """
 import base64
 import hashlib
@@ -14,11 +14,8 @@ import tempfile
 import unittest
 
 import redis_server
+from harness import CAPTURES, GH, IDEM, ROOT, github_envelope, run
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-IDEM = os.environ.get("IDEM_BIN", os.path.join(ROOT, "build", "idem"))
-CAPTURES = os.path.join(ROOT, "samples", "captures")
-GH = "gh-demo-secret"
 T0 = 1796025600
 
 
@@ -31,26 +28,8 @@ def capture_lines(name):
         return f.read().splitlines()
 
 
-def run(args, stdin=None, env=None):
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    result = subprocess.run([IDEM] + args, input=stdin, capture_output=True, env=full_env, timeout=120)
-    return result.returncode, result.stdout, result.stderr.decode("utf-8", "replace")
-
-
 def verdicts(stdout):
     return [json.loads(line)["_idem"]["verify"] for line in stdout.decode().splitlines()]
-
-
-def github_envelope(body: bytes, secret=GH, capture_id="c1", binary=False):
-    mac = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    record = {"idem": 1, "id": capture_id, "received_at": "2026-11-30T08:00:00Z", "method": "POST", "path": "/h",
-              "headers": [["X-Hub-Signature-256", "sha256=" + mac]]}
-    if binary:
-        record["body_b64"] = base64.b64encode(body).decode()
-    else:
-        record["body"] = body.decode()
-    return json.dumps(record, separators=(",", ":"))
 
 
 class Basics(unittest.TestCase):

@@ -10,7 +10,7 @@ import time
 import unittest
 
 import redis_server
-from test_cli import IDEM, run
+from harness import IDEM, run
 
 EVENTS = [
     {"id": "evt_1", "type": "charge.succeeded", "data": {"object": {"id": "ch_1"}}, "request": {"id": "r1"}},
@@ -240,98 +240,6 @@ class Concurrency(unittest.TestCase):
     def test_four_processes_on_one_redis(self):
         with redis_server.running() as uri:
             self.run_four(uri + "/1")
-
-
-if __name__ == "__main__":
-    unittest.main()
-
-
-class KillAndRerun(unittest.TestCase):
-    """A kill -9 at any moment followed by a rerun over the same input gives
-    exactly the output of one clean run (with -o, which idem owns)."""
-
-    def kill_and_rerun(self, events, args, without_times):
-        """Runs `args` once cleanly, then again killed at random points and
-        rerun until it finishes; both outputs must be the same."""
-        rng = random.Random(11)
-        with tempfile.TemporaryDirectory() as tmp:
-            source = os.path.join(tmp, "events.ndjson")
-            with open(source, "wb") as f:
-                f.write(ndjson(events))
-            args = args + ["-q", "--threads", "1", "--batch", "300", source]
-            clean = os.path.join(tmp, "clean.ndjson")
-            started = time.monotonic()
-            code, _, err = run(args + ["--store", os.path.join(tmp, "clean.db"), "-o", clean, "--dups", clean + ".dups"])
-            self.assertEqual(code, 0, err)
-            # Kills land anywhere within how long one clean run takes here.
-            clean_seconds = time.monotonic() - started
-            store = os.path.join(tmp, "killed.db")
-            out = os.path.join(tmp, "out.ndjson")
-            command = [IDEM] + args + ["--store", store, "-o", out, "--dups", out + ".dups"]
-            kills = 0
-            finished = False
-            while not finished and kills < 60:
-                process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-                time.sleep(rng.uniform(0.001, clean_seconds / 3))
-                if process.poll() is None:
-                    process.kill()
-                    kills += 1
-                _, err = process.communicate()
-                finished = process.returncode == 0
-            if not finished:
-                code, _, err = run(args + ["--store", store, "-o", out, "--dups", out + ".dups"])
-                self.assertEqual(code, 0, err)
-            self.assertGreater(kills, 3)
-            with open(clean, "rb") as a, open(out, "rb") as b:
-                self.assertEqual(a.read(), b.read())
-
-            def marks(path):
-                with open(path) as f:
-                    found = [json.loads(line) for line in f]
-                if without_times:
-                    for mark in found:
-                        del mark["_idem"]["dedup"]["first_seen"]
-                return found
-            self.assertEqual(marks(clean + ".dups"), marks(out + ".dups"))
-            # Finished, perhaps killed before it could exit: a rerun over the
-            # same input leaves the outputs as they are.
-            loud = [arg for arg in args[:-1] if arg != "-q"]
-            code, _, err = run(loud + ["--store", store, "-o", out, source])
-            self.assertEqual(code, 0, err)
-            self.assertIn("already finished", err)
-            with open(clean, "rb") as a, open(out, "rb") as b:
-                self.assertEqual(a.read(), b.read())
-            # Another input (here the same file, grown) starts them anew.
-            with open(source, "ab") as f:
-                f.write(ndjson([{"id": "evt_new", "at": "2026-11-30T23:59:59Z"}]))
-            code, _, err = run(args[:-1] + ["--store", store, "-o", out, "--summary", "json", source])
-            self.assertEqual(code, 0, err)
-            return summary_of(err)
-
-    def test_killed_at_many_points_the_rerun_output_equals_one_clean_run(self):
-        rng = random.Random(7)
-        events = []
-        for i in range(40000):
-            events.append({"id": f"evt_{i}", "n": i, "pad": "x" * 200})
-            if rng.random() < 0.15:
-                events.append({"id": f"evt_{rng.randint(max(0, i - 500), i)}", "n": -1, "pad": "y"})
-        # Duplicates carry their first copy's time (the time it was read,
-        # here), which differs between runs: they are compared without it.
-        after = self.kill_and_rerun(events, ["dedup", "--key", "id"], without_times=True)
-        self.assertEqual(after["out"], 1)  # only the new event: the rest are duplicates now
-
-    def test_keep_last_killed_at_many_points_holds_again_what_it_held(self):
-        # The copies --keep last holds are committed with the checkpoint: a
-        # rerun holds them again instead of losing or repeating them.
-        rng = random.Random(8)
-        events = []
-        for i in range(30000):
-            at = f"2026-11-30T{i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z"
-            events.append({"id": f"evt_{i}", "n": i, "at": at, "pad": "x" * 200})
-            if rng.random() < 0.15:
-                events.append({"id": f"evt_{rng.randint(max(0, i - 500), i)}", "n": -1, "at": at, "pad": "y"})
-        self.kill_and_rerun(events, ["dedup", "--key", "id", "--keep", "last", "--time-field", "at",
-                                     "--window", "10m"], without_times=False)
 
 
 class StoreFailures(unittest.TestCase):
@@ -612,3 +520,7 @@ class EarlierRuns(unittest.TestCase):
             self.assertEqual(out, b"")
             self.assertIn("2 records were first seen by an earlier run in sqlite:" + store, err)
             self.assertIn("--store :memory: for a fresh run", err)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -9,18 +9,8 @@ import threading
 import time
 import unittest
 
+from harness import SECRET, run, signed_envelopes
 from listener import listening, summary_of
-from test_cli import IDEM, run
-
-SECRET = "whsec_listen_test"
-
-
-def signed_envelopes(events, scheme="stripe", secret=SECRET, timestamp=None):
-    stdin = ("\n".join(json.dumps(e) for e in events) + "\n").encode()
-    at = ["--timestamp", timestamp] if timestamp else []
-    code, out, err = run(["sign", "--scheme", scheme, "--secret", secret, *at], stdin=stdin)
-    assert code == 0, err
-    return [json.loads(line) for line in out.splitlines()]
 
 
 class Capture(unittest.TestCase):

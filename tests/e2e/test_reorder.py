@@ -5,11 +5,10 @@ import os
 import random
 import subprocess
 import tempfile
-import time
 import unittest
 
 import redis_server
-from test_cli import IDEM, ROOT, run
+from harness import IDEM, ROOT, run
 
 
 def ndjson(records):
@@ -206,56 +205,6 @@ class Reorder(unittest.TestCase):
                      ["--seq", "a", "--fail-on", "everything"]):
             code, _, err = self.reorder(args, b"")
             self.assertEqual(code, 2, (args, err))
-
-
-class KillAndRerun(unittest.TestCase):
-    """A kill -9 at any moment followed by a rerun gives exactly the output of
-    one clean run (with -o, which idem owns): nothing lost, nothing twice."""
-
-    def test_killed_at_many_points_the_rerun_output_equals_one_clean_run(self):
-        rng = random.Random(11)
-        records = []
-        for n in range(1, 30001):
-            for p in range(4):
-                if rng.random() > 0.01:
-                    records.append((n + rng.uniform(0, 40), {"p": p, "seq": n, "pad": "x" * 100}))
-                if rng.random() < 0.005:  # a duplicate
-                    records.append((n + rng.uniform(0, 40), {"p": p, "seq": n, "pad": "dup"}))
-        records = [r for _, r in sorted(records, key=lambda x: x[0])]
-        with tempfile.TemporaryDirectory() as tmp:
-            source = os.path.join(tmp, "events.ndjson")
-            with open(source, "wb") as f:
-                f.write(ndjson(records))
-            args = ["reorder", "--seq", "seq", "--partition", "p", "--window", "30", "-q", "--threads", "1",
-                    "--batch", "400", source]
-
-            def outputs(prefix):
-                return ["-o", prefix + ".out", "--gaps", prefix + ".gaps", "--late", prefix + ".late"]
-
-            clean = os.path.join(tmp, "clean")
-            started = time.monotonic()
-            code, _, err = run(args + ["--store", clean + ".db"] + outputs(clean))
-            self.assertEqual(code, 0, err)
-            # Kills land anywhere in the first third of a run's time.
-            elapsed = time.monotonic() - started
-            killed = os.path.join(tmp, "killed")
-            command = [IDEM] + args + ["--store", killed + ".db"] + outputs(killed)
-            kills, finished = 0, False
-            while not finished and kills < 60:
-                process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-                time.sleep(rng.uniform(0.001, elapsed / 3))
-                if process.poll() is None:
-                    process.kill()
-                    kills += 1
-                _, err = process.communicate()
-                finished = process.returncode == 0
-            if not finished:
-                code, _, err = run(command[1:])
-                self.assertEqual(code, 0, err)
-            self.assertGreater(kills, 3)
-            for suffix in (".out", ".gaps", ".late"):
-                with open(clean + suffix, "rb") as a, open(killed + suffix, "rb") as b:
-                    self.assertEqual(a.read(), b.read(), suffix)
 
 
 @unittest.skipUnless(redis_server.available(), "redis-server is not installed")

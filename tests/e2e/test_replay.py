@@ -12,8 +12,7 @@ from collections import Counter
 
 import redis_server
 from listener import listening, summary_of
-from test_cli import IDEM, run
-from test_listen import SECRET, signed_envelopes
+from harness import IDEM, SECRET, run, signed_envelopes
 
 
 def write_events(path, count, start=0):

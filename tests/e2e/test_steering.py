@@ -10,7 +10,7 @@ import tempfile
 import unittest
 
 from listener import listening, summary_of
-from test_cli import run
+from harness import run
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 

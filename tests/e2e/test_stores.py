@@ -14,7 +14,7 @@ from collections import Counter
 import redis_cluster
 import redis_server
 from listener import listening
-from test_cli import IDEM, run
+from harness import IDEM, run
 
 
 def write_events(path, count, distinct, seed=7):
@@ -116,7 +116,7 @@ class Cluster(unittest.TestCase):
         code, out, err = run(["reorder", "--seq", "seq", "--store", uri, "--scope", scope], stdin=b'{"seq":2}\n')
         self.assertEqual(out, b'{"seq":2}\n{"seq":3}\n', err)
         # verify --nonce: GitHub's Redeliver button, seen across two runs.
-        from test_cli import github_envelope
+        from harness import github_envelope
         line = (github_envelope(b'{"n":1}') + "\n").encode()
         nonce_scope = ["--store", uri]
         code, out, err = run(["verify", "--secret", "gh-demo-secret", "--nonce", *nonce_scope], stdin=line)

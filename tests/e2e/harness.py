@@ -1,0 +1,132 @@
+"""What every end-to-end suite shares: where the binary and the samples
+are, running the binary the way users do, and the kill-and-rerun harness
+behind the crash guarantee (docs/architecture.md, "The crash guarantee").
+
+IDEM_BIN names the binary (default: build/idem).
+"""
+import base64
+import hashlib
+import hmac
+import json
+import os
+import random
+import subprocess
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+IDEM = os.environ.get("IDEM_BIN", os.path.join(ROOT, "build", "idem"))
+CAPTURES = os.path.join(ROOT, "samples", "captures")
+GH = "gh-demo-secret"  # the samples' GitHub secret
+SECRET = "whsec_listen_test"  # what listen and replay tests sign with
+
+
+def run(args, stdin=None, env=None):
+    """Runs idem with `args`; returns (exit code, stdout bytes, stderr text)."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    result = subprocess.run([IDEM] + args, input=stdin, capture_output=True, env=full_env, timeout=120)
+    return result.returncode, result.stdout, result.stderr.decode("utf-8", "replace")
+
+
+def ndjson(records):
+    return ("\n".join(json.dumps(r) for r in records) + "\n").encode()
+
+
+def signed_envelopes(events, scheme="stripe", secret=SECRET, timestamp=None):
+    """Envelopes signed by `idem sign`, as listen would have captured them."""
+    stdin = ndjson(events)
+    at = ["--timestamp", timestamp] if timestamp else []
+    code, out, err = run(["sign", "--scheme", scheme, "--secret", secret, *at], stdin=stdin)
+    assert code == 0, err
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def github_envelope(body: bytes, secret=GH, capture_id="c1", binary=False):
+    """A GitHub delivery signed here with Python's hmac, independently of idem."""
+    mac = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    record = {"idem": 1, "id": capture_id, "received_at": "2026-11-30T08:00:00Z", "method": "POST", "path": "/h",
+              "headers": [["X-Hub-Signature-256", "sha256=" + mac]]}
+    if binary:
+        record["body_b64"] = base64.b64encode(body).decode()
+    else:
+        record["body"] = body.decode()
+    return json.dumps(record, separators=(",", ":"))
+
+
+def summary_of(stderr):
+    """The --summary json line, the last on stderr."""
+    return json.loads(stderr.strip().splitlines()[-1])
+
+
+class KillAndRerun:
+    """The harness as an object, so a test can check more after it (reruns
+    over the same input, a grown input). Use within a TemporaryDirectory."""
+
+    def __init__(self, test, tmp, args, outputs, source_bytes, seed=11, store=True):
+        self.test, self.tmp, self.outputs, self.store = test, tmp, outputs, store
+        self.rng = random.Random(seed)
+        self.source = os.path.join(tmp, "events.ndjson")
+        with open(self.source, "wb") as f:
+            f.write(source_bytes)
+        self.args = list(args)
+
+    def paths(self, prefix):
+        return {flag: os.path.join(self.tmp, f"{prefix}.{name}") for flag, name in self.outputs.items()}
+
+    def command(self, prefix):
+        flags = []
+        for flag, path in self.paths(prefix).items():
+            flags += [flag, path]
+        store = ["--store", os.path.join(self.tmp, prefix + ".db")] if self.store else []
+        return self.args + store + flags + [self.source]
+
+    def clean_run(self):
+        started = time.monotonic()
+        code, _, err = run(self.command("clean"))
+        self.test.assertEqual(code, 0, err)
+        return time.monotonic() - started
+
+    def killed_runs(self, clean_seconds, kills_wanted=3, most_kills=60, after_kill=None):
+        """Kills land anywhere within the first third of a clean run's time;
+        returns how many runs were killed before one finished. `after_kill`,
+        if given, checks what each killed run left."""
+        command = [IDEM] + self.command("killed")
+        kills, finished = 0, False
+        while not finished and kills < most_kills:
+            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            time.sleep(self.rng.uniform(0.001, clean_seconds / 3))
+            killed = process.poll() is None
+            if killed:
+                process.kill()
+                kills += 1
+            _, err = process.communicate()
+            if killed and after_kill:
+                after_kill()
+            finished = process.returncode in (0, 1)
+            if process.returncode not in (0, 1, -9):
+                self.test.fail(f"exit {process.returncode}: {err.decode()}")
+        if not finished:
+            code, _, err = run(command[1:])
+            self.test.assertIn(code, (0, 1), err)
+        self.test.assertGreater(kills, kills_wanted)
+        return kills
+
+    def read(self, prefix, flag):
+        path = self.paths(prefix)[flag]
+        if not os.path.exists(path):
+            return None
+        with open(path, "rb") as f:
+            return f.read()
+
+    def assert_same_outputs(self, normalize=None):
+        for flag in self.outputs:
+            clean, killed = self.read("clean", flag), self.read("killed", flag)
+            if normalize:
+                clean, killed = normalize(flag, clean), normalize(flag, killed)
+            self.test.assertEqual(clean, killed, flag)
+
+    def run_through(self, normalize=None):
+        """The clean run, the killed ones, and the comparison."""
+        kills = self.killed_runs(self.clean_run())
+        self.assert_same_outputs(normalize)
+        return kills
