@@ -277,13 +277,13 @@ private:
         Run::Steps steps;
         steps.judge = [&](const record::InputBlock& block, WorkerState& state,
                           BlockReadings& result) { read_block(block, state, m_options, result); };
-        steps.route = [&](Reading& reading, record::InputRecord& record, std::size_t) {
+        auto route = [&](Reading& reading, record::InputRecord& record, std::size_t) {
             take_record(reading, record);
         };
         steps.prepare = [&](const record::InputBlock&, BlockReadings& result) {
             m_block_texts = &result.texts;
         };
-        m_run->run(states, steps);
+        m_run->run(states, steps, route);
     }
 
     // CSV rows and query rows, as JSON objects, on this thread.

@@ -125,7 +125,7 @@ public:
         steps.prepare = [&](const record::InputBlock& block, BlockOutcome& result) {
             claim_block(block, result);
         };
-        steps.route = [&](Outcome& outcome, record::InputRecord& record, std::size_t) {
+        auto route = [&](Outcome& outcome, record::InputRecord& record, std::size_t) {
             route_record(outcome, record);
         };
         // The block's memory is reused next: records written from it in
@@ -141,7 +141,7 @@ public:
             if (m_since_commit > 0) commit();
         };
         try {
-            m_run.run(states, steps);
+            m_run.run(states, steps, route);
         } catch (const InputError&) {
             commit(); // what was decided before the failure stands
             throw;

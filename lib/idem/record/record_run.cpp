@@ -16,10 +16,8 @@ void RecordRunFrame::flush_rejects() {
     if (m_reject_sink) m_reject_sink->flush();
 }
 
-bool RecordRunFrame::count_record() {
-    ++m_records;
-    if (m_records % k_progress_every == 0) m_diagnostics.progress(m_records, m_input->bytes_read());
-    return m_records > m_resume_point;
+void RecordRunFrame::report_progress() {
+    m_diagnostics.progress(m_records, m_input->bytes_read());
 }
 
 void RecordRunFrame::reject_too_long(InputRecord& record) {

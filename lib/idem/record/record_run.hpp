@@ -25,6 +25,18 @@
 
 namespace idem::record {
 
+// The Result of a block for a subcommand that needs nothing beside its
+// outcomes.
+template <typename Outcome> struct BlockOutcomes {
+    std::vector<Outcome> outcomes;
+    std::uint64_t lines = 0; // blank ones included, for line numbers
+
+    void clear() {
+        outcomes.clear();
+        lines = 0;
+    }
+};
+
 // What the frame needs to know about a run; every subcommand's options
 // carry these.
 struct RecordRunSetup {
@@ -76,7 +88,12 @@ public:
 
 protected:
     // Counts one record; false when the run this one resumes did it.
-    bool count_record();
+    bool count_record() {
+        ++m_records;
+        if (m_records % k_progress_every == 0) report_progress();
+        return m_records > m_resume_point;
+    }
+    void report_progress();
     // Sets aside a line too long to hold, found whole in a block.
     void reject_too_long(InputRecord& record);
 
@@ -99,17 +116,13 @@ template <typename State, typename Result> class RecordRun : public RecordRunFra
 public:
     using Outcome = typename decltype(Result::outcomes)::value_type;
 
-    // The subcommand's steps. Only `judge` and `route` are required.
+    // The subcommand's steps besides routing. Only `judge` is required.
     struct Steps {
         // On a worker thread: judges every line of the block into `result`.
         std::function<void(const InputBlock&, State&, Result&)> judge;
         // On the calling thread, before the block's records are routed (to
         // look up the whole block in a store in one call).
         std::function<void(const InputBlock&, Result&)> prepare;
-        // On the calling thread, each record in input order, except the
-        // ones a resumed run skips and lines too long to hold (the frame
-        // rejects those). `index` is the outcome's place in the block.
-        std::function<void(Outcome&, InputRecord&, std::size_t index)> route;
         // After a block's records are routed, even when routing threw: the
         // block's memory is reused next (records written from it in place
         // must be out by then).
@@ -125,12 +138,18 @@ public:
         : RecordRunFrame(setup, diagnostics) {}
 
     // Reads every input through the steps, one State per worker thread
-    // (parsers and prepared keys are not shared). An input that fails
-    // (InputError) is thrown after what was read before it is routed.
-    void run(std::vector<std::unique_ptr<State>>& states, const Steps& steps) {
+    // (parsers and prepared keys are not shared). `route(outcome, record,
+    // index)` runs on the calling thread for each record in input order,
+    // except the ones a resumed run skips and lines too long to hold (the
+    // frame rejects those); `index` is the outcome's place in its block. (A
+    // template, not a std::function: it runs once per record.) An input
+    // that fails (InputError) is thrown after what was read before it is
+    // routed.
+    template <typename Route>
+    void run(std::vector<std::unique_ptr<State>>& states, const Steps& steps, Route&& route) {
         run_block_pipeline<State, Result>(
             input(), states, steps.judge,
-            [&](const InputBlock& block, Result& result) { emit(block, result, steps); },
+            [&](const InputBlock& block, Result& result) { emit(block, result, steps, route); },
             steps.idle, m_idle_interval, m_block_bytes);
     }
 
@@ -143,13 +162,14 @@ public:
     }
 
 private:
-    void emit(const InputBlock& block, Result& result, const Steps& steps) {
+    template <typename Route>
+    void emit(const InputBlock& block, Result& result, const Steps& steps, Route& route) {
         if (!steps.release_block) {
-            route_block(block, result, steps);
+            route_block(block, result, steps, route);
             return;
         }
         try {
-            route_block(block, result, steps);
+            route_block(block, result, steps, route);
         } catch (...) {
             try {
                 steps.release_block();
@@ -161,7 +181,8 @@ private:
         steps.release_block();
     }
 
-    void route_block(const InputBlock& block, Result& result, const Steps& steps) {
+    template <typename Route>
+    void route_block(const InputBlock& block, Result& result, const Steps& steps, Route& route) {
         m_positions.start_block(block);
         if (steps.prepare) steps.prepare(block, result);
         auto before = records();
@@ -173,7 +194,7 @@ private:
                 reject_too_long(record);
                 continue;
             }
-            steps.route(outcome, record, i);
+            route(outcome, record, i);
         }
         if (auto oversized = m_positions.finish_block(block, result.lines))
             if (count_record()) rejects().reject_oversized(*oversized);

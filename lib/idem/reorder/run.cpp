@@ -75,7 +75,7 @@ public:
             m_block_now = now_utc();
             m_next_failure = 0;
         };
-        steps.route = [&](Outcome& outcome, record::InputRecord& record, std::size_t index) {
+        auto route = [&](Outcome& outcome, record::InputRecord& record, std::size_t index) {
             route_record(outcome, record, index);
         };
         steps.block_done = [&](std::uint64_t new_records) {
@@ -85,7 +85,7 @@ public:
         };
         steps.idle = [&] { idle(); };
         try {
-            m_run.run(states, steps);
+            m_run.run(states, steps, route);
         } catch (const InputError&) {
             commit(); // what was released before the failure stands
             throw;

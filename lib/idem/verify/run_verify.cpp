@@ -177,15 +177,7 @@ struct Outcome {
     Timestamp now;
 };
 
-struct BlockOutcome {
-    std::vector<Outcome> outcomes;
-    std::uint64_t lines = 0; // blank ones included, for line numbers
-
-    void clear() {
-        outcomes.clear();
-        lines = 0;
-    }
-};
+using BlockOutcome = record::BlockOutcomes<Outcome>;
 
 // One per worker thread: parsers and prepared keys are not shared.
 struct WorkerState {
@@ -263,7 +255,7 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
         judge_block(block, state, options, clock_now, result);
     };
     // The ordered stage: rejects, nonces and output happen here, in input order.
-    steps.route = [&](Outcome& outcome, record::InputRecord& record, std::size_t) {
+    auto route = [&](Outcome& outcome, record::InputRecord& record, std::size_t) {
         if (outcome.kind == Outcome::Kind::too_long) return; // the run frame set it aside
         if (outcome.kind == Outcome::Kind::failed_to_parse) {
             run.rejects().reject(record, outcome.column, outcome.message);
@@ -319,7 +311,7 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     };
 
     try {
-        run.run(states, steps);
+        run.run(states, steps, route);
     } catch (const InputError&) {
         output.flush();
         throw;

@@ -8,6 +8,7 @@
 #include "idem/record/input.hpp"
 #include "idem/record/key.hpp"
 #include "idem/record/parser.hpp"
+#include "idem/record/record_run.hpp"
 
 #include <optional>
 #include <string>
@@ -28,15 +29,7 @@ struct Outcome {
     std::string encoded_key; // with --print-key
 };
 
-struct BlockOutcome {
-    std::vector<Outcome> outcomes;
-    std::uint64_t lines = 0; // blank ones included, for line numbers
-
-    void clear() {
-        outcomes.clear();
-        lines = 0;
-    }
-};
+using BlockOutcome = record::BlockOutcomes<Outcome>;
 
 // One per worker thread: parsers are not shared.
 struct WorkerState {
