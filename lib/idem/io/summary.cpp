@@ -25,10 +25,19 @@ std::string format_rate(double per_second) {
 
 std::string render_summary_text(const Summary& summary) {
     std::string line = fmt::format("idem {}:", summary.command);
-    bool first = true;
-    for (const auto& [name, value] : summary.counts) {
-        line += fmt::format("{} {} {}", first ? "" : ",", value, name);
-        first = false;
+    auto add_counts = [&](const auto& counts, const auto& ratios) {
+        bool first = true;
+        for (const auto& [name, value] : counts) {
+            line += fmt::format("{} {} {}", first ? "" : ",", value, name);
+            first = false;
+        }
+        for (const auto& [name, value] : ratios)
+            line += fmt::format(", {:.1f}% {}", value * 100.0, name);
+    };
+    add_counts(summary.counts, summary.ratios);
+    for (const auto& part : summary.parts) {
+        line += fmt::format("; {} {}:", summary.parts_name, part.name);
+        add_counts(part.counts, part.ratios);
     }
     for (const auto& [name, value] : summary.facts)
         line += fmt::format("; {} {}", name, value);
@@ -42,8 +51,23 @@ std::string render_summary_text(const Summary& summary) {
 std::string render_summary_json(const Summary& summary) {
     nlohmann::ordered_json json;
     json["command"] = summary.command;
+    auto ratio = [](double value) { return std::round(value * 1e6) / 1e6; };
     for (const auto& [name, value] : summary.counts)
         json[name] = value;
+    for (const auto& [name, value] : summary.ratios)
+        json[name] = ratio(value);
+    if (!summary.parts_name.empty()) {
+        auto& parts = json[summary.parts_name + "s"] = nlohmann::ordered_json::array();
+        for (const auto& part : summary.parts) {
+            nlohmann::ordered_json entry;
+            entry[summary.parts_name] = part.name;
+            for (const auto& [name, value] : part.counts)
+                entry[name] = value;
+            for (const auto& [name, value] : part.ratios)
+                entry[name] = ratio(value);
+            parts.push_back(std::move(entry));
+        }
+    }
     for (const auto& [name, value] : summary.facts)
         json[name] = value;
     json["seconds"] = std::round(summary.seconds * 1000.0) / 1000.0;

@@ -15,8 +15,19 @@ struct Summary {
     std::string command;
     // In display order; "in" first by convention.
     std::vector<std::pair<std::string, std::uint64_t>> counts;
+    // Fractions (0..1): a number in JSON, a percentage in text.
+    std::vector<std::pair<std::string, double>> ratios;
     // Extra facts shown after the counts (scheme, store, ...).
     std::vector<std::pair<std::string, std::string>> facts;
+    // Counts per part of the run (merge: per rule), under `parts_name`:
+    // a JSON array of objects, and a clause each in text.
+    struct Part {
+        std::string name;
+        std::vector<std::pair<std::string, std::uint64_t>> counts;
+        std::vector<std::pair<std::string, double>> ratios;
+    };
+    std::string parts_name;
+    std::vector<Part> parts;
     double seconds = 0;
 
     [[nodiscard]] std::uint64_t count(const std::string& name) const;

@@ -26,7 +26,7 @@ namespace {
 // is none to read back.
 class MemoryStore final
     : public detail::PlaysRoles<FingerprintStore, NonceStore, CheckpointStore, SequencerStore,
-                                HeldCopyStore, ReplayLedgerStore, VerdictStore> {
+                                HeldCopyStore, ReplayLedgerStore, VerdictStore, WindowStore> {
 public:
     NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
                            const NonceSighting& sighting, Duration window,
@@ -216,6 +216,29 @@ public:
         m_held_copies.erase(std::string(name));
     }
 
+    std::vector<std::pair<std::string, std::string>> load_windows(std::string_view name,
+                                                                  std::string& meta) override {
+        std::vector<std::pair<std::string, std::string>> windows;
+        meta.clear();
+        auto found = m_windows.find(std::string(name));
+        if (found == m_windows.end()) return windows;
+        meta = found->second.meta;
+        for (const auto& window : found->second.windows)
+            windows.push_back(window);
+        return windows;
+    }
+
+    void save_windows(std::string_view name, const WindowChanges& changes) override {
+        auto& kept = m_windows[std::string(name)];
+        for (const auto& [key, state] : changes.saved)
+            kept.windows[key] = state;
+        for (const auto& key : changes.removed)
+            kept.windows.erase(key);
+        kept.meta = changes.meta;
+    }
+
+    void clear_windows(std::string_view name) override { m_windows.erase(std::string(name)); }
+
     void commit() override {}
     std::string describe() const override { return ":memory:"; }
 
@@ -241,6 +264,11 @@ private:
     std::map<std::string, std::map<std::pair<std::string, std::uint64_t>, VerdictRecord>>
         m_verdicts;
     std::map<std::string, Checkpoint> m_checkpoints;
+    struct OpenWindows {
+        std::map<std::string, std::string> windows;
+        std::string meta;
+    };
+    std::map<std::string, OpenWindows> m_windows;
     std::map<std::string, std::map<std::uint64_t, HeldCopyRow>> m_held_copies;
     std::map<std::string, std::map<std::string, ReplayEntry>> m_replays;
     std::map<std::string, detail::FingerprintTable> m_fingerprints;

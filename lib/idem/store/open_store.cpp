@@ -44,6 +44,10 @@ VerdictStore& Store::verdicts() {
     return require(verdict_role(), *this, "verdicts");
 }
 
+WindowStore& Store::open_windows() {
+    return require(window_role(), *this, "open windows");
+}
+
 std::unique_ptr<Store> open_store(const StoreLocation& location) {
     switch (location.kind) {
     case StoreKind::redis:

@@ -53,9 +53,9 @@ constexpr std::chrono::milliseconds k_lease{60'000};
 // Redis, single node or Cluster, playing every role. Writes that must land
 // together are queued (m_pending) and applied by commit() in one MULTI per
 // slot.
-class RedisStore final
-    : public detail::PlaysRoles<FingerprintStore, EvidenceStore, NonceStore, CheckpointStore,
-                                SequencerStore, HeldCopyStore, ReplayLedgerStore, VerdictStore> {
+class RedisStore final : public detail::PlaysRoles<FingerprintStore, EvidenceStore, NonceStore,
+                                                   CheckpointStore, SequencerStore, HeldCopyStore,
+                                                   ReplayLedgerStore, VerdictStore, WindowStore> {
 public:
     explicit RedisStore(const StoreLocation& location)
         : m_location(location),
@@ -467,6 +467,52 @@ public:
         }
     }
 
+    // One hash per run, "idem:merge:{name}": the field is the window's key,
+    // the empty field the meta.
+    std::vector<std::pair<std::string, std::string>> load_windows(std::string_view name,
+                                                                  std::string& meta) override {
+        auto key = windows_key(name);
+        auto reply = m_redis.command({"HGETALL", key}, key);
+        std::vector<std::pair<std::string, std::string>> windows;
+        meta.clear();
+        for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
+            auto field = string_of(reply->element[i]);
+            auto state = string_of(reply->element[i + 1]);
+            if (field.empty())
+                meta = std::move(state);
+            else
+                windows.emplace_back(std::move(field), std::move(state));
+        }
+        return windows;
+    }
+
+    // Queued, and applied in one MULTI/EXEC by commit().
+    void save_windows(std::string_view name, const WindowChanges& changes) override {
+        constexpr std::size_t k_fields_per_command = 1000;
+        auto key = windows_key(name);
+        for (std::size_t begin = 0; begin < changes.saved.size(); begin += k_fields_per_command) {
+            std::vector<std::string> arguments{"HSET", key};
+            for (std::size_t i = begin;
+                 i < std::min(changes.saved.size(), begin + k_fields_per_command); ++i) {
+                arguments.push_back(changes.saved[i].first);
+                arguments.push_back(changes.saved[i].second);
+            }
+            m_pending.push_back(std::move(arguments));
+        }
+        for (std::size_t begin = 0; begin < changes.removed.size(); begin += k_fields_per_command) {
+            std::vector<std::string> arguments{"HDEL", key};
+            for (std::size_t i = begin;
+                 i < std::min(changes.removed.size(), begin + k_fields_per_command); ++i)
+                arguments.push_back(changes.removed[i]);
+            m_pending.push_back(std::move(arguments));
+        }
+        m_pending.push_back({"HSET", key, "", changes.meta});
+    }
+
+    void clear_windows(std::string_view name) override {
+        m_pending.push_back({"DEL", windows_key(name)});
+    }
+
     void clear_held_copies(std::string_view name) override {
         m_pending.push_back({"DEL", detail::held_copies_key(name)});
         clear_reorder_state(detail::legacy_held_copies_scope(name));
@@ -699,6 +745,10 @@ return redis.call('PEXPIREAT', KEYS[1], ARGV[1])
         }
         m_pending.clear();
         m_redis.transact(commands);
+    }
+
+    static std::string windows_key(std::string_view name) {
+        return fmt::format("idem:merge:{{{}}}", name);
     }
 
     static std::string checkpoint_key(std::string_view name) {

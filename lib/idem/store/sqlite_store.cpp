@@ -4,6 +4,7 @@
 #include "idem/store/detail/sqlite_evidence.hpp"
 #include "idem/store/detail/sqlite_fingerprints.hpp"
 #include "idem/store/detail/sqlite_held_copies.hpp"
+#include "idem/store/detail/sqlite_open_windows.hpp"
 #include "idem/store/detail/sqlite_reorder.hpp"
 #include "idem/store/detail/sqlite_replay.hpp"
 #include "idem/store/detail/sqlite_support.hpp"
@@ -48,9 +49,9 @@ constexpr int k_claims_per_transaction = 4096;
 // thread of their own (detail::SqliteFingerprintLog): every other statement
 // first lets it finish (reading()), and one that writes opens the
 // transaction commit() ends (writing()).
-class SqliteStore final
-    : public detail::PlaysRoles<FingerprintStore, EvidenceStore, NonceStore, CheckpointStore,
-                                SequencerStore, HeldCopyStore, ReplayLedgerStore, VerdictStore> {
+class SqliteStore final : public detail::PlaysRoles<FingerprintStore, EvidenceStore, NonceStore,
+                                                    CheckpointStore, SequencerStore, HeldCopyStore,
+                                                    ReplayLedgerStore, VerdictStore, WindowStore> {
 public:
     explicit SqliteStore(const StoreLocation& location) : m_name(location.path) {
         disable_memory_statistics();
@@ -96,6 +97,7 @@ public:
         m_replay = std::make_unique<detail::SqliteReplayLedger>(m_db, m_name);
         m_verdicts = std::make_unique<detail::SqliteVerdicts>(m_db, m_name);
         m_held_copies = std::make_unique<detail::SqliteHeldCopies>(m_db, m_name);
+        m_windows = std::make_unique<detail::SqliteOpenWindows>(m_db, m_name);
     }
 
     ~SqliteStore() override { close(); }
@@ -108,6 +110,7 @@ public:
         m_replay.reset();
         m_verdicts.reset();
         m_held_copies.reset();
+        m_windows.reset();
         if (m_in_transaction) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
         m_in_transaction = false;
         sqlite3_close(m_db);
@@ -382,6 +385,22 @@ public:
         m_held_copies->clear(name);
     }
 
+    std::vector<std::pair<std::string, std::string>> load_windows(std::string_view name,
+                                                                  std::string& meta) override {
+        reading();
+        return m_windows->load(name, meta);
+    }
+
+    void save_windows(std::string_view name, const WindowChanges& changes) override {
+        writing();
+        m_windows->save(name, changes);
+    }
+
+    void clear_windows(std::string_view name) override {
+        writing();
+        m_windows->clear(name);
+    }
+
     void commit() override {
         reading();
         if (!m_in_transaction) return;
@@ -485,6 +504,7 @@ private:
     std::unique_ptr<detail::SqliteVerdicts> m_verdicts;
     std::unique_ptr<detail::SqliteReplayLedger> m_replay;
     std::unique_ptr<detail::SqliteHeldCopies> m_held_copies;
+    std::unique_ptr<detail::SqliteOpenWindows> m_windows;
     bool m_in_transaction = false;
     int m_pending = 0;
 };

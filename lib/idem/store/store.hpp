@@ -3,7 +3,7 @@
 // a SQLite file by default, ":memory:", or redis://host:port[/db]. A backend
 // hands out one small interface per role it plays (fingerprints, evidence,
 // nonces, checkpoints, sequencer state, held copies, the replay ledger,
-// verdicts); asking for a role it does not play is a StoreError that says
+// verdicts, open windows); asking for a role it does not play is a StoreError that says
 // so. No SQL or Redis command appears outside this module.
 
 #include "idem/store/location.hpp"
@@ -24,6 +24,7 @@ class SequencerStore;
 class HeldCopyStore;
 class ReplayLedgerStore;
 class VerdictStore;
+class WindowStore;
 
 class Store {
 public:
@@ -38,6 +39,7 @@ public:
     [[nodiscard]] HeldCopyStore& held_copies();
     [[nodiscard]] ReplayLedgerStore& replay_ledger();
     [[nodiscard]] VerdictStore& verdicts();
+    [[nodiscard]] WindowStore& open_windows();
 
     // Makes everything every role saved so far durable, in one transaction
     // per store (per slot on a Redis Cluster). Throws StoreError.
@@ -62,6 +64,7 @@ protected:
     virtual HeldCopyStore* held_copy_role() { return nullptr; }
     virtual ReplayLedgerStore* replay_ledger_role() { return nullptr; }
     virtual VerdictStore* verdict_role() { return nullptr; }
+    virtual WindowStore* window_role() { return nullptr; }
 };
 
 // Opens (and creates or migrates) the store. Throws StoreError naming it.

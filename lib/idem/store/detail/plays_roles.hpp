@@ -8,6 +8,7 @@
 #include "idem/store/fingerprints.hpp"
 #include "idem/store/held_copies.hpp"
 #include "idem/store/nonces.hpp"
+#include "idem/store/open_windows.hpp"
 #include "idem/store/replay_ledger.hpp"
 #include "idem/store/sequencer_state.hpp"
 #include "idem/store/store.hpp"
@@ -27,6 +28,7 @@ protected:
     HeldCopyStore* held_copy_role() override { return role<HeldCopyStore>(); }
     ReplayLedgerStore* replay_ledger_role() override { return role<ReplayLedgerStore>(); }
     VerdictStore* verdict_role() override { return role<VerdictStore>(); }
+    WindowStore* window_role() override { return role<WindowStore>(); }
 
 private:
     template <typename Role> Role* role() {

@@ -123,8 +123,17 @@ inline constexpr const char* k_migrations[] = {
     "         CAST(substr(partition, 34) AS TEXT), key_secondary, arrival_us, record"
     "  FROM reorder_held WHERE scope LIKE 'dedup held %';"
     "DELETE FROM reorder_held WHERE scope LIKE 'dedup held %';",
+    // v8: the windows `merge -o FILE` has open at a commit, by the run's
+    // checkpoint name; an opaque key and state per window (the empty key
+    // holds the run's watermark and counters).
+    "CREATE TABLE merge_windows ("
+    "  name TEXT NOT NULL,"
+    "  key BLOB NOT NULL,"
+    "  state BLOB NOT NULL,"
+    "  PRIMARY KEY (name, key)"
+    ");",
 };
-inline constexpr int k_schema_version = 7;
+inline constexpr int k_schema_version = 8;
 
 // SQLite's memory statistics take a global mutex on every allocation; idem
 // reads none of them. Must run before SQLite initialises, so once, first.

@@ -1,0 +1,597 @@
+// idem merge over a stream of records (docs/merge.md).
+
+#include "idem/merge/run.hpp"
+
+#include "idem/merge/windows.hpp"
+#include "idem/record/annotate.hpp"
+#include "idem/record/event_time.hpp"
+#include "idem/record/key.hpp"
+#include "idem/record/record_run.hpp"
+#include "idem/store/checkpoints.hpp"
+#include "idem/store/open_windows.hpp"
+#include "idem/store/owned_outputs.hpp"
+#include "idem/store/store.hpp"
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace idem::merge {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// What a worker found for one line; the ordered stage acts on it.
+struct Outcome {
+    enum class Kind : std::uint8_t {
+        too_long,
+        failed_to_parse,
+        bad_field, // a time, or an aggregate's value, that is not one
+        bypass,
+        unmatched,
+        unkeyed, // a group field missing, under --missing pass
+        member,
+    };
+    io::BlockLine line;
+    Kind kind = Kind::member;
+    bool has_annotations = false;
+    bool has_rule = false; // a rule matched (its counts include the record)
+    std::uint32_t rule = 0;
+    std::uint32_t group_at = 0, group_size = 0; // in BlockResult::texts
+    std::uint32_t values_at = 0;                // in BlockResult::values
+    std::optional<Timestamp> time;
+    std::uint64_t column = 0;
+    std::string message; // bad_field, failed_to_parse, or the missing group field
+};
+
+struct BlockResult {
+    std::vector<Outcome> outcomes;
+    std::uint64_t lines = 0;
+    std::string texts;
+    std::vector<Value> values;
+
+    void clear() {
+        outcomes.clear();
+        lines = 0;
+        texts.clear();
+        values.clear();
+    }
+};
+
+struct WorkerState {
+    record::RecordParser parser;
+};
+
+// The value an aggregate reads from the record the parser holds; a message
+// when the record cannot be merged by it.
+std::optional<std::string> read_value(record::RecordParser& parser, const Aggregate& aggregate,
+                                      Value& value) {
+    if (aggregate.function == Function::count) return std::nullopt;
+    if (aggregate.whole_event) {
+        auto event = parser.canonical_event({});
+        if (event) {
+            value.present = true;
+            value.type = record::FieldValue::Type::object;
+            value.text.assign(*event);
+        }
+        return std::nullopt;
+    }
+    auto found = parser.find(*aggregate.input);
+    if (!found) {
+        if (is_numeric(aggregate.function))
+            return fmt::format("missing field '{}' ({}() of {})", aggregate.input->text(),
+                               function_name(aggregate.function), aggregate.output);
+        return std::nullopt;
+    }
+    if (is_numeric(aggregate.function) && found->type != record::FieldValue::Type::number)
+        return fmt::format("field '{}' is not a number ({}() of {})", aggregate.input->text(),
+                           function_name(aggregate.function), aggregate.output);
+    value.present = true;
+    value.type = found->type;
+    value.text.assign(found->text);
+    return std::nullopt;
+}
+
+void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result,
+                WorkerState& state, const MergeRunOptions& options) {
+    if (line.bytes.size() > options.input.max_record_bytes) {
+        outcome.kind = Outcome::Kind::too_long;
+        return;
+    }
+    auto& parser = state.parser;
+    if (auto failure = parser.parse(line.bytes)) {
+        outcome.kind = Outcome::Kind::failed_to_parse;
+        outcome.column = failure->column;
+        outcome.message = std::move(failure->message);
+        return;
+    }
+    outcome.has_annotations = parser.has_annotations();
+    for (const auto& condition : options.bypass)
+        if (holds(parser, condition)) {
+            outcome.kind = Outcome::Kind::bypass;
+            return;
+        }
+    const auto& rules = options.rules;
+    std::size_t rule = 0;
+    for (; rule < rules.size(); ++rule)
+        if (std::all_of(rules[rule].match.begin(), rules[rule].match.end(),
+                        [&](const Condition& condition) { return holds(parser, condition); }))
+            break;
+    if (rule == rules.size()) {
+        outcome.kind = Outcome::Kind::unmatched;
+        return;
+    }
+    outcome.rule = static_cast<std::uint32_t>(rule);
+    outcome.has_rule = true;
+    auto time = record::event_time(parser, options.time_field ? &*options.time_field : nullptr);
+    if (time.failed()) {
+        outcome.kind = Outcome::Kind::bad_field;
+        outcome.message = record::describe_failure(time, *options.time_field);
+        return;
+    }
+    outcome.time = time.time;
+    auto& texts = result.texts;
+    auto at = texts.size();
+    for (std::size_t i = 0; i < rules[rule].group.size(); ++i) {
+        auto value = parser.find(rules[rule].group[i]);
+        if (!value) {
+            texts.resize(at);
+            outcome.kind = options.missing == MissingGroup::pass ? Outcome::Kind::unkeyed
+                                                                 : Outcome::Kind::bad_field;
+            outcome.message = fmt::format("missing group field '{}' (rule {})",
+                                          rules[rule].group[i].text(), quote(rules[rule].name));
+            return;
+        }
+        if (i > 0) texts += ' ';
+        record::append_encoded_value(texts, *value);
+    }
+    outcome.group_at = static_cast<std::uint32_t>(at);
+    outcome.group_size = static_cast<std::uint32_t>(texts.size() - at);
+    auto values_at = result.values.size();
+    outcome.values_at = static_cast<std::uint32_t>(values_at);
+    for (const auto& aggregate : rules[rule].aggregates) {
+        auto& value = result.values.emplace_back();
+        if (auto problem = read_value(parser, aggregate, value)) {
+            result.values.resize(values_at);
+            texts.resize(at);
+            outcome.kind = Outcome::Kind::bad_field;
+            outcome.message = std::move(*problem);
+            return;
+        }
+    }
+    outcome.kind = Outcome::Kind::member;
+}
+
+void judge_block(const record::InputBlock& block, WorkerState& state,
+                 const MergeRunOptions& options, BlockResult& result) {
+    io::LineCursor cursor(block.block.lines());
+    while (auto line = cursor.next()) {
+        auto& outcome = result.outcomes.emplace_back();
+        outcome.line = *line;
+        judge_line(*line, outcome, result, state, options);
+    }
+    result.lines = cursor.lines_seen();
+}
+
+// --- rendering ----------------------------------------------------------
+
+Json json_of(const Value& value) {
+    using Type = record::FieldValue::Type;
+    if (!value.present) return nullptr;
+    if (value.type == Type::string) return value.text;
+    return Json::parse(value.text);
+}
+
+Json number_json(std::string_view text) {
+    return Json::parse(text);
+}
+
+Json aggregate_json(const Aggregate& aggregate, const Accumulator& accumulator) {
+    switch (aggregate.function) {
+    case Function::count:
+        return accumulator.n;
+    case Function::first:
+        return json_of(accumulator.first);
+    case Function::last:
+        return json_of(accumulator.last);
+    case Function::append:
+    case Function::distinct: {
+        Json items = Json::array();
+        for (const auto& item : accumulator.items)
+            items.push_back(json_of(item));
+        return items;
+    }
+    case Function::concat:
+        return accumulator.n > 0 ? Json(accumulator.joined) : Json(nullptr);
+    case Function::sum:
+        if (accumulator.n == 0) return nullptr;
+        if (accumulator.integral) return accumulator.int_sum;
+        return accumulator.sum;
+    case Function::avg:
+        if (accumulator.n == 0) return nullptr;
+        return accumulator.sum / static_cast<double>(accumulator.n);
+    case Function::min:
+        return accumulator.min ? number_json(accumulator.min_text) : Json(nullptr);
+    case Function::max:
+        return accumulator.max ? number_json(accumulator.max_text) : Json(nullptr);
+    }
+    return nullptr;
+}
+
+// The merged record: the base member with each aggregate's field set, and
+// `_idem.merge` saying what went into it.
+Json merged_json(const WindowState& window, const MergeRule& rule) {
+    auto record = Json::parse(window.base);
+    for (std::size_t i = 0; i < rule.aggregates.size(); ++i)
+        record[rule.aggregates[i].output] =
+            aggregate_json(rule.aggregates[i], window.accumulators[i]);
+    Json merge;
+    merge["id"] = window_id(rule.name, window);
+    merge["rule"] = rule.name;
+    merge["group"] = Json::parse(record::encoded_values_json(window.group, rule.group.size()));
+    if (rule.window.kind == WindowKind::session)
+        merge["window"] = {{"start", format_rfc3339(window.first_at)},
+                           {"end", format_rfc3339(window.last_at + rule.window.gap)}};
+    else
+        merge["window"] = {{"start", format_rfc3339(window.start)},
+                           {"end", format_rfc3339(window.end)}};
+    if (window.part > 0) merge["part"] = window.part;
+    merge["count"] = window.count;
+    merge["first_at"] = format_rfc3339(window.first_at);
+    merge["last_at"] = format_rfc3339(window.last_at);
+    merge["members"] = window.positions;
+    if (window.count > window.positions.size())
+        merge["members_more"] = window.count - window.positions.size();
+    if (!record.contains("_idem") || !record["_idem"].is_object()) record["_idem"] = Json::object();
+    record["_idem"]["merge"] = std::move(merge);
+    return record;
+}
+
+std::string describe_window(const WindowState& window, const MergeRule& rule) {
+    auto end =
+        rule.window.kind == WindowKind::session ? window.last_at + rule.window.gap : window.end;
+    auto start = rule.window.kind == WindowKind::session ? window.first_at : window.start;
+    return fmt::format("rule {} · group {} · {} .. {} · {} member{}", rule.name,
+                       record::encoded_values_json(window.group, rule.group.size()),
+                       format_rfc3339(start), format_rfc3339(end), window.count,
+                       window.count == 1 ? "" : "s");
+}
+
+// --- the run --------------------------------------------------------------
+
+struct RuleCounts {
+    std::uint64_t in = 0, merged = 0, out = 0, bypassed = 0, late = 0, rejected = 0;
+};
+
+class MergeRun {
+public:
+    MergeRun(const MergeRunOptions& options, io::Sink& standard_output,
+             io::Diagnostics& diagnostics)
+        : m_options(options), m_diagnostics(diagnostics), m_store(open_store(options)),
+          m_outputs(m_store->checkpoints(), {"merge", options.scope, options.input.paths},
+                    options.output_path, standard_output, diagnostics),
+          m_output(&m_outputs.output()), m_late(m_outputs.add("late", options.late_path)),
+          m_unmatched(m_outputs.add("unmatched", options.unmatched_path)),
+          m_members(m_outputs.add("members", options.members_path)),
+          m_merger(options.rules, merger_options(options)),
+          m_run({options.input, options.reject_path, options.strictness, options.threads},
+                diagnostics),
+          m_counts(options.rules.size()) {
+        m_run.resume_after(m_outputs.resume_point());
+        if (m_outputs.owned() && m_outputs.resumed()) {
+            std::string meta;
+            auto windows = m_store->open_windows().load_windows(m_outputs.checkpoint_name(), meta);
+            m_merger.restore(windows, meta);
+            m_restored = windows.size();
+        }
+    }
+
+    MergeResult run() {
+        auto start = std::chrono::steady_clock::now();
+        auto states = m_run.states([] { return std::make_unique<WorkerState>(); });
+        Run::Steps steps;
+        steps.judge = [&](const record::InputBlock& block, WorkerState& state,
+                          BlockResult& result) { judge_block(block, state, m_options, result); };
+        steps.prepare = [&](const record::InputBlock&, BlockResult& result) {
+            m_block = &result;
+            m_block_now = now_utc();
+        };
+        auto route = [&](Outcome& outcome, record::InputRecord& record, std::size_t) {
+            route_record(outcome, record);
+        };
+        steps.block_done = [&](std::uint64_t new_records) {
+            emit_closed();
+            m_since_commit += new_records;
+            if (m_since_commit >= m_options.batch) commit();
+        };
+        // Live input gone quiet: windows that have waited their span by the
+        // wall clock close, and what was merged goes out.
+        steps.idle = [&] {
+            m_merger.close_idle(std::chrono::steady_clock::now());
+            emit_closed();
+            commit();
+        };
+        try {
+            m_run.run(states, steps, route);
+        } catch (const InputError&) {
+            emit_closed();
+            commit(); // what was merged before the failure stands
+            throw;
+        }
+        m_merger.close_all();
+        emit_closed();
+        finish();
+        return summarize(start);
+    }
+
+private:
+    using Run = record::RecordRun<WorkerState, BlockResult>;
+
+    static std::unique_ptr<store::Store> open_store(const MergeRunOptions& options) {
+        // Open windows need a store only to survive a kill, with -o.
+        auto location =
+            store::parse_store_uri(options.output_path.empty() ? ":memory:" : options.store_uri);
+        location.lock_timeout = options.lock_timeout;
+        location.cache_bytes = 4ULL << 20;
+        return store::open_store(location);
+    }
+
+    static MergerOptions merger_options(const MergeRunOptions& options) {
+        MergerOptions merger;
+        merger.max_lateness = options.max_lateness;
+        merger.max_open = options.max_open;
+        merger.zone = options.zone;
+        if (options.preview) merger.preview_members = 20;
+        return merger;
+    }
+
+    void route_record(const Outcome& outcome, record::InputRecord& record) {
+        switch (outcome.kind) {
+        case Outcome::Kind::too_long: // the run frame set it aside
+            return;
+        case Outcome::Kind::failed_to_parse:
+            m_run.rejects().reject(record, outcome.column, outcome.message);
+            return;
+        case Outcome::Kind::bad_field:
+            if (outcome.has_rule) {
+                ++m_counts[outcome.rule].in;
+                ++m_counts[outcome.rule].rejected;
+            }
+            m_run.rejects().reject(record, outcome.column, outcome.message);
+            return;
+        case Outcome::Kind::bypass:
+            ++m_bypassed;
+            if (!m_options.preview) {
+                m_member.assign(R"("merge":{"bypassed":true})");
+                record::write_annotated(*m_output, record.bytes, outcome.has_annotations, m_member);
+            }
+            return;
+        case Outcome::Kind::unmatched:
+            ++m_unmatched_count;
+            if (m_unmatched)
+                m_unmatched->write_record(record.bytes);
+            else if (!m_options.preview)
+                m_output->write_record(record.bytes);
+            return;
+        case Outcome::Kind::unkeyed:
+            ++m_unkeyed;
+            ++m_counts[outcome.rule].in;
+            if (!m_options.preview) m_output->write_record(record.bytes);
+            return;
+        case Outcome::Kind::member:
+            merge(outcome, record);
+            return;
+        }
+    }
+
+    void merge(const Outcome& outcome, const record::InputRecord& record) {
+        const auto& rule = m_options.rules[outcome.rule];
+        auto& counts = m_counts[outcome.rule];
+        ++counts.in;
+        m_position = fmt::format("{}:{}", *record.source, record.line);
+        Member member;
+        member.rule = outcome.rule;
+        member.group =
+            std::string_view(m_block->texts).substr(outcome.group_at, outcome.group_size);
+        member.time = outcome.time.value_or(m_block_now);
+        member.bytes = record.bytes;
+        member.position = m_position;
+        member.values = m_block->values.data() + outcome.values_at;
+        auto ids = m_merger.add(member);
+        if (ids.empty()) {
+            ++counts.late;
+            route_late(outcome, record, rule, member.time);
+        } else {
+            ++counts.merged;
+            if (m_members) {
+                m_member.assign(R"("merge":{"into":[)");
+                for (std::size_t i = 0; i < ids.size(); ++i) {
+                    if (i > 0) m_member += ',';
+                    record::append_json_string(m_member, ids[i]);
+                }
+                m_member += "]}";
+                record::write_annotated(*m_members, record.bytes, outcome.has_annotations,
+                                        m_member);
+            }
+        }
+        m_merger.advance(member.time);
+    }
+
+    void route_late(const Outcome& outcome, const record::InputRecord& record,
+                    const MergeRule& rule, Timestamp time) {
+        auto watermark = m_merger.watermark();
+        if (!m_late) {
+            m_diagnostics.warning(
+                {*record.source, record.line, 0, record.byte_offset},
+                fmt::format("late: its window of rule {} had closed (event time {}, watermark {}); "
+                            "give --late FILE to keep such records, or a longer --max-lateness",
+                            quote(rule.name), format_rfc3339(time),
+                            watermark ? format_rfc3339(*watermark) : std::string("none")));
+            return;
+        }
+        m_member.assign(R"("merge":{"late":true,"rule":)");
+        record::append_json_string(m_member, rule.name);
+        m_member += R"(,"at":)";
+        record::append_json_string(m_member, format_rfc3339(time));
+        if (watermark) {
+            m_member += R"(,"watermark":)";
+            record::append_json_string(m_member, format_rfc3339(*watermark));
+        }
+        m_member += R"(,"source":)";
+        record::append_json_string(m_member, m_position);
+        m_member += '}';
+        record::write_annotated(*m_late, record.bytes, outcome.has_annotations, m_member);
+    }
+
+    void emit_closed() {
+        for (auto& window : m_merger.take_closed()) {
+            const auto& rule = m_options.rules[window.rule];
+            ++m_counts[window.rule].out;
+            if (m_options.preview) {
+                preview(window, rule);
+                continue;
+            }
+            m_output->write_record(merged_json(window, rule).dump());
+        }
+    }
+
+    // --preview: each window that merged two records or more, with its
+    // members and what it would become, up to --preview-limit.
+    void preview(const WindowState& window, const MergeRule& rule) {
+        if (window.count < 2 || m_previewed >= m_options.preview_limit) return;
+        ++m_previewed;
+        auto merged = merged_json(window, rule).dump();
+        if (m_options.preview_format == PreviewFormat::table) {
+            m_output->write(describe_window(window, rule) + "\n");
+            for (const auto& member : window.held)
+                m_output->write("    " + member + "\n");
+            if (window.count > window.held.size())
+                m_output->write(
+                    fmt::format("    ... {} more\n", window.count - window.held.size()));
+            m_output->write("  => " + merged + "\n\n");
+            return;
+        }
+        Json line;
+        line["preview"] = window_id(rule.name, window);
+        line["merged"] = Json::parse(merged);
+        line["members"] = Json::array();
+        for (const auto& member : window.held)
+            line["members"].push_back(Json::parse(member));
+        if (window.count > window.held.size())
+            line["members_more"] = window.count - window.held.size();
+        m_output->write_record(line.dump());
+    }
+
+    // Output first, then the store: with -o the open windows, the output
+    // sizes and the records done commit together.
+    void commit() {
+        m_outputs.flush();
+        m_since_commit = 0;
+        if (!m_outputs.owned()) return;
+        save_windows();
+        m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done());
+        m_store->commit();
+    }
+
+    void save_windows() {
+        auto changes = m_merger.drain_changes();
+        store::WindowChanges saved;
+        saved.saved = std::move(changes.saved);
+        saved.removed = std::move(changes.removed);
+        saved.meta = std::move(changes.meta);
+        m_store->open_windows().save_windows(m_outputs.checkpoint_name(), saved);
+    }
+
+    void finish() {
+        m_outputs.flush();
+        if (m_outputs.owned()) {
+            m_outputs.finish(m_store->checkpoints(), m_run.records_done());
+            m_store->open_windows().clear_windows(m_outputs.checkpoint_name());
+            m_store->commit();
+        }
+        m_run.flush_rejects();
+    }
+
+    MergeResult summarize(std::chrono::steady_clock::time_point start) const {
+        MergeResult result;
+        auto& summary = result.summary;
+        summary.command = "merge";
+        RuleCounts total;
+        for (const auto& counts : m_counts) {
+            total.merged += counts.merged;
+            total.out += counts.out;
+            total.late += counts.late;
+        }
+        result.late = total.late;
+        summary.counts = {{"in", m_run.records()}};
+        if (m_run.resume_point() > 0) summary.counts.emplace_back("resumed", m_run.skipped());
+        if (m_restored > 0) summary.counts.emplace_back("restored_windows", m_restored);
+        summary.counts.emplace_back("merged", total.merged);
+        summary.counts.emplace_back(m_options.preview ? "would_be_out" : "out", total.out);
+        summary.counts.emplace_back("bypassed", m_bypassed);
+        summary.counts.emplace_back("late", total.late);
+        summary.counts.emplace_back("unmatched", m_unmatched_count);
+        if (m_options.missing == MissingGroup::pass)
+            summary.counts.emplace_back("unkeyed", m_unkeyed);
+        summary.counts.emplace_back("rejected", m_run.rejects().count());
+        summary.counts.emplace_back("peak_open_windows", m_merger.peak_open());
+        auto in = m_run.records();
+        summary.ratios.emplace_back(
+            "drop_rate",
+            in == 0 ? 0.0
+                    : static_cast<double>(total.merged > total.out ? total.merged - total.out : 0) /
+                          static_cast<double>(in));
+        if (m_options.rules.size() > 1 || !m_options.rules.front().name.empty()) {
+            summary.parts_name = "rule";
+            for (std::size_t i = 0; i < m_counts.size(); ++i) {
+                const auto& counts = m_counts[i];
+                io::Summary::Part part;
+                part.name = m_options.rules[i].name;
+                part.counts = {{"in", counts.in},
+                               {"merged", counts.merged},
+                               {"out", counts.out},
+                               {"late", counts.late},
+                               {"rejected", counts.rejected}};
+                auto away = counts.merged > counts.out ? counts.merged - counts.out : 0;
+                part.ratios.emplace_back("drop_rate", counts.in == 0
+                                                          ? 0.0
+                                                          : static_cast<double>(away) /
+                                                                static_cast<double>(counts.in));
+                summary.parts.push_back(std::move(part));
+            }
+        }
+        if (m_outputs.owned()) summary.facts.emplace_back("store", m_store->describe());
+        summary.seconds = io::seconds_since(start);
+        return result;
+    }
+
+    const MergeRunOptions& m_options;
+    io::Diagnostics& m_diagnostics;
+    std::unique_ptr<store::Store> m_store;
+    store::OwnedOutputs m_outputs;
+    io::Sink* m_output;
+    io::Sink* m_late;
+    io::Sink* m_unmatched;
+    io::Sink* m_members;
+    Merger m_merger;
+    Run m_run;
+    std::vector<RuleCounts> m_counts;
+    const BlockResult* m_block = nullptr;
+    Timestamp m_block_now;
+    std::string m_position;
+    std::string m_member;
+    std::uint64_t m_since_commit = 0;
+    std::uint64_t m_bypassed = 0, m_unmatched_count = 0, m_unkeyed = 0, m_restored = 0;
+    std::size_t m_previewed = 0;
+};
+
+} // namespace
+
+MergeResult run_merge(const MergeRunOptions& options, io::Sink& standard_output,
+                      io::Diagnostics& diagnostics) {
+    return MergeRun(options, standard_output, diagnostics).run();
+}
+
+} // namespace idem::merge

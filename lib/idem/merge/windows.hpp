@@ -1,0 +1,154 @@
+#pragma once
+// The windows of `idem merge`, as pure logic (docs/merge.md): members go
+// in, closed windows come out in close order. No I/O: the run (run.cpp)
+// reads records, renders closed windows and saves open ones.
+
+#include "idem/merge/rules.hpp"
+#include "idem/record/parser.hpp"
+#include "idem/util/time.hpp"
+#include "idem/util/time_zone.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace idem::merge {
+
+// One aggregate's input value in one member.
+struct Value {
+    bool present = false;
+    record::FieldValue::Type type = record::FieldValue::Type::null;
+    std::string text; // as record::FieldValue::text (strings unescaped)
+};
+
+// What a run hands the merger for one record of a rule.
+struct Member {
+    std::size_t rule = 0;
+    std::string_view group; // the group values, encoded (record/key.hpp)
+    Timestamp time;
+    std::string_view bytes;        // the record, for the base and previews
+    std::string_view position;     // "file:line", for the evidence
+    const Value* values = nullptr; // one per aggregate of the rule
+};
+
+// One aggregate's running value.
+struct Accumulator {
+    std::uint64_t n = 0;
+    bool integral = true; // sum: every value an integer so far
+    std::int64_t int_sum = 0;
+    double sum = 0;
+    std::optional<double> min, max;
+    std::string min_text, max_text; // as written, for the output
+    Value first, last;
+    std::vector<Value> items; // append, distinct (distinct: each once)
+    std::string joined;       // concat
+};
+
+// A window's state while it is open, and what a closed one renders from.
+struct WindowState {
+    std::size_t rule = 0;
+    std::string group;
+    Timestamp start, end;     // session: first_at, and last_at + gap
+    std::uint64_t part = 0;   // windows of one key closed early by max_count
+    std::uint64_t opened = 0; // the order windows opened in: ties in close order
+    std::uint64_t count = 0;
+    Timestamp first_at, last_at;
+    std::string base;                   // the first member's bytes, or the last's
+    std::vector<std::string> positions; // "file:line", capped
+    std::vector<std::string> held;      // --preview: the members' bytes, capped
+    std::vector<Accumulator> accumulators;
+    // Not saved: when it opened or last grew, by the wall clock, to close
+    // it on live input gone quiet.
+    std::chrono::steady_clock::time_point touched;
+};
+
+// How many member positions a window keeps as evidence (the count is whole).
+inline constexpr std::size_t k_positions_kept = 100;
+
+// The id of a merged record: the same rule, group, window and part give
+// the same id in every run ("m_" and 16 hex digits).
+[[nodiscard]] std::string window_id(const std::string& rule_name, const WindowState& window);
+
+struct MergerOptions {
+    Duration max_lateness{0};
+    std::uint64_t max_open = 1'000'000;
+    std::size_t preview_members = 0; // --preview: member bytes kept per window
+    std::optional<TimeZone> zone;    // tumbling and sliding windows aligned to this zone's clock
+};
+
+class Merger {
+public:
+    Merger(const std::vector<MergeRule>& rules, MergerOptions options);
+
+    // Adds a member to every window of its rule and group its time falls
+    // in. Returns the ids of the windows it joined, empty when every one had
+    // closed (a late record). May close windows (max_count, max_span).
+    // Throws InputError past max_open.
+    std::vector<std::string> add(const Member& member);
+
+    // The event time moved on: the watermark is the latest time seen minus
+    // max_lateness, and every window that ends at or before it closes.
+    void advance(Timestamp event_time);
+    // Live input gone quiet: windows open longer by the wall clock than
+    // their span plus max_lateness close.
+    void close_idle(std::chrono::steady_clock::time_point now);
+    // The input ended: every window closes.
+    void close_all();
+
+    // Closed windows, in close order, taken by the caller.
+    [[nodiscard]] std::vector<WindowState> take_closed();
+
+    [[nodiscard]] std::size_t open_windows() const { return m_open.size(); }
+    [[nodiscard]] std::size_t peak_open() const { return m_peak_open; }
+    [[nodiscard]] std::optional<Timestamp> watermark() const { return m_watermark; }
+
+    // Persistence (with -o): what changed since the last call, as opaque
+    // keys and serialized states (JSON), and restoring them.
+    struct Changes {
+        std::vector<std::pair<std::string, std::string>> saved;
+        std::vector<std::string> removed;
+        std::string meta; // the watermark and counters
+    };
+    [[nodiscard]] Changes drain_changes();
+    void restore(const std::vector<std::pair<std::string, std::string>>& windows,
+                 std::string_view meta);
+
+private:
+    struct Ordered {
+        Timestamp close_at;
+        std::uint64_t opened;
+        friend auto operator<=>(const Ordered&, const Ordered&) = default;
+    };
+
+    WindowState& open_window(const Member& member, std::string key, Timestamp start, Timestamp end);
+    void join(WindowState& window, const Member& member);
+    void close(const std::string& key);
+    void schedule(const std::string& key, const WindowState& window);
+    void close_until(Timestamp watermark);
+    [[nodiscard]] Timestamp align(Timestamp time, Duration size) const;
+    [[nodiscard]] std::string key_of(std::size_t rule, std::string_view group,
+                                     std::optional<Timestamp> start) const;
+
+    const std::vector<MergeRule>& m_rules;
+    MergerOptions m_options;
+    std::unordered_map<std::string, WindowState> m_open;
+    std::map<Ordered, std::string> m_close_queue; // by close time; sessions re-queued as they grow
+    std::unordered_map<std::string, std::uint64_t> m_next_part;
+    std::vector<WindowState> m_closed;
+    std::optional<Timestamp> m_latest;
+    std::optional<Timestamp> m_watermark;
+    std::uint64_t m_opened = 0;
+    std::size_t m_peak_open = 0;
+    std::set<std::string> m_dirty;
+    std::vector<std::string> m_removed;
+    std::string m_key; // reused
+};
+
+} // namespace idem::merge
