@@ -159,9 +159,11 @@ void register_merge(CLI::App& app, std::function<int()>& action) {
                         "with --window: sliding windows, one starting this often");
     command->add_option("--gap", options->gap,
                         "session windows: a group's window closes after this much quiet");
-    command->add_option("--match", options->match,
-                        "FIELD=VALUE or FIELD: merge only records that match (repeatable; "
-                        "others pass through)");
+    command
+        ->add_option("--match", options->match,
+                     "FIELD=VALUE or FIELD: merge only records that match (repeatable; others "
+                     "pass through)")
+        ->allow_extra_args(false); // one value per --match: the inputs follow
     command->add_option("--agg", options->agg,
                         "fields of the merged record: OUT=FUNC(FIELD),... with first, last, "
                         "append, concat, sum, avg, min, max, count(), distinct; FIELD . is the "
@@ -181,9 +183,11 @@ void register_merge(CLI::App& app, std::function<int()>& action) {
                         "a window with this many members closes at once (a count trigger)");
     command->add_option("--max-span", options->max_span,
                         "with --gap: a session closes once it spans this long");
-    command->add_option("--bypass", options->bypass,
-                        "FIELD=VALUE or FIELD: such records pass at once, unmerged, annotated "
-                        "(critical messages; repeatable)");
+    command
+        ->add_option("--bypass", options->bypass,
+                     "FIELD=VALUE or FIELD: such records pass at once, unmerged, annotated "
+                     "(critical messages; repeatable)")
+        ->allow_extra_args(false);
     command->add_option("--time-field", options->time_field,
                         "the event time (default: an envelope's received_at, else when read)");
     command->add_option("--max-lateness", options->max_lateness,

@@ -58,6 +58,14 @@ step "Back in order: CI events per pipeline, a missing approval reported as a ga
 echo "late:"
 jq -c '{pipeline, seq, late: ._idem.late.reason, expected: ._idem.late.expected}' "$work/late.ndjson"
 
+step "Five alerts, one notification: the seed's merge rules, a critical alert let through, a late reading kept aside" \
+     "idem merge --rules samples/merge.yaml --time-field ts --max-lateness 30s --bypass priority=critical --late late.ndjson samples/events/alerts-metrics.ndjson"
+"$IDEM" merge --rules samples/merge.yaml --time-field ts --max-lateness 30s --bypass priority=critical \
+    --late "$work/merge-late.ndjson" samples/events/alerts-metrics.ndjson |
+    jq -c 'if ._idem.merge.bypassed then {bypassed: .msg} elif ._idem.merge.id then {rule: ._idem.merge.rule, group: ._idem.merge.group, count: ._idem.merge.count} + (if .merged then {messages: [.merged[].msg]} else {value} end) else {passed: .type} end'
+echo "late:"
+jq -c '{device_id, ts, late: ._idem.merge.late, watermark: ._idem.merge.watermark}' "$work/merge-late.ndjson"
+
 step "Why seven identical tickets? Three retry layers, a new key each time" \
      "idem audit --key idempotency_key --fingerprint user_id,fault_type --time-field ts --source-field agent samples/incidents/agent-retries.ndjson"
 "$IDEM" audit --key idempotency_key --fingerprint user_id,fault_type --time-field ts --source-field agent -q \
@@ -90,4 +98,4 @@ echo "why did one key arrive three times? the capture, with replay's ledger besi
     --replay-scope "replay:http://127.0.0.1:$port/hooks" "$work/target.ndjson" | sed -n '5,9p'
 
 echo
-echo "Next: idem --help, idem COMMAND --help (verify, dedup, reorder, audit, listen, replay), and docs/."
+echo "Next: idem --help, idem COMMAND --help (verify, dedup, reorder, merge, audit, listen, replay), and docs/."

@@ -180,6 +180,37 @@ def ci_pipeline_events():
     return [event(*item) for item in order]
 
 
+def alerts_and_metrics():
+    """The seed's merge case: one user's disk alerts in bursts (one of them
+    critical), and two devices' CPU readings every 10 s, interleaved, one
+    reading 15 s late and one 2 minutes late."""
+    events = []
+    for offset, msg in [(0, "disk 91%"), (20, "disk 93%"), (45, "disk 95%"), (70, "disk 97%")]:
+        events.append((offset, {"type": "notification", "user_id": "u_42", "alert_type": "disk",
+                                "msg": msg}))
+    events.append((80, {"type": "notification", "user_id": "u_42", "alert_type": "disk",
+                        "msg": "disk full", "priority": "critical"}))
+    events.append((30, {"type": "notification", "user_id": "u_7", "alert_type": "login",
+                        "msg": "new device"}))
+    for device, base in [("edge-1", 40), ("edge-2", 70)]:
+        for i in range(12):
+            events.append((i * 10 + 1, {"type": "metrics", "device_id": device, "metric_name": "cpu",
+                                        "value": base + (i * 7) % 13}))
+    events.sort(key=lambda item: item[0])
+    lines = []
+    for offset, event in events:
+        event["ts"] = iso(T0 + offset)
+        lines.append((offset, json.dumps(event, separators=(",", ":"))))
+    # Arrival order: one reading 15 s late (within --max-lateness 30s), one 2 minutes late.
+    late = lines.pop(10)
+    lines.insert(13, late)
+    very_late = lines.pop(3)
+    lines.append(very_late)
+    lines.append((0, json.dumps({"type": "audit", "action": "login", "ts": iso(T0 + 125)},
+                                separators=(",", ":"))))
+    return [line for _, line in lines]
+
+
 def write(name, lines):
     with open(os.path.join(OUT, name), "w", encoding="utf-8", newline="\n") as out:
         out.write("\n".join(lines) + "\n")
@@ -194,5 +225,6 @@ if __name__ == "__main__":
     os.makedirs(os.path.join(HERE, "events"), exist_ok=True)
     write(os.path.join("..", "events", "stripe-events.ndjson"), stripe_events())
     write(os.path.join("..", "events", "ci-pipeline.ndjson"), ci_pipeline_events())
+    write(os.path.join("..", "events", "alerts-metrics.ndjson"), alerts_and_metrics())
     with open(os.path.join(OUT, "deliveries.har"), "w", encoding="utf-8") as out:
         out.write(har_file() + "\n")

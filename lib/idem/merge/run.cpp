@@ -14,8 +14,10 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
+#include <cmath>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 namespace idem::merge {
 
@@ -66,16 +68,22 @@ struct WorkerState {
 
 // The value an aggregate reads from the record the parser holds; a message
 // when the record cannot be merged by it.
-std::optional<std::string> read_value(record::RecordParser& parser, const Aggregate& aggregate,
-                                      Value& value) {
+std::optional<std::string> read_value(record::RecordParser& parser, std::string_view line,
+                                      const Aggregate& aggregate, Value& value) {
     if (aggregate.function == Function::count) return std::nullopt;
     if (aggregate.whole_event) {
-        auto event = parser.canonical_event({});
-        if (event) {
-            value.present = true;
-            value.type = record::FieldValue::Type::object;
-            value.text.assign(*event);
+        // A plain event as it came (it is JSON already); an envelope's body
+        // in canonical JSON.
+        if (parser.shape() == record::RecordShape::envelope) {
+            if (auto event = parser.canonical_event({}))
+                value.text.assign(*event);
+            else
+                return std::nullopt;
+        } else {
+            value.text.assign(record::event_text(line));
         }
+        value.present = true;
+        value.type = record::FieldValue::Type::object;
         return std::nullopt;
     }
     auto found = parser.find(*aggregate.input);
@@ -153,7 +161,7 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result
     outcome.values_at = static_cast<std::uint32_t>(values_at);
     for (const auto& aggregate : rules[rule].aggregates) {
         auto& value = result.values.emplace_back();
-        if (auto problem = read_value(parser, aggregate, value)) {
+        if (auto problem = read_value(parser, line.bytes, aggregate, value)) {
             result.values.resize(values_at);
             texts.resize(at);
             outcome.kind = Outcome::Kind::bad_field;
@@ -177,77 +185,167 @@ void judge_block(const record::InputBlock& block, WorkerState& state,
 
 // --- rendering ----------------------------------------------------------
 
-Json json_of(const Value& value) {
-    using Type = record::FieldValue::Type;
-    if (!value.present) return nullptr;
-    if (value.type == Type::string) return value.text;
-    return Json::parse(value.text);
+void append_value(std::string& out, const Value& value) {
+    if (!value.present) {
+        out += "null";
+        return;
+    }
+    if (value.type == record::FieldValue::Type::string)
+        record::append_json_string(out, value.text);
+    else
+        out += value.text; // a number, true/false/null, or JSON text
 }
 
-Json number_json(std::string_view text) {
-    return Json::parse(text);
+void append_number(std::string& out, double value) {
+    if (std::isfinite(value))
+        fmt::format_to(std::back_inserter(out), "{}", value);
+    else
+        out += "null";
 }
 
-Json aggregate_json(const Aggregate& aggregate, const Accumulator& accumulator) {
+void append_aggregate(std::string& out, const Aggregate& aggregate,
+                      const Accumulator& accumulator) {
     switch (aggregate.function) {
     case Function::count:
-        return accumulator.n;
+        fmt::format_to(std::back_inserter(out), "{}", accumulator.n);
+        return;
     case Function::first:
-        return json_of(accumulator.first);
+        append_value(out, accumulator.first);
+        return;
     case Function::last:
-        return json_of(accumulator.last);
+        append_value(out, accumulator.last);
+        return;
     case Function::append:
-    case Function::distinct: {
-        Json items = Json::array();
-        for (const auto& item : accumulator.items)
-            items.push_back(json_of(item));
-        return items;
-    }
+    case Function::distinct:
+        out += '[';
+        for (std::size_t i = 0; i < accumulator.items.size(); ++i) {
+            if (i > 0) out += ',';
+            append_value(out, accumulator.items[i]);
+        }
+        out += ']';
+        return;
     case Function::concat:
-        return accumulator.n > 0 ? Json(accumulator.joined) : Json(nullptr);
+        if (accumulator.n == 0)
+            out += "null";
+        else
+            record::append_json_string(out, accumulator.joined);
+        return;
     case Function::sum:
-        if (accumulator.n == 0) return nullptr;
-        if (accumulator.integral) return accumulator.int_sum;
-        return accumulator.sum;
+        if (accumulator.n == 0)
+            out += "null";
+        else if (accumulator.integral)
+            fmt::format_to(std::back_inserter(out), "{}", accumulator.int_sum);
+        else
+            append_number(out, accumulator.sum);
+        return;
     case Function::avg:
-        if (accumulator.n == 0) return nullptr;
-        return accumulator.sum / static_cast<double>(accumulator.n);
+        if (accumulator.n == 0)
+            out += "null";
+        else
+            append_number(out, accumulator.sum / static_cast<double>(accumulator.n));
+        return;
     case Function::min:
-        return accumulator.min ? number_json(accumulator.min_text) : Json(nullptr);
+        out += accumulator.min ? accumulator.min_text : std::string("null");
+        return;
     case Function::max:
-        return accumulator.max ? number_json(accumulator.max_text) : Json(nullptr);
+        out += accumulator.max ? accumulator.max_text : std::string("null");
+        return;
     }
-    return nullptr;
 }
 
-// The merged record: the base member with each aggregate's field set, and
-// `_idem.merge` saying what went into it.
-Json merged_json(const WindowState& window, const MergeRule& rule) {
-    auto record = Json::parse(window.base);
-    for (std::size_t i = 0; i < rule.aggregates.size(); ++i)
-        record[rule.aggregates[i].output] =
-            aggregate_json(rule.aggregates[i], window.accumulators[i]);
-    Json merge;
-    merge["id"] = window_id(rule.name, window);
-    merge["rule"] = rule.name;
-    merge["group"] = Json::parse(record::encoded_values_json(window.group, rule.group.size()));
-    if (rule.window.kind == WindowKind::session)
-        merge["window"] = {{"start", format_rfc3339(window.first_at)},
-                           {"end", format_rfc3339(window.last_at + rule.window.gap)}};
-    else
-        merge["window"] = {{"start", format_rfc3339(window.start)},
-                           {"end", format_rfc3339(window.end)}};
-    if (window.part > 0) merge["part"] = window.part;
-    merge["count"] = window.count;
-    merge["first_at"] = format_rfc3339(window.first_at);
-    merge["last_at"] = format_rfc3339(window.last_at);
-    merge["members"] = window.positions;
-    if (window.count > window.positions.size())
-        merge["members_more"] = window.count - window.positions.size();
-    if (!record.contains("_idem") || !record["_idem"].is_object()) record["_idem"] = Json::object();
-    record["_idem"]["merge"] = std::move(merge);
-    return record;
-}
+// Renders merged records: the base member with each aggregate's field set
+// (replacing a field of that name), and `_idem.merge` saying what went into
+// it. The base is parsed once per window, never the members.
+class Renderer {
+public:
+    std::string render(const WindowState& window, const MergeRule& rule) {
+        std::string out;
+        out.reserve(window.base.size() + 256);
+        out += '{';
+        bool first = true;
+        auto separator = [&] {
+            if (!first) out += ',';
+            first = false;
+        };
+        std::string_view idem_members; // the base's own "_idem" members, kept
+        simdjson::dom::object base;
+        if (m_parser.parse(window.base).get(base) == simdjson::SUCCESS) {
+            for (auto field : base) {
+                if (field.key == "_idem") {
+                    simdjson::dom::object annotations;
+                    if (field.value.get(annotations) == simdjson::SUCCESS) {
+                        m_annotations.clear();
+                        for (auto annotation : annotations) {
+                            if (annotation.key == "merge") continue;
+                            if (!m_annotations.empty()) m_annotations += ',';
+                            record::append_json_string(m_annotations, annotation.key);
+                            m_annotations += ':';
+                            m_annotations += simdjson::minify(annotation.value);
+                        }
+                        idem_members = m_annotations;
+                    }
+                    continue;
+                }
+                bool replaced = std::any_of(
+                    rule.aggregates.begin(), rule.aggregates.end(),
+                    [&](const Aggregate& aggregate) { return aggregate.output == field.key; });
+                if (replaced) continue;
+                separator();
+                record::append_json_string(out, field.key);
+                out += ':';
+                out += simdjson::minify(field.value);
+            }
+        }
+        for (std::size_t i = 0; i < rule.aggregates.size(); ++i) {
+            separator();
+            record::append_json_string(out, rule.aggregates[i].output);
+            out += ':';
+            append_aggregate(out, rule.aggregates[i], window.accumulators[i]);
+        }
+        separator();
+        out += R"("_idem":{)";
+        if (!idem_members.empty()) {
+            out += idem_members;
+            out += ',';
+        }
+        append_evidence(out, window, rule);
+        out += "}}";
+        return out;
+    }
+
+private:
+    static void append_evidence(std::string& out, const WindowState& window,
+                                const MergeRule& rule) {
+        auto start = rule.window.kind == WindowKind::session ? window.first_at : window.start;
+        auto end =
+            rule.window.kind == WindowKind::session ? window.last_at + rule.window.gap : window.end;
+        out += R"("merge":{"id":)";
+        record::append_json_string(out, window_id(rule.name, window));
+        out += R"(,"rule":)";
+        record::append_json_string(out, rule.name);
+        out += R"(,"group":)";
+        out += record::encoded_values_json(window.group, rule.group.size());
+        fmt::format_to(std::back_inserter(out), R"(,"window":{{"start":"{}","end":"{}"}})",
+                       format_rfc3339(start), format_rfc3339(end));
+        if (window.part > 0) fmt::format_to(std::back_inserter(out), R"(,"part":{})", window.part);
+        fmt::format_to(std::back_inserter(out), R"(,"count":{},"first_at":"{}","last_at":"{}")",
+                       window.count, format_rfc3339(window.first_at),
+                       format_rfc3339(window.last_at));
+        out += R"(,"members":[)";
+        for (std::size_t i = 0; i < window.positions.size(); ++i) {
+            if (i > 0) out += ',';
+            record::append_json_string(out, window.positions[i]);
+        }
+        out += ']';
+        if (window.count > window.positions.size())
+            fmt::format_to(std::back_inserter(out), R"(,"members_more":{})",
+                           window.count - window.positions.size());
+        out += '}';
+    }
+
+    simdjson::dom::parser m_parser;
+    std::string m_annotations;
+};
 
 std::string describe_window(const WindowState& window, const MergeRule& rule) {
     auto end =
@@ -343,6 +441,7 @@ private:
         merger.max_lateness = options.max_lateness;
         merger.max_open = options.max_open;
         merger.zone = options.zone;
+        merger.track_changes = !options.output_path.empty();
         if (options.preview) merger.preview_members = 20;
         return merger;
     }
@@ -390,17 +489,17 @@ private:
         const auto& rule = m_options.rules[outcome.rule];
         auto& counts = m_counts[outcome.rule];
         ++counts.in;
-        m_position = fmt::format("{}:{}", *record.source, record.line);
         Member member;
         member.rule = outcome.rule;
         member.group =
             std::string_view(m_block->texts).substr(outcome.group_at, outcome.group_size);
         member.time = outcome.time.value_or(m_block_now);
         member.bytes = record.bytes;
-        member.position = m_position;
+        member.source = record.source;
+        member.line = record.line;
         member.values = m_block->values.data() + outcome.values_at;
-        auto ids = m_merger.add(member);
-        if (ids.empty()) {
+        auto& ids = m_ids;
+        if (m_merger.add(member, m_members ? &ids : nullptr) == 0) {
             ++counts.late;
             route_late(outcome, record, rule, member.time);
         } else {
@@ -440,7 +539,7 @@ private:
             record::append_json_string(m_member, format_rfc3339(*watermark));
         }
         m_member += R"(,"source":)";
-        record::append_json_string(m_member, m_position);
+        record::append_json_string(m_member, fmt::format("{}:{}", *record.source, record.line));
         m_member += '}';
         record::write_annotated(*m_late, record.bytes, outcome.has_annotations, m_member);
     }
@@ -453,7 +552,7 @@ private:
                 preview(window, rule);
                 continue;
             }
-            m_output->write_record(merged_json(window, rule).dump());
+            m_output->write_record(m_renderer.render(window, rule));
         }
     }
 
@@ -462,7 +561,7 @@ private:
     void preview(const WindowState& window, const MergeRule& rule) {
         if (window.count < 2 || m_previewed >= m_options.preview_limit) return;
         ++m_previewed;
-        auto merged = merged_json(window, rule).dump();
+        auto merged = m_renderer.render(window, rule);
         if (m_options.preview_format == PreviewFormat::table) {
             m_output->write(describe_window(window, rule) + "\n");
             for (const auto& member : window.held)
@@ -537,6 +636,7 @@ private:
             summary.counts.emplace_back("unkeyed", m_unkeyed);
         summary.counts.emplace_back("rejected", m_run.rejects().count());
         summary.counts.emplace_back("peak_open_windows", m_merger.peak_open());
+        summary.counts.emplace_back("peak_open_bytes", m_merger.peak_open_bytes());
         auto in = m_run.records();
         summary.ratios.emplace_back(
             "drop_rate",
@@ -578,9 +678,10 @@ private:
     Merger m_merger;
     Run m_run;
     std::vector<RuleCounts> m_counts;
-    const BlockResult* m_block = nullptr;
+    Renderer m_renderer;
+    std::vector<std::string> m_ids; // the windows a member joined (with --members)
+    BlockResult* m_block = nullptr;
     Timestamp m_block_now;
-    std::string m_position;
     std::string m_member;
     std::uint64_t m_since_commit = 0;
     std::uint64_t m_bypassed = 0, m_unmatched_count = 0, m_unkeyed = 0, m_restored = 0;

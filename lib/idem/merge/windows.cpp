@@ -43,7 +43,7 @@ Number number_of(std::string_view text) {
     return number;
 }
 
-void accumulate(Accumulator& accumulator, const Aggregate& aggregate, const Value& value) {
+void accumulate(Accumulator& accumulator, const Aggregate& aggregate, Value& value) {
     if (aggregate.function == Function::count) {
         ++accumulator.n;
         return;
@@ -52,20 +52,20 @@ void accumulate(Accumulator& accumulator, const Aggregate& aggregate, const Valu
     ++accumulator.n;
     switch (aggregate.function) {
     case Function::first:
-        if (!accumulator.first.present) accumulator.first = value;
+        if (!accumulator.first.present) accumulator.first = std::move(value);
         break;
     case Function::last:
-        accumulator.last = value;
+        accumulator.last = std::move(value);
         break;
     case Function::append:
-        accumulator.items.push_back(value);
+        accumulator.items.push_back(std::move(value));
         break;
     case Function::distinct: {
         bool seen =
             std::any_of(accumulator.items.begin(), accumulator.items.end(), [&](const Value& item) {
                 return item.type == value.type && item.text == value.text;
             });
-        if (!seen) accumulator.items.push_back(value);
+        if (!seen) accumulator.items.push_back(std::move(value));
         break;
     }
     case Function::concat:
@@ -163,10 +163,10 @@ std::string serialize(const WindowState& window) {
     Json held = Json::array();
     for (const auto& bytes : window.held)
         held.push_back(bytes_of(bytes));
-    Json json =
-        Json::array({window.rule, bytes_of(window.group), micros(window.start), micros(window.end),
-                     window.part, window.opened, window.count, micros(window.first_at),
-                     micros(window.last_at), bytes_of(window.base), positions, held, accumulators});
+    Json json = Json::array({window.rule, bytes_of(window.group), micros(window.start),
+                             micros(window.end), window.part, window.opened, window.count,
+                             micros(window.first_at), micros(window.last_at), bytes_of(window.base),
+                             positions, held, accumulators, window.kept_bytes, window.bytes});
     auto cbor = Json::to_cbor(json);
     return std::string(cbor.begin(), cbor.end());
 }
@@ -190,6 +190,8 @@ WindowState deserialize(std::string_view bytes) {
         window.held.push_back(text_of(member));
     for (const auto& accumulator : json.at(12))
         window.accumulators.push_back(accumulator_from_json(accumulator));
+    window.kept_bytes = json.at(13).get<std::uint64_t>();
+    window.bytes = json.at(14).get<std::uint64_t>();
     window.touched = std::chrono::steady_clock::now();
     return window;
 }
@@ -206,10 +208,10 @@ std::string window_id(const std::string& rule_name, const WindowState& window) {
 Merger::Merger(const std::vector<MergeRule>& rules, MergerOptions options)
     : m_rules(rules), m_options(std::move(options)) {}
 
-std::string Merger::key_of(std::size_t rule, std::string_view group,
-                           std::optional<Timestamp> start) const {
-    std::string key;
-    key.reserve(group.size() + 16);
+const std::string& Merger::key_of(std::size_t rule, std::string_view group,
+                                  std::optional<Timestamp> start) {
+    auto& key = m_key;
+    key.clear();
     auto rule_number = static_cast<std::uint32_t>(rule);
     key.append(reinterpret_cast<const char*>(&rule_number), sizeof rule_number);
     key.append(group);
@@ -228,10 +230,10 @@ Timestamp Merger::align(Timestamp time, Duration size) const {
     return Timestamp(floored - offset);
 }
 
-WindowState& Merger::open_window(const Member& member, std::string key, Timestamp start,
+WindowState& Merger::open_window(const Member& member, const std::string& key, Timestamp start,
                                  Timestamp end) {
     if (m_open.size() >= m_options.max_open)
-        throw InputError({std::string(member.position), 0, 0, 0},
+        throw InputError({member.source ? *member.source : std::string(), member.line, 0, 0},
                          fmt::format("merge holds {} open windows here, the most --max-open "
                                      "allows: shorten the windows, lower --max-lateness, or "
                                      "raise --max-open",
@@ -244,7 +246,7 @@ WindowState& Merger::open_window(const Member& member, std::string key, Timestam
     window.opened = m_opened++;
     if (auto part = m_next_part.find(key); part != m_next_part.end()) window.part = part->second;
     window.accumulators.resize(m_rules[member.rule].aggregates.size());
-    auto [slot, inserted] = m_open.emplace(std::move(key), std::move(window));
+    auto [slot, inserted] = m_open.emplace(key, std::move(window));
     (void)inserted;
     m_peak_open = std::max(m_peak_open, m_open.size());
     return slot->second;
@@ -252,6 +254,7 @@ WindowState& Merger::open_window(const Member& member, std::string key, Timestam
 
 void Merger::join(WindowState& window, const Member& member) {
     const auto& rule = m_rules[member.rule];
+    auto before = window.bytes;
     ++window.count;
     if (window.count == 1) {
         window.first_at = window.last_at = member.time;
@@ -261,10 +264,26 @@ void Merger::join(WindowState& window, const Member& member) {
         window.last_at = std::max(window.last_at, member.time);
         if (rule.base == Base::last) window.base.assign(member.bytes);
     }
-    if (window.positions.size() < k_positions_kept) window.positions.emplace_back(member.position);
+    if (window.positions.size() < k_positions_kept)
+        window.positions.push_back(
+            fmt::format("{}:{}", member.source ? *member.source : std::string(), member.line));
     if (window.held.size() < m_options.preview_members) window.held.emplace_back(member.bytes);
+    // Counted before accumulate() moves the values in: what the window
+    // keeps of each member (append, distinct, concat), its base, evidence.
+    for (std::size_t i = 0; i < rule.aggregates.size(); ++i) {
+        auto function = rule.aggregates[i].function;
+        if (function == Function::append || function == Function::distinct ||
+            function == Function::concat)
+            window.kept_bytes += member.values[i].text.size() + sizeof(Value);
+    }
     for (std::size_t i = 0; i < rule.aggregates.size(); ++i)
         accumulate(window.accumulators[i], rule.aggregates[i], member.values[i]);
+    window.bytes = sizeof(WindowState) + window.group.size() + window.base.size() +
+                   window.kept_bytes + window.positions.size() * 48;
+    for (const auto& held : window.held)
+        window.bytes += held.size();
+    m_open_bytes += window.bytes - before;
+    m_peak_bytes = std::max(m_peak_bytes, m_open_bytes);
     window.touched = std::chrono::steady_clock::now();
 }
 
@@ -272,13 +291,15 @@ void Merger::schedule(const std::string& key, const WindowState& window) {
     m_close_queue.emplace(Ordered{window.end, window.opened}, key);
 }
 
-std::vector<std::string> Merger::add(const Member& member) {
+std::size_t Merger::add(const Member& member, std::vector<std::string>* ids) {
     const auto& rule = m_rules[member.rule];
-    std::vector<std::string> joined;
+    std::size_t joined = 0;
+    if (ids) ids->clear();
     auto finish_join = [&](const std::string& key, WindowState& window, bool closes_in_queue) {
         join(window, member);
-        joined.push_back(window_id(rule.name, window));
-        m_dirty.insert(key);
+        ++joined;
+        if (ids) ids->push_back(window_id(rule.name, window));
+        mark_dirty(key);
         if (closes_in_queue) schedule(key, window);
         if (rule.max_count > 0 && window.count >= rule.max_count) {
             m_next_part[key] = window.part + 1;
@@ -287,8 +308,8 @@ std::vector<std::string> Merger::add(const Member& member) {
     };
     if (rule.window.kind == WindowKind::session) {
         auto gap = rule.window.gap;
-        auto key = key_of(member.rule, member.group, std::nullopt);
-        auto found = m_open.find(key);
+        const auto& key = key_of(member.rule, member.group, std::nullopt);
+        auto found = m_open.find(std::string_view(key));
         if (found != m_open.end()) {
             auto& session = found->second;
             auto first = std::min(session.first_at, member.time);
@@ -330,8 +351,8 @@ std::vector<std::string> Merger::add(const Member& member) {
     for (auto start = align(member.time, every); start > member.time - size; start -= every) {
         auto end = start + size;
         if (m_watermark && end <= *m_watermark) continue; // that window has closed
-        auto key = key_of(member.rule, member.group, start);
-        auto found = m_open.find(key);
+        const auto& key = key_of(member.rule, member.group, start);
+        auto found = m_open.find(std::string_view(key));
         if (found == m_open.end()) {
             auto& window = open_window(member, key, start, end);
             finish_join(key, window, true);
@@ -345,6 +366,7 @@ std::vector<std::string> Merger::add(const Member& member) {
 void Merger::close(const std::string& key) {
     auto found = m_open.find(key);
     if (found == m_open.end()) return;
+    m_open_bytes -= std::min(m_open_bytes, found->second.bytes);
     m_closed.push_back(std::move(found->second));
     m_open.erase(found);
     m_dirty.erase(key);
@@ -424,6 +446,18 @@ Merger::Changes Merger::drain_changes() {
 
 void Merger::restore(const std::vector<std::pair<std::string, std::string>>& windows,
                      std::string_view meta) {
+    try {
+        restore_unchecked(windows, meta);
+    } catch (const Json::exception& error) {
+        throw StoreError(fmt::format("the open windows a killed merge left in the store are "
+                                     "damaged ({}): remove -o FILE's checkpoint by starting "
+                                     "with another --scope",
+                                     error.what()));
+    }
+}
+
+void Merger::restore_unchecked(const std::vector<std::pair<std::string, std::string>>& windows,
+                               std::string_view meta) {
     if (!meta.empty()) {
         auto json = Json::from_cbor(meta.begin(), meta.end());
         if (!json.at(0).is_null()) m_latest = from_micros(json.at(0).get<std::int64_t>());
@@ -439,6 +473,7 @@ void Merger::restore(const std::vector<std::pair<std::string, std::string>>& win
             throw StoreError("the open windows a killed merge left were made by other rules: "
                              "run with the same rules, or remove -o FILE to start anew");
         schedule(key, window);
+        m_open_bytes += window.bytes;
         m_open.emplace(key, std::move(window));
     }
     m_peak_open = std::max(m_peak_open, m_open.size());

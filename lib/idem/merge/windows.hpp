@@ -33,9 +33,12 @@ struct Member {
     std::size_t rule = 0;
     std::string_view group; // the group values, encoded (record/key.hpp)
     Timestamp time;
-    std::string_view bytes;        // the record, for the base and previews
-    std::string_view position;     // "file:line", for the evidence
-    const Value* values = nullptr; // one per aggregate of the rule
+    std::string_view bytes; // the record, for the base and previews
+    // Where it was, for the evidence ("file:line").
+    const std::string* source = nullptr;
+    std::uint64_t line = 0;
+    // One per aggregate of the rule; the merger may move from them.
+    Value* values = nullptr;
 };
 
 // One aggregate's running value.
@@ -64,6 +67,8 @@ struct WindowState {
     std::vector<std::string> positions; // "file:line", capped
     std::vector<std::string> held;      // --preview: the members' bytes, capped
     std::vector<Accumulator> accumulators;
+    std::uint64_t bytes = 0;      // about what it holds, for the memory figures
+    std::uint64_t kept_bytes = 0; // of that, the members' values it keeps
     // Not saved: when it opened or last grew, by the wall clock, to close
     // it on live input gone quiet.
     std::chrono::steady_clock::time_point touched;
@@ -81,6 +86,7 @@ struct MergerOptions {
     std::uint64_t max_open = 1'000'000;
     std::size_t preview_members = 0; // --preview: member bytes kept per window
     std::optional<TimeZone> zone;    // tumbling and sliding windows aligned to this zone's clock
+    bool track_changes = false;      // for drain_changes() (with -o)
 };
 
 class Merger {
@@ -88,10 +94,10 @@ public:
     Merger(const std::vector<MergeRule>& rules, MergerOptions options);
 
     // Adds a member to every window of its rule and group its time falls
-    // in. Returns the ids of the windows it joined, empty when every one had
-    // closed (a late record). May close windows (max_count, max_span).
-    // Throws InputError past max_open.
-    std::vector<std::string> add(const Member& member);
+    // in, and returns how many it joined: 0 when every one had closed (a
+    // late record). With `ids`, their ids go there. May close windows
+    // (max_count, max_span). Throws InputError past max_open.
+    std::size_t add(const Member& member, std::vector<std::string>* ids = nullptr);
 
     // The event time moved on: the watermark is the latest time seen minus
     // max_lateness, and every window that ends at or before it closes.
@@ -107,6 +113,9 @@ public:
 
     [[nodiscard]] std::size_t open_windows() const { return m_open.size(); }
     [[nodiscard]] std::size_t peak_open() const { return m_peak_open; }
+    // About the bytes the open windows hold (bases, kept values, evidence),
+    // at most so far: what --max-open bounds.
+    [[nodiscard]] std::uint64_t peak_open_bytes() const { return m_peak_bytes; }
     [[nodiscard]] std::optional<Timestamp> watermark() const { return m_watermark; }
 
     // Persistence (with -o): what changed since the last call, as opaque
@@ -127,18 +136,33 @@ private:
         friend auto operator<=>(const Ordered&, const Ordered&) = default;
     };
 
-    WindowState& open_window(const Member& member, std::string key, Timestamp start, Timestamp end);
+    struct KeyHash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view key) const noexcept {
+            return std::hash<std::string_view>{}(key);
+        }
+    };
+    using OpenWindows = std::unordered_map<std::string, WindowState, KeyHash, std::equal_to<>>;
+
+    WindowState& open_window(const Member& member, const std::string& key, Timestamp start,
+                             Timestamp end);
     void join(WindowState& window, const Member& member);
+    void mark_dirty(const std::string& key) {
+        if (m_options.track_changes) m_dirty.insert(key);
+    }
     void close(const std::string& key);
     void schedule(const std::string& key, const WindowState& window);
     void close_until(Timestamp watermark);
+    void restore_unchecked(const std::vector<std::pair<std::string, std::string>>& windows,
+                           std::string_view meta);
     [[nodiscard]] Timestamp align(Timestamp time, Duration size) const;
-    [[nodiscard]] std::string key_of(std::size_t rule, std::string_view group,
-                                     std::optional<Timestamp> start) const;
+    // The key of a window, built in m_key (valid until the next call).
+    const std::string& key_of(std::size_t rule, std::string_view group,
+                              std::optional<Timestamp> start);
 
     const std::vector<MergeRule>& m_rules;
     MergerOptions m_options;
-    std::unordered_map<std::string, WindowState> m_open;
+    OpenWindows m_open;
     std::map<Ordered, std::string> m_close_queue; // by close time; sessions re-queued as they grow
     std::unordered_map<std::string, std::uint64_t> m_next_part;
     std::vector<WindowState> m_closed;
@@ -146,6 +170,7 @@ private:
     std::optional<Timestamp> m_watermark;
     std::uint64_t m_opened = 0;
     std::size_t m_peak_open = 0;
+    std::uint64_t m_open_bytes = 0, m_peak_bytes = 0;
     std::set<std::string> m_dirty;
     std::vector<std::string> m_removed;
     std::string m_key; // reused

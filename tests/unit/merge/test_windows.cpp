@@ -18,7 +18,7 @@ Timestamp at(const char* text) {
 
 MergeRule rule_with(WindowSpec window, std::string_view aggregates = "n=count(),total=sum(v)") {
     MergeRule rule;
-    rule.name = "r";
+    rule.name = std::string(1, 'r');
     rule.group = {record::FieldPath::parse("g")};
     rule.window = window;
     rule.aggregates = parse_aggregates(aggregates);
@@ -32,6 +32,7 @@ struct Feeder {
     Merger& merger;
     std::size_t merger_aggregates;
     std::vector<std::vector<Value>> values; // kept alive while the merger reads them
+    std::string source = "in";
     int line = 0;
     std::vector<std::string> add(std::string_view group, const char* time, const char* v = "1") {
         // Slot 0 is count(); every other aggregate reads the number.
@@ -42,10 +43,12 @@ struct Feeder {
         member.group = group;
         member.time = at(time);
         member.bytes = R"({"g":"x"})";
-        auto position = "in:" + std::to_string(++line);
-        member.position = position;
+        member.source = &source;
+        member.line = static_cast<std::uint64_t>(++line);
         member.values = member_values.data();
-        auto ids = merger.add(member);
+        std::vector<std::string> ids;
+        auto joined = merger.add(member, &ids);
+        CHECK(joined == ids.size());
         merger.advance(member.time);
         return ids;
     }
@@ -173,7 +176,9 @@ TEST_CASE("windows aligned to a zone's clock start at its midnight") {
 TEST_CASE("open windows saved and restored close as if the run had never stopped") {
     std::vector<MergeRule> rules{rule_with({WindowKind::tumbling, std::chrono::minutes(5)},
                                            "n=count(),total=sum(v),vs=distinct(v)")};
-    Merger first(rules, {});
+    MergerOptions tracked;
+    tracked.track_changes = true;
+    Merger first(rules, tracked);
     Feeder feed(first, 3);
     feed.add("a", "2026-11-30T08:00:00Z", "1.5");
     feed.add("b", "2026-11-30T08:01:00Z", "2");
