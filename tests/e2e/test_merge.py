@@ -83,8 +83,13 @@ def merged_key(record):
 
 
 def conserved(test, summary):
+    """Every record is accounted for, in all and per rule."""
     test.assertEqual(summary["in"], summary["merged"] + summary["bypassed"] + summary["late"]
                      + summary["unmatched"] + summary.get("unkeyed", 0) + summary["rejected"], summary)
+    test.assertEqual(summary["merged_away"], max(0, summary["merged"] - summary.get("out", summary.get("would_be_out"))))
+    if summary.get("unkeyed", 0) == 0:
+        for rule in summary.get("rules", []):
+            test.assertEqual(rule["merged"] + rule["bypassed"] + rule["late"] + rule["rejected"], rule["in"], rule)
 
 
 class SeedRules(unittest.TestCase):
@@ -259,6 +264,28 @@ class Routing(unittest.TestCase):
         self.assertEqual([m["n"] for m in preview["members"]], [0, 1, 2])
         self.assertEqual(preview["merged"]["_idem"]["merge"]["count"], 3)
         self.assertEqual(summary_of(err)["would_be_out"], 2)
+
+
+class LiveInput(unittest.TestCase):
+    def test_on_a_quiet_pipe_windows_close_by_the_wall_clock(self):
+        import subprocess
+        import time
+        from harness import IDEM
+        process = subprocess.Popen([IDEM, "merge", "--group", "g", "--window", "1s", "-q"], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            process.stdin.write(ndjson([{"g": "a", "n": 1}, {"g": "a", "n": 2}]))
+            process.stdin.flush()
+            # The records' time is when they were read; nothing newer comes,
+            # so only the wall clock can close their window.
+            started = time.monotonic()
+            line = process.stdout.readline()
+            self.assertLess(time.monotonic() - started, 10)
+            self.assertEqual(json.loads(line)["_idem"]["merge"]["count"], 2)
+        finally:
+            process.stdin.close()
+            process.wait(timeout=10)
+        self.assertEqual(process.returncode, 0)
 
 
 class Errors(unittest.TestCase):

@@ -116,23 +116,25 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result
         return;
     }
     outcome.has_annotations = parser.has_annotations();
-    for (const auto& condition : options.bypass)
-        if (holds(parser, condition)) {
-            outcome.kind = Outcome::Kind::bypass;
-            return;
-        }
     const auto& rules = options.rules;
     std::size_t rule = 0;
     for (; rule < rules.size(); ++rule)
         if (std::all_of(rules[rule].match.begin(), rules[rule].match.end(),
                         [&](const Condition& condition) { return holds(parser, condition); }))
             break;
+    if (rule < rules.size()) {
+        outcome.rule = static_cast<std::uint32_t>(rule);
+        outcome.has_rule = true; // a bypassed record counts for the rule it would have gone to
+    }
+    for (const auto& condition : options.bypass)
+        if (holds(parser, condition)) {
+            outcome.kind = Outcome::Kind::bypass;
+            return;
+        }
     if (rule == rules.size()) {
         outcome.kind = Outcome::Kind::unmatched;
         return;
     }
-    outcome.rule = static_cast<std::uint32_t>(rule);
-    outcome.has_rule = true;
     auto time = record::event_time(parser, options.time_field ? &*options.time_field : nullptr);
     if (time.failed()) {
         outcome.kind = Outcome::Kind::bad_field;
@@ -462,6 +464,10 @@ private:
             return;
         case Outcome::Kind::bypass:
             ++m_bypassed;
+            if (outcome.has_rule) {
+                ++m_counts[outcome.rule].in;
+                ++m_counts[outcome.rule].bypassed;
+            }
             if (!m_options.preview) {
                 m_member.assign(R"("merge":{"bypassed":true})");
                 record::write_annotated(*m_output, record.bytes, outcome.has_annotations, m_member);
@@ -628,6 +634,8 @@ private:
         if (m_run.resume_point() > 0) summary.counts.emplace_back("resumed", m_run.skipped());
         if (m_restored > 0) summary.counts.emplace_back("restored_windows", m_restored);
         summary.counts.emplace_back("merged", total.merged);
+        summary.counts.emplace_back("merged_away",
+                                    total.merged > total.out ? total.merged - total.out : 0);
         summary.counts.emplace_back(m_options.preview ? "would_be_out" : "out", total.out);
         summary.counts.emplace_back("bypassed", m_bypassed);
         summary.counts.emplace_back("late", total.late);
@@ -655,6 +663,8 @@ private:
                                {"late", counts.late},
                                {"rejected", counts.rejected}};
                 auto away = counts.merged > counts.out ? counts.merged - counts.out : 0;
+                part.counts.insert(part.counts.begin() + 2, {"merged_away", away});
+                part.counts.insert(part.counts.begin() + 4, {"bypassed", counts.bypassed});
                 part.ratios.emplace_back("drop_rate", counts.in == 0
                                                           ? 0.0
                                                           : static_cast<double>(away) /
