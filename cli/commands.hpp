@@ -12,6 +12,7 @@ void register_sign(CLI::App& app, std::function<int()>& action);
 void register_dedup(CLI::App& app, std::function<int()>& action);
 void register_reorder(CLI::App& app, std::function<int()>& action);
 void register_merge(CLI::App& app, std::function<int()>& action);
+void register_states(CLI::App& app, std::function<int()>& action);
 void register_audit(CLI::App& app, std::function<int()>& action);
 void register_listen(CLI::App& app, std::function<int()>& action);
 void register_replay(CLI::App& app, std::function<int()>& action);

@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
     idem::cli::register_dedup(app, action);
     idem::cli::register_reorder(app, action);
     idem::cli::register_merge(app, action);
+    idem::cli::register_states(app, action);
     idem::cli::register_audit(app, action);
     idem::cli::register_listen(app, action);
     idem::cli::register_replay(app, action);

@@ -1,5 +1,5 @@
 """The crash guarantee (docs/architecture.md): for every subcommand that
-writes -o FILE (dedup, reorder, merge, and audit's report), a SIGKILL at any of dozens of points followed by a rerun
+writes -o FILE (dedup, reorder, merge, states, and audit's report), a SIGKILL at any of dozens of points followed by a rerun
 over the same input leaves exactly the outputs of one clean run. One
 harness (harness.KillAndRerun) runs them all."""
 import json
@@ -103,6 +103,24 @@ class Merge(unittest.TestCase):
                 ndjson(seed_stream(count=120000, seed=9, disorder=25)), seed=13)
             harness.run_through()
             self.assertGreater(len(harness.read("clean", "--late")), 0)  # some arrived too late
+
+
+class States(unittest.TestCase):
+    def test_killed_at_many_points_entities_and_waiting_events_resume_exactly(self):
+        from test_states import MACHINE, order_streams
+        with tempfile.TemporaryDirectory() as tmp:
+            machine = os.path.join(tmp, "orders.yaml")
+            with open(machine, "w") as f:
+                f.write(MACHINE)
+            harness = KillAndRerun(
+                self, tmp,
+                ["states", "--entity", "order_id", "--state", "status", "--event", "op", "--version-field",
+                 "version", "--max-lateness", "30s", "--time-field", "ts", "--stuck-after", "1h", "--machine",
+                 machine, "-q", "--threads", "1", "--batch", "300", "--fail-on", "none"],
+                {"-o": "out.ndjson", "--invalid": "invalid.ndjson"},
+                ndjson(order_streams(entities=12000, seed=21)), seed=17)
+            harness.run_through()
+            self.assertGreater(len(harness.read("clean", "--invalid")), 0)
 
 
 class Audit(unittest.TestCase):

@@ -3,8 +3,8 @@
 
 #include "idem/reorder/detail/judge.hpp"
 
+#include "idem/order/order_key.hpp"
 #include "idem/record/event_time.hpp"
-#include "idem/reorder/order_key.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -38,14 +38,14 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockOutcome& resul
                          std::move(failure->message));
     if (options.sequence_field) {
         auto value = parser.find(*options.sequence_field);
-        auto sequence = value ? parse_sequence(*value) : std::nullopt;
+        auto sequence = value ? order::parse_sequence(*value) : std::nullopt;
         if (!sequence)
             return describe_bad(result, outcome, *options.sequence_field, value,
                                 "a sequence number (an integer from 0 to 2^63-1)");
         outcome.key = {*sequence, 0};
     } else if (options.order_by) {
         auto value = parser.find(*options.order_by);
-        auto stamp = value ? parse_stamp(*value) : std::nullopt;
+        auto stamp = value ? order::parse_stamp(*value) : std::nullopt;
         if (!stamp)
             return describe_bad(result, outcome, *options.order_by, value,
                                 "a time (RFC 3339, epoch number, or <physical>.<logical>)");
@@ -60,7 +60,8 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockOutcome& resul
     }
     auto& partitions = result.partitions;
     auto offset = partitions.size();
-    if (const auto* missing = encode_partition(parser, options.partition_fields, partitions)) {
+    if (const auto* missing =
+            order::encode_partition(parser, options.partition_fields, partitions)) {
         partitions.resize(offset);
         return set_aside(result, outcome, Outcome::Kind::bad_field, 0,
                          fmt::format("missing partition field '{}'", missing->text()));

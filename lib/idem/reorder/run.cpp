@@ -2,10 +2,10 @@
 
 #include "idem/reorder/run.hpp"
 
+#include "idem/order/order_key.hpp"
 #include "idem/record/annotate.hpp"
 #include "idem/record/record_run.hpp"
 #include "idem/reorder/detail/judge.hpp"
-#include "idem/reorder/order_key.hpp"
 #include "idem/store/checkpoints.hpp"
 #include "idem/store/owned_outputs.hpp"
 #include "idem/store/sequencer_state.hpp"
@@ -162,7 +162,8 @@ private:
     const std::string& label_of(const Partition& partition) {
         auto [slot, inserted] = m_labels.try_emplace(&partition);
         if (inserted)
-            slot->second = partition_label(partition.key(), m_options.partition_fields.size());
+            slot->second =
+                order::partition_label(partition.key(), m_options.partition_fields.size());
         return slot->second;
     }
 

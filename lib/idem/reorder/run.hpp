@@ -8,16 +8,28 @@
 #include "idem/io/diagnostics.hpp"
 #include "idem/io/sink.hpp"
 #include "idem/io/summary.hpp"
+#include "idem/order/sequencer.hpp"
 #include "idem/record/field_path.hpp"
 #include "idem/record/input.hpp"
 #include "idem/record/rejects.hpp"
-#include "idem/reorder/sequencer.hpp"
 
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace idem::reorder {
+
+// The sequencer is shared (order/): reorder speaks its nouns.
+using order::HeldRecord;
+using order::Offer;
+using order::OrderKey;
+using order::OrderMode;
+using order::Partition;
+using order::Sequencer;
+using order::SequencerCounts;
+using order::SequencerEvents;
+using order::SequencerOptions;
+using order::Verdict;
 
 // At the end of the input: release what is held (in order, gaps reported),
 // or keep it in the store for the next run.

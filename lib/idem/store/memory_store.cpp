@@ -26,7 +26,8 @@ namespace {
 // is none to read back.
 class MemoryStore final
     : public detail::PlaysRoles<FingerprintStore, NonceStore, CheckpointStore, SequencerStore,
-                                HeldCopyStore, ReplayLedgerStore, VerdictStore, WindowStore> {
+                                HeldCopyStore, ReplayLedgerStore, VerdictStore, WindowStore,
+                                EntityStore> {
 public:
     NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
                            const NonceSighting& sighting, Duration window,
@@ -239,6 +240,26 @@ public:
 
     void clear_windows(std::string_view name) override { m_windows.erase(std::string(name)); }
 
+    std::vector<std::optional<std::string>>
+    load_entities(std::string_view scope, const std::vector<std::string>& entities) override {
+        std::vector<std::optional<std::string>> found(entities.size());
+        auto kept = m_entities.find(std::string(scope));
+        if (kept == m_entities.end()) return found;
+        for (std::size_t i = 0; i < entities.size(); ++i)
+            if (auto state = kept->second.find(entities[i]); state != kept->second.end())
+                found[i] = state->second;
+        return found;
+    }
+
+    void save_entities(std::string_view scope,
+                       const std::vector<std::pair<std::string, std::string>>& states) override {
+        auto& kept = m_entities[std::string(scope)];
+        for (const auto& [entity, state] : states)
+            kept[entity] = state;
+    }
+
+    void clear_entities(std::string_view scope) override { m_entities.erase(std::string(scope)); }
+
     void commit() override {}
     std::string describe() const override { return ":memory:"; }
 
@@ -269,6 +290,7 @@ private:
         std::string meta;
     };
     std::map<std::string, OpenWindows> m_windows;
+    std::map<std::string, std::unordered_map<std::string, std::string>> m_entities;
     std::map<std::string, std::map<std::uint64_t, HeldCopyRow>> m_held_copies;
     std::map<std::string, std::map<std::string, ReplayEntry>> m_replays;
     std::map<std::string, detail::FingerprintTable> m_fingerprints;

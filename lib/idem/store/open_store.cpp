@@ -48,6 +48,10 @@ WindowStore& Store::open_windows() {
     return require(window_role(), *this, "open windows");
 }
 
+EntityStore& Store::entity_states() {
+    return require(entity_role(), *this, "entity states");
+}
+
 std::unique_ptr<Store> open_store(const StoreLocation& location) {
     switch (location.kind) {
     case StoreKind::redis:

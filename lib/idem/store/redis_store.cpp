@@ -53,9 +53,10 @@ constexpr std::chrono::milliseconds k_lease{60'000};
 // Redis, single node or Cluster, playing every role. Writes that must land
 // together are queued (m_pending) and applied by commit() in one MULTI per
 // slot.
-class RedisStore final : public detail::PlaysRoles<FingerprintStore, EvidenceStore, NonceStore,
-                                                   CheckpointStore, SequencerStore, HeldCopyStore,
-                                                   ReplayLedgerStore, VerdictStore, WindowStore> {
+class RedisStore final
+    : public detail::PlaysRoles<FingerprintStore, EvidenceStore, NonceStore, CheckpointStore,
+                                SequencerStore, HeldCopyStore, ReplayLedgerStore, VerdictStore,
+                                WindowStore, EntityStore> {
 public:
     explicit RedisStore(const StoreLocation& location)
         : m_location(location),
@@ -513,6 +514,48 @@ public:
         m_pending.push_back({"DEL", windows_key(name)});
     }
 
+    // One hash per scope, "idem:states:{scope}": entity -> state.
+    std::vector<std::optional<std::string>>
+    load_entities(std::string_view scope, const std::vector<std::string>& entities) override {
+        apply_pending(); // states saved before must land before they are read
+        std::vector<std::optional<std::string>> found(entities.size());
+        constexpr std::size_t k_fields_per_command = 1000;
+        auto key = entities_key(scope);
+        for (std::size_t begin = 0; begin < entities.size(); begin += k_fields_per_command) {
+            auto end = std::min(entities.size(), begin + k_fields_per_command);
+            std::vector<std::string> arguments{"HMGET", key};
+            arguments.insert(arguments.end(), entities.begin() + static_cast<long>(begin),
+                             entities.begin() + static_cast<long>(end));
+            auto reply = m_redis.command(arguments, key);
+            for (std::size_t i = begin; i < end && i - begin < reply->elements; ++i) {
+                const auto* value = reply->element[i - begin];
+                if (value->type == REDIS_REPLY_STRING)
+                    found[i] = std::string(value->str, value->len);
+            }
+        }
+        return found;
+    }
+
+    // Queued, and applied in one MULTI/EXEC by commit().
+    void save_entities(std::string_view scope,
+                       const std::vector<std::pair<std::string, std::string>>& states) override {
+        constexpr std::size_t k_fields_per_command = 1000;
+        auto key = entities_key(scope);
+        for (std::size_t begin = 0; begin < states.size(); begin += k_fields_per_command) {
+            std::vector<std::string> arguments{"HSET", key};
+            for (std::size_t i = begin; i < std::min(states.size(), begin + k_fields_per_command);
+                 ++i) {
+                arguments.push_back(states[i].first);
+                arguments.push_back(states[i].second);
+            }
+            m_pending.push_back(std::move(arguments));
+        }
+    }
+
+    void clear_entities(std::string_view scope) override {
+        m_pending.push_back({"DEL", entities_key(scope)});
+    }
+
     void clear_held_copies(std::string_view name) override {
         m_pending.push_back({"DEL", detail::held_copies_key(name)});
         clear_reorder_state(detail::legacy_held_copies_scope(name));
@@ -745,6 +788,10 @@ return redis.call('PEXPIREAT', KEYS[1], ARGV[1])
         }
         m_pending.clear();
         m_redis.transact(commands);
+    }
+
+    static std::string entities_key(std::string_view scope) {
+        return fmt::format("idem:states:{{{}}}", scope);
     }
 
     static std::string windows_key(std::string_view name) {

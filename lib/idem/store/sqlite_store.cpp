@@ -49,9 +49,10 @@ constexpr int k_claims_per_transaction = 4096;
 // thread of their own (detail::SqliteFingerprintLog): every other statement
 // first lets it finish (reading()), and one that writes opens the
 // transaction commit() ends (writing()).
-class SqliteStore final : public detail::PlaysRoles<FingerprintStore, EvidenceStore, NonceStore,
-                                                    CheckpointStore, SequencerStore, HeldCopyStore,
-                                                    ReplayLedgerStore, VerdictStore, WindowStore> {
+class SqliteStore final
+    : public detail::PlaysRoles<FingerprintStore, EvidenceStore, NonceStore, CheckpointStore,
+                                SequencerStore, HeldCopyStore, ReplayLedgerStore, VerdictStore,
+                                WindowStore, EntityStore> {
 public:
     explicit SqliteStore(const StoreLocation& location) : m_name(location.path) {
         disable_memory_statistics();
@@ -111,6 +112,8 @@ public:
         m_verdicts.reset();
         m_held_copies.reset();
         m_windows.reset();
+        m_entity_lookup.reset();
+        m_entity_save.reset();
         if (m_in_transaction) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
         m_in_transaction = false;
         sqlite3_close(m_db);
@@ -401,6 +404,54 @@ public:
         m_windows->clear(name);
     }
 
+    std::vector<std::optional<std::string>>
+    load_entities(std::string_view scope, const std::vector<std::string>& entities) override {
+        // One transaction for the whole batch, as load_partitions.
+        writing();
+        if (!m_entity_lookup)
+            m_entity_lookup = std::make_unique<Statement>(
+                m_db, "SELECT state FROM state_entities WHERE scope = ?1 AND entity = ?2", m_name);
+        std::vector<std::optional<std::string>> found(entities.size());
+        auto* statement = m_entity_lookup->get();
+        for (std::size_t i = 0; i < entities.size(); ++i) {
+            sqlite3_reset(statement);
+            detail::bind_text(statement, 1, scope);
+            detail::bind_blob(statement, 2, entities[i]);
+            int result = sqlite3_step(statement);
+            if (result == SQLITE_ROW)
+                found[i] = detail::column_bytes(statement, 0);
+            else if (result != SQLITE_DONE)
+                throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_db)));
+        }
+        sqlite3_reset(statement);
+        return found;
+    }
+
+    void save_entities(std::string_view scope,
+                       const std::vector<std::pair<std::string, std::string>>& states) override {
+        if (states.empty()) return;
+        writing();
+        if (!m_entity_save)
+            m_entity_save = std::make_unique<Statement>(
+                m_db,
+                "INSERT OR REPLACE INTO state_entities(scope, entity, state) VALUES(?1, ?2, ?3)",
+                m_name);
+        auto* statement = m_entity_save->get();
+        for (const auto& [entity, state] : states) {
+            detail::bind_text(statement, 1, scope);
+            detail::bind_blob(statement, 2, entity);
+            detail::bind_blob(statement, 3, state);
+            step_done(statement);
+        }
+    }
+
+    void clear_entities(std::string_view scope) override {
+        writing();
+        Statement statement(m_db, "DELETE FROM state_entities WHERE scope = ?1", m_name);
+        detail::bind_text(statement.get(), 1, scope);
+        step_done(statement.get());
+    }
+
     void commit() override {
         reading();
         if (!m_in_transaction) return;
@@ -505,6 +556,7 @@ private:
     std::unique_ptr<detail::SqliteReplayLedger> m_replay;
     std::unique_ptr<detail::SqliteHeldCopies> m_held_copies;
     std::unique_ptr<detail::SqliteOpenWindows> m_windows;
+    std::unique_ptr<Statement> m_entity_lookup, m_entity_save;
     bool m_in_transaction = false;
     int m_pending = 0;
 };

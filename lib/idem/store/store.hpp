@@ -3,8 +3,8 @@
 // a SQLite file by default, ":memory:", or redis://host:port[/db]. A backend
 // hands out one small interface per role it plays (fingerprints, evidence,
 // nonces, checkpoints, sequencer state, held copies, the replay ledger,
-// verdicts, open windows); asking for a role it does not play is a StoreError that says
-// so. No SQL or Redis command appears outside this module.
+// verdicts, open windows, entity states); asking for a role it does not play is a StoreError that
+// says so. No SQL or Redis command appears outside this module.
 
 #include "idem/store/location.hpp"
 #include "idem/util/time.hpp"
@@ -25,6 +25,7 @@ class HeldCopyStore;
 class ReplayLedgerStore;
 class VerdictStore;
 class WindowStore;
+class EntityStore;
 
 class Store {
 public:
@@ -40,6 +41,7 @@ public:
     [[nodiscard]] ReplayLedgerStore& replay_ledger();
     [[nodiscard]] VerdictStore& verdicts();
     [[nodiscard]] WindowStore& open_windows();
+    [[nodiscard]] EntityStore& entity_states();
 
     // Makes everything every role saved so far durable, in one transaction
     // per store (per slot on a Redis Cluster). Throws StoreError.
@@ -65,6 +67,7 @@ protected:
     virtual ReplayLedgerStore* replay_ledger_role() { return nullptr; }
     virtual VerdictStore* verdict_role() { return nullptr; }
     virtual WindowStore* window_role() { return nullptr; }
+    virtual EntityStore* entity_role() { return nullptr; }
 };
 
 // Opens (and creates or migrates) the store. Throws StoreError naming it.

@@ -5,6 +5,7 @@
 // (the accessor's "does not keep" error) for the others.
 
 #include "idem/store/checkpoints.hpp"
+#include "idem/store/entity_states.hpp"
 #include "idem/store/fingerprints.hpp"
 #include "idem/store/held_copies.hpp"
 #include "idem/store/nonces.hpp"
@@ -29,6 +30,7 @@ protected:
     ReplayLedgerStore* replay_ledger_role() override { return role<ReplayLedgerStore>(); }
     VerdictStore* verdict_role() override { return role<VerdictStore>(); }
     WindowStore* window_role() override { return role<WindowStore>(); }
+    EntityStore* entity_role() override { return role<EntityStore>(); }
 
 private:
     template <typename Role> Role* role() {

@@ -132,8 +132,16 @@ inline constexpr const char* k_migrations[] = {
     "  state BLOB NOT NULL,"
     "  PRIMARY KEY (name, key)"
     ");",
+    // v9: `states`: each entity's last state and version, per scope (the
+    // state encoded by states/).
+    "CREATE TABLE state_entities ("
+    "  scope TEXT NOT NULL,"
+    "  entity BLOB NOT NULL,"
+    "  state BLOB NOT NULL,"
+    "  PRIMARY KEY (scope, entity)"
+    ") WITHOUT ROWID;",
 };
-inline constexpr int k_schema_version = 8;
+inline constexpr int k_schema_version = 9;
 
 // SQLite's memory statistics take a global mutex on every allocation; idem
 // reads none of them. Must run before SQLite initialises, so once, first.

@@ -1,4 +1,4 @@
-#include "idem/reorder/sequencer.hpp"
+#include "idem/order/sequencer.hpp"
 #include "idem/store/checkpoints.hpp"
 #include "idem/store/fingerprints.hpp"
 #include "idem/store/nonces.hpp"
@@ -14,7 +14,7 @@
 #include <set>
 
 using namespace idem;
-using namespace idem::reorder;
+using namespace idem::order;
 
 namespace {
 

@@ -1,9 +1,9 @@
-#include "idem/reorder/sequencer.hpp"
+#include "idem/order/sequencer.hpp"
 
 #include <algorithm>
 #include <limits>
 
-namespace idem::reorder {
+namespace idem::order {
 
 namespace {
 constexpr std::int64_t k_before_everything = std::numeric_limits<std::int64_t>::min();
@@ -350,4 +350,4 @@ std::size_t Sequencer::forget_idle() {
     });
 }
 
-} // namespace idem::reorder
+} // namespace idem::order

@@ -1,4 +1,4 @@
-#include "idem/reorder/order_key.hpp"
+#include "idem/order/order_key.hpp"
 
 #include "idem/record/annotate.hpp"
 #include "idem/record/key.hpp"
@@ -6,7 +6,7 @@
 
 #include <charconv>
 
-namespace idem::reorder {
+namespace idem::order {
 
 namespace {
 
@@ -68,4 +68,4 @@ std::string partition_label(std::string_view encoded, std::size_t paths) {
     return record::encoded_values_json(encoded, paths);
 }
 
-} // namespace idem::reorder
+} // namespace idem::order

@@ -1,7 +1,7 @@
 #pragma once
-// What `idem reorder` orders by (docs/reorder.md): sequence numbers, time
-// stamps and hybrid logical clock stamps read from a record's fields, and
-// the partition a record belongs to.
+// What records are ordered by (`reorder`, `states`; docs/reorder.md):
+// sequence numbers, time stamps and hybrid logical clock stamps read from a
+// record's fields, and the partition a record belongs to.
 
 #include "idem/record/field_path.hpp"
 #include "idem/record/parser.hpp"
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace idem::reorder {
+namespace idem::order {
 
 // A JSON integer, or a string of decimal digits, from 0 to 2^63-1.
 [[nodiscard]] std::optional<std::int64_t> parse_sequence(const record::FieldValue& value);
@@ -32,4 +32,4 @@ namespace idem::reorder {
 // for one path, an array for several, null for none.
 [[nodiscard]] std::string partition_label(std::string_view encoded, std::size_t paths);
 
-} // namespace idem::reorder
+} // namespace idem::order

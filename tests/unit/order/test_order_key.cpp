@@ -1,9 +1,9 @@
-#include "idem/reorder/order_key.hpp"
+#include "idem/order/order_key.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace idem;
-using namespace idem::reorder;
+using namespace idem::order;
 using Type = record::FieldValue::Type;
 
 TEST_CASE("sequences are non-negative integers, as numbers or digit strings") {

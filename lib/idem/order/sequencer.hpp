@@ -1,6 +1,6 @@
 #pragma once
-// The sliding-window sequencer behind `idem reorder` (docs/reorder.md), as
-// pure logic. Records are offered one at a time with their partition and
+// The sliding-window sequencer behind `idem reorder` and `idem states`
+// (docs/reorder.md), as pure logic. Records are offered one at a time with their partition and
 // order key; the sequencer releases them in order per partition, reports the
 // sequence numbers it had to skip, and says which records are late or
 // duplicates. It does no I/O: releases and gaps go to the SequencerEvents the
@@ -19,7 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace idem::reorder {
+namespace idem::order {
 
 using store::OrderKey;
 
@@ -180,4 +180,4 @@ private:
     SequencerCounts m_counts;
 };
 
-} // namespace idem::reorder
+} // namespace idem::order

@@ -1,0 +1,142 @@
+#pragma once
+// The judging of `idem states`, as pure logic (docs/states.md): each
+// entity's events, in order, against the machine and their versions. The
+// run (run.cpp) orders events with the shared sequencer (order/) and hands
+// them here; nothing here reads or writes.
+
+#include "idem/states/machine.hpp"
+#include "idem/util/time.hpp"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace idem::states {
+
+enum class Finding : std::uint8_t {
+    illegal,          // a transition the machine does not allow
+    repeated,         // the same transition, or the same version and state, again
+    unknown_state,    // a state the machine does not declare
+    bad_start,        // an entity's first state is not an initial one
+    version_conflict, // two events claim one version with different states
+    version_gap,      // versions skipped: updates missing from the log
+    stale,            // a version lower than one already applied
+    stuck,            // not in a final state after --stuck-after
+    after_final,      // anything after a final state
+};
+inline constexpr std::size_t k_finding_kinds = 9;
+
+[[nodiscard]] std::string_view finding_name(Finding finding);
+// "illegal", "version-conflict"...; nullopt for a name that is none.
+[[nodiscard]] std::optional<Finding> parse_finding(std::string_view name);
+
+// One event of an entity, as the run read it.
+struct Event {
+    std::string_view entity;
+    std::string_view state;
+    std::string_view operation; // empty: none (--event not given or absent)
+    std::optional<std::int64_t> version;
+    Timestamp time;
+    std::string_view position; // "file:line"
+};
+
+// What an entity has come to, in names (for the store and reports).
+struct EntityState {
+    std::string state;
+    std::string operation; // of the event that made it
+    std::optional<std::int64_t> version;
+    Timestamp last_at;
+    std::uint64_t events = 0;
+    std::uint32_t findings = 0;
+};
+
+// The verdict on one event.
+struct Judgement {
+    std::optional<std::string> from; // the entity's state before it; none: its first event
+    std::vector<Finding> findings;   // empty: fine
+    std::string detail;              // why, in words, for the first finding
+};
+
+class Checker {
+public:
+    // `track_changes`: remember which entities changed, for take_changed().
+    Checker(const Machine& machine, bool track_changes);
+
+    // An event in its entity's order: judged, and applied.
+    Judgement judge(const Event& event);
+    // An event that came out of order beyond what the run could put back:
+    // judged against what was applied (stale, repeated, version-conflict),
+    // not applied.
+    Judgement judge_out_of_order(const Event& event);
+    // An event whose version (or stamp) another event of its entity, still
+    // waiting to be put in order, already claims with `held_state`.
+    Judgement judge_duplicate(const Event& event, std::string_view held_state);
+    // Versions `from`..`to` of `entity` never came.
+    Judgement gap(std::string_view entity, std::int64_t from, std::int64_t to);
+
+    // Entities not in a final state whose last event is `stuck_after`
+    // before `now` (the latest event time): entity, state, since.
+    struct Stuck {
+        std::string entity, state;
+        Timestamp since;
+    };
+    [[nodiscard]] std::vector<Stuck> stuck(Timestamp now, Duration stuck_after) const;
+
+    // An entity's state from an earlier run (the store).
+    void restore(std::string entity, const EntityState& state);
+    [[nodiscard]] std::optional<EntityState> find(std::string_view entity) const;
+    [[nodiscard]] bool known(std::string_view entity) const {
+        return m_entities.find(entity) != m_entities.end();
+    }
+    // Entities whose state changed since the last call (to save).
+    [[nodiscard]] std::vector<std::pair<std::string, EntityState>> take_changed();
+
+    // Every transition seen, first and last states: for --learn and reports.
+    [[nodiscard]] Observed observed() const;
+    [[nodiscard]] const std::array<std::uint64_t, k_finding_kinds>& counts() const {
+        return m_counts;
+    }
+    [[nodiscard]] std::size_t entities() const { return m_entities.size(); }
+    void count(Finding finding) { ++m_counts[static_cast<std::size_t>(finding)]; }
+
+private:
+    struct Hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view key) const noexcept {
+            return std::hash<std::string_view>{}(key);
+        }
+    };
+    // An entity in memory: names interned (a state is an index), so an
+    // entity costs its key and about 48 bytes.
+    struct Entity {
+        std::uint32_t state = 0;
+        std::uint32_t operation = 0;
+        std::uint32_t findings = 0;
+        bool versioned = false;
+        std::int64_t version = 0;
+        Timestamp last_at;
+        std::uint64_t events = 0;
+    };
+    Entity& entity(std::string_view name, bool& created);
+    std::uint32_t intern(std::string_view name);
+    void add(Judgement& judgement, Finding finding, std::string detail);
+    void changed(std::string_view entity);
+    [[nodiscard]] EntityState named(const Entity& entity) const;
+
+    const Machine& m_machine;
+    bool m_track_changes;
+    std::unordered_map<std::string, Entity, Hash, std::equal_to<>> m_entities;
+    std::unordered_map<std::string, std::uint32_t, Hash, std::equal_to<>> m_name_ids;
+    std::vector<std::string> m_names; // by id; 0 is ""
+    std::vector<std::string> m_changed;
+    std::unordered_map<std::uint64_t, std::uint64_t> m_transitions; // from << 32 | to
+    std::vector<std::uint64_t> m_first_states, m_last_states;       // by state id
+    std::array<std::uint64_t, k_finding_kinds> m_counts{};
+};
+
+} // namespace idem::states

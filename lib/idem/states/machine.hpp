@@ -1,0 +1,74 @@
+#pragma once
+// The state machine `idem states` checks a stream against (docs/states.md):
+// states, which are initial and final, and the transitions allowed, each
+// optionally labelled with the operation that makes it (the seed's table).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace idem::states {
+
+struct Transition {
+    std::string from, to;
+    std::string on; // the operation that makes it; empty: any
+};
+
+class Machine {
+public:
+    std::vector<std::string> states; // in declared order
+    std::set<std::string, std::less<>> initial, final;
+    std::vector<Transition> transitions;
+
+    [[nodiscard]] bool knows(std::string_view state) const;
+    [[nodiscard]] bool is_initial(std::string_view state) const {
+        return initial.find(state) != initial.end();
+    }
+    [[nodiscard]] bool is_final(std::string_view state) const {
+        return final.find(state) != final.end();
+    }
+    // Whether from -> to is allowed for `operation` (empty: none given).
+    [[nodiscard]] bool allows(std::string_view from, std::string_view to,
+                              std::string_view operation) const;
+
+    // Indexes transitions for allows(); called by every parser.
+    void index();
+
+private:
+    std::set<std::string, std::less<>> m_known;
+    std::map<std::pair<std::string, std::string>, std::vector<std::string>, std::less<>> m_edges;
+};
+
+// A machine file, JSON or YAML:
+//   states: [pending, paid, shipped, closed]
+//   initial: [pending]
+//   final: [closed]
+//   transitions:
+//     - pending > paid                 # any operation
+//     - {from: paid, to: refunded, on: refund}
+// Throws UsageError with the file, line and column of what is wrong: an
+// unknown key, a transition naming an undeclared state, no initial state.
+[[nodiscard]] Machine parse_machine_file(const std::string& path);
+[[nodiscard]] Machine parse_machine_text(std::string_view text, const std::string& name);
+
+// The inline form: "pending>paid,pending>cancelled,paid>refunded". States
+// are those named; initial ones those no transition enters (or `initial`),
+// final ones those none leaves (or `final`). Throws UsageError.
+[[nodiscard]] Machine parse_allow(std::string_view spec, const std::vector<std::string>& initial,
+                                  const std::vector<std::string>& final);
+
+// What a log showed (`states --learn`): every transition seen with its
+// count, as a machine file to review and commit.
+struct Observed {
+    std::map<std::pair<std::string, std::string>, std::uint64_t> transitions;
+    std::map<std::string, std::uint64_t> first_states; // an entity's first state
+    std::map<std::string, std::uint64_t> last_states;  // its last
+};
+[[nodiscard]] std::string learned_machine_yaml(const Observed& observed);
+
+} // namespace idem::states

@@ -1,0 +1,721 @@
+// idem states over a stream of records (docs/states.md).
+
+#include "idem/states/run.hpp"
+
+#include "idem/order/order_key.hpp"
+#include "idem/order/sequencer.hpp"
+#include "idem/record/annotate.hpp"
+#include "idem/record/event_time.hpp"
+#include "idem/record/record_run.hpp"
+#include "idem/states/report.hpp"
+#include "idem/store/checkpoints.hpp"
+#include "idem/store/entity_states.hpp"
+#include "idem/store/owned_outputs.hpp"
+#include "idem/store/sequencer_state.hpp"
+#include "idem/store/store.hpp"
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+
+#include <cstring>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unordered_set>
+
+namespace idem::states {
+
+namespace {
+
+// --- the worker side ------------------------------------------------------
+
+struct Outcome {
+    enum class Kind : std::uint8_t { too_long, failed_to_parse, bad_field, event };
+    io::BlockLine line;
+    Kind kind = Kind::event;
+    bool has_annotations = false;
+    std::uint32_t entity_at = 0, entity_size = 0, state_at = 0, state_size = 0, operation_at = 0,
+                  operation_size = 0; // in BlockResult::texts
+    std::optional<std::int64_t> version;
+    store::OrderKey key; // time and hlc ordering
+    std::optional<Timestamp> time;
+    std::uint64_t column = 0;
+    std::string message;
+};
+
+struct BlockResult {
+    std::vector<Outcome> outcomes;
+    std::uint64_t lines = 0;
+    std::string texts;
+
+    void clear() {
+        outcomes.clear();
+        lines = 0;
+        texts.clear();
+    }
+};
+
+struct WorkerState {
+    record::RecordParser parser;
+};
+
+// A field's text into `texts`: strings unescaped, numbers as written.
+bool take_text(record::RecordParser& parser, const record::FieldPath& path, std::string& texts,
+               std::uint32_t& at, std::uint32_t& size, std::string& problem,
+               std::string_view what) {
+    auto value = parser.find(path);
+    if (!value) {
+        problem = fmt::format("missing {} field '{}'", what, path.text());
+        return false;
+    }
+    if (value->type != record::FieldValue::Type::string &&
+        value->type != record::FieldValue::Type::number) {
+        problem = fmt::format("{} field '{}' is not a string or a number", what, path.text());
+        return false;
+    }
+    at = static_cast<std::uint32_t>(texts.size());
+    texts.append(value->text);
+    size = static_cast<std::uint32_t>(value->text.size());
+    return true;
+}
+
+void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result,
+                WorkerState& state, const StatesRunOptions& options) {
+    if (line.bytes.size() > options.input.max_record_bytes) {
+        outcome.kind = Outcome::Kind::too_long;
+        return;
+    }
+    auto& parser = state.parser;
+    if (auto failure = parser.parse(line.bytes)) {
+        outcome.kind = Outcome::Kind::failed_to_parse;
+        outcome.column = failure->column;
+        outcome.message = std::move(failure->message);
+        return;
+    }
+    outcome.has_annotations = parser.has_annotations();
+    auto& texts = result.texts;
+    auto start = texts.size();
+    auto fail = [&](std::string message) {
+        texts.resize(start);
+        outcome.kind = Outcome::Kind::bad_field;
+        outcome.message = std::move(message);
+    };
+    std::string problem;
+    if (!take_text(parser, options.entity_field, texts, outcome.entity_at, outcome.entity_size,
+                   problem, "entity") ||
+        !take_text(parser, options.state_field, texts, outcome.state_at, outcome.state_size,
+                   problem, "state"))
+        return fail(std::move(problem));
+    if (outcome.state_size == 0)
+        return fail(fmt::format("state field '{}' is empty", options.state_field.text()));
+    if (outcome.entity_size == 0)
+        return fail(fmt::format("entity field '{}' is empty", options.entity_field.text()));
+    if (options.operation_field) {
+        if (auto value = parser.find(*options.operation_field)) {
+            outcome.operation_at = static_cast<std::uint32_t>(texts.size());
+            texts.append(value->text);
+            outcome.operation_size = static_cast<std::uint32_t>(value->text.size());
+        }
+    }
+    if (options.order_field) {
+        auto value = parser.find(*options.order_field);
+        if (options.order_by == OrderBy::version) {
+            auto version = value ? order::parse_sequence(*value) : std::nullopt;
+            if (!version)
+                return fail(
+                    value ? fmt::format("version field '{}' is not an integer from 0 to "
+                                        "2^63-1",
+                                        options.order_field->text())
+                          : fmt::format("missing version field '{}'", options.order_field->text()));
+            outcome.version = *version;
+            outcome.key = {*version, 0};
+        } else {
+            auto stamp = value ? order::parse_stamp(*value) : std::nullopt;
+            if (!stamp)
+                return fail(
+                    value ? fmt::format("order field '{}' is not a time (RFC 3339, "
+                                        "epoch, or <physical>.<logical>)",
+                                        options.order_field->text())
+                          : fmt::format("missing order field '{}'", options.order_field->text()));
+            outcome.key = *stamp;
+        }
+    }
+    auto time = record::event_time(parser, options.time_field ? &*options.time_field : nullptr);
+    if (time.failed()) return fail(record::describe_failure(time, *options.time_field));
+    outcome.time = time.time;
+    if (!outcome.time && options.order_by != OrderBy::arrival &&
+        options.order_by != OrderBy::version)
+        outcome.time = Timestamp(Duration(outcome.key.primary)); // the order stamp's physical time
+    outcome.kind = Outcome::Kind::event;
+}
+
+void judge_block(const record::InputBlock& block, WorkerState& state,
+                 const StatesRunOptions& options, BlockResult& result) {
+    io::LineCursor cursor(block.block.lines());
+    while (auto line = cursor.next()) {
+        auto& outcome = result.outcomes.emplace_back();
+        outcome.line = *line;
+        judge_line(*line, outcome, result, state, options);
+    }
+    result.lines = cursor.lines_seen();
+}
+
+// --- what waits in the sequencer ------------------------------------------
+//
+// An event waiting for its predecessors travels as its record prefixed by
+// what was read from it, so nothing is parsed twice:
+// u32 sizes and texts (entity, state, operation, position), u8 versioned,
+// i64 version, i64 time, then the record.
+
+void put_text(std::string& out, std::string_view text) {
+    auto size = static_cast<std::uint32_t>(text.size());
+    out.append(reinterpret_cast<const char*>(&size), sizeof size);
+    out.append(text);
+}
+
+template <typename Number> void put_number(std::string& out, Number number) {
+    out.append(reinterpret_cast<const char*>(&number), sizeof number);
+}
+
+struct Packed {
+    Event event;
+    std::string_view record;
+};
+
+bool take(std::string_view& in, std::string_view& text) {
+    std::uint32_t size = 0;
+    if (in.size() < sizeof size) return false;
+    std::memcpy(&size, in.data(), sizeof size);
+    in.remove_prefix(sizeof size);
+    if (in.size() < size) return false;
+    text = in.substr(0, size);
+    in.remove_prefix(size);
+    return true;
+}
+
+template <typename Number> bool take_number(std::string_view& in, Number& number) {
+    if (in.size() < sizeof number) return false;
+    std::memcpy(&number, in.data(), sizeof number);
+    in.remove_prefix(sizeof number);
+    return true;
+}
+
+std::optional<Packed> unpack(std::string_view in) {
+    Packed packed;
+    std::uint8_t versioned = 0;
+    std::int64_t version = 0, time = 0;
+    if (!take(in, packed.event.entity) || !take(in, packed.event.state) ||
+        !take(in, packed.event.operation) || !take(in, packed.event.position) ||
+        !take_number(in, versioned) || !take_number(in, version) || !take_number(in, time))
+        return std::nullopt;
+    if (versioned) packed.event.version = version;
+    packed.event.time = Timestamp(Duration(time));
+    packed.record = in;
+    return packed;
+}
+
+// An entity's state in the store: CBOR of [state, operation, version|null,
+// last_at, events, findings].
+std::string encode_state(const EntityState& state) {
+    nlohmann::json json = nlohmann::json::array(
+        {state.state, state.operation,
+         state.version ? nlohmann::json(*state.version) : nlohmann::json(nullptr),
+         state.last_at.time_since_epoch().count(), state.events, state.findings});
+    auto cbor = nlohmann::json::to_cbor(json);
+    return {cbor.begin(), cbor.end()};
+}
+
+std::optional<EntityState> decode_state(std::string_view bytes) {
+    try {
+        auto json = nlohmann::json::from_cbor(bytes.begin(), bytes.end());
+        EntityState state;
+        state.state = json.at(0).get<std::string>();
+        state.operation = json.at(1).get<std::string>();
+        if (!json.at(2).is_null()) state.version = json.at(2).get<std::int64_t>();
+        state.last_at = Timestamp(Duration(json.at(3).get<std::int64_t>()));
+        state.events = json.at(4).get<std::uint64_t>();
+        state.findings = json.at(5).get<std::uint32_t>();
+        return state;
+    } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+    }
+}
+
+// --- the run --------------------------------------------------------------
+
+constexpr std::size_t k_evidence_per_entity = 20;
+
+struct TextHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view text) const noexcept {
+        return std::hash<std::string_view>{}(text);
+    }
+};
+constexpr std::size_t k_entities_with_evidence = 100'000;
+
+class StatesRun final : public order::SequencerEvents {
+public:
+    StatesRun(const StatesRunOptions& options, io::Sink& standard_output,
+              io::Diagnostics& diagnostics)
+        : m_options(options), m_diagnostics(diagnostics), m_store(open_store(options)),
+          m_persistent(store::parse_store_uri(options.store_uri).kind != store::StoreKind::memory &&
+                       !options.learn),
+          m_outputs(m_store->checkpoints(), {"states", options.scope, options.input.paths},
+                    options.output_path, standard_output, diagnostics),
+          m_output(&m_outputs.output()), m_invalid(m_outputs.add("invalid", options.invalid_path)),
+          m_checker(options.machine, m_persistent),
+          m_run({options.input, options.reject_path, options.strictness, options.threads},
+                diagnostics) {
+        m_run.resume_after(m_outputs.resume_point());
+        if (options.order_by != OrderBy::arrival) {
+            order::SequencerOptions sequencer;
+            sequencer.mode = options.order_by == OrderBy::version ? order::OrderMode::sequence
+                                                                  : order::OrderMode::time;
+            if (options.order_by == OrderBy::version) {
+                sequencer.start = options.first_version;
+                sequencer.gap_timeout = options.max_lateness;
+            } else {
+                sequencer.max_lateness = options.max_lateness;
+            }
+            sequencer.window = options.window;
+            sequencer.max_held = std::max<std::size_t>(options.window * 1000, 1'000'000);
+            m_sequencer.emplace(sequencer, *this);
+        }
+        m_sequencer_scope = "states " + options.scope;
+        if (m_persistent) {
+            load_meta();
+            if (m_sequencer) restore_held();
+        }
+    }
+
+    StatesResult run() {
+        auto start = std::chrono::steady_clock::now();
+        auto states = m_run.states([] { return std::make_unique<WorkerState>(); });
+        Run::Steps steps;
+        steps.judge = [&](const record::InputBlock& block, WorkerState& state,
+                          BlockResult& result) { judge_block(block, state, m_options, result); };
+        steps.prepare = [&](const record::InputBlock&, BlockResult& result) {
+            m_block = &result;
+            m_block_now = now_utc();
+            if (m_persistent) load_unknown(result);
+        };
+        auto route = [&](Outcome& outcome, record::InputRecord& record, std::size_t) {
+            route_record(outcome, record);
+        };
+        steps.block_done = [&](std::uint64_t new_records) {
+            m_since_commit += new_records;
+            if (m_since_commit >= m_options.batch) commit();
+        };
+        steps.idle = [&] {
+            if (m_sequencer && m_options.order_by == OrderBy::version && !m_options.time_field)
+                m_sequencer->advance_clock(now_utc());
+            commit();
+        };
+        try {
+            m_run.run(states, steps, route);
+        } catch (const InputError&) {
+            commit();
+            throw;
+        }
+        if (m_sequencer) m_sequencer->flush();
+        report_stuck();
+        finish();
+        return summarize(start);
+    }
+
+    // SequencerEvents: an event in its entity's order.
+    void release(const order::Partition&, std::string_view bytes) override {
+        auto packed = unpack(bytes);
+        if (!packed) return; // cannot happen: packed by this run
+        forget_waiting(packed->event);
+        auto judgement = m_checker.judge(packed->event);
+        emit(packed->event, packed->record, judgement, false);
+    }
+
+    void gap(const order::Partition& partition, std::int64_t from, std::int64_t to) override {
+        auto judgement = m_checker.gap(partition.key(), from, to);
+        Event event;
+        event.entity = partition.key();
+        emit_finding_only(event, judgement,
+                          fmt::format(R"(,"versions":{{"from":{},"to":{}}})", from, to));
+    }
+
+private:
+    using Run = record::RecordRun<WorkerState, BlockResult>;
+
+    static std::unique_ptr<store::Store> open_store(const StatesRunOptions& options) {
+        auto location =
+            store::parse_store_uri(options.learn ? std::string(":memory:") : options.store_uri);
+        location.lock_timeout = options.lock_timeout;
+        location.cache_bytes = 16ULL << 20;
+        return store::open_store(location);
+    }
+
+    // Entities this run has not met: their state and order from the store,
+    // for the whole block in one call.
+    void load_unknown(const BlockResult& result) {
+        std::vector<std::string> unknown;
+        std::unordered_set<std::string_view> asked;
+        for (const auto& outcome : result.outcomes) {
+            if (outcome.kind != Outcome::Kind::event) continue;
+            auto entity =
+                std::string_view(result.texts).substr(outcome.entity_at, outcome.entity_size);
+            if (m_checker.known(entity) || (m_sequencer && m_sequencer->find(entity))) continue;
+            if (asked.insert(entity).second) unknown.emplace_back(entity);
+        }
+        if (unknown.empty()) return;
+        load_entities(unknown);
+    }
+
+    void load_entities(const std::vector<std::string>& entities) {
+        auto states = m_store->entity_states().load_entities(m_options.scope, entities);
+        std::vector<std::optional<store::PartitionProgress>> progress(entities.size());
+        if (m_sequencer)
+            progress = m_store->sequencer().load_partitions(m_sequencer_scope, entities);
+        for (std::size_t i = 0; i < entities.size(); ++i) {
+            if (states[i]) {
+                auto state = decode_state(*states[i]);
+                if (!state)
+                    throw StoreError(fmt::format("store {}: the state of entity {} is damaged",
+                                                 m_store->describe(), quote(entities[i])));
+                m_checker.restore(entities[i], *state);
+                ++m_resumed_entities;
+            }
+            if (m_sequencer) m_sequencer->add(entities[i], progress[i]);
+        }
+    }
+
+    // The run's own state beside the entities (under the empty name, which
+    // no entity has): the latest event time (stuck is measured from it)
+    // and the arrival counter that breaks ties in time order.
+    void load_meta() {
+        auto meta = m_store->entity_states().load_entities(m_options.scope, {std::string()});
+        if (!meta.front()) return;
+        try {
+            auto json = nlohmann::json::from_cbor(meta.front()->begin(), meta.front()->end());
+            m_latest = Timestamp(Duration(json.at(0).get<std::int64_t>()));
+            m_arrivals = json.at(1).get<std::uint64_t>();
+        } catch (const nlohmann::json::exception&) {
+            throw StoreError(fmt::format("store {}: the state of scope {} is damaged",
+                                         m_store->describe(), quote(m_options.scope)));
+        }
+    }
+
+    [[nodiscard]] std::string encode_meta() const {
+        auto cbor = nlohmann::json::to_cbor(
+            nlohmann::json::array({m_latest.time_since_epoch().count(), m_arrivals}));
+        return {cbor.begin(), cbor.end()};
+    }
+
+    // With a store: what a run killed with -o left waiting, back in order.
+    void restore_held() {
+        auto rows = m_store->sequencer().load_held(m_sequencer_scope);
+        if (rows.empty()) return;
+        std::vector<std::string> entities;
+        std::unordered_set<std::string_view> seen;
+        for (const auto& row : rows)
+            if (seen.insert(row.partition).second) entities.push_back(row.partition);
+        load_entities(entities);
+        for (const auto& row : rows)
+            if (auto packed = unpack(row.bytes)) remember_waiting(packed->event);
+        m_sequencer->restore(std::move(rows));
+    }
+
+    // The state each waiting (entity, version) claims, for a duplicate.
+    static std::string waiting_key(const Event& event, store::OrderKey key) {
+        return fmt::format("{}\n{}.{}", event.entity, key.primary, key.secondary);
+    }
+    void remember_waiting(const Event& event) {
+        if (!event.version) return;
+        m_waiting.emplace(waiting_key(event, {*event.version, 0}), std::string(event.state));
+    }
+    void forget_waiting(const Event& event) {
+        if (!event.version || m_waiting.empty()) return;
+        m_waiting.erase(waiting_key(event, {*event.version, 0}));
+    }
+
+    void route_record(const Outcome& outcome, record::InputRecord& record) {
+        switch (outcome.kind) {
+        case Outcome::Kind::too_long: // the run frame set it aside
+            return;
+        case Outcome::Kind::failed_to_parse:
+        case Outcome::Kind::bad_field:
+            m_run.rejects().reject(record, outcome.column, outcome.message);
+            return;
+        case Outcome::Kind::event:
+            break;
+        }
+        ++m_events;
+        std::string_view texts = m_block->texts;
+        Event event;
+        event.entity = texts.substr(outcome.entity_at, outcome.entity_size);
+        event.state = texts.substr(outcome.state_at, outcome.state_size);
+        event.operation = texts.substr(outcome.operation_at, outcome.operation_size);
+        event.version = outcome.version;
+        event.time = outcome.time.value_or(m_block_now);
+        if (event.time > m_latest) m_latest = event.time;
+        m_position.clear();
+        fmt::format_to(std::back_inserter(m_position), "{}:{}", *record.source, record.line);
+        event.position = m_position;
+        if (!m_sequencer) {
+            auto judgement = m_checker.judge(event);
+            emit(event, record.bytes, judgement, outcome.has_annotations);
+            return;
+        }
+        offer(event, outcome, record);
+    }
+
+    void offer(const Event& event, const Outcome& outcome, const record::InputRecord& record) {
+        auto* partition = m_sequencer->find(event.entity);
+        if (!partition) partition = &m_sequencer->add(std::string(event.entity), std::nullopt);
+        auto key = outcome.key;
+        if (m_options.order_by == OrderBy::time)
+            key.secondary = ++m_arrivals; // ties: arrival order
+        m_packed.clear();
+        put_text(m_packed, event.entity);
+        put_text(m_packed, event.state);
+        put_text(m_packed, event.operation);
+        put_text(m_packed, event.position);
+        put_number(m_packed, static_cast<std::uint8_t>(event.version ? 1 : 0));
+        put_number(m_packed, event.version.value_or(0));
+        put_number(m_packed, event.time.time_since_epoch().count());
+        m_packed.append(record.bytes);
+        auto released_before = m_sequencer->counts().released;
+        auto verdict = m_sequencer->offer(*partition, key, m_packed, event.time);
+        switch (verdict.verdict) {
+        case order::Verdict::accepted:
+            // Still waiting for its predecessors: remembered for a duplicate.
+            if (m_sequencer->counts().released == released_before) remember_waiting(event);
+            break;
+        case order::Verdict::late: {
+            auto judgement = m_checker.judge_out_of_order(event);
+            emit(event, record.bytes, judgement, outcome.has_annotations);
+            break;
+        }
+        case order::Verdict::duplicate: {
+            auto held = m_waiting.find(waiting_key(event, key));
+            auto judgement = m_checker.judge_duplicate(event, held == m_waiting.end()
+                                                                  ? std::string_view()
+                                                                  : std::string_view(held->second));
+            emit(event, record.bytes, judgement, outcome.has_annotations);
+            break;
+        }
+        }
+        if (m_options.order_by == OrderBy::version) m_sequencer->advance_clock(event.time);
+    }
+
+    // A judged record: annotated to the output, or its violation to --invalid.
+    void emit(const Event& event, std::string_view bytes, const Judgement& judgement,
+              bool has_annotations) {
+        if (judgement.findings.empty())
+            ++m_ok;
+        else
+            keep_evidence(event, judgement);
+        if (m_options.report != ReportFormat::none || m_options.learn) return;
+        m_member.assign(R"("states":{"entity":)");
+        record::append_json_string(m_member, event.entity);
+        m_member += R"(,"from":)";
+        if (judgement.from)
+            record::append_json_string(m_member, *judgement.from);
+        else
+            m_member += "null";
+        m_member += R"(,"to":)";
+        record::append_json_string(m_member, event.state);
+        append_verdict(judgement);
+        m_member += '}';
+        auto* target = judgement.findings.empty() || !m_invalid ? m_output : m_invalid;
+        record::write_annotated(*target, bytes, has_annotations || annotated(bytes), m_member);
+    }
+
+    // Whether a record already carries "_idem" (one the sequencer held lost
+    // what the worker found; asked again, rarely).
+    bool annotated(std::string_view bytes) {
+        if (bytes.find("\"_idem\"") == std::string_view::npos) return false;
+        if (m_parser.parse(bytes)) return false;
+        return m_parser.has_annotations();
+    }
+
+    void append_verdict(const Judgement& judgement) {
+        m_member += R"(,"verdict":)";
+        record::append_json_string(m_member, judgement.findings.empty()
+                                                 ? std::string_view("ok")
+                                                 : finding_name(judgement.findings.front()));
+        if (judgement.findings.empty()) return;
+        m_member += R"(,"findings":[)";
+        for (std::size_t i = 0; i < judgement.findings.size(); ++i) {
+            if (i > 0) m_member += ',';
+            record::append_json_string(m_member, finding_name(judgement.findings[i]));
+        }
+        m_member += R"(],"why":)";
+        record::append_json_string(m_member, judgement.detail);
+    }
+
+    // A finding no record carries (a gap, an entity stuck): a record of its own.
+    void emit_finding_only(const Event& event, const Judgement& judgement, std::string_view extra) {
+        keep_evidence(event, judgement);
+        if (m_options.report != ReportFormat::none || m_options.learn) return;
+        m_member.assign(R"({"_idem":{"states":{"entity":)");
+        record::append_json_string(m_member, event.entity);
+        if (judgement.from) {
+            m_member += R"(,"state":)";
+            record::append_json_string(m_member, *judgement.from);
+        }
+        append_verdict(judgement);
+        m_member += extra;
+        m_member += "}}}";
+        (m_invalid ? *m_invalid : *m_output).write_record(m_member);
+    }
+
+    void keep_evidence(const Event& event, const Judgement& judgement) {
+        if (judgement.findings.empty()) return;
+        auto found = m_evidence.find(event.entity);
+        if (found == m_evidence.end()) {
+            if (m_evidence.size() >= k_entities_with_evidence) return;
+            found = m_evidence.emplace(std::string(event.entity), WorstEntity{}).first;
+            found->second.entity = std::string(event.entity);
+        }
+        auto& entity = found->second;
+        for (auto finding : judgement.findings) {
+            ++entity.findings;
+            if (entity.evidence.size() >= k_evidence_per_entity) {
+                ++entity.evidence_more;
+                continue;
+            }
+            Evidence evidence;
+            evidence.position = std::string(event.position);
+            evidence.from = judgement.from.value_or("");
+            evidence.to = std::string(event.state);
+            evidence.finding = finding;
+            evidence.detail = judgement.detail;
+            entity.evidence.push_back(std::move(evidence));
+        }
+    }
+
+    void report_stuck() {
+        if (!m_options.stuck_after) return;
+        for (const auto& stuck : m_checker.stuck(m_latest, *m_options.stuck_after)) {
+            m_checker.count(Finding::stuck);
+            Judgement judgement;
+            judgement.from = stuck.state;
+            judgement.findings.push_back(Finding::stuck);
+            judgement.detail =
+                fmt::format("still {} since {}, {} before the last event time", stuck.state,
+                            format_rfc3339(stuck.since), format_duration(m_latest - stuck.since));
+            Event event;
+            event.entity = stuck.entity;
+            emit_finding_only(event, judgement,
+                              fmt::format(R"(,"since":"{}")", format_rfc3339(stuck.since)));
+        }
+    }
+
+    // Output first, then the store: entity states, the sequencer's and the
+    // checkpoint in one transaction.
+    void commit() {
+        m_outputs.flush();
+        m_since_commit = 0;
+        if (!m_persistent) return;
+        save_state();
+        m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done());
+        m_store->commit();
+    }
+
+    void save_state() {
+        std::vector<std::pair<std::string, std::string>> states;
+        for (auto& [entity, state] : m_checker.take_changed())
+            states.emplace_back(std::move(entity), encode_state(state));
+        if (m_latest != Timestamp::min()) states.emplace_back(std::string(), encode_meta());
+        m_store->entity_states().save_entities(m_options.scope, states);
+        if (m_sequencer)
+            m_sequencer->drain_changes([&](const store::ReorderChanges& changes) {
+                m_store->sequencer().save_reorder_changes(m_sequencer_scope, changes);
+            });
+    }
+
+    void finish() {
+        if (m_options.learn) {
+            m_output->write(learned_machine_yaml(m_checker.observed()));
+        } else if (m_options.report != ReportFormat::none) {
+            ReportData data;
+            data.machine = &m_options.machine;
+            data.observed = m_checker.observed();
+            data.counts = m_checker.counts();
+            data.events = m_events;
+            data.entities = m_checker.entities();
+            data.rejected = m_run.rejects().count();
+            for (auto& [name, entity] : m_evidence) {
+                auto state = m_checker.find(name);
+                entity.state = state ? state->state : std::string();
+                data.worst.push_back(entity);
+            }
+            std::sort(data.worst.begin(), data.worst.end(), [](const auto& a, const auto& b) {
+                return std::tie(b.findings, a.entity) < std::tie(a.findings, b.entity);
+            });
+            if (data.worst.size() > m_options.worst) data.worst.resize(m_options.worst);
+            std::string text;
+            render_report(data, m_options.report, text);
+            m_output->write(text);
+        }
+        m_outputs.flush();
+        if (m_persistent) {
+            save_state();
+            m_outputs.finish(m_store->checkpoints(), m_run.records_done());
+            m_store->commit();
+        }
+        m_run.flush_rejects();
+    }
+
+    StatesResult summarize(std::chrono::steady_clock::time_point start) const {
+        StatesResult result;
+        result.findings = m_checker.counts();
+        auto& summary = result.summary;
+        summary.command = m_options.learn ? "states --learn" : "states";
+        summary.counts = {{"in", m_run.records()}};
+        if (m_run.resume_point() > 0) summary.counts.emplace_back("resumed", m_run.skipped());
+        summary.counts.emplace_back("events", m_events);
+        summary.counts.emplace_back("entities", m_checker.entities());
+        if (m_resumed_entities > 0) summary.counts.emplace_back("known_before", m_resumed_entities);
+        summary.counts.emplace_back("ok", m_ok);
+        if (!m_options.learn)
+            for (std::size_t i = 0; i < k_finding_kinds; ++i)
+                summary.counts.emplace_back(std::string(finding_name(static_cast<Finding>(i))),
+                                            result.findings[i]);
+        summary.counts.emplace_back("rejected", m_run.rejects().count());
+        if (m_options.report == ReportFormat::none && !m_options.learn) {
+            summary.counts.emplace_back("out", m_output->records_written());
+            if (m_invalid)
+                summary.counts.emplace_back("invalid_file", m_invalid->records_written());
+        }
+        if (m_sequencer) summary.counts.emplace_back("peak_held", m_sequencer->counts().peak_held);
+        if (m_persistent) summary.facts.emplace_back("store", m_store->describe());
+        summary.seconds = io::seconds_since(start);
+        return result;
+    }
+
+    const StatesRunOptions& m_options;
+    io::Diagnostics& m_diagnostics;
+    std::unique_ptr<store::Store> m_store;
+    bool m_persistent;
+    store::OwnedOutputs m_outputs;
+    io::Sink* m_output;
+    io::Sink* m_invalid;
+    Checker m_checker;
+    Run m_run;
+    std::optional<order::Sequencer> m_sequencer;
+    std::string m_sequencer_scope;
+    std::unordered_map<std::string, std::string> m_waiting; // entity\nversion -> state
+    std::unordered_map<std::string, WorstEntity, TextHash, std::equal_to<>> m_evidence;
+    const BlockResult* m_block = nullptr;
+    Timestamp m_block_now;
+    Timestamp m_latest = Timestamp::min();
+    std::string m_position, m_packed, m_member;
+    record::RecordParser m_parser;
+    std::uint64_t m_events = 0, m_ok = 0, m_since_commit = 0, m_arrivals = 0,
+                  m_resumed_entities = 0;
+};
+
+} // namespace
+
+StatesResult run_states(const StatesRunOptions& options, io::Sink& standard_output,
+                        io::Diagnostics& diagnostics) {
+    return StatesRun(options, standard_output, diagnostics).run();
+}
+
+} // namespace idem::states

@@ -1,0 +1,118 @@
+// The checker: every finding, from events in order.
+
+#include "idem/states/checker.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace idem;
+using namespace idem::states;
+
+namespace {
+
+Machine orders() {
+    auto machine = parse_allow("pending>paid:confirm,pending>cancelled,paid>shipped,shipped>closed,"
+                               "processing>processing:start",
+                               {"pending", "processing"}, {"closed", "cancelled"});
+    return machine;
+}
+
+struct Feed {
+    Checker& checker;
+    std::vector<Finding> operator()(const char* entity, const char* state, const char* op = "",
+                                    std::optional<std::int64_t> version = std::nullopt) {
+        Event event;
+        event.entity = entity;
+        event.state = state;
+        event.operation = op;
+        event.version = version;
+        event.position = "log:1";
+        return checker.judge(event).findings;
+    }
+};
+
+using Findings = std::vector<Finding>;
+
+} // namespace
+
+TEST_CASE("each finding, judged in order") {
+    auto machine = orders();
+    Checker checker(machine, true);
+    Feed feed{checker};
+    CHECK(feed("o1", "pending") == Findings{});
+    CHECK(feed("o1", "paid", "confirm") == Findings{});
+    CHECK(feed("o2", "pending") == Findings{});
+    CHECK(feed("o2", "paid", "cancel") == Findings{Finding::illegal}); // wrong operation
+    CHECK(feed("o3", "shipped") == Findings{Finding::bad_start});
+    CHECK(feed("o4", "lost") == Findings{Finding::unknown_state});
+    CHECK(feed("o1", "shipped") == Findings{});
+    CHECK(feed("o1", "closed") == Findings{});
+    CHECK(feed("o1", "paid") == Findings{Finding::after_final});
+    CHECK(feed("o1", "paid") == Findings{Finding::after_final});
+    // The seed's repeated "start processing" is allowed where the machine says so...
+    CHECK(feed("t1", "processing", "start") == Findings{});
+    CHECK(feed("t1", "processing", "start") == Findings{});
+    // ...and a repeat anywhere else is a finding.
+    CHECK(feed("o5", "pending") == Findings{});
+    CHECK(feed("o5", "pending") == Findings{Finding::repeated});
+    CHECK(checker.counts()[static_cast<std::size_t>(Finding::after_final)] == 2);
+    auto observed = checker.observed();
+    CHECK(observed.transitions.at({"pending", "paid"}) == 2);
+    CHECK(observed.first_states.at("pending") == 3);
+}
+
+TEST_CASE("versions: a repeat, a lost update, a stale write and a gap") {
+    auto machine = orders();
+    Checker checker(machine, false);
+    Feed feed{checker};
+    CHECK(feed("o1", "pending", "", 1) == Findings{});
+    CHECK(feed("o1", "paid", "confirm", 2) == Findings{});
+    Event late;
+    late.entity = "o1";
+    late.state = "paid";
+    late.version = 2;
+    CHECK(checker.judge_out_of_order(late).findings == Findings{Finding::repeated});
+    late.state = "cancelled";
+    CHECK(checker.judge_out_of_order(late).findings == Findings{Finding::version_conflict});
+    late.version = 1;
+    CHECK(checker.judge_out_of_order(late).findings == Findings{Finding::stale});
+    CHECK(checker.judge_duplicate(late, "pending").findings == Findings{Finding::version_conflict});
+    CHECK(checker.gap("o1", 3, 4).findings == Findings{Finding::version_gap});
+}
+
+TEST_CASE("stuck: entities not in a final state long enough before the last event") {
+    auto machine = orders();
+    Checker checker(machine, false);
+    auto at = [](int minutes) { return Timestamp(std::chrono::minutes(minutes)); };
+    Event event;
+    event.entity = "o1";
+    event.state = "pending";
+    event.time = at(0);
+    (void)checker.judge(event);
+    event.entity = "o2";
+    event.time = at(50);
+    (void)checker.judge(event);
+    event.state = "cancelled";
+    event.entity = "o3";
+    event.time = at(1);
+    (void)checker.judge(event);
+    auto stuck = checker.stuck(at(60), std::chrono::minutes(30));
+    REQUIRE(stuck.size() == 1);
+    CHECK(stuck[0].entity == "o1");
+}
+
+TEST_CASE("an entity from an earlier run goes on from its state") {
+    auto machine = orders();
+    Checker checker(machine, true);
+    EntityState before;
+    before.state = "paid";
+    before.version = 7;
+    before.events = 2;
+    checker.restore("o1", before);
+    Feed feed{checker};
+    CHECK(feed("o1", "shipped", "", 8) == Findings{});
+    auto changed = checker.take_changed();
+    REQUIRE(changed.size() == 1);
+    CHECK(changed[0].second.state == "shipped");
+    CHECK(changed[0].second.version == 8);
+    CHECK(changed[0].second.events == 3);
+}
