@@ -43,7 +43,8 @@ struct StatesOptions {
     std::string scope = "default";
     std::string lock_timeout = "60s";
     std::size_t threads = 0;
-    std::uint64_t batch = 65536;
+    // Each commit saves every entity that changed: rarer than dedup's.
+    std::uint64_t batch = 1'000'000;
 };
 
 states::ReportFormat report_format(const std::string& name) {
@@ -230,7 +231,9 @@ void register_states(CLI::App& app, std::function<int()>& action) {
         ->add_option("--threads", options->threads,
                      "worker threads (default: one per core, at most 8)")
         ->check(CLI::Range(0, 64));
-    command->add_option("--batch", options->batch, "records per store transaction (default 65536)");
+    command->add_option("--batch", options->batch,
+                        "records per store transaction (default 1000000): without -o, a crash "
+                        "can judge at most this many again");
     command->footer(
         "Each record passes through with _idem.states (entity, from, to, verdict); --report\n"
         "gives counts, the worst entities and the transitions seen instead.\n\n"

@@ -66,6 +66,12 @@ step "Five alerts, one notification: the seed's merge rules, a critical alert le
 echo "late:"
 jq -c '{device_id, ts, late: ._idem.merge.late, watermark: ._idem.merge.watermark}' "$work/merge-late.ndjson"
 
+step "Which event broke the order's life? An illegal refund, a lost update, a missing version, a stuck order" \
+     "idem states --entity order_id --state status --event op --version-field version --max-lateness 30s --time-field ts --stuck-after 30m --machine samples/orders-machine.yaml samples/events/orders.ndjson"
+"$IDEM" states --entity order_id --state status --event op --version-field version --max-lateness 30s \
+    --time-field ts --stuck-after 30m --machine samples/orders-machine.yaml --store "$work/idem.db" --fail-on none \
+    samples/events/orders.ndjson | jq -c '._idem.states | select(.verdict != "ok") | {entity, verdict, why}'
+
 step "Why seven identical tickets? Three retry layers, a new key each time" \
      "idem audit --key idempotency_key --fingerprint user_id,fault_type --time-field ts --source-field agent samples/incidents/agent-retries.ndjson"
 "$IDEM" audit --key idempotency_key --fingerprint user_id,fault_type --time-field ts --source-field agent -q \
@@ -98,4 +104,4 @@ echo "why did one key arrive three times? the capture, with replay's ledger besi
     --replay-scope "replay:http://127.0.0.1:$port/hooks" "$work/target.ndjson" | sed -n '5,9p'
 
 echo
-echo "Next: idem --help, idem COMMAND --help (verify, dedup, reorder, merge, audit, listen, replay), and docs/."
+echo "Next: idem --help, idem COMMAND --help (verify, dedup, reorder, merge, states, audit, listen, replay), and docs/."

@@ -211,6 +211,32 @@ def alerts_and_metrics():
     return [line for _, line in lines]
 
 
+def order_events():
+    """Four orders' status webhooks as a shop received them: out of order
+    within seconds, one refunded before it was paid (illegal), one payment
+    webhook delivered twice with different statuses for one version (a
+    lost update), one version never delivered, one order left pending."""
+    events = [
+        ("ord_1", "pending", 1, 0, ""), ("ord_1", "paid", 2, 60, "confirm"), ("ord_1", "shipped", 3, 120, ""),
+        ("ord_1", "delivered", 4, 180, ""), ("ord_1", "closed", 5, 240, ""),
+        ("ord_2", "pending", 1, 10, ""), ("ord_2", "refunded", 2, 70, "refund"),
+        ("ord_3", "pending", 1, 20, ""), ("ord_3", "paid", 2, 80, "confirm"), ("ord_3", "cancelled", 2, 81, "cancel"),
+        ("ord_4", "pending", 1, 30, ""), ("ord_4", "paid", 2, 90, "confirm"), ("ord_4", "delivered", 4, 210, ""),
+        ("ord_5", "pending", 1, 40, ""),
+    ]
+    arrival = {("ord_1", 3): 125, ("ord_1", 2): 126}  # shipped arrives before paid
+    lines = []
+    for entity, status, version, offset, op in events:
+        record = {"order_id": entity, "status": status, "version": version, "ts": iso(T0 + offset)}
+        if op:
+            record["op"] = op
+        lines.append((arrival.get((entity, version), offset), json.dumps(record, separators=(",", ":"))))
+    lines.append((3700, json.dumps({"order_id": "ord_6", "status": "pending", "version": 1, "ts": iso(T0 + 3700)},
+                                   separators=(",", ":"))))
+    lines.sort(key=lambda item: item[0])
+    return [line for _, line in lines]
+
+
 def write(name, lines):
     with open(os.path.join(OUT, name), "w", encoding="utf-8", newline="\n") as out:
         out.write("\n".join(lines) + "\n")
@@ -226,5 +252,6 @@ if __name__ == "__main__":
     write(os.path.join("..", "events", "stripe-events.ndjson"), stripe_events())
     write(os.path.join("..", "events", "ci-pipeline.ndjson"), ci_pipeline_events())
     write(os.path.join("..", "events", "alerts-metrics.ndjson"), alerts_and_metrics())
+    write(os.path.join("..", "events", "orders.ndjson"), order_events())
     with open(os.path.join(OUT, "deliveries.har"), "w", encoding="utf-8") as out:
         out.write(har_file() + "\n")

@@ -106,10 +106,10 @@ def python_findings(records, stuck_after=3600):
     findings = defaultdict(set)
     latest = max(datetime.fromisoformat(r["ts"].replace("Z", "+00:00")) for r in records)
     for entity, events in per_entity.items():
-        state, version, nxt, held, last_at = None, None, 1, {}, None
+        state, version, nxt, held, last_at, after_gap = None, None, 1, {}, None, False
 
         def apply(event):
-            nonlocal state, version, last_at
+            nonlocal state, version, last_at, after_gap
             to = event["status"]
             if to not in STATES:
                 findings[entity].add("unknown-state")
@@ -118,6 +118,8 @@ def python_findings(records, stuck_after=3600):
                     findings[entity].add("bad-start")
             elif state in FINAL:
                 findings[entity].add("after-final")
+            elif after_gap:
+                pass  # the missing versions' transitions are unknown
             elif to == state:
                 findings[entity].add("repeated")
             elif to in STATES and ((state, to) not in ALLOWED or
@@ -125,6 +127,7 @@ def python_findings(records, stuck_after=3600):
                 findings[entity].add("illegal")
             if state is None or state not in FINAL:
                 state = to
+            after_gap = False
             version = max(version or 0, event["version"])
             last_at = datetime.fromisoformat(event["ts"].replace("Z", "+00:00"))
 
@@ -146,6 +149,7 @@ def python_findings(records, stuck_after=3600):
             lowest = min(held)
             if lowest > nxt:
                 findings[entity].add("version-gap")
+                after_gap = state is not None
             nxt = lowest
             while nxt in held:
                 apply(held.pop(nxt))

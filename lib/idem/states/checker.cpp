@@ -98,6 +98,9 @@ Judgement Checker::judge(const Event& event) {
                 add(judgement, Finding::version_conflict,
                     fmt::format("version {} was {}, and now {}: a lost update", *event.version,
                                 quote(from_name), quote(event.state)));
+        } else if (state.after_gap) {
+            // Versions went missing just before: the transitions they made
+            // are unknown, so this one is not judged (the gap was reported).
         } else if (!after_final && to == state.state) {
             // The seed's "a repeated 'start processing' on a ticket already
             // processing": allowed only where the machine says so.
@@ -125,6 +128,7 @@ Judgement Checker::judge(const Event& event) {
         state.versioned = true;
     }
     state.last_at = std::max(state.last_at, event.time);
+    state.after_gap = false;
     ++state.events;
     state.findings += static_cast<std::uint32_t>(judgement.findings.size());
     changed(event.entity);
@@ -184,6 +188,7 @@ Judgement Checker::gap(std::string_view entity_name, std::int64_t from, std::int
         from == to ? fmt::format("version {} never came", from)
                    : fmt::format("versions {} to {} never came", from, to));
     state.findings += 1;
+    state.after_gap = state.events > 0;
     changed(entity_name);
     return judgement;
 }

@@ -118,6 +118,7 @@ private:
         std::uint32_t operation = 0;
         std::uint32_t findings = 0;
         bool versioned = false;
+        bool after_gap = false; // versions went missing just before: its path is unknown
         std::int64_t version = 0;
         Timestamp last_at;
         std::uint64_t events = 0;

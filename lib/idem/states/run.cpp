@@ -241,7 +241,10 @@ std::optional<EntityState> decode_state(std::string_view bytes) {
 
 // --- the run --------------------------------------------------------------
 
-constexpr std::size_t k_evidence_per_entity = 20;
+// A report's evidence: the first findings of each entity, and in all at
+// most so many (counts stay whole): memory follows entities, not findings.
+constexpr std::size_t k_evidence_per_entity = 8;
+constexpr std::size_t k_evidence_in_all = 200'000;
 
 struct TextHash {
     using is_transparent = void;
@@ -565,7 +568,7 @@ private:
     }
 
     void keep_evidence(const Event& event, const Judgement& judgement) {
-        if (judgement.findings.empty()) return;
+        if (judgement.findings.empty() || m_options.report == ReportFormat::none) return;
         auto found = m_evidence.find(event.entity);
         if (found == m_evidence.end()) {
             if (m_evidence.size() >= k_entities_with_evidence) return;
@@ -575,7 +578,8 @@ private:
         auto& entity = found->second;
         for (auto finding : judgement.findings) {
             ++entity.findings;
-            if (entity.evidence.size() >= k_evidence_per_entity) {
+            if (entity.evidence.size() >= k_evidence_per_entity ||
+                m_evidence_kept >= k_evidence_in_all) {
                 ++entity.evidence_more;
                 continue;
             }
@@ -586,6 +590,7 @@ private:
             evidence.finding = finding;
             evidence.detail = judgement.detail;
             entity.evidence.push_back(std::move(evidence));
+            ++m_evidence_kept;
         }
     }
 
@@ -707,6 +712,7 @@ private:
     Timestamp m_latest = Timestamp::min();
     std::string m_position, m_packed, m_member;
     record::RecordParser m_parser;
+    std::uint64_t m_evidence_kept = 0;
     std::uint64_t m_events = 0, m_ok = 0, m_since_commit = 0, m_arrivals = 0,
                   m_resumed_entities = 0;
 };

@@ -55,7 +55,7 @@ struct StatesRunOptions {
     std::string scope = "default";
     Duration lock_timeout = std::chrono::seconds(60);
     std::size_t threads = 0;
-    std::uint64_t batch = 65536;
+    std::uint64_t batch = 1'000'000;
 };
 
 struct StatesResult {

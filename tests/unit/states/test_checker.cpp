@@ -77,6 +77,9 @@ TEST_CASE("versions: a repeat, a lost update, a stale write and a gap") {
     CHECK(checker.judge_out_of_order(late).findings == Findings{Finding::stale});
     CHECK(checker.judge_duplicate(late, "pending").findings == Findings{Finding::version_conflict});
     CHECK(checker.gap("o1", 3, 4).findings == Findings{Finding::version_gap});
+    // What the missing versions did is unknown: the next step is not judged.
+    CHECK(feed("o1", "closed", "", 5) == Findings{});
+    CHECK(feed("o1", "paid", "", 6) == Findings{Finding::after_final});
 }
 
 TEST_CASE("stuck: entities not in a final state long enough before the last event") {
