@@ -153,7 +153,8 @@ std::vector<std::string> strings_at(const std::string& file, const YAML::Node& n
                                     std::string_view key) {
     std::vector<std::string> values;
     if (node.IsScalar()) {
-        for (auto piece : split(node.as<std::string>(), ','))
+        auto text = node.as<std::string>(); // the pieces point into it
+        for (auto piece : split(text, ','))
             if (!trim(piece).empty()) values.emplace_back(trim(piece));
     } else if (node.IsSequence()) {
         for (const auto& item : node)

@@ -41,7 +41,8 @@ names_at(const std::string& file, const YAML::Node& node, std::string_view key) 
         for (const auto& item : node)
             names.emplace_back(scalar(file, item, key), item);
     } else if (node.IsScalar()) {
-        for (auto piece : split(node.as<std::string>(), ','))
+        auto text = node.as<std::string>(); // the pieces point into it
+        for (auto piece : split(text, ','))
             if (!trim(piece).empty()) names.emplace_back(std::string(trim(piece)), node);
     } else {
         fail_at(file, node, fmt::format("{} is a list of states", key));
