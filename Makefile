@@ -9,11 +9,14 @@ DEBIAN_PACKAGES := cmake g++ make pkg-config python3 jq \
   libcli11-dev libsqlite3-dev libssl-dev nlohmann-json3-dev libfmt-dev \
   doctest-dev libsimdjson-dev libcurl4-openssl-dev \
   libhiredis-dev libxxhash-dev libcctz-dev redis-server redis-tools openssl clang-format tzdata \
-  time bsdextrautils chromium sqlite3 wrk python3-redis libyaml-cpp-dev
+  time bsdextrautils chromium sqlite3 wrk python3-redis libyaml-cpp-dev \
+  dpkg-dev groff-base man-db zsh fish
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test demo bench asan format format-check clean
+PREFIX     ?= /usr/local
+
+.PHONY: all deps build test demo bench asan format format-check clean install uninstall package
 
 all: build
 
@@ -35,6 +38,20 @@ build: $(BUILD)/CMakeCache.txt
 
 test: deps build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The binary, man pages, completions and docs under PREFIX (docs/install.md).
+install: deps build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# Removes what the last install wrote (its manifest lists every file).
+uninstall:
+	@test -f $(BUILD)/install_manifest.txt || { echo "make uninstall: nothing was installed from $(BUILD)"; exit 1; }
+	xargs -d '\n' rm -f < $(BUILD)/install_manifest.txt
+	rm -f $(BUILD)/install_manifest.txt
+
+# idem_VERSION_ARCH.deb in $(BUILD).
+package: deps build
+	cd $(BUILD) && cpack -G DEB
 
 demo: deps build
 	./samples/demo.sh $(IDEM)

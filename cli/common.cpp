@@ -1,5 +1,7 @@
 #include "common.hpp"
 
+#include "app.hpp"
+
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/pipe_signal.hpp"
@@ -83,9 +85,11 @@ void write_stderr(std::string_view text) {
 }
 
 void print_summary(const CommonOptions& options, const io::Summary& summary) {
-    if (options.summary_format == "json")
-        print_stderr("{}\n", io::render_summary_json(summary));
-    else if (!options.quiet)
+    if (options.summary_format == "json") {
+        auto versioned = summary;
+        versioned.version = version_line();
+        print_stderr("{}\n", io::render_summary_json(versioned));
+    } else if (!options.quiet)
         print_stderr("{}\n", io::render_summary_text(summary));
 }
 

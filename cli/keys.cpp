@@ -3,6 +3,7 @@
 #include "common.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
+#include "idem/verify/scheme.hpp"
 
 #include <filesystem>
 #include <fmt/format.h>
@@ -12,9 +13,13 @@
 namespace idem::cli {
 
 void add_key_options(CLI::App& command, KeyOptions& options) {
-    command.add_option("--scheme", options.scheme,
-                       "github, stripe, slack, standard, svix, shopify, discord, twilio, square, "
-                       "pagerduty, hmac, or auto (default: from the headers)");
+    // The names in its type, {a,b,...}, are what shells complete (tools/docgen.cpp).
+    auto names = verify::scheme_names();
+    command
+        .add_option("--scheme", options.scheme,
+                    "github, stripe, slack, standard, svix, shopify, discord, twilio, square, "
+                    "pagerduty, hmac, or auto (default: from the headers)")
+        ->type_name(fmt::format("SCHEME:{{{}}}", fmt::join(names, ",")));
     command
         .add_option("--secret", options.secrets,
                     "shared secret, every byte as given; repeat for rotation (named #1, #2... "

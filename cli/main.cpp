@@ -1,7 +1,7 @@
 // idem: webhook and event-stream forensics. This file is the table of
 // subcommands and the one place where failures become exit codes.
 
-#include "commands.hpp"
+#include "app.hpp"
 #include "common.hpp"
 
 #include "idem/store/store.hpp"
@@ -63,23 +63,9 @@ std::string flag_hints(const CLI::App& app) {
 } // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{
-        "idem: check, dedup, reorder and safely re-send webhook deliveries and event streams"};
-    app.require_subcommand(1);
-    app.set_version_flag("--version", "idem 0.1.0");
-    app.footer("Records are NDJSON (plain events or delivery envelopes); see docs/records.md.\n"
-               "Exit codes: 0 clean, 1 findings, 2 usage, 3 bad input, 4 store or I/O failure.\n"
-               "Run 'idem COMMAND --help' for a command's flags and an example.");
+    CLI::App app;
     std::function<int()> action;
-    idem::cli::register_verify(app, action);
-    idem::cli::register_sign(app, action);
-    idem::cli::register_dedup(app, action);
-    idem::cli::register_reorder(app, action);
-    idem::cli::register_merge(app, action);
-    idem::cli::register_states(app, action);
-    idem::cli::register_audit(app, action);
-    idem::cli::register_listen(app, action);
-    idem::cli::register_replay(app, action);
+    idem::cli::build_app(app, action);
     // Redis credentials come from the environment only: never from a URI
     // or a flag, which show in the process list (docs/stores.md).
     if (const char* password = std::getenv("IDEM_REDIS_PASSWORD"); password && *password) {

@@ -50,6 +50,7 @@ std::string render_summary_text(const Summary& summary) {
 
 std::string render_summary_json(const Summary& summary) {
     nlohmann::ordered_json json;
+    if (!summary.version.empty()) json["version"] = summary.version;
     json["command"] = summary.command;
     auto ratio = [](double value) { return std::round(value * 1e6) / 1e6; };
     for (const auto& [name, value] : summary.counts)

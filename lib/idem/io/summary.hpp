@@ -12,6 +12,9 @@
 namespace idem::io {
 
 struct Summary {
+    // Which idem judged ("idem 0.2.0 (abc1234)"): the CLI sets it, and it
+    // opens the JSON, so an incident report records it.
+    std::string version;
     std::string command;
     // In display order; "in" first by convention.
     std::vector<std::pair<std::string, std::uint64_t>> counts;
