@@ -302,6 +302,7 @@ class SqliteSchema(unittest.TestCase):
             # Make it a version-5 store, as the previous release wrote it.
             subprocess.run(["sqlite3", store, "ALTER TABLE nonces DROP COLUMN source;"
                             "ALTER TABLE nonces DROP COLUMN line; DROP TABLE dedup_held; DROP TABLE merge_windows;"
+                            "DROP TABLE state_entities;"
                             "PRAGMA user_version = 5;"], check=True)
             with open(capture, "w") as f:
                 f.write(github_delivery("2026-11-30T09:00:00Z") + "\n")
@@ -309,7 +310,7 @@ class SqliteSchema(unittest.TestCase):
             self.assertEqual(code, 1, err)
             self.assertIn("already delivered at 2026-11-30T08:00:00.000Z", out.decode())
             version = subprocess.run(["sqlite3", store, "PRAGMA user_version"], capture_output=True, text=True)
-            self.assertEqual(version.stdout.strip(), "8")
+            self.assertEqual(version.stdout.strip(), "9")
 
 
 @unittest.skipUnless(redis_server.available(), "redis-server is needed")
