@@ -3,12 +3,13 @@
 #include "idem/audit/run.hpp"
 
 #include "idem/audit/detail/grouping.hpp"
-#include "idem/audit/row_sources.hpp"
 #include "idem/audit/spill.hpp"
 #include "idem/record/annotate.hpp"
 #include "idem/record/event_time.hpp"
 #include "idem/record/key.hpp"
 #include "idem/record/record_run.hpp"
+#include "idem/record/rows.hpp"
+#include "idem/record/volatile_fields.hpp"
 #include "idem/store/fingerprints.hpp"
 #include "idem/store/replay_ledger.hpp"
 #include "idem/store/store.hpp"
@@ -182,12 +183,6 @@ std::string json_pointer_escape(std::string_view name) {
     return out;
 }
 
-constexpr const char* k_volatile_fields[] = {
-    "ts",         "timestamp", "time",           "created_at", "sent_at",     "received_at",
-    "request_id", "requestId", "trace_id",       "traceId",    "span_id",     "spanId",
-    "attempt",    "attempts",  "attempt_number", "retry",      "retry_count", "delivery_attempt",
-    "_idem"};
-
 record::KeySpec payload_spec(const AuditRunOptions& options) {
     record::KeySpec spec;
     if (!options.payload_fields.empty()) {
@@ -203,7 +198,7 @@ record::KeySpec payload_spec(const AuditRunOptions& options) {
     // Fields that differ between deliveries of one request, whatever was
     // sent: counted as payload, every retried group would read as key-reuse
     // (docs/audit.md lists them; --payload chooses exactly what counts).
-    for (const char* name : k_volatile_fields)
+    for (const char* name : record::k_volatile_fields)
         spec.ignore_paths.push_back(record::FieldPath::parse(name));
     spec.ignore_paths.insert(spec.ignore_paths.end(), options.row_identity_fields.begin(),
                              options.row_identity_fields.end());
@@ -291,12 +286,12 @@ private:
         auto options = m_options;
         if (!options.sqlite_path.empty())
             for (const auto& column :
-                 sqlite_primary_key_columns(options.sqlite_path, options.sqlite_query))
+                 record::sqlite_primary_key_columns(options.sqlite_path, options.sqlite_query))
                 options.row_identity_fields.push_back(
                     record::FieldPath::parse("/" + json_pointer_escape(column)));
         WorkerState state(payload_spec(options));
         std::string padded, texts;
-        auto take_row = [&](std::string_view json, const RowPosition& position) {
+        auto take_row = [&](std::string_view json, const record::RowPosition& position) {
             padded.assign(json);
             padded.append(io::k_padding_bytes, ' ');
             io::BlockLine line;
@@ -308,9 +303,9 @@ private:
             take(reading, texts, {input_index(position.input), position.row, position.number});
         };
         for (const auto& path : m_options.csv_paths)
-            read_csv_rows(path, take_row);
+            record::read_csv_rows(path, take_row);
         if (!m_options.sqlite_path.empty())
-            read_sqlite_rows(m_options.sqlite_path, m_options.sqlite_query, take_row);
+            record::read_sqlite_rows(m_options.sqlite_path, m_options.sqlite_query, take_row);
         if (!m_options.store_uri.empty()) read_store(take_row);
     }
 
@@ -416,7 +411,7 @@ private:
     }
 
     // Every copy dedup recorded, first copies and repeats, as records.
-    void read_store(const RowHandler& take_row) {
+    void read_store(const record::RowHandler& take_row) {
         auto store = open_kept_store(m_options.store_uri, "--store", "dedup");
         std::string json;
         store->evidence().for_each_fingerprint_record(

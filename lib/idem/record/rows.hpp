@@ -1,7 +1,7 @@
 #pragma once
-// Records that are not NDJSON, for `idem audit` (docs/audit.md): the rows of
-// CSV files with a header row, and of a query over any SQLite database (the
-// affected service's own tables). Each row becomes a JSON object, so field
+// Records that are not NDJSON, for `audit` and `reconcile` (docs/audit.md):
+// the rows of CSV files with a header row, and of a query over any SQLite
+// database (the affected service's own tables). Each row becomes a JSON object, so field
 // paths, canonical payloads and the rest work on it as on any record.
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace idem::audit {
+namespace idem::record {
 
 // Where a row came from: "orders.csv:12" (the line it starts on) or
 // "service.db:row 3".
@@ -39,4 +39,4 @@ void read_sqlite_rows(const std::string& path, const std::string& query, const R
 [[nodiscard]] std::vector<std::string> sqlite_primary_key_columns(const std::string& path,
                                                                   const std::string& query);
 
-} // namespace idem::audit
+} // namespace idem::record

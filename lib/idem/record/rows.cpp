@@ -1,4 +1,4 @@
-#include "idem/audit/row_sources.hpp"
+#include "idem/record/rows.hpp"
 
 #include "idem/util/encoding.hpp"
 #include "idem/util/errors.hpp"
@@ -10,7 +10,7 @@
 #include <sqlite3.h>
 #include <vector>
 
-namespace idem::audit {
+namespace idem::record {
 
 namespace {
 
@@ -179,4 +179,4 @@ void read_sqlite_rows(const std::string& path, const std::string& query, const R
                          fmt::format("the query failed: {}", sqlite3_errmsg(database.db)));
 }
 
-} // namespace idem::audit
+} // namespace idem::record
