@@ -19,16 +19,21 @@ def free_port():
 
 def start(port, directory, *extra):
     """Starts redis-server on `port` (again, after a stop: the same port) and
-    returns its process once it accepts connections."""
+    returns its process once it answers commands: a restarted server
+    accepts connections while it still loads its data, and answers LOADING
+    until it is done."""
     server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                                "--appendonly", "no", "--dir", directory, *extra],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(200):
+    for _ in range(400):
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            break
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as connection:
+                connection.sendall(b"PING\r\n")
+                if connection.recv(64).startswith(b"+PONG"):
+                    break
         except OSError:
-            time.sleep(0.05)
+            pass
+        time.sleep(0.05)
     return server
 
 
