@@ -317,6 +317,36 @@ class SqliteSchema(unittest.TestCase):
 class Reconnect(unittest.TestCase):
     """Issue #13: a Redis restart mid-run is ridden out, within --store-timeout."""
 
+    def test_a_restarted_redis_still_loading_its_data_is_waited_for(self):
+        # A restarted Redis accepts connections at once but answers LOADING
+        # until its data is read back; key-load-delay makes that last a
+        # second here.
+        port = redis_server.free_port()
+        with tempfile.TemporaryDirectory() as tmp:
+            persistent = ("--appendonly", "yes")
+            server = redis_server.start(port, tmp, *persistent)
+            try:
+                for n in range(3):
+                    subprocess.run(["redis-cli", "-p", str(port), "EVAL",
+                                    "for i=1,1000 do redis.call('SET', 'k' .. ARGV[1] .. i, i) end", "0", str(n)],
+                                   check=True, capture_output=True)
+                redis_server.stop(server)
+                server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                           "--dir", tmp, *persistent, "--key-load-delay", "1000"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for _ in range(100):
+                    reply = subprocess.run(["redis-cli", "-p", str(port), "PING"], capture_output=True, text=True)
+                    if reply.stdout.strip():
+                        break
+                    time.sleep(0.02)
+                self.assertIn("LOADING", reply.stdout)
+                code, out, err = run(["dedup", "--key", "id", "--store", f"redis://127.0.0.1:{port}",
+                                      "--store-timeout", "30s"], stdin=b'{"id":1}\n{"id":1}\n')
+                self.assertEqual((code, out), (0, b'{"id":1}\n'), err)
+                self.assertNotIn("LOADING", err)
+            finally:
+                redis_server.stop(server)
+
     def test_a_redis_restart_mid_run_is_retried_and_every_key_emitted_once(self):
         port = redis_server.free_port()
         with tempfile.TemporaryDirectory() as tmp:
