@@ -26,6 +26,7 @@ void build_app(CLI::App& app, std::function<int()>& action) {
     register_reorder(app, action);
     register_merge(app, action);
     register_states(app, action);
+    register_reconcile(app, action);
     register_audit(app, action);
     register_listen(app, action);
     register_replay(app, action);

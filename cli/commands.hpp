@@ -13,6 +13,7 @@ void register_dedup(CLI::App& app, std::function<int()>& action);
 void register_reorder(CLI::App& app, std::function<int()>& action);
 void register_merge(CLI::App& app, std::function<int()>& action);
 void register_states(CLI::App& app, std::function<int()>& action);
+void register_reconcile(CLI::App& app, std::function<int()>& action);
 void register_audit(CLI::App& app, std::function<int()>& action);
 void register_listen(CLI::App& app, std::function<int()>& action);
 void register_replay(CLI::App& app, std::function<int()>& action);

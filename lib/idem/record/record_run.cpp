@@ -6,14 +6,18 @@ RecordRunFrame::RecordRunFrame(const RecordRunSetup& setup, io::Diagnostics& dia
     : m_diagnostics(diagnostics), m_max_record_bytes(setup.input.max_record_bytes),
       m_threads(setup.threads), m_block_bytes(setup.block_bytes),
       m_idle_interval(setup.idle_interval) {
-    if (!setup.reject_path.empty()) m_reject_sink = io::Sink::create_file(setup.reject_path);
-    m_rejects.emplace(m_reject_sink.get(), setup.strictness, diagnostics,
-                      setup.input.max_record_bytes);
+    if (setup.shared_reject_sink)
+        m_rejects_to = setup.shared_reject_sink;
+    else if (!setup.reject_path.empty()) {
+        m_reject_sink = io::Sink::create_file(setup.reject_path);
+        m_rejects_to = m_reject_sink.get();
+    }
+    m_rejects.emplace(m_rejects_to, setup.strictness, diagnostics, setup.input.max_record_bytes);
     m_input.emplace(setup.input, &*m_rejects);
 }
 
 void RecordRunFrame::flush_rejects() {
-    if (m_reject_sink) m_reject_sink->flush();
+    if (m_rejects_to) m_rejects_to->flush();
 }
 
 void RecordRunFrame::report_progress() {

@@ -46,6 +46,9 @@ struct RecordRunSetup {
     std::size_t threads = 0; // 0: one worker per core, at most 8
     std::size_t block_bytes = k_block_bytes;
     std::chrono::milliseconds idle_interval = k_idle_interval;
+    // A reject file another frame already made (several inputs read one
+    // after another into one reject file): used instead of reject_path.
+    io::Sink* shared_reject_sink = nullptr;
 };
 
 // The parts of the frame that do not depend on the subcommand's types.
@@ -85,6 +88,8 @@ public:
 
     // The reject file has everything set aside so far (at the end of a run).
     void flush_rejects();
+    // The reject file, to share with a frame that reads the next input.
+    [[nodiscard]] io::Sink* reject_sink() const { return m_rejects_to; }
 
 protected:
     // Counts one record; false when the run this one resumes did it.
@@ -106,6 +111,7 @@ protected:
 
 private:
     std::unique_ptr<io::Sink> m_reject_sink;
+    io::Sink* m_rejects_to = nullptr;
     std::optional<RejectRouter> m_rejects;
     std::optional<InputStream> m_input;
     std::uint64_t m_records = 0;

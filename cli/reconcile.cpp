@@ -1,0 +1,236 @@
+// idem reconcile: where events were lost or multiplied between stages, and
+// the list to send again (docs/reconcile.md).
+
+#include "commands.hpp"
+#include "common.hpp"
+
+#include "idem/io/sink.hpp"
+#include "idem/reconcile/run.hpp"
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+
+#include <charconv>
+#include <fmt/format.h>
+#include <set>
+
+namespace idem::cli {
+
+namespace {
+struct ReconcileOptions {
+    CommonOptions common;
+    std::vector<std::string> stages;
+    std::vector<std::string> keys;
+    std::vector<std::string> times;
+    std::vector<std::string> payloads;
+    std::string grace = "15m";
+    std::string sla;
+    std::string report = "table";
+    std::string output_path;
+    std::string missing_path;
+    std::size_t examples = 20;
+    std::vector<std::string> fail_on;
+    std::string max_loss;
+    std::string max_duplicate_ratio;
+    std::size_t threads = 0;
+};
+
+// "NAME=VALUE" -> {NAME, VALUE}; a bare VALUE applies to every stage.
+std::pair<std::string, std::string> named(const std::string& text) {
+    auto equals = text.find('=');
+    if (equals == std::string::npos) return {"", text};
+    return {text.substr(0, equals), text.substr(equals + 1)};
+}
+
+// "0.1%" or "0.001" -> 0.001.
+double fraction(std::string_view flag, std::string text) {
+    bool percent = !text.empty() && text.back() == '%';
+    if (percent) text.pop_back();
+    double value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc{} || end != text.data() + text.size() || value < 0)
+        throw UsageError(fmt::format("{} {} is not a rate (0.1% or 0.001)", flag, quote(text)));
+    return percent ? value / 100 : value;
+}
+
+int run_reconcile_command(const ReconcileOptions& options) {
+    reconcile::ReconcileRunOptions run;
+    if (!options.common.inputs.empty())
+        throw UsageError("reconcile reads its stages from --stage NAME=FILE, in flow order");
+    if (options.stages.size() < 2)
+        throw UsageError("give at least two --stage NAME=FILE, in flow order (sent, received, "
+                         "processed...)");
+    if (options.stages.size() > reconcile::k_max_stages)
+        throw UsageError(fmt::format("at most {} stages", reconcile::k_max_stages));
+    std::string default_key;
+    std::map<std::string, std::string> stage_keys, stage_times, stage_payloads;
+    std::string default_time, default_payload;
+    for (const auto& text : options.keys) {
+        auto [stage, path] = named(text);
+        (stage.empty() ? default_key : stage_keys[stage]) = path;
+    }
+    for (const auto& text : options.times) {
+        auto [stage, path] = named(text);
+        (stage.empty() ? default_time : stage_times[stage]) = path;
+    }
+    for (const auto& text : options.payloads) {
+        auto [stage, paths] = named(text);
+        (stage.empty() ? default_payload : stage_payloads[stage]) = paths;
+    }
+    std::set<std::string> names;
+    for (const auto& text : options.stages)
+        names.insert(named(text).first);
+    for (const auto& [stage, path] : stage_keys)
+        if (!names.count(stage))
+            throw UsageError(
+                fmt::format("--key {}=...: no stage is named {}", stage, quote(stage)));
+    for (const auto& [stage, paths] : stage_payloads)
+        if (!names.count(stage))
+            throw UsageError(
+                fmt::format("--payload {}=...: no stage is named {}", stage, quote(stage)));
+    for (const auto& [stage, path] : stage_times)
+        if (!names.count(stage))
+            throw UsageError(
+                fmt::format("--time {}=...: no stage is named {}", stage, quote(stage)));
+    for (const auto& text : options.stages) {
+        auto [name, path] = named(text);
+        if (name.empty() || path.empty())
+            throw UsageError(fmt::format("--stage {} is not NAME=FILE", quote(text)));
+        for (const auto& earlier : run.stages)
+            if (earlier.name == name)
+                throw UsageError(fmt::format("two stages are named {}", quote(name)));
+        reconcile::StageInput stage;
+        stage.name = name;
+        stage.path = path;
+        auto key = stage_keys.count(name) ? stage_keys[name] : default_key;
+        if (key.empty())
+            throw UsageError(fmt::format("stage {} has no key: give --key PATH (every stage) or "
+                                         "--key {}=PATH",
+                                         quote(name), name));
+        stage.key = record::FieldPath::parse(key);
+        auto time = stage_times.count(name) ? stage_times[name] : default_time;
+        if (!time.empty()) stage.time = record::FieldPath::parse(time);
+        auto payload = stage_payloads.count(name) ? stage_payloads[name] : default_payload;
+        if (!payload.empty()) stage.payload = record::FieldPath::parse_list(payload);
+        run.stages.push_back(std::move(stage));
+    }
+    run.max_record_bytes = input_options(options.common).max_record_bytes;
+    run.reject_path = options.common.reject_path;
+    run.strictness = strictness(options.common);
+    run.threads = options.threads;
+    run.grace = parse_duration(options.grace);
+    if (!options.sla.empty()) run.sla = parse_duration(options.sla);
+    run.examples = options.examples;
+    run.report = options.report == "json"       ? reconcile::ReportFormat::json
+                 : options.report == "markdown" ? reconcile::ReportFormat::markdown
+                                                : reconcile::ReportFormat::table;
+    run.missing_path = options.missing_path;
+    std::vector<reconcile::Finding> fail_on;
+    for (const auto& list : options.fail_on)
+        for (auto name : split(list, ',')) {
+            auto finding = reconcile::parse_finding(name);
+            if (!finding)
+                throw UsageError(fmt::format("--fail-on: unknown finding {} (lost, duplicated, "
+                                             "late, orphan, changed)",
+                                             quote(name)));
+            fail_on.push_back(*finding);
+        }
+    std::optional<double> max_loss, max_duplicates;
+    if (!options.max_loss.empty()) max_loss = fraction("--max-loss", options.max_loss);
+    if (!options.max_duplicate_ratio.empty())
+        max_duplicates = fraction("--max-duplicate-ratio", options.max_duplicate_ratio);
+    StderrDiagnostics diagnostics(options.common.quiet);
+    auto output = options.output_path.empty() ? io::Sink::standard_output()
+                                              : io::Sink::replace_file(options.output_path);
+    auto result = reconcile::run_reconcile(run, *output, diagnostics);
+    output->publish();
+    const auto& reconciliation = result.reconciliation;
+    bool fails = false;
+    for (auto finding : fail_on)
+        if (reconciliation.counts[static_cast<std::size_t>(finding)] > 0) fails = true;
+    for (const auto& hop : reconciliation.hops)
+        if (max_loss && hop.loss_rate > *max_loss) {
+            diagnostics.warning({}, fmt::format("{} -> {} lost {:.4f}% of its keys, above "
+                                                "--max-loss {:.4f}%",
+                                                hop.from, hop.to, hop.loss_rate * 100,
+                                                *max_loss * 100));
+            fails = true;
+        }
+    for (const auto& stage : reconciliation.stages)
+        if (max_duplicates && stage.duplicate_ratio > *max_duplicates) {
+            diagnostics.warning({}, fmt::format("{} has {:.4f}% extra copies, above "
+                                                "--max-duplicate-ratio {:.4f}%",
+                                                stage.name, stage.duplicate_ratio * 100,
+                                                *max_duplicates * 100));
+            fails = true;
+        }
+    return finish_run(options.common, diagnostics, result.summary, fails ? 1 : 0);
+}
+} // namespace
+
+void register_reconcile(CLI::App& app, std::function<int()>& action) {
+    auto options = std::make_shared<ReconcileOptions>();
+    auto* command = app.add_subcommand(
+        "reconcile", "where events were lost or multiplied between stages, and the list to "
+                     "send again");
+    add_common_options(*command, options->common);
+    command
+        ->add_option("--stage", options->stages,
+                     "NAME=FILE, in flow order (repeat): NDJSON or envelopes, .har, .csv, or a "
+                     "JSON array / {\"data\": [...]} export")
+        ->allow_extra_args(false);
+    command
+        ->add_option("--key", options->keys,
+                     "field path of the event's key in every stage, or NAME=PATH for one stage")
+        ->allow_extra_args(false);
+    command
+        ->add_option("--time", options->times,
+                     "field path of the event time (default: an envelope's received_at), or "
+                     "NAME=PATH for one stage")
+        ->allow_extra_args(false);
+    command
+        ->add_option("--payload", options->payloads,
+                     "field paths compared between stages (changed), in every stage or "
+                     "NAME=PATHS for one; without it payloads are not compared")
+        ->allow_extra_args(false);
+    command->add_option("--grace", options->grace,
+                        "absent from the next stage this long after (event time) is lost; "
+                        "sooner is pending (default 15m)");
+    command->add_option("--sla", options->sla,
+                        "a hop slower than this (first copy to first copy) is late");
+    command->add_option("--report", options->report, "table (default), json or markdown")
+        ->check(CLI::IsMember({"table", "json", "markdown"}));
+    command->add_option("-o,--output", options->output_path,
+                        "write the report to FILE (whole or not at all)");
+    command->add_option("--missing", options->missing_path,
+                        "lost events, each once, as the first stage that has them recorded "
+                        "them: what `idem replay` sends again");
+    command->add_option("--examples", options->examples,
+                        "keys the report shows per finding (default 20)");
+    command
+        ->add_option("--fail-on", options->fail_on,
+                     "findings that make the exit 1: lost,duplicated,late,orphan,changed")
+        ->allow_extra_args(false);
+    command->add_option("--max-loss", options->max_loss,
+                        "exit 1 when a hop loses more than this (0.1% or 0.001)");
+    command->add_option("--max-duplicate-ratio", options->max_duplicate_ratio,
+                        "exit 1 when a stage holds more extra copies than this");
+    command
+        ->add_option("--threads", options->threads,
+                     "worker threads (default: one per core, at most 8)")
+        ->check(CLI::Range(0, 64));
+    command->footer(
+        "Per key: which stages saw it, how often, when. Findings: lost (in a stage, absent from\n"
+        "the next past --grace), duplicated, late (over --sla), orphan (in a later stage only),\n"
+        "changed (another payload between stages).\n\n"
+        "Examples:\n"
+        "  idem reconcile --stage sent=stripe-events.json --stage received=capture.ndjson --key "
+        "sent=id --key received=body.id\n"
+        "  idem reconcile --stage received=capture.ndjson --stage processed=app.log --key id "
+        "--time received=received_at --time processed=ts --missing lost.ndjson\n"
+        "  idem reconcile --stage a=a.ndjson --stage b=b.ndjson --key id --max-loss 0.1% "
+        "--report json");
+    command->callback(
+        [options, &action] { action = [options] { return run_reconcile_command(*options); }; });
+}
+
+} // namespace idem::cli

@@ -1,0 +1,183 @@
+#include "idem/reconcile/ledger.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace idem::reconcile {
+
+namespace {
+constexpr std::string_view k_names[k_finding_kinds] = {"lost", "duplicated", "late", "orphan",
+                                                       "changed"};
+
+std::optional<double> percentile(std::vector<std::int64_t>& sorted, double fraction) {
+    if (sorted.empty()) return std::nullopt;
+    auto rank = static_cast<std::size_t>(
+        std::ceil(fraction * static_cast<double>(sorted.size()))); // nearest rank
+    rank = std::clamp<std::size_t>(rank, 1, sorted.size());
+    return static_cast<double>(sorted[rank - 1]) / 1000.0;
+}
+
+std::string hour_of(std::int64_t micros) {
+    return format_rfc3339(Timestamp(Duration(micros))).substr(0, 13);
+}
+} // namespace
+
+std::string_view finding_name(Finding finding) {
+    return k_names[static_cast<std::size_t>(finding)];
+}
+
+std::optional<Finding> parse_finding(std::string_view name) {
+    for (std::size_t i = 0; i < k_finding_kinds; ++i)
+        if (k_names[i] == name) return static_cast<Finding>(i);
+    return std::nullopt;
+}
+
+Ledger::Ledger(LedgerOptions options) : m_options(std::move(options)) {}
+
+void Ledger::see(std::size_t stage, std::string_view key, std::optional<Timestamp> time,
+                 std::uint64_t payload) {
+    auto found = m_keys.find(key);
+    if (found == m_keys.end()) found = m_keys.emplace(std::string(key), KeyRecord{}).first;
+    auto& seen = found->second.stages[stage];
+    if (seen.count == 0) seen.payload = payload;
+    ++seen.count;
+    if (time) {
+        auto us = time->time_since_epoch().count();
+        if (!seen.timed) {
+            seen.first_us = seen.last_us = us;
+            seen.timed = true;
+        } else {
+            seen.first_us = std::min(seen.first_us, us);
+            seen.last_us = std::max(seen.last_us, us);
+        }
+    }
+}
+
+Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
+    const auto stages = m_options.stages.size();
+    Reconciliation result;
+    result.keys = m_keys.size();
+    for (std::size_t s = 0; s < stages; ++s) {
+        StageFigures figures;
+        figures.name = m_options.stages[s];
+        figures.records = m_records[s];
+        result.stages.push_back(std::move(figures));
+    }
+    for (std::size_t s = 0; s + 1 < stages; ++s) {
+        Hop hop;
+        hop.from = m_options.stages[s];
+        hop.to = m_options.stages[s + 1];
+        result.hops.push_back(std::move(hop));
+    }
+    std::vector<std::vector<std::int64_t>> latencies(stages > 0 ? stages - 1 : 0);
+    auto note = [&](Finding finding, const std::string& key, std::size_t stage,
+                    std::string detail) {
+        auto index = static_cast<std::size_t>(finding);
+        ++result.counts[index];
+        // The smallest keys, whatever order the hash table gives: the same
+        // examples in every run.
+        auto& examples = result.examples[index];
+        if (examples.size() < m_options.examples) {
+            examples.push_back({key, m_options.stages[stage], std::move(detail)});
+            return;
+        }
+        auto largest =
+            std::max_element(examples.begin(), examples.end(),
+                             [](const Example& a, const Example& b) { return a.key < b.key; });
+        if (largest != examples.end() && key < largest->key)
+            *largest = {key, m_options.stages[stage], std::move(detail)};
+    };
+    bool have_now = now.has_value();
+    std::int64_t now_us = have_now ? now->time_since_epoch().count() : 0;
+    for (const auto& [key, record] : m_keys) {
+        std::size_t first_stage = stages;
+        for (std::size_t s = 0; s < stages; ++s) {
+            const auto& seen = record.stages[s];
+            if (seen.count == 0) continue;
+            if (first_stage == stages) first_stage = s;
+            auto& figures = result.stages[s];
+            ++figures.keys;
+            if (seen.count > 1) {
+                ++figures.duplicated_keys;
+                figures.extra_copies += seen.count - 1;
+                auto upstream = s > 0 ? record.stages[s - 1].count : 0;
+                note(Finding::duplicated, key, s,
+                     upstream > 0
+                         ? fmt::format("{} copies at {}, {} at {}", seen.count, m_options.stages[s],
+                                       upstream, m_options.stages[s - 1])
+                         : fmt::format("{} copies at {}", seen.count, m_options.stages[s]));
+            }
+        }
+        if (first_stage > 0 && first_stage < stages) {
+            ++result.stages[first_stage].orphans;
+            note(Finding::orphan, key, first_stage,
+                 fmt::format("first seen at {}, in no earlier stage",
+                             m_options.stages[first_stage]));
+        }
+        for (std::size_t s = 0; s + 1 < stages; ++s) {
+            const auto& here = record.stages[s];
+            const auto& next = record.stages[s + 1];
+            if (here.count == 0) continue;
+            auto& hop = result.hops[s];
+            ++hop.keys;
+            if (next.count == 0) {
+                bool past_grace =
+                    !here.timed || !have_now || now_us - here.last_us >= m_options.grace.count();
+                if (!past_grace) {
+                    ++hop.pending;
+                    continue;
+                }
+                ++hop.lost;
+                if (here.timed) ++hop.lost_by_hour[hour_of(here.first_us)];
+                if (!result.missing.count(key)) result.missing.emplace(key, first_stage);
+                note(Finding::lost, key, s,
+                     fmt::format("at {}{}, never at {}", m_options.stages[s],
+                                 here.timed
+                                     ? " " + format_rfc3339(Timestamp(Duration(here.first_us)))
+                                     : std::string(),
+                                 m_options.stages[s + 1]));
+                continue;
+            }
+            ++hop.reached;
+            if (next.count > here.count) ++hop.amplified;
+            if (here.timed && next.timed) {
+                auto latency = next.first_us - here.first_us;
+                latencies[s].push_back(latency);
+                if (m_options.sla && latency > m_options.sla->count()) {
+                    ++hop.late;
+                    note(Finding::late, key, s,
+                         fmt::format("{} from {} to {}", format_duration(Duration(latency)),
+                                     m_options.stages[s], m_options.stages[s + 1]));
+                }
+            }
+            if (here.payload != 0 && next.payload != 0 && here.payload != next.payload) {
+                ++hop.changed;
+                note(Finding::changed, key, s + 1,
+                     fmt::format("its payload at {} differs from {}'s", m_options.stages[s + 1],
+                                 m_options.stages[s]));
+            }
+        }
+    }
+    for (std::size_t s = 0; s + 1 < stages; ++s) {
+        auto& hop = result.hops[s];
+        auto judged = hop.reached + hop.lost;
+        hop.loss_rate =
+            judged == 0 ? 0.0 : static_cast<double>(hop.lost) / static_cast<double>(judged);
+        std::sort(latencies[s].begin(), latencies[s].end());
+        hop.p50_ms = percentile(latencies[s], 0.50);
+        hop.p95_ms = percentile(latencies[s], 0.95);
+        hop.p99_ms = percentile(latencies[s], 0.99);
+    }
+    for (auto& figures : result.stages)
+        figures.duplicate_ratio = figures.records == 0 ? 0.0
+                                                       : static_cast<double>(figures.extra_copies) /
+                                                             static_cast<double>(figures.records);
+    // Examples in a stable order, whatever the hash table's.
+    for (auto& examples : result.examples)
+        std::sort(examples.begin(), examples.end(),
+                  [](const Example& a, const Example& b) { return a.key < b.key; });
+    return result;
+}
+
+} // namespace idem::reconcile

@@ -1,0 +1,110 @@
+#pragma once
+// What `idem reconcile` knows of each key (docs/reconcile.md), as pure
+// logic: at which stages it was seen, how often, when, and with what
+// payload; and what that says: lost, duplicated, late, orphan, changed.
+
+#include "idem/util/time.hpp"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace idem::reconcile {
+
+inline constexpr std::size_t k_max_stages = 8;
+
+// One stage's sightings of one key.
+struct Sighting {
+    std::uint32_t count = 0;
+    bool timed = false;
+    std::int64_t first_us = 0, last_us = 0; // event time of the first and last copy
+    std::uint64_t payload = 0;              // of the first copy (0: none)
+};
+
+struct KeyRecord {
+    std::array<Sighting, k_max_stages> stages{};
+};
+
+enum class Finding : std::uint8_t { lost, duplicated, late, orphan, changed };
+inline constexpr std::size_t k_finding_kinds = 5;
+[[nodiscard]] std::string_view finding_name(Finding finding);
+[[nodiscard]] std::optional<Finding> parse_finding(std::string_view name);
+
+struct LedgerOptions {
+    std::vector<std::string> stages;           // in flow order
+    Duration grace = std::chrono::minutes(15); // absent downstream this long (event time): lost
+    std::optional<Duration> sla;               // a hop slower than this: late
+    std::size_t examples = 20;                 // keys kept per finding, for the report
+};
+
+// The figures of one hop, stage N to N+1.
+struct Hop {
+    std::string from, to;
+    std::uint64_t keys = 0;    // distinct keys at `from`
+    std::uint64_t reached = 0; // of those, seen at `to`
+    std::uint64_t lost = 0;    // absent at `to` past the grace
+    std::uint64_t pending = 0; // absent, but still within the grace
+    std::uint64_t late = 0;
+    std::uint64_t changed = 0;
+    std::uint64_t amplified = 0; // keys seen more often at `to` than at `from`
+    double loss_rate = 0;
+    std::optional<double> p50_ms, p95_ms, p99_ms;      // hop latency, first copy to first copy
+    std::map<std::string, std::uint64_t> lost_by_hour; // "2026-11-30T08" -> lost keys
+};
+
+struct StageFigures {
+    std::string name;
+    std::uint64_t records = 0, keys = 0, duplicated_keys = 0, extra_copies = 0, orphans = 0;
+    double duplicate_ratio = 0; // extra copies / records
+};
+
+struct Example {
+    std::string key;
+    std::string stage; // where the finding is (the hop's first stage for lost and late)
+    std::string detail;
+};
+
+struct Reconciliation {
+    std::vector<StageFigures> stages;
+    std::vector<Hop> hops;
+    std::array<std::uint64_t, k_finding_kinds> counts{};
+    std::array<std::vector<Example>, k_finding_kinds> examples;
+    std::uint64_t keys = 0;
+    // Keys lost at some hop, with the first stage that holds them (for
+    // --missing): what to send again.
+    std::unordered_map<std::string, std::size_t> missing;
+};
+
+class Ledger {
+public:
+    explicit Ledger(LedgerOptions options);
+
+    // One record of `stage` with `key`, at event time `time` (none: no
+    // time), its payload hashed (0: none).
+    void see(std::size_t stage, std::string_view key, std::optional<Timestamp> time,
+             std::uint64_t payload);
+    void count_record(std::size_t stage) { ++m_records[stage]; }
+
+    // Everything the keys say, judged at `now` (the latest event time).
+    [[nodiscard]] Reconciliation reconcile(std::optional<Timestamp> now) const;
+
+    [[nodiscard]] std::size_t keys() const { return m_keys.size(); }
+
+private:
+    struct Hash {
+        using is_transparent = void;
+        std::size_t operator()(std::string_view key) const noexcept {
+            return std::hash<std::string_view>{}(key);
+        }
+    };
+    LedgerOptions m_options;
+    std::unordered_map<std::string, KeyRecord, Hash, std::equal_to<>> m_keys;
+    std::array<std::uint64_t, k_max_stages> m_records{};
+};
+
+} // namespace idem::reconcile

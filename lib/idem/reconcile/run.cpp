@@ -1,0 +1,370 @@
+// idem reconcile over its stages (docs/reconcile.md).
+
+#include "idem/reconcile/run.hpp"
+
+#include "idem/record/event_time.hpp"
+#include "idem/record/key.hpp"
+#include "idem/record/record_run.hpp"
+#include "idem/record/rows.hpp"
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <unordered_set>
+
+namespace idem::reconcile {
+
+namespace {
+
+enum class StageFormat { ndjson, har, csv, document };
+
+// What a stage's file is: by its name (.csv, .har), else by its first
+// bytes: a JSON array or an object whose first line is not a whole record
+// is one document ([...], or a page {"data": [...]}); else NDJSON.
+StageFormat format_of(const StageInput& stage) {
+    if (stage.path == "-") return StageFormat::ndjson;
+    if (stage.path.ends_with(".csv")) return StageFormat::csv;
+    if (stage.path.ends_with(".har")) return StageFormat::har;
+    std::ifstream in(stage.path, std::ios::binary);
+    if (!in)
+        throw InputError({stage.path, 0, 0, 0},
+                         fmt::format("cannot read stage {}'s input", quote(stage.name)));
+    char c = 0;
+    while (in.get(c) && (c == ' ' || c == '\n' || c == '\r' || c == '\t')) {
+    }
+    if (c == '[') return StageFormat::document;
+    if (c != '{') return StageFormat::ndjson;
+    in.seekg(0);
+    std::string first;
+    std::getline(in, first);
+    auto size = first.size();
+    first.append(io::k_padding_bytes, ' ');
+    record::RecordParser parser;
+    if (parser.parse(std::string_view(first).substr(0, size))) return StageFormat::document;
+    // One line holding a page of an export ({"data": [...]} and nothing
+    // after it) is a document too.
+    static const auto k_data = record::FieldPath::parse("data");
+    auto data = parser.find(k_data);
+    std::string rest;
+    while (std::getline(in, rest))
+        if (rest.find_first_not_of(" \t\r") != std::string::npos) return StageFormat::ndjson;
+    return data && data->type == record::FieldValue::Type::array ? StageFormat::document
+                                                                 : StageFormat::ndjson;
+}
+
+struct Extracted {
+    std::string_view key;
+    std::optional<Timestamp> time;
+    std::uint64_t payload = 0;
+    std::string problem;
+};
+
+struct Reader {
+    const StageInput& stage;
+
+    explicit Reader(const StageInput& input) : stage(input) {}
+
+    Extracted extract(record::RecordParser& parser) const {
+        Extracted found;
+        auto key = parser.find(stage.key);
+        if (!key || key->text.empty()) {
+            found.problem =
+                fmt::format("missing key field '{}' (stage {})", stage.key.text(), stage.name);
+            return found;
+        }
+        found.key = key->text;
+        auto time = record::event_time(parser, stage.time ? &*stage.time : nullptr);
+        if (time.failed()) {
+            found.problem = record::describe_failure(time, *stage.time) +
+                            fmt::format(" (stage {})", stage.name);
+            return found;
+        }
+        found.time = time.time;
+        // --payload: the values compared between stages, encoded as keys
+        // are (record/key.hpp) and hashed; 0 when there is nothing to compare.
+        if (!stage.payload.empty()) {
+            thread_local std::string encoded;
+            encoded.clear();
+            for (const auto& path : stage.payload) {
+                encoded += ' ';
+                if (auto value = parser.find(path)) record::append_encoded_value(encoded, *value);
+            }
+            found.payload = std::hash<std::string_view>{}(encoded) | 1;
+        }
+        return found;
+    }
+};
+
+// --- reading a stage, record by record -------------------------------------
+
+struct Outcome {
+    enum class Kind : std::uint8_t { too_long, failed, record };
+    io::BlockLine line;
+    Kind kind = Kind::record;
+    std::uint32_t key_at = 0, key_size = 0;
+    std::optional<Timestamp> time;
+    std::uint64_t payload = 0;
+    std::uint64_t column = 0;
+    std::string message;
+};
+
+struct BlockResult {
+    std::vector<Outcome> outcomes;
+    std::uint64_t lines = 0;
+    std::string keys;
+    void clear() {
+        outcomes.clear();
+        lines = 0;
+        keys.clear();
+    }
+};
+
+struct WorkerState {
+    record::RecordParser parser;
+};
+
+// Calls `take(key, time, payload, bytes, record)` for each record of the
+// stage; sets aside the others.
+using Take = std::function<void(std::string_view key, std::optional<Timestamp> time,
+                                std::uint64_t payload, std::string_view bytes)>;
+
+class StageReader {
+public:
+    StageReader(const ReconcileRunOptions& options, io::Diagnostics& diagnostics)
+        : m_options(options), m_diagnostics(diagnostics) {}
+
+    std::uint64_t rejected() const { return m_rejected; }
+    io::Sink* reject_sink() const { return m_reject_sink; }
+
+    void read(const StageInput& stage, const Take& take) {
+        switch (format_of(stage)) {
+        case StageFormat::ndjson:
+        case StageFormat::har:
+            read_lines(stage, take);
+            return;
+        case StageFormat::csv:
+            read_rows(stage, take, true);
+            return;
+        case StageFormat::document:
+            read_rows(stage, take, false);
+            return;
+        }
+    }
+
+    void flush() {
+        if (m_reject_sink) m_reject_sink->flush();
+    }
+
+private:
+    void read_lines(const StageInput& stage, const Take& take) {
+        record::InputOptions input;
+        input.paths = {stage.path};
+        input.format = format_of(stage) == StageFormat::har ? record::InputFormat::har
+                                                            : record::InputFormat::ndjson;
+        input.max_record_bytes = m_options.max_record_bytes;
+        record::RecordRunSetup setup{input, m_options.reject_path, m_options.strictness,
+                                     m_options.threads};
+        setup.shared_reject_sink = m_reject_sink;
+        record::RecordRun<WorkerState, BlockResult> run(setup, m_diagnostics);
+        if (!m_reject_sink) m_reject_sink = run.reject_sink();
+        Reader reader(stage);
+        auto states = run.states([] { return std::make_unique<WorkerState>(); });
+        decltype(run)::Steps steps;
+        steps.judge = [&](const record::InputBlock& block, WorkerState& state,
+                          BlockResult& result) {
+            io::LineCursor cursor(block.block.lines());
+            while (auto line = cursor.next()) {
+                auto& outcome = result.outcomes.emplace_back();
+                outcome.line = *line;
+                if (line->bytes.size() > m_options.max_record_bytes) {
+                    outcome.kind = Outcome::Kind::too_long;
+                    continue;
+                }
+                if (auto failure = state.parser.parse(line->bytes)) {
+                    outcome.kind = Outcome::Kind::failed;
+                    outcome.column = failure->column;
+                    outcome.message = std::move(failure->message);
+                    continue;
+                }
+                auto found = reader.extract(state.parser);
+                if (!found.problem.empty()) {
+                    outcome.kind = Outcome::Kind::failed;
+                    outcome.message = std::move(found.problem);
+                    continue;
+                }
+                outcome.key_at = static_cast<std::uint32_t>(result.keys.size());
+                result.keys.append(found.key);
+                outcome.key_size = static_cast<std::uint32_t>(found.key.size());
+                outcome.time = found.time;
+                outcome.payload = found.payload;
+            }
+            result.lines = cursor.lines_seen();
+        };
+        const BlockResult* block_result = nullptr;
+        steps.prepare = [&](const record::InputBlock&, BlockResult& result) {
+            block_result = &result;
+        };
+        auto route = [&](Outcome& outcome, record::InputRecord& record, std::size_t) {
+            if (outcome.kind == Outcome::Kind::too_long) return;
+            if (outcome.kind == Outcome::Kind::failed) {
+                run.rejects().reject(record, outcome.column, outcome.message);
+                return;
+            }
+            take(std::string_view(block_result->keys).substr(outcome.key_at, outcome.key_size),
+                 outcome.time, outcome.payload, record.bytes);
+        };
+        run.run(states, steps, route);
+        m_rejected += run.rejects().count();
+    }
+
+    // A CSV file's rows, or the items of a JSON document, each as a record.
+    void read_rows(const StageInput& stage, const Take& take, bool csv) {
+        if (!m_reject_sink && !m_options.reject_path.empty()) {
+            m_owned_reject_sink = io::Sink::create_file(m_options.reject_path);
+            m_reject_sink = m_owned_reject_sink.get();
+        }
+        record::RejectRouter rejects(m_reject_sink, m_options.strictness, m_diagnostics,
+                                     m_options.max_record_bytes);
+        Reader reader(stage);
+        record::RecordParser parser;
+        std::string padded;
+        auto take_item = [&](std::string_view json, std::uint64_t line) {
+            padded.assign(json);
+            padded.append(io::k_padding_bytes, ' ');
+            record::InputRecord record;
+            record.bytes = std::string_view(padded).substr(0, json.size());
+            record.source = &stage.path;
+            record.line = line;
+            if (auto failure = parser.parse(record.bytes)) {
+                rejects.reject(record, failure->column, failure->message);
+                return;
+            }
+            auto found = reader.extract(parser);
+            if (!found.problem.empty()) {
+                rejects.reject(record, 0, found.problem);
+                return;
+            }
+            take(found.key, found.time, found.payload, record.bytes);
+        };
+        if (csv) {
+            record::read_csv_rows(stage.path,
+                                  [&](std::string_view json, const record::RowPosition& at) {
+                                      take_item(json, at.number);
+                                  });
+        } else {
+            std::ifstream in(stage.path, std::ios::binary);
+            nlohmann::json document;
+            try {
+                document = nlohmann::json::parse(in);
+            } catch (const nlohmann::json::exception& error) {
+                throw InputError({stage.path, 0, 0, 0},
+                                 fmt::format("stage {}: not NDJSON, and not one JSON document "
+                                             "either ({})",
+                                             quote(stage.name), error.what()));
+            }
+            const nlohmann::json* items = &document;
+            if (document.is_object() && document.contains("data") && document["data"].is_array())
+                items = &document["data"]; // a page of an export (Stripe's events list)
+            if (!items->is_array())
+                throw InputError({stage.path, 0, 0, 0},
+                                 fmt::format("stage {}: a JSON document here is an array of "
+                                             "records or an object with a \"data\" array",
+                                             quote(stage.name)));
+            std::uint64_t index = 0;
+            for (const auto& item : *items)
+                take_item(item.dump(), ++index);
+        }
+        m_rejected += rejects.count();
+    }
+
+    const ReconcileRunOptions& m_options;
+    io::Diagnostics& m_diagnostics;
+    io::Sink* m_reject_sink = nullptr;
+    std::unique_ptr<io::Sink> m_owned_reject_sink;
+    std::uint64_t m_rejected = 0;
+};
+
+} // namespace
+
+ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& output,
+                              io::Diagnostics& diagnostics) {
+    auto start = std::chrono::steady_clock::now();
+    LedgerOptions ledger_options;
+    for (const auto& stage : options.stages)
+        ledger_options.stages.push_back(stage.name);
+    ledger_options.grace = options.grace;
+    ledger_options.sla = options.sla;
+    ledger_options.examples = options.examples;
+    Ledger ledger(ledger_options);
+    std::optional<Timestamp> latest;
+    std::uint64_t records = 0;
+    // A reader per run shares one reject file across the stages.
+    StageReader reader(options, diagnostics);
+    for (std::size_t s = 0; s < options.stages.size(); ++s)
+        reader.read(options.stages[s], [&](std::string_view key, std::optional<Timestamp> time,
+                                           std::uint64_t payload, std::string_view) {
+            ++records;
+            ledger.count_record(s);
+            ledger.see(s, key, time, payload);
+            if (time && (!latest || *time > *latest)) latest = time;
+        });
+    auto reconciliation = ledger.reconcile(latest);
+    std::uint64_t missing_written = 0;
+    if (!options.missing_path.empty()) {
+        // Again over the stages that hold lost keys first: each lost event
+        // once, as that stage recorded it (envelopes with their headers).
+        auto sink = io::Sink::create_file(options.missing_path);
+        std::unordered_set<std::string> written;
+        io::SilentDiagnostics quiet;
+        ReconcileRunOptions again = options;
+        again.reject_path.clear();
+        StageReader rereader(again, quiet);
+        for (std::size_t s = 0; s < options.stages.size(); ++s) {
+            bool wanted = std::any_of(reconciliation.missing.begin(), reconciliation.missing.end(),
+                                      [&](const auto& entry) { return entry.second == s; });
+            if (!wanted) continue;
+            rereader.read(options.stages[s], [&](std::string_view key, std::optional<Timestamp>,
+                                                 std::uint64_t, std::string_view bytes) {
+                auto found = reconciliation.missing.find(std::string(key));
+                if (found == reconciliation.missing.end() || found->second != s) return;
+                if (!written.insert(found->first).second) return;
+                sink->write_record(bytes);
+                ++missing_written;
+            });
+        }
+        sink->flush();
+    }
+    std::string text;
+    render_report(reconciliation, options.report, text);
+    output.write(text);
+    output.flush();
+    reader.flush();
+
+    ReconcileResult result;
+    auto& summary = result.summary;
+    summary.command = "reconcile";
+    summary.counts = {{"in", records + reader.rejected()}, {"keys", reconciliation.keys}};
+    for (std::size_t i = 0; i < k_finding_kinds; ++i)
+        summary.counts.emplace_back(std::string(finding_name(static_cast<Finding>(i))),
+                                    reconciliation.counts[i]);
+    summary.counts.emplace_back("rejected", reader.rejected());
+    if (!options.missing_path.empty()) summary.counts.emplace_back("missing_file", missing_written);
+    summary.parts_name = "hop";
+    for (const auto& hop : reconciliation.hops) {
+        io::Summary::Part part;
+        part.name = fmt::format("{}>{}", hop.from, hop.to);
+        part.counts = {{"keys", hop.keys},
+                       {"reached", hop.reached},
+                       {"lost", hop.lost},
+                       {"pending", hop.pending}};
+        part.ratios = {{"loss_rate", hop.loss_rate}};
+        summary.parts.push_back(std::move(part));
+    }
+    summary.seconds = io::seconds_since(start);
+    result.reconciliation = std::move(reconciliation);
+    return result;
+}
+
+} // namespace idem::reconcile

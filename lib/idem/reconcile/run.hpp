@@ -1,0 +1,54 @@
+#pragma once
+// idem reconcile: where events were lost or multiplied between stages
+// (docs/reconcile.md).
+
+#include "idem/io/diagnostics.hpp"
+#include "idem/io/sink.hpp"
+#include "idem/io/summary.hpp"
+#include "idem/reconcile/ledger.hpp"
+#include "idem/record/field_path.hpp"
+#include "idem/record/rejects.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace idem::reconcile {
+
+// One stage of the flow: its records and how to read their key and time.
+struct StageInput {
+    std::string name;
+    std::string path; // NDJSON (envelopes too), .har, .csv, or a JSON array / {"data": [...]}
+    record::FieldPath key;
+    std::optional<record::FieldPath> time; // default: an envelope's received_at
+    // What `changed` compares between stages (none: not compared).
+    std::vector<record::FieldPath> payload;
+};
+
+enum class ReportFormat { table, json, markdown };
+
+struct ReconcileRunOptions {
+    std::vector<StageInput> stages; // in flow order, 2 to k_max_stages
+    std::uint64_t max_record_bytes = 16ULL << 20;
+    std::string reject_path;
+    record::Strictness strictness = record::Strictness::lenient;
+    std::size_t threads = 0;
+    Duration grace = std::chrono::minutes(15);
+    std::optional<Duration> sla;
+    std::size_t examples = 20;
+    ReportFormat report = ReportFormat::table;
+    std::string missing_path; // lost events, from the first stage that has them
+};
+
+struct ReconcileResult {
+    io::Summary summary;
+    Reconciliation reconciliation;
+};
+
+// Writes the report to `output`. Throws InputError, FileSystemError.
+ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& output,
+                              io::Diagnostics& diagnostics);
+
+void render_report(const Reconciliation& reconciliation, ReportFormat format, std::string& out);
+
+} // namespace idem::reconcile

@@ -1,0 +1,220 @@
+"""End-to-end tests of `idem reconcile`: a generated three-stage flow with
+planted losses at each hop, duplicates, late and orphan events and changed
+payloads, checked against an independent Python reconciliation; a
+Stripe-export page and a GitHub-deliveries list as the first stage; and the
+--missing file replayed into `idem listen` completes exactly the lost set."""
+import json
+import os
+import random
+import tempfile
+import unittest
+from collections import Counter, defaultdict
+from datetime import datetime, timedelta, timezone
+
+from harness import ndjson, run, summary_of
+from listener import listening
+
+T0 = datetime(2026, 11, 30, 8, 0, 0, tzinfo=timezone.utc)
+
+
+def stamp(seconds):
+    return (T0 + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def flow(count=3000, seed=6):
+    """sent (a Stripe events page), received (listen's envelopes), processed
+    (an app log), with faults planted at random."""
+    rng = random.Random(seed)
+    sent, received, processed = [], [], []
+    for i in range(count):
+        event = {"id": f"evt_{i:05d}", "type": "invoice.paid", "created": stamp(i),
+                 "data": {"object": {"amount": rng.randint(1, 9999)}}}
+        sent.append(event)
+        fault = rng.random()
+        if fault < 0.02:
+            continue  # lost between sent and received
+        copies = 3 if fault < 0.04 else 1  # duplicated at received
+        delay = 900 if fault < 0.05 else rng.uniform(0.1, 3)  # late past the SLA
+        body = dict(event)
+        if 0.05 <= fault < 0.06:
+            body = json.loads(json.dumps(event))
+            body["data"]["object"]["amount"] += 1  # changed on the way
+        for copy in range(copies):
+            received.append({"idem": 1, "id": f"cap_{i}_{copy}", "received_at": stamp(i + delay + copy),
+                             "method": "POST", "path": "/hooks", "headers": [["Content-Type", "application/json"]],
+                             "body": json.dumps(body)})
+        if 0.06 <= fault < 0.09:
+            continue  # lost between received and processed
+        processed.append({"event_id": event["id"], "ts": stamp(i + delay + 5), "amount": body["data"]["object"]["amount"]})
+    processed.append({"event_id": "evt_forged", "ts": stamp(count), "amount": 1})  # an orphan
+    rng.shuffle(processed)
+    return sent, received, processed
+
+
+def python_reconcile(sent, received, processed, grace=60, sla=600):
+    """The same reconciliation, written again."""
+    def seconds(ts):
+        return (datetime.fromisoformat(ts.replace("Z", "+00:00")) - T0).total_seconds()
+    stages = [defaultdict(list), defaultdict(list), defaultdict(list)]
+    for e in sent:
+        stages[0][e["id"]].append((seconds(e["created"]), e["data"]["object"]["amount"]))
+    for r in received:
+        body = json.loads(r["body"])
+        stages[1][body["id"]].append((seconds(r["received_at"]), body["data"]["object"]["amount"]))
+    for p in processed:
+        stages[2][p["event_id"]].append((seconds(p["ts"]), p["amount"]))
+    latest = max(t for stage in stages for seen in stage.values() for t, _ in seen)
+    found = Counter()
+    lost = set()
+    for n in range(2):
+        for key, seen in stages[n].items():
+            if key not in stages[n + 1]:
+                if latest - max(t for t, _ in seen) >= grace:
+                    found["lost"] += 1
+                    lost.add(key)
+                continue
+            first_here, first_next = min(t for t, _ in seen), min(t for t, _ in stages[n + 1][key])
+            if first_next - first_here > sla:
+                found["late"] += 1
+            if seen[0][1] != stages[n + 1][key][0][1]:
+                found["changed"] += 1
+    for n in range(3):
+        found["duplicated"] += sum(1 for seen in stages[n].values() if len(seen) > 1)
+    keys = set(stages[0]) | set(stages[1]) | set(stages[2])
+    found["orphan"] = sum(1 for key in keys if key not in stages[0])
+    return found, lost
+
+
+class Flow(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.sent, self.received, self.processed = flow()
+        self.paths = {}
+        for name, records in (("received", self.received), ("processed", self.processed)):
+            self.paths[name] = os.path.join(self.tmp.name, name + ".ndjson")
+            with open(self.paths[name], "wb") as f:
+                f.write(ndjson(records))
+        # The first stage as Stripe's `events list` gives it: a page.
+        self.paths["sent"] = os.path.join(self.tmp.name, "sent.json")
+        with open(self.paths["sent"], "w") as f:
+            json.dump({"object": "list", "data": self.sent, "has_more": False}, f)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def args(self, *extra):
+        return ["reconcile", "--stage", "sent=" + self.paths["sent"], "--stage", "received=" + self.paths["received"],
+                "--stage", "processed=" + self.paths["processed"], "--key", "sent=id", "--key", "received=body.id",
+                "--key", "processed=event_id", "--time", "sent=created", "--time", "processed=ts",
+                "--payload", "sent=data.object.amount", "--payload", "received=body.data.object.amount",
+                "--payload", "processed=amount", "--grace", "60s", "--sla", "10m", *extra]
+
+    def test_every_finding_matches_an_independent_reconciliation(self):
+        code, out, err = run(self.args("--report", "json", "--summary", "json"))
+        self.assertEqual(code, 0, err)
+        report = json.loads(out)
+        expected, _ = python_reconcile(self.sent, self.received, self.processed)
+        found = {name: item["count"] for name, item in report["findings"].items() if item["count"]}
+        self.assertEqual(found, dict(expected))
+        self.assertEqual(set(found), {"lost", "duplicated", "late", "changed", "orphan"})
+        hops = {(h["from"], h["to"]): h for h in report["hops"]}
+        first = hops[("sent", "received")]
+        self.assertEqual(first["keys"], len(self.sent))
+        self.assertAlmostEqual(first["loss_rate"], first["lost"] / (first["lost"] + first["reached"]))
+        self.assertIsNotNone(first["latency_ms"]["p99"])
+        stages = {s["stage"]: s for s in report["stages"]}
+        self.assertEqual(stages["received"]["records"], len(self.received))
+        self.assertEqual(stages["processed"]["orphans"], 1)
+        summary = summary_of(err)
+        self.assertEqual(summary["in"], len(self.sent) + len(self.received) + len(self.processed))
+
+    def test_thresholds_and_fail_on_make_the_exit_1(self):
+        code, _, err = run(self.args("--max-loss", "0.5%", "-q"))
+        self.assertEqual(code, 1)
+        code, _, err = run(self.args("--max-loss", "50%", "--max-duplicate-ratio", "50%", "-q"))
+        self.assertEqual(code, 0, err)
+        code, _, err = run(self.args("--fail-on", "orphan", "-q"))
+        self.assertEqual(code, 1)
+
+    def test_the_missing_file_replayed_completes_exactly_the_lost_set(self):
+        missing = os.path.join(self.tmp.name, "missing.ndjson")
+        code, out, err = run(self.args("--missing", missing, "--summary", "json"))
+        self.assertEqual(code, 0, err)
+        _, lost = python_reconcile(self.sent, self.received, self.processed)
+        with open(missing) as f:
+            records = [json.loads(line) for line in f]
+        # Each lost event once, from the first stage that holds it: an
+        # envelope keeps its headers, a sent event is the event.
+        keys = [r["id"] if "idem" not in r else json.loads(r["body"])["id"] for r in records]
+        self.assertEqual(sorted(keys), sorted(lost))
+        self.assertEqual(summary_of(err)["missing_file"], len(lost))
+        with listening(self.tmp.name) as target:
+            store = os.path.join(self.tmp.name, "ledger.db")
+            code, _, err = run(["replay", "--to", target.url + "/hooks", "--key", "id", "--store", store, "-q",
+                                missing])
+            self.assertEqual(code, 0, err)
+            target.stop()
+            captured = [json.loads(e["body"]) for e in target.envelopes()]
+        resent = [body["id"] if "body" not in body else json.loads(body["body"])["id"] for body in captured]
+        self.assertEqual(sorted(resent), sorted(lost))
+
+
+class Shapes(unittest.TestCase):
+    def test_a_github_deliveries_list_and_a_csv_log(self):
+        deliveries = [{"id": n, "guid": f"g{n}", "delivered_at": stamp(n), "redelivery": False,
+                       "status_code": 200} for n in range(10)]
+        with tempfile.TemporaryDirectory() as tmp:
+            sent = os.path.join(tmp, "deliveries.json")
+            with open(sent, "w") as f:
+                json.dump(deliveries, f, indent=2)
+            processed = os.path.join(tmp, "app.csv")
+            with open(processed, "w") as f:
+                f.write("delivery,at\n" + "".join(f"g{n},{stamp(n + 1)}\n" for n in range(10) if n != 4))
+            code, out, err = run(["reconcile", "--stage", f"github={sent}", "--stage", f"app={processed}",
+                                  "--key", "github=guid", "--key", "app=delivery", "--time", "github=delivered_at",
+                                  "--time", "app=at", "--grace", "1s", "--report", "json"])
+            self.assertEqual(code, 0, err)
+            report = json.loads(out)
+            self.assertEqual(report["findings"]["lost"]["count"], 1)
+            self.assertEqual(report["findings"]["lost"]["examples"][0]["key"], "g4")
+
+    def test_keys_still_within_the_grace_are_pending_not_lost(self):
+        a = [{"id": "x", "ts": stamp(0)}, {"id": "y", "ts": stamp(100)}]
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for name, records in (("a", a), ("b", [])):
+                paths.append(os.path.join(tmp, name + ".ndjson"))
+                with open(paths[-1], "wb") as f:
+                    f.write(ndjson(records) if records else b"")
+            code, out, err = run(["reconcile", "--stage", f"a={paths[0]}", "--stage", f"b={paths[1]}", "--key", "id",
+                                  "--time", "ts", "--grace", "60s", "--report", "json"])
+            hop = json.loads(out)["hops"][0]
+            self.assertEqual((hop["lost"], hop["pending"]), (1, 1))  # x is past the grace, y is not
+
+
+class Errors(unittest.TestCase):
+    def test_usage_errors(self):
+        for args, words in [([], "at least two --stage"),
+                            (["--stage", "a=x", "--stage", "b=y"], "stage 'a' has no key"),
+                            (["--stage", "a=x", "--stage", "a=y", "--key", "id"], "two stages are named 'a'"),
+                            (["--stage", "a=x", "--stage", "b=y", "--key", "c=id"], "no stage is named 'c'"),
+                            (["--stage", "a=x", "--stage", "b=y", "--key", "id", "--fail-on", "lots"],
+                             "unknown finding 'lots'"),
+                            (["--stage", "a=x", "--stage", "b=y", "--key", "id", "--max-loss", "lots"],
+                             "is not a rate")]:
+            code, _, err = run(["reconcile"] + args, stdin=b"")
+            self.assertEqual(code, 2, (args, err))
+            self.assertIn(words, err, args)
+
+    def test_a_key_path_in_no_record_fails_the_run(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "a.ndjson")
+            with open(path, "wb") as f:
+                f.write(ndjson([{"id": 1}, {"id": 2}]))
+            code, _, err = run(["reconcile", "--stage", f"a={path}", "--stage", f"b={path}", "--key", "idd"])
+            self.assertEqual(code, 3, err)
+            self.assertIn("missing key field 'idd' (stage a)", err)
+
+
+if __name__ == "__main__":
+    unittest.main()

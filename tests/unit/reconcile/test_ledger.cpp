@@ -1,0 +1,100 @@
+// The reconciliation of keys across stages, as pure logic: every finding,
+// the grace, the funnel's figures and latency percentiles.
+
+#include "idem/reconcile/ledger.hpp"
+
+#include <algorithm>
+#include <doctest/doctest.h>
+
+using namespace idem;
+using namespace idem::reconcile;
+
+namespace {
+Timestamp at(int seconds) {
+    return Timestamp(std::chrono::seconds(1'764'489'600 + seconds));
+}
+std::uint64_t count(const Reconciliation& r, Finding finding) {
+    return r.counts[static_cast<std::size_t>(finding)];
+}
+} // namespace
+
+TEST_CASE("every finding between three stages") {
+    LedgerOptions options;
+    options.stages = {"sent", "received", "processed"};
+    options.grace = std::chrono::seconds(60);
+    options.sla = std::chrono::seconds(10);
+    Ledger ledger(options);
+    auto see = [&](std::size_t stage, const char* key, int seconds, std::uint64_t payload = 7) {
+        ledger.count_record(stage);
+        ledger.see(stage, key, at(seconds), payload);
+    };
+    see(0, "ok", 0);
+    see(1, "ok", 1);
+    see(2, "ok", 2);
+    see(0, "lost-1", 0); // never received
+    see(0, "lost-2", 0);
+    see(1, "lost-2", 1); // received, never processed
+    see(0, "dup", 0);
+    see(1, "dup", 1);
+    see(1, "dup", 2); // two copies received
+    see(2, "dup", 3);
+    see(0, "slow", 0);
+    see(1, "slow", 30); // over the 10 s SLA
+    see(2, "slow", 31);
+    see(0, "changed", 0);
+    see(1, "changed", 1, 8); // another payload at received
+    see(2, "changed", 2, 8);
+    see(2, "orphan", 5);    // processed, sent by no one
+    see(0, "pending", 100); // not received yet, but within the grace
+    auto r = ledger.reconcile(at(120));
+    CHECK(count(r, Finding::lost) == 2);
+    CHECK(count(r, Finding::duplicated) == 1);
+    CHECK(count(r, Finding::late) == 1);
+    CHECK(count(r, Finding::changed) == 1);
+    CHECK(count(r, Finding::orphan) == 1);
+    REQUIRE(r.hops.size() == 2);
+    CHECK(r.hops[0].keys == 7);
+    CHECK(r.hops[0].lost == 1);
+    CHECK(r.hops[0].pending == 1);
+    CHECK(r.hops[0].reached == 5);
+    CHECK(r.hops[0].loss_rate == doctest::Approx(1.0 / 6));
+    CHECK(r.hops[1].lost == 1);
+    CHECK(r.stages[1].duplicated_keys == 1);
+    CHECK(r.stages[1].extra_copies == 1);
+    CHECK(r.stages[2].orphans == 1);
+    CHECK(r.missing.at("lost-1") == 0);
+    CHECK(r.missing.at("lost-2") == 0); // sent holds it first
+    CHECK(r.hops[0].p50_ms == doctest::Approx(1000.0));
+    CHECK(r.hops[0].p99_ms == doctest::Approx(30000.0));
+}
+
+TEST_CASE("without times, every absent key is lost and no latency is made up") {
+    LedgerOptions options;
+    options.stages = {"a", "b"};
+    Ledger ledger(options);
+    ledger.see(0, "x", std::nullopt, 0);
+    ledger.see(0, "y", std::nullopt, 0);
+    ledger.see(1, "y", std::nullopt, 0);
+    auto r = ledger.reconcile(std::nullopt);
+    CHECK(r.hops[0].lost == 1);
+    CHECK_FALSE(r.hops[0].p50_ms);
+    CHECK(count(r, Finding::changed) == 0); // no payloads: nothing compared
+}
+
+TEST_CASE("examples are the smallest keys, whatever order the keys came in") {
+    LedgerOptions options;
+    options.stages = {"a", "b"};
+    options.examples = 2;
+    for (int order = 0; order < 2; ++order) {
+        Ledger ledger(options);
+        std::vector<std::string> keys{"k3", "k1", "k4", "k2"};
+        if (order) std::reverse(keys.begin(), keys.end());
+        for (const auto& key : keys)
+            ledger.see(0, key, std::nullopt, 0);
+        auto r = ledger.reconcile(std::nullopt);
+        auto& examples = r.examples[static_cast<std::size_t>(Finding::lost)];
+        REQUIRE(examples.size() == 2);
+        CHECK(examples[0].key == "k1");
+        CHECK(examples[1].key == "k2");
+    }
+}
