@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <xxhash.h>
 
 namespace idem::reconcile {
 
@@ -33,13 +34,59 @@ std::optional<Finding> parse_finding(std::string_view name) {
     return std::nullopt;
 }
 
-Ledger::Ledger(LedgerOptions options) : m_options(std::move(options)) {}
+void KeyIndex::reserve(std::size_t keys) {
+    std::size_t slots = 16;
+    while (slots < keys * 2)
+        slots <<= 1;
+    if (slots > m_slots.size()) {
+        auto old = std::move(m_slots);
+        m_slots.assign(slots, Slot{});
+        for (const auto& slot : old)
+            if (slot.used) {
+                auto at = slot.hash & (m_slots.size() - 1);
+                while (m_slots[at].used)
+                    at = (at + 1) & (m_slots.size() - 1);
+                m_slots[at] = slot;
+            }
+    }
+    m_names.reserve(keys);
+}
+
+void KeyIndex::grow() {
+    reserve(std::max<std::size_t>(m_names.size() * 2, 8));
+}
+
+std::pair<std::uint32_t, bool> KeyIndex::find_or_add(std::string_view key) {
+    if ((m_names.size() + 1) * 2 > m_slots.size()) grow();
+    auto hash = XXH3_64bits(key.data(), key.size());
+    auto mask = m_slots.size() - 1;
+    for (auto at = hash & mask;; at = (at + 1) & mask) {
+        auto& slot = m_slots[at];
+        if (!slot.used) {
+            slot.used = true;
+            slot.hash = hash;
+            slot.index = static_cast<std::uint32_t>(m_names.size());
+            m_names.emplace_back(m_arena.size(), static_cast<std::uint32_t>(key.size()));
+            m_arena.insert(m_arena.end(), key.begin(), key.end());
+            return {slot.index, true};
+        }
+        if (slot.hash == hash && name(slot.index) == key) return {slot.index, false};
+    }
+}
+
+Ledger::Ledger(LedgerOptions options)
+    : m_options(std::move(options)), m_stages(std::max<std::size_t>(m_options.stages.size(), 1)) {}
+
+void Ledger::expect_keys(std::size_t keys) {
+    m_keys.reserve(keys);
+    m_sightings.reserve(keys * m_stages);
+}
 
 void Ledger::see(std::size_t stage, std::string_view key, std::optional<Timestamp> time,
                  std::uint64_t payload) {
-    auto found = m_keys.find(key);
-    if (found == m_keys.end()) found = m_keys.emplace(std::string(key), KeyRecord{}).first;
-    auto& seen = found->second.stages[stage];
+    auto [index, added] = m_keys.find_or_add(key);
+    if (added) m_sightings.resize(m_sightings.size() + m_stages);
+    auto& seen = m_sightings[index * m_stages + stage];
     if (seen.count == 0) seen.payload = payload;
     ++seen.count;
     if (time) {
@@ -90,10 +137,11 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
     };
     bool have_now = now.has_value();
     std::int64_t now_us = have_now ? now->time_since_epoch().count() : 0;
-    for (const auto& [key, record] : m_keys) {
+    for (std::uint32_t index = 0; index < m_keys.size(); ++index) {
+        std::string key(m_keys.name(index));
         std::size_t first_stage = stages;
         for (std::size_t s = 0; s < stages; ++s) {
-            const auto& seen = record.stages[s];
+            const auto& seen = at(index, s);
             if (seen.count == 0) continue;
             if (first_stage == stages) first_stage = s;
             auto& figures = result.stages[s];
@@ -101,7 +149,7 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
             if (seen.count > 1) {
                 ++figures.duplicated_keys;
                 figures.extra_copies += seen.count - 1;
-                auto upstream = s > 0 ? record.stages[s - 1].count : 0;
+                auto upstream = s > 0 ? at(index, s - 1).count : 0;
                 note(Finding::duplicated, key, s,
                      upstream > 0
                          ? fmt::format("{} copies at {}, {} at {}", seen.count, m_options.stages[s],
@@ -116,8 +164,8 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
                              m_options.stages[first_stage]));
         }
         for (std::size_t s = 0; s + 1 < stages; ++s) {
-            const auto& here = record.stages[s];
-            const auto& next = record.stages[s + 1];
+            const auto& here = at(index, s);
+            const auto& next = at(index, s + 1);
             if (here.count == 0) continue;
             auto& hop = result.hops[s];
             ++hop.keys;

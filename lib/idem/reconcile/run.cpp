@@ -9,6 +9,7 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
+#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -298,6 +299,12 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
     ledger_options.sla = options.sla;
     ledger_options.examples = options.examples;
     Ledger ledger(ledger_options);
+    // About as many keys as the first stage has lines: sized once.
+    if (options.stages.front().path != "-") {
+        std::error_code ignored;
+        auto bytes = std::filesystem::file_size(options.stages.front().path, ignored);
+        if (!ignored) ledger.expect_keys(std::min<std::uintmax_t>(bytes / 100, 50'000'000));
+    }
     std::optional<Timestamp> latest;
     std::uint64_t records = 0;
     // A reader per run shares one reject file across the stages.
