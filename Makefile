@@ -62,6 +62,7 @@ bench: deps build
 	./bench/run_reorder.sh $(IDEM)
 	./bench/run_merge.sh $(IDEM)
 	./bench/run_states.sh $(IDEM)
+	./bench/run_reconcile.sh $(IDEM)
 	./bench/run_audit.sh $(IDEM)
 	./bench/run_listen_replay.sh $(IDEM)
 	./bench/run_redis_cluster.sh $(IDEM)

@@ -72,6 +72,14 @@ step "Which event broke the order's life? An illegal refund, a lost update, a mi
     --time-field ts --stuck-after 30m --machine samples/orders-machine.yaml --store "$work/idem.db" --fail-on none \
     samples/events/orders.ndjson | jq -c '._idem.states | select(.verdict != "ok") | {entity, verdict, why}'
 
+step "Where were events lost? Sent by the provider, received by listen, processed by the app" \
+     "idem reconcile --stage sent=samples/flow/stripe-events.json --stage received=samples/flow/capture.ndjson --stage processed=samples/flow/app.ndjson --key sent=id --key received=body.id --key processed=event_id ... --missing lost.ndjson"
+"$IDEM" reconcile --stage sent=samples/flow/stripe-events.json --stage received=samples/flow/capture.ndjson \
+    --stage processed=samples/flow/app.ndjson --key sent=id --key received=body.id --key processed=event_id \
+    --time sent=created --time processed=ts --sla 10m --grace 5m --examples 2 -q \
+    --missing "$work/lost.ndjson" | sed -n '5,12p'
+echo "to send again: $(wc -l < "$work/lost.ndjson") events in lost.ndjson"
+
 step "Why seven identical tickets? Three retry layers, a new key each time" \
      "idem audit --key idempotency_key --fingerprint user_id,fault_type --time-field ts --source-field agent samples/incidents/agent-retries.ndjson"
 "$IDEM" audit --key idempotency_key --fingerprint user_id,fault_type --time-field ts --source-field agent -q \
@@ -104,4 +112,4 @@ echo "why did one key arrive three times? the capture, with replay's ledger besi
     --replay-scope "replay:http://127.0.0.1:$port/hooks" "$work/target.ndjson" | sed -n '5,9p'
 
 echo
-echo "Next: idem --help, idem COMMAND --help (verify, dedup, reorder, merge, states, audit, listen, replay), and docs/."
+echo "Next: idem --help, idem COMMAND --help (verify, dedup, reorder, merge, states, reconcile, audit, listen, replay), and docs/."
