@@ -363,7 +363,6 @@ struct RedisRouter::Impl {
     // A reply that says the command did not run here: followed until it
     // ran, or failed with a reason.
     Reply settle(Reply reply, const Arguments& arguments, std::string_view key) {
-        std::optional<std::chrono::steady_clock::time_point> loading_since;
         for (int hop = 0; hop < k_max_redirects; ++hop) {
             if (!reply) fail("no reply");
             if (auto redirect = redirect_of(reply.get())) {
@@ -393,19 +392,12 @@ struct RedisRouter::Impl {
                 reply = send_one(route(key), arguments);
                 continue;
             }
-            // A restarted node answers LOADING while it reads its data back:
-            // waited out like a reconnect, up to --store-timeout. Nothing
-            // was done, so sending again is safe for any command.
-            if (error_starts(reply.get(), "LOADING")) {
-                auto patience = std::chrono::microseconds(g_store_timeout_us.load());
-                if (!loading_since) loading_since = std::chrono::steady_clock::now();
-                if (std::chrono::steady_clock::now() - *loading_since > patience)
-                    fail(text_of(reply.get()));
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
-                reply = send_one(route(key), arguments);
-                --hop; // not a redirect
-                continue;
-            }
+            // A restarted node answers LOADING while it reads its data back
+            // (or is a replica the map still names, loading its master's
+            // data): waited out as a node that cannot be reached, with
+            // backoff and a fresh map, up to --store-timeout. The command
+            // did not run; others in its pipeline may have.
+            if (error_starts(reply.get(), "LOADING")) throw Unreachable{text_of(reply.get()), true};
             if (reply->type == REDIS_REPLY_ERROR) fail(text_of(reply.get()));
             return reply;
         }
@@ -527,7 +519,6 @@ void RedisRouter::transact_once(const std::vector<RoutedCommand>& commands) {
     for (const auto& command : commands)
         groups[impl.clustered ? key_slot(command.key) : std::uint16_t{0}].push_back(&command);
     auto deadline = std::chrono::steady_clock::now() + k_cluster_patience;
-    std::optional<std::chrono::steady_clock::time_point> loading_since;
     for (const auto& [slot, group] : groups) {
         while (true) {
             auto& node = impl.route(group.front()->key);
@@ -544,15 +535,9 @@ void RedisRouter::transact_once(const std::vector<RoutedCommand>& commands) {
             }
             auto done = impl.read(node);
             // A restarted node still reading its data answers LOADING to
-            // MULTI: nothing ran; waited out up to --store-timeout.
-            if (error_starts(opened.get(), "LOADING")) {
-                if (!loading_since) loading_since = std::chrono::steady_clock::now();
-                if (std::chrono::steady_clock::now() - *loading_since >
-                    std::chrono::microseconds(g_store_timeout_us.load()))
-                    impl.fail(text_of(opened.get()));
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
-                continue;
-            }
+            // MULTI: nothing of this group ran; waited out as settle() does.
+            if (error_starts(opened.get(), "LOADING"))
+                throw Unreachable{text_of(opened.get()), true};
             // A slot that moved before EXEC: nothing of it ran; send it
             // again where the slot lives now.
             if (moved && std::chrono::steady_clock::now() < deadline) {
