@@ -207,10 +207,7 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
                         "past this many records, group on disk in bounded memory (default 250000)");
     command->add_option("--spill-dir", options->spill_dir,
                         "where the partition files go (default: $TMPDIR or /tmp)");
-    command
-        ->add_option("--threads", options->threads,
-                     "worker threads (default: one per core, at most 8)")
-        ->check(CLI::Range(0, 64));
+    add_threads_option(*command, options->threads);
     command->footer(
         "Causes: retry-storm, concurrent, ttl-expired, key-reuse, key-regenerated; a group\n"
         "that fits none is 'unexplained'. Each comes with the records and gaps that show it.\n\n"

@@ -84,6 +84,16 @@ void write_stderr(std::string_view text) {
     }
 }
 
+void add_threads_option(CLI::App& command, std::size_t& threads) {
+    command.add_option("--threads", threads, "worker threads (default: one per core, at most 8)")
+        ->check(CLI::Range(0, 64));
+}
+
+void add_lock_timeout_option(CLI::App& command, std::string& lock_timeout) {
+    command.add_option("--lock-timeout", lock_timeout,
+                       "how long to wait for a SQLite store another process holds (default 60s)");
+}
+
 void print_summary(const CommonOptions& options, const io::Summary& summary) {
     if (options.summary_format == "json") {
         auto versioned = summary;

@@ -38,6 +38,11 @@ void add_store_timeout_option(CLI::App& command, CommonOptions& options);
 // Sets it for this process; `fallback` when the flag was not given.
 void apply_store_timeout(const CommonOptions& options, std::chrono::milliseconds fallback);
 
+// --threads: worker threads, 0 (default) one per core, at most 8.
+void add_threads_option(CLI::App& command, std::size_t& threads);
+// --lock-timeout: how long to wait for a SQLite store another process holds.
+void add_lock_timeout_option(CLI::App& command, std::string& lock_timeout);
+
 [[nodiscard]] record::InputOptions input_options(const CommonOptions& options);
 [[nodiscard]] record::Strictness strictness(const CommonOptions& options);
 

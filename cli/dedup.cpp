@@ -178,13 +178,9 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
                      "this process, counted unclaimed) or local (the same, marked degraded, and "
                      "written back to the store when it answers again)")
         ->check(CLI::IsMember({"fail", "pass", "local"}));
-    command->add_option("--lock-timeout", options->lock_timeout,
-                        "how long to wait for a SQLite store another process holds (default 60s)");
+    add_lock_timeout_option(*command, options->lock_timeout);
     command->add_flag("--gc", options->gc, "delete expired fingerprints from the store, then exit");
-    command
-        ->add_option("--threads", options->threads,
-                     "worker threads (default: one per core, at most 8)")
-        ->check(CLI::Range(0, 64));
+    add_threads_option(*command, options->threads);
     command->add_option(
         "--batch", options->batch,
         "records per store transaction; a crash can repeat at most this many (default 65536)");

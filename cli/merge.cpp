@@ -226,12 +226,8 @@ void register_merge(CLI::App& app, std::function<int()>& action) {
         ->envname("IDEM_STORE");
     command->add_option("--scope", options->scope,
                         "namespace of the checkpoint in the store (default 'default')");
-    command->add_option("--lock-timeout", options->lock_timeout,
-                        "how long to wait for a SQLite store another process holds (default 60s)");
-    command
-        ->add_option("--threads", options->threads,
-                     "worker threads (default: one per core, at most 8)")
-        ->check(CLI::Range(0, 64));
+    add_lock_timeout_option(*command, options->lock_timeout);
+    add_threads_option(*command, options->threads);
     command->add_option("--batch", options->batch,
                         "with -o: records per checkpoint (default 65536)");
     command->footer(

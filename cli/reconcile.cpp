@@ -214,10 +214,7 @@ void register_reconcile(CLI::App& app, std::function<int()>& action) {
                         "exit 1 when a hop loses more than this (0.1% or 0.001)");
     command->add_option("--max-duplicate-ratio", options->max_duplicate_ratio,
                         "exit 1 when a stage holds more extra copies than this");
-    command
-        ->add_option("--threads", options->threads,
-                     "worker threads (default: one per core, at most 8)")
-        ->check(CLI::Range(0, 64));
+    add_threads_option(*command, options->threads);
     command->footer(
         "Per key: which stages saw it, how often, when. Findings: lost (in a stage, absent from\n"
         "the next past --grace), duplicated, late (over --sla), orphan (in a later stage only),\n"

@@ -158,14 +158,10 @@ void register_reorder(CLI::App& app, std::function<int()>& action) {
     command->add_option("--scope", options->scope,
                         "namespace of checkpoints in the store, one per stream (default "
                         "'default')");
-    command->add_option("--lock-timeout", options->lock_timeout,
-                        "how long to wait for a SQLite store another process holds (default 60s)");
+    add_lock_timeout_option(*command, options->lock_timeout);
     command->add_flag("--reset", options->reset,
                       "forget the scope's checkpoints and held records, then exit");
-    command
-        ->add_option("--threads", options->threads,
-                     "worker threads (default: one per core, at most 8)")
-        ->check(CLI::Range(0, 64));
+    add_threads_option(*command, options->threads);
     command->add_option("--batch", options->batch,
                         "records per store commit; a crash can repeat at most this many on "
                         "stdout (default 1048576)");

@@ -115,10 +115,7 @@ void register_verify(CLI::App& app, std::function<int()>& action) {
     command->add_option("--invalid", options->invalid_path,
                         "write invalid records here instead of stdout (implies --drop-invalid)");
     command->add_flag("--no-fail", options->no_fail, "exit 0 even when records are invalid");
-    command
-        ->add_option("--threads", options->threads,
-                     "worker threads (default: one per core, at most 8)")
-        ->check(CLI::Range(0, 64));
+    add_threads_option(*command, options->threads);
     command->footer(
         "Each record is written to stdout with\n"
         "  \"_idem\":{\"verify\":{\"valid\":...,\"scheme\":...,\"key\":...,\"reason\":...}}\n"

@@ -4,6 +4,7 @@
 
 #include "idem/audit/detail/wording.hpp"
 #include "idem/audit/report.hpp"
+#include "idem/util/text.hpp"
 #include "idem/util/time.hpp"
 
 #include <algorithm>
@@ -15,33 +16,6 @@ namespace idem::audit {
 namespace {
 
 using namespace detail;
-
-std::string escape(std::string_view text) {
-    std::string out;
-    out.reserve(text.size());
-    for (char c : text) {
-        switch (c) {
-        case '&':
-            out += "&amp;";
-            break;
-        case '<':
-            out += "&lt;";
-            break;
-        case '>':
-            out += "&gt;";
-            break;
-        case '"':
-            out += "&quot;";
-            break;
-        case '\'':
-            out += "&#39;";
-            break;
-        default:
-            out += c;
-        }
-    }
-    return out;
-}
 
 constexpr const char* k_palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
                                      "#ff7f0e", "#17becf", "#8c564b", "#e377c2"};
@@ -106,11 +80,11 @@ std::string timeline(GroupShelf& groups, const std::vector<std::string>& source_
         auto y = k_top + static_cast<int>(g) * k_row + k_row / 2;
         auto label = fmt::format("#{} {}", g + 1, group_label(findings, group));
         if (label.size() > 36) label = label.substr(0, 33) + "...";
-        svg += fmt::format(R"(<text x="0" y="{}">{}</text>)", y + 4, escape(label));
+        svg += fmt::format(R"(<text x="0" y="{}">{}</text>)", y + 4, html_escape(label));
         svg += fmt::format(R"(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="#bbb"/>)", k_left,
                            k_left + k_width, y, y);
         svg += fmt::format(R"(<text x="{}" y="{}">{}</text>)", k_left + k_width + 8, y + 4,
-                           escape(span_of(group)));
+                           html_escape(span_of(group)));
         auto span = group.first && group.last ? seconds(*group.last - *group.first) : 0.0;
         for (auto index : group.records) {
             const auto& attempt = findings.attempts[index];
@@ -121,7 +95,7 @@ std::string timeline(GroupShelf& groups, const std::vector<std::string>& source_
             svg += fmt::format(
                 R"(<circle class="attempt" cx="{:.1f}" cy="{}" r="5" fill="{}" fill-opacity="0.8">)"
                 R"(<title>{} {}</title></circle>)",
-                k_left + offset * k_width, y, colour, escape(findings.sources[attempt.source]),
+                k_left + offset * k_width, y, colour, html_escape(findings.sources[attempt.source]),
                 attempt.time ? format_rfc3339(*attempt.time) : "(no time)");
         }
     }
@@ -130,9 +104,10 @@ std::string timeline(GroupShelf& groups, const std::vector<std::string>& source_
     auto legend_y = k_top + static_cast<int>(rows) * k_row + 20;
     for (const auto& [source, colour] : colours) {
         auto name = source_names[source].empty() ? "(no source)" : source_names[source];
-        svg += fmt::format(
-            R"(<circle cx="{}" cy="{}" r="5" fill="{}"/><text x="{}" y="{}">{}</text>)", x + 5,
-            legend_y, k_palette[colour % std::size(k_palette)], x + 14, legend_y + 4, escape(name));
+        svg +=
+            fmt::format(R"(<circle cx="{}" cy="{}" r="5" fill="{}"/><text x="{}" y="{}">{}</text>)",
+                        x + 5, legend_y, k_palette[colour % std::size(k_palette)], x + 14,
+                        legend_y + 4, html_escape(name));
         x += 24 + static_cast<int>(name.size()) * 7;
         if (x > k_left + k_width) break;
     }
@@ -140,27 +115,31 @@ std::string timeline(GroupShelf& groups, const std::vector<std::string>& source_
 }
 
 std::string group_details(const Findings& findings, const Explanation& group, std::size_t g) {
-    std::string out = fmt::format("<details{}><summary>#{} {} — {} records over {}</summary><ul>",
-                                  g < 3 ? " open" : "", g + 1, escape(group_label(findings, group)),
-                                  group.records.size(), escape(span_of(group)));
+    std::string out =
+        fmt::format("<details{}><summary>#{} {} — {} records over {}</summary><ul>",
+                    g < 3 ? " open" : "", g + 1, html_escape(group_label(findings, group)),
+                    group.records.size(), html_escape(span_of(group)));
     for (const auto& evidence : group.causes)
-        out += fmt::format("<li><span class=\"cause\">{}</span> {}</li>",
-                           cause_name(evidence.cause), escape(describe(findings, group, evidence)));
+        out +=
+            fmt::format("<li><span class=\"cause\">{}</span> {}</li>", cause_name(evidence.cause),
+                        html_escape(describe(findings, group, evidence)));
     if (const auto* entry = findings.replay_of(group))
         out += fmt::format("<li><span class=\"ledger\">replay ledger</span> {}</li>",
-                           escape(describe_replay(*entry)));
+                           html_escape(describe_replay(*entry)));
     if (auto verdicts = describe_verdicts(findings, group))
-        out += fmt::format("<li><span class=\"ledger\">verify</span> {}</li>", escape(*verdicts));
+        out +=
+            fmt::format("<li><span class=\"ledger\">verify</span> {}</li>", html_escape(*verdicts));
     out += "</ul><table><thead><tr><th>at</th><th>time</th><th>source</th><th>key</th>"
            "<th>payload</th></tr></thead><tbody>";
     for (auto index : group.records) {
         const auto& attempt = findings.attempts[index];
-        out += fmt::format(
-            "<tr><td class=\"mono\">{}</td><td class=\"mono\">{}</td><td>{}</td>"
-            "<td class=\"mono\">{}</td><td class=\"mono\">{}</td></tr>",
-            escape(findings.position(index)), attempt.time ? format_rfc3339(*attempt.time) : "-",
-            escape(findings.sources[attempt.source]), escape(plain(findings.key(attempt.key))),
-            escape(Findings::payload_hex(attempt)));
+        out += fmt::format("<tr><td class=\"mono\">{}</td><td class=\"mono\">{}</td><td>{}</td>"
+                           "<td class=\"mono\">{}</td><td class=\"mono\">{}</td></tr>",
+                           html_escape(findings.position(index)),
+                           attempt.time ? format_rfc3339(*attempt.time) : "-",
+                           html_escape(findings.sources[attempt.source]),
+                           html_escape(plain(findings.key(attempt.key))),
+                           html_escape(Findings::payload_hex(attempt)));
     }
     return out + "</tbody></table></details>";
 }
@@ -185,13 +164,13 @@ void render_html(GroupShelf& groups, const FindingsSummary& summary, std::string
         auto worst = groups.at(summary.worst);
         out += fmt::format("<li>worst amplification: <b>{}</b> records for {}</li>",
                            worst.group.records.size(),
-                           escape(group_label(worst.findings, worst.group)));
+                           html_escape(group_label(worst.findings, worst.group)));
         for (const auto& [cause, count] : summary.causes)
             out += fmt::format("<li><span class=\"cause\">{}</span> {} group{}</li>",
                                cause_name(cause), count, count == 1 ? "" : "s");
         out += "</ul><p>Records per source: ";
         for (std::size_t i = 0; i < summary.sources.size(); ++i)
-            out += fmt::format("{}{} {}", i ? ", " : "", escape(summary.sources[i].first),
+            out += fmt::format("{}{} {}", i ? ", " : "", html_escape(summary.sources[i].first),
                                summary.sources[i].second);
         out += "</p></section>";
     }
@@ -215,12 +194,12 @@ void render_html(GroupShelf& groups, const FindingsSummary& summary, std::string
         for (auto source : group.sources)
             sources += (sources.empty() ? "" : ", ") + findings.sources[source];
         auto span = group.first && group.last ? seconds(*group.last - *group.first) : 0.0;
-        out +=
-            fmt::format("<tr><td class=\"n\">{}</td><td class=\"n\">{}</td>"
-                        "<td class=\"n\" data-value=\"{}\">{}</td><td>{}</td><td>{}</td>"
-                        "<td>{}</td></tr>",
-                        g + 1, group.records.size(), span, escape(span_of(group)), escape(sources),
-                        escape(cause_list(group)), escape(group_label(findings, group)));
+        out += fmt::format("<tr><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+                           "<td class=\"n\" data-value=\"{}\">{}</td><td>{}</td><td>{}</td>"
+                           "<td>{}</td></tr>",
+                           g + 1, group.records.size(), span, html_escape(span_of(group)),
+                           html_escape(sources), html_escape(cause_list(group)),
+                           html_escape(group_label(findings, group)));
         flush();
     }
     out += "</tbody></table>";

@@ -1,17 +1,18 @@
 #include "idem/merge/rules.hpp"
 
+#include "idem/util/detail/yaml_support.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
 #include <charconv>
 #include <fmt/format.h>
-#include <fstream>
-#include <sstream>
-#include <yaml-cpp/yaml.h>
 
 namespace idem::merge {
 
 namespace {
+
+using detail::fail_at;
+using detail::scalar;
 
 struct FunctionName {
     std::string_view name;
@@ -23,14 +24,6 @@ constexpr FunctionName k_functions[] = {
     {"min", Function::min},           {"max", Function::max},   {"count", Function::count},
     {"distinct", Function::distinct},
 };
-
-std::string_view trim(std::string_view text) {
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-        text.remove_prefix(1);
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
-        text.remove_suffix(1);
-    return text;
-}
 
 // Splits on commas outside parentheses and quotes.
 std::vector<std::string_view> split_top_level(std::string_view text) {
@@ -125,18 +118,6 @@ Aggregate parse_aggregate(std::string_view piece) {
 }
 
 // --- rules files ---------------------------------------------------------
-
-[[noreturn]] void fail_at(const std::string& file, const YAML::Node& node,
-                          const std::string& message) {
-    auto mark = node.Mark();
-    if (mark.is_null()) throw UsageError(fmt::format("{}: {}", file, message));
-    throw UsageError(fmt::format("{}:{}:{}: {}", file, mark.line + 1, mark.column + 1, message));
-}
-
-std::string scalar(const std::string& file, const YAML::Node& node, std::string_view key) {
-    if (!node.IsScalar()) fail_at(file, node, fmt::format("{} must be a single value", key));
-    return node.as<std::string>();
-}
 
 Duration duration_at(const std::string& file, const YAML::Node& node, std::string_view key) {
     auto text = scalar(file, node, key);
@@ -415,13 +396,7 @@ void validate(const MergeRule& rule) {
 }
 
 std::vector<MergeRule> parse_rules_text(std::string_view text, const std::string& name) {
-    YAML::Node document;
-    try {
-        document = YAML::Load(std::string(text));
-    } catch (const YAML::ParserException& error) {
-        throw UsageError(fmt::format("{}:{}:{}: {}", name, error.mark.line + 1,
-                                     error.mark.column + 1, error.msg));
-    }
+    auto document = detail::load_yaml(text, name);
     YAML::Node rules = document;
     if (document.IsMap()) {
         auto merger = document["message_merger"];
@@ -450,11 +425,7 @@ std::vector<MergeRule> parse_rules_text(std::string_view text, const std::string
 }
 
 std::vector<MergeRule> parse_rules_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw UsageError(fmt::format("cannot read rules file {}", quote(path)));
-    std::stringstream text;
-    text << in.rdbuf();
-    return parse_rules_text(text.str(), path);
+    return parse_rules_text(detail::read_config_file(path, "rules"), path);
 }
 
 } // namespace idem::merge

@@ -1,38 +1,17 @@
 #include "idem/states/machine.hpp"
 
+#include "idem/util/detail/yaml_support.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
 #include <fmt/format.h>
-#include <fstream>
-#include <sstream>
-#include <yaml-cpp/yaml.h>
 
 namespace idem::states {
 
 namespace {
 
-[[noreturn]] void fail_at(const std::string& file, const YAML::Node& node,
-                          const std::string& message) {
-    auto mark = node.Mark();
-    if (mark.is_null()) throw UsageError(fmt::format("{}: {}", file, message));
-    throw UsageError(fmt::format("{}:{}:{}: {}", file, mark.line + 1, mark.column + 1, message));
-}
-
-std::string_view trim(std::string_view text) {
-    while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-        text.remove_prefix(1);
-    while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
-        text.remove_suffix(1);
-    return text;
-}
-
-std::string scalar(const std::string& file, const YAML::Node& node, std::string_view key) {
-    if (!node.IsScalar()) fail_at(file, node, fmt::format("{} must be a single value", key));
-    auto text = node.as<std::string>();
-    if (text.empty()) fail_at(file, node, fmt::format("{} is empty", key));
-    return text;
-}
+using detail::fail_at;
+using detail::scalar;
 
 std::vector<std::pair<std::string, YAML::Node>>
 names_at(const std::string& file, const YAML::Node& node, std::string_view key) {
@@ -89,13 +68,7 @@ void Machine::index() {
 }
 
 Machine parse_machine_text(std::string_view text, const std::string& name) {
-    YAML::Node document;
-    try {
-        document = YAML::Load(std::string(text));
-    } catch (const YAML::ParserException& error) {
-        throw UsageError(fmt::format("{}:{}:{}: {}", name, error.mark.line + 1,
-                                     error.mark.column + 1, error.msg));
-    }
+    auto document = detail::load_yaml(text, name);
     if (!document.IsMap())
         fail_at(name, document, "a machine is a map: states:, initial:, final:, transitions:");
     Machine machine;
@@ -190,11 +163,7 @@ Machine parse_machine_text(std::string_view text, const std::string& name) {
 }
 
 Machine parse_machine_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw UsageError(fmt::format("cannot read machine file {}", quote(path)));
-    std::stringstream text;
-    text << in.rdbuf();
-    return parse_machine_text(text.str(), path);
+    return parse_machine_text(detail::read_config_file(path, "machine"), path);
 }
 
 Machine parse_allow(std::string_view spec, const std::vector<std::string>& initial,

@@ -1,5 +1,7 @@
 #include "idem/states/report.hpp"
 
+#include "idem/util/text.hpp"
+
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
@@ -52,32 +54,6 @@ std::vector<Edge> edges_of(const ReportData& data) {
     for (auto& [key, edge] : edges)
         list.push_back(std::move(edge));
     return list;
-}
-
-std::string escape_html(std::string_view text) {
-    std::string out;
-    for (char c : text) {
-        switch (c) {
-        case '&':
-            out += "&amp;";
-            break;
-        case '<':
-            out += "&lt;";
-            break;
-        case '>':
-            out += "&gt;";
-            break;
-        case '"':
-            out += "&quot;";
-            break;
-        case '\'':
-            out += "&#39;";
-            break;
-        default:
-            out += c;
-        }
-    }
-    return out;
 }
 
 std::string quoted_dot(std::string_view text) {
@@ -197,7 +173,7 @@ std::string svg_of(const ReportData& data) {
             fmt::format("<circle class=\"state\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\" "
                         "stroke=\"#555\"/><text x=\"{:.1f}\" y=\"{:.1f}\" "
                         "text-anchor=\"middle\">{}</text>",
-                        x, y, node, fill, x, y + 4, escape_html(state));
+                        x, y, node, fill, x, y + 4, html_escape(state));
     }
     return out + "</svg>";
 }
@@ -306,7 +282,7 @@ void render_html(const ReportData& data, std::string& out) {
            "<th>allowed</th></tr></thead><tbody>";
     for (const auto& edge : edges_of(data))
         out += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td{}>{}</td></tr>",
-                           escape_html(edge.from), escape_html(edge.to), edge.seen,
+                           html_escape(edge.from), html_escape(edge.to), edge.seen,
                            edge.allowed ? "" : " class=\"no\"", edge.allowed ? "yes" : "no");
     out += "</tbody></table>";
     if (!data.worst.empty()) {
@@ -314,14 +290,14 @@ void render_html(const ReportData& data, std::string& out) {
         for (const auto& entity : data.worst) {
             out += fmt::format(
                 "<details class=\"entity\"><summary>{} — {} finding{}, now {}</summary><ol>",
-                escape_html(entity.entity), entity.findings, entity.findings == 1 ? "" : "s",
-                escape_html(entity.state));
+                html_escape(entity.entity), entity.findings, entity.findings == 1 ? "" : "s",
+                html_escape(entity.state));
             for (const auto& e : entity.evidence)
                 out +=
                     fmt::format("<li><b>{}</b> {} → {} <code>{}</code>: {}</li>",
-                                finding_name(e.finding), escape_html(e.from.empty() ? "-" : e.from),
-                                escape_html(e.to.empty() ? "-" : e.to), escape_html(e.position),
-                                escape_html(e.detail));
+                                finding_name(e.finding), html_escape(e.from.empty() ? "-" : e.from),
+                                html_escape(e.to.empty() ? "-" : e.to), html_escape(e.position),
+                                html_escape(e.detail));
             if (entity.evidence_more > 0)
                 out += fmt::format("<li>and {} more</li>", entity.evidence_more);
             out += "</ol></details>";

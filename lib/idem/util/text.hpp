@@ -26,6 +26,9 @@ namespace idem {
 [[nodiscard]] std::string to_lower(std::string_view text);
 [[nodiscard]] std::string_view trim(std::string_view text);
 
+// Text for HTML, in an element or an attribute: & < > " ' escaped.
+[[nodiscard]] std::string html_escape(std::string_view text);
+
 // Splits on a single-character separator; empty pieces are kept.
 [[nodiscard]] std::vector<std::string_view> split(std::string_view text, char separator);
 

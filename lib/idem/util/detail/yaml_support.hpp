@@ -1,0 +1,26 @@
+#pragma once
+// Reading YAML (and JSON, which is YAML) configuration files: merge's rules
+// and states' machines. The one place yaml-cpp is used; every error names
+// the file, line and column (UsageError, exit 2).
+
+#include <string>
+#include <string_view>
+#include <yaml-cpp/yaml.h>
+
+namespace idem::detail {
+
+// The whole file, or UsageError: "cannot read <what> file 'PATH'".
+[[nodiscard]] std::string read_config_file(const std::string& path, std::string_view what);
+
+// The document in `text`; `name` stands for the file in messages.
+[[nodiscard]] YAML::Node load_yaml(std::string_view text, const std::string& name);
+
+// "FILE:LINE:COL: message" (or "FILE: message" for a node with no place).
+[[noreturn]] void fail_at(const std::string& file, const YAML::Node& node,
+                          const std::string& message);
+
+// A single, non-empty value, or fail_at naming `key`.
+[[nodiscard]] std::string scalar(const std::string& file, const YAML::Node& node,
+                                 std::string_view key);
+
+} // namespace idem::detail
