@@ -13,17 +13,8 @@ namespace {
 
 void judge_line(const io::BlockLine& line, Outcome& outcome, WorkerState& state,
                 const DedupRunOptions& options) {
-    if (line.bytes.size() > options.input.max_record_bytes) {
-        outcome.kind = Outcome::Kind::too_long;
-        return;
-    }
     auto& parser = state.parser;
-    if (auto failure = parser.parse(line.bytes)) {
-        outcome.kind = Outcome::Kind::failed_to_parse;
-        outcome.column = failure->column;
-        outcome.message = std::move(failure->message);
-        return;
-    }
+    if (!record::parse_line(line, options.input.max_record_bytes, parser, outcome)) return;
     outcome.has_annotations = parser.has_annotations();
     auto time = record::event_time(parser, options.time_field ? &*options.time_field : nullptr);
     if (time.failed()) {

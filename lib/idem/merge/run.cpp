@@ -104,17 +104,8 @@ std::optional<std::string> read_value(record::RecordParser& parser, std::string_
 
 void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result,
                 WorkerState& state, const MergeRunOptions& options) {
-    if (line.bytes.size() > options.input.max_record_bytes) {
-        outcome.kind = Outcome::Kind::too_long;
-        return;
-    }
     auto& parser = state.parser;
-    if (auto failure = parser.parse(line.bytes)) {
-        outcome.kind = Outcome::Kind::failed_to_parse;
-        outcome.column = failure->column;
-        outcome.message = std::move(failure->message);
-        return;
-    }
+    if (!record::parse_line(line, options.input.max_record_bytes, parser, outcome)) return;
     outcome.has_annotations = parser.has_annotations();
     const auto& rules = options.rules;
     std::size_t rule = 0;

@@ -14,6 +14,7 @@
 #include "idem/io/sink.hpp"
 #include "idem/record/block_pipeline.hpp"
 #include "idem/record/input.hpp"
+#include "idem/record/parser.hpp"
 #include "idem/record/rejects.hpp"
 
 #include <cstdint>
@@ -36,6 +37,26 @@ template <typename Outcome> struct BlockOutcomes {
         lines = 0;
     }
 };
+
+// A worker's first step on a line: false when the line is too long to hold
+// (Kind::too_long: the frame sets it aside) or not one JSON object
+// (Kind::failed_to_parse, with the column and why, for the reject file);
+// true when `parser` holds the record.
+template <typename Outcome>
+bool parse_line(const io::BlockLine& line, std::uint64_t max_record_bytes, RecordParser& parser,
+                Outcome& outcome) {
+    if (line.bytes.size() > max_record_bytes) {
+        outcome.kind = Outcome::Kind::too_long;
+        return false;
+    }
+    if (auto failure = parser.parse(line.bytes)) {
+        outcome.kind = Outcome::Kind::failed_to_parse;
+        outcome.column = failure->column;
+        outcome.message = std::move(failure->message);
+        return false;
+    }
+    return true;
+}
 
 // What the frame needs to know about a run; every subcommand's options
 // carry these.

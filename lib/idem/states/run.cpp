@@ -79,17 +79,8 @@ bool take_text(record::RecordParser& parser, const record::FieldPath& path, std:
 
 void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result,
                 WorkerState& state, const StatesRunOptions& options) {
-    if (line.bytes.size() > options.input.max_record_bytes) {
-        outcome.kind = Outcome::Kind::too_long;
-        return;
-    }
     auto& parser = state.parser;
-    if (auto failure = parser.parse(line.bytes)) {
-        outcome.kind = Outcome::Kind::failed_to_parse;
-        outcome.column = failure->column;
-        outcome.message = std::move(failure->message);
-        return;
-    }
+    if (!record::parse_line(line, options.input.max_record_bytes, parser, outcome)) return;
     outcome.has_annotations = parser.has_annotations();
     auto& texts = result.texts;
     auto start = texts.size();
