@@ -22,6 +22,7 @@ struct ReconcileOptions {
     std::vector<std::string> keys;
     std::vector<std::string> times;
     std::vector<std::string> payloads;
+    std::vector<std::string> queries;
     std::string grace = "15m";
     std::string sla;
     std::string report = "table";
@@ -62,7 +63,12 @@ int run_reconcile_command(const ReconcileOptions& options) {
     if (options.stages.size() > reconcile::k_max_stages)
         throw UsageError(fmt::format("at most {} stages", reconcile::k_max_stages));
     std::string default_key;
-    std::map<std::string, std::string> stage_keys, stage_times, stage_payloads;
+    std::map<std::string, std::string> stage_keys, stage_times, stage_payloads, stage_queries;
+    for (const auto& text : options.queries) {
+        auto [stage, query] = named(text);
+        if (stage.empty()) throw UsageError(fmt::format("--query {} is not NAME=SQL", quote(text)));
+        stage_queries[stage] = query;
+    }
     std::string default_time, default_payload;
     for (const auto& text : options.keys) {
         auto [stage, path] = named(text);
@@ -83,6 +89,10 @@ int run_reconcile_command(const ReconcileOptions& options) {
         if (!names.count(stage))
             throw UsageError(
                 fmt::format("--key {}=...: no stage is named {}", stage, quote(stage)));
+    for (const auto& [stage, query] : stage_queries)
+        if (!names.count(stage))
+            throw UsageError(
+                fmt::format("--query {}=...: no stage is named {}", stage, quote(stage)));
     for (const auto& [stage, paths] : stage_payloads)
         if (!names.count(stage))
             throw UsageError(
@@ -111,6 +121,7 @@ int run_reconcile_command(const ReconcileOptions& options) {
         if (!time.empty()) stage.time = record::FieldPath::parse(time);
         auto payload = stage_payloads.count(name) ? stage_payloads[name] : default_payload;
         if (!payload.empty()) stage.payload = record::FieldPath::parse_list(payload);
+        if (stage_queries.count(name)) stage.query = stage_queries[name];
         run.stages.push_back(std::move(stage));
     }
     run.max_record_bytes = input_options(options.common).max_record_bytes;
@@ -122,6 +133,7 @@ int run_reconcile_command(const ReconcileOptions& options) {
     run.examples = options.examples;
     run.report = options.report == "json"       ? reconcile::ReportFormat::json
                  : options.report == "markdown" ? reconcile::ReportFormat::markdown
+                 : options.report == "html"     ? reconcile::ReportFormat::html
                                                 : reconcile::ReportFormat::table;
     run.missing_path = options.missing_path;
     std::vector<reconcile::Finding> fail_on;
@@ -175,8 +187,8 @@ void register_reconcile(CLI::App& app, std::function<int()>& action) {
     add_common_options(*command, options->common);
     command
         ->add_option("--stage", options->stages,
-                     "NAME=FILE, in flow order (repeat): NDJSON or envelopes, .har, .csv, or a "
-                     "JSON array / {\"data\": [...]} export")
+                     "NAME=FILE, in flow order (repeat): NDJSON or envelopes, .har, .csv, a JSON "
+                     "array / {\"data\": [...]} export, or a SQLite database with --query")
         ->allow_extra_args(false);
     command
         ->add_option("--key", options->keys,
@@ -192,13 +204,20 @@ void register_reconcile(CLI::App& app, std::function<int()>& action) {
                      "field paths compared between stages (changed), in every stage or "
                      "NAME=PATHS for one; without it payloads are not compared")
         ->allow_extra_args(false);
+    command
+        ->add_option("--query", options->queries,
+                     "NAME=SQL: the stage's FILE is a SQLite database, and its records the rows "
+                     "of this query (the app's own table)")
+        ->allow_extra_args(false);
     command->add_option("--grace", options->grace,
                         "absent from the next stage this long after (event time) is lost; "
                         "sooner is pending (default 15m)");
     command->add_option("--sla", options->sla,
                         "a hop slower than this (first copy to first copy) is late");
-    command->add_option("--report", options->report, "table (default), json or markdown")
-        ->check(CLI::IsMember({"table", "json", "markdown"}));
+    command
+        ->add_option("--report", options->report,
+                     "table (default), json, markdown, or html (the funnel and latency drawn)")
+        ->check(CLI::IsMember({"table", "json", "markdown", "html"}));
     command->add_option("-o,--output", options->output_path,
                         "write the report to FILE (whole or not at all)");
     command->add_option("--missing", options->missing_path,

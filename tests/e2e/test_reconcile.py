@@ -6,6 +6,10 @@ Stripe-export page and a GitHub-deliveries list as the first stage; and the
 import json
 import os
 import random
+import re
+import shutil
+import sqlite3
+import subprocess
 import tempfile
 import unittest
 from collections import Counter, defaultdict
@@ -190,6 +194,55 @@ class Shapes(unittest.TestCase):
                                   "--time", "ts", "--grace", "60s", "--report", "json"])
             hop = json.loads(out)["hops"][0]
             self.assertEqual((hop["lost"], hop["pending"]), (1, 1))  # x is past the grace, y is not
+
+
+class Sources(unittest.TestCase):
+    def test_the_apps_own_table_as_a_stage(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            sent = os.path.join(tmp, "sent.ndjson")
+            with open(sent, "wb") as f:
+                f.write(ndjson([{"id": f"e{n}"} for n in range(6)]))
+            database = os.path.join(tmp, "app.db")
+            with sqlite3.connect(database) as db:
+                db.execute("create table orders (pk integer primary key, event text, state text)")
+                db.executemany("insert into orders (event, state) values (?, ?)",
+                               [(f"e{n}", "paid") for n in range(6) if n != 2])
+            code, out, err = run(["reconcile", "--stage", f"sent={sent}", "--stage", f"app={database}",
+                                  "--query", "app=select event, state from orders", "--key", "sent=id",
+                                  "--key", "app=event", "--report", "json"])
+            self.assertEqual(code, 0, err)
+            report = json.loads(out)
+            self.assertEqual([e["key"] for e in report["findings"]["lost"]["examples"]], ["e2"])
+            self.assertEqual(report["stages"][1]["records"], 5)
+
+    @unittest.skipUnless(shutil.which("chromium") or shutil.which("chromium-browser"), "chromium is needed")
+    def test_the_html_report_draws_the_funnel_and_latency_and_loads_nothing(self):
+        chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+        sent, received, processed = flow(count=400)
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for name, records in (("sent", sent), ("received", received), ("processed", processed)):
+                paths.append(os.path.join(tmp, name + ".ndjson"))
+                with open(paths[-1], "wb") as f:
+                    f.write(ndjson(records))
+            page = os.path.join(tmp, "report.html")
+            code, _, err = run(["reconcile", "--stage", f"sent={paths[0]}", "--stage", f"received={paths[1]}",
+                                "--stage", f"processed={paths[2]}", "--key", "sent=id", "--key", "received=body.id",
+                                "--key", "processed=event_id", "--time", "sent=created", "--time", "processed=ts",
+                                "--report", "html", "-o", page])
+            self.assertEqual(code, 0, err)
+            with open(page) as f:
+                html = f.read()
+            self.assertNotRegex(html, r"\s(src|href)=")
+            self.assertIn("default-src 'none'", html)
+            dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                                  "--user-data-dir=" + os.path.join(tmp, "profile"), "--dump-dom",
+                                  "file://" + page], capture_output=True, text=True, timeout=120).stdout
+            self.assertIn('data-ready="1"', dom)
+            self.assertIn('data-resources="0"', dom)
+            self.assertEqual(len(re.findall(r'<rect class="stage"', dom)), 3)
+            self.assertEqual(len(re.findall(r'<svg class="histogram"', dom)), 2)
+            self.assertEqual(len(re.findall(r'<rect class="bucket"', dom)), 16)
 
 
 class Errors(unittest.TestCase):

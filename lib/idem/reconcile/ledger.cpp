@@ -213,6 +213,14 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
         hop.loss_rate =
             judged == 0 ? 0.0 : static_cast<double>(hop.lost) / static_cast<double>(judged);
         std::sort(latencies[s].begin(), latencies[s].end());
+        constexpr std::int64_t k_bounds_us[7] = {10'000,     100'000,     1'000'000,    10'000'000,
+                                                 60'000'000, 600'000'000, 3'600'000'000};
+        for (auto latency : latencies[s]) {
+            std::size_t bucket = 0;
+            while (bucket < 7 && latency >= k_bounds_us[bucket])
+                ++bucket;
+            ++hop.latency_histogram[bucket];
+        }
         hop.p50_ms = percentile(latencies[s], 0.50);
         hop.p95_ms = percentile(latencies[s], 0.95);
         hop.p99_ms = percentile(latencies[s], 0.99);

@@ -39,6 +39,9 @@ struct LedgerOptions {
 };
 
 // The figures of one hop, stage N to N+1.
+inline constexpr const char* k_latency_buckets[8] = {"<10ms", "<100ms", "<1s", "<10s",
+                                                     "<1min", "<10min", "<1h", ">=1h"};
+
 struct Hop {
     std::string from, to;
     std::uint64_t keys = 0;    // distinct keys at `from`
@@ -49,7 +52,9 @@ struct Hop {
     std::uint64_t changed = 0;
     std::uint64_t amplified = 0; // keys seen more often at `to` than at `from`
     double loss_rate = 0;
-    std::optional<double> p50_ms, p95_ms, p99_ms;      // hop latency, first copy to first copy
+    std::optional<double> p50_ms, p95_ms, p99_ms; // hop latency, first copy to first copy
+    // How many keys took how long, by decade (k_latency_buckets).
+    std::array<std::uint64_t, 8> latency_histogram{};
     std::map<std::string, std::uint64_t> lost_by_hour; // "2026-11-30T08" -> lost keys
 };
 

@@ -3,6 +3,8 @@
 
 #include "idem/reconcile/run.hpp"
 
+#include "idem/util/text.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -33,6 +35,9 @@ nlohmann::ordered_json json_of(const Reconciliation& r) {
                                     {"lost", hop.lost},           {"pending", hop.pending},
                                     {"loss_rate", hop.loss_rate}, {"late", hop.late},
                                     {"changed", hop.changed},     {"amplified", hop.amplified}};
+        auto& histogram = item["latency_histogram"] = nlohmann::ordered_json::object();
+        for (std::size_t b = 0; b < hop.latency_histogram.size(); ++b)
+            histogram[k_latency_buckets[b]] = hop.latency_histogram[b];
         auto& latency = item["latency_ms"] = nlohmann::ordered_json::object();
         latency["p50"] = hop.p50_ms ? nlohmann::ordered_json(*hop.p50_ms) : nullptr;
         latency["p95"] = hop.p95_ms ? nlohmann::ordered_json(*hop.p95_ms) : nullptr;
@@ -101,6 +106,92 @@ void render_text(const Reconciliation& r, std::string& out, bool markdown) {
     }
 }
 
+// The funnel: one bar per stage, as wide as its keys, and what each hop
+// lost; then each hop's latency histogram. SVG drawn here: the page loads
+// nothing (a Content-Security-Policy forbids it), as audit's and states' do.
+void render_html(const Reconciliation& r, std::string& out) {
+    out += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+           "style-src 'unsafe-inline'; script-src 'unsafe-inline'\"><title>idem reconcile</title>"
+           "<style>body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1000px;"
+           "color:#222}table{border-collapse:collapse;margin:.5em 0}th,td{border-bottom:1px solid "
+           "#ddd;padding:.3em .6em;text-align:left}td.n{text-align:right}svg text{font:12px "
+           "system-ui,sans-serif}</style></head><body><h1>idem reconcile</h1>";
+    out += fmt::format("<p><b>{}</b> keys over <b>{}</b> stages.</p><h2>Funnel</h2>", r.keys,
+                       r.stages.size());
+    std::uint64_t widest = 1;
+    for (const auto& stage : r.stages)
+        widest = std::max(widest, stage.keys);
+    const double width = 640, bar = 28, gap = 34;
+    out += fmt::format("<svg id=\"funnel\" xmlns=\"http://www.w3.org/2000/svg\" width=\"900\" "
+                       "height=\"{:.0f}\">",
+                       static_cast<double>(r.stages.size()) * (bar + gap) + 10);
+    for (std::size_t s = 0; s < r.stages.size(); ++s) {
+        const auto& stage = r.stages[s];
+        double w = width * static_cast<double>(stage.keys) / static_cast<double>(widest);
+        double y = static_cast<double>(s) * (bar + gap) + 5;
+        out += fmt::format("<rect class=\"stage\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
+                           "height=\"{}\" fill=\"#4a7fc1\"/><text x=\"{:.1f}\" y=\"{:.1f}\">{}: "
+                           "{} keys, {} records</text>",
+                           (width - w) / 2, y, w, bar, width + 10, y + 18, html_escape(stage.name),
+                           stage.keys, stage.records);
+        if (s < r.hops.size()) {
+            const auto& hop = r.hops[s];
+            out += fmt::format("<text class=\"hop\" x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">"
+                               "&#8595; {} lost ({:.3f}%), {} pending</text>",
+                               width / 2 - 80, y + bar + 22, hop.lost ? "#d62728" : "#555",
+                               hop.lost, hop.loss_rate * 100, hop.pending);
+        }
+    }
+    out += "</svg><table id=\"hops-table\"><thead><tr><th>hop</th><th>keys</th><th>reached"
+           "</th><th>lost</th><th>loss rate</th><th>late</th><th>changed</th><th>p50</th>"
+           "<th>p95</th><th>p99</th></tr></thead><tbody>";
+    for (const auto& hop : r.hops)
+        out += fmt::format("<tr><td>{} &#8594; {}</td><td class=\"n\">{}</td><td class=\"n\">{}"
+                           "</td><td class=\"n\">{}</td><td class=\"n\">{:.4f}%</td><td "
+                           "class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td>"
+                           "<td>{}</td></tr>",
+                           html_escape(hop.from), html_escape(hop.to), hop.keys, hop.reached,
+                           hop.lost, hop.loss_rate * 100, hop.late, hop.changed, ms(hop.p50_ms),
+                           ms(hop.p95_ms), ms(hop.p99_ms));
+    out += "</tbody></table><h2>Latency per hop</h2>";
+    for (std::size_t h = 0; h < r.hops.size(); ++h) {
+        const auto& hop = r.hops[h];
+        std::uint64_t most = 1;
+        for (auto count : hop.latency_histogram)
+            most = std::max(most, count);
+        out += fmt::format("<h3>{} &#8594; {}</h3><svg class=\"histogram\" "
+                           "xmlns=\"http://www.w3.org/2000/svg\" width=\"720\" height=\"170\">",
+                           html_escape(hop.from), html_escape(hop.to));
+        for (std::size_t b = 0; b < hop.latency_histogram.size(); ++b) {
+            auto count = hop.latency_histogram[b];
+            double height = 120.0 * static_cast<double>(count) / static_cast<double>(most);
+            double x = 20 + static_cast<double>(b) * 85;
+            out += fmt::format("<rect class=\"bucket\" x=\"{:.0f}\" y=\"{:.1f}\" width=\"70\" "
+                               "height=\"{:.1f}\" fill=\"#2ca02c\"/><text x=\"{:.0f}\" y=\"155\">"
+                               "{}</text><text x=\"{:.0f}\" y=\"{:.1f}\">{}</text>",
+                               x, 130 - height, height, x, html_escape(k_latency_buckets[b]), x,
+                               126 - height, count);
+        }
+        out += "</svg>";
+    }
+    out += "<h2>Findings</h2><ul>";
+    for (std::size_t i = 0; i < k_finding_kinds; ++i) {
+        out += fmt::format("<li><b>{}</b> {}", finding_name(static_cast<Finding>(i)), r.counts[i]);
+        if (!r.examples[i].empty()) {
+            out += "<ul>";
+            for (const auto& example : r.examples[i])
+                out += fmt::format("<li><code>{}</code>: {}</li>", html_escape(example.key),
+                                   html_escape(example.detail));
+            out += "</ul>";
+        }
+        out += "</li>";
+    }
+    out += "</ul><script>document.documentElement.dataset.ready='1';"
+           "document.documentElement.dataset.resources="
+           "String(performance.getEntriesByType('resource').length);</script></body></html>\n";
+}
+
 } // namespace
 
 void render_report(const Reconciliation& reconciliation, ReportFormat format, std::string& out) {
@@ -114,6 +205,9 @@ void render_report(const Reconciliation& reconciliation, ReportFormat format, st
         return;
     case ReportFormat::table:
         render_text(reconciliation, out, false);
+        return;
+    case ReportFormat::html:
+        render_html(reconciliation, out);
         return;
     }
 }

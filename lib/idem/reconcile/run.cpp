@@ -19,12 +19,13 @@ namespace idem::reconcile {
 
 namespace {
 
-enum class StageFormat { ndjson, har, csv, document };
+enum class StageFormat { ndjson, har, csv, document, sqlite };
 
 // What a stage's file is: by its name (.csv, .har), else by its first
 // bytes: a JSON array or an object whose first line is not a whole record
 // is one document ([...], or a page {"data": [...]}); else NDJSON.
 StageFormat format_of(const StageInput& stage) {
+    if (!stage.query.empty()) return StageFormat::sqlite;
     if (stage.path == "-") return StageFormat::ndjson;
     if (stage.path.ends_with(".csv")) return StageFormat::csv;
     if (stage.path.ends_with(".har")) return StageFormat::har;
@@ -146,10 +147,11 @@ public:
             read_lines(stage, take);
             return;
         case StageFormat::csv:
-            read_rows(stage, take, true);
+            read_rows(stage, take, StageFormat::csv);
             return;
         case StageFormat::document:
-            read_rows(stage, take, false);
+        case StageFormat::sqlite:
+            read_rows(stage, take, format_of(stage));
             return;
         }
     }
@@ -220,8 +222,9 @@ private:
         m_rejected += run.rejects().count();
     }
 
-    // A CSV file's rows, or the items of a JSON document, each as a record.
-    void read_rows(const StageInput& stage, const Take& take, bool csv) {
+    // A CSV file's rows, a query's rows, or the items of a JSON document,
+    // each as a record.
+    void read_rows(const StageInput& stage, const Take& take, StageFormat format) {
         if (!m_reject_sink && !m_options.reject_path.empty()) {
             m_owned_reject_sink = io::Sink::create_file(m_options.reject_path);
             m_reject_sink = m_owned_reject_sink.get();
@@ -249,11 +252,13 @@ private:
             }
             take(found.key, found.time, found.payload, record.bytes);
         };
-        if (csv) {
-            record::read_csv_rows(stage.path,
-                                  [&](std::string_view json, const record::RowPosition& at) {
-                                      take_item(json, at.number);
-                                  });
+        auto take_row = [&](std::string_view json, const record::RowPosition& at) {
+            take_item(json, at.number);
+        };
+        if (format == StageFormat::csv) {
+            record::read_csv_rows(stage.path, take_row);
+        } else if (format == StageFormat::sqlite) {
+            record::read_sqlite_rows(stage.path, stage.query, take_row);
         } else {
             std::ifstream in(stage.path, std::ios::binary);
             nlohmann::json document;

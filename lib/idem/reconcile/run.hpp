@@ -23,9 +23,10 @@ struct StageInput {
     std::optional<record::FieldPath> time; // default: an envelope's received_at
     // What `changed` compares between stages (none: not compared).
     std::vector<record::FieldPath> payload;
+    std::string query; // with a SQLite database as `path`: the rows of this query
 };
 
-enum class ReportFormat { table, json, markdown };
+enum class ReportFormat { table, json, markdown, html };
 
 struct ReconcileRunOptions {
     std::vector<StageInput> stages; // in flow order, 2 to k_max_stages
