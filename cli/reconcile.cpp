@@ -28,6 +28,7 @@ struct ReconcileOptions {
     std::string report = "table";
     std::string output_path;
     std::string missing_path;
+    std::string traces_path;
     std::size_t examples = 20;
     std::vector<std::string> fail_on;
     std::string max_loss;
@@ -111,6 +112,17 @@ int run_reconcile_command(const ReconcileOptions& options) {
         reconcile::StageInput stage;
         stage.name = name;
         stage.path = path;
+        if (path.starts_with("span:")) {
+            // A stage of a trace: its spans of this name; the key is the trace id.
+            stage.span = path.substr(5);
+            if (stage.span.empty() || options.traces_path.empty())
+                throw UsageError(fmt::format("--stage {}=span:NAME reads spans from --traces FILE "
+                                             "(OTLP JSON): give both",
+                                             name));
+            stage.key = record::FieldPath::parse("traceId");
+            run.stages.push_back(std::move(stage));
+            continue;
+        }
         auto key = stage_keys.count(name) ? stage_keys[name] : default_key;
         if (key.empty())
             throw UsageError(fmt::format("stage {} has no key: give --key PATH (every stage) or "
@@ -136,6 +148,11 @@ int run_reconcile_command(const ReconcileOptions& options) {
                  : options.report == "html"     ? reconcile::ReportFormat::html
                                                 : reconcile::ReportFormat::table;
     run.missing_path = options.missing_path;
+    run.traces_path = options.traces_path;
+    if (!run.traces_path.empty() &&
+        std::none_of(run.stages.begin(), run.stages.end(),
+                     [](const auto& stage) { return !stage.span.empty(); }))
+        throw UsageError("--traces is read for stages given as NAME=span:SPAN_NAME: none is");
     std::vector<reconcile::Finding> fail_on;
     for (const auto& list : options.fail_on)
         for (auto name : split(list, ',')) {
@@ -223,6 +240,9 @@ void register_reconcile(CLI::App& app, std::function<int()>& action) {
     command->add_option("--missing", options->missing_path,
                         "lost events, each once, as the first stage that has them recorded "
                         "them: what `idem replay` sends again");
+    command->add_option("--traces", options->traces_path,
+                        "OpenTelemetry traces (OTLP JSON, the collector's file exporter): stages "
+                        "given as NAME=span:SPAN_NAME read their spans from it, keyed by trace id");
     command->add_option("--examples", options->examples,
                         "keys the report shows per finding (default 20)");
     command

@@ -245,6 +245,55 @@ class Sources(unittest.TestCase):
             self.assertEqual(len(re.findall(r'<rect class="bucket"', dom)), 16)
 
 
+def otlp_traces(count=200, seed=9):
+    """The seeds' spans, webhook.receive -> trigger.parse -> trigger.dispatch,
+    as the collector's file exporter writes them (one OTLP JSON export
+    request per line), with spans missing at each stage."""
+    rng = random.Random(seed)
+    lines, missing = [], {"trigger.parse": 0, "trigger.dispatch": 0}
+    for n in range(count):
+        trace = f"{n:032x}"
+        start = 1764489600_000_000_000 + n * 1_000_000_000
+        chain = [("gateway", "webhook.receive")]
+        if rng.random() < 0.9:
+            chain.append(("parser", "trigger.parse"))
+            if rng.random() < 0.85:
+                chain.append(("dispatcher", "trigger.dispatch"))
+            else:
+                missing["trigger.dispatch"] += 1
+        else:
+            missing["trigger.parse"] += 1
+        for step, (service, name) in enumerate(chain):
+            lines.append(json.dumps({"resourceSpans": [{
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
+                "scopeSpans": [{"scope": {"name": "idem-test"}, "spans": [{
+                    "traceId": trace, "spanId": f"{n:08x}{step:08x}", "name": name, "kind": 2,
+                    "startTimeUnixNano": str(start + step * 5_000_000),
+                    "endTimeUnixNano": str(start + step * 5_000_000 + 1_000_000)}]}]}]}))
+    return "\n".join(lines) + "\n", missing
+
+
+class Traces(unittest.TestCase):
+    def test_spans_missing_at_each_stage_and_the_ratio_per_service(self):
+        text, missing = otlp_traces()
+        with tempfile.TemporaryDirectory() as tmp:
+            traces = os.path.join(tmp, "traces.json")
+            with open(traces, "w") as f:
+                f.write(text)
+            code, out, err = run(["reconcile", "--traces", traces, "--stage", "receive=span:webhook.receive",
+                                  "--stage", "parse=span:trigger.parse", "--stage", "dispatch=span:trigger.dispatch",
+                                  "--grace", "0s", "--report", "json"])
+            self.assertEqual(code, 0, err)
+            report = json.loads(out)
+            hops = [h["lost"] for h in report["hops"]]
+            self.assertEqual(hops, [missing["trigger.parse"], missing["trigger.dispatch"]])
+            services = {s["service"]: s for s in report["services"]}
+            self.assertEqual(services["parser"]["missing"], missing["trigger.parse"])
+            self.assertEqual(services["dispatcher"]["missing"], missing["trigger.dispatch"])
+            self.assertAlmostEqual(services["parser"]["missing_span_ratio"], missing["trigger.parse"] / 200)
+            self.assertEqual(report["hops"][0]["latency_ms"]["p50"], 5.0)
+
+
 class Errors(unittest.TestCase):
     def test_usage_errors(self):
         for args, words in [([], "at least two --stage"),
@@ -254,7 +303,10 @@ class Errors(unittest.TestCase):
                             (["--stage", "a=x", "--stage", "b=y", "--key", "id", "--fail-on", "lots"],
                              "unknown finding 'lots'"),
                             (["--stage", "a=x", "--stage", "b=y", "--key", "id", "--max-loss", "lots"],
-                             "is not a rate")]:
+                             "is not a rate"),
+                            (["--stage", "a=span:x", "--stage", "b=span:y"], "reads spans from --traces"),
+                            (["--stage", "a=x", "--stage", "b=y", "--key", "id", "--traces", "t.json"],
+                             "none is")]:
             code, _, err = run(["reconcile"] + args, stdin=b"")
             self.assertEqual(code, 2, (args, err))
             self.assertIn(words, err, args)

@@ -70,6 +70,14 @@ struct Example {
     std::string detail;
 };
 
+// For stages read from traces: of the traces a service's span should have
+// been in, how many lack it (the seeds' "missing-span ratio per service").
+struct ServiceFigures {
+    std::string service;
+    std::uint64_t expected = 0, missing = 0;
+    double missing_ratio = 0;
+};
+
 struct Reconciliation {
     std::vector<StageFigures> stages;
     std::vector<Hop> hops;
@@ -79,6 +87,7 @@ struct Reconciliation {
     // Keys lost at some hop, with the first stage that holds them (for
     // --missing): what to send again.
     std::unordered_map<std::string, std::size_t> missing;
+    std::vector<ServiceFigures> services; // stages from traces only
 };
 
 // Keys to dense indexes: open addressing over 64-bit hashes, the names in

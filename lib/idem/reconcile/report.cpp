@@ -45,6 +45,14 @@ nlohmann::ordered_json json_of(const Reconciliation& r) {
         item["lost_by_hour"] = hop.lost_by_hour;
         hops.push_back(std::move(item));
     }
+    if (!r.services.empty()) {
+        auto& services = json["services"] = nlohmann::ordered_json::array();
+        for (const auto& service : r.services)
+            services.push_back({{"service", service.service},
+                                {"expected", service.expected},
+                                {"missing", service.missing},
+                                {"missing_span_ratio", service.missing_ratio}});
+    }
     auto& findings = json["findings"] = nlohmann::ordered_json::object();
     for (std::size_t i = 0; i < k_finding_kinds; ++i) {
         nlohmann::ordered_json item{{"count", r.counts[i]}};
@@ -86,6 +94,18 @@ void render_text(const Reconciliation& r, std::string& out, bool markdown) {
                                  hop.from, hop.to, hop.keys, hop.reached, hop.lost,
                                  hop.loss_rate * 100, hop.pending, hop.late, hop.changed,
                                  ms(hop.p50_ms), ms(hop.p95_ms), ms(hop.p99_ms));
+    if (!r.services.empty()) {
+        out += markdown ? "\n| service | spans expected | missing | missing-span ratio |\n"
+                          "|---|---|---|---|\n"
+                        : "\nmissing spans per service\n";
+        for (const auto& service : r.services)
+            out += markdown
+                       ? fmt::format("| {} | {} | {} | {:.3f}% |\n", service.service,
+                                     service.expected, service.missing, service.missing_ratio * 100)
+                       : fmt::format("  {:<24} {} of {} traces lack its span ({:.3f}%)\n",
+                                     service.service, service.missing, service.expected,
+                                     service.missing_ratio * 100);
+    }
     for (const auto& hop : r.hops) {
         if (hop.lost_by_hour.empty()) continue;
         out += markdown ? fmt::format("\n## Lost {} → {}, by hour\n\n| hour | lost |\n|---|---|\n",

@@ -12,7 +12,9 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <unordered_set>
 
 namespace idem::reconcile {
@@ -292,6 +294,62 @@ private:
     std::uint64_t m_rejected = 0;
 };
 
+// Every span of a stage's name in an OTLP JSON file (one export request per
+// line, or one document): the key is its trace id, the time its start.
+// Returns the services that sent each stage's spans.
+std::vector<std::set<std::string>> read_traces(
+    const ReconcileRunOptions& options,
+    const std::function<void(std::size_t stage, std::string_view trace, Timestamp start)>& take) {
+    std::vector<std::set<std::string>> services(options.stages.size());
+    std::ifstream in(options.traces_path, std::ios::binary);
+    if (!in) throw InputError({options.traces_path, 0, 0, 0}, "cannot read the --traces file");
+    std::map<std::string_view, std::size_t> stage_of;
+    for (std::size_t s = 0; s < options.stages.size(); ++s)
+        if (!options.stages[s].span.empty()) stage_of.emplace(options.stages[s].span, s);
+    auto number_of = [](const nlohmann::json& value) -> std::int64_t {
+        if (value.is_string()) return std::stoll(value.get<std::string>());
+        if (value.is_number()) return value.get<std::int64_t>();
+        return 0;
+    };
+    std::string line;
+    std::uint64_t line_number = 0;
+    while (std::getline(in, line)) {
+        ++line_number;
+        if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+        nlohmann::json request;
+        try {
+            request = nlohmann::json::parse(line);
+        } catch (const nlohmann::json::exception& error) {
+            throw InputError({options.traces_path, line_number, 0, 0},
+                             fmt::format("not an OTLP JSON export request ({})", error.what()));
+        }
+        if (!request.contains("resourceSpans")) continue;
+        for (const auto& resource : request["resourceSpans"]) {
+            std::string service = "unknown";
+            if (resource.contains("resource") && resource["resource"].contains("attributes"))
+                for (const auto& attribute : resource["resource"]["attributes"])
+                    if (attribute.value("key", "") == "service.name" && attribute.contains("value"))
+                        service = attribute["value"].value("stringValue", service);
+            if (!resource.contains("scopeSpans")) continue;
+            for (const auto& scope : resource["scopeSpans"]) {
+                if (!scope.contains("spans")) continue;
+                for (const auto& span : scope["spans"]) {
+                    auto found = stage_of.find(span.value("name", ""));
+                    if (found == stage_of.end()) continue;
+                    auto trace = span.value("traceId", "");
+                    if (trace.empty()) continue;
+                    services[found->second].insert(service);
+                    auto nanos = span.contains("startTimeUnixNano")
+                                     ? number_of(span["startTimeUnixNano"])
+                                     : 0;
+                    take(found->second, trace, Timestamp(Duration(nanos / 1000)));
+                }
+            }
+        }
+    }
+    return services;
+}
+
 } // namespace
 
 ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& output,
@@ -314,15 +372,44 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
     std::uint64_t records = 0;
     // A reader per run shares one reject file across the stages.
     StageReader reader(options, diagnostics);
-    for (std::size_t s = 0; s < options.stages.size(); ++s)
-        reader.read(options.stages[s], [&](std::string_view key, std::optional<Timestamp> time,
-                                           std::uint64_t payload, std::string_view) {
-            ++records;
-            ledger.count_record(s);
-            ledger.see(s, key, time, payload);
-            if (time && (!latest || *time > *latest)) latest = time;
-        });
+    auto see = [&](std::size_t s, std::string_view key, std::optional<Timestamp> time,
+                   std::uint64_t payload) {
+        ++records;
+        ledger.count_record(s);
+        ledger.see(s, key, time, payload);
+        if (time && (!latest || *time > *latest)) latest = time;
+    };
+    std::vector<std::set<std::string>> services;
+    if (!options.traces_path.empty())
+        services =
+            read_traces(options, [&](std::size_t s, std::string_view trace, Timestamp span_start) {
+                see(s, trace, span_start, 0);
+            });
+    for (std::size_t s = 0; s < options.stages.size(); ++s) {
+        if (!options.stages[s].span.empty()) continue; // read with the traces
+        reader.read(options.stages[s],
+                    [&](std::string_view key, std::optional<Timestamp> time, std::uint64_t payload,
+                        std::string_view) { see(s, key, time, payload); });
+    }
     auto reconciliation = ledger.reconcile(latest);
+    // The missing-span ratio per service: of the traces that reached the
+    // stage before a span stage, how many lack that stage's span.
+    std::map<std::string, ServiceFigures> by_service;
+    for (std::size_t s = 1; s < services.size(); ++s) {
+        const auto& hop = reconciliation.hops[s - 1];
+        for (const auto& service : services[s]) {
+            auto& figures = by_service[service];
+            figures.service = service;
+            figures.expected += hop.reached + hop.lost;
+            figures.missing += hop.lost;
+        }
+    }
+    for (auto& [name, figures] : by_service) {
+        figures.missing_ratio = figures.expected == 0 ? 0.0
+                                                      : static_cast<double>(figures.missing) /
+                                                            static_cast<double>(figures.expected);
+        reconciliation.services.push_back(figures);
+    }
     std::uint64_t missing_written = 0;
     if (!options.missing_path.empty()) {
         // Again over the stages that hold lost keys first: each lost event
@@ -334,7 +421,10 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
         again.reject_path.clear();
         StageReader rereader(again, quiet);
         for (std::size_t s = 0; s < options.stages.size(); ++s) {
-            bool wanted = std::any_of(reconciliation.missing.begin(), reconciliation.missing.end(),
+            // A span cannot be sent again: lost keys first seen in a trace
+            // are in the report only.
+            bool wanted = options.stages[s].span.empty() &&
+                          std::any_of(reconciliation.missing.begin(), reconciliation.missing.end(),
                                       [&](const auto& entry) { return entry.second == s; });
             if (!wanted) continue;
             rereader.read(options.stages[s], [&](std::string_view key, std::optional<Timestamp>,

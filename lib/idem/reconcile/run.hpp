@@ -24,6 +24,9 @@ struct StageInput {
     // What `changed` compares between stages (none: not compared).
     std::vector<record::FieldPath> payload;
     std::string query; // with a SQLite database as `path`: the rows of this query
+    // A stage of a trace: the spans of this name in --traces (the key is
+    // the trace id, the time the span's start).
+    std::string span;
 };
 
 enum class ReportFormat { table, json, markdown, html };
@@ -39,6 +42,9 @@ struct ReconcileRunOptions {
     std::size_t examples = 20;
     ReportFormat report = ReportFormat::table;
     std::string missing_path; // lost events, from the first stage that has them
+    // OpenTelemetry traces (the collector's file exporter: OTLP JSON, one
+    // export request per line), for stages given as span names.
+    std::string traces_path;
 };
 
 struct ReconcileResult {
