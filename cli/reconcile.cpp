@@ -23,6 +23,7 @@ struct ReconcileOptions {
     std::vector<std::string> times;
     std::vector<std::string> payloads;
     std::vector<std::string> queries;
+    std::vector<std::string> by;
     std::string grace = "15m";
     std::string sla;
     std::string report = "table";
@@ -64,7 +65,13 @@ int run_reconcile_command(const ReconcileOptions& options) {
     if (options.stages.size() > reconcile::k_max_stages)
         throw UsageError(fmt::format("at most {} stages", reconcile::k_max_stages));
     std::string default_key;
-    std::map<std::string, std::string> stage_keys, stage_times, stage_payloads, stage_queries;
+    std::map<std::string, std::string> stage_keys, stage_times, stage_payloads, stage_queries,
+        stage_by;
+    std::string default_by;
+    for (const auto& text : options.by) {
+        auto [stage, path] = named(text);
+        (stage.empty() ? default_by : stage_by[stage]) = path;
+    }
     for (const auto& text : options.queries) {
         auto [stage, query] = named(text);
         if (stage.empty()) throw UsageError(fmt::format("--query {} is not NAME=SQL", quote(text)));
@@ -90,6 +97,9 @@ int run_reconcile_command(const ReconcileOptions& options) {
         if (!names.count(stage))
             throw UsageError(
                 fmt::format("--key {}=...: no stage is named {}", stage, quote(stage)));
+    for (const auto& [stage, path] : stage_by)
+        if (!names.count(stage))
+            throw UsageError(fmt::format("--by {}=...: no stage is named {}", stage, quote(stage)));
     for (const auto& [stage, query] : stage_queries)
         if (!names.count(stage))
             throw UsageError(
@@ -134,6 +144,8 @@ int run_reconcile_command(const ReconcileOptions& options) {
         auto payload = stage_payloads.count(name) ? stage_payloads[name] : default_payload;
         if (!payload.empty()) stage.payload = record::FieldPath::parse_list(payload);
         if (stage_queries.count(name)) stage.query = stage_queries[name];
+        auto by = stage_by.count(name) ? stage_by[name] : default_by;
+        if (!by.empty()) stage.by = record::FieldPath::parse(by);
         run.stages.push_back(std::move(stage));
     }
     run.max_record_bytes = input_options(options.common).max_record_bytes;
@@ -225,6 +237,11 @@ void register_reconcile(CLI::App& app, std::function<int()>& action) {
         ->add_option("--query", options->queries,
                      "NAME=SQL: the stage's FILE is a SQLite database, and its records the rows "
                      "of this query (the app's own table)")
+        ->allow_extra_args(false);
+    command
+        ->add_option("--by", options->by,
+                     "field path of a source or partition: losses per value of it, in every stage "
+                     "or NAME=PATH for one")
         ->allow_extra_args(false);
     command->add_option("--grace", options->grace,
                         "absent from the next stage this long after (event time) is lost; "

@@ -196,6 +196,32 @@ class Shapes(unittest.TestCase):
             self.assertEqual((hop["lost"], hop["pending"]), (1, 1))  # x is past the grace, y is not
 
 
+class Groups(unittest.TestCase):
+    def test_losses_per_source(self):
+        rng = random.Random(4)
+        sent, received, lost = [], [], Counter()
+        for n in range(600):
+            account = f"acct_{n % 7}"
+            sent.append({"id": f"e{n}", "account": account})
+            if rng.random() < (0.3 if account == "acct_3" else 0.02):
+                lost[account] += 1
+                continue
+            received.append({"id": f"e{n}"})
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for name, records in (("sent", sent), ("received", received)):
+                paths.append(os.path.join(tmp, name + ".ndjson"))
+                with open(paths[-1], "wb") as f:
+                    f.write(ndjson(records))
+            code, out, err = run(["reconcile", "--stage", f"sent={paths[0]}", "--stage", f"received={paths[1]}",
+                                  "--key", "id", "--by", "sent=account", "--report", "json"])
+            self.assertEqual(code, 0, err)
+            groups = json.loads(out)["hops"][0]["by_group"]
+            self.assertEqual(groups[0]["group"], "acct_3")  # the worst source first
+            self.assertEqual({g["group"]: g["lost"] for g in groups if g["lost"]}, dict(lost))
+            self.assertEqual(sum(g["keys"] for g in groups), 600)
+
+
 class Sources(unittest.TestCase):
     def test_the_apps_own_table_as_a_stage(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <tuple>
 #include <xxhash.h>
 
 namespace idem::reconcile {
@@ -83,9 +84,16 @@ void Ledger::expect_keys(std::size_t keys) {
 }
 
 void Ledger::see(std::size_t stage, std::string_view key, std::optional<Timestamp> time,
-                 std::uint64_t payload) {
+                 std::uint64_t payload, std::string_view group) {
     auto [index, added] = m_keys.find_or_add(key);
-    if (added) m_sightings.resize(m_sightings.size() + m_stages);
+    if (added) {
+        m_sightings.resize(m_sightings.size() + m_stages);
+        if (!m_group_of.empty() || !group.empty()) m_group_of.resize(m_keys.size(), 0);
+    }
+    if (!group.empty()) {
+        if (m_group_of.size() < m_keys.size()) m_group_of.resize(m_keys.size(), 0);
+        if (m_group_of[index] == 0) m_group_of[index] = m_groups.find_or_add(group).first + 1;
+    }
     auto& seen = m_sightings[index * m_stages + stage];
     if (seen.count == 0) seen.payload = payload;
     ++seen.count;
@@ -118,6 +126,10 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
         result.hops.push_back(std::move(hop));
     }
     std::vector<std::vector<std::int64_t>> latencies(stages > 0 ? stages - 1 : 0);
+    // --by: per hop, per group, keys and lost.
+    std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> groups(
+        stages > 0 ? stages - 1 : 0,
+        std::vector<std::pair<std::uint64_t, std::uint64_t>>(m_groups.size()));
     auto note = [&](Finding finding, const std::string& key, std::size_t stage,
                     std::string detail) {
         auto index = static_cast<std::size_t>(finding);
@@ -169,6 +181,8 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
             if (here.count == 0) continue;
             auto& hop = result.hops[s];
             ++hop.keys;
+            auto group = index < m_group_of.size() ? m_group_of[index] : 0;
+            if (group > 0) ++groups[s][group - 1].first;
             if (next.count == 0) {
                 bool past_grace =
                     !here.timed || !have_now || now_us - here.last_us >= m_options.grace.count();
@@ -177,6 +191,7 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
                     continue;
                 }
                 ++hop.lost;
+                if (group > 0) ++groups[s][group - 1].second;
                 if (here.timed) ++hop.lost_by_hour[hour_of(here.first_us)];
                 if (!result.missing.count(key)) result.missing.emplace(key, first_stage);
                 note(Finding::lost, key, s,
@@ -224,6 +239,24 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
         hop.p50_ms = percentile(latencies[s], 0.50);
         hop.p95_ms = percentile(latencies[s], 0.95);
         hop.p99_ms = percentile(latencies[s], 0.99);
+        std::vector<Hop::Group> by_group;
+        for (std::uint32_t g = 0; g < m_groups.size(); ++g)
+            if (groups[s][g].first > 0)
+                by_group.push_back(
+                    {std::string(m_groups.name(g)), groups[s][g].first, groups[s][g].second});
+        std::sort(by_group.begin(), by_group.end(), [](const auto& a, const auto& b) {
+            return std::tie(b.lost, a.name) < std::tie(a.lost, b.name);
+        });
+        if (by_group.size() > k_groups_shown) {
+            Hop::Group others{"(others)", 0, 0};
+            for (std::size_t i = k_groups_shown; i < by_group.size(); ++i) {
+                others.keys += by_group[i].keys;
+                others.lost += by_group[i].lost;
+            }
+            by_group.resize(k_groups_shown);
+            by_group.push_back(std::move(others));
+        }
+        hop.by_group = std::move(by_group);
     }
     for (auto& figures : result.stages)
         figures.duplicate_ratio = figures.records == 0 ? 0.0

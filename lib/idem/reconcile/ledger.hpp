@@ -17,6 +17,7 @@
 namespace idem::reconcile {
 
 inline constexpr std::size_t k_max_stages = 8;
+inline constexpr std::size_t k_groups_shown = 20;
 
 // One stage's sightings of one key.
 struct Sighting {
@@ -56,6 +57,13 @@ struct Hop {
     // How many keys took how long, by decade (k_latency_buckets).
     std::array<std::uint64_t, 8> latency_histogram{};
     std::map<std::string, std::uint64_t> lost_by_hour; // "2026-11-30T08" -> lost keys
+    // With --by: per group, keys at `from` and how many were lost, most
+    // lost first (at most k_groups_shown, the rest summed as "(others)").
+    struct Group {
+        std::string name;
+        std::uint64_t keys = 0, lost = 0;
+    };
+    std::vector<Group> by_group;
 };
 
 struct StageFigures {
@@ -123,8 +131,9 @@ public:
 
     // One record of `stage` with `key`, at event time `time` (none: no
     // time), its payload hashed (0: none).
+    // `group`: the key's --by value at this stage (the first one seen counts).
     void see(std::size_t stage, std::string_view key, std::optional<Timestamp> time,
-             std::uint64_t payload);
+             std::uint64_t payload, std::string_view group = {});
     void count_record(std::size_t stage) { ++m_records[stage]; }
 
     // Everything the keys say, judged at `now` (the latest event time).
@@ -146,6 +155,8 @@ private:
     std::size_t m_stages;
     KeyIndex m_keys;
     std::vector<Sighting> m_sightings;
+    KeyIndex m_groups;                     // --by values
+    std::vector<std::uint32_t> m_group_of; // per key: its group's index + 1 (0: none)
     std::array<std::uint64_t, k_max_stages> m_records{};
 };
 

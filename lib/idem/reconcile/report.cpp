@@ -43,6 +43,12 @@ nlohmann::ordered_json json_of(const Reconciliation& r) {
         latency["p95"] = hop.p95_ms ? nlohmann::ordered_json(*hop.p95_ms) : nullptr;
         latency["p99"] = hop.p99_ms ? nlohmann::ordered_json(*hop.p99_ms) : nullptr;
         item["lost_by_hour"] = hop.lost_by_hour;
+        if (!hop.by_group.empty()) {
+            auto& groups = item["by_group"] = nlohmann::ordered_json::array();
+            for (const auto& group : hop.by_group)
+                groups.push_back(
+                    {{"group", group.name}, {"keys", group.keys}, {"lost", group.lost}});
+        }
         hops.push_back(std::move(item));
     }
     if (!r.services.empty()) {
@@ -105,6 +111,17 @@ void render_text(const Reconciliation& r, std::string& out, bool markdown) {
                        : fmt::format("  {:<24} {} of {} traces lack its span ({:.3f}%)\n",
                                      service.service, service.missing, service.expected,
                                      service.missing_ratio * 100);
+    }
+    for (const auto& hop : r.hops) {
+        if (hop.by_group.empty()) continue;
+        out += markdown ? fmt::format("\n## Lost {} → {}, by group\n\n| group | keys | lost |\n"
+                                      "|---|---|---|\n",
+                                      hop.from, hop.to)
+                        : fmt::format("\nlost {} -> {}, by group\n", hop.from, hop.to);
+        for (const auto& group : hop.by_group)
+            out += markdown ? fmt::format("| {} | {} | {} |\n", group.name, group.keys, group.lost)
+                            : fmt::format("  {:<24} {:>8} of {:>8} keys\n", group.name, group.lost,
+                                          group.keys);
     }
     for (const auto& hop : r.hops) {
         if (hop.lost_by_hour.empty()) continue;

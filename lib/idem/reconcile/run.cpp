@@ -60,6 +60,7 @@ StageFormat format_of(const StageInput& stage) {
 
 struct Extracted {
     std::string_view key;
+    std::string_view by;
     std::optional<Timestamp> time;
     std::uint64_t payload = 0;
     std::string problem;
@@ -79,6 +80,8 @@ struct Reader {
             return found;
         }
         found.key = key->text;
+        if (stage.by)
+            if (auto by = parser.find(*stage.by)) found.by = by->text;
         auto time = record::event_time(parser, stage.time ? &*stage.time : nullptr);
         if (time.failed()) {
             found.problem = record::describe_failure(time, *stage.time) +
@@ -107,7 +110,7 @@ struct Outcome {
     enum class Kind : std::uint8_t { too_long, failed, record };
     io::BlockLine line;
     Kind kind = Kind::record;
-    std::uint32_t key_at = 0, key_size = 0;
+    std::uint32_t key_at = 0, key_size = 0, by_at = 0, by_size = 0;
     std::optional<Timestamp> time;
     std::uint64_t payload = 0;
     std::uint64_t column = 0;
@@ -131,8 +134,9 @@ struct WorkerState {
 
 // Calls `take(key, time, payload, bytes, record)` for each record of the
 // stage; sets aside the others.
-using Take = std::function<void(std::string_view key, std::optional<Timestamp> time,
-                                std::uint64_t payload, std::string_view bytes)>;
+using Take =
+    std::function<void(std::string_view key, std::optional<Timestamp> time, std::uint64_t payload,
+                       std::string_view bytes, std::string_view by)>;
 
 class StageReader {
 public:
@@ -202,6 +206,9 @@ private:
                 outcome.key_at = static_cast<std::uint32_t>(result.keys.size());
                 result.keys.append(found.key);
                 outcome.key_size = static_cast<std::uint32_t>(found.key.size());
+                outcome.by_at = static_cast<std::uint32_t>(result.keys.size());
+                result.keys.append(found.by);
+                outcome.by_size = static_cast<std::uint32_t>(found.by.size());
                 outcome.time = found.time;
                 outcome.payload = found.payload;
             }
@@ -217,8 +224,9 @@ private:
                 run.rejects().reject(record, outcome.column, outcome.message);
                 return;
             }
-            take(std::string_view(block_result->keys).substr(outcome.key_at, outcome.key_size),
-                 outcome.time, outcome.payload, record.bytes);
+            std::string_view texts = block_result->keys;
+            take(texts.substr(outcome.key_at, outcome.key_size), outcome.time, outcome.payload,
+                 record.bytes, texts.substr(outcome.by_at, outcome.by_size));
         };
         run.run(states, steps, route);
         m_rejected += run.rejects().count();
@@ -252,7 +260,7 @@ private:
                 rejects.reject(record, 0, found.problem);
                 return;
             }
-            take(found.key, found.time, found.payload, record.bytes);
+            take(found.key, found.time, found.payload, record.bytes, found.by);
         };
         auto take_row = [&](std::string_view json, const record::RowPosition& at) {
             take_item(json, at.number);
@@ -373,23 +381,23 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
     // A reader per run shares one reject file across the stages.
     StageReader reader(options, diagnostics);
     auto see = [&](std::size_t s, std::string_view key, std::optional<Timestamp> time,
-                   std::uint64_t payload) {
+                   std::uint64_t payload, std::string_view by) {
         ++records;
         ledger.count_record(s);
-        ledger.see(s, key, time, payload);
+        ledger.see(s, key, time, payload, by);
         if (time && (!latest || *time > *latest)) latest = time;
     };
     std::vector<std::set<std::string>> services;
     if (!options.traces_path.empty())
         services =
             read_traces(options, [&](std::size_t s, std::string_view trace, Timestamp span_start) {
-                see(s, trace, span_start, 0);
+                see(s, trace, span_start, 0, {});
             });
     for (std::size_t s = 0; s < options.stages.size(); ++s) {
         if (!options.stages[s].span.empty()) continue; // read with the traces
         reader.read(options.stages[s],
                     [&](std::string_view key, std::optional<Timestamp> time, std::uint64_t payload,
-                        std::string_view) { see(s, key, time, payload); });
+                        std::string_view, std::string_view by) { see(s, key, time, payload, by); });
     }
     auto reconciliation = ledger.reconcile(latest);
     // The missing-span ratio per service: of the traces that reached the
@@ -427,14 +435,16 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
                           std::any_of(reconciliation.missing.begin(), reconciliation.missing.end(),
                                       [&](const auto& entry) { return entry.second == s; });
             if (!wanted) continue;
-            rereader.read(options.stages[s], [&](std::string_view key, std::optional<Timestamp>,
-                                                 std::uint64_t, std::string_view bytes) {
-                auto found = reconciliation.missing.find(std::string(key));
-                if (found == reconciliation.missing.end() || found->second != s) return;
-                if (!written.insert(found->first).second) return;
-                sink->write_record(bytes);
-                ++missing_written;
-            });
+            rereader.read(options.stages[s],
+                          [&](std::string_view key, std::optional<Timestamp>, std::uint64_t,
+                              std::string_view bytes, std::string_view) {
+                              auto found = reconciliation.missing.find(std::string(key));
+                              if (found == reconciliation.missing.end() || found->second != s)
+                                  return;
+                              if (!written.insert(found->first).second) return;
+                              sink->write_record(bytes);
+                              ++missing_written;
+                          });
         }
         sink->flush();
     }

@@ -27,6 +27,9 @@ struct StageInput {
     // A stage of a trace: the spans of this name in --traces (the key is
     // the trace id, the time the span's start).
     std::string span;
+    // --by: a field whose value sorts the stage's keys into groups (a
+    // source, a partition), for losses per group.
+    std::optional<record::FieldPath> by;
 };
 
 enum class ReportFormat { table, json, markdown, html };
