@@ -4,6 +4,7 @@
 # both: the figure for a refactor that must change no speed.
 #
 #   bench/compare_builds.sh OLD_IDEM NEW_IDEM     ROUNDS=5, COUNT=1000000
+#                                                 ONLY=REGEX: the commands to run
 #
 # Corpora are the other benchmarks' (generated on first use). Prints, per
 # command, the median seconds and peak RSS of each build and NEW/OLD.
@@ -28,7 +29,11 @@ deliveries="$OUT/deliveries-$COUNT.ndjson"
 truth="$OUT/deliveries-$COUNT.truth.json"
 [ -s "$deliveries" ] && [ -s "$truth" ] || python3 bench/gen_deliveries.py --count "$COUNT" "$deliveries" > "$truth"
 secret=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["secret"])' "$truth")
-cat "$events" "$reorder" "$audit" "$deliveries" > /dev/null
+states="$OUT/states-$COUNT-100000.ndjson"
+[ -s "$states" ] || python3 bench/gen_states.py --count "$COUNT" --entities 100000 "$states"
+merge="$OUT/merge-$COUNT.ndjson"
+[ -s "$merge" ] || python3 bench/gen_merge.py --count "$COUNT" "$merge"
+cat "$events" "$reorder" "$audit" "$deliveries" "$states" "$merge" > /dev/null
 
 # name | arguments after the binary (the store, when any, is added per run)
 cases=(
@@ -38,7 +43,17 @@ cases=(
     "reorder sqlite|reorder -q --seq seq --partition p --start 1 --window 64 --threads 1 --store @DB@ $reorder"
     "audit|audit -q --threads 1 --key key --time-field ts --source-field worker $audit"
     "verify|verify -q --scheme stripe --secret $secret $deliveries"
+    "states version|states -q --entity order_id --state status --machine bench/states-machine.yaml --report json --fail-on none --version-field version --store :memory: $states"
+    "states arrival|states -q --entity order_id --state status --machine bench/states-machine.yaml --report json --fail-on none --store :memory: $states"
+    "merge|merge -q --group user_id,alert_type --window 5m --time-field ts --max-lateness 30s $merge"
 )
+if [ -n "${ONLY:-}" ]; then
+    picked=()
+    for entry in "${cases[@]}"; do
+        [[ ${entry%%|*} =~ $ONLY ]] && picked+=("$entry")
+    done
+    cases=("${picked[@]}")
+fi
 SPOOL=$(mktemp -d /dev/shm/idem-ab.XXXXXX 2>/dev/null || mktemp -d "$OUT/ab.XXXXXX")
 trap 'rm -rf "$SPOOL"' EXIT
 times="$OUT/compare-builds.tsv"

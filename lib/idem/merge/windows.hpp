@@ -8,6 +8,8 @@
 #include "idem/util/time.hpp"
 #include "idem/util/time_zone.hpp"
 
+#include "idem/util/string_map.hpp"
+
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -136,13 +138,7 @@ private:
         friend auto operator<=>(const Ordered&, const Ordered&) = default;
     };
 
-    struct KeyHash {
-        using is_transparent = void;
-        std::size_t operator()(std::string_view key) const noexcept {
-            return std::hash<std::string_view>{}(key);
-        }
-    };
-    using OpenWindows = std::unordered_map<std::string, WindowState, KeyHash, std::equal_to<>>;
+    using OpenWindows = StringMap<WindowState>;
 
     WindowState& open_window(const Member& member, const std::string& key, Timestamp start,
                              Timestamp end);

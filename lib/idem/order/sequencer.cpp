@@ -268,6 +268,16 @@ void Sequencer::clear_waiting(Partition& partition) {
     partition.oldest_id = 0;
 }
 
+bool Sequencer::pass_in_order(Partition& partition, OrderKey key) {
+    if (m_options.mode != OrderMode::sequence || !partition.started || !partition.held.empty() ||
+        !(key == partition.next))
+        return false;
+    ++m_counts.released;
+    partition.next.primary = key.primary + 1;
+    mark_dirty(partition);
+    return true;
+}
+
 void Sequencer::mark_dirty(Partition& partition) {
     if (partition.dirty) return;
     partition.dirty = true;

@@ -9,6 +9,8 @@
 #include "idem/store/sequencer_state.hpp"
 #include "idem/util/time.hpp"
 
+#include "idem/util/string_map.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -121,6 +123,11 @@ public:
     // or later) through the events. Late and duplicate records are the
     // caller's to route.
     Offer offer(Partition& partition, OrderKey key, std::string_view bytes, Timestamp arrival);
+    // Sequence mode, the common case made cheaper: when `key` is exactly
+    // the next of a partition holding nothing, it counts as released and
+    // the partition moves on, and the caller handles the record itself
+    // (no copy into the sequencer, no release() call). False: offer() it.
+    bool pass_in_order(Partition& partition, OrderKey key);
     // Skips the gaps that have waited --gap-timeout by `now`.
     void advance_clock(Timestamp now);
     // End of input: every held record, in order, gaps reported.
@@ -160,16 +167,10 @@ private:
     void mark_dirty(Partition& partition);
     [[nodiscard]] OrderKey watermark(const Partition& partition) const;
 
-    struct KeyHash {
-        using is_transparent = void;
-        std::size_t operator()(std::string_view key) const noexcept {
-            return std::hash<std::string_view>{}(key);
-        }
-    };
 
     SequencerOptions m_options;
     SequencerEvents& m_events;
-    std::unordered_map<std::string, Partition, KeyHash, std::equal_to<>> m_partitions;
+    StringMap<Partition> m_partitions;
     // Partitions holding something: by their oldest record (--max-held lets
     // the longest-blocked go first), and by when their gap times out.
     std::set<std::pair<std::uint64_t, Partition*>> m_blocked;

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <tuple>
-#include <xxhash.h>
 
 namespace idem::reconcile {
 
@@ -33,46 +32,6 @@ std::optional<Finding> parse_finding(std::string_view name) {
     for (std::size_t i = 0; i < k_finding_kinds; ++i)
         if (k_names[i] == name) return static_cast<Finding>(i);
     return std::nullopt;
-}
-
-void KeyIndex::reserve(std::size_t keys) {
-    std::size_t slots = 16;
-    while (slots < keys * 2)
-        slots <<= 1;
-    if (slots > m_slots.size()) {
-        auto old = std::move(m_slots);
-        m_slots.assign(slots, Slot{});
-        for (const auto& slot : old)
-            if (slot.used) {
-                auto at = slot.hash & (m_slots.size() - 1);
-                while (m_slots[at].used)
-                    at = (at + 1) & (m_slots.size() - 1);
-                m_slots[at] = slot;
-            }
-    }
-    m_names.reserve(keys);
-}
-
-void KeyIndex::grow() {
-    reserve(std::max<std::size_t>(m_names.size() * 2, 8));
-}
-
-std::pair<std::uint32_t, bool> KeyIndex::find_or_add(std::string_view key) {
-    if ((m_names.size() + 1) * 2 > m_slots.size()) grow();
-    auto hash = XXH3_64bits(key.data(), key.size());
-    auto mask = m_slots.size() - 1;
-    for (auto at = hash & mask;; at = (at + 1) & mask) {
-        auto& slot = m_slots[at];
-        if (!slot.used) {
-            slot.used = true;
-            slot.hash = hash;
-            slot.index = static_cast<std::uint32_t>(m_names.size());
-            m_names.emplace_back(m_arena.size(), static_cast<std::uint32_t>(key.size()));
-            m_arena.insert(m_arena.end(), key.begin(), key.end());
-            return {slot.index, true};
-        }
-        if (slot.hash == hash && name(slot.index) == key) return {slot.index, false};
-    }
 }
 
 Ledger::Ledger(LedgerOptions options)

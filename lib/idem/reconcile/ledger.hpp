@@ -3,6 +3,7 @@
 // logic: at which stages it was seen, how often, when, and with what
 // payload; and what that says: lost, duplicated, late, orphan, changed.
 
+#include "idem/util/key_index.hpp"
 #include "idem/util/time.hpp"
 
 #include <array>
@@ -96,33 +97,6 @@ struct Reconciliation {
     // --missing): what to send again.
     std::unordered_map<std::string, std::size_t> missing;
     std::vector<ServiceFigures> services; // stages from traces only
-};
-
-// Keys to dense indexes: open addressing over 64-bit hashes, the names in
-// one arena. A million keys cost one cache miss each to find, where a
-// node-based map chased two or three (half of reconcile's time).
-class KeyIndex {
-public:
-    // The key's index, and whether it is new.
-    std::pair<std::uint32_t, bool> find_or_add(std::string_view key);
-    [[nodiscard]] std::string_view name(std::uint32_t index) const {
-        const auto& [offset, size] = m_names[index];
-        return {m_arena.data() + offset, size};
-    }
-    [[nodiscard]] std::size_t size() const { return m_names.size(); }
-    void reserve(std::size_t keys);
-
-private:
-    struct Slot {
-        std::uint64_t hash = 0;
-        std::uint32_t index = 0;
-        bool used = false;
-    };
-    void grow();
-
-    std::vector<Slot> m_slots;
-    std::vector<char> m_arena;
-    std::vector<std::pair<std::size_t, std::uint32_t>> m_names;
 };
 
 class Ledger {

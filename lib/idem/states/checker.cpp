@@ -30,26 +30,50 @@ std::optional<Finding> parse_finding(std::string_view name) {
 
 Checker::Checker(const Machine& machine, bool track_changes)
     : m_machine(machine), m_track_changes(track_changes) {
-    m_names.emplace_back();
-    m_name_ids.emplace("", 0);
+    intern("");
     for (const auto& state : machine.states)
         intern(state);
 }
 
 std::uint32_t Checker::intern(std::string_view name) {
-    auto found = m_name_ids.find(name);
-    if (found != m_name_ids.end()) return found->second;
-    auto id = static_cast<std::uint32_t>(m_names.size());
-    m_names.emplace_back(name);
-    m_name_ids.emplace(std::string(name), id);
+    auto [id, added] = m_name_ids.find_or_add(name);
+    if (added) {
+        m_names.emplace_back(name);
+        m_facts.push_back({m_machine.knows(name), m_machine.is_initial(name),
+                           m_machine.is_final(name)});
+    }
     return id;
 }
 
-Checker::Entity& Checker::entity(std::string_view name, bool& created) {
-    auto found = m_entities.find(name);
-    created = found == m_entities.end();
-    if (created) found = m_entities.emplace(std::string(name), Entity{}).first;
-    return found->second;
+bool Checker::allows(std::uint32_t from, std::uint32_t to, std::string_view operation) {
+    auto edge = (static_cast<std::uint64_t>(from) << 32) | to;
+    auto found = m_allowed.find(edge);
+    if (found == m_allowed.end()) {
+        const auto& from_name = m_names[from];
+        const auto& to_name = m_names[to];
+        // An edge with an unlabelled transition allows any operation.
+        auto allowed = !m_machine.has_edge(from_name, to_name)   ? Allowed::never
+                       : m_machine.allows(from_name, to_name, {}) ? Allowed::always
+                                                                  : Allowed::by_operation;
+        found = m_allowed.emplace(edge, allowed).first;
+    }
+    switch (found->second) {
+    case Allowed::always:
+        return true;
+    case Allowed::never:
+        return false;
+    case Allowed::by_operation:
+        break;
+    }
+    return m_machine.allows(m_names[from], m_names[to], operation);
+}
+
+Checker::Entity& Checker::entity(const Event& event, std::uint32_t& id) {
+    auto hash = event.entity_hash != 0 ? event.entity_hash : KeyIndex::hash_of(event.entity);
+    auto [index, added] = m_entity_ids.find_or_add(event.entity, hash);
+    if (added) m_entities.emplace_back();
+    id = index;
+    return m_entities[index];
 }
 
 void Checker::add(Judgement& judgement, Finding finding, std::string detail) {
@@ -58,33 +82,36 @@ void Checker::add(Judgement& judgement, Finding finding, std::string detail) {
     count(finding);
 }
 
-void Checker::changed(std::string_view entity) {
-    if (m_track_changes) m_changed.emplace_back(entity);
+void Checker::changed(std::uint32_t id) {
+    if (!m_track_changes || m_entities[id].unsaved) return;
+    m_entities[id].unsaved = true;
+    m_changed.push_back(id);
 }
 
 Judgement Checker::judge(const Event& event) {
     Judgement judgement;
-    bool created = false;
-    auto& state = entity(event.entity, created);
+    std::uint32_t id = 0;
+    auto& state = entity(event, id);
     auto to = intern(event.state);
     if (m_first_states.size() < m_names.size()) {
         m_first_states.resize(m_names.size());
         m_last_states.resize(m_names.size());
     }
     const auto& from_name = m_names[state.state];
-    if (!m_machine.knows(event.state))
+    const auto& to_facts = m_facts[to];
+    if (!to_facts.known)
         add(judgement, Finding::unknown_state,
             fmt::format("state {} is not in the machine", quote(event.state)));
     if (state.events == 0) {
         ++m_first_states[to];
-        if (judgement.findings.empty() && !m_machine.is_initial(event.state))
+        if (judgement.findings.empty() && !to_facts.initial)
             add(judgement, Finding::bad_start,
                 fmt::format("the first event of {} is {}, not an initial state",
                             quote(event.entity), quote(event.state)));
     } else {
         judgement.from = from_name;
         ++m_transitions[(static_cast<std::uint64_t>(state.state) << 32) | to];
-        bool after_final = m_machine.is_final(from_name);
+        bool after_final = m_facts[state.state].final;
         if (after_final)
             add(judgement, Finding::after_final,
                 fmt::format("{} came after the final state {}", quote(event.state),
@@ -104,11 +131,10 @@ Judgement Checker::judge(const Event& event) {
         } else if (!after_final && to == state.state) {
             // The seed's "a repeated 'start processing' on a ticket already
             // processing": allowed only where the machine says so.
-            if (!m_machine.allows(from_name, event.state, event.operation))
+            if (!allows(state.state, to, event.operation))
                 add(judgement, Finding::repeated,
                     fmt::format("{} again{}", quote(event.state), with_operation(event.operation)));
-        } else if (!after_final && m_machine.knows(event.state) &&
-                   !m_machine.allows(from_name, event.state, event.operation)) {
+        } else if (!after_final && to_facts.known && !allows(state.state, to, event.operation)) {
             add(judgement, Finding::illegal,
                 fmt::format("{} -> {}{} is not allowed", from_name, event.state,
                             with_operation(event.operation)));
@@ -116,7 +142,7 @@ Judgement Checker::judge(const Event& event) {
     }
     // After a final state the entity stays there: what follows is judged
     // as after-final, not as a life that went on.
-    bool stays = state.events > 0 && m_machine.is_final(m_names[state.state]);
+    bool stays = state.events > 0 && m_facts[state.state].final;
     if (!stays) {
         if (state.events > 0 && m_last_states[state.state] > 0) --m_last_states[state.state];
         ++m_last_states[to];
@@ -131,14 +157,14 @@ Judgement Checker::judge(const Event& event) {
     state.after_gap = false;
     ++state.events;
     state.findings += static_cast<std::uint32_t>(judgement.findings.size());
-    changed(event.entity);
+    changed(id);
     return judgement;
 }
 
 Judgement Checker::judge_out_of_order(const Event& event) {
     Judgement judgement;
-    bool created = false;
-    auto& state = entity(event.entity, created);
+    std::uint32_t id = 0;
+    auto& state = entity(event, id);
     if (state.events > 0) judgement.from = m_names[state.state];
     if (state.versioned && event.version && *event.version == state.version) {
         if (event.state == m_names[state.state])
@@ -156,14 +182,14 @@ Judgement Checker::judge_out_of_order(const Event& event) {
                 : std::string("older than what was already applied"));
     }
     state.findings += static_cast<std::uint32_t>(judgement.findings.size());
-    changed(event.entity);
+    changed(id);
     return judgement;
 }
 
 Judgement Checker::judge_duplicate(const Event& event, std::string_view held_state) {
     Judgement judgement;
-    bool created = false;
-    auto& state = entity(event.entity, created);
+    std::uint32_t id = 0;
+    auto& state = entity(event, id);
     if (state.events > 0) judgement.from = m_names[state.state];
     auto claimed =
         event.version ? fmt::format("version {}", *event.version) : std::string("the same time");
@@ -175,31 +201,33 @@ Judgement Checker::judge_duplicate(const Event& event, std::string_view held_sta
             fmt::format("{} is claimed by {} and by {}: a lost update", claimed, quote(held_state),
                         quote(event.state)));
     state.findings += 1;
-    changed(event.entity);
+    changed(id);
     return judgement;
 }
 
 Judgement Checker::gap(std::string_view entity_name, std::int64_t from, std::int64_t to) {
     Judgement judgement;
-    bool created = false;
-    auto& state = entity(entity_name, created);
+    std::uint32_t id = 0;
+    Event event;
+    event.entity = entity_name;
+    auto& state = entity(event, id);
     if (state.events > 0) judgement.from = m_names[state.state];
     add(judgement, Finding::version_gap,
         from == to ? fmt::format("version {} never came", from)
                    : fmt::format("versions {} to {} never came", from, to));
     state.findings += 1;
     state.after_gap = state.events > 0;
-    changed(entity_name);
+    changed(id);
     return judgement;
 }
 
 std::vector<Checker::Stuck> Checker::stuck(Timestamp now, Duration stuck_after) const {
     std::vector<Stuck> found;
-    for (const auto& [name, state] : m_entities) {
-        const auto& state_name = m_names[state.state];
-        if (state.events > 0 && !m_machine.is_final(state_name) &&
-            now - state.last_at >= stuck_after)
-            found.push_back({name, state_name, state.last_at});
+    for (std::uint32_t id = 0; id < m_entities.size(); ++id) {
+        const auto& state = m_entities[id];
+        if (state.events > 0 && !m_facts[state.state].final && now - state.last_at >= stuck_after)
+            found.push_back({std::string(m_entity_ids.name(id)), m_names[state.state],
+                             state.last_at});
     }
     std::sort(found.begin(), found.end(), [](const Stuck& a, const Stuck& b) {
         return std::tie(a.since, a.entity) < std::tie(b.since, b.entity);
@@ -216,7 +244,10 @@ void Checker::restore(std::string name, const EntityState& state) {
     entity.last_at = state.last_at;
     entity.events = state.events;
     entity.findings = state.findings;
-    m_entities.insert_or_assign(std::move(name), entity);
+    auto [id, added] = m_entity_ids.find_or_add(name);
+    if (added) m_entities.emplace_back();
+    entity.unsaved = m_entities[id].unsaved;
+    m_entities[id] = entity;
 }
 
 EntityState Checker::named(const Entity& entity) const {
@@ -231,21 +262,22 @@ EntityState Checker::named(const Entity& entity) const {
 }
 
 std::optional<EntityState> Checker::find(std::string_view name) const {
-    auto found = m_entities.find(name);
-    if (found == m_entities.end()) return std::nullopt;
-    return named(found->second);
+    auto id = m_entity_ids.find(name);
+    if (!id) return std::nullopt;
+    return named(m_entities[*id]);
 }
 
 std::vector<std::pair<std::string, EntityState>> Checker::take_changed() {
-    std::sort(m_changed.begin(), m_changed.end());
-    m_changed.erase(std::unique(m_changed.begin(), m_changed.end()), m_changed.end());
     std::vector<std::pair<std::string, EntityState>> result;
     result.reserve(m_changed.size());
-    for (auto& name : m_changed) {
-        auto found = m_entities.find(name);
-        if (found != m_entities.end()) result.emplace_back(std::move(name), named(found->second));
+    for (auto id : m_changed) {
+        m_entities[id].unsaved = false;
+        result.emplace_back(std::string(m_entity_ids.name(id)), named(m_entities[id]));
     }
     m_changed.clear();
+    // In name order: what is saved does not depend on arrival.
+    std::sort(result.begin(), result.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
     return result;
 }
 

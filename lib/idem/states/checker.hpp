@@ -5,6 +5,7 @@
 // them here; nothing here reads or writes.
 
 #include "idem/states/machine.hpp"
+#include "idem/util/key_index.hpp"
 #include "idem/util/time.hpp"
 
 #include <array>
@@ -43,6 +44,8 @@ struct Event {
     std::optional<std::int64_t> version;
     Timestamp time;
     std::string_view position; // "file:line"
+    // KeyIndex::hash_of(entity), when the caller has it already (0: not yet).
+    std::uint64_t entity_hash = 0;
 };
 
 // What an entity has come to, in names (for the store and reports).
@@ -91,7 +94,22 @@ public:
     void restore(std::string entity, const EntityState& state);
     [[nodiscard]] std::optional<EntityState> find(std::string_view entity) const;
     [[nodiscard]] bool known(std::string_view entity) const {
-        return m_entities.find(entity) != m_entities.end();
+        return m_entity_ids.find(entity).has_value();
+    }
+    // The entity's index (stable for the run), added unjudged if new.
+    std::uint32_t index_of(const Event& event) {
+        std::uint32_t id = 0;
+        entity(event, id);
+        return id;
+    }
+    // Asks the CPU for an entity judged soon (by its KeyIndex hash).
+    void prefetch(std::uint64_t entity_hash) const { m_entity_ids.prefetch(entity_hash); }
+    // The second step, a few events later: the entity's index if the
+    // index can tell without waiting, its state asked for too.
+    std::optional<std::uint32_t> prefetch_state(std::uint64_t entity_hash) const {
+        auto id = m_entity_ids.peek(entity_hash);
+        if (id && *id < m_entities.size()) __builtin_prefetch(&m_entities[*id]);
+        return id;
     }
     // Entities whose state changed since the last call (to save).
     [[nodiscard]] std::vector<std::pair<std::string, EntityState>> take_changed();
@@ -101,18 +119,12 @@ public:
     [[nodiscard]] const std::array<std::uint64_t, k_finding_kinds>& counts() const {
         return m_counts;
     }
-    [[nodiscard]] std::size_t entities() const { return m_entities.size(); }
+    [[nodiscard]] std::size_t entities() const { return m_entity_ids.size(); }
     void count(Finding finding) { ++m_counts[static_cast<std::size_t>(finding)]; }
 
 private:
-    struct Hash {
-        using is_transparent = void;
-        std::size_t operator()(std::string_view key) const noexcept {
-            return std::hash<std::string_view>{}(key);
-        }
-    };
     // An entity in memory: names interned (a state is an index), so an
-    // entity costs its key and about 48 bytes.
+    // entity costs its key, its slots in the index and about 48 bytes.
     struct Entity {
         std::uint32_t state = 0;
         std::uint32_t operation = 0;
@@ -122,19 +134,33 @@ private:
         std::int64_t version = 0;
         Timestamp last_at;
         std::uint64_t events = 0;
+        bool unsaved = false; // in m_changed
     };
-    Entity& entity(std::string_view name, bool& created);
+    // What the machine says of a name, asked once per name, not per event.
+    struct NameFacts {
+        bool known = false, initial = false, final = false;
+    };
+    // Whether from -> to is allowed: for any operation, never, or it
+    // depends on the operation (the machine is asked).
+    enum class Allowed : std::uint8_t { always, never, by_operation };
+
+    Entity& entity(const Event& event, std::uint32_t& id);
     std::uint32_t intern(std::string_view name);
+    [[nodiscard]] bool allows(std::uint32_t from, std::uint32_t to,
+                              std::string_view operation);
     void add(Judgement& judgement, Finding finding, std::string detail);
-    void changed(std::string_view entity);
+    void changed(std::uint32_t id);
     [[nodiscard]] EntityState named(const Entity& entity) const;
 
     const Machine& m_machine;
     bool m_track_changes;
-    std::unordered_map<std::string, Entity, Hash, std::equal_to<>> m_entities;
-    std::unordered_map<std::string, std::uint32_t, Hash, std::equal_to<>> m_name_ids;
+    KeyIndex m_entity_ids;
+    std::vector<Entity> m_entities; // by index in m_entity_ids
+    KeyIndex m_name_ids;            // state and operation names
     std::vector<std::string> m_names; // by id; 0 is ""
-    std::vector<std::string> m_changed;
+    std::vector<NameFacts> m_facts;   // by id
+    std::unordered_map<std::uint64_t, Allowed> m_allowed; // from << 32 | to
+    std::vector<std::uint32_t> m_changed;
     std::unordered_map<std::uint64_t, std::uint64_t> m_transitions; // from << 32 | to
     std::vector<std::uint64_t> m_first_states, m_last_states;       // by state id
     std::array<std::uint64_t, k_finding_kinds> m_counts{};

@@ -60,6 +60,10 @@ bool Machine::allows(std::string_view from, std::string_view to, std::string_vie
     return false;
 }
 
+bool Machine::has_edge(std::string_view from, std::string_view to) const {
+    return m_edges.find(std::make_pair(std::string(from), std::string(to))) != m_edges.end();
+}
+
 void Machine::index() {
     m_known = {states.begin(), states.end()};
     m_edges.clear();

@@ -36,6 +36,9 @@ public:
     [[nodiscard]] bool allows(std::string_view from, std::string_view to,
                               std::string_view operation) const;
 
+    // Whether any transition from -> to is declared, for whatever operation.
+    [[nodiscard]] bool has_edge(std::string_view from, std::string_view to) const;
+
     // Indexes transitions for allows(); called by every parser.
     void index();
 

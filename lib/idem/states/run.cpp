@@ -14,6 +14,8 @@
 #include "idem/store/sequencer_state.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/key_index.hpp"
+#include "idem/util/string_map.hpp"
 #include "idem/util/text.hpp"
 
 #include <cstring>
@@ -35,7 +37,8 @@ struct Outcome {
     std::uint32_t entity_at = 0, entity_size = 0, state_at = 0, state_size = 0, operation_at = 0,
                   operation_size = 0; // in BlockResult::texts
     std::optional<std::int64_t> version;
-    store::OrderKey key; // time and hlc ordering
+    std::uint64_t entity_hash = 0; // KeyIndex::hash_of(entity), computed by the worker
+    store::OrderKey key;           // time and hlc ordering
     std::optional<Timestamp> time;
     std::uint64_t column = 0;
     std::string message;
@@ -99,6 +102,7 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result
         return fail(fmt::format("state field '{}' is empty", options.state_field.text()));
     if (outcome.entity_size == 0)
         return fail(fmt::format("entity field '{}' is empty", options.entity_field.text()));
+    outcome.entity_hash = KeyIndex::hash_of(std::string_view(texts).substr(outcome.entity_at, outcome.entity_size));
     if (options.operation_field) {
         if (auto value = parser.find(*options.operation_field)) {
             outcome.operation_at = static_cast<std::uint32_t>(texts.size());
@@ -154,7 +158,7 @@ void judge_block(const record::InputBlock& block, WorkerState& state,
 // An event waiting for its predecessors travels as its record prefixed by
 // what was read from it, so nothing is parsed twice:
 // u32 sizes and texts (entity, state, operation, position), u8 versioned,
-// i64 version, i64 time, then the record.
+// i64 version, i64 time, u64 entity hash, then the record.
 
 void put_text(std::string& out, std::string_view text) {
     auto size = static_cast<std::uint32_t>(text.size());
@@ -195,7 +199,8 @@ std::optional<Packed> unpack(std::string_view in) {
     std::int64_t version = 0, time = 0;
     if (!take(in, packed.event.entity) || !take(in, packed.event.state) ||
         !take(in, packed.event.operation) || !take(in, packed.event.position) ||
-        !take_number(in, versioned) || !take_number(in, version) || !take_number(in, time))
+        !take_number(in, versioned) || !take_number(in, version) || !take_number(in, time) ||
+        !take_number(in, packed.event.entity_hash))
         return std::nullopt;
     if (versioned) packed.event.version = version;
     packed.event.time = Timestamp(Duration(time));
@@ -237,12 +242,6 @@ std::optional<EntityState> decode_state(std::string_view bytes) {
 constexpr std::size_t k_evidence_per_entity = 8;
 constexpr std::size_t k_evidence_in_all = 200'000;
 
-struct TextHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view text) const noexcept {
-        return std::hash<std::string_view>{}(text);
-    }
-};
 constexpr std::size_t k_entities_with_evidence = 100'000;
 
 class StatesRun final : public order::SequencerEvents {
@@ -291,7 +290,8 @@ public:
             m_block_now = now_utc();
             if (m_persistent) load_unknown(result);
         };
-        auto route = [&](Outcome& outcome, record::InputRecord& record, std::size_t) {
+        auto route = [&](Outcome& outcome, record::InputRecord& record, std::size_t index) {
+            look_ahead(index);
             route_record(outcome, record);
         };
         steps.block_done = [&](std::uint64_t new_records) {
@@ -313,6 +313,26 @@ public:
         report_stuck();
         finish();
         return summarize(start);
+    }
+
+    // The entities of the records a few places on, asked of memory now:
+    // 100k entities do not fit in the cache, and waiting for each one's
+    // slot, name, state and partition in turn was most of the run. Three
+    // steps, each needing what the one before brought in.
+    void look_ahead(std::size_t index) {
+        constexpr std::size_t k_slot = 40, k_state = 20, k_partition = 8;
+        const auto& outcomes = m_block->outcomes;
+        if (index + k_slot < outcomes.size())
+            m_checker.prefetch(outcomes[index + k_slot].entity_hash);
+        if (index + k_state < outcomes.size()) {
+            auto id = m_checker.prefetch_state(outcomes[index + k_state].entity_hash);
+            if (id && *id < m_partition_of.size()) __builtin_prefetch(&m_partition_of[*id]);
+        }
+        if (m_sequencer && index + k_partition < outcomes.size()) {
+            auto id = m_checker.prefetch_state(outcomes[index + k_partition].entity_hash);
+            if (id && *id < m_partition_of.size() && m_partition_of[*id])
+                __builtin_prefetch(m_partition_of[*id]);
+        }
     }
 
     // SequencerEvents: an event in its entity's order.
@@ -444,25 +464,48 @@ private:
         event.state = texts.substr(outcome.state_at, outcome.state_size);
         event.operation = texts.substr(outcome.operation_at, outcome.operation_size);
         event.version = outcome.version;
+        event.entity_hash = outcome.entity_hash;
         event.time = outcome.time.value_or(m_block_now);
         if (event.time > m_latest) m_latest = event.time;
-        m_position.clear();
-        fmt::format_to(std::back_inserter(m_position), "{}:{}", *record.source, record.line);
-        event.position = m_position;
         if (!m_sequencer) {
-            auto judgement = m_checker.judge(event);
-            emit(event, record.bytes, judgement, outcome.has_annotations);
+            judge_now(event, record, outcome.has_annotations);
             return;
         }
         offer(event, outcome, record);
     }
 
-    void offer(const Event& event, const Outcome& outcome, const record::InputRecord& record) {
-        auto* partition = m_sequencer->find(event.entity);
+    // "file:line", written only for an event that needs it (evidence, or
+    // waiting in the sequencer): most events are fine and never do.
+    void set_position(Event& event, const record::InputRecord& record) {
+        m_position.clear();
+        fmt::format_to(std::back_inserter(m_position), "{}:{}", *record.source, record.line);
+        event.position = m_position;
+    }
+
+    void judge_now(Event& event, const record::InputRecord& record, bool has_annotations) {
+        auto judgement = m_checker.judge(event);
+        if (!judgement.findings.empty()) set_position(event, record);
+        emit(event, record.bytes, judgement, has_annotations);
+    }
+
+    void offer(Event& event, const Outcome& outcome, const record::InputRecord& record) {
+        // The entity's partition, found by name once per entity: after that
+        // by the checker's index (the sequencer never forgets a partition here).
+        auto id = m_checker.index_of(event);
+        if (id >= m_partition_of.size()) m_partition_of.resize(id + 1, nullptr);
+        auto*& partition = m_partition_of[id];
+        if (!partition) partition = m_sequencer->find(event.entity);
         if (!partition) partition = &m_sequencer->add(std::string(event.entity), std::nullopt);
         auto key = outcome.key;
         if (m_options.order_by == OrderBy::time)
             key.secondary = ++m_arrivals; // ties: arrival order
+        if (m_sequencer->pass_in_order(*partition, key)) {
+            // Next in its entity's order, nothing waiting: judged at once.
+            judge_now(event, record, outcome.has_annotations);
+            m_sequencer->advance_clock(event.time);
+            return;
+        }
+        set_position(event, record);
         m_packed.clear();
         put_text(m_packed, event.entity);
         put_text(m_packed, event.state);
@@ -471,6 +514,7 @@ private:
         put_number(m_packed, static_cast<std::uint8_t>(event.version ? 1 : 0));
         put_number(m_packed, event.version.value_or(0));
         put_number(m_packed, event.time.time_since_epoch().count());
+        put_number(m_packed, event.entity_hash);
         m_packed.append(record.bytes);
         auto released_before = m_sequencer->counts().released;
         auto verdict = m_sequencer->offer(*partition, key, m_packed, event.time);
@@ -697,7 +741,8 @@ private:
     std::optional<order::Sequencer> m_sequencer;
     std::string m_sequencer_scope;
     std::unordered_map<std::string, std::string> m_waiting; // entity\nversion -> state
-    std::unordered_map<std::string, WorstEntity, TextHash, std::equal_to<>> m_evidence;
+    std::vector<order::Partition*> m_partition_of;          // by the checker's entity index
+    StringMap<WorstEntity> m_evidence;
     const BlockResult* m_block = nullptr;
     Timestamp m_block_now;
     Timestamp m_latest = Timestamp::min();

@@ -355,3 +355,36 @@ TEST_CASE("property: stopping anywhere with --hold and resuming from the store's
         CHECK(late == whole_late);
     }
 }
+
+TEST_CASE("pass_in_order: only the exact next record of a partition holding nothing") {
+    Harness run(sequence_options(10)); // partitions start at 1
+    auto& a = run.partition("a");
+    CHECK(run.sequencer.pass_in_order(a, {1, 0}));
+    CHECK(run.sequencer.counts().released == 1);
+    CHECK(run.recorder.said.empty()); // the passed record is the caller's
+    CHECK_FALSE(run.sequencer.pass_in_order(a, {1, 0})); // again: late, offer() says so
+    CHECK_FALSE(run.sequencer.pass_in_order(a, {3, 0})); // ahead: it must wait
+    run.offer("a", 3);
+    // 2 is next, but 3 is held behind it: offer() releases both, in order.
+    CHECK_FALSE(run.sequencer.pass_in_order(a, {2, 0}));
+    run.offer("a", 2);
+    CHECK(run.recorder.said == Said{"a:2", "a:3"});
+    CHECK(run.sequencer.pass_in_order(a, {4, 0}));
+    // What persists moved on too.
+    auto changes = run.sequencer.take_changes();
+    REQUIRE(changes.progress.size() == 1);
+    CHECK(changes.progress.front().next.primary == 5);
+}
+
+TEST_CASE("pass_in_order waits while a partition's start is not known") {
+    Harness run(sequence_options(10, std::nullopt));
+    CHECK_FALSE(run.sequencer.pass_in_order(run.partition("a"), {1, 0}));
+}
+
+TEST_CASE("pass_in_order never applies in time order") {
+    SequencerOptions options;
+    options.mode = OrderMode::time;
+    Harness run(options);
+    run.offer("a", 10);
+    CHECK_FALSE(run.sequencer.pass_in_order(run.partition("a"), {11, 0}));
+}

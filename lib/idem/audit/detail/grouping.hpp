@@ -4,6 +4,8 @@
 
 #include "idem/audit/explain.hpp"
 
+#include "idem/util/string_map.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -73,13 +75,7 @@ public:
     [[nodiscard]] std::vector<std::string>& values() { return m_values; }
 
 private:
-    struct Hash {
-        using is_transparent = void;
-        std::size_t operator()(std::string_view text) const noexcept {
-            return std::hash<std::string_view>{}(text);
-        }
-    };
-    std::unordered_map<std::string, std::uint32_t, Hash, std::equal_to<>> m_ids;
+    StringMap<std::uint32_t> m_ids;
     std::vector<std::string> m_values;
 };
 
