@@ -35,6 +35,10 @@ struct ReconcileOptions {
     std::string max_loss;
     std::string max_duplicate_ratio;
     std::size_t threads = 0;
+    std::vector<std::string> filters;
+    std::string store;
+    std::string scope;
+    std::string lock_timeout = "60s";
 };
 
 // "NAME=VALUE" -> {NAME, VALUE}; a bare VALUE applies to every stage.
@@ -160,7 +164,27 @@ int run_reconcile_command(const ReconcileOptions& options) {
                  : options.report == "html"     ? reconcile::ReportFormat::html
                                                 : reconcile::ReportFormat::table;
     run.missing_path = options.missing_path;
+    for (const auto& filter : options.filters) {
+        auto equals = filter.find('=');
+        if (equals == std::string::npos || equals == 0)
+            throw UsageError(fmt::format("--filter: expected PATH=VALUE, got {}", quote(filter)));
+        run.missing_filters.emplace_back(record::FieldPath::parse(filter.substr(0, equals)),
+                                         filter.substr(equals + 1));
+    }
+    if (!run.missing_filters.empty() && run.missing_path.empty())
+        throw UsageError("--filter narrows the --missing file: give --missing FILE too");
     run.traces_path = options.traces_path;
+    run.store_uri = options.store;
+    if (!options.scope.empty()) {
+        run.scope = options.scope;
+    } else {
+        // One flow, one scope: the stage names in order.
+        for (const auto& stage : run.stages)
+            run.scope += (run.scope.empty() ? "" : ">") + stage.name;
+    }
+    if (!options.scope.empty() && options.store.empty())
+        throw UsageError("--scope names the flow's pending keys in a --store: give --store too");
+    run.lock_timeout = parse_duration(options.lock_timeout);
     if (!run.traces_path.empty() &&
         std::none_of(run.stages.begin(), run.stages.end(),
                      [](const auto& stage) { return !stage.span.empty(); }))
@@ -257,6 +281,11 @@ void register_reconcile(CLI::App& app, std::function<int()>& action) {
     command->add_option("--missing", options->missing_path,
                         "lost events, each once, as the first stage that has them recorded "
                         "them: what `idem replay` sends again");
+    command
+        ->add_option("--filter", options->filters,
+                     "only lost events where PATH=VALUE go to --missing (repeatable, all must "
+                     "hold), e.g. type=invoice.paid")
+        ->allow_extra_args(false);
     command->add_option("--traces", options->traces_path,
                         "OpenTelemetry traces (OTLP JSON, the collector's file exporter): stages "
                         "given as NAME=span:SPAN_NAME read their spans from it, keyed by trace id");
@@ -270,6 +299,13 @@ void register_reconcile(CLI::App& app, std::function<int()>& action) {
                         "exit 1 when a hop loses more than this (0.1% or 0.001)");
     command->add_option("--max-duplicate-ratio", options->max_duplicate_ratio,
                         "exit 1 when a stage holds more extra copies than this");
+    command->add_option("--store", options->store,
+                        "T+1: keep the keys still within --grace at the end in this store (PATH "
+                        "to SQLite, redis://host:port), and match them in the next run; each "
+                        "loss is then reported once");
+    command->add_option("--scope", options->scope,
+                        "the flow's name in the --store (default: the stage names, a>b>c)");
+    add_lock_timeout_option(*command, options->lock_timeout);
     add_threads_option(*command, options->threads);
     command->footer(
         "Per key: which stages saw it, how often, when. Findings: lost (in a stage, absent from\n"
@@ -281,7 +317,9 @@ void register_reconcile(CLI::App& app, std::function<int()>& action) {
         "  idem reconcile --stage received=capture.ndjson --stage processed=app.log --key id "
         "--time received=received_at --time processed=ts --missing lost.ndjson\n"
         "  idem reconcile --stage a=a.ndjson --stage b=b.ndjson --key id --max-loss 0.1% "
-        "--report json");
+        "--report json\n"
+        "  idem reconcile --stage sent=sent-$(date +%F).ndjson --stage processed=app-$(date "
+        "+%F).log --key id --store reconcile.db   # daily, T+1");
     command->callback(
         [options, &action] { action = [options] { return run_reconcile_command(*options); }; });
 }

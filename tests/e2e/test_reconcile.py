@@ -15,6 +15,7 @@ import unittest
 from collections import Counter, defaultdict
 from datetime import datetime, timedelta, timezone
 
+import redis_server
 from harness import ndjson, run, summary_of
 from listener import listening
 
@@ -194,6 +195,137 @@ class Shapes(unittest.TestCase):
                                   "--time", "ts", "--grace", "60s", "--report", "json"])
             hop = json.loads(out)["hops"][0]
             self.assertEqual((hop["lost"], hop["pending"]), (1, 1))  # x is past the grace, y is not
+
+
+class MissingFilter(unittest.TestCase):
+    def test_only_the_relevant_lost_events_go_to_the_missing_file(self):
+        sent = [{"id": f"e{i}", "type": "invoice.paid" if i % 3 else "customer.updated", "ts": stamp(i)}
+                for i in range(30)]
+        received = [e for e in sent if e["id"] not in ("e0", "e1", "e2", "e4")]
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = {}
+            for name, records in (("sent", sent), ("received", received)):
+                paths[name] = os.path.join(tmp, name + ".ndjson")
+                with open(paths[name], "wb") as f:
+                    f.write(ndjson(records))
+            missing = os.path.join(tmp, "missing.ndjson")
+            code, out, err = run(["reconcile", "--stage", f"sent={paths['sent']}", "--stage",
+                                  f"received={paths['received']}", "--key", "id", "--time", "ts", "--grace", "0s",
+                                  "--missing", missing, "--filter", "type=invoice.paid", "--summary", "json",
+                                  "--report", "json"])
+            self.assertEqual(code, 0, err)
+            written = [json.loads(line)["id"] for line in open(missing)]
+            self.assertEqual(sorted(written), ["e1", "e2", "e4"])  # e0 is a customer.updated
+            summary = summary_of(err)
+            self.assertEqual((summary["lost"], summary["missing_file"], summary["missing_filtered_out"]), (4, 3, 1))
+            code, _, err = run(["reconcile", "--stage", f"a={paths['sent']}", "--stage", f"b={paths['received']}",
+                                "--key", "id", "--filter", "type=x"])
+            self.assertEqual(code, 2)
+            self.assertIn("--missing", err)
+
+
+class NextDay(unittest.TestCase):
+    """T+1: a daily job with a store reports each loss once, and matches
+    yesterday's late keys with today's logs."""
+
+    DAY = 86400
+
+    def days(self):
+        """Two days of sent/processed. Day 1: s1_010 lost; s1_095..s1_099
+        sent in the last minutes (pending at the day's end), processed just
+        after midnight; s1_099 duplicated at sent. Day 2: s1_100 (sent on day
+        1 at the last second) never processed; s2_050 lost."""
+        def at(day, seconds):
+            return stamp((day - 1) * self.DAY + seconds)
+        def sent_at(i):  # from 22:13 every minute, the last six in the day's last five minutes
+            return 80_000 + i * 60 if i < 95 else 86_100 + (i - 95) * 50
+        sent1 = [{"id": f"s1_{i:03d}", "ts": at(1, sent_at(i))} for i in range(101)]
+        sent1.append({"id": "s1_099", "ts": at(1, sent_at(99) + 1)})
+        processed1 = [{"id": f"s1_{i:03d}", "ts": at(1, sent_at(i) + 2)} for i in range(95) if i != 10]
+        sent2 = [{"id": f"s2_{i:03d}", "ts": at(2, 3600 + i * 60)} for i in range(100)]
+        processed2 = [{"id": f"s1_{i:03d}", "ts": at(2, 60 + i)} for i in range(95, 100)]
+        processed2 += [{"id": f"s2_{i:03d}", "ts": at(2, 3602 + i * 60)} for i in range(100) if i != 50]
+        return (sent1, processed1), (sent2, processed2)
+
+    def reconcile(self, tmp, day, records, store, extra=()):
+        paths = []
+        for name, items in zip(("sent", "processed"), records):
+            paths.append(os.path.join(tmp, f"{name}-{day}.ndjson"))
+            if not os.path.exists(paths[-1]):
+                with open(paths[-1], "wb") as f:
+                    f.write(ndjson(items))
+        code, out, err = run(["reconcile", "--stage", f"sent={paths[0]}", "--stage", f"processed={paths[1]}",
+                              "--key", "id", "--time", "ts", "--grace", "15m", "--report", "json",
+                              "--store", store, "--summary", "json", *extra])
+        self.assertIn(code, (0, 1), err)
+        report = json.loads(out)
+        return report, summary_of(err), err
+
+    def check_two_days(self, store):
+        day1, day2 = self.days()
+        with tempfile.TemporaryDirectory() as tmp:
+            store = store(tmp)
+            first, summary, _ = self.reconcile(tmp, 1, day1, store)
+            hop = first["hops"][0]
+            self.assertEqual((hop["lost"], hop["pending"]), (1, 6))  # s1_010; s1_095..s1_100
+            self.assertEqual(first["findings"]["duplicated"]["count"], 1)  # s1_099
+            self.assertEqual((summary["carried_in"], summary["carried_out"]), (0, 6))
+
+            second, summary, _ = self.reconcile(tmp, 2, day2, store)
+            hop = second["hops"][0]
+            # s1_095..s1_099 reached today; s1_100 and s2_050 are lost; s1_010
+            # was reported yesterday and is not again; the duplicate neither.
+            self.assertEqual((hop["lost"], hop["pending"], hop["reached"]), (2, 0, 104))
+            lost = sorted(e["key"] for e in second["findings"]["lost"]["examples"])
+            self.assertEqual(lost, ["s1_100", "s2_050"])
+            self.assertEqual(second["findings"]["orphan"]["count"], 0)
+            self.assertEqual(second["findings"]["duplicated"]["count"], 0)
+            self.assertEqual(second["carried"], {"in": 6, "out": 0})
+
+            # The day-2 job run again over the same files: the same report,
+            # not yesterday's keys twice.
+            again, _, err = self.reconcile(tmp, 2, day2, store)
+            self.assertIn("reconciled before", err)
+            self.assertEqual(again["hops"], second["hops"])
+            self.assertEqual(again["findings"], second["findings"])
+
+            # Without the store, day 2 alone misreads yesterday's late keys.
+            alone = os.path.join(tmp, "alone")
+            os.mkdir(alone)
+            code, out, _ = run(["reconcile", "--stage", f"sent={tmp}/sent-2.ndjson", "--stage",
+                                f"processed={tmp}/processed-2.ndjson", "--key", "id", "--time", "ts",
+                                "--report", "json"])
+            self.assertEqual(json.loads(out)["findings"]["orphan"]["count"], 5)
+
+    def test_two_days_with_a_sqlite_store(self):
+        self.check_two_days(lambda tmp: os.path.join(tmp, "reconcile.db"))
+
+    @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
+    def test_two_days_with_redis(self):
+        with redis_server.running() as uri:
+            self.check_two_days(lambda tmp: uri)
+
+    def test_a_store_kept_for_other_stages_is_refused(self):
+        day1, _ = self.days()
+        with tempfile.TemporaryDirectory() as tmp:
+            store = os.path.join(tmp, "r.db")
+            self.reconcile(tmp, 1, day1, store, extra=("--scope", "flow"))
+            third = os.path.join(tmp, "third.ndjson")
+            with open(third, "wb") as f:
+                f.write(ndjson([{"id": "s1_000", "ts": stamp(80_010)}]))
+            code, out, err = run(["reconcile", "--stage", f"sent={tmp}/sent-1.ndjson", "--stage",
+                                  f"processed={tmp}/processed-1.ndjson", "--stage", f"third={third}",
+                                  "--key", "id", "--time", "ts", "--store", store, "--scope", "flow"])
+            self.assertEqual(code, 4, err)
+            self.assertIn("another set of stages", err)
+            code, _, err = run(["reconcile", "--stage", f"a={third}", "--stage", f"b={third}", "--key", "id",
+                                "--store", ":memory:"])
+            self.assertEqual(code, 2)
+            self.assertIn("not :memory:", err)
+            code, _, err = run(["reconcile", "--stage", f"a={third}", "--stage", f"b={third}", "--key", "id",
+                                "--scope", "x"])
+            self.assertEqual(code, 2)
+            self.assertIn("--store", err)
 
 
 class Groups(unittest.TestCase):

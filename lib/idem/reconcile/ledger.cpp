@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fmt/format.h>
 #include <tuple>
 
@@ -32,6 +33,53 @@ std::optional<Finding> parse_finding(std::string_view name) {
     for (std::size_t i = 0; i < k_finding_kinds; ++i)
         if (k_names[i] == name) return static_cast<Finding>(i);
     return std::nullopt;
+}
+
+std::string encode_carried(const CarriedKey& carried) {
+    std::string out;
+    auto put = [&](auto number) {
+        out.append(reinterpret_cast<const char*>(&number), sizeof number);
+    };
+    put(static_cast<std::uint8_t>(1)); // layout version
+    put(static_cast<std::uint8_t>(carried.sightings.size()));
+    for (const auto& seen : carried.sightings) {
+        put(seen.count);
+        put(static_cast<std::uint8_t>(seen.timed));
+        put(seen.first_us);
+        put(seen.last_us);
+        put(seen.payload);
+    }
+    put(carried.reported);
+    put(static_cast<std::uint32_t>(carried.group.size()));
+    out += carried.group;
+    return out;
+}
+
+std::optional<CarriedKey> decode_carried(std::string key, std::string_view bytes,
+                                         std::size_t stages) {
+    auto take = [&](auto& number) {
+        if (bytes.size() < sizeof number) return false;
+        std::memcpy(&number, bytes.data(), sizeof number);
+        bytes.remove_prefix(sizeof number);
+        return true;
+    };
+    std::uint8_t layout = 0, count = 0;
+    if (!take(layout) || layout != 1 || !take(count) || count != stages) return std::nullopt;
+    CarriedKey carried;
+    carried.key = std::move(key);
+    carried.sightings.resize(count);
+    for (auto& seen : carried.sightings) {
+        std::uint8_t timed = 0;
+        if (!take(seen.count) || !take(timed) || !take(seen.first_us) || !take(seen.last_us) ||
+            !take(seen.payload))
+            return std::nullopt;
+        seen.timed = timed != 0;
+    }
+    std::uint32_t group_size = 0;
+    if (!take(carried.reported) || !take(group_size) || bytes.size() != group_size)
+        return std::nullopt;
+    carried.group = std::string(bytes);
+    return carried;
 }
 
 Ledger::Ledger(LedgerOptions options)
@@ -68,6 +116,20 @@ void Ledger::see(std::size_t stage, std::string_view key, std::optional<Timestam
     }
 }
 
+void Ledger::carry_in(const CarriedKey& carried) {
+    auto [index, added] = m_keys.find_or_add(carried.key);
+    if (added) m_sightings.resize(m_sightings.size() + m_stages);
+    for (std::size_t s = 0; s < m_stages && s < carried.sightings.size(); ++s)
+        m_sightings[index * m_stages + s] = carried.sightings[s];
+    if (!carried.group.empty()) {
+        if (m_group_of.size() < m_keys.size()) m_group_of.resize(m_keys.size(), 0);
+        m_group_of[index] = m_groups.find_or_add(carried.group).first + 1;
+    }
+    if (m_reported.size() < m_keys.size()) m_reported.resize(m_keys.size(), 0);
+    m_reported[index] = carried.reported;
+    ++m_carried_in;
+}
+
 Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
     const auto stages = m_options.stages.size();
     Reconciliation result;
@@ -89,6 +151,15 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
     std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> groups(
         stages > 0 ? stages - 1 : 0,
         std::vector<std::pair<std::uint64_t, std::uint64_t>>(m_groups.size()));
+    result.carried_in = m_carried_in;
+    // The findings on the key being judged: those a previous run reported
+    // (carried with it) are not reported again; those of this run are
+    // carried on with it if it stays pending.
+    std::uint32_t reported_before = 0, reported_now = 0;
+    auto already = [&](std::uint32_t bit) {
+        reported_now |= bit;
+        return (reported_before & bit) != 0;
+    };
     auto note = [&](Finding finding, const std::string& key, std::size_t stage,
                     std::string detail) {
         auto index = static_cast<std::size_t>(finding);
@@ -110,6 +181,9 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
     std::int64_t now_us = have_now ? now->time_since_epoch().count() : 0;
     for (std::uint32_t index = 0; index < m_keys.size(); ++index) {
         std::string key(m_keys.name(index));
+        reported_before = index < m_reported.size() ? m_reported[index] : 0;
+        reported_now = 0;
+        bool pending = false;
         std::size_t first_stage = stages;
         for (std::size_t s = 0; s < stages; ++s) {
             const auto& seen = at(index, s);
@@ -117,7 +191,7 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
             if (first_stage == stages) first_stage = s;
             auto& figures = result.stages[s];
             ++figures.keys;
-            if (seen.count > 1) {
+            if (seen.count > 1 && !already(1U << s)) {
                 ++figures.duplicated_keys;
                 figures.extra_copies += seen.count - 1;
                 auto upstream = s > 0 ? at(index, s - 1).count : 0;
@@ -128,7 +202,7 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
                          : fmt::format("{} copies at {}", seen.count, m_options.stages[s]));
             }
         }
-        if (first_stage > 0 && first_stage < stages) {
+        if (first_stage > 0 && first_stage < stages && !already(k_reported_orphan)) {
             ++result.stages[first_stage].orphans;
             note(Finding::orphan, key, first_stage,
                  fmt::format("first seen at {}, in no earlier stage",
@@ -147,6 +221,7 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
                     !here.timed || !have_now || now_us - here.last_us >= m_options.grace.count();
                 if (!past_grace) {
                     ++hop.pending;
+                    pending = true;
                     continue;
                 }
                 ++hop.lost;
@@ -166,19 +241,31 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
             if (here.timed && next.timed) {
                 auto latency = next.first_us - here.first_us;
                 latencies[s].push_back(latency);
-                if (m_options.sla && latency > m_options.sla->count()) {
+                if (m_options.sla && latency > m_options.sla->count() &&
+                    !already(1U << (k_reported_late + s))) {
                     ++hop.late;
                     note(Finding::late, key, s,
                          fmt::format("{} from {} to {}", format_duration(Duration(latency)),
                                      m_options.stages[s], m_options.stages[s + 1]));
                 }
             }
-            if (here.payload != 0 && next.payload != 0 && here.payload != next.payload) {
+            if (here.payload != 0 && next.payload != 0 && here.payload != next.payload &&
+                !already(1U << (k_reported_changed + s))) {
                 ++hop.changed;
                 note(Finding::changed, key, s + 1,
                      fmt::format("its payload at {} differs from {}'s", m_options.stages[s + 1],
                                  m_options.stages[s]));
             }
+        }
+        if (pending && m_options.carry_pending) {
+            CarriedKey carried;
+            carried.key = key;
+            const auto* first = m_sightings.data() + std::size_t{index} * m_stages;
+            carried.sightings.assign(first, first + m_stages);
+            auto group = index < m_group_of.size() ? m_group_of[index] : 0;
+            if (group > 0) carried.group = std::string(m_groups.name(group - 1));
+            carried.reported = reported_before | reported_now;
+            result.carry.push_back(std::move(carried));
         }
     }
     for (std::size_t s = 0; s + 1 < stages; ++s) {

@@ -35,6 +35,9 @@ inline constexpr std::size_t k_finding_kinds = 5;
 
 struct LedgerOptions {
     std::vector<std::string> stages;           // in flow order
+    // Hand back the keys still pending at the end (Reconciliation::carry),
+    // for the next run (T+1 with a store).
+    bool carry_pending = false;
     Duration grace = std::chrono::minutes(15); // absent downstream this long (event time): lost
     std::optional<Duration> sla;               // a hop slower than this: late
     std::size_t examples = 20;                 // keys kept per finding, for the report
@@ -87,6 +90,25 @@ struct ServiceFigures {
     double missing_ratio = 0;
 };
 
+// A key still within --grace at the end of a run, kept for the next run,
+// with the findings already reported on it (so that none is reported twice).
+// `reported`: bit s (s < 8) duplicated at stage s; bit 8 + h late at hop h;
+// bit 16 + h changed at hop h; bit 24 orphan.
+struct CarriedKey {
+    std::string key;
+    std::vector<Sighting> sightings; // one per stage
+    std::string group;               // --by value, "" for none
+    std::uint32_t reported = 0;
+};
+inline constexpr std::uint32_t k_reported_late = 8, k_reported_changed = 16,
+                               k_reported_orphan = 1U << 24;
+
+// The bytes a store keeps for a carried key, and back. Decoding checks the
+// number of stages; nullopt for bytes that are not one.
+[[nodiscard]] std::string encode_carried(const CarriedKey& carried);
+[[nodiscard]] std::optional<CarriedKey> decode_carried(std::string key, std::string_view bytes,
+                                                       std::size_t stages);
+
 struct Reconciliation {
     std::vector<StageFigures> stages;
     std::vector<Hop> hops;
@@ -97,6 +119,9 @@ struct Reconciliation {
     // --missing): what to send again.
     std::unordered_map<std::string, std::size_t> missing;
     std::vector<ServiceFigures> services; // stages from traces only
+    std::vector<CarriedKey> carry;        // with carry_pending: the keys still pending
+    std::uint64_t carried_in = 0;         // keys a previous run handed to this one
+    bool carried = false;                 // T+1: a store keeps the pending keys
 };
 
 class Ledger {
@@ -109,6 +134,8 @@ public:
     void see(std::size_t stage, std::string_view key, std::optional<Timestamp> time,
              std::uint64_t payload, std::string_view group = {});
     void count_record(std::size_t stage) { ++m_records[stage]; }
+    // A key a previous run left pending, before this run's records.
+    void carry_in(const CarriedKey& carried);
 
     // Everything the keys say, judged at `now` (the latest event time).
     [[nodiscard]] Reconciliation reconcile(std::optional<Timestamp> now) const;
@@ -131,6 +158,8 @@ private:
     std::vector<Sighting> m_sightings;
     KeyIndex m_groups;                     // --by values
     std::vector<std::uint32_t> m_group_of; // per key: its group's index + 1 (0: none)
+    std::vector<std::uint32_t> m_reported; // per carried key: CarriedKey::reported
+    std::uint64_t m_carried_in = 0;
     std::array<std::uint64_t, k_max_stages> m_records{};
 };
 

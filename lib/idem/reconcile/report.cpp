@@ -19,6 +19,7 @@ std::string ms(const std::optional<double>& value) {
 nlohmann::ordered_json json_of(const Reconciliation& r) {
     nlohmann::ordered_json json;
     json["keys"] = r.keys;
+    if (r.carried) json["carried"] = {{"in", r.carried_in}, {"out", r.carry.size()}};
     auto& stages = json["stages"] = nlohmann::ordered_json::array();
     for (const auto& stage : r.stages)
         stages.push_back({{"stage", stage.name},
@@ -73,7 +74,12 @@ nlohmann::ordered_json json_of(const Reconciliation& r) {
 
 void render_text(const Reconciliation& r, std::string& out, bool markdown) {
     out += markdown ? "# idem reconcile\n\n" : "idem reconcile\n\n";
-    out += fmt::format("{} keys over {} stages\n\n", r.keys, r.stages.size());
+    out += fmt::format("{} keys over {} stages\n", r.keys, r.stages.size());
+    if (r.carried)
+        out += fmt::format("{} keys still pending came from the previous run; {} are kept for "
+                           "the next\n",
+                           r.carried_in, r.carry.size());
+    out += '\n';
     out += markdown ? "| stage | records | keys | duplicated keys | duplicate ratio | orphans |\n"
                       "|---|---|---|---|---|---|\n"
                     : "stages\n";

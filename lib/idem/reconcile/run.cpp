@@ -6,6 +6,8 @@
 #include "idem/record/key.hpp"
 #include "idem/record/record_run.hpp"
 #include "idem/record/rows.hpp"
+#include "idem/store/open_windows.hpp"
+#include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
@@ -358,6 +360,107 @@ std::vector<std::set<std::string>> read_traces(
     return services;
 }
 
+// --- T+1: the keys still pending, kept in a store between runs ---------------
+//
+// Two generations under the flow's scope, in the store's open-window role
+// (docs/stores.md): "reconcile SCOPE" holds what the last run left, with
+// the fingerprint of that run's inputs; "reconcile SCOPE (before)" what
+// that run started from. A run over the very same inputs again (yesterday's
+// job re-run) starts from the earlier generation, so that its keys are not
+// counted twice and its losses not reported twice.
+class PendingStore {
+public:
+    explicit PendingStore(const ReconcileRunOptions& options)
+        : m_current("reconcile " + options.scope), m_before(m_current + " (before)"),
+          m_inputs(fingerprint(options)) {
+        auto location = store::parse_store_uri(options.store_uri);
+        if (location.kind == store::StoreKind::memory)
+            throw UsageError("reconcile --store keeps pending keys for the next run: a file or "
+                             "redis://, not :memory:");
+        location.lock_timeout = options.lock_timeout;
+        location.cache_bytes = 16ULL << 20;
+        m_store = store::open_store(location);
+    }
+
+    std::vector<CarriedKey> load(std::size_t stages) {
+        auto& windows = m_store->open_windows();
+        std::string meta;
+        auto rows = windows.load_windows(m_current, meta);
+        if (!meta.empty() && inputs_of(meta) == m_inputs) {
+            // These very inputs were judged already: start from what that run started from.
+            m_rerun = true;
+            rows = windows.load_windows(m_before, meta);
+        } else {
+            m_previous = rows;
+            m_previous_meta = meta;
+        }
+        std::vector<CarriedKey> carried;
+        carried.reserve(rows.size());
+        for (auto& [key, bytes] : rows) {
+            auto decoded = decode_carried(key, bytes, stages);
+            if (!decoded)
+                throw StoreError(fmt::format(
+                    "store {}: the pending keys of {} were kept for another set of stages (or "
+                    "are damaged); use another --scope for this flow",
+                    m_store->describe(), quote(m_current)));
+            carried.push_back(std::move(*decoded));
+        }
+        return carried;
+    }
+
+    void save(const std::vector<CarriedKey>& carry) {
+        auto& windows = m_store->open_windows();
+        if (!m_rerun) {
+            windows.clear_windows(m_before);
+            if (!m_previous_meta.empty())
+                windows.save_windows(m_before, {std::move(m_previous), {}, m_previous_meta});
+        }
+        windows.clear_windows(m_current);
+        store::WindowChanges changes;
+        changes.saved.reserve(carry.size());
+        for (const auto& carried : carry)
+            changes.saved.emplace_back(carried.key, encode_carried(carried));
+        changes.meta = nlohmann::json{{"inputs", m_inputs}}.dump();
+        windows.save_windows(m_current, changes);
+        m_store->commit();
+    }
+
+    [[nodiscard]] bool rerun() const { return m_rerun; }
+
+private:
+    // What names a run's inputs: each stage's file, size and modification
+    // time. Standard input never matches (it is read once).
+    static std::string fingerprint(const ReconcileRunOptions& options) {
+        nlohmann::json inputs = nlohmann::json::array();
+        auto add = [&](const std::string& name, const std::string& path) {
+            if (path == "-") {
+                inputs.push_back({name, "-", std::chrono::system_clock::now().time_since_epoch().count()});
+                return;
+            }
+            std::error_code error;
+            auto size = std::filesystem::file_size(path, error);
+            auto modified = std::filesystem::last_write_time(path, error);
+            inputs.push_back({name, std::filesystem::absolute(path, error).string(),
+                              error ? 0 : size, modified.time_since_epoch().count()});
+        };
+        for (const auto& stage : options.stages)
+            if (stage.span.empty()) add(stage.name, stage.path);
+        if (!options.traces_path.empty()) add("traces", options.traces_path);
+        return inputs.dump();
+    }
+    static std::string inputs_of(const std::string& meta) {
+        auto json = nlohmann::json::parse(meta, nullptr, false);
+        if (!json.is_object() || !json.contains("inputs") || !json["inputs"].is_string()) return {};
+        return json["inputs"].get<std::string>();
+    }
+
+    std::unique_ptr<store::Store> m_store;
+    std::string m_current, m_before, m_inputs;
+    bool m_rerun = false;
+    std::vector<std::pair<std::string, std::string>> m_previous;
+    std::string m_previous_meta;
+};
+
 } // namespace
 
 ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& output,
@@ -369,14 +472,32 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
     ledger_options.grace = options.grace;
     ledger_options.sla = options.sla;
     ledger_options.examples = options.examples;
+    ledger_options.carry_pending = !options.store_uri.empty();
     Ledger ledger(ledger_options);
+    std::optional<Timestamp> latest;
+    std::optional<PendingStore> pending;
+    if (!options.store_uri.empty()) {
+        pending.emplace(options);
+        for (const auto& carried : pending->load(options.stages.size())) {
+            ledger.carry_in(carried);
+            // Their times count towards "now": a run with nothing newer
+            // keeps them pending rather than calling them lost.
+            for (const auto& seen : carried.sightings)
+                if (seen.timed) {
+                    Timestamp last{Duration(seen.last_us)};
+                    if (!latest || last > *latest) latest = last;
+                }
+        }
+        if (pending->rerun())
+            diagnostics.warning({}, "these inputs were reconciled before with this store: starting "
+                                    "from the pending keys that run started from, not from its own");
+    }
     // About as many keys as the first stage has lines: sized once.
     if (options.stages.front().path != "-") {
         std::error_code ignored;
         auto bytes = std::filesystem::file_size(options.stages.front().path, ignored);
         if (!ignored) ledger.expect_keys(std::min<std::uintmax_t>(bytes / 100, 50'000'000));
     }
-    std::optional<Timestamp> latest;
     std::uint64_t records = 0;
     // A reader per run shares one reject file across the stages.
     StageReader reader(options, diagnostics);
@@ -400,6 +521,8 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
                         std::string_view, std::string_view by) { see(s, key, time, payload, by); });
     }
     auto reconciliation = ledger.reconcile(latest);
+    reconciliation.carried = pending.has_value();
+    if (pending) pending->save(reconciliation.carry);
     // The missing-span ratio per service: of the traces that reached the
     // stage before a span stage, how many lack that stage's span.
     std::map<std::string, ServiceFigures> by_service;
@@ -418,11 +541,24 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
                                                             static_cast<double>(figures.expected);
         reconciliation.services.push_back(figures);
     }
-    std::uint64_t missing_written = 0;
+    std::uint64_t missing_written = 0, missing_filtered = 0;
     if (!options.missing_path.empty()) {
         // Again over the stages that hold lost keys first: each lost event
         // once, as that stage recorded it (envelopes with their headers).
         auto sink = io::Sink::create_file(options.missing_path);
+        record::RecordParser filter_parser;
+        std::string padded;
+        auto wanted_by_filters = [&](std::string_view bytes) {
+            padded.assign(bytes);
+            padded.append(io::k_padding_bytes, ' ');
+            if (filter_parser.parse(std::string_view(padded).substr(0, bytes.size())))
+                return false;
+            for (const auto& [path, value] : options.missing_filters) {
+                auto found = filter_parser.find(path);
+                if (!found || found->text != value) return false;
+            }
+            return true;
+        };
         std::unordered_set<std::string> written;
         io::SilentDiagnostics quiet;
         ReconcileRunOptions again = options;
@@ -442,6 +578,10 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
                               if (found == reconciliation.missing.end() || found->second != s)
                                   return;
                               if (!written.insert(found->first).second) return;
+                              if (!options.missing_filters.empty() && !wanted_by_filters(bytes)) {
+                                  ++missing_filtered;
+                                  return;
+                              }
                               sink->write_record(bytes);
                               ++missing_written;
                           });
@@ -462,7 +602,15 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
         summary.counts.emplace_back(std::string(finding_name(static_cast<Finding>(i))),
                                     reconciliation.counts[i]);
     summary.counts.emplace_back("rejected", reader.rejected());
-    if (!options.missing_path.empty()) summary.counts.emplace_back("missing_file", missing_written);
+    if (!options.missing_path.empty()) {
+        summary.counts.emplace_back("missing_file", missing_written);
+        if (!options.missing_filters.empty())
+            summary.counts.emplace_back("missing_filtered_out", missing_filtered);
+    }
+    if (pending) {
+        summary.counts.emplace_back("carried_in", reconciliation.carried_in);
+        summary.counts.emplace_back("carried_out", reconciliation.carry.size());
+    }
     summary.parts_name = "hop";
     for (const auto& hop : reconciliation.hops) {
         io::Summary::Part part;

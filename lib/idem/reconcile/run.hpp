@@ -45,9 +45,17 @@ struct ReconcileRunOptions {
     std::size_t examples = 20;
     ReportFormat report = ReportFormat::table;
     std::string missing_path; // lost events, from the first stage that has them
+    // --filter PATH=VALUE: only lost events where every one holds go to
+    // missing_path (the relevant event types); the report counts them all.
+    std::vector<std::pair<record::FieldPath, std::string>> missing_filters;
     // OpenTelemetry traces (the collector's file exporter: OTLP JSON, one
     // export request per line), for stages given as span names.
     std::string traces_path;
+    // T+1: a store (PATH, redis://) where keys still pending at the end are
+    // kept for the next run of the same flow (`scope`), and found there.
+    std::string store_uri;
+    std::string scope;
+    Duration lock_timeout = std::chrono::seconds(60);
 };
 
 struct ReconcileResult {

@@ -1,7 +1,9 @@
 #pragma once
-// The open-window role (merge -o FILE): the windows a run has open at a
-// commit, each an opaque key and state, committed with its checkpoint, so a
-// resumed run merges exactly as the killed one would have.
+// The open-window role: items a run leaves open for the next, each an
+// opaque key and state under a name. merge -o FILE keeps its open windows
+// here, committed with its checkpoint, so a resumed run merges exactly as
+// the killed one would have; reconcile --store keeps the keys still within
+// --grace, so that the next day's run matches them (T+1).
 
 #include <string>
 #include <string_view>

@@ -98,3 +98,50 @@ TEST_CASE("examples are the smallest keys, whatever order the keys came in") {
         CHECK(examples[1].key == "k2");
     }
 }
+
+TEST_CASE("T+1: pending keys are carried with what was reported, and reported once") {
+    LedgerOptions options;
+    options.stages = {"sent", "received", "processed"};
+    options.grace = std::chrono::seconds(60);
+    options.sla = std::chrono::seconds(10);
+    options.carry_pending = true;
+    Ledger day1(options);
+    day1.see(0, "late-dup", at(0), 1, "acct_1");
+    day1.see(0, "late-dup", at(1), 1); // duplicated at sent: reported today
+    day1.see(1, "late-dup", at(30), 1); // late at sent -> received: reported today
+    day1.see(0, "done", at(0), 1);
+    day1.see(1, "done", at(1), 1);
+    day1.see(2, "done", at(2), 1);
+    day1.see(0, "lost", at(-100), 1); // past the grace: lost today, not carried
+    auto first = day1.reconcile(at(40));
+    CHECK(count(first, Finding::duplicated) == 1);
+    CHECK(count(first, Finding::late) == 1);
+    CHECK(count(first, Finding::lost) == 1);
+    REQUIRE(first.carry.size() == 1);
+    const auto& carried = first.carry.front();
+    CHECK(carried.key == "late-dup");
+    CHECK(carried.group == "acct_1");
+    CHECK(carried.reported == ((1U << 0) | (1U << k_reported_late)));
+
+    // Through the store's bytes and back.
+    auto bytes = encode_carried(carried);
+    auto decoded = decode_carried("late-dup", bytes, 3);
+    REQUIRE(decoded.has_value());
+    CHECK(decoded->reported == carried.reported);
+    CHECK(decoded->sightings[0].count == 2);
+    CHECK(decoded->sightings[1].first_us == carried.sightings[1].first_us);
+    CHECK_FALSE(decode_carried("late-dup", bytes, 2).has_value()); // other stages
+    CHECK_FALSE(decode_carried("late-dup", bytes.substr(0, bytes.size() - 1), 3).has_value());
+
+    Ledger day2(options);
+    day2.carry_in(*decoded);
+    day2.see(2, "late-dup", at(200), 2); // processed the next day, another payload
+    auto second = day2.reconcile(at(300));
+    CHECK(second.carried_in == 1);
+    CHECK(count(second, Finding::duplicated) == 0); // reported yesterday
+    CHECK(count(second, Finding::late) == 1);       // received -> processed: new today
+    CHECK(count(second, Finding::changed) == 1);    // received -> processed: new today
+    CHECK(count(second, Finding::orphan) == 0);
+    CHECK(second.hops[1].reached == 1);
+    CHECK(second.carry.empty());
+}
