@@ -2,6 +2,7 @@
 
 #include "app.hpp"
 
+#include "idem/io/metrics.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/pipe_signal.hpp"
@@ -19,7 +20,14 @@ namespace idem::cli {
 
 namespace {
 constexpr std::uint64_t k_max_warnings_shown = 20;
+
+// Every command's report options, with its name: the one whose --metrics
+// was given is the command that ran (write_failed_run_metrics).
+std::vector<std::pair<std::string, const CommonOptions*>>& registered_report_options() {
+    static std::vector<std::pair<std::string, const CommonOptions*>> registered;
+    return registered;
 }
+} // namespace
 
 void add_common_options(CLI::App& command, CommonOptions& options) {
     command.add_option("inputs", options.inputs, "NDJSON files to read ('-' or none: stdin)");
@@ -43,6 +51,41 @@ void add_report_options(CLI::App& command, CommonOptions& options) {
         ->check(CLI::IsMember({"text", "json"}));
     command.add_flag("-q,--quiet", options.quiet,
                      "no text summary, warnings or progress on stderr");
+    command.add_option("--metrics", options.metrics_path,
+                       "write the run's figures to FILE as OpenMetrics gauges, which "
+                       "node_exporter's textfile collector reads, replaced whole at the end");
+    registered_report_options().emplace_back(command.get_name(), &options);
+}
+
+void write_metrics_file(const CommonOptions& options, const io::Summary& summary, int code) {
+    if (options.metrics_path.empty()) return;
+    auto versioned = summary;
+    versioned.version = version_line();
+    // Gauges only, so one text reads as both formats: OpenMetrics (it ends
+    // with "# EOF") and the classic text format node_exporter's textfile
+    // collector parses, where that line is a comment.
+    auto text = io::render_metrics(io::run_metrics(versioned, code, now_utc()),
+                                   io::MetricsFormat::openmetrics);
+    // Beside the file, then renamed over it: the collector never reads half.
+    auto temporary = fmt::format("{}.{}.tmp", options.metrics_path, ::getpid());
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out || std::rename(temporary.c_str(), options.metrics_path.c_str()) != 0) {
+        std::remove(temporary.c_str());
+        print_stderr("idem: warning: cannot write --metrics {}\n",
+                     escape_for_terminal(quote(options.metrics_path)));
+    }
+}
+
+void write_failed_run_metrics(int code) {
+    for (const auto& [name, options] : registered_report_options())
+        if (!options->metrics_path.empty()) {
+            io::Summary summary;
+            summary.command = name;
+            write_metrics_file(*options, summary, code);
+            return;
+        }
 }
 
 void add_store_timeout_option(CLI::App& command, CommonOptions& options) {
@@ -137,8 +180,11 @@ int finish_run(const CommonOptions& options, StderrDiagnostics& diagnostics,
         print_stderr("idem: error: every record was rejected ({} of {}): {}\n", rejected, in,
                      all_rejected_hint(options));
     print_summary(options, summary);
-    if (all_rejected) return static_cast<int>(ExitCode::bad_input);
-    if (rejected > 0) return std::max(code, static_cast<int>(ExitCode::findings));
+    if (all_rejected)
+        code = static_cast<int>(ExitCode::bad_input);
+    else if (rejected > 0)
+        code = std::max(code, static_cast<int>(ExitCode::findings));
+    write_metrics_file(options, summary, code);
     return code;
 }
 

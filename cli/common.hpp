@@ -26,6 +26,7 @@ struct CommonOptions {
     std::string summary_format = "text";
     bool quiet = false;
     std::string store_timeout; // "" : the command's default
+    std::string metrics_path;  // --metrics FILE
 };
 
 void add_common_options(CLI::App& command, CommonOptions& options);
@@ -57,6 +58,13 @@ template <typename... Args> void print_stderr(fmt::format_string<Args...> format
 
 // Prints the summary on stderr: one line, or JSON with --summary json.
 void print_summary(const CommonOptions& options, const io::Summary& summary);
+// --metrics FILE: the run's figures for node_exporter's textfile collector,
+// replaced whole (written beside it, then renamed). A failure to write it
+// is a warning: the run's own outcome stands.
+void write_metrics_file(const CommonOptions& options, const io::Summary& summary, int code);
+// After a run that failed before its summary (a usage error, a store
+// failure): the chosen command's --metrics FILE says so, with its exit code.
+void write_failed_run_metrics(int code);
 
 class StderrDiagnostics;
 

@@ -10,6 +10,7 @@
 #include "idem/util/text.hpp"
 
 #include <csignal>
+#include <charconv>
 #include <fmt/format.h>
 
 namespace idem::cli {
@@ -30,6 +31,8 @@ struct ListenCommandOptions {
     std::string idle_timeout = "60s";
     std::size_t max_connections = 16384;
     bool tell_sender_why = false;
+    std::string metrics_listen; // [HOST:]PORT
+    bool trace_ids = false;
     int respond = 200;
     std::string fail_rate = "0";
     int fail_status = 500;
@@ -113,6 +116,29 @@ listen::ListenOptions listen_options(const ListenCommandOptions& options) {
     }
     run.forward_to = options.forward_to;
     run.tell_sender_why = options.tell_sender_why;
+    run.trace_ids = options.trace_ids;
+    if (!options.metrics_listen.empty()) {
+        // [HOST:]PORT; an IPv6 host in brackets. Loopback unless a host is named.
+        const auto& text = options.metrics_listen;
+        auto colon = text.rfind(':');
+        std::string host = colon == std::string::npos ? "127.0.0.1" : text.substr(0, colon);
+        if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+            host = host.substr(1, host.size() - 2);
+        auto port_text = colon == std::string::npos ? text : text.substr(colon + 1);
+        int port = -1;
+        auto [end, error] =
+            std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+        if (host.empty() || error != std::errc{} || end != port_text.data() + port_text.size() ||
+            port < 0 || port > 65535)
+            throw UsageError(fmt::format("--metrics-listen {} is not [HOST:]PORT (e.g. "
+                                         "127.0.0.1:9464; 0 for any free port)",
+                                         quote(text)));
+        if (port != 0 && port == options.port && host == options.bind)
+            throw UsageError("--metrics-listen must not be the capture's address: metrics are "
+                             "never captured as deliveries");
+        run.metrics_address = host;
+        run.metrics_port = port;
+    }
     run.forward_timeouts = parse_timeouts("--forward-timeout", options.forward_timeout);
     return run;
 }
@@ -131,14 +157,22 @@ int run_listen_command(const ListenCommandOptions& options) {
     // A capture pipe whose reader went away must fail a write (answered 503,
     // reported), not kill the listener without a word.
     std::signal(SIGPIPE, SIG_IGN);
-    auto result = listen::run_listen(run, g_stop, diagnostics, [&](int port) {
-        // Scripts wait for this line (and read the port from it with --port 0).
-        print_stderr("idem listen: capturing http://{}:{} to {}\n", options.bind, port,
-                     options.out == "-" ? "stdout" : options.out);
-    });
+    auto result = listen::run_listen(
+        run, g_stop, diagnostics,
+        [&](int port) {
+            // Scripts wait for this line (and read the port from it with --port 0).
+            print_stderr("idem listen: capturing http://{}:{} to {}\n", options.bind, port,
+                         options.out == "-" ? "stdout" : options.out);
+        },
+        [&](int port) {
+            print_stderr("idem listen: metrics at http://{}:{}/metrics\n", run.metrics_address,
+                         port);
+        });
     diagnostics.report_hidden();
     print_summary(options.common, result.summary);
-    return result.failed_writes > 0 ? static_cast<int>(ExitCode::store_failure) : 0;
+    int code = result.failed_writes > 0 ? static_cast<int>(ExitCode::store_failure) : 0;
+    write_metrics_file(options.common, result.summary, code);
+    return code;
 }
 
 } // namespace
@@ -193,6 +227,12 @@ void register_listen(CLI::App& app, std::function<int()>& action) {
     command->add_option("--max-connections", options->max_connections,
                         "open connections; at the cap the longest idle one is closed, and only "
                         "when all are mid-request is a new one answered 503 (default 16384)");
+    command->add_option("--metrics-listen", options->metrics_listen,
+                        "[HOST:]PORT: serve Prometheus/OpenMetrics counters and a latency "
+                        "histogram at /metrics on a socket of their own (HOST default 127.0.0.1)");
+    command->add_flag("--trace-ids", options->trace_ids,
+                      "start a W3C trace for deliveries that carry no valid traceparent (it is "
+                      "in _idem.trace and goes on with --forward-to)");
     command->add_flag("--tell-sender-why", options->tell_sender_why,
                       "with --verify: say in the 401 body why a signature failed (local "
                       "development only: it helps a forger)");

@@ -95,20 +95,24 @@ int main(int argc, char** argv) {
         print_error(error.what());
         return static_cast<int>(error.exit_code());
     }
+    auto failed = [](int code) {
+        idem::cli::write_failed_run_metrics(code);
+        return code;
+    };
     try {
         return action ? action() : static_cast<int>(idem::ExitCode::usage);
     } catch (const idem::Error& error) {
         std::fflush(stdout);
         print_error(error.what());
-        return static_cast<int>(error.exit_code());
+        return failed(static_cast<int>(error.exit_code()));
     } catch (const std::bad_alloc&) {
         print_error("out of memory");
-        return static_cast<int>(idem::ExitCode::store_failure);
+        return failed(static_cast<int>(idem::ExitCode::store_failure));
     } catch (const std::exception& error) {
         // Every expected failure is an idem::Error; anything else is a bug,
         // reported rather than left to std::terminate.
         print_stderr("idem: internal error: {} (please report it, with the input that caused it)\n",
                      idem::escape_for_terminal(error.what()));
-        return static_cast<int>(idem::ExitCode::store_failure);
+        return failed(static_cast<int>(idem::ExitCode::store_failure));
     }
 }

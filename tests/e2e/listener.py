@@ -53,11 +53,16 @@ def listening(directory, args=(), name="capture.ndjson", preexec_fn=None):
     process = subprocess.Popen([IDEM, "listen", "--port", "0", "-o", capture, "--summary", "json", *args],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=preexec_fn)
     first = process.stderr.readline().decode()
+    metrics_port = None
+    if "metrics at http://" in first:  # --metrics-listen: said before the capture's line
+        metrics_port = int(first.split("http://", 1)[1].split("/")[0].rsplit(":", 1)[1])
+        first = process.stderr.readline().decode()
     if "capturing http://" not in first:
         process.kill()
         raise AssertionError(f"idem listen did not start: {first}{process.stderr.read().decode()}")
     port = int(first.split("http://", 1)[1].split()[0].rsplit(":", 1)[1])
     listener = Listener(process, port, capture)
+    listener.metrics_port = metrics_port
     try:
         yield listener
     finally:

@@ -673,3 +673,170 @@ class StoreOutage(unittest.TestCase):
         summary = summary_of(listener.stderr)
         self.assertEqual((summary["degraded"], summary["store_unavailable"]), (2, 0))
         self.assertIn("wrote 1 fingerprint judged in this process back", listener.stderr)
+
+
+class RecordingUpstream:
+    """An HTTP upstream that answers `status` and keeps each request's headers."""
+
+    def __init__(self, status=200):
+        import http.server
+        seen = self.seen = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                seen.append({k.lower(): v for k, v in self.headers.items()})
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def scrape(port, accept=None):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", "/metrics", headers={"Accept": accept} if accept else {})
+        response = connection.getresponse()
+        return response.status, response.getheader("Content-Type"), response.read().decode()
+    finally:
+        connection.close()
+
+
+def samples(families):
+    """{(name, frozenset(labels)): value} from a parser's families."""
+    return {(s.name, frozenset(s.labels.items())): s.value for f in families for s in f.samples}
+
+
+class Metrics(unittest.TestCase):
+    """The Prometheus endpoint (issue #17): its own socket, never a delivery,
+    and text both real parsers (python3-prometheus-client) accept."""
+
+    def test_the_counters_in_both_formats_agree_with_what_was_sent(self):
+        from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics
+        from prometheus_client.parser import text_string_to_metric_families as prometheus
+        upstream = RecordingUpstream(status=500)
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                args = ["--verify", "stripe", "--secret", SECRET, "--forward-to", f"http://127.0.0.1:{upstream.port}",
+                        "--metrics-listen", "127.0.0.1:0"]
+                with listening(tmp, args) as listener:
+                    self.assertIsNotNone(listener.metrics_port)
+                    self.assertNotEqual(listener.metrics_port, listener.port)
+                    envelope = signed_envelopes([{"id": "evt_1"}])[0]
+                    headers = dict(envelope["headers"])
+                    for _ in range(3):
+                        listener.post("/hooks", envelope["body"].encode(), headers)
+                    listener.post("/hooks", b"{}", {"Stripe-Signature": "t=1,v1=ab"})  # forged
+                    status, content_type, text = scrape(listener.metrics_port)
+                    self.assertEqual(status, 200)
+                    self.assertIn("version=0.0.4", content_type)
+                    classic = samples(prometheus(text))
+                    status, content_type, text = scrape(listener.metrics_port, "application/openmetrics-text")
+                    self.assertIn("application/openmetrics-text", content_type)
+                    self.assertTrue(text.endswith("# EOF\n"))
+                    strict = samples(openmetrics(text))
+                    # A scrape is not a delivery: nothing about it in the capture.
+                    for path in ("/", "/hooks"):
+                        connection = http.client.HTTPConnection("127.0.0.1", listener.metrics_port, timeout=10)
+                        connection.request("GET", path)
+                        self.assertEqual(connection.getresponse().status, 404)
+                        connection.close()
+                    listener.stop()
+                self.assertEqual(len(listener.envelopes()), 4)
+        finally:
+            upstream.close()
+        for figures in (classic, strict):
+            self.assertEqual(figures[("idem_listen_requests_total", frozenset())], 4)
+            self.assertEqual(figures[("idem_listen_captured_total", frozenset())], 4)
+            self.assertEqual(figures[("idem_listen_invalid_signatures_total", frozenset())], 1)
+            self.assertEqual(figures[("idem_listen_forwarded_total", frozenset())], 3)
+            self.assertEqual(figures[("idem_listen_upstream_answers_total", frozenset({("class", "5xx")}))], 3)
+            self.assertEqual(figures[("idem_listen_request_duration_seconds_count", frozenset())], 4)
+            self.assertEqual(figures[("idem_listen_request_duration_seconds_bucket", frozenset({("le", "+Inf")}))], 4)
+
+    def test_a_bad_metrics_address_is_a_usage_error(self):
+        for value in ("nope", "127.0.0.1:99999", ":"):
+            code, _, err = run(["listen", "--metrics-listen", value])
+            self.assertEqual(code, 2, value)
+            self.assertIn("--metrics-listen", err)
+
+
+class TraceContext(unittest.TestCase):
+    """W3C trace context: lifted into _idem.trace, passed on as a child span,
+    started with --trace-ids, and a malformed traceparent never trusted."""
+
+    PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+    def test_kept_lifted_and_propagated_as_a_child(self):
+        upstream = RecordingUpstream()
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                with listening(tmp, ["--forward-to", f"http://127.0.0.1:{upstream.port}", "--trace-ids"]) as listener:
+                    listener.post("/a", b"{}", {"traceparent": self.PARENT, "tracestate": "vendor=1"})
+                    listener.post("/b", b"{}")  # none: listen starts one
+                    listener.post("/c", b"{}", {"traceparent": "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+                                                "tracestate": "vendor=2"})  # invalid: restarted
+                    listener.stop()
+                traces = [e["_idem"]["trace"] for e in listener.envelopes()]
+        finally:
+            upstream.close()
+        sender, started, restarted = traces
+        self.assertEqual(sender["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736")
+        self.assertEqual(sender["parent_id"], "00f067aa0ba902b7")
+        self.assertEqual(sender["tracestate"], "vendor=1")
+        self.assertRegex(sender["span_id"], "^[0-9a-f]{16}$")
+        self.assertNotEqual(sender["span_id"], "00f067aa0ba902b7")
+        self.assertNotIn("started", sender)
+        for trace in (started, restarted):
+            self.assertTrue(trace["started"])
+            self.assertRegex(trace["trace_id"], "^[0-9a-f]{32}$")
+            self.assertNotIn("parent_id", trace)
+            self.assertNotIn("tracestate", trace)
+        self.assertNotEqual(started["trace_id"], restarted["trace_id"])
+        # Upstream: the same trace, with listen's span as the parent.
+        by_path = {i: headers for i, headers in enumerate(upstream.seen)}
+        self.assertEqual(by_path[0]["traceparent"], f"00-{sender['trace_id']}-{sender['span_id']}-01")
+        self.assertEqual(by_path[0]["tracestate"], "vendor=1")
+        self.assertEqual(by_path[1]["traceparent"], f"00-{started['trace_id']}-{started['span_id']}-01")
+        self.assertEqual(by_path[2]["traceparent"], f"00-{restarted['trace_id']}-{restarted['span_id']}-01")
+        self.assertNotIn("tracestate", by_path[2])
+
+    def test_without_trace_ids_a_delivery_with_no_trace_has_none(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with listening(tmp) as listener:
+                listener.post("/a", b"{}")
+                listener.post("/b", b"{}", {"traceparent": self.PARENT.upper()})  # upper case: invalid
+                listener.post("/c", b"{}", {"TraceParent": self.PARENT})
+                listener.stop()
+            envelopes = listener.envelopes()
+        self.assertNotIn("trace", envelopes[0]["_idem"])
+        self.assertNotIn("trace", envelopes[1]["_idem"])
+        self.assertEqual(envelopes[2]["_idem"]["trace"]["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736")
+
+    def test_reconcile_joins_a_capture_to_an_app_log_on_the_trace_id(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with listening(tmp, ["--trace-ids"]) as listener:
+                for i in range(5):
+                    listener.post(f"/e{i}", b"{}")
+                listener.stop()
+            traces = [e["_idem"]["trace"]["trace_id"] for e in listener.envelopes()]
+            app = os.path.join(tmp, "app.ndjson")
+            with open(app, "w") as f:
+                for trace in traces[:4]:  # the app handled four of them
+                    f.write(json.dumps({"trace": trace, "ts": "2026-12-01T00:00:00Z"}) + "\n")
+            code, out, err = run(["reconcile", "--stage", f"received={listener.capture}", "--stage", f"processed={app}",
+                                  "--key", "received=_idem.trace.trace_id", "--key", "processed=trace",
+                                  "--grace", "0s", "--report", "json"])
+            self.assertEqual(code, 0, err)
+            hop = json.loads(out)["hops"][0]
+            self.assertEqual((hop["keys"], hop["reached"], hop["lost"]), (5, 4, 1))

@@ -224,6 +224,53 @@ class MissingFilter(unittest.TestCase):
             self.assertIn("--missing", err)
 
 
+class MetricsFile(unittest.TestCase):
+    """--metrics FILE (every batch command): the run's figures as gauges for
+    node_exporter's textfile collector, read back by both of
+    python3-prometheus-client's parsers; a failed run says so too."""
+
+    def read(self, path):
+        from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics
+        from prometheus_client.parser import text_string_to_metric_families as prometheus
+        with open(path) as f:
+            text = f.read()
+        classic = {(s.name, frozenset(s.labels.items())): s.value for f in prometheus(text) for s in f.samples}
+        strict = {(s.name, frozenset(s.labels.items())): s.value for f in openmetrics(text) for s in f.samples}
+        self.assertEqual(classic, strict)
+        return classic
+
+    def test_a_reconcile_and_a_dedup_run_and_a_failed_one(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a, b = os.path.join(tmp, "a.ndjson"), os.path.join(tmp, "b.ndjson")
+            with open(a, "wb") as f:
+                f.write(ndjson([{"id": i, "ts": stamp(i)} for i in range(10)]))
+            with open(b, "wb") as f:
+                f.write(ndjson([{"id": i, "ts": stamp(i + 1)} for i in range(8)]))
+            metrics = os.path.join(tmp, "idem.prom")
+            code, _, err = run(["reconcile", "--stage", f"a={a}", "--stage", f"b={b}", "--key", "id", "--time", "ts",
+                                "--grace", "0s", "--fail-on", "lost", "--metrics", metrics, "-q"])
+            self.assertEqual(code, 1, err)
+            figures = self.read(metrics)
+            command = ("command", "reconcile")
+            self.assertEqual(figures[("idem_run_exit_code", frozenset({command}))], 1)
+            self.assertEqual(figures[("idem_run_records", frozenset({command, ("count", "lost")}))], 2)
+            self.assertEqual(figures[("idem_run_part_records", frozenset({command, ("hop", "a>b"), ("count", "reached")}))], 8)
+            self.assertAlmostEqual(figures[("idem_run_part_ratio", frozenset({command, ("hop", "a>b"), ("ratio", "loss_rate")}))], 0.2)
+            self.assertGreater(figures[("idem_run_finished_seconds", frozenset({command}))], 1.7e9)
+            self.assertEqual([f for f in os.listdir(tmp) if f.endswith(".tmp")], [])  # renamed into place
+
+            code, _, _ = run(["dedup", "--key", "id", "--store", ":memory:", "--metrics", metrics, "-q", a, a])
+            self.assertEqual(code, 0)
+            figures = self.read(metrics)
+            self.assertEqual(figures[("idem_run_records", frozenset({("command", "dedup"), ("count", "duplicates")}))], 10)
+
+            code, _, _ = run(["dedup", "--key", "id", "--store", "redis://127.0.0.1:1", "--store-timeout", "0s",
+                              "--metrics", metrics, "-q", a])
+            self.assertEqual(code, 4)
+            figures = self.read(metrics)
+            self.assertEqual(figures[("idem_run_exit_code", frozenset({("command", "dedup")}))], 4)
+
+
 class NextDay(unittest.TestCase):
     """T+1: a daily job with a store reports each loss once, and matches
     yesterday's late keys with today's logs."""

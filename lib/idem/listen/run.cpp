@@ -3,8 +3,10 @@
 #include "idem/listen/run.hpp"
 
 #include "idem/io/block_reader.hpp"
+#include "idem/io/metrics.hpp"
 #include "idem/listen/capture.hpp"
 #include "idem/net/target.hpp"
+#include "idem/net/trace_context.hpp"
 #include "idem/record/annotate.hpp"
 #include "idem/record/envelope_writer.hpp"
 #include "idem/record/parser.hpp"
@@ -36,6 +38,38 @@ struct Counters {
     std::atomic<std::uint64_t> refused{0};
     std::atomic<std::uint64_t> store_unavailable{0}; // answered 503: the dedup store failed
     std::atomic<std::uint64_t> degraded{0};          // judged in this process (local)
+    // --forward-to: what the upstream did, by class.
+    std::atomic<std::uint64_t> forwarded{0}; // the upstream answered (any final status)
+    std::atomic<std::uint64_t> upstream_2xx{0}, upstream_3xx{0}, upstream_4xx{0},
+        upstream_5xx{0};
+    std::atomic<std::uint64_t> upstream_not_final{0};  // a 1xx or out-of-range status: 502
+    std::atomic<std::uint64_t> upstream_not_sent{0};   // no connection, or refused: 502
+    std::atomic<std::uint64_t> upstream_lost{0};       // sent, no answer (a timeout): 502
+    std::atomic<std::uint64_t> traced{0};              // deliveries with a trace in _idem.trace
+    std::atomic<std::uint64_t> traces_started{0};      // ... of which listen started (--trace-ids)
+    // How long each request took to answer, from its first byte, in
+    // cumulative buckets (k_latency_bounds), and their sum in microseconds.
+    static constexpr double k_latency_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                  0.1,   0.25,   0.5,   1,    2.5,   5, 10};
+    static constexpr std::size_t k_buckets = std::size(k_latency_bounds) + 1;
+    std::atomic<std::uint64_t> latency[k_buckets]{};
+    std::atomic<std::uint64_t> latency_sum_us{0};
+
+    void observe_latency(Duration took) {
+        auto seconds = std::chrono::duration<double>(took).count();
+        std::size_t bucket = 0;
+        while (bucket + 1 < k_buckets && seconds > k_latency_bounds[bucket])
+            ++bucket;
+        ++latency[bucket];
+        latency_sum_us += static_cast<std::uint64_t>(std::max<std::int64_t>(took.count(), 0));
+    }
+};
+
+// The trace of one delivery (W3C trace context): the sender's, or one
+// listen started; the listen hop's own span is the parent of what goes on.
+struct Trace {
+    std::string trace_id, span_id, parent_id, flags, state;
+    bool started = false; // by listen (--trace-ids): the delivery had none
 };
 
 // Capture ids sort by arrival within a run and differ between runs: the
@@ -70,6 +104,7 @@ struct Delivery {
     std::string live;                  // what _idem.listen says besides the status
     std::optional<DedupOutcome> claim; // a first copy's claim this delivery holds
     std::optional<net::TransferResult> upstream;
+    std::optional<Trace> trace;
 
     [[nodiscard]] bool success() const { return status >= 200 && status < 300; }
     [[nodiscard]] bool dropped() const { return decision.kind == FlakyDecision::Kind::drop; }
@@ -101,13 +136,17 @@ public:
         m_diagnostics.progress(m_counters.requests, m_counters.captured_bytes);
     }
     [[nodiscard]] const Counters& counters() const { return m_counters; }
+    // The endpoint's answer to a scrape.
+    [[nodiscard]] net::Response metrics(const net::IncomingRequest& request) const;
 
 private:
     std::optional<verify::Verdict> judge(const net::IncomingRequest& request, std::string_view id);
     DedupOutcome claim(std::string_view envelope_line, Timestamp received_at);
     void release(const DedupOutcome& outcome);
     void write_back_locked();
-    net::TransferResult forward(const net::IncomingRequest& request);
+    net::TransferResult forward(const net::IncomingRequest& request,
+                                const std::optional<Trace>& trace);
+    std::optional<Trace> trace_of(const net::IncomingRequest& request);
     void screen_duplicate(Delivery& delivery, const net::IncomingRequest& request);
     void pass_on(Delivery& delivery, const net::IncomingRequest& request);
     net::Response capture_and_answer(Delivery& delivery, const net::IncomingRequest& request);
@@ -240,7 +279,8 @@ void Gateway::release(const DedupOutcome& outcome) {
     }
 }
 
-net::TransferResult Gateway::forward(const net::IncomingRequest& request) {
+net::TransferResult Gateway::forward(const net::IncomingRequest& request,
+                                     const std::optional<Trace>& trace) {
     thread_local std::unique_ptr<net::HttpClient> client;
     if (!client) client = std::make_unique<net::HttpClient>(m_options.forward_timeouts);
     net::OutgoingRequest outgoing;
@@ -248,8 +288,17 @@ net::TransferResult Gateway::forward(const net::IncomingRequest& request) {
     // OPTIONS * asks about the server as a whole: it goes to the target's own path.
     outgoing.url = net::url_for(m_forward_target, request.head.target == "*" ? std::string_view()
                                                                              : request.head.target);
-    for (const auto& [name, value] : request.head.headers)
-        if (!net::is_hop_by_hop(name)) outgoing.headers.emplace_back(name, value);
+    for (const auto& [name, value] : request.head.headers) {
+        if (net::is_hop_by_hop(name)) continue;
+        // The trace goes on with the listen hop's span as its parent.
+        if (trace && (iequals(name, "traceparent") ||
+                      (trace->started && iequals(name, "tracestate"))))
+            continue;
+        outgoing.headers.emplace_back(name, value);
+    }
+    if (trace)
+        outgoing.headers.emplace_back(
+            "traceparent", net::format_traceparent(trace->trace_id, trace->span_id, trace->flags));
     outgoing.body = request.body;
     return client->send(std::move(outgoing));
 }
@@ -258,6 +307,7 @@ net::Response Gateway::handle(net::IncomingRequest& request) {
     Delivery delivery;
     auto number = ++m_counters.requests;
     delivery.id = fmt::format("{}_{:06}", m_id_prefix, number);
+    delivery.trace = trace_of(request);
     delivery.verdict = judge(request, delivery.id);
     delivery.decision = decide(m_options.flaky, number);
     delivery.status = delivery.decision.status;
@@ -338,8 +388,29 @@ void Gateway::screen_duplicate(Delivery& delivery, const net::IncomingRequest& r
 }
 
 void Gateway::pass_on(Delivery& delivery, const net::IncomingRequest& request) {
-    delivery.upstream = forward(request);
+    delivery.upstream = forward(request, delivery.trace);
     const auto& upstream = *delivery.upstream;
+    switch (upstream.transport) {
+    case net::TransferResult::Transport::answered: {
+        if (!net::is_final_status(upstream.status)) {
+            ++m_counters.upstream_not_final;
+            break;
+        }
+        ++m_counters.forwarded;
+        auto family = upstream.status / 100;
+        (family == 2   ? m_counters.upstream_2xx
+         : family == 3 ? m_counters.upstream_3xx
+         : family == 4 ? m_counters.upstream_4xx
+                       : m_counters.upstream_5xx)++;
+        break;
+    }
+    case net::TransferResult::Transport::not_sent:
+        ++m_counters.upstream_not_sent;
+        break;
+    case net::TransferResult::Transport::lost_after_send:
+        ++m_counters.upstream_lost;
+        break;
+    }
     if (upstream.transport == net::TransferResult::Transport::answered &&
         !net::is_final_status(upstream.status)) {
         delivery.status = 502;
@@ -373,6 +444,21 @@ net::Response Gateway::capture_and_answer(Delivery& delivery, const net::Incomin
         member += ',';
         verify::append_verdict(member, *delivery.verdict);
     }
+    if (delivery.trace) {
+        // Lifted out of the headers for reconcile to join on (--key
+        // received=_idem.trace.trace_id).
+        const auto& trace = *delivery.trace;
+        member += ",\"trace\":{\"trace_id\":\"" + trace.trace_id + "\",\"span_id\":\"" +
+                  trace.span_id + '"';
+        if (!trace.parent_id.empty()) member += ",\"parent_id\":\"" + trace.parent_id + '"';
+        member += ",\"flags\":\"" + trace.flags + '"';
+        if (!trace.state.empty()) {
+            member += ",\"tracestate\":";
+            record::append_json_string(member, trace.state);
+        }
+        if (trace.started) member += ",\"started\":true";
+        member += '}';
+    }
     auto line = record::annotate(delivery.line, false, member);
     net::Response response;
     if (!m_capture.append_line(line)) {
@@ -396,7 +482,9 @@ net::Response Gateway::capture_and_answer(Delivery& delivery, const net::Incomin
         return response;
     }
     (delivery.success() ? m_counters.answered_2xx : m_counters.answered_other)++;
-    return answer(delivery);
+    auto answered = answer(delivery);
+    m_counters.observe_latency(now_utc() - request.received_at);
+    return answered;
 }
 
 net::Response Gateway::answer(Delivery& delivery) const {
@@ -439,6 +527,124 @@ net::Response Gateway::answer(Delivery& delivery) const {
     return response;
 }
 
+std::optional<Trace> Gateway::trace_of(const net::IncomingRequest& request) {
+    std::optional<net::TraceParent> parent;
+    std::string state;
+    int parents = 0;
+    for (const auto& [name, value] : request.head.headers) {
+        if (iequals(name, "traceparent")) {
+            ++parents;
+            parent = net::parse_traceparent(value);
+        } else if (iequals(name, "tracestate")) {
+            // Several tracestate headers are one list (RFC 9110 field lines).
+            if (!state.empty()) state += ',';
+            state += value;
+        }
+    }
+    if (parents > 1) parent.reset(); // two traceparents: neither can be trusted
+    if (!parent && !m_options.trace_ids) return std::nullopt;
+    Trace trace;
+    if (parent) {
+        trace.trace_id = std::move(parent->trace_id);
+        trace.parent_id = std::move(parent->parent_id);
+        trace.flags = std::move(parent->flags);
+        trace.state = std::move(state);
+    } else {
+        // A new trace: what tracestate came with an invalid parent is
+        // dropped with it, as the spec asks.
+        trace.trace_id = net::new_trace_id();
+        trace.flags = "01";
+        trace.started = true;
+        ++m_counters.traces_started;
+    }
+    trace.span_id = net::new_span_id();
+    ++m_counters.traced;
+    return trace;
+}
+
+net::Response Gateway::metrics(const net::IncomingRequest& request) const {
+    net::Response response;
+    if (request.head.target != "/metrics") {
+        response.status = 404;
+        response.body = "the metrics are at /metrics\n";
+        return response;
+    }
+    if (request.head.method != "GET" && request.head.method != "HEAD") {
+        response.status = 405;
+        response.headers.emplace_back("Allow", "GET, HEAD");
+        return response;
+    }
+    std::string accept;
+    for (const auto& [name, value] : request.head.headers)
+        if (iequals(name, "accept")) accept += value;
+    auto format = io::metrics_format_for(accept);
+    const auto& c = m_counters;
+    std::vector<io::MetricFamily> families;
+    auto counter = [&](std::string name, std::string help,
+                       std::vector<std::pair<io::MetricLabels, std::uint64_t>> samples) {
+        auto& family = families.emplace_back();
+        family.name = std::move(name);
+        family.help = std::move(help);
+        family.type = io::MetricFamily::Type::counter;
+        for (auto& [labels, value] : samples)
+            family.samples.push_back({std::move(labels), static_cast<double>(value)});
+    };
+    counter("idem_listen_requests", "requests received (every one is captured or counted as "
+                                    "capture_failed)",
+            {{{}, c.requests}});
+    counter("idem_listen_captured", "requests written to the capture", {{{}, c.captured}});
+    counter("idem_listen_captured_bytes", "bytes written to the capture", {{{}, c.captured_bytes}});
+    counter("idem_listen_capture_failed", "requests answered 503 because the capture could not "
+                                          "be written",
+            {{{}, c.failed_writes}});
+    counter("idem_listen_answered", "answers by class",
+            {{{{"class", "2xx"}}, c.answered_2xx}, {{{"class", "other"}}, c.answered_other}});
+    counter("idem_listen_invalid_signatures", "deliveries whose signature failed (answered 401)",
+            {{{}, c.invalid}});
+    counter("idem_listen_duplicates", "deliveries --dedup found already seen", {{{}, c.duplicates}});
+    counter("idem_listen_dropped", "connections dropped on purpose (--drop-connection-rate)",
+            {{{}, c.dropped}});
+    counter("idem_listen_refused", "requests the server refused before the handler (over a "
+                                   "limit, a timeout)",
+            {{{}, c.refused}});
+    counter("idem_listen_store_errors", "deliveries the dedup store could not judge, by outcome",
+            {{{{"outcome", "unavailable"}}, c.store_unavailable},
+             {{{"outcome", "degraded"}}, c.degraded}});
+    counter("idem_listen_forwarded", "deliveries the --forward-to upstream answered",
+            {{{}, c.forwarded}});
+    counter("idem_listen_upstream_answers", "the upstream's final answers by class",
+            {{{{"class", "2xx"}}, c.upstream_2xx},
+             {{{"class", "3xx"}}, c.upstream_3xx},
+             {{{"class", "4xx"}}, c.upstream_4xx},
+             {{{"class", "5xx"}}, c.upstream_5xx}});
+    counter("idem_listen_upstream_failures", "deliveries not forwarded, by failure (answered 502)",
+            {{{{"failure", "not_final_status"}}, c.upstream_not_final},
+             {{{"failure", "not_sent"}}, c.upstream_not_sent},
+             {{{"failure", "no_answer"}}, c.upstream_lost}});
+    counter("idem_listen_traced", "deliveries with a W3C trace, and those whose trace listen "
+                                  "started",
+            {{{{"origin", "sender"}}, c.traced - c.traces_started},
+             {{{"origin", "listen"}}, c.traces_started}});
+    auto& latency = families.emplace_back();
+    latency.name = "idem_listen_request_duration_seconds";
+    latency.help = "from a request's first byte to its answer";
+    latency.type = io::MetricFamily::Type::histogram;
+    latency.bounds.assign(std::begin(Counters::k_latency_bounds),
+                          std::end(Counters::k_latency_bounds));
+    io::MetricFamily::Histogram histogram;
+    std::uint64_t cumulative = 0;
+    for (const auto& bucket : c.latency) {
+        cumulative += bucket.load();
+        histogram.cumulative.push_back(cumulative);
+    }
+    histogram.sum = static_cast<double>(c.latency_sum_us.load()) / 1e6;
+    latency.histograms.push_back(std::move(histogram));
+    response.headers.emplace_back("Content-Type", std::string(io::metrics_content_type(format)));
+    response.body = io::render_metrics(families, format);
+    if (request.head.method == "HEAD") response.body.clear();
+    return response;
+}
+
 void Gateway::refused(const net::RefusedRequest& refusal) {
     ++m_counters.refused;
     warn(refusal.remote, refusal.status == 0
@@ -450,7 +656,8 @@ void Gateway::refused(const net::RefusedRequest& refusal) {
 
 ListenResult run_listen(const ListenOptions& options, const std::atomic<bool>& stop,
                         io::Diagnostics& diagnostics,
-                        const std::function<void(int port)>& on_listening) {
+                        const std::function<void(int port)>& on_listening,
+                        const std::function<void(int port)>& on_metrics) {
     auto start = std::chrono::steady_clock::now();
     CaptureFile capture(options.out_path);
     net::HttpServer server(options.bind_address, options.port, options.limits);
@@ -464,8 +671,44 @@ ListenResult run_listen(const ListenOptions& options, const std::atomic<bool>& s
     };
     callbacks.notice = [&gateway](const std::string& message) { gateway.notice(message); };
     callbacks.tick = [&gateway] { gateway.show_progress(); };
+    // The metrics endpoint: a server of its own on its own socket, so a
+    // scrape is never a delivery and a flood of deliveries never starves it.
+    std::unique_ptr<net::HttpServer> metrics_server;
+    std::thread metrics_thread;
+    // Stopped after the capture's server has finished its last request:
+    // the final counts can still be scraped while it drains.
+    std::atomic<bool> metrics_stop{false};
+    if (options.metrics_port >= 0) {
+        net::ServerLimits limits;
+        limits.max_body_bytes = 0;
+        limits.max_connections = 64;
+        limits.max_pending_requests = 16;
+        limits.handler_threads = 1;
+        metrics_server =
+            std::make_unique<net::HttpServer>(options.metrics_address, options.metrics_port, limits);
+        if (on_metrics) on_metrics(metrics_server->port());
+        metrics_thread = std::thread([&] {
+            net::ServerCallbacks scrape;
+            scrape.handle = [&gateway](net::IncomingRequest& request) {
+                return gateway.metrics(request);
+            };
+            scrape.refused = [](const net::RefusedRequest&) {};
+            scrape.notice = [&gateway](const std::string& message) { gateway.notice(message); };
+            metrics_server->serve(scrape, metrics_stop);
+        });
+    }
     if (on_listening) on_listening(server.port());
-    server.serve(callbacks, stop);
+    auto stop_metrics = [&] {
+        metrics_stop = true;
+        if (metrics_thread.joinable()) metrics_thread.join();
+    };
+    try {
+        server.serve(callbacks, stop);
+    } catch (...) {
+        stop_metrics();
+        throw;
+    }
+    stop_metrics();
     capture.sync();
 
     const auto& counters = gateway.counters();
@@ -483,6 +726,16 @@ ListenResult run_listen(const ListenOptions& options, const std::atomic<bool>& s
                              {"refused", counters.refused},
                              {"store_unavailable", counters.store_unavailable},
                              {"degraded", counters.degraded}};
+    if (!options.forward_to.empty()) {
+        result.summary.counts.emplace_back("forwarded", counters.forwarded);
+        result.summary.counts.emplace_back(
+            "upstream_failed",
+            counters.upstream_not_final + counters.upstream_not_sent + counters.upstream_lost);
+    }
+    if (counters.traced > 0 || options.trace_ids) {
+        result.summary.counts.emplace_back("traced", counters.traced);
+        result.summary.counts.emplace_back("traces_started", counters.traces_started);
+    }
     result.summary.facts = {{"capture", capture.name()}};
     result.summary.seconds = io::seconds_since(start);
     return result;

@@ -46,6 +46,13 @@ struct ListenOptions {
     bool tell_sender_why = false;
     std::string forward_to; // "" : answer here
     net::Timeouts forward_timeouts;
+    // A Prometheus endpoint on its own socket (never the capture's):
+    // GET /metrics. Port -1: none; 0: any free port.
+    std::string metrics_address = "127.0.0.1";
+    int metrics_port = -1;
+    // W3C trace context: a delivery without a valid traceparent gets a new
+    // trace (else it has none in _idem.trace and none is sent on).
+    bool trace_ids = false;
 };
 
 struct ListenResult {
@@ -57,8 +64,10 @@ struct ListenResult {
 // then finishes requests in flight and syncs the capture. `on_listening`
 // gets the bound port once requests are accepted. Throws NetworkError
 // (cannot bind), FileSystemError (cannot open or sync the capture).
+// `on_metrics` gets the metrics endpoint's port once it serves.
 ListenResult run_listen(const ListenOptions& options, const std::atomic<bool>& stop,
                         io::Diagnostics& diagnostics,
-                        const std::function<void(int port)>& on_listening);
+                        const std::function<void(int port)>& on_listening,
+                        const std::function<void(int port)>& on_metrics = {});
 
 } // namespace idem::listen
