@@ -9,8 +9,8 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
-#include <csignal>
 #include <charconv>
+#include <csignal>
 #include <fmt/format.h>
 
 namespace idem::cli {

@@ -77,8 +77,10 @@ step "Where were events lost? Sent by the provider, received by listen, processe
 "$IDEM" reconcile --stage sent=samples/flow/stripe-events.json --stage received=samples/flow/capture.ndjson \
     --stage processed=samples/flow/app.ndjson --key sent=id --key received=body.id --key processed=event_id \
     --time sent=created --time processed=ts --sla 10m --grace 5m --examples 2 -q \
-    --missing "$work/lost.ndjson" | sed -n '5,12p'
+    --missing "$work/lost.ndjson" --metrics "$work/reconcile.prom" | sed -n '5,12p'
 echo "to send again: $(wc -l < "$work/lost.ndjson") events in lost.ndjson"
+echo "for node_exporter's textfile collector (--metrics reconcile.prom):"
+grep -E '^idem_run_part_records.*count="lost"' "$work/reconcile.prom"
 
 step "Why seven identical tickets? Three retry layers, a new key each time" \
      "idem audit --key idempotency_key --fingerprint user_id,fault_type --time-field ts --source-field agent samples/incidents/agent-retries.ndjson"

@@ -83,8 +83,8 @@ std::string render_metrics(const std::vector<MetricFamily>& families, MetricsFor
         bool counter = family.type == MetricFamily::Type::counter;
         // The classic format names a counter's family by its sample
         // ("x_total"); OpenMetrics by the name without the suffix.
-        auto declared = counter && format == MetricsFormat::prometheus ? family.name + "_total"
-                                                                       : family.name;
+        auto declared =
+            counter && format == MetricsFormat::prometheus ? family.name + "_total" : family.name;
         out += "# HELP " + declared + ' ';
         append_help(out, family.help, format);
         out += "\n# TYPE " + declared + ' ';
@@ -153,7 +153,8 @@ std::vector<MetricFamily> run_metrics(const Summary& summary, int exit_code, Tim
                                 "3 bad input, 4 store or I/O failure)")
         .samples.push_back({command, static_cast<double>(exit_code)});
     gauge("idem_run_finished_seconds", "when the last run ended, in seconds since the epoch")
-        .samples.push_back({command, static_cast<double>(finished.time_since_epoch().count()) / 1e6});
+        .samples.push_back(
+            {command, static_cast<double>(finished.time_since_epoch().count()) / 1e6});
     gauge("idem_run_duration_seconds", "how long the last run took")
         .samples.push_back({command, summary.seconds});
     if (!summary.counts.empty()) {

@@ -40,17 +40,16 @@ struct Counters {
     std::atomic<std::uint64_t> degraded{0};          // judged in this process (local)
     // --forward-to: what the upstream did, by class.
     std::atomic<std::uint64_t> forwarded{0}; // the upstream answered (any final status)
-    std::atomic<std::uint64_t> upstream_2xx{0}, upstream_3xx{0}, upstream_4xx{0},
-        upstream_5xx{0};
-    std::atomic<std::uint64_t> upstream_not_final{0};  // a 1xx or out-of-range status: 502
-    std::atomic<std::uint64_t> upstream_not_sent{0};   // no connection, or refused: 502
-    std::atomic<std::uint64_t> upstream_lost{0};       // sent, no answer (a timeout): 502
-    std::atomic<std::uint64_t> traced{0};              // deliveries with a trace in _idem.trace
-    std::atomic<std::uint64_t> traces_started{0};      // ... of which listen started (--trace-ids)
+    std::atomic<std::uint64_t> upstream_2xx{0}, upstream_3xx{0}, upstream_4xx{0}, upstream_5xx{0};
+    std::atomic<std::uint64_t> upstream_not_final{0}; // a 1xx or out-of-range status: 502
+    std::atomic<std::uint64_t> upstream_not_sent{0};  // no connection, or refused: 502
+    std::atomic<std::uint64_t> upstream_lost{0};      // sent, no answer (a timeout): 502
+    std::atomic<std::uint64_t> traced{0};             // deliveries with a trace in _idem.trace
+    std::atomic<std::uint64_t> traces_started{0};     // ... of which listen started (--trace-ids)
     // How long each request took to answer, from its first byte, in
     // cumulative buckets (k_latency_bounds), and their sum in microseconds.
-    static constexpr double k_latency_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                                  0.1,   0.25,   0.5,   1,    2.5,   5, 10};
+    static constexpr double k_latency_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                  0.25,  0.5,    1,     2.5,  5,     10};
     static constexpr std::size_t k_buckets = std::size(k_latency_bounds) + 1;
     std::atomic<std::uint64_t> latency[k_buckets]{};
     std::atomic<std::uint64_t> latency_sum_us{0};
@@ -291,8 +290,8 @@ net::TransferResult Gateway::forward(const net::IncomingRequest& request,
     for (const auto& [name, value] : request.head.headers) {
         if (net::is_hop_by_hop(name)) continue;
         // The trace goes on with the listen hop's span as its parent.
-        if (trace && (iequals(name, "traceparent") ||
-                      (trace->started && iequals(name, "tracestate"))))
+        if (trace &&
+            (iequals(name, "traceparent") || (trace->started && iequals(name, "tracestate"))))
             continue;
         outgoing.headers.emplace_back(name, value);
     }
@@ -589,23 +588,27 @@ net::Response Gateway::metrics(const net::IncomingRequest& request) const {
         for (auto& [labels, value] : samples)
             family.samples.push_back({std::move(labels), static_cast<double>(value)});
     };
-    counter("idem_listen_requests", "requests received (every one is captured or counted as "
-                                    "capture_failed)",
+    counter("idem_listen_requests",
+            "requests received (every one is captured or counted as "
+            "capture_failed)",
             {{{}, c.requests}});
     counter("idem_listen_captured", "requests written to the capture", {{{}, c.captured}});
     counter("idem_listen_captured_bytes", "bytes written to the capture", {{{}, c.captured_bytes}});
-    counter("idem_listen_capture_failed", "requests answered 503 because the capture could not "
-                                          "be written",
+    counter("idem_listen_capture_failed",
+            "requests answered 503 because the capture could not "
+            "be written",
             {{{}, c.failed_writes}});
     counter("idem_listen_answered", "answers by class",
             {{{{"class", "2xx"}}, c.answered_2xx}, {{{"class", "other"}}, c.answered_other}});
     counter("idem_listen_invalid_signatures", "deliveries whose signature failed (answered 401)",
             {{{}, c.invalid}});
-    counter("idem_listen_duplicates", "deliveries --dedup found already seen", {{{}, c.duplicates}});
+    counter("idem_listen_duplicates", "deliveries --dedup found already seen",
+            {{{}, c.duplicates}});
     counter("idem_listen_dropped", "connections dropped on purpose (--drop-connection-rate)",
             {{{}, c.dropped}});
-    counter("idem_listen_refused", "requests the server refused before the handler (over a "
-                                   "limit, a timeout)",
+    counter("idem_listen_refused",
+            "requests the server refused before the handler (over a "
+            "limit, a timeout)",
             {{{}, c.refused}});
     counter("idem_listen_store_errors", "deliveries the dedup store could not judge, by outcome",
             {{{{"outcome", "unavailable"}}, c.store_unavailable},
@@ -621,8 +624,9 @@ net::Response Gateway::metrics(const net::IncomingRequest& request) const {
             {{{{"failure", "not_final_status"}}, c.upstream_not_final},
              {{{"failure", "not_sent"}}, c.upstream_not_sent},
              {{{"failure", "no_answer"}}, c.upstream_lost}});
-    counter("idem_listen_traced", "deliveries with a W3C trace, and those whose trace listen "
-                                  "started",
+    counter("idem_listen_traced",
+            "deliveries with a W3C trace, and those whose trace listen "
+            "started",
             {{{{"origin", "sender"}}, c.traced - c.traces_started},
              {{{"origin", "listen"}}, c.traces_started}});
     auto& latency = families.emplace_back();
@@ -684,8 +688,8 @@ ListenResult run_listen(const ListenOptions& options, const std::atomic<bool>& s
         limits.max_connections = 64;
         limits.max_pending_requests = 16;
         limits.handler_threads = 1;
-        metrics_server =
-            std::make_unique<net::HttpServer>(options.metrics_address, options.metrics_port, limits);
+        metrics_server = std::make_unique<net::HttpServer>(options.metrics_address,
+                                                           options.metrics_port, limits);
         if (on_metrics) on_metrics(metrics_server->port());
         metrics_thread = std::thread([&] {
             net::ServerCallbacks scrape;
@@ -728,9 +732,9 @@ ListenResult run_listen(const ListenOptions& options, const std::atomic<bool>& s
                              {"degraded", counters.degraded}};
     if (!options.forward_to.empty()) {
         result.summary.counts.emplace_back("forwarded", counters.forwarded);
-        result.summary.counts.emplace_back(
-            "upstream_failed",
-            counters.upstream_not_final + counters.upstream_not_sent + counters.upstream_lost);
+        result.summary.counts.emplace_back("upstream_failed", counters.upstream_not_final +
+                                                                  counters.upstream_not_sent +
+                                                                  counters.upstream_lost);
     }
     if (counters.traced > 0 || options.trace_ids) {
         result.summary.counts.emplace_back("traced", counters.traced);

@@ -167,7 +167,6 @@ private:
     void mark_dirty(Partition& partition);
     [[nodiscard]] OrderKey watermark(const Partition& partition) const;
 
-
     SequencerOptions m_options;
     SequencerEvents& m_events;
     StringMap<Partition> m_partitions;

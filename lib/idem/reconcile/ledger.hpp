@@ -34,7 +34,7 @@ inline constexpr std::size_t k_finding_kinds = 5;
 [[nodiscard]] std::optional<Finding> parse_finding(std::string_view name);
 
 struct LedgerOptions {
-    std::vector<std::string> stages;           // in flow order
+    std::vector<std::string> stages; // in flow order
     // Hand back the keys still pending at the end (Reconciliation::carry),
     // for the next run (T+1 with a store).
     bool carry_pending = false;

@@ -434,7 +434,8 @@ private:
         nlohmann::json inputs = nlohmann::json::array();
         auto add = [&](const std::string& name, const std::string& path) {
             if (path == "-") {
-                inputs.push_back({name, "-", std::chrono::system_clock::now().time_since_epoch().count()});
+                inputs.push_back(
+                    {name, "-", std::chrono::system_clock::now().time_since_epoch().count()});
                 return;
             }
             std::error_code error;
@@ -489,8 +490,9 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
                 }
         }
         if (pending->rerun())
-            diagnostics.warning({}, "these inputs were reconciled before with this store: starting "
-                                    "from the pending keys that run started from, not from its own");
+            diagnostics.warning({},
+                                "these inputs were reconciled before with this store: starting "
+                                "from the pending keys that run started from, not from its own");
     }
     // About as many keys as the first stage has lines: sized once.
     if (options.stages.front().path != "-") {
@@ -551,8 +553,7 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
         auto wanted_by_filters = [&](std::string_view bytes) {
             padded.assign(bytes);
             padded.append(io::k_padding_bytes, ' ');
-            if (filter_parser.parse(std::string_view(padded).substr(0, bytes.size())))
-                return false;
+            if (filter_parser.parse(std::string_view(padded).substr(0, bytes.size()))) return false;
             for (const auto& [path, value] : options.missing_filters) {
                 auto found = filter_parser.find(path);
                 if (!found || found->text != value) return false;

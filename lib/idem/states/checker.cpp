@@ -39,8 +39,8 @@ std::uint32_t Checker::intern(std::string_view name) {
     auto [id, added] = m_name_ids.find_or_add(name);
     if (added) {
         m_names.emplace_back(name);
-        m_facts.push_back({m_machine.knows(name), m_machine.is_initial(name),
-                           m_machine.is_final(name)});
+        m_facts.push_back(
+            {m_machine.knows(name), m_machine.is_initial(name), m_machine.is_final(name)});
     }
     return id;
 }
@@ -52,7 +52,7 @@ bool Checker::allows(std::uint32_t from, std::uint32_t to, std::string_view oper
         const auto& from_name = m_names[from];
         const auto& to_name = m_names[to];
         // An edge with an unlabelled transition allows any operation.
-        auto allowed = !m_machine.has_edge(from_name, to_name)   ? Allowed::never
+        auto allowed = !m_machine.has_edge(from_name, to_name)    ? Allowed::never
                        : m_machine.allows(from_name, to_name, {}) ? Allowed::always
                                                                   : Allowed::by_operation;
         found = m_allowed.emplace(edge, allowed).first;
@@ -226,8 +226,8 @@ std::vector<Checker::Stuck> Checker::stuck(Timestamp now, Duration stuck_after) 
     for (std::uint32_t id = 0; id < m_entities.size(); ++id) {
         const auto& state = m_entities[id];
         if (state.events > 0 && !m_facts[state.state].final && now - state.last_at >= stuck_after)
-            found.push_back({std::string(m_entity_ids.name(id)), m_names[state.state],
-                             state.last_at});
+            found.push_back(
+                {std::string(m_entity_ids.name(id)), m_names[state.state], state.last_at});
     }
     std::sort(found.begin(), found.end(), [](const Stuck& a, const Stuck& b) {
         return std::tie(a.since, a.entity) < std::tie(b.since, b.entity);

@@ -146,8 +146,7 @@ private:
 
     Entity& entity(const Event& event, std::uint32_t& id);
     std::uint32_t intern(std::string_view name);
-    [[nodiscard]] bool allows(std::uint32_t from, std::uint32_t to,
-                              std::string_view operation);
+    [[nodiscard]] bool allows(std::uint32_t from, std::uint32_t to, std::string_view operation);
     void add(Judgement& judgement, Finding finding, std::string detail);
     void changed(std::uint32_t id);
     [[nodiscard]] EntityState named(const Entity& entity) const;
@@ -155,10 +154,10 @@ private:
     const Machine& m_machine;
     bool m_track_changes;
     KeyIndex m_entity_ids;
-    std::vector<Entity> m_entities; // by index in m_entity_ids
-    KeyIndex m_name_ids;            // state and operation names
-    std::vector<std::string> m_names; // by id; 0 is ""
-    std::vector<NameFacts> m_facts;   // by id
+    std::vector<Entity> m_entities;                       // by index in m_entity_ids
+    KeyIndex m_name_ids;                                  // state and operation names
+    std::vector<std::string> m_names;                     // by id; 0 is ""
+    std::vector<NameFacts> m_facts;                       // by id
     std::unordered_map<std::uint64_t, Allowed> m_allowed; // from << 32 | to
     std::vector<std::uint32_t> m_changed;
     std::unordered_map<std::uint64_t, std::uint64_t> m_transitions; // from << 32 | to

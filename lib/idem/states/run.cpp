@@ -102,7 +102,8 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result
         return fail(fmt::format("state field '{}' is empty", options.state_field.text()));
     if (outcome.entity_size == 0)
         return fail(fmt::format("entity field '{}' is empty", options.entity_field.text()));
-    outcome.entity_hash = KeyIndex::hash_of(std::string_view(texts).substr(outcome.entity_at, outcome.entity_size));
+    outcome.entity_hash =
+        KeyIndex::hash_of(std::string_view(texts).substr(outcome.entity_at, outcome.entity_size));
     if (options.operation_field) {
         if (auto value = parser.find(*options.operation_field)) {
             outcome.operation_at = static_cast<std::uint32_t>(texts.size());

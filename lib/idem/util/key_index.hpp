@@ -29,8 +29,7 @@ public:
     [[nodiscard]] std::optional<std::uint32_t> find(std::string_view key) const {
         return find(key, hash_of(key));
     }
-    [[nodiscard]] std::optional<std::uint32_t> find(std::string_view key,
-                                                    std::uint64_t hash) const;
+    [[nodiscard]] std::optional<std::uint32_t> find(std::string_view key, std::uint64_t hash) const;
     // Asks the CPU for the table slot of a key looked up soon.
     void prefetch(std::uint64_t hash) const {
         if (!m_slots.empty()) __builtin_prefetch(&m_slots[hash & (m_slots.size() - 1)]);

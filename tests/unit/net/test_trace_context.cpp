@@ -22,11 +22,11 @@ TEST_CASE("the specification's example parses into its fields") {
 TEST_CASE("values the specification says to treat as absent") {
     for (const char* bad : {
              "",
-             "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", // upper case
-             "00-00000000000000000000000000000000-00f067aa0ba902b7-01", // zero trace id
-             "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", // zero parent id
-             "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", // version ff
-             "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",  // short trace id
+             "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",   // upper case
+             "00-00000000000000000000000000000000-00f067aa0ba902b7-01",   // zero trace id
+             "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",   // zero parent id
+             "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",   // version ff
+             "00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01",    // short trace id
              "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", // 00 has no more fields
              "00_4bf92f3577b34da6a3ce929d0e0e4736_00f067aa0ba902b7_01",
              "0g-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
@@ -35,8 +35,8 @@ TEST_CASE("values the specification says to treat as absent") {
 }
 
 TEST_CASE("a later version's extra fields are ignored, as a version-00 reader must") {
-    auto parent =
-        parse_traceparent("cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-the-future");
+    auto parent = parse_traceparent(
+        "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-what-the-future");
     REQUIRE(parent.has_value());
     CHECK(parent->trace_id == "4bf92f3577b34da6a3ce929d0e0e4736");
     CHECK_FALSE(parse_traceparent("cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x"));

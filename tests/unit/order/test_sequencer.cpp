@@ -361,7 +361,7 @@ TEST_CASE("pass_in_order: only the exact next record of a partition holding noth
     auto& a = run.partition("a");
     CHECK(run.sequencer.pass_in_order(a, {1, 0}));
     CHECK(run.sequencer.counts().released == 1);
-    CHECK(run.recorder.said.empty()); // the passed record is the caller's
+    CHECK(run.recorder.said.empty());                    // the passed record is the caller's
     CHECK_FALSE(run.sequencer.pass_in_order(a, {1, 0})); // again: late, offer() says so
     CHECK_FALSE(run.sequencer.pass_in_order(a, {3, 0})); // ahead: it must wait
     run.offer("a", 3);

@@ -107,7 +107,7 @@ TEST_CASE("T+1: pending keys are carried with what was reported, and reported on
     options.carry_pending = true;
     Ledger day1(options);
     day1.see(0, "late-dup", at(0), 1, "acct_1");
-    day1.see(0, "late-dup", at(1), 1); // duplicated at sent: reported today
+    day1.see(0, "late-dup", at(1), 1);  // duplicated at sent: reported today
     day1.see(1, "late-dup", at(30), 1); // late at sent -> received: reported today
     day1.see(0, "done", at(0), 1);
     day1.see(1, "done", at(1), 1);
