@@ -39,6 +39,8 @@ struct ReconcileOptions {
     std::string store;
     std::string scope;
     std::string lock_timeout = "60s";
+    std::uint64_t spill_after = 2'000'000;
+    std::string spill_dir;
 };
 
 // "NAME=VALUE" -> {NAME, VALUE}; a bare VALUE applies to every stage.
@@ -185,6 +187,8 @@ int run_reconcile_command(const ReconcileOptions& options) {
     if (!options.scope.empty() && options.store.empty())
         throw UsageError("--scope names the flow's pending keys in a --store: give --store too");
     run.lock_timeout = parse_duration(options.lock_timeout);
+    run.spill_after = options.spill_after;
+    if (!options.spill_dir.empty()) run.spill_directory = options.spill_dir;
     if (!run.traces_path.empty() &&
         std::none_of(run.stages.begin(), run.stages.end(),
                      [](const auto& stage) { return !stage.span.empty(); }))
@@ -306,6 +310,11 @@ void register_reconcile(CLI::App& app, std::function<int()>& action) {
     command->add_option("--scope", options->scope,
                         "the flow's name in the --store (default: the stage names, a>b>c)");
     add_lock_timeout_option(*command, options->lock_timeout);
+    command->add_option("--spill-after", options->spill_after,
+                        "keys held in memory before they go to partition files and are judged a "
+                        "partition at a time (default 2000000; 0: never)");
+    command->add_option("--spill-dir", options->spill_dir,
+                        "where the partition files go (default: the temporary directory)");
     add_threads_option(*command, options->threads);
     command->footer(
         "Per key: which stages saw it, how often, when. Findings: lost (in a stage, absent from\n"

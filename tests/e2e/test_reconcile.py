@@ -133,6 +133,29 @@ class Flow(unittest.TestCase):
         summary = summary_of(err)
         self.assertEqual(summary["in"], len(self.sent) + len(self.received) + len(self.processed))
 
+    def test_grouped_on_disk_the_report_is_the_same_byte_for_byte(self):
+        """Past --spill-after keys, partitions on disk give the in-memory
+        report exactly: counts, examples, groups, exact percentiles, and the
+        same missing file."""
+        extra = ("--report", "json", "--by", "sent=type", "--examples", "7", "--summary", "json")
+        outputs = []
+        for spill in ("0", "97"):
+            missing = os.path.join(self.tmp.name, f"missing-{spill}.ndjson")
+            spill_dir = os.path.join(self.tmp.name, "spill")
+            os.makedirs(spill_dir, exist_ok=True)
+            code, out, err = run(self.args(*extra, "--spill-after", spill, "--spill-dir", spill_dir,
+                                           "--missing", missing))
+            self.assertEqual(code, 0, err)
+            self.assertEqual(os.listdir(spill_dir), [])  # removed at the end
+            with open(missing, "rb") as f:
+                outputs.append((out, sorted(f.read().splitlines()), summary_of(err)))
+        (memory, memory_missing, memory_summary), (disk, disk_missing, disk_summary) = outputs
+        self.assertEqual(memory, disk)
+        self.assertEqual(memory_missing, disk_missing)
+        self.assertNotIn("grouped", memory_summary)
+        self.assertIn("on disk", disk_summary["grouped"])
+        self.assertGreater(json.loads(disk)["hops"][0]["latency_ms"]["p99"], 0)
+
     def test_thresholds_and_fail_on_make_the_exit_1(self):
         code, _, err = run(self.args("--max-loss", "0.5%", "-q"))
         self.assertEqual(code, 1)
@@ -308,17 +331,17 @@ class NextDay(unittest.TestCase):
         report = json.loads(out)
         return report, summary_of(err), err
 
-    def check_two_days(self, store):
+    def check_two_days(self, store, extra=()):
         day1, day2 = self.days()
         with tempfile.TemporaryDirectory() as tmp:
             store = store(tmp)
-            first, summary, _ = self.reconcile(tmp, 1, day1, store)
+            first, summary, _ = self.reconcile(tmp, 1, day1, store, extra)
             hop = first["hops"][0]
             self.assertEqual((hop["lost"], hop["pending"]), (1, 6))  # s1_010; s1_095..s1_100
             self.assertEqual(first["findings"]["duplicated"]["count"], 1)  # s1_099
             self.assertEqual((summary["carried_in"], summary["carried_out"]), (0, 6))
 
-            second, summary, _ = self.reconcile(tmp, 2, day2, store)
+            second, summary, _ = self.reconcile(tmp, 2, day2, store, extra)
             hop = second["hops"][0]
             # s1_095..s1_099 reached today; s1_100 and s2_050 are lost; s1_010
             # was reported yesterday and is not again; the duplicate neither.
@@ -331,7 +354,7 @@ class NextDay(unittest.TestCase):
 
             # The day-2 job run again over the same files: the same report,
             # not yesterday's keys twice.
-            again, _, err = self.reconcile(tmp, 2, day2, store)
+            again, _, err = self.reconcile(tmp, 2, day2, store, extra)
             self.assertIn("reconciled before", err)
             self.assertEqual(again["hops"], second["hops"])
             self.assertEqual(again["findings"], second["findings"])
@@ -346,6 +369,9 @@ class NextDay(unittest.TestCase):
 
     def test_two_days_with_a_sqlite_store(self):
         self.check_two_days(lambda tmp: os.path.join(tmp, "reconcile.db"))
+
+    def test_two_days_grouped_on_disk(self):
+        self.check_two_days(lambda tmp: os.path.join(tmp, "reconcile.db"), ("--spill-after", "7"))
 
     @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
     def test_two_days_with_redis(self):

@@ -131,6 +131,12 @@ void Ledger::carry_in(const CarriedKey& carried) {
 }
 
 Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
+    auto result = judge(now);
+    finish_reconciliation(result, m_options);
+    return result;
+}
+
+Reconciliation Ledger::judge(std::optional<Timestamp> now) const {
     const auto stages = m_options.stages.size();
     Reconciliation result;
     result.keys = m_keys.size();
@@ -146,7 +152,8 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
         hop.to = m_options.stages[s + 1];
         result.hops.push_back(std::move(hop));
     }
-    std::vector<std::vector<std::int64_t>> latencies(stages > 0 ? stages - 1 : 0);
+    auto& latencies = result.latencies;
+    latencies.resize(stages > 0 ? stages - 1 : 0);
     // --by: per hop, per group, keys and lost.
     std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> groups(
         stages > 0 ? stages - 1 : 0,
@@ -268,28 +275,100 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
             result.carry.push_back(std::move(carried));
         }
     }
+    constexpr std::int64_t k_bounds_us[7] = {10'000,     100'000,     1'000'000,   10'000'000,
+                                             60'000'000, 600'000'000, 3'600'000'000};
     for (std::size_t s = 0; s + 1 < stages; ++s) {
         auto& hop = result.hops[s];
-        auto judged = hop.reached + hop.lost;
-        hop.loss_rate =
-            judged == 0 ? 0.0 : static_cast<double>(hop.lost) / static_cast<double>(judged);
-        std::sort(latencies[s].begin(), latencies[s].end());
-        constexpr std::int64_t k_bounds_us[7] = {10'000,     100'000,     1'000'000,    10'000'000,
-                                                 60'000'000, 600'000'000, 3'600'000'000};
         for (auto latency : latencies[s]) {
             std::size_t bucket = 0;
             while (bucket < 7 && latency >= k_bounds_us[bucket])
                 ++bucket;
             ++hop.latency_histogram[bucket];
         }
-        hop.p50_ms = percentile(latencies[s], 0.50);
-        hop.p95_ms = percentile(latencies[s], 0.95);
-        hop.p99_ms = percentile(latencies[s], 0.99);
-        std::vector<Hop::Group> by_group;
         for (std::uint32_t g = 0; g < m_groups.size(); ++g)
             if (groups[s][g].first > 0)
-                by_group.push_back(
+                hop.by_group.push_back(
                     {std::string(m_groups.name(g)), groups[s][g].first, groups[s][g].second});
+    }
+    return result;
+}
+
+void add_reconciliation(Reconciliation& total, Reconciliation&& part) {
+    if (total.stages.empty()) {
+        total = std::move(part);
+        return;
+    }
+    total.keys += part.keys;
+    total.carried_in += part.carried_in;
+    for (std::size_t s = 0; s < total.stages.size() && s < part.stages.size(); ++s) {
+        auto& into = total.stages[s];
+        const auto& from = part.stages[s];
+        into.keys += from.keys;
+        into.duplicated_keys += from.duplicated_keys;
+        into.extra_copies += from.extra_copies;
+        into.orphans += from.orphans;
+    }
+    for (std::size_t h = 0; h < total.hops.size() && h < part.hops.size(); ++h) {
+        auto& into = total.hops[h];
+        auto& from = part.hops[h];
+        into.keys += from.keys;
+        into.reached += from.reached;
+        into.lost += from.lost;
+        into.pending += from.pending;
+        into.late += from.late;
+        into.changed += from.changed;
+        into.amplified += from.amplified;
+        for (std::size_t b = 0; b < into.latency_histogram.size(); ++b)
+            into.latency_histogram[b] += from.latency_histogram[b];
+        for (const auto& [hour, lost] : from.lost_by_hour)
+            into.lost_by_hour[hour] += lost;
+        std::map<std::string, Hop::Group> groups;
+        for (auto& group : into.by_group)
+            groups[group.name] = std::move(group);
+        for (auto& group : from.by_group) {
+            auto& kept = groups[group.name];
+            kept.name = group.name;
+            kept.keys += group.keys;
+            kept.lost += group.lost;
+        }
+        into.by_group.clear();
+        for (auto& [name, group] : groups)
+            into.by_group.push_back(std::move(group));
+        if (h < total.latencies.size() && h < part.latencies.size())
+            total.latencies[h].insert(total.latencies[h].end(), part.latencies[h].begin(),
+                                      part.latencies[h].end());
+    }
+    for (std::size_t i = 0; i < k_finding_kinds; ++i) {
+        total.counts[i] += part.counts[i];
+        auto& examples = total.examples[i];
+        examples.insert(examples.end(), std::make_move_iterator(part.examples[i].begin()),
+                        std::make_move_iterator(part.examples[i].end()));
+    }
+    for (auto& entry : part.missing)
+        total.missing.insert(std::move(entry));
+    total.carry.insert(total.carry.end(), std::make_move_iterator(part.carry.begin()),
+                       std::make_move_iterator(part.carry.end()));
+}
+
+void finish_reconciliation(Reconciliation& result, const LedgerOptions& options,
+                           const Quantile& quantile) {
+    for (std::size_t s = 0; s < result.hops.size(); ++s) {
+        auto& hop = result.hops[s];
+        auto judged = hop.reached + hop.lost;
+        hop.loss_rate =
+            judged == 0 ? 0.0 : static_cast<double>(hop.lost) / static_cast<double>(judged);
+        if (quantile) {
+            hop.p50_ms = quantile(s, 0.50);
+            hop.p95_ms = quantile(s, 0.95);
+            hop.p99_ms = quantile(s, 0.99);
+        } else if (s < result.latencies.size()) {
+            auto& sorted = result.latencies[s];
+            std::sort(sorted.begin(), sorted.end());
+            hop.p50_ms = percentile(sorted, 0.50);
+            hop.p95_ms = percentile(sorted, 0.95);
+            hop.p99_ms = percentile(sorted, 0.99);
+        }
+        auto& by_group = hop.by_group;
         std::sort(by_group.begin(), by_group.end(), [](const auto& a, const auto& b) {
             return std::tie(b.lost, a.name) < std::tie(a.lost, b.name);
         });
@@ -302,17 +381,65 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
             by_group.resize(k_groups_shown);
             by_group.push_back(std::move(others));
         }
-        hop.by_group = std::move(by_group);
     }
+    result.latencies.clear();
     for (auto& figures : result.stages)
         figures.duplicate_ratio = figures.records == 0 ? 0.0
                                                        : static_cast<double>(figures.extra_copies) /
                                                              static_cast<double>(figures.records);
-    // Examples in a stable order, whatever the hash table's.
-    for (auto& examples : result.examples)
+    // Examples in a stable order, whatever the hash table's: the smallest keys.
+    for (auto& examples : result.examples) {
         std::sort(examples.begin(), examples.end(),
                   [](const Example& a, const Example& b) { return a.key < b.key; });
-    return result;
+        if (examples.size() > options.examples) examples.resize(options.examples);
+    }
+}
+
+void Ledger::merge_in(const CarriedKey& part) {
+    auto [index, added] = m_keys.find_or_add(part.key);
+    if (added) m_sightings.resize(m_sightings.size() + m_stages);
+    for (std::size_t s = 0; s < m_stages && s < part.sightings.size(); ++s) {
+        const auto& from = part.sightings[s];
+        if (from.count == 0) continue;
+        auto& into = m_sightings[index * m_stages + s];
+        if (into.count == 0) {
+            into = from; // the earlier part came first: its first copy stays the first
+            continue;
+        }
+        into.count += from.count;
+        if (from.timed) {
+            into.first_us = into.timed ? std::min(into.first_us, from.first_us) : from.first_us;
+            into.last_us = into.timed ? std::max(into.last_us, from.last_us) : from.last_us;
+            into.timed = true;
+        }
+    }
+    if (!part.group.empty()) {
+        if (m_group_of.size() < m_keys.size()) m_group_of.resize(m_keys.size(), 0);
+        if (m_group_of[index] == 0) m_group_of[index] = m_groups.find_or_add(part.group).first + 1;
+    }
+    if (part.reported != 0) {
+        if (m_reported.size() < m_keys.size()) m_reported.resize(m_keys.size(), 0);
+        m_reported[index] |= part.reported;
+    }
+}
+
+void Ledger::drain(const std::function<void(const CarriedKey&)>& take) {
+    CarriedKey carried;
+    for (std::uint32_t index = 0; index < m_keys.size(); ++index) {
+        carried.key.assign(m_keys.name(index));
+        const auto* first = m_sightings.data() + std::size_t{index} * m_stages;
+        carried.sightings.assign(first, first + m_stages);
+        auto group = index < m_group_of.size() ? m_group_of[index] : 0;
+        carried.group = group > 0 ? std::string(m_groups.name(group - 1)) : std::string();
+        carried.reported = index < m_reported.size() ? m_reported[index] : 0;
+        take(carried);
+    }
+    m_keys = KeyIndex();
+    m_sightings.clear();
+    m_sightings.shrink_to_fit();
+    m_groups = KeyIndex();
+    m_group_of.clear();
+    m_reported.clear();
 }
 
 } // namespace idem::reconcile

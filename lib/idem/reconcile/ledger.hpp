@@ -7,6 +7,7 @@
 #include "idem/util/time.hpp"
 
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -122,7 +123,20 @@ struct Reconciliation {
     std::vector<CarriedKey> carry;        // with carry_pending: the keys still pending
     std::uint64_t carried_in = 0;         // keys a previous run handed to this one
     bool carried = false;                 // T+1: a store keeps the pending keys
+    // Until finish_reconciliation(): each hop's latencies (microseconds).
+    std::vector<std::vector<std::int64_t>> latencies;
 };
+
+// Parts judged apart (the partitions of a spilled run: every key in one
+// part only) summed into one; then finish_reconciliation() once.
+void add_reconciliation(Reconciliation& total, Reconciliation&& part);
+// A hop's latency at a fraction (0.5, 0.95, 0.99) in milliseconds, for
+// latencies that are not in memory; none: no latency on that hop.
+using Quantile = std::function<std::optional<double>(std::size_t hop, double fraction)>;
+// Rates, percentiles (from `latencies`, or from `quantile` when given),
+// groups worst first, examples in key order and cut to options.examples.
+void finish_reconciliation(Reconciliation& result, const LedgerOptions& options,
+                           const Quantile& quantile = {});
 
 class Ledger {
 public:
@@ -139,8 +153,20 @@ public:
 
     // Everything the keys say, judged at `now` (the latest event time).
     [[nodiscard]] Reconciliation reconcile(std::optional<Timestamp> now) const;
+    // The same before finish_reconciliation(): counts, raw latencies, and
+    // groups unsorted, to be added to other parts' (add_reconciliation).
+    [[nodiscard]] Reconciliation judge(std::optional<Timestamp> now) const;
+
+    // A part of a key's sightings, read back from a spill: added to what
+    // the ledger has of it (the earlier part's first copy stays first).
+    void merge_in(const CarriedKey& part);
+    // Every key's sightings handed out, then forgotten (records counted
+    // and keys carried in stay counted): what a spill writes.
+    void drain(const std::function<void(const CarriedKey&)>& take);
 
     [[nodiscard]] std::size_t keys() const { return m_keys.size(); }
+    [[nodiscard]] std::uint64_t records(std::size_t stage) const { return m_records[stage]; }
+    [[nodiscard]] std::uint64_t carried_in() const { return m_carried_in; }
     // A hint: about this many keys are coming (tables sized once).
     void expect_keys(std::size_t keys);
 

@@ -2,6 +2,8 @@
 
 #include "idem/reconcile/run.hpp"
 
+#include "idem/reconcile/spill.hpp"
+
 #include "idem/record/event_time.hpp"
 #include "idem/record/key.hpp"
 #include "idem/record/record_run.hpp"
@@ -498,17 +500,32 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
     if (options.stages.front().path != "-") {
         std::error_code ignored;
         auto bytes = std::filesystem::file_size(options.stages.front().path, ignored);
-        if (!ignored) ledger.expect_keys(std::min<std::uintmax_t>(bytes / 100, 50'000'000));
+        auto expected = std::min<std::uintmax_t>(bytes / 100, 50'000'000);
+        if (options.spill_after > 0) expected = std::min<std::uintmax_t>(expected, options.spill_after);
+        if (!ignored) ledger.expect_keys(expected);
     }
     std::uint64_t records = 0;
     // A reader per run shares one reject file across the stages.
     StageReader reader(options, diagnostics);
+    // Past --spill-after keys: every key so far to the partition files, and
+    // the ledger starts again (docs/reconcile.md, "Memory and speed").
+    std::unique_ptr<KeySpill> spill;
+    auto spill_keys = [&] {
+        if (!spill) {
+            auto directory = options.spill_directory.empty()
+                                 ? std::filesystem::temp_directory_path()
+                                 : options.spill_directory;
+            spill = std::make_unique<KeySpill>(directory, options.stages.size());
+        }
+        ledger.drain([&](const CarriedKey& key) { spill->add(key); });
+    };
     auto see = [&](std::size_t s, std::string_view key, std::optional<Timestamp> time,
                    std::uint64_t payload, std::string_view by) {
         ++records;
         ledger.count_record(s);
         ledger.see(s, key, time, payload, by);
         if (time && (!latest || *time > *latest)) latest = time;
+        if (options.spill_after > 0 && ledger.keys() >= options.spill_after) spill_keys();
     };
     std::vector<std::set<std::string>> services;
     if (!options.traces_path.empty())
@@ -522,7 +539,31 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
                     [&](std::string_view key, std::optional<Timestamp> time, std::uint64_t payload,
                         std::string_view, std::string_view by) { see(s, key, time, payload, by); });
     }
-    auto reconciliation = ledger.reconcile(latest);
+    Reconciliation reconciliation;
+    if (!spill) {
+        reconciliation = ledger.reconcile(latest);
+    } else {
+        // A partition at a time: each key is in one partition only, so the
+        // parts add up to what one ledger of everything would say.
+        spill_keys();
+        for (std::size_t p = 0; p < KeySpill::k_partitions; ++p) {
+            Ledger part(ledger_options);
+            spill->read(p, [&](const CarriedKey& key) { part.merge_in(key); });
+            auto judged = part.judge(latest);
+            for (std::size_t h = 0; h < judged.latencies.size(); ++h) {
+                spill->add_latencies(h, judged.latencies[h]);
+                judged.latencies[h] = {};
+            }
+            add_reconciliation(reconciliation, std::move(judged));
+        }
+        for (std::size_t s = 0; s < reconciliation.stages.size(); ++s)
+            reconciliation.stages[s].records = ledger.records(s);
+        reconciliation.carried_in = ledger.carried_in();
+        finish_reconciliation(reconciliation, ledger_options,
+                              [&](std::size_t hop, double fraction) {
+                                  return spill->latency_percentile(hop, fraction);
+                              });
+    }
     reconciliation.carried = pending.has_value();
     if (pending) pending->save(reconciliation.carry);
     // The missing-span ratio per service: of the traces that reached the
@@ -612,6 +653,10 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
         summary.counts.emplace_back("carried_in", reconciliation.carried_in);
         summary.counts.emplace_back("carried_out", reconciliation.carry.size());
     }
+    if (spill)
+        summary.facts.emplace_back("grouped", fmt::format("on disk, {} partitions, {:.1f} MB spilled",
+                                                          KeySpill::k_partitions,
+                                                          static_cast<double>(spill->bytes_written()) / 1e6));
     summary.parts_name = "hop";
     for (const auto& hop : reconciliation.hops) {
         io::Summary::Part part;

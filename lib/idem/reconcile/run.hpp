@@ -9,6 +9,7 @@
 #include "idem/record/field_path.hpp"
 #include "idem/record/rejects.hpp"
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,6 +57,10 @@ struct ReconcileRunOptions {
     std::string store_uri;
     std::string scope;
     Duration lock_timeout = std::chrono::seconds(60);
+    // Past this many keys in memory, keys go to partition files under
+    // spill_directory and are judged a partition at a time (0: never).
+    std::uint64_t spill_after = 2'000'000;
+    std::filesystem::path spill_directory;
 };
 
 struct ReconcileResult {

@@ -145,3 +145,67 @@ TEST_CASE("T+1: pending keys are carried with what was reported, and reported on
     CHECK(second.hops[1].reached == 1);
     CHECK(second.carry.empty());
 }
+
+#include "idem/reconcile/spill.hpp"
+
+#include <filesystem>
+#include <random>
+
+TEST_CASE("nth_value finds the nearest-rank value with a bounded table, as sorting would") {
+    std::mt19937_64 random(7);
+    for (int round = 0; round < 20; ++round) {
+        std::vector<std::int64_t> values(1 + random() % 5000);
+        auto spread = round % 4 == 0 ? 3 : round % 4 == 1 ? 1'000'000 : (1LL << 40);
+        for (auto& value : values)
+            value = static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(spread)) -
+                    (round % 3 == 0 ? spread / 2 : 0); // negatives too (clock skew)
+        auto sorted = values;
+        std::sort(sorted.begin(), sorted.end());
+        auto pass = [&](const std::function<void(std::int64_t)>& see) {
+            for (auto value : values)
+                see(value);
+        };
+        for (std::uint64_t rank : {std::uint64_t{1}, std::uint64_t{values.size()},
+                                   std::uint64_t{(values.size() + 1) / 2}}) {
+            CHECK(nth_value(values.size(), rank, pass) == sorted[rank - 1]);
+        }
+    }
+}
+
+TEST_CASE("a spill hands back each key's parts, merged as one ledger would have them") {
+    LedgerOptions options;
+    options.stages = {"a", "b"};
+    options.grace = std::chrono::seconds(0);
+    Ledger whole(options), first(options);
+    auto see = [&](Ledger& ledger, std::size_t stage, const std::string& key, int seconds,
+                   std::uint64_t payload) {
+        ledger.count_record(stage);
+        ledger.see(stage, key, at(seconds), payload);
+    };
+    KeySpill spill(std::filesystem::temp_directory_path(), 2);
+    for (int i = 0; i < 300; ++i) {
+        auto key = "k" + std::to_string(i % 120);
+        auto stage = static_cast<std::size_t>(i % 7 == 0 ? 1 : 0);
+        see(whole, stage, key, i, 1 + static_cast<std::uint64_t>(i % 3 == 0));
+        see(first, stage, key, i, 1 + static_cast<std::uint64_t>(i % 3 == 0));
+        if (i % 50 == 49) first.drain([&](const CarriedKey& carried) { spill.add(carried); });
+    }
+    first.drain([&](const CarriedKey& carried) { spill.add(carried); });
+    Reconciliation total;
+    for (std::size_t p = 0; p < KeySpill::k_partitions; ++p) {
+        Ledger part(options);
+        spill.read(p, [&](const CarriedKey& key) { part.merge_in(key); });
+        auto judged = part.judge(at(1000));
+        add_reconciliation(total, std::move(judged));
+    }
+    finish_reconciliation(total, options);
+    auto expected = whole.reconcile(at(1000));
+    CHECK(total.keys == expected.keys);
+    CHECK(total.counts == expected.counts);
+    CHECK(total.hops[0].lost == expected.hops[0].lost);
+    CHECK(total.hops[0].p50_ms == expected.hops[0].p50_ms);
+    CHECK(total.stages[0].duplicated_keys == expected.stages[0].duplicated_keys);
+    REQUIRE(total.examples[0].size() == expected.examples[0].size());
+    for (std::size_t i = 0; i < total.examples[0].size(); ++i)
+        CHECK(total.examples[0][i].key == expected.examples[0][i].key);
+}
