@@ -36,6 +36,13 @@ reconcile=(reconcile --stage "sent=$flow/sent.ndjson" --stage "received=$flow/re
            --stage "processed=$flow/processed.ndjson" --key sent=id --key received=body.id
            --key processed=event_id --time sent=created --time processed=ts --grace 60s --report json -q)
 measure "idem reconcile" "$OUT/reconcile-idem.json" "$IDEM" "${reconcile[@]}"
+# Bounded memory: at most SPILL keys in memory, the rest in partition files.
+SPILL=${SPILL:-$((COUNT / 8))}
+measure "idem reconcile, grouped on disk (--spill-after $SPILL)" "$OUT/reconcile-idem-disk.json" \
+    "$IDEM" "${reconcile[@]}" --spill-after "$SPILL" --spill-dir "$OUT"
+cmp -s "$OUT/reconcile-idem.json" "$OUT/reconcile-idem-disk.json" &&
+    echo "the report grouped on disk is the in-memory one, byte for byte" ||
+    echo "the report grouped on disk DIFFERS from the in-memory one"
 if [ -d "$duck/node_modules/@duckdb/node-api" ]; then
     cp bench/reconcile_duckdb.mjs "$duck/"
     measure "DuckDB (node-api): the same joins" "$OUT/reconcile-duckdb.json" node "$duck/reconcile_duckdb.mjs" "$flow"

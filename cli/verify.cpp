@@ -22,6 +22,8 @@ struct VerifyOptions {
     std::string nonce_window;
     std::string on_store_error = "fail";
     bool keep_verdicts = false;
+    bool explain = false;
+    std::size_t explain_budget = 64;
     std::string store;
     bool drop_invalid = false;
     std::string invalid_path;
@@ -68,6 +70,9 @@ int run_verify_command(const VerifyOptions& options) {
     run.on_store_error = options.on_store_error == "local" ? verify::StoreFailure::local
                                                            : verify::StoreFailure::fail;
     run.threads = options.threads;
+    run.explain = options.explain;
+    run.explain_budget = options.explain_budget;
+    if (options.explain_budget == 0) throw UsageError("--explain-budget must be at least 1");
     apply_store_timeout(options.common, std::chrono::milliseconds(10000));
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = io::Sink::standard_output();
@@ -101,6 +106,12 @@ void register_verify(CLI::App& app, std::function<int()>& action) {
     command->add_option("--nonce-window", options->nonce_window,
                         "how far apart in received_at a second delivery is still a replay "
                         "(default 72h: GitHub's Redeliver works for three days)");
+    command->add_flag("--explain", options->explain,
+                      "for each invalid delivery, try the known ways a genuine one gets broken "
+                      "(body re-serialized, newline, secret prefix or encoding, scheme, clock, "
+                      "URL) and say which makes it verify: _idem.verify.diagnosis");
+    command->add_option("--explain-budget", options->explain_budget,
+                        "verifications --explain spends per invalid delivery at most (default 64)");
     command->add_flag("--keep-verdicts", options->keep_verdicts,
                       "keep each record's verdict in the store, by file and line, for "
                       "'idem audit --verdicts'");

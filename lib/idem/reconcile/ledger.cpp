@@ -275,7 +275,7 @@ Reconciliation Ledger::judge(std::optional<Timestamp> now) const {
             result.carry.push_back(std::move(carried));
         }
     }
-    constexpr std::int64_t k_bounds_us[7] = {10'000,     100'000,     1'000'000,   10'000'000,
+    constexpr std::int64_t k_bounds_us[7] = {10'000,     100'000,     1'000'000,    10'000'000,
                                              60'000'000, 600'000'000, 3'600'000'000};
     for (std::size_t s = 0; s + 1 < stages; ++s) {
         auto& hop = result.hops[s];

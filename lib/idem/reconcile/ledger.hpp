@@ -7,8 +7,8 @@
 #include "idem/util/time.hpp"
 
 #include <array>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>

@@ -501,7 +501,8 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
         std::error_code ignored;
         auto bytes = std::filesystem::file_size(options.stages.front().path, ignored);
         auto expected = std::min<std::uintmax_t>(bytes / 100, 50'000'000);
-        if (options.spill_after > 0) expected = std::min<std::uintmax_t>(expected, options.spill_after);
+        if (options.spill_after > 0)
+            expected = std::min<std::uintmax_t>(expected, options.spill_after);
         if (!ignored) ledger.expect_keys(expected);
     }
     std::uint64_t records = 0;
@@ -654,9 +655,10 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
         summary.counts.emplace_back("carried_out", reconciliation.carry.size());
     }
     if (spill)
-        summary.facts.emplace_back("grouped", fmt::format("on disk, {} partitions, {:.1f} MB spilled",
-                                                          KeySpill::k_partitions,
-                                                          static_cast<double>(spill->bytes_written()) / 1e6));
+        summary.facts.emplace_back("grouped",
+                                   fmt::format("on disk, {} partitions, {:.1f} MB spilled",
+                                               KeySpill::k_partitions,
+                                               static_cast<double>(spill->bytes_written()) / 1e6));
     summary.parts_name = "hop";
     for (const auto& hop : reconciliation.hops) {
         io::Summary::Part part;

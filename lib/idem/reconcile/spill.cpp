@@ -29,10 +29,101 @@ void write_all(std::FILE* file, const void* bytes, std::size_t size,
                                           directory.string()));
 }
 
+// A key part as the spill keeps it, small because a spill is written and
+// read once per key per stage: most parts hold one stage, one copy, one
+// time and no payload. varint sizes; then per stage present (a bit in
+// `stages`): flags (1 timed, 2 a last time apart, 4 a payload, 8 more than
+// one copy), [count varint], [first i64], [last i64], [payload u64]; then
+// reported (varint), group (varint size + bytes).
+void put_varint(std::string& out, std::uint64_t value) {
+    while (value >= 0x80) {
+        out += static_cast<char>((value & 0x7f) | 0x80);
+        value >>= 7;
+    }
+    out += static_cast<char>(value);
+}
+
+bool take_varint(std::string_view& in, std::uint64_t& value) {
+    value = 0;
+    for (int shift = 0; shift < 64 && !in.empty(); shift += 7) {
+        auto byte = static_cast<unsigned char>(in.front());
+        in.remove_prefix(1);
+        value |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
+        if ((byte & 0x80) == 0) return true;
+    }
+    return false;
+}
+
+template <typename Number> void put_fixed(std::string& out, Number number) {
+    out.append(reinterpret_cast<const char*>(&number), sizeof number);
+}
+
+template <typename Number> bool take_fixed(std::string_view& in, Number& number) {
+    if (in.size() < sizeof number) return false;
+    std::memcpy(&number, in.data(), sizeof number);
+    in.remove_prefix(sizeof number);
+    return true;
+}
+
+void encode_part(std::string& out, const CarriedKey& key) {
+    out.clear();
+    put_varint(out, key.key.size());
+    out += key.key;
+    std::uint8_t stages = 0;
+    for (std::size_t s = 0; s < key.sightings.size() && s < 8; ++s)
+        if (key.sightings[s].count > 0) stages = static_cast<std::uint8_t>(stages | (1U << s));
+    out += static_cast<char>(stages);
+    for (std::size_t s = 0; s < key.sightings.size() && s < 8; ++s) {
+        const auto& seen = key.sightings[s];
+        if (seen.count == 0) continue;
+        std::uint8_t flags = (seen.timed ? 1 : 0) |
+                             (seen.timed && seen.last_us != seen.first_us ? 2 : 0) |
+                             (seen.payload != 0 ? 4 : 0) | (seen.count > 1 ? 8 : 0);
+        out += static_cast<char>(flags);
+        if (flags & 8) put_varint(out, seen.count);
+        if (flags & 1) put_fixed(out, seen.first_us);
+        if (flags & 2) put_fixed(out, seen.last_us);
+        if (flags & 4) put_fixed(out, seen.payload);
+    }
+    put_varint(out, key.reported);
+    put_varint(out, key.group.size());
+    out += key.group;
+}
+
+// Reads one part from the front of `in`; false when `in` does not start with one.
+bool decode_part(std::string_view& in, CarriedKey& key, std::size_t stages) {
+    std::uint64_t size = 0;
+    if (!take_varint(in, size) || in.size() < size) return false;
+    key.key.assign(in.substr(0, size));
+    in.remove_prefix(size);
+    std::uint8_t present = 0;
+    if (!take_fixed(in, present)) return false;
+    key.sightings.assign(stages, Sighting{});
+    for (std::size_t s = 0; s < stages && s < 8; ++s) {
+        if ((present & (1U << s)) == 0) continue;
+        auto& seen = key.sightings[s];
+        std::uint8_t flags = 0;
+        if (!take_fixed(in, flags)) return false;
+        std::uint64_t count = 1;
+        if ((flags & 8) && !take_varint(in, count)) return false;
+        seen.count = static_cast<std::uint32_t>(count);
+        seen.timed = (flags & 1) != 0;
+        if (seen.timed && !take_fixed(in, seen.first_us)) return false;
+        seen.last_us = seen.first_us;
+        if ((flags & 2) && !take_fixed(in, seen.last_us)) return false;
+        if ((flags & 4) && !take_fixed(in, seen.payload)) return false;
+    }
+    std::uint64_t reported = 0;
+    if (!take_varint(in, reported) || !take_varint(in, size) || in.size() < size) return false;
+    key.reported = static_cast<std::uint32_t>(reported);
+    key.group.assign(in.substr(0, size));
+    in.remove_prefix(size);
+    return true;
+}
+
 } // namespace
 
-KeySpill::KeySpill(const std::filesystem::path& directory, std::size_t stages)
-    : m_stages(stages) {
+KeySpill::KeySpill(const std::filesystem::path& directory, std::size_t stages) : m_stages(stages) {
     std::error_code error;
     for (int attempt = 0; attempt < 100; ++attempt) {
         auto candidate = directory / fmt::format("idem-reconcile-{}-{}", ::getpid(), attempt);
@@ -42,8 +133,8 @@ KeySpill::KeySpill(const std::filesystem::path& directory, std::size_t stages)
         }
     }
     if (m_directory.empty())
-        throw FileSystemError(fmt::format("cannot create a spill directory under {}",
-                                          directory.string()));
+        throw FileSystemError(
+            fmt::format("cannot create a spill directory under {}", directory.string()));
     try {
         for (std::size_t p = 0; p < k_partitions; ++p)
             m_files.push_back(open_file(m_directory / fmt::format("keys-{:02}", p)));
@@ -66,39 +157,37 @@ KeySpill::~KeySpill() {
 
 void KeySpill::add(const CarriedKey& key) {
     auto partition = KeyIndex::hash_of(key.key) % k_partitions;
-    auto bytes = encode_carried(key);
-    auto key_size = static_cast<std::uint32_t>(key.key.size());
-    auto bytes_size = static_cast<std::uint32_t>(bytes.size());
-    auto* file = m_files[partition];
-    write_all(file, &key_size, sizeof key_size, m_directory);
-    write_all(file, key.key.data(), key.key.size(), m_directory);
-    write_all(file, &bytes_size, sizeof bytes_size, m_directory);
-    write_all(file, bytes.data(), bytes.size(), m_directory);
-    m_bytes += sizeof key_size + key.key.size() + sizeof bytes_size + bytes.size();
+    encode_part(m_encoded, key);
+    write_all(m_files[partition], m_encoded.data(), m_encoded.size(), m_directory);
+    m_bytes += m_encoded.size();
 }
 
 void KeySpill::read(std::size_t partition, const std::function<void(const CarriedKey&)>& take) {
     auto* file = m_files[partition];
     if (std::fflush(file) != 0 || std::fseek(file, 0, SEEK_SET) != 0)
-        throw FileSystemError(fmt::format("cannot read back the spill directory {}",
-                                          m_directory.string()));
-    std::string key, bytes;
-    auto read_text = [&](std::string& text) {
-        std::uint32_t size = 0;
-        if (std::fread(&size, sizeof size, 1, file) != 1) return false;
-        text.resize(size);
-        return size == 0 || std::fread(text.data(), 1, size, file) == size;
-    };
-    while (read_text(key)) {
-        if (!read_text(bytes))
-            throw FileSystemError(fmt::format("the spill file of partition {} in {} is cut short",
-                                              partition, m_directory.string()));
-        auto decoded = decode_carried(key, bytes, m_stages);
-        if (!decoded)
-            throw FileSystemError(fmt::format("the spill file of partition {} in {} is damaged",
-                                              partition, m_directory.string()));
-        take(*decoded);
+        throw FileSystemError(
+            fmt::format("cannot read back the spill directory {}", m_directory.string()));
+    // Read in large pieces; a part cut by a piece's end waits for the next.
+    std::string buffer;
+    std::vector<char> piece(1 << 20);
+    CarriedKey key;
+    std::size_t got = 0;
+    while ((got = std::fread(piece.data(), 1, piece.size(), file)) > 0) {
+        buffer.append(piece.data(), got);
+        std::string_view rest = buffer;
+        while (!rest.empty()) {
+            auto before = rest;
+            if (!decode_part(rest, key, m_stages)) {
+                rest = before;
+                break;
+            }
+            take(key);
+        }
+        buffer.erase(0, buffer.size() - rest.size());
     }
+    if (!buffer.empty())
+        throw FileSystemError(fmt::format("the spill file of partition {} in {} is damaged",
+                                          partition, m_directory.string()));
     // Done with it: its disk space back before the next partition is read.
     if (std::fflush(file) != 0 || ::ftruncate(::fileno(file), 0) != 0) {
         // Not fatal: the directory is removed at the end anyway.
@@ -131,8 +220,8 @@ std::optional<double> KeySpill::latency_percentile(std::size_t hop, double fract
     rank = std::clamp<std::uint64_t>(rank, 1, count);
     auto value = nth_value(count, rank, [&](const std::function<void(std::int64_t)>& see) {
         if (std::fflush(file) != 0 || std::fseek(file, 0, SEEK_SET) != 0)
-            throw FileSystemError(fmt::format("cannot read back the spill directory {}",
-                                              m_directory.string()));
+            throw FileSystemError(
+                fmt::format("cannot read back the spill directory {}", m_directory.string()));
         std::vector<std::int64_t> chunk(1 << 16);
         std::size_t got = 0;
         while ((got = std::fread(chunk.data(), sizeof(std::int64_t), chunk.size(), file)) > 0)

@@ -50,14 +50,15 @@ private:
     std::vector<std::FILE*> m_latencies;
     std::vector<std::uint64_t> m_latency_counts;
     std::uint64_t m_bytes = 0;
+    std::string m_encoded;
 };
 
 // The value of nearest rank `rank` (1-based) among `count` values that
 // `pass` hands out again each time it is called (the values in any order),
 // with a table of at most 65536 counters however many values there are:
 // each pass narrows the range the value is in 65536-fold. Exposed for tests.
-[[nodiscard]] std::int64_t nth_value(
-    std::uint64_t count, std::uint64_t rank,
-    const std::function<void(const std::function<void(std::int64_t)>&)>& pass);
+[[nodiscard]] std::int64_t
+nth_value(std::uint64_t count, std::uint64_t rank,
+          const std::function<void(const std::function<void(std::int64_t)>&)>& pass);
 
 } // namespace idem::reconcile

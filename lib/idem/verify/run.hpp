@@ -41,6 +41,10 @@ struct VerifyRunOptions {
     // under `degraded`, and written back to the store at the end.
     StoreFailure on_store_error = StoreFailure::fail;
     std::size_t threads = 0; // worker threads; 0: one per core (at most 8)
+    // --explain: each invalid verdict gets a diagnosis (explain.hpp), at
+    // most this many verifications of changed copies each.
+    bool explain = false;
+    std::size_t explain_budget = 64;
 };
 
 struct RunResult {

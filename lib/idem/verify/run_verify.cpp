@@ -2,6 +2,8 @@
 
 #include "idem/verify/run.hpp"
 
+#include "idem/verify/explain.hpp"
+
 #include "idem/record/annotate.hpp"
 #include "idem/record/event_time.hpp"
 #include "idem/record/parser.hpp"
@@ -15,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
+#include <map>
 #include <thread>
 
 namespace idem::verify {
@@ -175,6 +178,7 @@ struct Outcome {
     Verdict verdict;
     bool has_annotations = false;
     Timestamp now;
+    std::optional<Diagnosis> diagnosis; // --explain, for an invalid verdict
 };
 
 using BlockOutcome = record::BlockOutcomes<Outcome>;
@@ -183,7 +187,10 @@ using BlockOutcome = record::BlockOutcomes<Outcome>;
 struct WorkerState {
     record::RecordParser parser;
     Verifier verifier;
-    explicit WorkerState(const VerifyConfig& config) : verifier(config) {}
+    std::optional<Explainer> explainer;
+    explicit WorkerState(const VerifyRunOptions& options) : verifier(options.config) {
+        if (options.explain) explainer.emplace(options.config, options.explain_budget);
+    }
 };
 
 void judge_block(const record::InputBlock& block, WorkerState& state,
@@ -217,6 +224,9 @@ void judge_block(const record::InputBlock& block, WorkerState& state,
             if (auto received = record::event_time(state.parser, nullptr).time)
                 outcome.now = *received;
         outcome.verdict = state.verifier.verify(envelope, outcome.now);
+        // Only invalid deliveries cost anything more.
+        if (!outcome.verdict.valid && state.explainer)
+            outcome.diagnosis = state.explainer->explain(envelope, outcome.now, outcome.verdict);
     }
     result.lines = cursor.lines_seen();
 }
@@ -244,7 +254,9 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     record::RecordRun<WorkerState, BlockOutcome> run(
         {options.input, options.reject_path, options.strictness, options.threads}, diagnostics);
     auto clock_now = now_utc();
-    auto states = run.states([&] { return std::make_unique<WorkerState>(options.config); });
+    auto states = run.states([&] { return std::make_unique<WorkerState>(options); });
+    std::map<std::string, std::uint64_t> diagnoses; // --explain: by kind
+    std::uint64_t explained = 0, suspected = 0, unexplained = 0;
 
     std::string member;
     std::uint64_t valid = 0, invalid = 0, dropped = 0, replayed = 0, already_verified = 0,
@@ -295,6 +307,16 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
         }
         member.clear();
         append_verdict(member, verdict);
+        if (outcome.diagnosis && !verdict.valid) {
+            const auto& diagnosis = *outcome.diagnosis;
+            member.pop_back(); // inside "verify"
+            append_diagnosis(member, diagnosis);
+            member += '}';
+            ++diagnoses[diagnosis.kind];
+            (diagnosis.proven                  ? explained
+             : diagnosis.kind == "unexplained" ? unexplained
+                                               : suspected)++;
+        }
         if (verdict.valid) {
             ++valid;
             record::write_annotated(output, record.bytes, outcome.has_annotations, member);
@@ -338,6 +360,16 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
         if (judged_in_process > 0) summary.counts.emplace_back("degraded", judged_in_process);
     }
     summary.counts.emplace_back("rejected", run.rejects().count());
+    if (options.explain) {
+        // Proven: a changed copy verified. Suspected: read off the delivery
+        // (truncated, decompressed). Unexplained: treat as forged.
+        summary.counts.emplace_back("explained", explained);
+        summary.counts.emplace_back("suspected", suspected);
+        summary.counts.emplace_back("unexplained", unexplained);
+        summary.parts_name = "diagnosis";
+        for (const auto& [kind, count] : diagnoses)
+            summary.parts.push_back({kind, {{"deliveries", count}}, {}});
+    }
     summary.counts.emplace_back("out", output.records_written());
     if (invalid_sink) summary.counts.emplace_back("invalid_file", invalid_sink->records_written());
     if (options.invalid_routing == InvalidRouting::divert && !invalid_sink)
