@@ -16,6 +16,14 @@ STRIPE_OLD=whsec_demo_rotated_out STRIPE_NOW=whsec_demo_stripe_secret \
     samples/captures/stripe.ndjson | verdicts
 echo "exit code: ${PIPESTATUS[0]} (1: some deliveries are not genuine)"
 
+step "Why does a genuine delivery fail? --explain tries what breaks them on the way" \
+     "jq -c '.body |= (fromjson | tojson)' (a proxy compacts the JSON) | idem verify --explain ...; and the captures above"
+{ head -1 samples/captures/stripe.ndjson | jq -c '.body |= (fromjson | tojson)'; tail -n +2 samples/captures/stripe.ndjson; } |
+    STRIPE_OLD=whsec_demo_rotated_out STRIPE_NOW=whsec_demo_stripe_secret \
+    "$IDEM" verify --scheme stripe --secret-env old=STRIPE_OLD --secret-env current=STRIPE_NOW --explain -q |
+    jq -r 'select(._idem.verify.valid | not) | [.id, ._idem.verify.diagnosis.kind, ._idem.verify.diagnosis.detail] | @tsv' |
+    column -t -s $'\t'
+
 step "GitHub captures, remembering delivery ids: the UI's 'Redeliver' shows up as a replay" \
      "idem verify --secret \$GH --nonce --store $work/idem.db samples/captures/github.ndjson"
 "$IDEM" verify --secret gh-demo-secret --nonce --store "$work/idem.db" samples/captures/github.ndjson | verdicts

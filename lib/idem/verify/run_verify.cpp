@@ -366,7 +366,7 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
         summary.counts.emplace_back("explained", explained);
         summary.counts.emplace_back("suspected", suspected);
         summary.counts.emplace_back("unexplained", unexplained);
-        summary.parts_name = "diagnosis";
+        summary.parts_name = "cause";
         for (const auto& [kind, count] : diagnoses)
             summary.parts.push_back({kind, {{"deliveries", count}}, {}});
     }
