@@ -127,6 +127,12 @@ class Flow(unittest.TestCase):
         self.assertEqual(first["keys"], len(self.sent))
         self.assertAlmostEqual(first["loss_rate"], first["lost"] / (first["lost"] + first["reached"]))
         self.assertIsNotNone(first["latency_ms"]["p99"])
+        # When did the loss happen: per hour, the keys that started the hop and the share lost.
+        by_hour = first["loss_by_hour"]
+        self.assertEqual(sum(h["lost"] for h in by_hour), first["lost"])
+        for hour in by_hour:
+            self.assertEqual(hour["lost"], first["lost_by_hour"][hour["hour"][:-3]])
+            self.assertAlmostEqual(hour["loss_rate"], hour["lost"] / hour["keys"])
         stages = {s["stage"]: s for s in report["stages"]}
         self.assertEqual(stages["received"]["records"], len(self.received))
         self.assertEqual(stages["processed"]["orphans"], 1)

@@ -154,6 +154,10 @@ Reconciliation Ledger::judge(std::optional<Timestamp> now) const {
     }
     auto& latencies = result.latencies;
     latencies.resize(stages > 0 ? stages - 1 : 0);
+    // Keys at each hop's first stage by hour of event time, counted as
+    // numbers and named once at the end (formatting per key would cost).
+    constexpr std::int64_t k_hour_us = 3'600'000'000;
+    std::vector<std::map<std::int64_t, std::uint64_t>> hours(latencies.size());
     // --by: per hop, per group, keys and lost.
     std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> groups(
         stages > 0 ? stages - 1 : 0,
@@ -221,6 +225,9 @@ Reconciliation Ledger::judge(std::optional<Timestamp> now) const {
             if (here.count == 0) continue;
             auto& hop = result.hops[s];
             ++hop.keys;
+            if (here.timed)
+                ++hours[s][here.first_us >= 0 ? here.first_us / k_hour_us
+                                              : -((-here.first_us - 1) / k_hour_us) - 1];
             auto group = index < m_group_of.size() ? m_group_of[index] : 0;
             if (group > 0) ++groups[s][group - 1].first;
             if (next.count == 0) {
@@ -279,6 +286,8 @@ Reconciliation Ledger::judge(std::optional<Timestamp> now) const {
                                              60'000'000, 600'000'000, 3'600'000'000};
     for (std::size_t s = 0; s + 1 < stages; ++s) {
         auto& hop = result.hops[s];
+        for (const auto& [hour, keys] : hours[s])
+            hop.keys_by_hour[hour_of(hour * k_hour_us)] += keys;
         for (auto latency : latencies[s]) {
             std::size_t bucket = 0;
             while (bucket < 7 && latency >= k_bounds_us[bucket])
@@ -322,6 +331,8 @@ void add_reconciliation(Reconciliation& total, Reconciliation&& part) {
             into.latency_histogram[b] += from.latency_histogram[b];
         for (const auto& [hour, lost] : from.lost_by_hour)
             into.lost_by_hour[hour] += lost;
+        for (const auto& [hour, keys] : from.keys_by_hour)
+            into.keys_by_hour[hour] += keys;
         std::map<std::string, Hop::Group> groups;
         for (auto& group : into.by_group)
             groups[group.name] = std::move(group);

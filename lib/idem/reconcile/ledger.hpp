@@ -62,6 +62,7 @@ struct Hop {
     // How many keys took how long, by decade (k_latency_buckets).
     std::array<std::uint64_t, 8> latency_histogram{};
     std::map<std::string, std::uint64_t> lost_by_hour; // "2026-11-30T08" -> lost keys
+    std::map<std::string, std::uint64_t> keys_by_hour; // ... -> timed keys at `from`
     // With --by: per group, keys at `from` and how many were lost, most
     // lost first (at most k_groups_shown, the rest summed as "(others)").
     struct Group {

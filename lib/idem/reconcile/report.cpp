@@ -44,6 +44,18 @@ nlohmann::ordered_json json_of(const Reconciliation& r) {
         latency["p95"] = hop.p95_ms ? nlohmann::ordered_json(*hop.p95_ms) : nullptr;
         latency["p99"] = hop.p99_ms ? nlohmann::ordered_json(*hop.p99_ms) : nullptr;
         item["lost_by_hour"] = hop.lost_by_hour;
+        // When did the loss happen: per hour with losses, the keys that
+        // started the hop then and the share of them lost.
+        auto& by_hour = item["loss_by_hour"] = nlohmann::ordered_json::array();
+        for (const auto& [hour, lost] : hop.lost_by_hour) {
+            auto keys = hop.keys_by_hour.count(hour) ? hop.keys_by_hour.at(hour) : 0;
+            by_hour.push_back(
+                {{"hour", hour + ":00"},
+                 {"keys", keys},
+                 {"lost", lost},
+                 {"loss_rate",
+                  keys == 0 ? 0.0 : static_cast<double>(lost) / static_cast<double>(keys)}});
+        }
         if (!hop.by_group.empty()) {
             auto& groups = item["by_group"] = nlohmann::ordered_json::array();
             for (const auto& group : hop.by_group)
@@ -131,12 +143,18 @@ void render_text(const Reconciliation& r, std::string& out, bool markdown) {
     }
     for (const auto& hop : r.hops) {
         if (hop.lost_by_hour.empty()) continue;
-        out += markdown ? fmt::format("\n## Lost {} → {}, by hour\n\n| hour | lost |\n|---|---|\n",
+        out += markdown ? fmt::format("\n## Lost {} → {}, by hour\n\n| hour | lost | of keys | "
+                                      "loss rate |\n|---|---|---|---|\n",
                                       hop.from, hop.to)
                         : fmt::format("\nlost {} -> {}, by hour\n", hop.from, hop.to);
-        for (const auto& [hour, lost] : hop.lost_by_hour)
-            out += markdown ? fmt::format("| {}:00 | {} |\n", hour, lost)
-                            : fmt::format("  {}:00  {}\n", hour, lost);
+        for (const auto& [hour, lost] : hop.lost_by_hour) {
+            auto keys = hop.keys_by_hour.count(hour) ? hop.keys_by_hour.at(hour) : 0;
+            auto rate =
+                keys == 0 ? 0.0 : static_cast<double>(lost) / static_cast<double>(keys) * 100;
+            out += markdown ? fmt::format("| {}:00 | {} | {} | {:.3f}% |\n", hour, lost, keys, rate)
+                            : fmt::format("  {}:00  {:>7} of {:>8} keys ({:.3f}%)\n", hour, lost,
+                                          keys, rate);
+        }
     }
     for (std::size_t i = 0; i < k_finding_kinds; ++i) {
         if (r.counts[i] == 0) continue;

@@ -440,6 +440,13 @@ void RedisRouter::discover() {
             node.close();
             continue;
         }
+        // A node still loading its data cannot say whether it is in a
+        // cluster: asked again, with backoff, rather than taken for one node.
+        if (error_starts(reply.get(), "LOADING")) {
+            last_error = text_of(reply.get());
+            node.close();
+            continue;
+        }
         impl.mode_known = true;
         if (reply->type == REDIS_REPLY_ARRAY && impl.install_map(reply.get(), node)) {
             impl.clustered = true;
@@ -569,6 +576,10 @@ std::string RedisRouter::load_script_once(const std::string& source) {
     for (auto* node : impl.masters) {
         if (!impl.connect(*node, why)) continue;
         auto reply = impl.send_one(*node, {"SCRIPT", "LOAD", source});
+        // Still reading its data back after a restart: waited out like an
+        // unreachable node (retrying() backs off up to --store-timeout).
+        if (reply && error_starts(reply.get(), "LOADING"))
+            throw Unreachable{text_of(reply.get()), false};
         if (!reply || reply->type != REDIS_REPLY_STRING)
             impl.fail(fmt::format("cannot load a script on {}: {}", node->name(),
                                   reply ? text_of(reply.get()) : "no reply"));
