@@ -212,6 +212,27 @@ class Shapes(unittest.TestCase):
             self.assertEqual(report["findings"]["lost"]["count"], 1)
             self.assertEqual(report["findings"]["lost"]["examples"][0]["key"], "g4")
 
+    def test_a_svix_attempts_page(self):
+        """Svix's "list attempts" answer ({"data": [...], "iterator", "done"}),
+        one attempt per try: a message tried twice is duplicated at Svix."""
+        attempts = [{"id": f"atmpt_{n}", "msgId": f"msg_{n % 8}", "endpointId": "ep_1",
+                     "responseStatusCode": 500 if n >= 8 else 200, "timestamp": stamp(n), "status": 0,
+                     "triggerType": 0} for n in range(10)]
+        with tempfile.TemporaryDirectory() as tmp:
+            sent = os.path.join(tmp, "attempts.json")
+            with open(sent, "w") as f:
+                json.dump({"data": attempts, "iterator": "iter_1", "prevIterator": None, "done": True}, f)
+            app = os.path.join(tmp, "app.ndjson")
+            with open(app, "wb") as f:
+                f.write(ndjson([{"svix_id": f"msg_{n}", "ts": stamp(n + 1)} for n in range(8) if n != 3]))
+            code, out, err = run(["reconcile", "--stage", f"svix={sent}", "--stage", f"app={app}",
+                                  "--key", "svix=msgId", "--key", "app=svix_id", "--time", "svix=timestamp",
+                                  "--time", "app=ts", "--grace", "1s", "--report", "json"])
+            self.assertEqual(code, 0, err)
+            report = json.loads(out)
+            self.assertEqual([e["key"] for e in report["findings"]["lost"]["examples"]], ["msg_3"])
+            self.assertEqual(report["findings"]["duplicated"]["count"], 2)  # msg_0 and msg_1, tried twice
+
     def test_keys_still_within_the_grace_are_pending_not_lost(self):
         a = [{"id": "x", "ts": stamp(0)}, {"id": "y", "ts": stamp(100)}]
         with tempfile.TemporaryDirectory() as tmp:
