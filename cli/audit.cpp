@@ -40,6 +40,8 @@ struct AuditOptions {
     std::string verdicts;
     std::size_t threads = 0;
     std::uint64_t spill_after = 250'000;
+    std::vector<std::string> what_if;
+    bool suggest = false;
     std::string spill_dir;
 };
 
@@ -123,6 +125,20 @@ int run_audit_command(AuditOptions options) {
                                                 : audit::ReportFormat::table;
     run.threads = options.threads;
     run.spill_after = options.spill_after;
+    for (const auto& text : options.what_if) {
+        // "ttl=5m,1h,24h": the only setting judged again so far.
+        auto equals = text.find('=');
+        auto name = equals == std::string::npos ? std::string() : text.substr(0, equals);
+        if (name != "ttl")
+            throw UsageError(fmt::format("--what-if {}: give ttl=DURATION[,DURATION...] (e.g. "
+                                         "ttl=5m,1h,24h)",
+                                         quote(text)));
+        for (auto ttl : split(std::string_view(text).substr(equals + 1), ','))
+            run.what_if.ttls.push_back(positive_duration("--what-if ttl", std::string(ttl)));
+    }
+    run.what_if.suggest = options.suggest;
+    if ((!run.what_if.ttls.empty() || run.what_if.suggest) && options.key.empty())
+        throw UsageError("--what-if and --suggest judge a dedup by key again: give --key");
     run.spill_directory = options.spill_dir.empty() ? std::filesystem::temp_directory_path()
                                                     : std::filesystem::path(options.spill_dir);
     apply_store_timeout(options.common, std::chrono::milliseconds(10000));
@@ -164,6 +180,14 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
                         "field paths left out of the payload (request ids, attempt counters)");
     command->add_option("--race-window", options->race_window,
                         "records from different sources this close are concurrent (default 1s)");
+    command
+        ->add_option("--what-if", options->what_if,
+                     "ttl=5m,1h,24h: judge the log again as dedup by --key with each TTL would "
+                     "have: duplicates caught and missed (with examples), and the memory held")
+        ->allow_extra_args(false);
+    command->add_flag("--suggest", options->suggest,
+                      "the TTL that would have caught 99%, 99.9% and every duplicate, with its "
+                      "memory cost, from the delays between copies");
     command->add_option("--ttl", options->ttl,
                         "the dedup TTL: a repeat later than this under one key is ttl-expired "
                         "(default 24h)");

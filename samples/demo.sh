@@ -99,6 +99,11 @@ step "A retry that came after the dedup key expired" \
      "idem audit --key key --time-field ts --source-field worker --ttl 5m samples/incidents/ttl-expired.ndjson"
 "$IDEM" audit --key key --time-field ts --source-field worker --ttl 5m -q samples/incidents/ttl-expired.ndjson
 
+step "Which TTL would have caught it?" \
+     "idem audit --key key --time-field ts --what-if ttl=5m,10m,1h --suggest samples/incidents/ttl-expired.ndjson"
+"$IDEM" audit --key key --time-field ts --source-field worker --ttl 5m --what-if ttl=5m,10m,1h --suggest -q \
+    samples/incidents/ttl-expired.ndjson | sed -n '/what if/,/delays of/p'
+
 step "Capture, then re-send safely: a target that fails a third of the time and asks to be called back" \
      "idem listen --port 0 --fail-rate 33% --fail-status 503 --retry-after 1s & idem replay --to \$URL --key id ..."
 "$IDEM" listen --port 0 --fail-rate 33% --fail-status 503 --retry-after 1s --seed 7 -o "$work/target.ndjson" \

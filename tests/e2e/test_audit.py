@@ -467,3 +467,88 @@ class PayloadComparison(unittest.TestCase):
         self.assertIn("retried-after-failure", out.decode())
         self.assertIn("resent after 2 failed answers (503, no answer)", out.decode())
         self.assertNotIn("from , gaps", out.decode())
+
+
+class WhatIf(unittest.TestCase):
+    """--what-if ttl=... and --suggest (issue #18): which TTL would have caught it."""
+
+    def test_the_key_that_lived_five_minutes(self):
+        code, report, err = audit(["--key", "key", "--time-field", "ts", "--what-if", "ttl=5m,10m,24h",
+                                   "--suggest", incident("ttl-expired.ndjson")])
+        self.assertIn(code, (0, 1), err)
+        settings = {s["ttl"]: s for s in report["summary"]["what_if"]["settings"]}
+        self.assertEqual((settings["5m"]["caught"], settings["5m"]["missed"]), (0, 1))
+        self.assertEqual(settings["5m"]["missed_examples"][0]["key"], "evt_1Q77")
+        self.assertAlmostEqual(settings["5m"]["missed_examples"][0]["after_claim_seconds"], 364)
+        self.assertEqual((settings["10m"]["caught"], settings["10m"]["missed"]), (1, 0))
+        suggested = {s["coverage"]: s["ttl"] for s in report["summary"]["what_if"]["suggestions"]}
+        self.assertEqual(suggested[1], "10m")  # 6m04s, rounded up to a TTL people write
+
+    def test_a_regenerated_key_is_caught_by_no_ttl(self):
+        code, report, err = audit(["--key", "idempotency_key", "--fingerprint", "order_id,step,amount",
+                                   "--time-field", "ts", "--what-if", "ttl=72h", incident("overnight-resume.ndjson")])
+        self.assertIn(code, (0, 1), err)
+        what_if = report["summary"]["what_if"]
+        self.assertGreaterEqual(what_if["other_keys"], 1)
+        code, out, err = run(["audit", "--key", "idempotency_key", "--fingerprint", "order_id,step,amount",
+                              "--time-field", "ts", "--what-if", "ttl=72h", "-q", incident("overnight-resume.ndjson")])
+        self.assertIn("no TTL on the key catches", out.decode())
+
+    def generated(self, tmp):
+        """Keys with copies at planted delays; returns (path, [delays per key])."""
+        import random
+        rng = random.Random(18)
+        lines, groups = [], []
+        for k in range(400):
+            base = k * 7
+            delays = sorted(rng.choice([0.5, 30, 200, 400, 3000, 20000, 90000]) for _ in range(rng.randint(0, 4)))
+            groups.append([0] + delays)
+            for d in [0] + delays:
+                lines.append({"key": f"k{k}", "ts": base + d})
+        rng.shuffle(lines)
+        path = os.path.join(tmp, "log.ndjson")
+        with open(path, "w") as f:
+            f.write("".join(json.dumps(line) + "\n" for line in lines))
+        return path, groups
+
+    def simulate(self, groups, ttl):
+        """The same judgement, written again: a copy within the TTL of its
+        key's claim is caught; a later one claims anew."""
+        caught = missed = 0
+        for times in groups:
+            claim = times[0]
+            for t in times[1:]:
+                if t - claim <= ttl:
+                    caught += 1
+                else:
+                    missed += 1
+                    claim = t
+        return caught, missed
+
+    def test_caught_and_missed_agree_with_a_simulation_in_memory_and_on_disk(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path, groups = self.generated(tmp)
+            ttls = {"1m": 60, "5m": 300, "1h": 3600, "24h": 86400}
+            reports = []
+            for spill in ("1000000", "50"):
+                code, report, err = audit(["--key", "key", "--time-field", "ts", "--what-if",
+                                           "ttl=" + ",".join(ttls), "--suggest", "--spill-after", spill,
+                                           "--spill-dir", tmp, path])
+                self.assertIn(code, (0, 1), err)
+                reports.append(report["summary"]["what_if"])
+            self.assertEqual(reports[0], reports[1])  # grouped on disk: the same
+            for setting in reports[0]["settings"]:
+                self.assertEqual((setting["caught"], setting["missed"]),
+                                 self.simulate(groups, setting["ttl_seconds"]), setting["ttl"])
+            self.assertEqual(sorted(s["ttl_seconds"] for s in reports[0]["settings"]), sorted(ttls.values()))
+            delays = sorted(t - times[0] for times in groups for t in times[1:])
+            suggestion = {s["coverage"]: s["ttl_seconds"] for s in reports[0]["suggestions"]}
+            self.assertGreaterEqual(suggestion[1], delays[-1])
+            self.assertEqual(self.simulate(groups, suggestion[1])[1], 0)  # catches every one
+            self.assertEqual(sum(reports[0]["delays"].values()), len(delays))
+
+    def test_usage(self):
+        for args in (["--what-if", "window=5m", "--key", "k"], ["--what-if", "ttl=soon", "--key", "k"],
+                     ["--suggest"]):
+            code, _, err = run(["audit", *args], stdin=b"{}\n")
+            self.assertEqual(code, 2, args)

@@ -149,6 +149,9 @@ std::string fit(std::string line, std::size_t width = 80) {
     return line + "...";
 }
 
+std::string cell(std::string text);
+void render_what_if(const FindingsSummary& summary, std::string& out, bool markdown);
+
 void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut& report) {
     auto& out = report.text();
     out += fit(fmt::format("idem audit: {} records, {} group{}, {} duplicates ({:.1f}%)",
@@ -172,6 +175,7 @@ void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut&
         sources.push_back(fmt::format("{} {}", source, count));
     out += fit("causes: " + fmt::format("{}", fmt::join(causes, ", "))) + "\n";
     out += fit("sources: " + fmt::format("{}", fmt::join(sources, ", "))) + "\n";
+    render_what_if(summary, out, false);
     for (std::size_t g = 0; g < groups.size(); ++g) {
         auto [findings, group] = groups.at(g);
         out += '\n';
@@ -327,6 +331,114 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
 }
 
 // The summary is small: nlohmann, indented. The groups follow one per line.
+// --what-if and --suggest, as text (a table or Markdown).
+void render_what_if(const FindingsSummary& summary, std::string& out, bool markdown) {
+    if (!summary.what_if) return;
+    const auto& what_if = *summary.what_if;
+    auto mib = [](std::uint64_t held, std::uint64_t per) {
+        auto bytes = static_cast<double>(held * per);
+        if (bytes < 1024) return fmt::format("{:.0f} B", bytes);
+        if (bytes < 1024.0 * 1024) return fmt::format("{:.1f} KiB", bytes / 1024);
+        if (bytes < 1024.0 * 1024 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024 * 1024));
+        return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024));
+    };
+    out += markdown
+               ? "\n### What if the dedup key had lived longer?\n\n"
+                 "| TTL | duplicates | caught | missed | fingerprints held | SQLite | Redis |\n"
+                 "|---|---|---|---|---|---|---|\n"
+               : "\nwhat if the dedup key had lived...\n";
+    for (const auto& setting : what_if.settings) {
+        auto ttl = format_duration(setting.ttl);
+        out +=
+            markdown
+                ? fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", ttl, setting.duplicates,
+                              setting.caught, setting.missed, setting.held,
+                              mib(setting.held, k_bytes_per_fingerprint_sqlite),
+                              mib(setting.held, k_bytes_per_fingerprint_redis))
+                : fit(fmt::format("  {:>6}: caught {} of {}, missed {}; ~{} held (SQLite {}, "
+                                  "Redis {})",
+                                  ttl, setting.caught, setting.duplicates, setting.missed,
+                                  setting.held, mib(setting.held, k_bytes_per_fingerprint_sqlite),
+                                  mib(setting.held, k_bytes_per_fingerprint_redis))) +
+                      "\n";
+        for (const auto& missed : setting.examples)
+            out += markdown ? fmt::format("| | missed: {} came {} after its claim | | | | | |\n",
+                                          cell(missed.key), format_duration(missed.after_claim))
+                            : fit(fmt::format("          missed {}: came {} after its claim",
+                                              missed.key, format_duration(missed.after_claim))) +
+                                  "\n";
+    }
+    if (summary.other_keys > 0)
+        out += fmt::format("{}{} duplicate{} came under a new key (key-regenerated): no TTL on the "
+                           "key catches {}; dedup on the business fingerprint would\n",
+                           markdown ? "\n" : "  ", summary.other_keys,
+                           summary.other_keys == 1 ? "" : "s",
+                           summary.other_keys == 1 ? "it" : "them");
+    if (!what_if.suggestions.empty()) {
+        out += markdown ? "\n### Suggested TTL\n\n| covers | TTL | fingerprints held | SQLite "
+                          "| Redis |\n|---|---|---|---|---|\n"
+                        : "the TTL that would have caught, of the duplicates,\n";
+        for (const auto& suggestion : what_if.suggestions) {
+            auto covers = fmt::format("{:g}%", suggestion.coverage * 100);
+            out += markdown ? fmt::format("| {} | {} | {} | {} | {} |\n", covers,
+                                          format_duration(suggestion.ttl), suggestion.held,
+                                          mib(suggestion.held, k_bytes_per_fingerprint_sqlite),
+                                          mib(suggestion.held, k_bytes_per_fingerprint_redis))
+                            : fmt::format("  {:>6}: --ttl {} (~{} held, SQLite {}, Redis {})\n",
+                                          covers, format_duration(suggestion.ttl), suggestion.held,
+                                          mib(suggestion.held, k_bytes_per_fingerprint_sqlite),
+                                          mib(suggestion.held, k_bytes_per_fingerprint_redis));
+        }
+        std::string histogram;
+        for (std::size_t b = 0; b < what_if.delays.size(); ++b)
+            if (what_if.delays[b] > 0)
+                histogram += fmt::format("{}{} {}", histogram.empty() ? "" : ", ",
+                                         k_delay_buckets[b], what_if.delays[b]);
+        out += fmt::format("{}delays of duplicates after their key's first copy: {}\n",
+                           markdown ? "\n" : "  ", histogram);
+    }
+}
+
+nlohmann::json what_if_json(const FindingsSummary& summary) {
+    const auto& what_if = *summary.what_if;
+    nlohmann::json json;
+    auto& settings = json["settings"] = nlohmann::json::array();
+    for (const auto& setting : what_if.settings) {
+        nlohmann::json item{{"ttl", format_duration(setting.ttl)},
+                            {"ttl_seconds", std::chrono::duration<double>(setting.ttl).count()},
+                            {"duplicates", setting.duplicates},
+                            {"caught", setting.caught},
+                            {"missed", setting.missed},
+                            {"fingerprints_held", setting.held},
+                            {"bytes_sqlite", setting.held * k_bytes_per_fingerprint_sqlite},
+                            {"bytes_redis", setting.held * k_bytes_per_fingerprint_redis}};
+        auto& missed = item["missed_examples"] = nlohmann::json::array();
+        for (const auto& example : setting.examples) {
+            // Keys are JSON text in the report's tables; here, the value.
+            auto key = nlohmann::json::parse(example.key, nullptr, false);
+            missed.push_back({{"key", key.is_discarded() ? nlohmann::json(example.key) : key},
+                              {"after_claim_seconds",
+                               std::chrono::duration<double>(example.after_claim).count()}});
+        }
+        settings.push_back(std::move(item));
+    }
+    json["other_keys"] = summary.other_keys;
+    auto& suggestions = json["suggestions"] = nlohmann::json::array();
+    for (const auto& suggestion : what_if.suggestions)
+        suggestions.push_back(
+            {{"coverage", suggestion.coverage},
+             {"ttl", format_duration(suggestion.ttl)},
+             {"ttl_seconds", std::chrono::duration<double>(suggestion.ttl).count()},
+             {"fingerprints_held", suggestion.held},
+             {"bytes_sqlite", suggestion.held * k_bytes_per_fingerprint_sqlite},
+             {"bytes_redis", suggestion.held * k_bytes_per_fingerprint_redis}});
+    auto& delays = json["delays"] = nlohmann::json::object();
+    for (std::size_t b = 0; b < what_if.delays.size(); ++b)
+        delays[k_delay_buckets[b]] = what_if.delays[b];
+    json["timed_duplicates"] = what_if.timed_duplicates;
+    return json;
+}
+
 void render_json(GroupShelf& groups, const FindingsSummary& summary, ReportOut& report) {
     nlohmann::json json;
     json["records"] = summary.records;
@@ -342,6 +454,7 @@ void render_json(GroupShelf& groups, const FindingsSummary& summary, ReportOut& 
     auto& sources = json["sources"] = nlohmann::json::object();
     for (const auto& [source, count] : summary.sources)
         sources[source] = count;
+    if (summary.what_if) json["what_if"] = what_if_json(summary);
     auto& out = report.text();
     out += "{\"summary\": ";
     out += json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -387,6 +500,7 @@ void render_markdown(GroupShelf& groups, const FindingsSummary& summary, ReportO
     }
     for (const auto& [cause, count] : summary.causes)
         out += fmt::format("- `{}`: {} group{}\n", cause_name(cause), count, count == 1 ? "" : "s");
+    render_what_if(summary, out, true);
     out += "\n| # | records | span | sources | causes | group |\n|---|---|---|---|---|---|\n";
     for (std::size_t g = 0; g < groups.size(); ++g) {
         auto [findings, group] = groups.at(g);

@@ -4,11 +4,13 @@
 // for a postmortem.
 
 #include "idem/audit/explain.hpp"
+#include "idem/audit/what_if.hpp"
 #include "idem/io/sink.hpp"
 #include "idem/store/replay_ledger.hpp"
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -79,6 +81,11 @@ struct FindingsSummary {
     std::size_t worst = 0;                 // index into groups, when there are any
     std::map<Cause, std::uint64_t> causes; // groups per cause
     std::vector<std::pair<std::string, std::uint64_t>> sources; // records in groups, most first
+    // --what-if / --suggest: the log judged with other TTLs.
+    std::optional<WhatIf> what_if;
+    // Duplicates under another key of the same intent (key-regenerated):
+    // no TTL on the key catches them.
+    std::uint64_t other_keys = 0;
 };
 
 [[nodiscard]] FindingsSummary summarize(const Findings& findings);

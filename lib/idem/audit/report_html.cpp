@@ -174,6 +174,42 @@ void render_html(GroupShelf& groups, const FindingsSummary& summary, std::string
                                summary.sources[i].second);
         out += "</p></section>";
     }
+    if (summary.what_if) {
+        // --what-if and --suggest: the settings as a table, the delays as bars.
+        const auto& what_if = *summary.what_if;
+        out += "<section id=\"what-if\"><h2>What if the dedup key had lived longer?</h2>"
+               "<table id=\"what-if-table\"><thead><tr><th>TTL</th><th>duplicates</th>"
+               "<th>caught</th><th>missed</th><th>fingerprints held</th></tr></thead><tbody>";
+        for (const auto& setting : what_if.settings)
+            out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                               format_duration(setting.ttl), setting.duplicates, setting.caught,
+                               setting.missed, setting.held);
+        for (const auto& suggestion : what_if.suggestions)
+            out += fmt::format(
+                "<tr class=\"suggested\"><td>{} (covers {:g}%)</td><td colspan=\"3\">"
+                "suggested</td><td>{}</td></tr>",
+                format_duration(suggestion.ttl), suggestion.coverage * 100, suggestion.held);
+        out += "</tbody></table>";
+        std::uint64_t most = 1;
+        for (auto count : what_if.delays)
+            most = std::max(most, count);
+        constexpr int k_bar = 18, k_gap = 6, k_label = 70, k_width = 420;
+        auto bars = what_if.delays.size();
+        out +=
+            fmt::format(R"(<svg id="delay-histogram" xmlns="http://www.w3.org/2000/svg" )"
+                        R"(width="{}" height="{}" role="img" aria-label="delays of duplicates">)",
+                        k_label + k_width + 60, static_cast<int>(bars) * (k_bar + k_gap));
+        for (std::size_t b = 0; b < bars; ++b) {
+            auto y = static_cast<int>(b) * (k_bar + k_gap);
+            auto width =
+                static_cast<double>(what_if.delays[b]) / static_cast<double>(most) * k_width;
+            out += fmt::format(R"(<text x="0" y="{}">{}</text><rect x="{}" y="{}" width="{:.1f}" )"
+                               R"(height="{}" fill="#4a7fc1"/><text x="{:.1f}" y="{}">{}</text>)",
+                               y + 13, html_escape(k_delay_buckets[b]), k_label, y, width, k_bar,
+                               k_label + width + 6, y + 13, what_if.delays[b]);
+        }
+        out += "</svg><p>Delays of duplicates after their key's first copy.</p></section>";
+    }
     std::map<std::uint32_t, std::size_t> colours;
     std::vector<std::string> source_names;
     for (std::size_t g = 0; g < groups.size() && g < k_chart_groups; ++g) {

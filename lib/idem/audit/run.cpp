@@ -252,6 +252,8 @@ public:
 
     [[nodiscard]] std::uint64_t rejected() const { return m_run ? m_run->rejects().count() : 0; }
     [[nodiscard]] bool spilled() const { return m_spill.has_value(); }
+    [[nodiscard]] std::optional<Timestamp> first_time() const { return m_first_time; }
+    [[nodiscard]] std::optional<Timestamp> last_time() const { return m_last_time; }
     [[nodiscard]] std::uint64_t lines() const { return (m_run ? m_run->records() : 0) + m_rows; }
 
 private:
@@ -431,6 +433,10 @@ private:
 
     void take(const Reading& reading, const std::string& texts, Findings::Position position) {
         count_missing(reading);
+        if (reading.time) {
+            if (!m_first_time || *reading.time < *m_first_time) m_first_time = reading.time;
+            if (!m_last_time || *reading.time > *m_last_time) m_last_time = reading.time;
+        }
         if (m_spill) {
             auto fingerprint = text_of(texts, reading.fingerprint);
             auto key = text_of(texts, reading.key);
@@ -555,10 +561,11 @@ private:
     detail::Interner m_sources;
     std::optional<Spill> m_spill;
     std::unique_ptr<GroupShelf> m_shelf;
-    std::uint64_t m_records = 0;    // read and taken
-    std::uint64_t m_identified = 0; // spilled records with an intent
-    std::uint64_t m_rows = 0;       // CSV and query rows read
-    MissingCounts m_missing;        // records without a value at --key, --fingerprint, ...
+    std::uint64_t m_records = 0;                        // read and taken
+    std::uint64_t m_identified = 0;                     // spilled records with an intent
+    std::uint64_t m_rows = 0;                           // CSV and query rows read
+    std::optional<Timestamp> m_first_time, m_last_time; // of every record read
+    MissingCounts m_missing; // records without a value at --key, --fingerprint, ...
 };
 
 } // namespace
@@ -569,6 +576,25 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
     AuditRun run(options, diagnostics);
     FindingsSummary summary;
     auto& groups = run.find_groups(summary);
+    if (!options.what_if.ttls.empty() || options.what_if.suggest) {
+        // One more pass over the groups (from the disk, when spilled).
+        WhatIfJudge judge(options.what_if);
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+            auto [findings, group] = groups.at(g);
+            if (group.kind == GroupKind::fingerprint) {
+                summary.other_keys += group.keys > 0 ? group.keys - 1 : 0;
+                continue;
+            }
+            std::vector<Timestamp> times;
+            for (auto index : group.records)
+                if (auto time = findings.attempts[index].time) times.push_back(*time);
+            judge.add_key_group(findings.key(findings.attempts[group.records.front()].key),
+                                std::move(times));
+        }
+        summary.what_if =
+            judge.finish(run.first_time(), run.last_time(),
+                         summary.records - std::min(summary.records, summary.duplicates));
+    }
     write_report(groups, summary, options.format, output);
     output.flush();
     AuditResult result;

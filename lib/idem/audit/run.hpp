@@ -5,6 +5,7 @@
 // the CLI with everything already decided.
 
 #include "idem/audit/report.hpp"
+#include "idem/audit/what_if.hpp"
 #include "idem/io/diagnostics.hpp"
 #include "idem/io/sink.hpp"
 #include "idem/io/summary.hpp"
@@ -63,6 +64,8 @@ struct AuditRunOptions {
     // (spill.hpp): memory then holds the records in groups, not the input.
     std::uint64_t spill_after = 250'000;
     std::filesystem::path spill_directory;
+    // --what-if ttl=... and --suggest (what_if.hpp).
+    WhatIfOptions what_if;
 };
 
 struct AuditResult {

@@ -1,0 +1,112 @@
+#include "idem/audit/what_if.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace idem::audit {
+
+WhatIfJudge::WhatIfJudge(WhatIfOptions options) : m_options(std::move(options)) {
+    for (auto ttl : m_options.ttls) {
+        WhatIf::Setting setting;
+        setting.ttl = ttl;
+        m_settings.push_back(setting);
+    }
+}
+
+void WhatIfJudge::add_key_group(std::string_view key, std::vector<Timestamp> times) {
+    if (times.size() < 2) return;
+    std::sort(times.begin(), times.end());
+    for (std::size_t i = 1; i < times.size(); ++i)
+        m_delays.push_back((times[i] - times.front()).count());
+    // As dedup judges: a copy within the TTL of its key's claim is caught;
+    // one after it finds the claim expired, passes, and claims anew.
+    for (auto& setting : m_settings) {
+        auto claim = times.front();
+        for (std::size_t i = 1; i < times.size(); ++i) {
+            ++setting.duplicates;
+            auto since = times[i] - claim;
+            if (since <= setting.ttl) {
+                ++setting.caught;
+                continue;
+            }
+            ++setting.missed;
+            claim = times[i];
+            // The longest-delayed misses: the ones a longer TTL would need.
+            auto& examples = setting.examples;
+            WhatIf::Missed missed{std::string(key), since};
+            if (examples.size() < m_options.examples) {
+                examples.push_back(std::move(missed));
+            } else {
+                auto shortest = std::min_element(
+                    examples.begin(), examples.end(),
+                    [](const auto& a, const auto& b) { return a.after_claim < b.after_claim; });
+                if (shortest->after_claim < since) *shortest = std::move(missed);
+            }
+        }
+    }
+}
+
+Duration round_up_ttl(Duration at_least) {
+    using namespace std::chrono;
+    static const Duration k_steps[] = {
+        seconds(1), seconds(5),  seconds(10), seconds(30), minutes(1), minutes(2),
+        minutes(5), minutes(10), minutes(15), minutes(30), hours(1),   hours(2),
+        hours(6),   hours(12),   hours(24),   hours(48),   hours(72),  hours(168)};
+    for (auto step : k_steps)
+        if (at_least <= step) return step;
+    auto days = duration_cast<Duration>(hours(24));
+    return days * ((at_least.count() + days.count() - 1) / days.count());
+}
+
+WhatIf WhatIfJudge::finish(std::optional<Timestamp> first, std::optional<Timestamp> last,
+                           std::uint64_t keys) const {
+    WhatIf result;
+    result.settings = m_settings;
+    auto delays = m_delays;
+    std::sort(delays.begin(), delays.end());
+    result.timed_duplicates = delays.size();
+    constexpr std::int64_t k_bounds_us[7] = {1'000'000,      10'000'000,    60'000'000,
+                                             600'000'000,    3'600'000'000, 36'000'000'000,
+                                             360'000'000'000};
+    for (auto delay : delays) {
+        std::size_t bucket = 0;
+        while (bucket < 7 && delay >= k_bounds_us[bucket])
+            ++bucket;
+        ++result.delays[bucket];
+    }
+    // Fingerprints held at once: keys are claimed at the log's rate, and
+    // each is held for the TTL (at most every key the log has).
+    auto held = [&](Duration ttl) -> std::uint64_t {
+        if (!first || !last || *last <= *first) return keys;
+        auto span = static_cast<double>((*last - *first).count());
+        auto rate = static_cast<double>(keys) / span; // keys per microsecond
+        return std::min<std::uint64_t>(
+            keys, static_cast<std::uint64_t>(std::ceil(rate * static_cast<double>(ttl.count()))));
+    };
+    for (auto& setting : result.settings) {
+        setting.held = held(setting.ttl);
+        std::sort(setting.examples.begin(), setting.examples.end(),
+                  [](const auto& a, const auto& b) {
+                      return a.after_claim != b.after_claim ? a.after_claim > b.after_claim
+                                                            : a.key < b.key;
+                  });
+    }
+    if (m_options.suggest && !delays.empty()) {
+        // A TTL at least as long as a duplicate's delay after its key's
+        // first copy catches it (a claim renewed by an earlier miss only
+        // catches more): the coverage's quantile of the delays.
+        for (double coverage : {0.99, 0.999, 1.0}) {
+            auto rank =
+                static_cast<std::size_t>(std::ceil(coverage * static_cast<double>(delays.size())));
+            rank = std::clamp<std::size_t>(rank, 1, delays.size());
+            WhatIf::Suggestion suggestion;
+            suggestion.coverage = coverage;
+            suggestion.ttl = round_up_ttl(Duration(delays[rank - 1]));
+            suggestion.held = held(suggestion.ttl);
+            result.suggestions.push_back(suggestion);
+        }
+    }
+    return result;
+}
+
+} // namespace idem::audit

@@ -1,0 +1,78 @@
+#pragma once
+// `audit --what-if ttl=5m,1h,24h` and `--suggest` (docs/audit.md, "Which TTL
+// would have caught it?"): the log judged again as a dedup by key with
+// other TTLs would have judged it, and the TTL that would have caught 99%,
+// 99.9% and all of its duplicates, each with what it costs to hold. Pure.
+
+#include "idem/util/time.hpp"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idem::audit {
+
+struct WhatIfOptions {
+    std::vector<Duration> ttls; // --what-if ttl=...
+    bool suggest = false;
+    std::size_t examples = 5; // missed duplicates shown per setting
+};
+
+// About what a fingerprint costs held in each store (docs/audit.md says how
+// these were measured): the figures the memory cost is given in.
+inline constexpr std::uint64_t k_bytes_per_fingerprint_sqlite = 220; // index in memory + row
+inline constexpr std::uint64_t k_bytes_per_fingerprint_redis = 200;  // a small hash, in Redis
+
+struct WhatIf {
+    struct Missed {
+        std::string key;         // as the report shows keys (JSON)
+        Duration after_claim{0}; // how long after the claim it outlived the copy came
+    };
+    struct Setting {
+        Duration ttl{0};
+        std::uint64_t duplicates = 0, caught = 0, missed = 0;
+        std::vector<Missed> examples; // the longest-delayed misses
+        std::uint64_t held = 0;       // fingerprints alive at once, at the log's rate
+    };
+    struct Suggestion {
+        double coverage = 0; // 0.99, 0.999, 1
+        Duration ttl{0};     // rounded up to a duration people write
+        std::uint64_t held = 0;
+    };
+    std::vector<Setting> settings;
+    std::vector<Suggestion> suggestions;
+    // Delays of duplicates after their key's first copy, by decade:
+    // <1s, <10s, <1m, <10m, <1h, <10h, <100h, >=100h.
+    std::array<std::uint64_t, 8> delays{};
+    std::uint64_t timed_duplicates = 0; // duplicates with a time (the rest cannot be judged)
+};
+
+inline constexpr const char* k_delay_buckets[8] = {"<1s", "<10s", "<1min", "<10min",
+                                                   "<1h", "<10h", "<100h", ">=100h"};
+
+class WhatIfJudge {
+public:
+    explicit WhatIfJudge(WhatIfOptions options);
+
+    // One key group: the times of its copies, in any order (copies with no
+    // time are left out by the caller), and the key as the report shows it.
+    void add_key_group(std::string_view key, std::vector<Timestamp> times);
+    // The whole log: its first and last event time, and its distinct keys,
+    // for the rate at which fingerprints are claimed.
+    [[nodiscard]] WhatIf finish(std::optional<Timestamp> first, std::optional<Timestamp> last,
+                                std::uint64_t keys) const;
+
+private:
+    WhatIfOptions m_options;
+    std::vector<WhatIf::Setting> m_settings;
+    std::vector<std::int64_t> m_delays; // microseconds after the first copy
+};
+
+// A TTL people would write, at least `at_least`: 1s, 5s, 10s, 30s, 1m, 2m,
+// 5m, 10m, 15m, 30m, 1h, 2h, 6h, 12h, 24h, 48h, 72h, 7d, then whole days.
+[[nodiscard]] Duration round_up_ttl(Duration at_least);
+
+} // namespace idem::audit

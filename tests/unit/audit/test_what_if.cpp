@@ -1,0 +1,43 @@
+// --what-if and --suggest as pure logic: dedup's judgement with other TTLs.
+
+#include "idem/audit/what_if.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace idem;
+using namespace idem::audit;
+using namespace std::chrono;
+
+namespace {
+Timestamp at(long long s) {
+    return Timestamp(duration_cast<Duration>(seconds(1'796'000'000 + s)));
+}
+} // namespace
+
+TEST_CASE("a copy past the TTL is missed and claims anew; one within it is caught") {
+    WhatIfJudge judge({{minutes(5), minutes(10)}, true, 5});
+    // 0, 6m (past 5m: a new claim), 10m (4m after that claim: caught at 5m)
+    judge.add_key_group("\"k1\"", {at(600), at(0), at(360)});
+    auto result = judge.finish(at(0), at(3600), 60);
+    REQUIRE(result.settings.size() == 2);
+    CHECK(result.settings[0].duplicates == 2);
+    CHECK(result.settings[0].caught == 1);
+    CHECK(result.settings[0].missed == 1);
+    REQUIRE(result.settings[0].examples.size() == 1);
+    CHECK(result.settings[0].examples[0].after_claim == minutes(6));
+    CHECK(result.settings[1].caught == 2); // 10m: both under the first claim
+    // 60 keys an hour: a 5m TTL holds about 5 of them at once.
+    CHECK(result.settings[0].held == 5);
+    REQUIRE(result.suggestions.size() == 3);
+    CHECK(result.suggestions[2].ttl == minutes(10)); // the longest delay, 10m, as written
+    CHECK(result.delays[3] == 1);                    // 6m: under 10 minutes
+    CHECK(result.delays[4] == 1);                    // 10m: under an hour
+}
+
+TEST_CASE("suggested TTLs are durations people write") {
+    CHECK(round_up_ttl(seconds(0)) == seconds(1));
+    CHECK(round_up_ttl(seconds(364)) == minutes(10));
+    CHECK(round_up_ttl(minutes(61)) == hours(2));
+    CHECK(round_up_ttl(hours(73)) == hours(168));
+    CHECK(round_up_ttl(hours(24 * 9 + 1)) == hours(24 * 10));
+}
