@@ -14,6 +14,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
+#include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <variant>
 
@@ -261,6 +262,11 @@ std::string Ed25519PrivateKey::public_key_raw() const {
     std::size_t length = raw.size();
     EVP_PKEY_get_raw_public_key(m_impl->key, reinterpret_cast<unsigned char*>(raw.data()), &length);
     return raw;
+}
+
+void random_bytes(unsigned char* out, std::size_t size) {
+    if (size > 0 && RAND_bytes(out, static_cast<int>(size)) != 1)
+        throw FileSystemError("the system's random source (OpenSSL RAND_bytes) failed");
 }
 
 } // namespace idem::crypto

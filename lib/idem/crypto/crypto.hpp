@@ -103,4 +103,8 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
+// `size` bytes from the system's CSPRNG (OpenSSL's RAND_bytes). Throws
+// FileSystemError when the random source fails.
+void random_bytes(unsigned char* out, std::size_t size);
+
 } // namespace idem::crypto

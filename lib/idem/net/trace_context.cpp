@@ -1,8 +1,6 @@
 #include "idem/net/trace_context.hpp"
 
-#include "idem/util/errors.hpp"
-
-#include <openssl/rand.h>
+#include "idem/crypto/crypto.hpp"
 
 namespace idem::net {
 
@@ -22,8 +20,7 @@ std::string random_hex(std::size_t bytes) {
     unsigned char buffer[16] = {};
     std::string hex;
     do {
-        if (RAND_bytes(buffer, static_cast<int>(bytes)) != 1)
-            throw FileSystemError("the system's random source (OpenSSL RAND_bytes) failed");
+        crypto::random_bytes(buffer, bytes);
         static constexpr char k_digits[] = "0123456789abcdef";
         hex.clear();
         for (std::size_t i = 0; i < bytes; ++i) {
