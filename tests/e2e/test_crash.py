@@ -121,6 +121,12 @@ class States(unittest.TestCase):
                 ndjson(order_streams(entities=12000, seed=21)), seed=17)
             harness.run_through()
             self.assertGreater(len(harness.read("clean", "--invalid")), 0)
+            # A kill that lands after the last commit, while the process
+            # exits: the rerun finds the input judged and adds nothing (the
+            # stuck report included, which a rerun once wrote again).
+            code, _, err = run(harness.command("killed"))
+            self.assertEqual(code, 0, err)
+            harness.assert_same_outputs()
 
 
 class Audit(unittest.TestCase):

@@ -311,7 +311,12 @@ public:
             throw;
         }
         if (m_sequencer) m_sequencer->flush();
-        report_stuck();
+        // Stuck entities are reported once at the end of an input. A rerun
+        // that finds the input already judged (a kill after the last commit)
+        // reads nothing new, and must not report them again.
+        bool already_reported = m_persistent && m_events == 0 && m_run.records_done() == m_stuck_at;
+        if (!already_reported) report_stuck();
+        m_stuck_at = m_run.records_done();
         finish();
         return summarize(start);
     }
@@ -408,6 +413,7 @@ private:
             auto json = nlohmann::json::from_cbor(meta.front()->begin(), meta.front()->end());
             m_latest = Timestamp(Duration(json.at(0).get<std::int64_t>()));
             m_arrivals = json.at(1).get<std::uint64_t>();
+            if (json.size() > 2) m_stuck_at = json.at(2).get<std::uint64_t>();
         } catch (const nlohmann::json::exception&) {
             throw StoreError(fmt::format("store {}: the state of scope {} is damaged",
                                          m_store->describe(), quote(m_options.scope)));
@@ -416,7 +422,7 @@ private:
 
     [[nodiscard]] std::string encode_meta() const {
         auto cbor = nlohmann::json::to_cbor(
-            nlohmann::json::array({m_latest.time_since_epoch().count(), m_arrivals}));
+            nlohmann::json::array({m_latest.time_since_epoch().count(), m_arrivals, m_stuck_at}));
         return {cbor.begin(), cbor.end()};
     }
 
@@ -747,6 +753,9 @@ private:
     const BlockResult* m_block = nullptr;
     Timestamp m_block_now;
     Timestamp m_latest = Timestamp::min();
+    // Where in the input the last stuck report was made (saved in the meta,
+    // committed with the output that holds it).
+    std::uint64_t m_stuck_at = 0;
     std::string m_position, m_packed, m_member;
     record::RecordParser m_parser;
     std::uint64_t m_evidence_kept = 0;
