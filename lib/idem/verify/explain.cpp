@@ -191,7 +191,9 @@ std::vector<UrlCandidate> url_candidates(const std::string& url, const record::E
                                                       : bare + "/") +
                   query));
     if (!query.empty()) {
-        auto pairs = split(query.substr(1), '&');
+        // split() returns views into its argument, so the query must outlive them.
+        const std::string query_text = query.substr(1);
+        auto pairs = split(query_text, '&');
         std::vector<std::string> sorted(pairs.begin(), pairs.end());
         std::sort(sorted.begin(), sorted.end());
         std::string joined;
