@@ -22,6 +22,10 @@ struct AuditOptions {
     std::string time_field;
     std::string source_field;
     std::string status_field;
+    std::string provider;
+    std::string route_field;
+    std::vector<std::string> attempt_fields;
+    std::string fan_out_window = "1m";
     std::string payload;
     std::string ignore;
     std::string race_window = "1s";
@@ -81,8 +85,8 @@ int run_audit_command(AuditOptions options) {
         if (item != "duplicates" && item != "conflicts" && !audit::parse_cause(item))
             throw UsageError(fmt::format(
                 "--fail-on: unknown value {}: expected duplicates, conflicts, retry-storm, "
-                "concurrent, ttl-expired, key-reuse, key-regenerated, retried-after-failure or "
-                "unexplained",
+                "concurrent, ttl-expired, key-reuse, key-regenerated, retried-after-failure, "
+                "provider-retry, fan-out, layered-retry or unexplained",
                 quote(item)));
     if (options.sqlite_path.empty() != options.sqlite_query.empty())
         throw UsageError("--sqlite FILE and --query 'SELECT ...' go together");
@@ -112,6 +116,25 @@ int run_audit_command(AuditOptions options) {
         run.source_field = record::FieldPath::parse(options.source_field);
     if (!options.status_field.empty())
         run.status_field = record::FieldPath::parse(options.status_field);
+    if (!options.provider.empty()) {
+        auto provider = audit::parse_provider(options.provider);
+        if (!provider)
+            throw UsageError(fmt::format(
+                "--provider: unknown provider {}: expected stripe, svix (or standard-webhooks), "
+                "shopify, github, slack or twilio",
+                quote(options.provider)));
+        run.provider = *provider;
+    }
+    if (!options.route_field.empty())
+        run.route_field = record::FieldPath::parse(options.route_field);
+    if (options.attempt_fields.size() > audit::k_max_layers)
+        throw UsageError(
+            fmt::format("--attempt-field: at most {} retry layers", audit::k_max_layers));
+    for (const auto& field : options.attempt_fields) {
+        run.attempt_fields.push_back(record::FieldPath::parse(field));
+        run.explain.layer_names.push_back(field);
+    }
+    run.explain.fan_out_window = positive_duration("--fan-out-window", options.fan_out_window);
     run.payload_fields = paths(options.payload);
     run.ignore_fields = paths(options.ignore);
     if (!run.payload_fields.empty() && !run.ignore_fields.empty())
@@ -173,6 +196,21 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
                         "what the receiver answered (503, \"timeout\"): a retry after a 5xx, "
                         "408, 429 or no answer is retried-after-failure (default: a capture's "
                         "_idem.listen.status)");
+    command->add_option("--provider", options->provider,
+                        "whose webhooks these are, when the records do not carry the provider's "
+                        "headers: stripe, svix, shopify, github, slack or twilio (copies whose "
+                        "waits fit its published retries are provider-retry)");
+    command->add_option("--route-field", options->route_field,
+                        "where each copy was delivered (an endpoint or subscription id): one "
+                        "event sent to several at once is fan-out (a capture's host and path "
+                        "count without it)");
+    command
+        ->add_option("--attempt-field", options->attempt_fields,
+                     "a retry layer's attempt counter, outermost first, once per layer (up "
+                     "to 4): layers that each retried multiply, reported as layered-retry")
+        ->allow_extra_args(false); // one path per --attempt-field: the inputs follow
+    command->add_option("--fan-out-window", options->fan_out_window,
+                        "copies to several endpoints this close are one fan-out (default 1m)");
     command->add_option("--payload", options->payload,
                         "field paths that make up \"the same payload\" (default: the whole record "
                         "minus key, time and source)");

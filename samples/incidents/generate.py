@@ -103,6 +103,68 @@ def key_reuse():
     ]
 
 
+def layered_retries():
+    """The same 3 x 2 x 2 incident, logged by the gateway in front of the
+    ticket service: every request carries each retry layer's attempt
+    counter (the agent loop, the tool wrapper, the HTTP client), and the
+    agent kept one idempotency key, which the ticket service did not check."""
+    sent = [(a, t, h, sa + st + sh) for a, sa in enumerate((0, 50, 120), 1)
+            for t, st in enumerate((0, 20), 1) for h, sh in enumerate((0, 5), 1)]
+    records = []
+    for agent, tool, http, second in (sent[i] for i in (0, 1, 3, 5, 6, 9, 11)):
+        records.append({"ts": ts(T0 + timedelta(seconds=second)), "idempotency_key": "tkt-u_1042-login",
+                        "attempt": {"agent": agent, "tool": tool, "http": http},
+                        "ticket": {"user_id": "u_1042", "title": "Cannot log in: request timed out"}})
+    records.append({"ts": ts(T0 + timedelta(seconds=42)), "idempotency_key": "tkt-u_2001-billing",
+                    "attempt": {"agent": 1, "tool": 1, "http": 1},
+                    "ticket": {"user_id": "u_2001", "title": "Invoice missing"}})
+    records.sort(key=lambda r: r["ts"])
+    return records
+
+
+def capture(at, path, headers, body, status, n):
+    """One delivery as `idem listen` captures it, with what it answered."""
+    return {"idem": 1, "id": f"cap_{n:03}", "received_at": ts(at), "method": "POST", "path": path,
+            "headers": [["Host", "hooks.example.com"]] + [[k, v] for k, v in headers] +
+                       [["Content-Type", "application/json"]],
+            "body": json.dumps(body, separators=(",", ":")), "_idem": {"listen": {"status": status}}}
+
+
+def webhook_deliveries():
+    """Webhook deliveries captured by `idem listen` (signatures elided), one
+    event per provider delivered more than once, each for its own reason:
+    Svix retrying on its schedule (and once more after a 200 that came too
+    late), Slack retrying an answer slower than its 3 s timeout, one Stripe
+    event sent to two endpoints of the same account, and a GitHub delivery
+    redelivered by hand an hour later."""
+    t = T0
+    rows = []
+    svix = [("webhook-id", "msg_2b7Q"), ("webhook-timestamp", "1796029200"), ("webhook-signature", "v1,...")]
+    svix_event = {"id": "msg_2b7Q", "type": "invoice.paid", "data": {"invoice": "in_88"}}
+    for second, status in ((0, 500), (5.3, 503), (311.0, 200), (2123.0, 200)):
+        rows.append((t + timedelta(seconds=second), "/hooks/svix", svix, svix_event, status))
+    slack_event = {"id": "Ev07Q2LZ", "type": "event_callback", "event": {"type": "app_mention"}}
+    slack = [("X-Slack-Request-Timestamp", "1796029300"), ("X-Slack-Signature", "v0=...")]
+    rows.append((t + timedelta(seconds=100), "/hooks/slack", slack, slack_event, 200))
+    rows.append((t + timedelta(seconds=103.1), "/hooks/slack",
+                 slack + [("X-Slack-Retry-Num", "1"), ("X-Slack-Retry-Reason", "http_timeout")], slack_event, 200))
+    rows.append((t + timedelta(seconds=163.4), "/hooks/slack",
+                 slack + [("X-Slack-Retry-Num", "2"), ("X-Slack-Retry-Reason", "http_timeout")], slack_event, 200))
+    stripe_event = {"id": "evt_1QfanOut", "type": "customer.created", "data": {"object": {"id": "cus_9"}}}
+    for second, path in ((200.0, "/hooks/billing"), (200.6, "/hooks/ledger")):
+        rows.append((t + timedelta(seconds=second), path, [("Stripe-Signature", "t=1796029400,v1=...")],
+                     stripe_event, 200))
+    github_event = {"id": "72d3162e-cc78-11e3-81ab-4c9367dc0958", "action": "opened", "number": 7}
+    github = [("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"), ("X-GitHub-Event", "pull_request"),
+              ("X-GitHub-Hook-ID", "292430182")]
+    for second in (400.0, 4012.0):
+        rows.append((t + timedelta(seconds=second), "/hooks/github", github, github_event, 200))
+    rows.append((t + timedelta(seconds=500), "/hooks/billing", [("Stripe-Signature", "t=1796029700,v1=...")],
+                 {"id": "evt_1Qonce", "type": "charge.succeeded"}, 200))
+    rows.sort(key=lambda row: row[0])
+    return [capture(at, path, headers, body, status, n) for n, (at, path, headers, body, status) in enumerate(rows)]
+
+
 def clean():
     """A day of deliveries with nothing twice."""
     return [{"ts": ts(T0 + timedelta(minutes=7 * n)), "key": f"evt_{n:04}", "worker": f"w{n % 3}",
@@ -116,3 +178,5 @@ if __name__ == "__main__":
     write("race.ndjson", race())
     write("key-reuse.ndjson", key_reuse())
     write("clean.ndjson", clean())
+    write("layered-retries.ndjson", layered_retries())
+    write("webhook-deliveries.ndjson", webhook_deliveries())

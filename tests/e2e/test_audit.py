@@ -188,6 +188,10 @@ class Spill(unittest.TestCase):
         ("race.ndjson", ["--key", "key", "--time-field", "ts", "--source-field", "worker"]),
         ("key-reuse.ndjson", ["--key", "idempotency_key", "--time-field", "ts", "--source-field", "client"]),
         ("clean.ndjson", ["--key", "key", "--time-field", "ts", "--source-field", "worker"]),
+        ("webhook-deliveries.ndjson", ["--key", "body.id"]),
+        ("layered-retries.ndjson", ["--key", "idempotency_key", "--time-field", "ts", "--attempt-field",
+                                    "attempt.agent", "--attempt-field", "attempt.tool", "--attempt-field",
+                                    "attempt.http"]),
     ]
 
     def test_every_incident_gives_the_same_report_when_spilled(self):
@@ -224,6 +228,92 @@ class Spill(unittest.TestCase):
             report = json.loads(out)
             self.assertGreater(report["summary"]["groups"], 100)
             self.assertEqual(report["summary"]["records"], 4001)
+
+
+class WhoseRetry(unittest.TestCase):
+    """Provider retries matched to the providers' published schedules,
+    fan-out to several endpoints, and retry layers that multiply
+    (samples/incidents/webhook-deliveries.ndjson, layered-retries.ndjson)."""
+
+    def groups_by_key(self, report):
+        return {group["key"][0] if isinstance(group["key"], list) else group["key"]: group
+                for group in report["groups"]}
+
+    def test_each_providers_copies_are_told_apart(self):
+        code, report, err = audit(["--key", "body.id", incident("webhook-deliveries.ndjson")])
+        self.assertEqual(code, 0, err)
+        groups = self.groups_by_key(report)
+        self.assertEqual(set(groups), {"msg_2b7Q", "Ev07Q2LZ", "evt_1QfanOut", "72d3162e-cc78-11e3-81ab-4c9367dc0958"})
+        # Svix: 5.3 s, 5 min, 30 min after each failure (docs.svix.com/retries);
+        # attempt 3 was answered 200 and retried all the same.
+        svix = groups["msg_2b7Q"]["evidence"]["provider-retry"]
+        self.assertEqual((svix["provider"], svix["attempts"]), ("svix", [1, 2, 3, 4]))
+        self.assertIn("2xx to attempt 3 yet retried", svix["summary"])
+        # Slack numbers its retries itself (X-Slack-Retry-Num).
+        slack = groups["Ev07Q2LZ"]["evidence"]["provider-retry"]
+        self.assertEqual((slack["provider"], slack["attempts"]), ("slack", [1, 2, 3]))
+        self.assertIn("past 3s", slack["summary"])
+        # One Stripe event to two endpoints 0.6 s apart: no retry, a fan-out.
+        fan_out = groups["evt_1QfanOut"]
+        self.assertEqual(fan_out["causes"], ["fan-out"])
+        self.assertEqual(fan_out["evidence"]["fan-out"]["differs"], "endpoint")
+        self.assertIn("hooks.example.com/hooks/ledger", fan_out["evidence"]["fan-out"]["summary"])
+        # GitHub never redelivers by itself.
+        github = groups["72d3162e-cc78-11e3-81ab-4c9367dc0958"]
+        self.assertEqual(github["causes"], ["provider-retry"])
+        self.assertIn("redelivered by hand", github["evidence"]["provider-retry"]["summary"])
+        self.assertEqual(report["summary"]["causes"]["provider-retry"], 3)
+        # CI can fail on it.
+        code, _, _ = audit(["--key", "body.id", "--fail-on", "fan-out", incident("webhook-deliveries.ndjson")])
+        self.assertEqual(code, 1)
+
+    def test_waits_that_fit_no_schedule_are_not_a_provider_retry(self):
+        # The same Svix delivery resent 47 s later by something else.
+        with open(incident("webhook-deliveries.ndjson")) as lines:
+            first = json.loads(lines.readline())
+        second = dict(first, received_at="2026-11-30T09:00:47.000Z", id="cap_999")
+        code, report, err = audit(["--key", "body.id"], stdin=(json.dumps(first) + "\n" + json.dumps(second) + "\n").encode())
+        self.assertEqual(code, 0, err)
+        self.assertNotIn("provider-retry", report["groups"][0]["causes"])
+
+    def test_plain_logs_name_the_provider_and_the_route(self):
+        rows = [{"ts": "2026-11-30T09:00:00Z", "event": "msg_1", "endpoint": "ep_a"},
+                {"ts": "2026-11-30T09:00:05.5Z", "event": "msg_1", "endpoint": "ep_a"},
+                {"ts": "2026-11-30T09:00:01Z", "event": "msg_1", "endpoint": "ep_b"}]
+        stdin = "".join(json.dumps(row) + "\n" for row in rows).encode()
+        code, report, err = audit(["--key", "event", "--time-field", "ts", "--provider", "standard-webhooks",
+                                   "--route-field", "endpoint"], stdin=stdin)
+        self.assertEqual(code, 0, err)
+        group = report["groups"][0]
+        self.assertTrue({"fan-out", "provider-retry"} <= set(group["causes"]), group["causes"])
+        self.assertEqual(group["evidence"]["provider-retry"]["attempts"], [1, 2])
+        self.assertEqual(group["evidence"]["fan-out"]["differs"], "subscription")
+        self.assertIn("endpoint ep_b", group["evidence"]["fan-out"]["summary"])
+        # The route is not payload: the copies are one payload, no key-reuse.
+        self.assertNotIn("key-reuse", group["causes"])
+
+    def test_retry_layers_multiply(self):
+        code, report, err = audit(["--key", "idempotency_key", "--time-field", "ts",
+                                   "--attempt-field", "attempt.agent", "--attempt-field", "attempt.tool",
+                                   "--attempt-field", "attempt.http", incident("layered-retries.ndjson")])
+        self.assertEqual(code, 0, err)
+        group = report["groups"][0]
+        self.assertEqual(group["count"], 7)
+        layered = group["evidence"]["layered-retry"]
+        self.assertEqual(len(layered["records"]), 7)
+        self.assertTrue(layered["summary"].startswith(
+            "3 (attempt.agent) x 2 (attempt.tool) x 2 (attempt.http) = up to 12 copies of one intent, 7 arrived"),
+            layered["summary"])
+        # Not a key-reuse: the counters are not payload.
+        self.assertNotIn("key-reuse", group["causes"])
+
+    def test_usage(self):
+        code, _, err = audit(["--key", "id", "--provider", "stripee"], stdin=b"")
+        self.assertEqual(code, 2)
+        self.assertIn("unknown provider", err)
+        code, _, err = audit(["--key", "id"] + ["--attempt-field", "a"] * 5, stdin=b"")
+        self.assertEqual(code, 2)
+        self.assertIn("at most 4 retry layers", err)
 
 
 class StoreEvidence(unittest.TestCase):

@@ -1,6 +1,7 @@
 #include "idem/audit/explain.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <map>
 #include <set>
 
@@ -20,6 +21,12 @@ std::string_view cause_name(Cause cause) {
         return "key-regenerated";
     case Cause::retried_after_failure:
         return "retried-after-failure";
+    case Cause::provider_retry:
+        return "provider-retry";
+    case Cause::fan_out:
+        return "fan-out";
+    case Cause::layered_retry:
+        return "layered-retry";
     case Cause::unexplained:
         return "unexplained";
     }
@@ -29,6 +36,34 @@ std::string_view cause_name(Cause cause) {
 std::optional<Cause> parse_cause(std::string_view name) {
     for (auto cause : k_all_causes)
         if (cause_name(cause) == name) return cause;
+    return std::nullopt;
+}
+
+std::string_view provider_name(Provider provider) {
+    switch (provider) {
+    case Provider::stripe:
+        return "stripe";
+    case Provider::svix:
+        return "svix";
+    case Provider::shopify:
+        return "shopify";
+    case Provider::github:
+        return "github";
+    case Provider::slack:
+        return "slack";
+    case Provider::twilio:
+        return "twilio";
+    case Provider::unknown:
+        break;
+    }
+    return "unknown";
+}
+
+std::optional<Provider> parse_provider(std::string_view name) {
+    for (auto provider : {Provider::stripe, Provider::svix, Provider::shopify, Provider::github,
+                          Provider::slack, Provider::twilio})
+        if (provider_name(provider) == name) return provider;
+    if (name == "standard-webhooks") return Provider::svix; // Svix's schedule, by its own name
     return std::nullopt;
 }
 
@@ -44,7 +79,7 @@ namespace {
 // retries' waits.
 void find_retries_after_failure(const Explanation& group, const std::vector<Attempt>& attempts,
                                 std::vector<Evidence>& found) {
-    Evidence evidence{Cause::retried_after_failure, {}, {}, 0};
+    Evidence evidence{Cause::retried_after_failure, {}, {}, 0, {}, {}};
     std::map<std::uint32_t, std::size_t> last_of_source;
     std::set<std::size_t> involved;
     for (std::size_t i = 0; i < group.records.size(); ++i) {
@@ -88,14 +123,14 @@ void find_retry_storms(const Explanation& group, const std::vector<Attempt>& att
         auto earlier = *std::max_element(gaps.begin(), gaps.begin() + static_cast<long>(half));
         auto later = *std::max_element(gaps.begin() + static_cast<long>(half), gaps.end());
         if (gaps.size() < 2 || earlier.count() <= 0 || later * 2 < earlier * 3) continue;
-        found.push_back({Cause::retry_storm, records, gaps, source});
+        found.push_back({Cause::retry_storm, records, gaps, source, {}, {}});
     }
 }
 
 // Records from different sources within the race window of each other.
 void find_races(const Explanation& group, const std::vector<Attempt>& attempts,
                 Duration race_window, std::vector<Evidence>& found) {
-    Evidence evidence{Cause::concurrent, {}, {}, 0};
+    Evidence evidence{Cause::concurrent, {}, {}, 0, {}, {}};
     std::set<std::size_t> involved;
     for (std::size_t i = 0; i < group.records.size(); ++i) {
         const auto& left = attempts[group.records[i]];
@@ -120,7 +155,7 @@ void find_races(const Explanation& group, const std::vector<Attempt>& attempts,
 // Under one key, a repeat more than the TTL after the record before it.
 void find_expired(const Explanation& group, const std::vector<Attempt>& attempts, Duration ttl,
                   std::vector<Evidence>& found) {
-    Evidence evidence{Cause::ttl_expired, {}, {}, 0};
+    Evidence evidence{Cause::ttl_expired, {}, {}, 0, {}, {}};
     std::optional<std::size_t> previous;
     for (std::size_t i = 0; i < group.records.size(); ++i) {
         if (!attempts[group.records[i]].time) continue;
@@ -157,7 +192,7 @@ void find_regenerated(const Explanation& group, const std::vector<Attempt>& atte
         first_of_each(group, attempts, [](const Attempt& attempt) { return attempt.key; });
     std::erase_if(firsts, [&](std::size_t i) { return attempts[group.records[i]].key == 0; });
     if (firsts.size() < 2) return;
-    Evidence evidence{Cause::key_regenerated, {}, {}, 0};
+    Evidence evidence{Cause::key_regenerated, {}, {}, 0, {}, {}};
     for (std::size_t i = 0; i < firsts.size(); ++i) {
         const auto& attempt = attempts[group.records[firsts[i]]];
         bool near_another = false;
@@ -176,6 +211,268 @@ void find_regenerated(const Explanation& group, const std::vector<Attempt>& atte
         if (before.time && after.time) evidence.gaps.push_back(*after.time - *before.time);
     }
     if (evidence.records.size() >= 2) found.push_back(std::move(evidence));
+}
+
+// What each provider publishes about its retries (docs/audit.md cites the
+// pages): the delays before each retry, counted from the failure of the
+// attempt before, when published; otherwise the bounds it states.
+struct RetrySchedule {
+    std::vector<Duration> delays; // delay before retry k (attempt k + 1); empty: not published
+    std::size_t max_retries = 0;  // 0: not bounded by count
+    Duration span{};              // every retry within this of the first attempt
+    Duration timeout{};           // how long the provider waits for an answer
+    std::string_view description;
+};
+
+const RetrySchedule& schedule_of(Provider provider) {
+    using std::chrono::hours, std::chrono::minutes, std::chrono::seconds;
+    static const RetrySchedule svix{
+        {seconds(5), minutes(5), minutes(30), hours(2), hours(5), hours(10), hours(10)},
+        7,
+        hours(28),
+        seconds(15),
+        "svix / Standard Webhooks schedule: immediately, then 5s, 5m, 30m, 2h, 5h, 10h, 10h"};
+    static const RetrySchedule slack{{seconds(0), minutes(1), minutes(5)},
+                                     3,
+                                     minutes(7),
+                                     seconds(3),
+                                     "slack Events API: retried at once, after 1m, after 5m"};
+    static const RetrySchedule shopify{
+        {}, 8, hours(4), seconds(5), "shopify: 8 retries over 4h with exponential backoff"};
+    static const RetrySchedule stripe{
+        {},
+        0,
+        hours(72),
+        seconds(20),
+        "stripe: retries with exponential backoff for up to 3 days (intervals not published)"};
+    static const RetrySchedule twilio{{},
+                                      5,
+                                      minutes(1),
+                                      seconds(15),
+                                      "twilio: retried within seconds on a connect failure or "
+                                      "timeout, as the URL's connection override (#rc=) asks"};
+    static const RetrySchedule github{
+        {},
+        0,
+        {},
+        seconds(10),
+        "github: no automatic redelivery; a repeat is a manual \"Redeliver\""};
+    static const RetrySchedule none{};
+    switch (provider) {
+    case Provider::svix:
+        return svix;
+    case Provider::slack:
+        return slack;
+    case Provider::shopify:
+        return shopify;
+    case Provider::stripe:
+        return stripe;
+    case Provider::twilio:
+        return twilio;
+    case Provider::github:
+        return github;
+    case Provider::unknown:
+        break;
+    }
+    return none;
+}
+
+// Whether `gap` is the wait of `skipped` consecutive retries starting at
+// retry `from` (0-based) of a published schedule: their delays, each plus up
+// to the provider's answer timeout, with 20% either way for jitter and
+// queueing, and 2 s of clock slack.
+bool gap_fits_delays(const RetrySchedule& schedule, std::size_t from, std::size_t skipped,
+                     Duration gap) {
+    Duration total{};
+    for (std::size_t k = from; k < from + skipped; ++k)
+        total += schedule.delays[k];
+    auto slack = std::chrono::seconds(2);
+    auto low = total * 4 / 5 - slack;
+    auto high = total * 6 / 5 + schedule.timeout * static_cast<long>(skipped) + slack;
+    return gap >= low && gap <= high;
+}
+
+// The attempt numbers of copies `records` (time order, one route) under
+// `provider`'s schedule, or nothing when their gaps do not fit it.
+std::optional<std::vector<std::uint16_t>> attempts_under(Provider provider,
+                                                         const std::vector<std::size_t>& records,
+                                                         const Explanation& group,
+                                                         const std::vector<Attempt>& attempts) {
+    const auto& schedule = schedule_of(provider);
+    auto time_of = [&](std::size_t i) { return *attempts[group.records[records[i]]].time; };
+    std::vector<std::uint16_t> numbers;
+    // The provider's own counter, when every copy carries one (Slack's
+    // X-Slack-Retry-Num): it is the evidence, and it must rise.
+    bool counted = std::all_of(records.begin(), records.end(), [&](std::size_t i) {
+        return attempts[group.records[i]].trace.provider_attempt != 0;
+    });
+    auto first_attempt = attempts[group.records[records.front()]].trace.provider_attempt;
+    if (counted) {
+        for (auto i : records)
+            numbers.push_back(attempts[group.records[i]].trace.provider_attempt);
+        for (std::size_t i = 1; i < numbers.size(); ++i)
+            if (numbers[i] <= numbers[i - 1]) return std::nullopt;
+        return numbers;
+    }
+    if (schedule.span.count() > 0 &&
+        time_of(records.size() - 1) - time_of(0) >
+            schedule.span + schedule.timeout * static_cast<long>(records.size()))
+        return std::nullopt;
+    if (schedule.max_retries > 0 && records.size() > schedule.max_retries + 1) return std::nullopt;
+    if (provider == Provider::github) {
+        for (std::size_t i = 0; i < records.size(); ++i)
+            numbers.push_back(static_cast<std::uint16_t>(i + 1));
+        return numbers;
+    }
+    if (!schedule.delays.empty()) {
+        std::size_t attempt = first_attempt ? first_attempt : 1; // of the first copy seen
+        numbers.push_back(static_cast<std::uint16_t>(attempt));
+        for (std::size_t i = 1; i < records.size(); ++i) {
+            auto gap = time_of(i) - time_of(i - 1);
+            std::size_t skipped = 1;
+            // A copy the log missed: the gap spans several retries.
+            while (attempt - 1 + skipped <= schedule.delays.size() &&
+                   !gap_fits_delays(schedule, attempt - 1, skipped, gap))
+                ++skipped;
+            if (attempt - 1 + skipped > schedule.delays.size()) return std::nullopt;
+            attempt += skipped;
+            numbers.push_back(static_cast<std::uint16_t>(attempt));
+        }
+        return numbers;
+    }
+    // Unpublished intervals with exponential backoff: each wait at least
+    // about as long as the one before (half of it, for jitter), beyond
+    // the provider's answer timeout for an automatic retry (Twilio retries
+    // within it).
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        numbers.push_back(static_cast<std::uint16_t>(i + 1));
+        if (i < 2) continue;
+        auto before = time_of(i - 1) - time_of(i - 2);
+        auto now = time_of(i) - time_of(i - 1);
+        if (provider != Provider::twilio && now * 2 < before) return std::nullopt;
+    }
+    return numbers;
+}
+
+std::string attempt_list(const std::vector<std::uint16_t>& numbers) {
+    std::vector<std::string> parts;
+    for (auto number : numbers)
+        parts.push_back(std::to_string(number));
+    return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// Copies of one delivery (one provider, one endpoint and subscription)
+// whose waits fit the provider's published retry behaviour.
+void find_provider_retries(const Explanation& group, const std::vector<Attempt>& attempts,
+                           std::vector<Evidence>& found) {
+    std::map<std::tuple<Provider, std::uint32_t, std::uint32_t>, std::vector<std::size_t>> routes;
+    for (std::size_t i = 0; i < group.records.size(); ++i) {
+        const auto& attempt = attempts[group.records[i]];
+        if (attempt.trace.provider == Provider::unknown || !attempt.time) continue;
+        routes[{attempt.trace.provider, attempt.trace.endpoint, attempt.trace.subscription}]
+            .push_back(i);
+    }
+    for (const auto& [route, records] : routes) {
+        if (records.size() < 2) continue;
+        auto provider = std::get<0>(route);
+        auto numbers = attempts_under(provider, records, group, attempts);
+        if (!numbers) continue;
+        Evidence evidence{Cause::provider_retry, records, {}, 0, *numbers, {}};
+        for (std::size_t i = 1; i < records.size(); ++i)
+            evidence.gaps.push_back(*attempts[group.records[records[i]]].time -
+                                    *attempts[group.records[records[i - 1]]].time);
+        const auto& schedule = schedule_of(provider);
+        // The attempts and what went wrong first: the table shows 80 columns.
+        evidence.detail =
+            provider == Provider::github
+                ? fmt::format("github copies {}: redelivered by hand", attempt_list(*numbers))
+                : fmt::format("{} attempts {}", provider_name(provider), attempt_list(*numbers));
+        // A success the provider did not see in time: it retried anyway.
+        std::vector<std::uint16_t> answered_ok;
+        for (std::size_t i = 0; i + 1 < records.size(); ++i) {
+            auto status = attempts[group.records[records[i]]].status;
+            if (status >= 200 && status < 300) answered_ok.push_back((*numbers)[i]);
+        }
+        if (!answered_ok.empty() && provider != Provider::github)
+            evidence.detail += fmt::format(
+                "; 2xx to attempt {} yet retried: the answer came too late (past {}s) or never "
+                "arrived",
+                attempt_list(answered_ok),
+                std::chrono::duration_cast<std::chrono::seconds>(schedule.timeout).count());
+        evidence.detail += fmt::format(" ({})", schedule.description);
+        found.push_back(std::move(evidence));
+    }
+}
+
+// One event delivered to several endpoints or subscriptions at nearly the
+// same time: two webhook endpoints, an old and a new subscription.
+void find_fan_out(const Explanation& group, const std::vector<Attempt>& attempts, Duration window,
+                  std::vector<Evidence>& found) {
+    std::map<std::pair<std::uint32_t, std::uint32_t>, std::size_t> first_of_route;
+    for (std::size_t i = 0; i < group.records.size(); ++i) {
+        const auto& trace = attempts[group.records[i]].trace;
+        if (trace.endpoint == 0 && trace.subscription == 0) continue;
+        first_of_route.try_emplace({trace.endpoint, trace.subscription}, i);
+    }
+    if (first_of_route.size() < 2) return;
+    std::vector<std::size_t> firsts;
+    for (const auto& [route, index] : first_of_route)
+        firsts.push_back(index);
+    std::sort(firsts.begin(), firsts.end());
+    const auto& earliest = attempts[group.records[firsts.front()]];
+    Evidence evidence{Cause::fan_out, {firsts.front()}, {}, 0, {}, {}};
+    bool endpoints_differ = false;
+    for (std::size_t n = 1; n < firsts.size(); ++n) {
+        const auto& copy = attempts[group.records[firsts[n]]];
+        if (!earliest.time || !copy.time || *copy.time - *earliest.time > window) continue;
+        evidence.records.push_back(firsts[n]);
+        evidence.gaps.push_back(*copy.time - *earliest.time);
+        endpoints_differ = endpoints_differ || copy.trace.endpoint != earliest.trace.endpoint;
+    }
+    if (evidence.records.size() < 2) return;
+    evidence.detail = endpoints_differ ? "endpoint" : "subscription";
+    found.push_back(std::move(evidence));
+}
+
+// Nested retry layers (--attempt-field, outermost first): each layer that
+// tried more than once multiplies the copies of one intent.
+void find_layers(const Explanation& group, const std::vector<Attempt>& attempts,
+                 const std::vector<std::string>& names, std::vector<Evidence>& found) {
+    if (names.empty()) return;
+    std::vector<std::set<std::uint8_t>> seen(std::min(names.size(), k_max_layers));
+    std::vector<std::size_t> carrying;
+    for (std::size_t i = 0; i < group.records.size(); ++i) {
+        const auto& layers = attempts[group.records[i]].trace.layers;
+        bool any = false;
+        for (std::size_t layer = 0; layer < seen.size(); ++layer)
+            if (layers[layer]) {
+                seen[layer].insert(layers[layer]);
+                any = true;
+            }
+        if (any) carrying.push_back(i);
+    }
+    std::size_t retrying = 0, possible = 1;
+    std::vector<std::string> factors, contributions;
+    for (std::size_t layer = 0; layer < seen.size(); ++layer) {
+        if (seen[layer].empty()) continue;
+        auto tries = static_cast<std::size_t>(*seen[layer].rbegin());
+        if (seen[layer].size() > 1) ++retrying;
+        possible *= tries;
+        factors.push_back(fmt::format("{} ({})", tries, names[layer]));
+        contributions.push_back(
+            fmt::format("{} tried {} time{}", names[layer], tries, tries == 1 ? "" : "s"));
+    }
+    if (retrying == 0 || carrying.size() < 2) return;
+    Evidence evidence{Cause::layered_retry, carrying, {}, 0, {}, {}};
+    for (std::size_t i = 1; i < carrying.size(); ++i) {
+        const auto& before = attempts[group.records[carrying[i - 1]]];
+        const auto& after = attempts[group.records[carrying[i]]];
+        if (before.time && after.time) evidence.gaps.push_back(*after.time - *before.time);
+    }
+    evidence.detail =
+        fmt::format("{} = up to {} copies of one intent, {} arrived: {}", fmt::join(factors, " x "),
+                    possible, carrying.size(), fmt::join(contributions, ", "));
+    found.push_back(std::move(evidence));
 }
 
 } // namespace
@@ -212,6 +509,9 @@ Explanation explain(GroupKind kind, std::vector<std::size_t> members,
     find_retries_after_failure(group, attempts, group.causes);
     find_retry_storms(group, attempts, group.causes);
     find_races(group, attempts, options.race_window, group.causes);
+    find_provider_retries(group, attempts, group.causes);
+    find_fan_out(group, attempts, options.fan_out_window, group.causes);
+    find_layers(group, attempts, options.layer_names, group.causes);
     if (kind == GroupKind::key) {
         find_expired(group, attempts, options.ttl, group.causes);
         if (group.payloads > 1)
@@ -220,12 +520,14 @@ Explanation explain(GroupKind kind, std::vector<std::size_t> members,
                  first_of_each(group, attempts,
                                [](const Attempt& attempt) { return attempt.payload; }),
                  {},
-                 0});
+                 0,
+                 {},
+                 {}});
     } else {
         find_regenerated(group, attempts, options.window, group.causes);
     }
     if (group.causes.empty()) {
-        Evidence nothing{Cause::unexplained, {}, group.gaps, 0};
+        Evidence nothing{Cause::unexplained, {}, group.gaps, 0, {}, {}};
         for (std::size_t i = 0; i < group.records.size(); ++i)
             nothing.records.push_back(i);
         group.causes.push_back(std::move(nothing));

@@ -6,8 +6,10 @@
 
 #include "idem/util/time.hpp"
 
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +22,9 @@ enum class Cause {
     key_reuse,
     key_regenerated,
     retried_after_failure,
+    provider_retry,
+    fan_out,
+    layered_retry,
     unexplained
 };
 
@@ -28,7 +33,34 @@ enum class Cause {
 inline constexpr Cause k_all_causes[] = {Cause::retry_storm,     Cause::concurrent,
                                          Cause::ttl_expired,     Cause::key_reuse,
                                          Cause::key_regenerated, Cause::retried_after_failure,
-                                         Cause::unexplained};
+                                         Cause::provider_retry,  Cause::fan_out,
+                                         Cause::layered_retry,   Cause::unexplained};
+
+// The webhook senders whose retry behaviour is published (docs/audit.md
+// cites each): a delivery's provider, told by its headers or --provider.
+enum class Provider : std::uint8_t { unknown, stripe, svix, shopify, github, slack, twilio };
+[[nodiscard]] std::string_view provider_name(Provider provider);
+[[nodiscard]] std::optional<Provider> parse_provider(std::string_view name);
+
+// Which provider sent a captured delivery, from the headers only it sends;
+// `header` looks a header up case-insensitively. Slack also numbers its
+// retries (X-Slack-Retry-Num): `attempt` gets the attempt (retry + 1).
+template <typename HeaderLookup>
+Provider provider_of_headers(HeaderLookup header, std::uint8_t& attempt);
+
+// Up to this many nested retry layers (--attempt-field, outermost first).
+inline constexpr std::size_t k_max_layers = 4;
+
+// How one copy was delivered: the provider, its own attempt counter, where
+// it went (endpoint and subscription, interned like sources; 0 when
+// unknown) and each retry layer's attempt counter (0 when absent).
+struct DeliveryTrace {
+    Provider provider = Provider::unknown;
+    std::uint8_t provider_attempt = 0;
+    std::uint32_t endpoint = 0;
+    std::uint32_t subscription = 0;
+    std::array<std::uint8_t, k_max_layers> layers{};
+};
 
 // What the receiver answered a record, when the evidence says: an HTTP
 // status, k_no_answer (a dropped connection, a timeout), or 0 (unknown).
@@ -45,6 +77,7 @@ struct Attempt {
     std::uint64_t payload = 0; // the first 64 bits of the payload's SHA-256
     std::optional<Timestamp> time;
     std::uint16_t status = 0; // what the receiver answered it, when known
+    DeliveryTrace trace;
 };
 
 // A key group: records sharing one idempotency key. A fingerprint group:
@@ -55,6 +88,11 @@ struct ExplainOptions {
     Duration race_window = std::chrono::seconds(1);
     Duration ttl = std::chrono::hours(24);
     Duration window = std::chrono::hours(24);
+    // Copies of one event to several endpoints or subscriptions this close
+    // are one fan-out.
+    Duration fan_out_window = std::chrono::minutes(1);
+    // The retry layers' names (--attempt-field paths), outermost first.
+    std::vector<std::string> layer_names;
 };
 
 struct Evidence {
@@ -65,6 +103,12 @@ struct Evidence {
     std::vector<std::size_t> records;
     std::vector<Duration> gaps;
     std::uint32_t source = 0; // retry-storm: whose attempts
+    // provider-retry: each record's attempt number in its provider's
+    // schedule (0: not known), beside `records`.
+    std::vector<std::uint16_t> attempt_numbers;
+    // provider-retry and layered-retry: the evidence as a sentence;
+    // fan-out: what differs ("endpoint" or the subscription's field).
+    std::string detail;
 };
 
 struct Explanation {
@@ -82,5 +126,32 @@ struct Explanation {
 [[nodiscard]] Explanation explain(GroupKind kind, std::vector<std::size_t> members,
                                   const std::vector<Attempt>& attempts,
                                   const ExplainOptions& options);
+
+template <typename HeaderLookup>
+Provider provider_of_headers(HeaderLookup header, std::uint8_t& attempt) {
+    attempt = 0;
+    if (header("Stripe-Signature")) return Provider::stripe;
+    if (header("svix-id") || header("webhook-id")) return Provider::svix;
+    if (header("X-Shopify-Hmac-Sha256") || header("X-Shopify-Webhook-Id")) return Provider::shopify;
+    if (header("X-GitHub-Delivery")) return Provider::github;
+    if (header("X-Slack-Signature") || header("X-Slack-Request-Timestamp")) {
+        if (auto retry = header("X-Slack-Retry-Num")) {
+            unsigned number = 0;
+            for (char c : std::string_view(*retry)) {
+                if (c < '0' || c > '9' || number > 100) {
+                    number = 0;
+                    break;
+                }
+                number = number * 10 + static_cast<unsigned>(c - '0');
+            }
+            if (number > 0) attempt = static_cast<std::uint8_t>(number + 1);
+        } else {
+            attempt = 1; // Slack numbers only its retries
+        }
+        return Provider::slack;
+    }
+    if (header("X-Twilio-Signature")) return Provider::twilio;
+    return Provider::unknown;
+}
 
 } // namespace idem::audit

@@ -289,6 +289,16 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
             out += R"(,"source":)";
             record::append_json_string(out, findings.sources[evidence.source]);
         }
+        if (evidence.cause == Cause::provider_retry) {
+            const auto& copy = findings.attempts[group.records[evidence.records.front()]];
+            fmt::format_to(std::back_inserter(out), R"(,"provider":"{}","attempts":[{}])",
+                           provider_name(copy.trace.provider),
+                           fmt::join(evidence.attempt_numbers, ","));
+        }
+        if (evidence.cause == Cause::fan_out) {
+            out += R"(,"differs":)";
+            record::append_json_string(out, evidence.detail);
+        }
         out += R"(,"summary":)";
         record::append_json_string(out, describe(findings, group, evidence));
         out += '}';

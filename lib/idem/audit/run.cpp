@@ -36,8 +36,11 @@ struct Reading {
     // per record: a worker reads a block of tens of thousands.
     struct Span {
         std::uint32_t at = 0, size = 0;
-    } key, fingerprint, source;
+    } key, fingerprint, source, endpoint, subscription;
     std::optional<Timestamp> time;
+    Provider provider = Provider::unknown;
+    std::uint8_t provider_attempt = 0;
+    std::array<std::uint8_t, k_max_layers> layers{};
     std::uint64_t payload = 0; // 0: none (a body that is not JSON, a missing --payload field)
     std::uint16_t status = 0;  // what the receiver answered (explain.hpp), 0: unknown
 };
@@ -128,6 +131,70 @@ std::uint16_t answered_status(record::RecordParser& parser, const AuditRunOption
     return status ? status_of(*status) : 0;
 }
 
+// An attempt counter as a log writes it: 2 or "2"; 0 when it is not one.
+std::uint8_t counter_of(const record::FieldValue& value) {
+    if (value.type != record::FieldValue::Type::number &&
+        value.type != record::FieldValue::Type::string)
+        return 0;
+    unsigned number = 0;
+    auto [end, error] =
+        std::from_chars(value.text.data(), value.text.data() + value.text.size(), number);
+    if (error != std::errc() || end != value.text.data() + value.text.size()) return 0;
+    return static_cast<std::uint8_t>(std::min(number, 255u));
+}
+
+// How a copy was delivered (explain.hpp DeliveryTrace): the provider and
+// its retry counter from a capture's headers (or --provider), the endpoint
+// it was sent to (host and path), the subscription a provider names in a
+// header (or --route-field), and each retry layer's counter.
+void read_trace(record::RecordParser& parser, Reading& reading, std::string& texts,
+                const AuditRunOptions& options) {
+    reading.provider = options.provider;
+    if (parser.shape() == record::RecordShape::envelope) {
+        const auto& envelope = parser.envelope();
+        auto header = [&](std::string_view name) { return envelope.header(name); };
+        std::uint8_t attempt = 0;
+        auto detected = provider_of_headers(header, attempt);
+        if (reading.provider == Provider::unknown) reading.provider = detected;
+        if (detected == reading.provider) reading.provider_attempt = attempt;
+        auto host = header("X-Forwarded-Host");
+        if (!host) host = header("Host");
+        auto path = envelope.path.substr(0, envelope.path.find('?'));
+        if (host || !path.empty()) {
+            auto at = texts.size();
+            if (host) texts.append(*host);
+            texts.append(path);
+            reading.endpoint = {static_cast<std::uint32_t>(at),
+                                static_cast<std::uint32_t>(texts.size() - at)};
+        }
+        // Headers that name the subscription, with few values each (never a
+        // per-delivery id: those are as many as the events).
+        for (const char* name : {"X-GitHub-Hook-ID", "X-Shopify-API-Version"})
+            if (auto value = header(name); value && !value->empty()) {
+                auto at = texts.size();
+                texts.append(name);
+                texts += ' ';
+                texts.append(*value);
+                reading.subscription = {static_cast<std::uint32_t>(at),
+                                        static_cast<std::uint32_t>(texts.size() - at)};
+                break;
+            }
+    }
+    if (options.route_field)
+        if (auto value = parser.find(*options.route_field); value && !value->text.empty()) {
+            auto at = texts.size();
+            texts.append(options.route_field->text());
+            texts += ' ';
+            texts.append(value->text);
+            reading.subscription = {static_cast<std::uint32_t>(at),
+                                    static_cast<std::uint32_t>(texts.size() - at)};
+        }
+    for (std::size_t layer = 0; layer < options.attempt_fields.size() && layer < k_max_layers;
+         ++layer)
+        if (auto value = parser.find(options.attempt_fields[layer]))
+            reading.layers[layer] = counter_of(*value);
+}
+
 void read_line(const io::BlockLine& line, Reading& reading, std::string& texts, WorkerState& state,
                const AuditRunOptions& options) {
     auto& parser = state.parser;
@@ -152,6 +219,7 @@ void read_line(const io::BlockLine& line, Reading& reading, std::string& texts, 
         record::event_time(parser, options.time_field ? &*options.time_field : nullptr).time;
     reading.payload = payload_hash(state);
     reading.status = answered_status(parser, options);
+    read_trace(parser, reading, texts, options);
 }
 
 void read_block(const record::InputBlock& block, WorkerState& state, const AuditRunOptions& options,
@@ -195,6 +263,11 @@ record::KeySpec payload_spec(const AuditRunOptions& options) {
     if (options.time_field) spec.ignore_paths.push_back(*options.time_field);
     if (options.source_field) spec.ignore_paths.push_back(*options.source_field);
     if (options.status_field) spec.ignore_paths.push_back(*options.status_field);
+    // Where a copy went and which attempt it was differ between copies of
+    // one event by design.
+    if (options.route_field) spec.ignore_paths.push_back(*options.route_field);
+    spec.ignore_paths.insert(spec.ignore_paths.end(), options.attempt_fields.begin(),
+                             options.attempt_fields.end());
     // Fields that differ between deliveries of one request, whatever was
     // sent: counted as payload, every retried group would read as key-reuse
     // (docs/audit.md lists them; --payload chooses exactly what counts).
@@ -448,7 +521,8 @@ private:
                                  key,
                                  fingerprint,
                                  m_sources.intern(text_of(texts, reading.source)),
-                                 reading.status};
+                                 reading.status,
+                                 trace_of(reading, texts)};
             m_spill->add(record);
             return;
         }
@@ -460,12 +534,20 @@ private:
         attempt.time = reading.time;
         attempt.payload = payload_of(reading);
         attempt.status = reading.status;
+        attempt.trace = trace_of(reading, texts);
         m_findings.attempts.push_back(attempt);
         m_findings.positions.push_back(position);
         if (m_findings.attempts.size() > m_options.spill_after) start_spilling();
     }
 
     static std::uint64_t payload_of(const Reading& reading) { return reading.payload; }
+
+    // Endpoints and subscriptions are few, like sources: interned with them.
+    DeliveryTrace trace_of(const Reading& reading, const std::string& texts) {
+        return {reading.provider, reading.provider_attempt,
+                m_sources.intern(text_of(texts, reading.endpoint)),
+                m_sources.intern(text_of(texts, reading.subscription)), reading.layers};
+    }
 
     // Moves what is in memory to the partition files; every later record
     // goes straight there.
@@ -485,7 +567,7 @@ private:
             auto fingerprint = m_fingerprints.text(i);
             if (!(layout.by_fingerprint ? fingerprint : key).empty()) ++m_identified;
             m_spill->add({i, m_findings.positions[i], attempts[i].time, attempts[i].payload, key,
-                          fingerprint, attempts[i].source, attempts[i].status});
+                          fingerprint, attempts[i].source, attempts[i].status, attempts[i].trace});
         }
         std::vector<Attempt>().swap(m_findings.attempts);
         std::vector<Findings::Position>().swap(m_findings.positions);

@@ -49,6 +49,14 @@ struct AuditRunOptions {
     // number in a string; "timeout" for none). Default: in a capture,
     // `_idem.listen.status` and `_idem.listen.dropped`.
     std::optional<record::FieldPath> status_field;
+    // Whose retries these are, when the records do not say by their
+    // headers (plain events): --provider.
+    Provider provider = Provider::unknown;
+    // Where each copy was delivered (--route-field: an endpoint, a
+    // subscription or webhook id), beside a capture's host and path.
+    std::optional<record::FieldPath> route_field;
+    // Nested retry layers' attempt counters, outermost first (--attempt-field).
+    std::vector<record::FieldPath> attempt_fields;
     // What counts as "the same payload": these fields, or (empty) the
     // canonical record minus key, time, source and `ignore_fields`.
     std::vector<record::FieldPath> payload_fields;

@@ -32,6 +32,7 @@ struct RowHeader {
     std::uint32_t key_size, fingerprint_size, source;
     std::uint8_t row, has_time;
     std::uint16_t status;
+    DeliveryTrace trace;
 };
 
 // A row read back: its texts view the partition's bytes (PartitionRows).
@@ -82,6 +83,7 @@ struct Spill::Partitions {
         header.key_size = static_cast<std::uint32_t>(record.key.size());
         header.fingerprint_size = static_cast<std::uint32_t>(record.fingerprint.size());
         header.source = record.source;
+        header.trace = record.trace;
         bool written = std::fwrite(&header, sizeof header, 1, file) == 1;
         for (auto text : {record.key, record.fingerprint})
             written = written && std::fwrite(text.data(), 1, text.size(), file) == text.size();
@@ -291,6 +293,7 @@ private:
             attempt.payload = in.get<std::uint64_t>();
             attempt.source = in.get<std::uint32_t>();
             attempt.status = in.get<std::uint16_t>();
+            attempt.trace = in.get<DeliveryTrace>();
             attempt.key = local_id(key_ids, in.get_text(), findings.key_texts, m_layout.key_paths);
             attempt.fingerprint = local_id(fingerprint_ids, in.get_text(),
                                            findings.fingerprint_texts, m_layout.fingerprint_paths);
@@ -311,6 +314,8 @@ private:
                 evidence.records.push_back(index);
             evidence.gaps = durations_of(in.get_all<std::int64_t>());
             evidence.source = in.get<std::uint32_t>();
+            evidence.attempt_numbers = in.get_all<std::uint16_t>();
+            evidence.detail = std::string(in.get_text());
         }
     }
 
@@ -357,6 +362,7 @@ ExplainedPartition explain_partition(const std::vector<Row>& rows, GroupKind kin
         attempts[i].source = rows[i].header.source;
         attempts[i].payload = rows[i].header.payload;
         attempts[i].status = rows[i].header.status;
+        attempts[i].trace = rows[i].header.trace;
         if (rows[i].header.has_time) attempts[i].time = Timestamp(Duration(rows[i].header.time));
     }
     auto distinct = detail::number_texts(keys, fingerprints, attempts);
@@ -381,6 +387,7 @@ ExplainedPartition explain_partition(const std::vector<Row>& rows, GroupKind kin
                 bytes.put(row.header.payload);
                 bytes.put(row.header.source);
                 bytes.put(row.header.status);
+                bytes.put(row.header.trace);
                 bytes.put_text(row.key);
                 bytes.put_text(row.fingerprint);
                 out.members.emplace_back(row.header.seq, row.header.source);
@@ -400,6 +407,8 @@ ExplainedPartition explain_partition(const std::vector<Row>& rows, GroupKind kin
                 bytes.put_all(records);
                 bytes.put_all(micros_of(evidence.gaps));
                 bytes.put(evidence.source);
+                bytes.put_all(evidence.attempt_numbers);
+                bytes.put_text(evidence.detail);
             }
             out.index.push_back({rows[group.records.front()].header.seq, out.bytes.size(),
                                  static_cast<std::uint32_t>(group.records.size()),

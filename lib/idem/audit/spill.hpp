@@ -28,6 +28,7 @@ struct SpilledRecord {
     // explanations break ties by source id.
     std::uint32_t source = 0;
     std::uint16_t status = 0; // what the receiver answered (explain.hpp)
+    DeliveryTrace trace;      // endpoint and subscription interned like sources
 };
 
 struct SpillLayout {

@@ -124,6 +124,22 @@ std::string describe(const Findings& findings, const Explanation& group, const E
         return fmt::format("{} keys for one intent within {}: {}", keys.size(),
                            short_duration(findings.options.window), fmt::join(keys, ", "));
     }
+    case Cause::provider_retry:
+    case Cause::layered_retry:
+        return evidence.detail;
+    case Cause::fan_out: {
+        std::vector<std::string> routes;
+        for (auto index : evidence.records) {
+            const auto& trace = record(index).trace;
+            auto endpoint = findings.sources[trace.endpoint];
+            auto subscription = findings.sources[trace.subscription];
+            routes.push_back(evidence.detail == "endpoint" || subscription.empty() ? endpoint
+                                                                                   : subscription);
+        }
+        auto widest = *std::max_element(evidence.gaps.begin(), evidence.gaps.end());
+        return fmt::format("one event delivered to {} {}s within {}: {}", routes.size(),
+                           evidence.detail, short_duration(widest), fmt::join(routes, ", "));
+    }
     case Cause::unexplained:
         return "no cause fits the evidence: the same intent, and nothing more is known";
     }

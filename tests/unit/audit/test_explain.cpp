@@ -15,9 +15,15 @@ Timestamp at(double seconds) {
 // Records of one group: key, source, payload, time.
 std::vector<Attempt> records(std::initializer_list<std::tuple<int, int, int, double>> rows) {
     std::vector<Attempt> attempts;
-    for (auto [key, source, payload, seconds] : rows)
-        attempts.push_back({static_cast<std::uint32_t>(key), 1, static_cast<std::uint32_t>(source),
-                            static_cast<std::uint32_t>(payload), at(seconds)});
+    for (auto [key, source, payload, seconds] : rows) {
+        Attempt attempt;
+        attempt.key = static_cast<std::uint32_t>(key);
+        attempt.fingerprint = 1;
+        attempt.source = static_cast<std::uint32_t>(source);
+        attempt.payload = static_cast<std::uint32_t>(payload);
+        attempt.time = at(seconds);
+        attempts.push_back(attempt);
+    }
     return attempts;
 }
 
@@ -143,4 +149,140 @@ TEST_CASE("retried-after-failure: the same sender again after a 5xx, 408, 429 or
         CHECK(is_failed_answer(static_cast<std::uint16_t>(status)));
     for (int status : {0, 200, 400, 404, 409})
         CHECK_FALSE(is_failed_answer(static_cast<std::uint16_t>(status)));
+}
+
+namespace {
+
+// One provider's copies of one delivery: (seconds, status), one endpoint.
+std::vector<Attempt> deliveries(Provider provider,
+                                std::initializer_list<std::pair<double, std::uint16_t>> rows) {
+    std::vector<Attempt> attempts;
+    for (auto [seconds, status] : rows) {
+        Attempt attempt;
+        attempt.key = 1;
+        attempt.payload = 1;
+        attempt.time = at(seconds);
+        attempt.status = status;
+        attempt.trace.provider = provider;
+        attempt.trace.endpoint = 1;
+        attempts.push_back(attempt);
+    }
+    return attempts;
+}
+
+Explanation explained(const std::vector<Attempt>& attempts, ExplainOptions options = {}) {
+    std::vector<std::size_t> members;
+    for (std::size_t i = 0; i < attempts.size(); ++i)
+        members.push_back(i);
+    return explain(GroupKind::key, members, attempts, options);
+}
+
+const Evidence* evidence_of(const Explanation& group, Cause cause) {
+    for (const auto& evidence : group.causes)
+        if (evidence.cause == cause) return &evidence;
+    return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("provider-retry: the waits fit the provider's published schedule") {
+    // Svix (docs.svix.com/retries): immediately, 5 s, 5 min, 30 min after
+    // each failure. Each wait also holds the provider's wait for an answer.
+    auto group =
+        explained(deliveries(Provider::svix, {{0, 500}, {5.4, 500}, {305.9, 503}, {2110, 200}}));
+    const auto* retry = evidence_of(group, Cause::provider_retry);
+    REQUIRE(retry);
+    CHECK(retry->attempt_numbers == std::vector<std::uint16_t>{1, 2, 3, 4});
+    CHECK(retry->detail.find("svix") != std::string::npos);
+    // A copy the log never saw: 5 s + 5 min in one wait is attempts 1 and 3.
+    group = explained(deliveries(Provider::svix, {{0, 0}, {306, 0}}));
+    retry = evidence_of(group, Cause::provider_retry);
+    REQUIRE(retry);
+    CHECK(retry->attempt_numbers == std::vector<std::uint16_t>{1, 3});
+    // 47 s fits no sum of Svix's delays: someone else sent it again.
+    CHECK_FALSE(evidence_of(explained(deliveries(Provider::svix, {{0, 0}, {47, 0}})),
+                            Cause::provider_retry));
+    // Unknown provider: no schedule to compare with.
+    CHECK_FALSE(evidence_of(explained(deliveries(Provider::unknown, {{0, 0}, {5, 0}})),
+                            Cause::provider_retry));
+}
+
+TEST_CASE("provider-retry: a 2xx answer that was retried anyway arrived too late") {
+    // Slack (api.slack.com/apis/events-api): retried at once, after 1 min,
+    // after 5 min; it waits 3 s for an answer.
+    auto group = explained(deliveries(Provider::slack, {{0, 200}, {3.2, 200}, {64, 200}}));
+    const auto* retry = evidence_of(group, Cause::provider_retry);
+    REQUIRE(retry);
+    CHECK(retry->attempt_numbers == std::vector<std::uint16_t>{1, 2, 3});
+    CHECK(retry->detail.find("2xx to attempt 1, 2 yet retried") != std::string::npos);
+    CHECK(retry->detail.find("too late") != std::string::npos);
+    // Slack's own counter (X-Slack-Retry-Num) is the evidence when present.
+    auto counted = deliveries(Provider::slack, {{0, 0}, {900, 0}});
+    counted[0].trace.provider_attempt = 1;
+    counted[1].trace.provider_attempt = 3;
+    auto by_counter = explained(counted);
+    retry = evidence_of(by_counter, Cause::provider_retry);
+    REQUIRE(retry);
+    CHECK(retry->attempt_numbers == std::vector<std::uint16_t>{1, 3});
+}
+
+TEST_CASE("provider-retry: GitHub never retries by itself, Stripe within three days") {
+    auto redelivered = explained(deliveries(Provider::github, {{0, 0}, {7200, 0}}));
+    const auto* retry = evidence_of(redelivered, Cause::provider_retry);
+    REQUIRE(retry);
+    CHECK(retry->detail.find("redelivered by hand") != std::string::npos);
+    // Growing waits within 3 days fit Stripe; a shrinking one does not.
+    CHECK(evidence_of(explained(deliveries(Provider::stripe, {{0, 0}, {60, 0}, {3600, 0}})),
+                      Cause::provider_retry));
+    CHECK_FALSE(evidence_of(explained(deliveries(Provider::stripe, {{0, 0}, {3600, 0}, {3610, 0}})),
+                            Cause::provider_retry));
+    CHECK_FALSE(evidence_of(explained(deliveries(Provider::stripe, {{0, 0}, {4 * 86400, 0}})),
+                            Cause::provider_retry));
+}
+
+TEST_CASE("fan-out: one event to several endpoints at nearly the same time") {
+    auto attempts = deliveries(Provider::stripe, {{0, 0}, {0.4, 0}, {1.1, 0}});
+    attempts[1].trace.endpoint = 2;
+    auto group = explained(attempts);
+    const auto* fan_out = evidence_of(group, Cause::fan_out);
+    REQUIRE(fan_out);
+    CHECK(fan_out->records == std::vector<std::size_t>{0, 1});
+    CHECK(fan_out->detail == "endpoint");
+    // One endpoint, two subscriptions (GitHub hooks, Shopify API versions).
+    attempts[1].trace.endpoint = 1;
+    attempts[1].trace.subscription = 9;
+    auto subscribed = explained(attempts);
+    fan_out = evidence_of(subscribed, Cause::fan_out);
+    REQUIRE(fan_out);
+    CHECK(fan_out->detail == "subscription");
+    // Far apart, it is not one fan-out.
+    attempts[1].time = at(600);
+    CHECK_FALSE(evidence_of(explained(attempts), Cause::fan_out));
+}
+
+TEST_CASE("layered-retry: retry layers multiply") {
+    // The seeds' incident: agent x client x gateway, 3 x 2 x 2; seven copies arrived.
+    std::vector<std::array<std::uint8_t, 3>> counters{{1, 1, 1}, {1, 1, 2}, {1, 2, 1}, {2, 1, 1},
+                                                      {2, 2, 2}, {3, 1, 1}, {3, 1, 2}};
+    std::vector<Attempt> attempts;
+    for (std::size_t i = 0; i < counters.size(); ++i) {
+        Attempt attempt;
+        attempt.key = 1;
+        attempt.payload = 1;
+        attempt.time = at(static_cast<double>(i) * 20);
+        for (std::size_t layer = 0; layer < 3; ++layer)
+            attempt.trace.layers[layer] = counters[i][layer];
+        attempts.push_back(attempt);
+    }
+    ExplainOptions options;
+    options.layer_names = {"agent", "client", "gateway"};
+    auto group = explained(attempts, options);
+    const auto* layered = evidence_of(group, Cause::layered_retry);
+    REQUIRE(layered);
+    CHECK(layered->records.size() == 7);
+    CHECK(layered->detail.find("3 (agent) x 2 (client) x 2 (gateway) = up to 12 copies") !=
+          std::string::npos);
+    CHECK(layered->detail.find("7 arrived") != std::string::npos);
+    // Without layer names nothing is read as a layer.
+    CHECK_FALSE(evidence_of(explained(attempts), Cause::layered_retry));
 }
