@@ -271,13 +271,18 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
                         "where the partition files go (default: $TMPDIR or /tmp)");
     add_threads_option(*command, options->threads);
     command->footer(
-        "Causes: retry-storm, concurrent, ttl-expired, key-reuse, key-regenerated; a group\n"
-        "that fits none is 'unexplained'. Each comes with the records and gaps that show it.\n\n"
+        "Causes: retry-storm, concurrent, ttl-expired, key-reuse, key-regenerated,\n"
+        "retried-after-failure, provider-retry (the waits fit Svix's, Slack's, Shopify's,\n"
+        "Stripe's, GitHub's or Twilio's published retries), fan-out (one event to several\n"
+        "endpoints) and layered-retry (--attempt-field); a group that fits none is\n"
+        "'unexplained'. Each comes with the records and gaps that show it.\n\n"
         "Examples:\n"
         "  idem audit --key idempotency_key --source-field worker tickets.ndjson\n"
         "  idem audit --key request.key --fingerprint user_id,fault_type --time-field ts "
         "--format markdown calls.ndjson\n"
         "  idem audit --key key --ttl 5m --fail-on conflicts,ttl-expired ci-log.ndjson\n"
+        "  idem audit --key body.id captures.ndjson    # provider-retry, fan-out from headers\n"
+        "  idem audit --key key --attempt-field agent_try --attempt-field http_try log.ndjson\n"
         "  idem audit --sqlite app.db --query 'SELECT * FROM work_order' --key request_key "
         "--fingerprint user_id,fault_type --time-field created_at\n"
         "  idem audit --key headers.Idempotency-Key --verdicts idem.db --replay-ledger idem.db "
