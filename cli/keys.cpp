@@ -3,8 +3,10 @@
 #include "common.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
+#include "idem/verify/provider_spec.hpp"
 #include "idem/verify/scheme.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -18,7 +20,8 @@ void add_key_options(CLI::App& command, KeyOptions& options) {
     command
         .add_option("--scheme", options.scheme,
                     "github, stripe, slack, standard, svix, shopify, discord, twilio, square, "
-                    "pagerduty, hmac, or auto (default: from the headers)")
+                    "pagerduty, hmac, a provider of --provider-file, or auto (default: from the "
+                    "headers)")
         ->type_name(fmt::format("SCHEME:{{{}}}", fmt::join(names, ",")));
     command
         .add_option("--secret", options.secrets,
@@ -47,6 +50,11 @@ void add_key_options(CLI::App& command, KeyOptions& options) {
         "https://host[:port] to which each envelope's path is appended (twilio, square)");
     command.add_flag("--allow-sha1", options.allow_sha1,
                      "accept the legacy SHA-1 signatures of GitHub (X-Hub-Signature) and Square");
+    command
+        .add_option("--provider-file", options.provider_files,
+                    "FILE or DIR: providers described in JSON or YAML (docs/verify.md); "
+                    "--scheme NAME picks one, auto detects them by their headers")
+        ->allow_extra_args(false);
     command.add_option("--hmac-header", options.hmac_header,
                        "hmac scheme: signature header (X-Signature)");
     command.add_option("--hmac-prefix", options.hmac_prefix,
@@ -85,7 +93,23 @@ std::string read_secret_file(const std::string& path) {
 
 verify::VerifyConfig key_config(const KeyOptions& options) {
     verify::VerifyConfig config;
-    config.scheme = verify::parse_scheme(options.scheme);
+    for (const auto& path : options.provider_files)
+        for (auto& spec : verify::load_provider_specs(path)) {
+            for (const auto& loaded : config.providers)
+                if (loaded.name == spec.name)
+                    throw UsageError(fmt::format("{}: provider {} is already defined in {}",
+                                                 spec.origin, quote(spec.name), loaded.origin));
+            config.providers.push_back(std::move(spec));
+        }
+    // A provider file's name wins: it is what the user just described.
+    auto named = std::find_if(config.providers.begin(), config.providers.end(),
+                              [&](const auto& spec) { return spec.name == options.scheme; });
+    if (named != config.providers.end()) {
+        config.scheme = verify::Scheme::provider;
+        config.provider = static_cast<std::size_t>(named - config.providers.begin());
+    } else {
+        config.scheme = verify::parse_scheme(options.scheme);
+    }
     // A secret's bytes are never split: labels come from outside the value.
     for (const auto& text : options.secrets)
         config.secrets.push_back(

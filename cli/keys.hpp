@@ -26,6 +26,7 @@ struct KeyOptions {
     std::string hmac_timestamp_header;
     std::string hmac_id_header;
     bool allow_sha1 = false;
+    std::vector<std::string> provider_files;
 };
 
 void add_key_options(CLI::App& command, KeyOptions& options);

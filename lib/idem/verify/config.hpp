@@ -79,6 +79,44 @@ struct GenericHmacSpec {
     std::string id_header;        // where {id} comes from
 };
 
+// A provider described by a file (provider_spec.hpp loads it): see
+// docs/verify.md, "Provider files".
+struct ProviderSpec {
+    std::string name;   // what --scheme and verdicts call it
+    std::string origin; // the file it came from, for messages
+    std::string source; // where the provider documents it (a URL)
+
+    std::string signature_header;
+    // The header's value is "key=value" items (Paddle's "ts=...;h1=...",
+    // Calendly's "t=...,v1=..."): split by `separator`, the signatures are
+    // the items named `signature_key`, the timestamp the one named
+    // `timestamp_key`. With no separator the whole value is one signature.
+    char separator = 0;
+    std::string signature_key;
+    std::string timestamp_key;
+    std::string prefix; // before each signature ("sha256=", "v0=")
+
+    crypto::HashAlgorithm algorithm = crypto::HashAlgorithm::sha256;
+    SignatureEncoding encoding = SignatureEncoding::hex;
+    // {body} {timestamp} {id} {method} {path} {url}: what is signed.
+    std::string message = "{body}";
+
+    std::string timestamp_header; // when the timestamp is a header of its own
+    enum class TimestampUnit {
+        seconds,
+        milliseconds,
+        rfc3339
+    } timestamp_unit = TimestampUnit::seconds;
+    // Whether a timestamp ahead of the clock is refused too (most), or only
+    // one too old (Stripe-like libraries).
+    bool future_refused = true;
+
+    std::string id_header; // the provider's message id, for --nonce
+    // For --scheme auto: every one of these headers is present (default: the
+    // signature header).
+    std::vector<std::string> detect;
+};
+
 struct VerifyConfig {
     Scheme scheme = Scheme::auto_detect;
     std::vector<Secret> secrets;
@@ -89,6 +127,10 @@ struct VerifyConfig {
     std::string url;      // the full public URL (twilio, square)
     std::string url_base; // https://host[:port], the envelope's path appended
     GenericHmacSpec hmac;
+    // --provider-file: specs, checked by `auto` after the built-in schemes;
+    // with Scheme::provider, `provider` is the one --scheme named.
+    std::vector<ProviderSpec> providers;
+    std::size_t provider = 0;
     NonceCapture nonce_capture = NonceCapture::keep;
 };
 
@@ -104,6 +146,10 @@ struct Verdict {
     // What --nonce remembers: the provider's message id, else the signature.
     std::string nonce;
     std::optional<Timestamp> signed_at;
+    std::string provider; // the provider file's name, when one judged it
 };
+
+// What a verdict calls its scheme: the provider's name for a provider file.
+[[nodiscard]] std::string_view verdict_scheme_name(const Verdict& verdict);
 
 } // namespace idem::verify

@@ -26,7 +26,7 @@ void append_verdict(std::string& out, const Verdict& verdict) {
     out += "\"verify\":{\"valid\":";
     out += verdict.valid ? "true" : "false";
     out += ",\"scheme\":";
-    record::append_json_string(out, scheme_name(verdict.scheme));
+    record::append_json_string(out, verdict_scheme_name(verdict));
     if (!verdict.key_label.empty()) {
         out += ",\"key\":";
         record::append_json_string(out, verdict.key_label);
@@ -276,7 +276,7 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
         auto& verdict = outcome.verdict;
         if (verdict.valid && options.nonce == NonceCheck::on) {
             auto claim = idem_store->claim_nonce(
-                scheme_name(verdict.scheme), verdict.nonce,
+                verdict_scheme_name(verdict), verdict.nonce,
                 {outcome.now, *record.source, record.line}, options.nonce_window,
                 nonce_keep_until(verdict, outcome.now, options.nonce_window));
             if (claim.verdict == store::NonceVerdict::replay) {
@@ -299,7 +299,7 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
             kept.source = *record.source;
             kept.line = record.line;
             kept.valid = verdict.valid;
-            kept.scheme = scheme_name(verdict.scheme);
+            kept.scheme = verdict_scheme_name(verdict);
             kept.message_id = verdict.nonce;
             kept.reason = verdict.reason;
             kept.checked_at = outcome.now;
@@ -374,7 +374,10 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     if (invalid_sink) summary.counts.emplace_back("invalid_file", invalid_sink->records_written());
     if (options.invalid_routing == InvalidRouting::divert && !invalid_sink)
         summary.counts.emplace_back("dropped", dropped);
-    summary.facts.emplace_back("scheme", std::string(scheme_name(options.config.scheme)));
+    summary.facts.emplace_back("scheme",
+                               options.config.scheme == Scheme::provider
+                                   ? options.config.providers.at(options.config.provider).name
+                                   : std::string(scheme_name(options.config.scheme)));
     summary.seconds = io::seconds_since(start);
     return result;
 }

@@ -35,6 +35,7 @@ constexpr Signature k_signature_headers[] = {
 } // namespace
 
 std::string_view scheme_name(Scheme scheme) {
+    if (scheme == Scheme::provider) return "provider";
     for (const auto& entry : k_schemes)
         if (entry.scheme == scheme) return entry.name;
     return "?";

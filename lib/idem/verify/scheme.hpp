@@ -23,6 +23,7 @@ enum class Scheme {
     square,
     pagerduty,
     hmac,
+    provider, // a --provider-file spec
     auto_detect,
 };
 

@@ -42,6 +42,8 @@ HashAlgorithm signing_algorithm(const VerifyConfig& config) {
         return HashAlgorithm::sha1;
     case Scheme::hmac:
         return config.hmac.algorithm;
+    case Scheme::provider:
+        return config.providers.at(config.provider).algorithm;
     default:
         return HashAlgorithm::sha256;
     }
@@ -166,6 +168,49 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
         if (!spec.timestamp_header.empty()) headers.emplace_back(spec.timestamp_header, seconds);
         if (!spec.id_header.empty() && !envelope.header(spec.id_header))
             headers.emplace_back(spec.id_header, id);
+        return headers;
+    }
+    case Scheme::provider: {
+        // The same message the verifier checks (provider_message), with the
+        // timestamp in the spec's unit.
+        const auto& spec = impl.config.providers.at(impl.config.provider);
+        using Unit = ProviderSpec::TimestampUnit;
+        auto stamp = spec.timestamp_unit == Unit::milliseconds
+                         ? std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              at.time_since_epoch())
+                                              .count())
+                     : spec.timestamp_unit == Unit::rfc3339 ? format_rfc3339(at)
+                                                            : seconds;
+        std::string id(
+            spec.id_header.empty() ? "" : envelope.header(spec.id_header).value_or(envelope.id));
+        std::string url;
+        if (spec.message.find("{url}") != std::string::npos) {
+            auto signed_at_url = detail::signed_url(impl.config, envelope);
+            if (!signed_at_url)
+                throw UsageError(
+                    fmt::format("provider {} signs the URL: pass --url or --url-base", spec.name));
+            url = std::move(*signed_at_url);
+        }
+        auto mac = impl.hmac_key->mac({detail::provider_message(spec, envelope, stamp, id, url)});
+        auto encoded = spec.encoding == SignatureEncoding::hex ? hex_encode(mac.view())
+                                                               : base64_encode(mac.view());
+        HeaderList headers;
+        if (spec.separator) {
+            std::string value;
+            if (!spec.timestamp_key.empty())
+                value = fmt::format("{}={}{}", spec.timestamp_key, stamp, spec.separator);
+            value += fmt::format("{}={}{}", spec.signature_key, spec.prefix, encoded);
+            headers.emplace_back(spec.signature_header, value);
+        } else {
+            headers.emplace_back(spec.signature_header, spec.prefix + encoded);
+        }
+        if (!spec.timestamp_header.empty()) headers.emplace_back(spec.timestamp_header, stamp);
+        if (!spec.id_header.empty() && !envelope.header(spec.id_header) && !id.empty())
+            headers.emplace_back(spec.id_header, id);
+        for (const auto& name : spec.detect)
+            if (name != spec.signature_header && name != spec.timestamp_header &&
+                name != spec.id_header && !envelope.header(name))
+                headers.emplace_back(name, "idem-sign"); // so that auto detects it
         return headers;
     }
     case Scheme::auto_detect:

@@ -1,6 +1,7 @@
 #include "idem/verify/verifier.hpp"
 
 #include "idem/verify/detail/schemes.hpp"
+#include "idem/verify/provider_spec.hpp"
 
 #include <fmt/format.h>
 
@@ -40,6 +41,7 @@ detail::VerifyFunction verifier_for(Scheme scheme) {
         return detail::verify_pagerduty;
     case Scheme::hmac:
         return detail::verify_hmac;
+    case Scheme::provider: // needs its spec: Verifier::verify calls it
     case Scheme::auto_detect:
         break;
     }
@@ -68,20 +70,37 @@ std::optional<std::string> missing_key(Scheme scheme, const VerifyConfig& config
     }
 }
 
+std::string_view verdict_scheme_name(const Verdict& verdict) {
+    if (verdict.scheme == Scheme::provider && !verdict.provider.empty()) return verdict.provider;
+    return scheme_name(verdict.scheme);
+}
+
 Verdict Verifier::verify(const record::Envelope& envelope, Timestamp now) {
-    auto scheme = m_impl->config.scheme;
+    const auto& config = m_impl->config;
+    auto scheme = config.scheme;
+    const ProviderSpec* spec =
+        scheme == Scheme::provider ? &config.providers.at(config.provider) : nullptr;
     if (scheme == Scheme::auto_detect) {
         auto detected = detect_scheme(envelope);
+        // The built-in schemes first: a provider file covers the others.
+        if (!detected && (spec = detect_provider(config.providers, envelope)))
+            detected = Scheme::provider;
         if (!detected)
             return detail::invalid(
                 Scheme::auto_detect,
-                "no known signature header: cannot tell the scheme (pass --scheme)");
+                config.providers.empty()
+                    ? "no known signature header: cannot tell the scheme (pass --scheme)"
+                    : "no known signature header, built in or in --provider-file: cannot tell "
+                      "the scheme (pass --scheme)");
         scheme = *detected;
     }
-    if (auto missing = missing_key(scheme, m_impl->config))
-        return detail::invalid(scheme, *missing);
-    detail::Input input{envelope, now, m_impl->config, m_impl->keys};
-    auto verdict = verifier_for(scheme)(input);
+    if (auto missing = missing_key(scheme, config)) {
+        auto verdict = detail::invalid(scheme, *missing);
+        if (spec) verdict.provider = spec->name;
+        return verdict;
+    }
+    detail::Input input{envelope, now, config, m_impl->keys};
+    auto verdict = spec ? detail::verify_provider(input, *spec) : verifier_for(scheme)(input);
     if (verdict.valid && m_impl->config.timestamp_check == TimestampCheck::ignore &&
         verdict.signed_at)
         verdict.reason = "signature matches (timestamp not checked)";

@@ -65,6 +65,12 @@ Verdict verify_twilio(Input& input);
 Verdict verify_square(Input& input);
 Verdict verify_pagerduty(Input& input);
 Verdict verify_hmac(Input& input);
+Verdict verify_provider(Input& input, const ProviderSpec& spec);
+// The bytes a provider file's spec signs for one delivery.
+[[nodiscard]] std::string provider_message(const ProviderSpec& spec,
+                                           const record::Envelope& envelope,
+                                           std::string_view timestamp, std::string_view id,
+                                           std::string_view url);
 
 // ---- shared helpers -------------------------------------------------------
 

@@ -1,0 +1,161 @@
+// A provider described by a file (provider_spec.hpp): the same steps as the
+// built-in HMAC schemes, driven by the spec. The message is assembled once
+// per record into a buffer the worker keeps.
+
+#include "idem/util/text.hpp"
+#include "idem/verify/detail/schemes.hpp"
+
+#include <charconv>
+#include <fmt/format.h>
+
+namespace idem::verify::detail {
+
+namespace {
+
+// What one delivery's signature header says under the spec.
+struct SignatureHeader {
+    SignatureTexts signatures;
+    std::optional<std::string_view> timestamp; // from a timestamp_key item
+};
+
+std::optional<std::string> read_header(const ProviderSpec& spec, std::string_view value,
+                                       SignatureHeader& out) {
+    value = trim(value);
+    auto take = [&](std::string_view text) -> std::optional<std::string> {
+        text = trim(text);
+        if (!text.starts_with(spec.prefix))
+            return fmt::format("malformed header '{}': expected the prefix {}",
+                               spec.signature_header, quote(spec.prefix));
+        out.signatures.push_back(text.substr(spec.prefix.size()));
+        return std::nullopt;
+    };
+    if (!spec.separator) return take(value);
+    for (auto item : split(value, spec.separator)) {
+        item = trim(item);
+        auto equals = item.find('=');
+        if (equals == std::string_view::npos) continue;
+        auto key = item.substr(0, equals);
+        auto text = item.substr(equals + 1);
+        if (key == spec.signature_key) {
+            if (auto problem = take(text)) return problem;
+        } else if (!spec.timestamp_key.empty() && key == spec.timestamp_key && !out.timestamp) {
+            out.timestamp = text;
+        }
+    }
+    if (out.signatures.empty())
+        return fmt::format("no {}= signature in header '{}'", spec.signature_key,
+                           spec.signature_header);
+    if (!spec.timestamp_key.empty() && !out.timestamp)
+        return fmt::format("malformed header '{}': no {}= timestamp", spec.signature_header,
+                           spec.timestamp_key);
+    return std::nullopt;
+}
+
+std::optional<Timestamp> parse_provider_time(const ProviderSpec& spec, std::string_view text) {
+    if (spec.timestamp_unit == ProviderSpec::TimestampUnit::rfc3339) return parse_timestamp(text);
+    long long number = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+    if (error != std::errc() || end != text.data() + text.size() || number < 0) return std::nullopt;
+    if (spec.timestamp_unit == ProviderSpec::TimestampUnit::milliseconds)
+        return Timestamp(std::chrono::duration_cast<Duration>(std::chrono::milliseconds(number)));
+    if (number > 253402300799LL) return std::nullopt; // past year 9999
+    return Timestamp(std::chrono::duration_cast<Duration>(std::chrono::seconds(number)));
+}
+
+} // namespace
+
+std::string provider_message(const ProviderSpec& spec, const record::Envelope& envelope,
+                             std::string_view timestamp, std::string_view id,
+                             std::string_view url) {
+    std::string message;
+    std::string_view rest = spec.message;
+    while (!rest.empty()) {
+        auto open = rest.find('{');
+        message.append(rest.substr(0, open));
+        if (open == std::string_view::npos) break;
+        rest.remove_prefix(open);
+        auto close = rest.find('}');
+        auto name = rest.substr(0, close + 1);
+        if (name == "{body}")
+            message.append(envelope.body);
+        else if (name == "{timestamp}")
+            message.append(timestamp);
+        else if (name == "{id}")
+            message.append(id);
+        else if (name == "{method}")
+            message.append(envelope.method);
+        else if (name == "{path}")
+            message.append(envelope.path);
+        else if (name == "{url}")
+            message.append(url);
+        else
+            message.append(name); // load_provider_specs refuses unknown names
+        rest.remove_prefix(name.size());
+    }
+    return message;
+}
+
+Verdict verify_provider(Input& input, const ProviderSpec& spec) {
+    const auto& envelope = input.envelope;
+    auto fail = [&](std::string reason) {
+        auto verdict = invalid(Scheme::provider, std::move(reason));
+        verdict.provider = spec.name;
+        return verdict;
+    };
+    auto value = envelope.header(spec.signature_header);
+    if (!value) return fail(missing_header(spec.signature_header));
+    SignatureHeader header;
+    if (auto problem = read_header(spec, *value, header)) return fail(*problem);
+    std::string_view timestamp_text;
+    std::optional<Timestamp> signed_at;
+    if (header.timestamp) timestamp_text = *header.timestamp;
+    if (!spec.timestamp_header.empty()) {
+        auto found = envelope.header(spec.timestamp_header);
+        if (!found) return fail(missing_header(spec.timestamp_header));
+        timestamp_text = trim(*found);
+    }
+    if (!spec.timestamp_header.empty() || !spec.timestamp_key.empty()) {
+        signed_at = parse_provider_time(spec, timestamp_text);
+        if (!signed_at)
+            return fail(fmt::format(
+                "malformed timestamp {} in '{}': expected {}", quote(timestamp_text, 40),
+                spec.timestamp_header.empty() ? spec.signature_header : spec.timestamp_header,
+                spec.timestamp_unit == ProviderSpec::TimestampUnit::rfc3339 ? "an RFC 3339 time"
+                : spec.timestamp_unit == ProviderSpec::TimestampUnit::milliseconds
+                    ? "Unix milliseconds"
+                    : "Unix seconds"));
+    }
+    std::string_view id;
+    if (!spec.id_header.empty()) {
+        auto found = envelope.header(spec.id_header);
+        if (found)
+            id = *found;
+        else if (spec.message.find("{id}") != std::string::npos)
+            return fail(missing_header(spec.id_header));
+    }
+    std::string url;
+    if (spec.message.find("{url}") != std::string::npos) {
+        auto signed_at_url = signed_url(input.config, envelope);
+        if (!signed_at_url)
+            return fail(
+                fmt::format("provider {} signs the URL: pass --url or --url-base", spec.name));
+        url = std::move(*signed_at_url);
+    }
+    auto candidates = decode_all(header.signatures, spec.encoding,
+                                 crypto::digest_size(spec.algorithm), "the signature");
+    if (candidates.signatures.empty()) return fail(candidates.problem);
+    const auto& keys = input.keys.hmac(KeyDerivation::raw, spec.algorithm, Scheme::provider);
+    auto message = provider_message(spec, envelope, timestamp_text, id, url);
+    auto label = match_hmac(keys, candidates.signatures, {message});
+    if (!label) return fail(no_match_reason(keys.size(), header.signatures.size()));
+    if (signed_at)
+        if (auto stale = check_age(input, *signed_at,
+                                   spec.future_refused ? ClockSides::both : ClockSides::past_only))
+            return fail(*stale);
+    auto verdict = matched(input, Scheme::provider, *label,
+                           id.empty() ? header.signatures.front() : id, signed_at);
+    verdict.provider = spec.name;
+    return verdict;
+}
+
+} // namespace idem::verify::detail

@@ -1,0 +1,212 @@
+#include "idem/verify/provider_spec.hpp"
+
+#include "idem/util/detail/yaml_support.hpp"
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <set>
+
+namespace idem::verify {
+
+namespace {
+
+using idem::detail::fail_at;
+using idem::detail::scalar;
+
+// What a spec may say; anything else is a typo, refused with its place.
+constexpr std::string_view k_fields[] = {"name",           "source",           "signature_header",
+                                         "separator",      "signature_key",    "timestamp_key",
+                                         "prefix",         "algorithm",        "encoding",
+                                         "message",        "timestamp_header", "timestamp_unit",
+                                         "future_refused", "id_header",        "detect"};
+
+// The message template's placeholders.
+constexpr std::string_view k_placeholders[] = {"{body}",   "{timestamp}", "{id}",
+                                               "{method}", "{path}",      "{url}"};
+
+void check_template(const std::string& file, const YAML::Node& node, const std::string& text) {
+    for (auto open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
+        auto rest = std::string_view(text).substr(open);
+        bool known = std::any_of(std::begin(k_placeholders), std::end(k_placeholders),
+                                 [&](std::string_view name) { return rest.starts_with(name); });
+        if (!known)
+            fail_at(file, node,
+                    fmt::format("message: unknown placeholder at {}: use {{body}}, "
+                                "{{timestamp}}, {{id}}, {{method}}, {{path}} or {{url}}",
+                                quote(rest.substr(0, rest.find('}') + 1))));
+    }
+}
+
+bool is_header_name(std::string_view name) {
+    return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '-' || c == '_';
+    });
+}
+
+std::string header_name(const std::string& file, const YAML::Node& node, std::string_view key) {
+    auto name = scalar(file, node, key);
+    if (!is_header_name(name))
+        fail_at(file, node, fmt::format("{}: {} is not a header name", key, quote(name)));
+    return name;
+}
+
+ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
+    if (!node.IsMap())
+        fail_at(file, node, "a provider spec is a mapping: name, signature_header, message, ...");
+    for (const auto& field : node) {
+        auto key = field.first.as<std::string>();
+        if (std::find(std::begin(k_fields), std::end(k_fields), key) == std::end(k_fields))
+            fail_at(file, field.first,
+                    fmt::format("unknown field {}: expected name, source, signature_header, "
+                                "separator, signature_key, timestamp_key, prefix, algorithm, "
+                                "encoding, message, timestamp_header, timestamp_unit, "
+                                "future_refused, id_header or detect",
+                                quote(key)));
+    }
+    ProviderSpec spec;
+    spec.origin = file;
+    if (!node["name"]) fail_at(file, node, "a provider spec needs a name");
+    spec.name = scalar(file, node["name"], "name");
+    if (!std::all_of(spec.name.begin(), spec.name.end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+        }))
+        fail_at(
+            file, node["name"],
+            fmt::format("name {}: use lowercase letters, digits, '-' and '_'", quote(spec.name)));
+    if (node["source"]) spec.source = scalar(file, node["source"], "source");
+    if (!node["signature_header"])
+        fail_at(file, node, fmt::format("provider {} needs a signature_header", spec.name));
+    spec.signature_header = header_name(file, node["signature_header"], "signature_header");
+    if (node["separator"]) {
+        auto separator = scalar(file, node["separator"], "separator");
+        if (separator.size() != 1 || (separator != "," && separator != ";" && separator != " "))
+            fail_at(file, node["separator"], "separator: use ',' or ';' (or ' ')");
+        spec.separator = separator[0];
+        if (!node["signature_key"])
+            fail_at(file, node, "with a separator, signature_key names the signature items");
+        spec.signature_key = scalar(file, node["signature_key"], "signature_key");
+        if (node["timestamp_key"])
+            spec.timestamp_key = scalar(file, node["timestamp_key"], "timestamp_key");
+    } else if (node["signature_key"] || node["timestamp_key"]) {
+        fail_at(file, node, "signature_key and timestamp_key need a separator");
+    }
+    if (node["prefix"]) spec.prefix = scalar(file, node["prefix"], "prefix");
+    try {
+        if (node["algorithm"])
+            spec.algorithm = parse_hash_algorithm(scalar(file, node["algorithm"], "algorithm"));
+        if (node["encoding"])
+            spec.encoding = parse_signature_encoding(scalar(file, node["encoding"], "encoding"));
+    } catch (const UsageError& error) {
+        fail_at(file, node["algorithm"] ? node["algorithm"] : node["encoding"], error.what());
+    }
+    if (node["message"]) {
+        spec.message = scalar(file, node["message"], "message");
+        check_template(file, node["message"], spec.message);
+    }
+    if (node["timestamp_header"]) {
+        spec.timestamp_header = header_name(file, node["timestamp_header"], "timestamp_header");
+        if (!spec.timestamp_key.empty())
+            fail_at(file, node["timestamp_header"],
+                    "give timestamp_header or timestamp_key, not both");
+    }
+    if (node["timestamp_unit"]) {
+        auto unit = scalar(file, node["timestamp_unit"], "timestamp_unit");
+        if (unit == "s" || unit == "seconds")
+            spec.timestamp_unit = ProviderSpec::TimestampUnit::seconds;
+        else if (unit == "ms" || unit == "milliseconds")
+            spec.timestamp_unit = ProviderSpec::TimestampUnit::milliseconds;
+        else if (unit == "rfc3339")
+            spec.timestamp_unit = ProviderSpec::TimestampUnit::rfc3339;
+        else
+            fail_at(file, node["timestamp_unit"],
+                    fmt::format("timestamp_unit {}: use s, ms or rfc3339", quote(unit)));
+    }
+    bool has_timestamp = !spec.timestamp_header.empty() || !spec.timestamp_key.empty();
+    if (spec.message.find("{timestamp}") != std::string::npos && !has_timestamp)
+        fail_at(file, node["message"],
+                "message signs {timestamp}: give timestamp_header or timestamp_key");
+    if (node["future_refused"]) {
+        auto value = scalar(file, node["future_refused"], "future_refused");
+        if (value != "true" && value != "false")
+            fail_at(file, node["future_refused"], "future_refused: true or false");
+        spec.future_refused = value == "true";
+    }
+    if (node["id_header"]) spec.id_header = header_name(file, node["id_header"], "id_header");
+    if (spec.message.find("{id}") != std::string::npos && spec.id_header.empty())
+        fail_at(file, node["message"], "message signs {id}: give id_header");
+    if (node["detect"]) {
+        const auto& detect = node["detect"];
+        if (detect.IsScalar()) {
+            spec.detect.push_back(header_name(file, detect, "detect"));
+        } else if (detect.IsSequence() && detect.size() > 0) {
+            for (const auto& item : detect)
+                spec.detect.push_back(header_name(file, item, "detect"));
+        } else {
+            fail_at(file, detect, "detect: a header name or a list of them");
+        }
+    } else {
+        spec.detect.push_back(spec.signature_header);
+    }
+    return spec;
+}
+
+} // namespace
+
+std::vector<ProviderSpec> parse_provider_specs(std::string_view text, const std::string& origin) {
+    auto document = idem::detail::load_yaml(text, origin);
+    std::vector<ProviderSpec> specs;
+    if (document.IsSequence()) {
+        for (const auto& node : document)
+            specs.push_back(parse_one(origin, node));
+    } else {
+        specs.push_back(parse_one(origin, document));
+    }
+    return specs;
+}
+
+std::vector<ProviderSpec> load_provider_specs(const std::filesystem::path& path) {
+    std::vector<std::filesystem::path> files;
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) {
+        for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+            auto extension = entry.path().extension().string();
+            if (entry.is_regular_file() &&
+                (extension == ".json" || extension == ".yaml" || extension == ".yml"))
+                files.push_back(entry.path());
+        }
+        std::sort(files.begin(), files.end());
+        if (files.empty())
+            throw UsageError(fmt::format("--provider-file {}: no .json, .yaml or .yml file in it",
+                                         quote(path.string())));
+    } else {
+        files.push_back(path);
+    }
+    std::vector<ProviderSpec> specs;
+    std::set<std::string> names;
+    for (const auto& file : files) {
+        auto text = idem::detail::read_config_file(file.string(), "provider");
+        for (auto& spec : parse_provider_specs(text, file.string())) {
+            if (!names.insert(spec.name).second)
+                throw UsageError(fmt::format("{}: provider {} is defined twice", file.string(),
+                                             quote(spec.name)));
+            specs.push_back(std::move(spec));
+        }
+    }
+    return specs;
+}
+
+const ProviderSpec* detect_provider(const std::vector<ProviderSpec>& specs,
+                                    const record::Envelope& envelope) {
+    const ProviderSpec* best = nullptr;
+    for (const auto& spec : specs) {
+        bool all = std::all_of(spec.detect.begin(), spec.detect.end(),
+                               [&](const auto& name) { return envelope.header(name).has_value(); });
+        if (all && (!best || spec.detect.size() > best->detect.size())) best = &spec;
+    }
+    return best;
+}
+
+} // namespace idem::verify
