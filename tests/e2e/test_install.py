@@ -38,7 +38,8 @@ class Install(unittest.TestCase):
         files = installed_files(self.prefix)
         expected = {"bin/idem", "share/man/man1/idem.1", "share/bash-completion/completions/idem",
                     "share/zsh/site-functions/_idem", "share/fish/vendor_completions.d/idem.fish",
-                    "share/doc/idem/README.md", "share/doc/idem/CHANGELOG.md", "share/doc/idem/merge.md"}
+                    "share/doc/idem/README.md", "share/doc/idem/CHANGELOG.md", "share/doc/idem/merge.md",
+                    "share/idem/providers/paddle.yaml"}
         expected |= {f"share/man/man1/idem-{command}.1" for command in COMMANDS}
         self.assertEqual(expected - files, set())
 

@@ -52,7 +52,15 @@ std::optional<std::string> read_header(const ProviderSpec& spec, std::string_vie
 }
 
 std::optional<Timestamp> parse_provider_time(const ProviderSpec& spec, std::string_view text) {
-    if (spec.timestamp_unit == ProviderSpec::TimestampUnit::rfc3339) return parse_timestamp(text);
+    if (spec.timestamp_unit == ProviderSpec::TimestampUnit::rfc3339) {
+        if (auto parsed = parse_timestamp(text)) return parsed;
+        // A time without a zone is UTC, as Orb sends it ("2024-03-27T15:42:29.551").
+        if (text.size() < 40 && text.find('T') != std::string_view::npos &&
+            text.find_first_of("Zz+", text.find('T')) == std::string_view::npos &&
+            text.find('-', text.find('T')) == std::string_view::npos)
+            return parse_timestamp(std::string(text) + "Z");
+        return std::nullopt;
+    }
     long long number = 0;
     auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
     if (error != std::errc() || end != text.data() + text.size() || number < 0) return std::nullopt;
