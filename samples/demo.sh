@@ -47,6 +47,12 @@ step "sign and verify round-trip: fixtures for your own tests" \
      "idem sign --scheme standard --secret \$WHSEC samples/captures/mixed.ndjson | idem verify --scheme standard --secret \$WHSEC"
 "$IDEM" sign --scheme standard --secret whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw -q samples/captures/mixed.ndjson |
     "$IDEM" verify --scheme standard --secret whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw | verdicts
+step "A provider without a built-in scheme: described in a file (providers/paddle.yaml), told by auto" \
+     "idem sign --provider-file providers --scheme paddle ... | idem verify --provider-file providers"
+head -3 samples/events/orders.ndjson |
+    "$IDEM" sign --provider-file providers --scheme paddle --secret pdl_ntfset_demo -q |
+    "$IDEM" verify --provider-file providers --secret pdl_ntfset_demo | verdicts
+
 step "Each event once: Stripe redeliveries and retries with a new request id are the same event" \
      "idem dedup --key data.object.id,type --dups dups.ndjson samples/events/stripe-events.ndjson"
 "$IDEM" dedup --key data.object.id,type --store "$work/idem.db" --dups "$work/dups.ndjson" \
