@@ -124,6 +124,26 @@ class SignWithASpec(unittest.TestCase):
                     self.assertEqual(dict(map(tuple, signed["headers"]))[headers[0][0]], headers[0][1])
 
 
+class HostileHeaders(unittest.TestCase):
+    def test_timestamps_and_items_that_are_not_are_reported_not_crashed_on(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "ms.yaml")
+            with open(path, "w") as out:
+                out.write("name: ms\nsignature_header: X-H\nseparator: ','\nsignature_key: v1\n"
+                          "timestamp_key: t\ntimestamp_unit: ms\nmessage: '{timestamp}.{body}'\n")
+            values = ["t=%s,%s" % (t, ",".join(["v1=zz"] * 50))
+                      for t in ("99999999999999999999", "-1", "1e9", "9223372036854775807", "", "abc")]
+            values += ["=" * 100000, "t=1,v1=" + "a" * 100000]
+            stdin = "".join(json.dumps(envelope("{}", [("X-H", value)], "2026-11-30T08:00:00Z")) + "\n"
+                            for value in values).encode()
+            code, out, err = run(["verify", "--provider-file", path, "--secret", "s"], stdin=stdin)
+            self.assertEqual(code, 1, err)
+            verdicts = [json.loads(line)["_idem"]["verify"] for line in out.splitlines()]
+            self.assertEqual(len(verdicts), len(values))
+            self.assertTrue(all(not v["valid"] for v in verdicts))
+            self.assertTrue(all("malformed timestamp" in v["reason"] for v in verdicts[:6]), verdicts[:6])
+
+
 class Malformed(unittest.TestCase):
     def check_refused(self, text, expected):
         with tempfile.TemporaryDirectory() as directory:

@@ -64,9 +64,12 @@ std::optional<Timestamp> parse_provider_time(const ProviderSpec& spec, std::stri
     long long number = 0;
     auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
     if (error != std::errc() || end != text.data() + text.size() || number < 0) return std::nullopt;
-    if (spec.timestamp_unit == ProviderSpec::TimestampUnit::milliseconds)
+    // Past year 9999 is no timestamp (and would overflow in microseconds).
+    if (spec.timestamp_unit == ProviderSpec::TimestampUnit::milliseconds) {
+        if (number > 253402300799999LL) return std::nullopt;
         return Timestamp(std::chrono::duration_cast<Duration>(std::chrono::milliseconds(number)));
-    if (number > 253402300799LL) return std::nullopt; // past year 9999
+    }
+    if (number > 253402300799LL) return std::nullopt;
     return Timestamp(std::chrono::duration_cast<Duration>(std::chrono::seconds(number)));
 }
 
