@@ -149,19 +149,29 @@ int run_audit_command(AuditOptions options) {
     run.threads = options.threads;
     run.spill_after = options.spill_after;
     for (const auto& text : options.what_if) {
-        // "ttl=5m,1h,24h": the only setting judged again so far.
+        // "ttl=5m,1h,24h", or "key=PATHS" (one alternative key per --what-if).
         auto equals = text.find('=');
         auto name = equals == std::string::npos ? std::string() : text.substr(0, equals);
-        if (name != "ttl")
+        auto value = equals == std::string::npos ? std::string() : text.substr(equals + 1);
+        if (name == "ttl") {
+            for (auto ttl : split(std::string_view(value), ','))
+                run.what_if.ttls.push_back(positive_duration("--what-if ttl", std::string(ttl)));
+        } else if (name == "key" && !value.empty()) {
+            if (run.what_if.keys.size() == audit::k_max_what_if_keys)
+                throw UsageError(fmt::format("--what-if key=...: at most {} alternative keys",
+                                             audit::k_max_what_if_keys));
+            run.what_if_key_fields.push_back(paths(value));
+            run.what_if.keys.push_back(value);
+        } else {
             throw UsageError(fmt::format("--what-if {}: give ttl=DURATION[,DURATION...] (e.g. "
-                                         "ttl=5m,1h,24h)",
+                                         "ttl=5m,1h,24h) or key=PATHS (e.g. key=data.object.id)",
                                          quote(text)));
-        for (auto ttl : split(std::string_view(text).substr(equals + 1), ','))
-            run.what_if.ttls.push_back(positive_duration("--what-if ttl", std::string(ttl)));
+        }
     }
+    run.what_if.key_ttl = run.explain.ttl;
     run.what_if.suggest = options.suggest;
     if ((!run.what_if.ttls.empty() || run.what_if.suggest) && options.key.empty())
-        throw UsageError("--what-if and --suggest judge a dedup by key again: give --key");
+        throw UsageError("--what-if ttl=... and --suggest judge a dedup by key again: give --key");
     run.spill_directory = options.spill_dir.empty() ? std::filesystem::temp_directory_path()
                                                     : std::filesystem::path(options.spill_dir);
     apply_store_timeout(options.common, std::chrono::milliseconds(10000));
@@ -221,7 +231,9 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
     command
         ->add_option("--what-if", options->what_if,
                      "ttl=5m,1h,24h: judge the log again as dedup by --key with each TTL would "
-                     "have: duplicates caught and missed (with examples), and the memory held")
+                     "have: duplicates caught and missed (with examples), and the memory held; "
+                     "key=PATHS: as dedup by that key would have (with --ttl), and the intents "
+                     "it would have swallowed (repeat for several keys)")
         ->allow_extra_args(false);
     command->add_flag("--suggest", options->suggest,
                       "the TTL that would have caught 99%, 99.9% and every duplicate, with its "

@@ -108,6 +108,11 @@ step "Whose retry was it? The provider's schedule, a fan-out, a retry layer" \
     --attempt-field attempt.http --format json -q samples/incidents/layered-retries.ndjson |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["groups"][0]["evidence"]["layered-retry"]["summary"])'
 
+step "Which key would have caught the seven tickets? The business fields, without swallowing others" \
+     "idem audit --key idempotency_key --what-if key=user_id,fault_type --what-if key=ticket.priority ..."
+"$IDEM" audit --key idempotency_key --time-field ts --what-if key=user_id,fault_type --what-if key=ticket.priority \
+    -q samples/incidents/agent-retries.ndjson | sed -n '/what if/,$p'
+
 step "A retry that came after the dedup key expired" \
      "idem audit --key key --time-field ts --source-field worker --ttl 5m samples/incidents/ttl-expired.ndjson"
 "$IDEM" audit --key key --time-field ts --source-field worker --ttl 5m -q samples/incidents/ttl-expired.ndjson

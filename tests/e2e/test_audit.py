@@ -637,8 +637,38 @@ class WhatIf(unittest.TestCase):
             self.assertEqual(self.simulate(groups, suggestion[1])[1], 0)  # catches every one
             self.assertEqual(sum(reports[0]["delays"].values()), len(delays))
 
+    def test_which_key_would_have_caught_it(self):
+        # The 3 x 2 x 2 incident: every retry got a new idempotency key, so
+        # the key caught nothing; the business fields would have caught all
+        # six repeats, and a coarser key would have swallowed other tickets.
+        args = ["--key", "idempotency_key", "--time-field", "ts", "--what-if", "key=user_id,fault_type",
+                "--what-if", "key=ticket.priority", incident("agent-retries.ndjson")]
+        code, report, err = audit(args)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(report["summary"]["groups"], 0)
+        by_key = {k["key"]: k for k in report["summary"]["what_if"]["keys"]}
+        business = by_key["user_id,fault_type"]
+        self.assertEqual((business["duplicates"], business["caught"], business["missed"],
+                          business["groups_mixing_payloads"]), (6, 6, 0, 0))
+        coarse = by_key["ticket.priority"]
+        self.assertEqual((coarse["groups_mixing_payloads"], coarse["mixing_examples"]), (1, ["normal"]))
+        self.assertEqual(coarse["copies_swallowed"], 3)
+        code, out, _ = run(["audit", "-q", *args])
+        self.assertIn("user_id,fault_type: caught 6 of 6", out.decode())
+        # With the TTL the consumer had, a key's repeat 6 minutes later is missed.
+        code, report, _ = audit(["--key", "key", "--time-field", "ts", "--ttl", "5m", "--what-if", "key=event.invoice",
+                                 incident("ttl-expired.ndjson")])
+        invoice = report["summary"]["what_if"]["keys"][0]
+        self.assertEqual((invoice["duplicates"], invoice["missed"]), (1, 1))
+        self.assertEqual(invoice["missed_examples"][0]["key"], "in_77")
+        # The same report when the records are grouped on disk.
+        whole = run(["audit", "-q", "--format", "json", *args])
+        spilled = run(["audit", "-q", "--format", "json", "--spill-after", "2", *args])
+        self.assertEqual(whole[:2], spilled[:2])
+
     def test_usage(self):
         for args in (["--what-if", "window=5m", "--key", "k"], ["--what-if", "ttl=soon", "--key", "k"],
-                     ["--suggest"]):
+                     ["--what-if", "key=", "--key", "k"], ["--suggest"],
+                     ["--key", "k"] + ["--what-if", "key=a"] * 5):
             code, _, err = run(["audit", *args], stdin=b"{}\n")
             self.assertEqual(code, 2, args)

@@ -160,6 +160,7 @@ void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut&
            "\n";
     if (summary.groups == 0) {
         out += "no record happened more than once\n";
+        render_what_if(summary, out, false); // another key may have repeats
         return;
     }
     {
@@ -352,11 +353,12 @@ void render_what_if(const FindingsSummary& summary, std::string& out, bool markd
         if (bytes < 1024.0 * 1024 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024 * 1024));
         return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024));
     };
-    out += markdown
-               ? "\n### What if the dedup key had lived longer?\n\n"
-                 "| TTL | duplicates | caught | missed | fingerprints held | SQLite | Redis |\n"
-                 "|---|---|---|---|---|---|---|\n"
-               : "\nwhat if the dedup key had lived...\n";
+    if (!what_if.settings.empty())
+        out += markdown
+                   ? "\n### What if the dedup key had lived longer?\n\n"
+                     "| TTL | duplicates | caught | missed | fingerprints held | SQLite | Redis |\n"
+                     "|---|---|---|---|---|---|---|\n"
+                   : "\nwhat if the dedup key had lived...\n";
     for (const auto& setting : what_if.settings) {
         auto ttl = format_duration(setting.ttl);
         out +=
@@ -375,6 +377,36 @@ void render_what_if(const FindingsSummary& summary, std::string& out, bool markd
             out += markdown ? fmt::format("| | missed: {} came {} after its claim | | | | | |\n",
                                           cell(missed.key), format_duration(missed.after_claim))
                             : fit(fmt::format("          missed {}: came {} after its claim",
+                                              missed.key, format_duration(missed.after_claim))) +
+                                  "\n";
+    }
+    if (!what_if.keys.empty())
+        out += markdown ? "\n### What if another key had been the idempotency key?\n\n"
+                          "| key | records | duplicates | caught | missed | groups mixing "
+                          "payloads | copies swallowed |\n|---|---|---|---|---|---|---|\n"
+                        : "\nwhat if the idempotency key had been...\n";
+    for (const auto& key : what_if.keys) {
+        auto ttl = format_duration(key.ttl);
+        out +=
+            markdown
+                ? fmt::format("| `{}` (TTL {}) | {} | {} | {} | {} | {} | {} |\n", cell(key.key),
+                              ttl, key.records, key.duplicates, key.caught, key.missed,
+                              key.conflicting_groups, key.swallowed)
+                : fit(fmt::format("  {}: caught {} of {} (TTL {}), missed {}; {} group{} "
+                                  "mixing payloads",
+                                  key.key, key.caught, key.duplicates, ttl, key.missed,
+                                  key.conflicting_groups, key.conflicting_groups == 1 ? "" : "s")) +
+                      "\n";
+        for (const auto& conflict : key.conflict_examples)
+            out += markdown
+                       ? fmt::format("| | would swallow another intent under {} | | | | | |\n",
+                                     cell(conflict))
+                       : fit(fmt::format("      would swallow another intent under {}", conflict)) +
+                             "\n";
+        for (const auto& missed : key.examples)
+            out += markdown ? fmt::format("| | missed: {} came {} after its claim | | | | | |\n",
+                                          cell(missed.key), format_duration(missed.after_claim))
+                            : fit(fmt::format("      missed {}: came {} after its claim",
                                               missed.key, format_duration(missed.after_claim))) +
                                   "\n";
     }
@@ -431,6 +463,30 @@ nlohmann::json what_if_json(const FindingsSummary& summary) {
                                std::chrono::duration<double>(example.after_claim).count()}});
         }
         settings.push_back(std::move(item));
+    }
+    auto& keys = json["keys"] = nlohmann::json::array();
+    for (const auto& key : what_if.keys) {
+        auto parsed = [](const std::string& text) {
+            auto value = nlohmann::json::parse(text, nullptr, false);
+            return value.is_discarded() ? nlohmann::json(text) : value;
+        };
+        nlohmann::json item{{"key", key.key},
+                            {"ttl", format_duration(key.ttl)},
+                            {"records", key.records},
+                            {"duplicates", key.duplicates},
+                            {"caught", key.caught},
+                            {"missed", key.missed},
+                            {"groups_mixing_payloads", key.conflicting_groups},
+                            {"copies_swallowed", key.swallowed}};
+        auto& conflicts = item["mixing_examples"] = nlohmann::json::array();
+        for (const auto& conflict : key.conflict_examples)
+            conflicts.push_back(parsed(conflict));
+        auto& missed = item["missed_examples"] = nlohmann::json::array();
+        for (const auto& example : key.examples)
+            missed.push_back({{"key", parsed(example.key)},
+                              {"after_claim_seconds",
+                               std::chrono::duration<double>(example.after_claim).count()}});
+        keys.push_back(std::move(item));
     }
     json["other_keys"] = summary.other_keys;
     auto& suggestions = json["suggestions"] = nlohmann::json::array();
@@ -500,6 +556,7 @@ void render_markdown(GroupShelf& groups, const FindingsSummary& summary, ReportO
                        summary.duplicate_ratio * 100);
     if (summary.groups == 0) {
         out += "- no record happened more than once\n";
+        render_what_if(summary, out, true); // another key may have repeats
         return;
     }
     {

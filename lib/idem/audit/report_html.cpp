@@ -190,6 +190,18 @@ void render_html(GroupShelf& groups, const FindingsSummary& summary, std::string
                 "suggested</td><td>{}</td></tr>",
                 format_duration(suggestion.ttl), suggestion.coverage * 100, suggestion.held);
         out += "</tbody></table>";
+        if (!what_if.keys.empty()) {
+            out += "<h3>What if another key had been the idempotency key?</h3>"
+                   "<table id=\"what-if-keys\"><thead><tr><th>key</th><th>duplicates</th>"
+                   "<th>caught</th><th>missed</th><th>groups mixing payloads</th></tr></thead>"
+                   "<tbody>";
+            for (const auto& key : what_if.keys)
+                out +=
+                    fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                                html_escape(key.key), key.duplicates, key.caught, key.missed,
+                                key.conflicting_groups);
+            out += "</tbody></table>";
+        }
         std::uint64_t most = 1;
         for (auto count : what_if.delays)
             most = std::max(most, count);

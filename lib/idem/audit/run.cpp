@@ -41,6 +41,7 @@ struct Reading {
     Provider provider = Provider::unknown;
     std::uint8_t provider_attempt = 0;
     std::array<std::uint8_t, k_max_layers> layers{};
+    std::array<Span, k_max_what_if_keys> what_if_keys{}; // --what-if key=PATHS
     std::uint64_t payload = 0; // 0: none (a body that is not JSON, a missing --payload field)
     std::uint16_t status = 0;  // what the receiver answered (explain.hpp), 0: unknown
 };
@@ -205,6 +206,8 @@ void read_line(const io::BlockLine& line, Reading& reading, std::string& texts, 
         return;
     }
     reading.key = encode(parser, options.key_fields, texts);
+    for (std::size_t k = 0; k < options.what_if_key_fields.size() && k < k_max_what_if_keys; ++k)
+        reading.what_if_keys[k] = encode(parser, options.what_if_key_fields[k], texts);
     reading.fingerprint = encode(parser, options.fingerprint_fields, texts);
     if (options.source_field) {
         if (auto value = parser.find(*options.source_field)) {
@@ -326,6 +329,21 @@ public:
     [[nodiscard]] std::uint64_t rejected() const { return m_run ? m_run->rejects().count() : 0; }
     [[nodiscard]] bool spilled() const { return m_spill.has_value(); }
     [[nodiscard]] std::optional<Timestamp> first_time() const { return m_first_time; }
+
+    // --what-if key=PATHS, judged; keys shown as the report shows keys.
+    [[nodiscard]] std::vector<WhatIf::KeySetting> what_if_keys() const {
+        std::vector<WhatIf::KeySetting> settings;
+        for (std::size_t k = 0; k < m_what_if_keys.size(); ++k) {
+            auto setting = m_what_if_keys[k].finish();
+            auto paths = m_options.what_if_key_fields[k].size();
+            for (auto& example : setting.examples)
+                example.key = record::encoded_values_json(example.key, paths);
+            for (auto& key : setting.conflict_examples)
+                key = record::encoded_values_json(key, paths);
+            settings.push_back(std::move(setting));
+        }
+        return settings;
+    }
     [[nodiscard]] std::optional<Timestamp> last_time() const { return m_last_time; }
     [[nodiscard]] std::uint64_t lines() const { return (m_run ? m_run->records() : 0) + m_rows; }
 
@@ -506,6 +524,9 @@ private:
 
     void take(const Reading& reading, const std::string& texts, Findings::Position position) {
         count_missing(reading);
+        for (std::size_t k = 0; k < m_what_if_keys.size(); ++k)
+            m_what_if_keys[k].add(text_of(texts, reading.what_if_keys[k]), reading.time,
+                                  reading.payload);
         if (reading.time) {
             if (!m_first_time || *reading.time < *m_first_time) m_first_time = reading.time;
             if (!m_last_time || *reading.time > *m_last_time) m_last_time = reading.time;
@@ -648,6 +669,12 @@ private:
     std::uint64_t m_rows = 0;                           // CSV and query rows read
     std::optional<Timestamp> m_first_time, m_last_time; // of every record read
     MissingCounts m_missing; // records without a value at --key, --fingerprint, ...
+    std::vector<AlternativeKeyJudge> m_what_if_keys = [this] {
+        std::vector<AlternativeKeyJudge> judges;
+        for (const auto& paths : m_options.what_if.keys)
+            judges.emplace_back(paths, m_options.what_if.key_ttl, m_options.what_if.examples);
+        return judges;
+    }();
 };
 
 } // namespace
@@ -658,7 +685,7 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
     AuditRun run(options, diagnostics);
     FindingsSummary summary;
     auto& groups = run.find_groups(summary);
-    if (!options.what_if.ttls.empty() || options.what_if.suggest) {
+    if (!options.what_if.ttls.empty() || options.what_if.suggest || !options.what_if.keys.empty()) {
         // One more pass over the groups (from the disk, when spilled).
         WhatIfJudge judge(options.what_if);
         for (std::size_t g = 0; g < groups.size(); ++g) {
@@ -676,6 +703,7 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
         summary.what_if =
             judge.finish(run.first_time(), run.last_time(),
                          summary.records - std::min(summary.records, summary.duplicates));
+        summary.what_if->keys = run.what_if_keys();
     }
     write_report(groups, summary, options.format, output);
     output.flush();

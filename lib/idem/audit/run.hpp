@@ -74,6 +74,9 @@ struct AuditRunOptions {
     std::filesystem::path spill_directory;
     // --what-if ttl=... and --suggest (what_if.hpp).
     WhatIfOptions what_if;
+    // --what-if key=PATHS: the paths of each alternative key (names in
+    // what_if.keys).
+    std::vector<std::vector<record::FieldPath>> what_if_key_fields;
 };
 
 struct AuditResult {

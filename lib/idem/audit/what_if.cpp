@@ -46,6 +46,69 @@ void WhatIfJudge::add_key_group(std::string_view key, std::vector<Timestamp> tim
     }
 }
 
+AlternativeKeyJudge::AlternativeKeyJudge(std::string paths, Duration ttl, std::size_t examples)
+    : m_paths(std::move(paths)), m_ttl(ttl), m_examples(examples) {}
+
+void AlternativeKeyJudge::add(std::string_view key, std::optional<Timestamp> time,
+                              std::uint64_t payload) {
+    if (key.empty()) return;
+    ++m_records;
+    auto [found, inserted] = m_groups.try_emplace(std::string(key));
+    auto& group = found->second;
+    if (inserted)
+        group.first_payload = payload;
+    else if (payload != group.first_payload)
+        ++group.unlike;
+    ++group.copies;
+    if (time) group.times.push_back(time->time_since_epoch().count());
+}
+
+WhatIf::KeySetting AlternativeKeyJudge::finish() const {
+    WhatIf::KeySetting setting;
+    setting.key = m_paths;
+    setting.ttl = m_ttl;
+    setting.records = m_records;
+    // In key order, so that the examples do not depend on hashing.
+    std::vector<const std::pair<const std::string, Group>*> ordered;
+    for (const auto& entry : m_groups)
+        if (entry.second.copies > 1) ordered.push_back(&entry);
+    std::sort(ordered.begin(), ordered.end(),
+              [](const auto* a, const auto* b) { return a->first < b->first; });
+    for (const auto* entry : ordered) {
+        const auto& [key, group] = *entry;
+        setting.duplicates += group.copies - 1;
+        if (group.unlike > 0) {
+            ++setting.conflicting_groups;
+            setting.swallowed += group.unlike;
+            if (setting.conflict_examples.size() < m_examples)
+                setting.conflict_examples.push_back(key);
+        }
+        // Copies without a time cannot be judged against the TTL: caught,
+        // as dedup would catch them while the first copy's claim lives.
+        auto untimed = group.copies - group.times.size();
+        auto times = group.times;
+        std::sort(times.begin(), times.end());
+        std::uint64_t caught = times.empty() ? (untimed > 0 ? untimed - 1 : 0) : untimed;
+        std::uint64_t missed = 0;
+        if (!times.empty()) {
+            auto claim = times.front();
+            for (std::size_t i = 1; i < times.size(); ++i) {
+                auto since = Duration(times[i] - claim);
+                if (since <= m_ttl) {
+                    ++caught;
+                    continue;
+                }
+                ++missed;
+                claim = times[i];
+                if (setting.examples.size() < m_examples) setting.examples.push_back({key, since});
+            }
+        }
+        setting.caught += caught;
+        setting.missed += missed;
+    }
+    return setting;
+}
+
 Duration round_up_ttl(Duration at_least) {
     using namespace std::chrono;
     static const Duration k_steps[] = {

@@ -11,12 +11,20 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace idem::audit {
 
+// Up to this many --what-if key=... alternatives.
+inline constexpr std::size_t k_max_what_if_keys = 4;
+
 struct WhatIfOptions {
     std::vector<Duration> ttls; // --what-if ttl=...
+    // --what-if key=PATHS: each an alternative idempotency key (its paths'
+    // text), judged as dedup would with `key_ttl` (the run's --ttl).
+    std::vector<std::string> keys;
+    Duration key_ttl = std::chrono::hours(24);
     bool suggest = false;
     std::size_t examples = 5; // missed duplicates shown per setting
 };
@@ -42,7 +50,21 @@ struct WhatIf {
         Duration ttl{0};     // rounded up to a duration people write
         std::uint64_t held = 0;
     };
+    // --what-if key=PATHS: the log deduplicated by another key.
+    struct KeySetting {
+        std::string key;           // the paths, as given
+        Duration ttl{0};           // the run's --ttl
+        std::uint64_t records = 0; // records that have this key
+        std::uint64_t duplicates = 0, caught = 0, missed = 0;
+        // Groups under this key whose copies differ in payload: different
+        // intents it would have swallowed as "duplicates".
+        std::uint64_t conflicting_groups = 0;
+        std::uint64_t swallowed = 0;                // copies in those groups unlike their first
+        std::vector<std::string> conflict_examples; // keys, as the report shows them
+        std::vector<Missed> examples;
+    };
     std::vector<Setting> settings;
+    std::vector<KeySetting> keys;
     std::vector<Suggestion> suggestions;
     // Delays of duplicates after their key's first copy, by decade:
     // <1s, <10s, <1m, <10m, <1h, <10h, <100h, >=100h.
@@ -69,6 +91,31 @@ private:
     WhatIfOptions m_options;
     std::vector<WhatIf::Setting> m_settings;
     std::vector<std::int64_t> m_delays; // microseconds after the first copy
+};
+
+// --what-if key=PATHS: every record's value of another key, its time and
+// payload, then dedup's verdicts under it (first copies claim for the TTL,
+// as add_key_group judges). Memory: the group's key text and 8 bytes per
+// timed copy.
+class AlternativeKeyJudge {
+public:
+    AlternativeKeyJudge(std::string paths, Duration ttl, std::size_t examples);
+    // `key` is the record's encoded values at the paths ("" when missing).
+    void add(std::string_view key, std::optional<Timestamp> time, std::uint64_t payload);
+    [[nodiscard]] WhatIf::KeySetting finish() const;
+
+private:
+    struct Group {
+        std::vector<std::int64_t> times; // microseconds, of the timed copies
+        std::uint64_t copies = 0;
+        std::uint64_t first_payload = 0;
+        std::uint64_t unlike = 0; // copies whose payload differs from the first's
+    };
+    std::string m_paths;
+    Duration m_ttl;
+    std::size_t m_examples;
+    std::uint64_t m_records = 0;
+    std::unordered_map<std::string, Group> m_groups;
 };
 
 // A TTL people would write, at least `at_least`: 1s, 5s, 10s, 30s, 1m, 2m,

@@ -15,7 +15,10 @@ Timestamp at(long long s) {
 } // namespace
 
 TEST_CASE("a copy past the TTL is missed and claims anew; one within it is caught") {
-    WhatIfJudge judge({{minutes(5), minutes(10)}, true, 5});
+    WhatIfOptions options;
+    options.ttls = {minutes(5), minutes(10)};
+    options.suggest = true;
+    WhatIfJudge judge(options);
     // 0, 6m (past 5m: a new claim), 10m (4m after that claim: caught at 5m)
     judge.add_key_group("\"k1\"", {at(600), at(0), at(360)});
     auto result = judge.finish(at(0), at(3600), 60);
@@ -40,4 +43,32 @@ TEST_CASE("suggested TTLs are durations people write") {
     CHECK(round_up_ttl(minutes(61)) == hours(2));
     CHECK(round_up_ttl(hours(73)) == hours(168));
     CHECK(round_up_ttl(hours(24 * 9 + 1)) == hours(24 * 10));
+}
+
+TEST_CASE("another key: what dedup by it would have caught, missed and swallowed") {
+    using std::chrono::minutes;
+    AlternativeKeyJudge judge("order_id", minutes(5), 5);
+    auto at = [](int minute) {
+        return Timestamp(std::chrono::duration_cast<Duration>(minutes(minute)));
+    };
+    // ord_1: three copies, the last 6 minutes after the claim (missed, and it
+    // claims anew); ord_2: two copies of different payloads (swallowed).
+    judge.add("ord_1", at(0), 7);
+    judge.add("ord_1", at(2), 7);
+    judge.add("ord_1", at(8), 7);
+    judge.add("ord_2", at(1), 7);
+    judge.add("ord_2", at(3), 9);
+    judge.add("", at(4), 7);             // no value at the key: not judged
+    judge.add("ord_3", std::nullopt, 7); // once, untimed
+    auto setting = judge.finish();
+    CHECK(setting.records == 6);
+    CHECK(setting.duplicates == 3);
+    CHECK(setting.caught == 2);
+    CHECK(setting.missed == 1);
+    REQUIRE(setting.examples.size() == 1);
+    CHECK(setting.examples.front().key == "ord_1");
+    CHECK(setting.examples.front().after_claim == minutes(8));
+    CHECK(setting.conflicting_groups == 1);
+    CHECK(setting.swallowed == 1);
+    CHECK(setting.conflict_examples == std::vector<std::string>{"ord_2"});
 }
