@@ -50,6 +50,18 @@ VECTORS = [
       ("X-Topic", "payment_order")],
      "2026-11-30T08:00:00Z",
      "Modern-Treasury/modern-treasury-node tests/api-resources/webhooks.test.ts, 'validateSignature'"),
+    ("hubspot-v1", "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy",
+     '[{"eventId":1,"subscriptionId":12345,"portalId":62515,"occurredAt":1564113600000,"subscriptionType":'
+     '"contact.creation","attemptNumber":0,"objectId":123,"changeSource":"CRM","changeFlag":"NEW","appId":54321}]',
+     [("X-HubSpot-Signature", "232db2615f3d666fe21a8ec971ac7b5402d33b9a925784df3ca654d05f4817de"),
+      ("X-HubSpot-Signature-Version", "v1")],
+     "2026-11-30T08:00:00Z",
+     "HubSpot/hubspot-api-nodejs test/unit/signature.spec.ts, 'is valid v1'"),
+    ("hubspot-v2", "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy", '{"example_field":"example_value"}',
+     [("X-HubSpot-Signature", "9569219f8ba981ffa6f6f16aa0f48637d35d728c7e4d93d0d52efaa512af7900"),
+      ("X-HubSpot-Signature-Version", "v2")],
+     "2026-11-30T08:00:00Z",
+     "HubSpot/hubspot-api-nodejs test/unit/signature.spec.ts, 'is valid v2 with body'"),
     ("orb", "c-UGKYdnhHh436B_sMouYAPUvXyWpzOdunZBV5dFSD8",
      '{"id": "o4mmewpfNNTnjfZc", "created_at": "2024-03-27T15:42:29+00:00", "type": "resource_event.test", '
      '"properties": {"message": "A test webhook from Orb. Happy testing!"}}',
@@ -60,8 +72,13 @@ VECTORS = [
 ]
 
 
+# HubSpot v2 signs the URL it called: the vector's.
+URL = ["--url", "https://www.example.com/webhook_uri"]
+
+
 def verify(record, *args):
-    code, out, err = run(["verify", "--provider-file", PROVIDERS, *args], stdin=(json.dumps(record) + "\n").encode())
+    code, out, err = run(["verify", "--provider-file", PROVIDERS, *URL, *args],
+                         stdin=(json.dumps(record) + "\n").encode())
     lines = out.splitlines()
     return code, (json.loads(lines[0])["_idem"]["verify"] if lines else None), err
 
@@ -112,14 +129,14 @@ class SignWithASpec(unittest.TestCase):
             with self.subTest(provider=name):
                 timestamp = {"paddle": "2023-11-01T00:00:00Z", "mux": "2019-08-06T21:08:38Z"}.get(name, at)
                 event = envelope(body, [h for h in headers if h[0] == "X-Topic"], at)
-                code, out, err = run(["sign", "--provider-file", PROVIDERS, "--scheme", name, "--secret", secret,
-                                      "--timestamp", timestamp], stdin=(json.dumps(event) + "\n").encode())
+                code, out, err = run(["sign", "--provider-file", PROVIDERS, *URL, "--scheme", name, "--secret",
+                                      secret, "--timestamp", timestamp], stdin=(json.dumps(event) + "\n").encode())
                 self.assertEqual(code, 0, err)
                 signed = json.loads(out.splitlines()[0])
                 signed["received_at"] = at  # as if delivered when the vector was fresh
                 code, verdict, err = verify(signed, "--secret", secret)
                 self.assertEqual((code, verdict["valid"], verdict["scheme"]), (0, True, name), (verdict, err))
-                if name in ("paddle", "mux", "razorpay", "coinbase-commerce", "modern-treasury"):
+                if name != "orb":  # Orb's timestamp has milliseconds idem sign does not write
                     # Deterministic: the same header the provider's SDK test holds.
                     self.assertEqual(dict(map(tuple, signed["headers"]))[headers[0][0]], headers[0][1])
 
@@ -144,6 +161,20 @@ class HostileHeaders(unittest.TestCase):
             self.assertTrue(all("malformed timestamp" in v["reason"] for v in verdicts[:6]), verdicts[:6])
 
 
+class HubSpotVersions(unittest.TestCase):
+    def test_the_version_header_picks_the_spec_and_a_body_less_get_verifies(self):
+        # HubSpot/hubspot-api-nodejs test/unit/signature.spec.ts, 'is valid v2': a GET without a body.
+        record = envelope("", [("X-HubSpot-Signature", "eee2dddcc73c94d699f5e395f4b9d454a069a6855fbfa152e91e88823087200e"),
+                               ("X-HubSpot-Signature-Version", "v2")], "2026-11-30T08:00:00Z")
+        record["method"] = "GET"
+        code, verdict, err = verify(record, "--secret", "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy")
+        self.assertEqual((code, verdict["valid"], verdict["scheme"]), (0, True, "hubspot-v2"), (verdict, err))
+        # The same headers saying v1: judged as v1, and the v2 signature fails it.
+        record["headers"][1][1] = "v1"
+        code, verdict, _ = verify(record, "--secret", "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy")
+        self.assertEqual((code, verdict["valid"], verdict["scheme"]), (1, False, "hubspot-v1"))
+
+
 class Malformed(unittest.TestCase):
     def check_refused(self, text, expected):
         with tempfile.TemporaryDirectory() as directory:
@@ -164,6 +195,8 @@ class Malformed(unittest.TestCase):
         self.check_refused("- {name: a, signature_header: X-A}\n- {name: a, signature_header: X-B}\n",
                            "provider 'a' is defined twice")
         self.check_refused("name: acme\nsignature_header: 'X Acme'\n", "is not a header name")
+        self.check_refused("name: acme\nsignature_header: X-A\nconstruction: rsa\n", "construction 'rsa'")
+        self.check_refused("name: acme\nsignature_header: X-A\ndetect: ['X-V:']\n", "names no value")
 
 
 if __name__ == "__main__":

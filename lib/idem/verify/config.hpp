@@ -98,6 +98,10 @@ struct ProviderSpec {
 
     crypto::HashAlgorithm algorithm = crypto::HashAlgorithm::sha256;
     SignatureEncoding encoding = SignatureEncoding::hex;
+    // How the signature is made from the secret and the message: an HMAC
+    // keyed by the secret (nearly all), or a plain hash of the secret's bytes
+    // followed by the message (HubSpot's v1 and v2).
+    enum class Construction { hmac, digest } construction = Construction::hmac;
     // {body} {timestamp} {id} {method} {path} {url}: what is signed.
     std::string message = "{body}";
 
@@ -112,9 +116,14 @@ struct ProviderSpec {
     bool future_refused = true;
 
     std::string id_header; // the provider's message id, for --nonce
-    // For --scheme auto: every one of these headers is present (default: the
-    // signature header).
-    std::vector<std::string> detect;
+    // For --scheme auto: every one of these headers is present, with the
+    // value given when one is ("X-Version: v2"; default: the signature
+    // header).
+    struct DetectHeader {
+        std::string name;
+        std::string value; // empty: any value
+    };
+    std::vector<DetectHeader> detect;
 };
 
 struct VerifyConfig {

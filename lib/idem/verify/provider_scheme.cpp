@@ -155,10 +155,26 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
     auto candidates = decode_all(header.signatures, spec.encoding,
                                  crypto::digest_size(spec.algorithm), "the signature");
     if (candidates.signatures.empty()) return fail(candidates.problem);
-    const auto& keys = input.keys.hmac(KeyDerivation::raw, spec.algorithm, Scheme::provider);
     auto message = provider_message(spec, envelope, timestamp_text, id, url);
-    auto label = match_hmac(keys, candidates.signatures, {message});
-    if (!label) return fail(no_match_reason(keys.size(), header.signatures.size()));
+    std::optional<std::string> label;
+    std::size_t key_count = 0;
+    if (spec.construction == ProviderSpec::Construction::digest) {
+        // HASH(secret || message): the secret's bytes as given.
+        const auto& secrets = input.config.secrets;
+        key_count = secrets.size();
+        for (const auto& secret : secrets) {
+            auto digest = crypto::hash(spec.algorithm, secret.value + message);
+            for (const auto& candidate : candidates.signatures)
+                if (crypto::constant_time_equal(digest.view(), candidate.view()))
+                    label = secret.label;
+            if (label) break;
+        }
+    } else {
+        const auto& keys = input.keys.hmac(KeyDerivation::raw, spec.algorithm, Scheme::provider);
+        key_count = keys.size();
+        label = match_hmac(keys, candidates.signatures, {message});
+    }
+    if (!label) return fail(no_match_reason(key_count, header.signatures.size()));
     if (signed_at)
         if (auto stale = check_age(input, *signed_at,
                                    spec.future_refused ? ClockSides::both : ClockSides::past_only))

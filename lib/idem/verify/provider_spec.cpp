@@ -16,11 +16,11 @@ using idem::detail::fail_at;
 using idem::detail::scalar;
 
 // What a spec may say; anything else is a typo, refused with its place.
-constexpr std::string_view k_fields[] = {"name",           "source",           "signature_header",
-                                         "separator",      "signature_key",    "timestamp_key",
-                                         "prefix",         "algorithm",        "encoding",
-                                         "message",        "timestamp_header", "timestamp_unit",
-                                         "future_refused", "id_header",        "detect"};
+constexpr std::string_view k_fields[] = {
+    "name",           "source",        "signature_header", "separator",
+    "signature_key",  "timestamp_key", "prefix",           "algorithm",
+    "encoding",       "message",       "timestamp_header", "timestamp_unit",
+    "future_refused", "id_header",     "detect",           "construction"};
 
 // The message template's placeholders.
 constexpr std::string_view k_placeholders[] = {"{body}",   "{timestamp}", "{id}",
@@ -63,7 +63,7 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
                     fmt::format("unknown field {}: expected name, source, signature_header, "
                                 "separator, signature_key, timestamp_key, prefix, algorithm, "
                                 "encoding, message, timestamp_header, timestamp_unit, "
-                                "future_refused, id_header or detect",
+                                "future_refused, id_header, detect or construction",
                                 quote(key)));
     }
     ProviderSpec spec;
@@ -102,6 +102,18 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
     } catch (const UsageError& error) {
         fail_at(file, node["algorithm"] ? node["algorithm"] : node["encoding"], error.what());
     }
+    if (node["construction"]) {
+        auto construction = scalar(file, node["construction"], "construction");
+        if (construction == "hmac")
+            spec.construction = ProviderSpec::Construction::hmac;
+        else if (construction == "digest")
+            spec.construction = ProviderSpec::Construction::digest;
+        else
+            fail_at(file, node["construction"],
+                    fmt::format("construction {}: use hmac (keyed by the secret) or digest (a "
+                                "hash of the secret followed by the message)",
+                                quote(construction)));
+    }
     if (node["message"]) {
         spec.message = scalar(file, node["message"], "message");
         check_template(file, node["message"], spec.message);
@@ -137,18 +149,34 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
     if (node["id_header"]) spec.id_header = header_name(file, node["id_header"], "id_header");
     if (spec.message.find("{id}") != std::string::npos && spec.id_header.empty())
         fail_at(file, node["message"], "message signs {id}: give id_header");
+    // "Name" or "Name: value".
+    auto detect_header = [&](const YAML::Node& item) {
+        auto text = scalar(file, item, "detect");
+        ProviderSpec::DetectHeader header;
+        auto colon = text.find(':');
+        header.name = std::string(trim(std::string_view(text).substr(0, colon)));
+        if (colon != std::string::npos) {
+            header.value = std::string(trim(std::string_view(text).substr(colon + 1)));
+            if (header.value.empty())
+                fail_at(file, item,
+                        fmt::format("detect: {} names no value after ':'", quote(text)));
+        }
+        if (!is_header_name(header.name))
+            fail_at(file, item, fmt::format("detect: {} is not a header name", quote(header.name)));
+        spec.detect.push_back(std::move(header));
+    };
     if (node["detect"]) {
         const auto& detect = node["detect"];
         if (detect.IsScalar()) {
-            spec.detect.push_back(header_name(file, detect, "detect"));
+            detect_header(detect);
         } else if (detect.IsSequence() && detect.size() > 0) {
             for (const auto& item : detect)
-                spec.detect.push_back(header_name(file, item, "detect"));
+                detect_header(item);
         } else {
             fail_at(file, detect, "detect: a header name or a list of them");
         }
     } else {
-        spec.detect.push_back(spec.signature_header);
+        spec.detect.push_back({spec.signature_header, {}});
     }
     return spec;
 }
@@ -202,8 +230,10 @@ const ProviderSpec* detect_provider(const std::vector<ProviderSpec>& specs,
                                     const record::Envelope& envelope) {
     const ProviderSpec* best = nullptr;
     for (const auto& spec : specs) {
-        bool all = std::all_of(spec.detect.begin(), spec.detect.end(),
-                               [&](const auto& name) { return envelope.header(name).has_value(); });
+        bool all = std::all_of(spec.detect.begin(), spec.detect.end(), [&](const auto& wanted) {
+            auto value = envelope.header(wanted.name);
+            return value && (wanted.value.empty() || iequals(trim(*value), wanted.value));
+        });
         if (all && (!best || spec.detect.size() > best->detect.size())) best = &spec;
     }
     return best;

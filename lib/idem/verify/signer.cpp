@@ -191,7 +191,10 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
                     fmt::format("provider {} signs the URL: pass --url or --url-base", spec.name));
             url = std::move(*signed_at_url);
         }
-        auto mac = impl.hmac_key->mac({detail::provider_message(spec, envelope, stamp, id, url)});
+        auto message = detail::provider_message(spec, envelope, stamp, id, url);
+        auto mac = spec.construction == ProviderSpec::Construction::digest
+                       ? crypto::hash(spec.algorithm, impl.config.secrets.front().value + message)
+                       : impl.hmac_key->mac({message});
         auto encoded = spec.encoding == SignatureEncoding::hex ? hex_encode(mac.view())
                                                                : base64_encode(mac.view());
         HeaderList headers;
@@ -207,10 +210,12 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
         if (!spec.timestamp_header.empty()) headers.emplace_back(spec.timestamp_header, stamp);
         if (!spec.id_header.empty() && !envelope.header(spec.id_header) && !id.empty())
             headers.emplace_back(spec.id_header, id);
-        for (const auto& name : spec.detect)
-            if (name != spec.signature_header && name != spec.timestamp_header &&
-                name != spec.id_header && !envelope.header(name))
-                headers.emplace_back(name, "idem-sign"); // so that auto detects it
+        for (const auto& wanted : spec.detect)
+            if (wanted.name != spec.signature_header && wanted.name != spec.timestamp_header &&
+                wanted.name != spec.id_header && !envelope.header(wanted.name))
+                // So that auto detects it.
+                headers.emplace_back(wanted.name,
+                                     wanted.value.empty() ? "idem-sign" : wanted.value);
         return headers;
     }
     case Scheme::auto_detect:
