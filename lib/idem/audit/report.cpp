@@ -353,6 +353,14 @@ void render_what_if(const FindingsSummary& summary, std::string& out, bool markd
         if (bytes < 1024.0 * 1024 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024 * 1024));
         return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024));
     };
+    // A duplicate a setting let through: a row of the table, or an indented line.
+    auto missed_line = [&](const WhatIf::Missed& missed, std::string_view indent) {
+        out += markdown ? fmt::format("| | missed: {} came {} after its claim | | | | | |\n",
+                                      cell(missed.key), format_duration(missed.after_claim))
+                        : fit(fmt::format("{}missed {}: came {} after its claim", indent,
+                                          missed.key, format_duration(missed.after_claim))) +
+                              "\n";
+    };
     if (!what_if.settings.empty())
         out += markdown
                    ? "\n### What if the dedup key had lived longer?\n\n"
@@ -374,11 +382,7 @@ void render_what_if(const FindingsSummary& summary, std::string& out, bool markd
                                   mib(setting.held, k_bytes_per_fingerprint_redis))) +
                       "\n";
         for (const auto& missed : setting.examples)
-            out += markdown ? fmt::format("| | missed: {} came {} after its claim | | | | | |\n",
-                                          cell(missed.key), format_duration(missed.after_claim))
-                            : fit(fmt::format("          missed {}: came {} after its claim",
-                                              missed.key, format_duration(missed.after_claim))) +
-                                  "\n";
+            missed_line(missed, "          ");
     }
     if (!what_if.keys.empty())
         out += markdown ? "\n### What if another key had been the idempotency key?\n\n"
@@ -404,11 +408,7 @@ void render_what_if(const FindingsSummary& summary, std::string& out, bool markd
                        : fit(fmt::format("      would swallow another intent under {}", conflict)) +
                              "\n";
         for (const auto& missed : key.examples)
-            out += markdown ? fmt::format("| | missed: {} came {} after its claim | | | | | |\n",
-                                          cell(missed.key), format_duration(missed.after_claim))
-                            : fit(fmt::format("      missed {}: came {} after its claim",
-                                              missed.key, format_duration(missed.after_claim))) +
-                                  "\n";
+            missed_line(missed, "      ");
     }
     if (summary.other_keys > 0)
         out += fmt::format("{}{} duplicate{} came under a new key (key-regenerated): no TTL on the "

@@ -157,32 +157,42 @@ Verdict verify_pagerduty(Input& input) {
                    std::nullopt);
 }
 
-// The generic scheme: the message is the template with {body}, {timestamp}
-// and {id} replaced, so it is assembled into one buffer.
-std::string generic_hmac_message(const GenericHmacSpec& spec, std::string_view body,
-                                 std::string_view timestamp, std::string_view id) {
+std::string expand_message_template(std::string_view pattern, const TemplateValues& values) {
+    const std::pair<std::string_view, const std::optional<std::string_view>*> placeholders[] = {
+        {"{body}", &values.body},     {"{timestamp}", &values.timestamp}, {"{id}", &values.id},
+        {"{method}", &values.method}, {"{path}", &values.path},           {"{url}", &values.url}};
     std::string message;
-    std::string_view rest = spec.message_template;
+    std::string_view rest = pattern;
     while (!rest.empty()) {
         auto open = rest.find('{');
         message.append(rest.substr(0, open));
         if (open == std::string_view::npos) break;
         rest.remove_prefix(open);
-        if (rest.starts_with("{body}")) {
-            message.append(body);
-            rest.remove_prefix(6);
-        } else if (rest.starts_with("{timestamp}")) {
-            message.append(timestamp);
-            rest.remove_prefix(11);
-        } else if (rest.starts_with("{id}")) {
-            message.append(id);
-            rest.remove_prefix(4);
-        } else {
+        bool replaced = false;
+        for (const auto& [name, value] : placeholders)
+            if (value->has_value() && rest.starts_with(name)) {
+                message.append(**value);
+                rest.remove_prefix(name.size());
+                replaced = true;
+                break;
+            }
+        if (!replaced) { // not a placeholder here: the brace as written
             message.push_back('{');
             rest.remove_prefix(1);
         }
     }
     return message;
+}
+
+// The generic scheme: the template with {body}, {timestamp} and {id}
+// replaced, assembled into one buffer.
+std::string generic_hmac_message(const GenericHmacSpec& spec, std::string_view body,
+                                 std::string_view timestamp, std::string_view id) {
+    TemplateValues values;
+    values.body = body;
+    values.timestamp = timestamp;
+    values.id = id;
+    return expand_message_template(spec.message_template, values);
 }
 
 Verdict verify_hmac(Input& input) {

@@ -78,32 +78,14 @@ std::optional<Timestamp> parse_provider_time(const ProviderSpec& spec, std::stri
 std::string provider_message(const ProviderSpec& spec, const record::Envelope& envelope,
                              std::string_view timestamp, std::string_view id,
                              std::string_view url) {
-    std::string message;
-    std::string_view rest = spec.message;
-    while (!rest.empty()) {
-        auto open = rest.find('{');
-        message.append(rest.substr(0, open));
-        if (open == std::string_view::npos) break;
-        rest.remove_prefix(open);
-        auto close = rest.find('}');
-        auto name = rest.substr(0, close + 1);
-        if (name == "{body}")
-            message.append(envelope.body);
-        else if (name == "{timestamp}")
-            message.append(timestamp);
-        else if (name == "{id}")
-            message.append(id);
-        else if (name == "{method}")
-            message.append(envelope.method);
-        else if (name == "{path}")
-            message.append(envelope.path);
-        else if (name == "{url}")
-            message.append(url);
-        else
-            message.append(name); // load_provider_specs refuses unknown names
-        rest.remove_prefix(name.size());
-    }
-    return message;
+    TemplateValues values;
+    values.body = envelope.body;
+    values.timestamp = timestamp;
+    values.id = id;
+    values.method = envelope.method;
+    values.path = envelope.path;
+    values.url = url;
+    return expand_message_template(spec.message, values);
 }
 
 Verdict verify_provider(Input& input, const ProviderSpec& spec) {

@@ -150,6 +150,13 @@ enum class ClockSides { past_only, both };
 // with any port removed.
 [[nodiscard]] std::vector<std::string> twilio_url_variants(const std::string& url);
 // The generic scheme's message: the template with {body}, {timestamp}, {id}.
+// What a message template's placeholders stand for; one with no value is
+// left as written.
+struct TemplateValues {
+    std::optional<std::string_view> body, timestamp, id, method, path, url;
+};
+[[nodiscard]] std::string expand_message_template(std::string_view pattern,
+                                                  const TemplateValues& values);
 [[nodiscard]] std::string generic_hmac_message(const GenericHmacSpec& spec, std::string_view body,
                                                std::string_view timestamp, std::string_view id);
 
