@@ -33,6 +33,7 @@ struct ReorderOptions {
     std::string scope = "default";
     std::string lock_timeout = "60s";
     bool reset = false;
+    bool suggest = false;
     std::size_t threads = 0;
     std::uint64_t batch = 1 << 20;
 };
@@ -89,6 +90,9 @@ int run_reorder_command(const ReorderOptions& options) {
     run.lock_timeout = parse_duration(options.lock_timeout);
     run.threads = options.threads;
     run.batch = std::max<std::uint64_t>(options.batch, 1);
+    if (options.suggest && options.order_by.empty())
+        throw UsageError("--suggest measures how late records came in time: give --order-by");
+    run.suggest = options.suggest;
     bool fail_on_gap = false, fail_on_late = false;
     for (const auto& item : options.fail_on)
         (item == "gap" ? fail_on_gap : fail_on_late) = true;
@@ -134,6 +138,9 @@ void register_reorder(CLI::App& app, std::function<int()>& action) {
     command->add_option("--max-lateness", options->max_lateness,
                         "--order-by: how far behind the newest time a record may come and "
                         "still be put in order (default 0)");
+    command->add_flag("--suggest", options->suggest,
+                      "--order-by: the --max-lateness that would have put 99%, 99.9% and all "
+                      "of the out-of-order records in order, in the summary");
     command->add_flag("--hold", options->hold,
                       "at the end, keep what is still held in the store for the next run "
                       "instead of releasing it");

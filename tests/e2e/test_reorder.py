@@ -208,6 +208,39 @@ class Reorder(unittest.TestCase):
 
 
 @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
+class Suggest(unittest.TestCase):
+    """--suggest: the --max-lateness that would have put the late records in order."""
+
+    def test_the_suggested_lateness_puts_every_late_record_in_order(self):
+        rng = random.Random(3)
+        base = 1796025600
+        rows = []
+        for n in range(3000):
+            at = base + n
+            # Most records on time; some a few seconds late, a few a minute late.
+            late = rng.choice([0] * 90 + [2] * 8 + [50] * 2)
+            rows.append((at + late, {"ts": at, "p": f"p{n % 3}", "n": n}))
+        rows.sort(key=lambda row: (row[0], row[1]["n"]))
+        stdin = "".join(json.dumps(row) + "\n" for _, row in rows).encode()
+        code, out, err = run(["reorder", "--order-by", "ts", "--partition", "p", "--suggest", "--store", ":memory:",
+                              "--summary", "json", "-q", "--late", os.devnull], stdin=stdin)
+        self.assertEqual(code, 0, err)
+        summary = json.loads(err.strip().splitlines()[-1])
+        self.assertGreater(summary["late"], 0)
+        self.assertIn("came behind a newer one", summary["suggest"])
+        everything = summary["suggest"].rsplit("--max-lateness ", 1)[1]
+        code, out, err = run(["reorder", "--order-by", "ts", "--partition", "p", "--max-lateness", everything,
+                              "--store", ":memory:", "--summary", "json", "-q"], stdin=stdin)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(json.loads(err.strip().splitlines()[-1])["late"], 0)
+        self.assertEqual(len(out.splitlines()), 3000)
+
+    def test_suggest_needs_times(self):
+        code, _, err = run(["reorder", "--seq", "n", "--suggest", "--store", ":memory:"], stdin=b"")
+        self.assertEqual(code, 2)
+        self.assertIn("give --order-by", err)
+
+
 class RedisStore(unittest.TestCase):
     def test_held_records_and_progress_live_in_redis_between_runs(self):
         with redis_server.running() as uri:

@@ -109,18 +109,6 @@ WhatIf::KeySetting AlternativeKeyJudge::finish() const {
     return setting;
 }
 
-Duration round_up_ttl(Duration at_least) {
-    using namespace std::chrono;
-    static const Duration k_steps[] = {
-        seconds(1), seconds(5),  seconds(10), seconds(30), minutes(1), minutes(2),
-        minutes(5), minutes(10), minutes(15), minutes(30), hours(1),   hours(2),
-        hours(6),   hours(12),   hours(24),   hours(48),   hours(72),  hours(168)};
-    for (auto step : k_steps)
-        if (at_least <= step) return step;
-    auto days = duration_cast<Duration>(hours(24));
-    return days * ((at_least.count() + days.count() - 1) / days.count());
-}
-
 WhatIf WhatIfJudge::finish(std::optional<Timestamp> first, std::optional<Timestamp> last,
                            std::uint64_t keys) const {
     WhatIf result;
@@ -158,13 +146,10 @@ WhatIf WhatIfJudge::finish(std::optional<Timestamp> first, std::optional<Timesta
         // A TTL at least as long as a duplicate's delay after its key's
         // first copy catches it (a claim renewed by an earlier miss only
         // catches more): the coverage's quantile of the delays.
-        for (double coverage : {0.99, 0.999, 1.0}) {
-            auto rank =
-                static_cast<std::size_t>(std::ceil(coverage * static_cast<double>(delays.size())));
-            rank = std::clamp<std::size_t>(rank, 1, delays.size());
+        for (const auto& covering : covering_durations(delays)) {
             WhatIf::Suggestion suggestion;
-            suggestion.coverage = coverage;
-            suggestion.ttl = round_up_ttl(Duration(delays[rank - 1]));
+            suggestion.coverage = covering.coverage;
+            suggestion.ttl = covering.duration;
             suggestion.held = held(suggestion.ttl);
             result.suggestions.push_back(suggestion);
         }

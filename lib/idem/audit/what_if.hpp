@@ -118,8 +118,9 @@ private:
     std::unordered_map<std::string, Group> m_groups;
 };
 
-// A TTL people would write, at least `at_least`: 1s, 5s, 10s, 30s, 1m, 2m,
-// 5m, 10m, 15m, 30m, 1h, 2h, 6h, 12h, 24h, 48h, 72h, 7d, then whole days.
-[[nodiscard]] Duration round_up_ttl(Duration at_least);
+// A TTL people would write, at least `at_least` (util/time.hpp).
+[[nodiscard]] inline Duration round_up_ttl(Duration at_least) {
+    return round_up_to_written_duration(at_least);
+}
 
 } // namespace idem::audit

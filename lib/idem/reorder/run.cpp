@@ -178,6 +178,10 @@ private:
         if (!set_aside(outcome, failure, record)) return;
         auto& partition = *m_block_partitions[index];
         auto arrival = m_options.time_field ? outcome.event_time : m_block_now;
+        // How far behind its partition's newest stamp a record came: what
+        // --max-lateness must cover to put it in order (--suggest).
+        if (m_options.suggest && partition.started && outcome.key < partition.highest)
+            m_lateness.push_back(partition.highest.primary - outcome.key.primary);
         auto offer = m_sequencer.offer(partition, outcome.key, record.bytes, arrival);
         if (offer.verdict != Verdict::accepted) route_late(record, partition, outcome, offer);
         if (m_options.time_field && outcome.event_time > m_event_clock) {
@@ -352,6 +356,15 @@ private:
         summary.counts.emplace_back("peak_held", counts.peak_held);
         summary.counts.emplace_back("peak_held_bytes", counts.peak_held_bytes);
         summary.facts.emplace_back("store", m_store->describe());
+        if (m_options.suggest) {
+            // --max-lateness covering 99%, 99.9% and all of the out-of-order records.
+            std::string text = fmt::format("{} record{} came behind a newer one", m_lateness.size(),
+                                           m_lateness.size() == 1 ? "" : "s");
+            for (const auto& covering : covering_durations(m_lateness))
+                text += fmt::format("; {:g}%: --max-lateness {}", covering.coverage * 100,
+                                    format_duration(covering.duration));
+            summary.facts.emplace_back("suggest", text);
+        }
         summary.seconds = io::seconds_since(start);
         return result;
     }
@@ -376,6 +389,7 @@ private:
     std::string m_line;
     std::string m_member;
     std::uint64_t m_restored = 0;
+    std::vector<std::int64_t> m_lateness; // --suggest: microseconds behind, per late-coming record
     std::uint64_t m_resumed_partitions = 0; // with a position an earlier run saved
     bool m_forgot_partitions = false;
     std::uint64_t m_since_commit = 0;

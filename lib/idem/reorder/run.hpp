@@ -56,6 +56,9 @@ struct ReorderRunOptions {
     Duration lock_timeout = std::chrono::seconds(60);
     std::size_t threads = 0;
     std::uint64_t batch = 1 << 20; // records per store transaction
+    // --suggest (time mode): how late out-of-order records came, and the
+    // --max-lateness that would have put 99%, 99.9% and all of them in order.
+    bool suggest = false;
 };
 
 struct ReorderResult {

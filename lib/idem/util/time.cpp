@@ -3,6 +3,7 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fmt/format.h>
@@ -251,6 +252,31 @@ void append_rfc3339(std::string& out, Timestamp at) {
 
 Timestamp now_utc() {
     return std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
+}
+
+Duration round_up_to_written_duration(Duration at_least) {
+    using namespace std::chrono;
+    static const Duration k_steps[] = {
+        seconds(1), seconds(5),  seconds(10), seconds(30), minutes(1), minutes(2),
+        minutes(5), minutes(10), minutes(15), minutes(30), hours(1),   hours(2),
+        hours(6),   hours(12),   hours(24),   hours(48),   hours(72),  hours(168)};
+    for (auto step : k_steps)
+        if (at_least <= step) return step;
+    auto days = duration_cast<Duration>(hours(24));
+    return days * ((at_least.count() + days.count() - 1) / days.count());
+}
+
+std::vector<Covering> covering_durations(std::vector<std::int64_t> delays) {
+    std::vector<Covering> covering;
+    if (delays.empty()) return covering;
+    std::sort(delays.begin(), delays.end());
+    for (double coverage : {0.99, 0.999, 1.0}) {
+        auto rank =
+            static_cast<std::size_t>(std::ceil(coverage * static_cast<double>(delays.size())));
+        rank = std::clamp<std::size_t>(rank, 1, delays.size());
+        covering.push_back({coverage, round_up_to_written_duration(Duration(delays[rank - 1]))});
+    }
+    return covering;
 }
 
 } // namespace idem

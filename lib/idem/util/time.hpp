@@ -4,9 +4,11 @@
 // apart by magnitude). Everything is UTC microseconds inside.
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace idem {
 
@@ -36,5 +38,18 @@ void append_rfc3339(std::string& out, Timestamp at);
 [[nodiscard]] std::string format_duration(Duration duration);
 
 [[nodiscard]] Timestamp now_utc();
+
+// A duration people would write, at least `at_least`: 1s, 5s, 10s, 30s, 1m,
+// 2m, 5m, 10m, 15m, 30m, 1h, 2h, 6h, 12h, 24h, 48h, 72h, 7d, then whole days.
+[[nodiscard]] Duration round_up_to_written_duration(Duration at_least);
+
+// For `audit --suggest` and `reorder --suggest`: the durations, rounded up
+// to ones people write, that cover 99%, 99.9% and all of `delays`
+// (microseconds, in any order; empty gives none).
+struct Covering {
+    double coverage = 0; // 0.99, 0.999, 1
+    Duration duration{0};
+};
+[[nodiscard]] std::vector<Covering> covering_durations(std::vector<std::int64_t> delays);
 
 } // namespace idem
