@@ -89,9 +89,14 @@ void Checker::changed(std::uint32_t id) {
 }
 
 Judgement Checker::judge(const Event& event) {
-    Judgement judgement;
     std::uint32_t id = 0;
-    auto& state = entity(event, id);
+    entity(event, id);
+    return judge(event, id);
+}
+
+Judgement Checker::judge(const Event& event, std::uint32_t id) {
+    Judgement judgement;
+    auto& state = m_entities[id];
     auto to = intern(event.state);
     if (m_first_states.size() < m_names.size()) {
         m_first_states.resize(m_names.size());

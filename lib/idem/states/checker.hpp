@@ -72,6 +72,9 @@ public:
 
     // An event in its entity's order: judged, and applied.
     Judgement judge(const Event& event);
+    // The same, for an entity whose index the caller already has
+    // (index_of): one lookup per event instead of two.
+    Judgement judge(const Event& event, std::uint32_t id);
     // An event that came out of order beyond what the run could put back:
     // judged against what was applied (stale, repeated, version-conflict),
     // not applied.

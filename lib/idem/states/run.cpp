@@ -489,8 +489,9 @@ private:
         event.position = m_position;
     }
 
-    void judge_now(Event& event, const record::InputRecord& record, bool has_annotations) {
-        auto judgement = m_checker.judge(event);
+    void judge_now(Event& event, const record::InputRecord& record, bool has_annotations,
+                   std::optional<std::uint32_t> id = std::nullopt) {
+        auto judgement = id ? m_checker.judge(event, *id) : m_checker.judge(event);
         if (!judgement.findings.empty()) set_position(event, record);
         emit(event, record.bytes, judgement, has_annotations);
     }
@@ -508,7 +509,7 @@ private:
             key.secondary = ++m_arrivals; // ties: arrival order
         if (m_sequencer->pass_in_order(*partition, key)) {
             // Next in its entity's order, nothing waiting: judged at once.
-            judge_now(event, record, outcome.has_annotations);
+            judge_now(event, record, outcome.has_annotations, id);
             m_sequencer->advance_clock(event.time);
             return;
         }
