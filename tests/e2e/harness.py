@@ -10,6 +10,7 @@ import hmac
 import json
 import os
 import random
+import shutil
 import subprocess
 import time
 
@@ -26,6 +27,27 @@ def run(args, stdin=None, env=None):
     full_env.update(env or {})
     result = subprocess.run([IDEM] + args, input=stdin, capture_output=True, env=full_env, timeout=120)
     return result.returncode, result.stdout, result.stderr.decode("utf-8", "replace")
+
+
+# Where the HTML reports are rendered (make deps installs it).
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def rendered_offline(test, page, tmp):
+    """The DOM headless Chromium makes of the HTML report at `page`, once
+    the report is shown to fetch nothing: no src or href attributes, a
+    policy that forbids loading anything, its script ran, and the page
+    loaded no resource. `tmp` holds the browser's profile."""
+    with open(page) as f:
+        html = f.read()
+    test.assertNotRegex(html, r"\s(src|href)=")
+    test.assertIn("default-src 'none'", html)
+    dom = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                          "--user-data-dir=" + os.path.join(tmp, "profile"), "--dump-dom",
+                          "file://" + page], capture_output=True, text=True, timeout=120).stdout
+    test.assertIn('data-ready="1"', dom)      # the script ran
+    test.assertIn('data-resources="0"', dom)  # and the page loaded nothing
+    return dom
 
 
 def ndjson(records):

@@ -443,6 +443,19 @@ void render_what_if(const FindingsSummary& summary, std::string& out, bool markd
 
 nlohmann::json what_if_json(const FindingsSummary& summary) {
     const auto& what_if = *summary.what_if;
+    // Keys are JSON text in the report's tables; here, the value.
+    auto key_value = [](const std::string& text) {
+        auto value = nlohmann::json::parse(text, nullptr, false);
+        return value.is_discarded() ? nlohmann::json(text) : value;
+    };
+    auto missed_examples = [&](const std::vector<WhatIf::Missed>& examples) {
+        auto missed = nlohmann::json::array();
+        for (const auto& example : examples)
+            missed.push_back({{"key", key_value(example.key)},
+                              {"after_claim_seconds",
+                               std::chrono::duration<double>(example.after_claim).count()}});
+        return missed;
+    };
     nlohmann::json json;
     auto& settings = json["settings"] = nlohmann::json::array();
     for (const auto& setting : what_if.settings) {
@@ -454,22 +467,11 @@ nlohmann::json what_if_json(const FindingsSummary& summary) {
                             {"fingerprints_held", setting.held},
                             {"bytes_sqlite", setting.held * k_bytes_per_fingerprint_sqlite},
                             {"bytes_redis", setting.held * k_bytes_per_fingerprint_redis}};
-        auto& missed = item["missed_examples"] = nlohmann::json::array();
-        for (const auto& example : setting.examples) {
-            // Keys are JSON text in the report's tables; here, the value.
-            auto key = nlohmann::json::parse(example.key, nullptr, false);
-            missed.push_back({{"key", key.is_discarded() ? nlohmann::json(example.key) : key},
-                              {"after_claim_seconds",
-                               std::chrono::duration<double>(example.after_claim).count()}});
-        }
+        item["missed_examples"] = missed_examples(setting.examples);
         settings.push_back(std::move(item));
     }
     auto& keys = json["keys"] = nlohmann::json::array();
     for (const auto& key : what_if.keys) {
-        auto parsed = [](const std::string& text) {
-            auto value = nlohmann::json::parse(text, nullptr, false);
-            return value.is_discarded() ? nlohmann::json(text) : value;
-        };
         nlohmann::json item{{"key", key.key},
                             {"ttl", format_duration(key.ttl)},
                             {"records", key.records},
@@ -480,12 +482,8 @@ nlohmann::json what_if_json(const FindingsSummary& summary) {
                             {"copies_swallowed", key.swallowed}};
         auto& conflicts = item["mixing_examples"] = nlohmann::json::array();
         for (const auto& conflict : key.conflict_examples)
-            conflicts.push_back(parsed(conflict));
-        auto& missed = item["missed_examples"] = nlohmann::json::array();
-        for (const auto& example : key.examples)
-            missed.push_back({{"key", parsed(example.key)},
-                              {"after_claim_seconds",
-                               std::chrono::duration<double>(example.after_claim).count()}});
+            conflicts.push_back(key_value(conflict));
+        item["missed_examples"] = missed_examples(key.examples);
         keys.push_back(std::move(item));
     }
     json["other_keys"] = summary.other_keys;

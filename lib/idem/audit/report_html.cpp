@@ -148,12 +148,8 @@ std::string group_details(const Findings& findings, const Explanation& group, st
 
 void render_html(GroupShelf& groups, const FindingsSummary& summary, std::string& out,
                  const std::function<void()>& flush) {
-    out += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-           "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
-           "<title>idem audit</title><style>";
-    out += k_style;
-    out += "</style></head><body><h1>idem audit</h1><section id=\"summary\"><ul>";
+    append_offline_html_head(out, "idem audit", k_style);
+    out += "<section id=\"summary\"><ul>";
     out += fmt::format("<li><b>{}</b> records, <b>{}</b> group{}, <b>{}</b> duplicates "
                        "({:.1f}%)</li>",
                        summary.records, summary.groups, summary.groups == 1 ? "" : "s",

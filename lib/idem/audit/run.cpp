@@ -148,6 +148,14 @@ std::uint8_t counter_of(const record::FieldValue& value) {
 // its retry counter from a capture's headers (or --provider), the endpoint
 // it was sent to (host and path), the subscription a provider names in a
 // header (or --route-field), and each retry layer's counter.
+// `parts` appended to `texts`, one after another: their span.
+Reading::Span append_span(std::string& texts, std::initializer_list<std::string_view> parts) {
+    auto at = texts.size();
+    for (auto part : parts)
+        texts.append(part);
+    return {static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(texts.size() - at)};
+}
+
 void read_trace(record::RecordParser& parser, Reading& reading, std::string& texts,
                 const AuditRunOptions& options) {
     reading.provider = options.provider;
@@ -161,35 +169,20 @@ void read_trace(record::RecordParser& parser, Reading& reading, std::string& tex
         auto host = header("X-Forwarded-Host");
         if (!host) host = header("Host");
         auto path = envelope.path.substr(0, envelope.path.find('?'));
-        if (host || !path.empty()) {
-            auto at = texts.size();
-            if (host) texts.append(*host);
-            texts.append(path);
-            reading.endpoint = {static_cast<std::uint32_t>(at),
-                                static_cast<std::uint32_t>(texts.size() - at)};
-        }
+        if (host || !path.empty())
+            reading.endpoint = append_span(texts, {host.value_or(std::string_view()), path});
         // Headers that name the subscription, with few values each (never a
         // per-delivery id: those are as many as the events).
-        for (const char* name : {"X-GitHub-Hook-ID", "X-Shopify-API-Version"})
+        for (std::string_view name : {"X-GitHub-Hook-ID", "X-Shopify-API-Version"})
             if (auto value = header(name); value && !value->empty()) {
-                auto at = texts.size();
-                texts.append(name);
-                texts += ' ';
-                texts.append(*value);
-                reading.subscription = {static_cast<std::uint32_t>(at),
-                                        static_cast<std::uint32_t>(texts.size() - at)};
+                reading.subscription = append_span(texts, {name, " ", *value});
                 break;
             }
     }
     if (options.route_field)
-        if (auto value = parser.find(*options.route_field); value && !value->text.empty()) {
-            auto at = texts.size();
-            texts.append(options.route_field->text());
-            texts += ' ';
-            texts.append(value->text);
-            reading.subscription = {static_cast<std::uint32_t>(at),
-                                    static_cast<std::uint32_t>(texts.size() - at)};
-        }
+        if (auto value = parser.find(*options.route_field); value && !value->text.empty())
+            reading.subscription =
+                append_span(texts, {options.route_field->text(), " ", value->text});
     for (std::size_t layer = 0; layer < options.attempt_fields.size() && layer < k_max_layers;
          ++layer)
         if (auto value = parser.find(options.attempt_fields[layer]))

@@ -171,13 +171,12 @@ void render_text(const Reconciliation& r, std::string& out, bool markdown) {
 // lost; then each hop's latency histogram. SVG drawn here: the page loads
 // nothing (a Content-Security-Policy forbids it), as audit's and states' do.
 void render_html(const Reconciliation& r, std::string& out) {
-    out += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-           "style-src 'unsafe-inline'; script-src 'unsafe-inline'\"><title>idem reconcile</title>"
-           "<style>body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1000px;"
-           "color:#222}table{border-collapse:collapse;margin:.5em 0}th,td{border-bottom:1px solid "
-           "#ddd;padding:.3em .6em;text-align:left}td.n{text-align:right}svg text{font:12px "
-           "system-ui,sans-serif}</style></head><body><h1>idem reconcile</h1>";
+    append_offline_html_head(
+        out, "idem reconcile",
+        "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1000px;"
+        "color:#222}table{border-collapse:collapse;margin:.5em 0}th,td{border-bottom:1px solid "
+        "#ddd;padding:.3em .6em;text-align:left}td.n{text-align:right}svg text{font:12px "
+        "system-ui,sans-serif}");
     out += fmt::format("<p><b>{}</b> keys over <b>{}</b> stages.</p><h2>Funnel</h2>", r.keys,
                        r.stages.size());
     std::uint64_t widest = 1;

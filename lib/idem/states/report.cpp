@@ -258,14 +258,12 @@ void render_text(const ReportData& data, std::string& out, bool markdown) {
 }
 
 void render_html(const ReportData& data, std::string& out) {
-    out += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-           "style-src 'unsafe-inline'; script-src 'unsafe-inline'\"><title>idem states</title>"
-           "<style>body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1000px;"
-           "color:#222}table{border-collapse:collapse;margin:.5em 0}th,td{border-bottom:1px solid "
-           "#ddd;padding:.3em .6em;text-align:left}td.n{text-align:right}.no{color:#d62728;"
-           "font-weight:600}svg text{font:12px system-ui,sans-serif}</style></head><body>"
-           "<h1>idem states</h1>";
+    append_offline_html_head(
+        out, "idem states",
+        "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1000px;"
+        "color:#222}table{border-collapse:collapse;margin:.5em 0}th,td{border-bottom:1px solid "
+        "#ddd;padding:.3em .6em;text-align:left}td.n{text-align:right}.no{color:#d62728;"
+        "font-weight:600}svg text{font:12px system-ui,sans-serif}");
     std::uint64_t total = 0;
     for (auto count : data.counts)
         total += count;

@@ -110,6 +110,18 @@ std::string_view trim(std::string_view text) {
     return text;
 }
 
+void append_offline_html_head(std::string& out, std::string_view title, std::string_view style) {
+    out += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+           "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+           "style-src 'unsafe-inline'; script-src 'unsafe-inline'\"><title>";
+    out += title;
+    out += "</title><style>";
+    out += style;
+    out += "</style></head><body><h1>";
+    out += title;
+    out += "</h1>";
+}
+
 std::string html_escape(std::string_view text) {
     std::string out;
     out.reserve(text.size());

@@ -29,6 +29,12 @@ namespace idem {
 // Text for HTML, in an element or an attribute: & < > " ' escaped.
 [[nodiscard]] std::string html_escape(std::string_view text);
 
+// The start of a report page that loads nothing from anywhere (audit,
+// states, reconcile), up to its <h1>: a Content-Security-Policy that allows
+// only the page's own inline style and script, `title` as the title and
+// heading, `style` as its CSS.
+void append_offline_html_head(std::string& out, std::string_view title, std::string_view style);
+
 // Splits on a single-character separator; empty pieces are kept.
 [[nodiscard]] std::vector<std::string_view> split(std::string_view text, char separator);
 

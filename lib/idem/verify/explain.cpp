@@ -50,6 +50,22 @@ std::string with_separators_spaced(std::string_view compact) {
     return out;
 }
 
+// The '&'-separated pairs of a form body or a query string, sorted and
+// joined again: what a sender that orders its parameters would have signed.
+// A form decoded and encoded again loses its empty fields (`drop_empty`); a
+// query keeps every pair.
+std::string sorted_pairs(std::string_view text, bool drop_empty) {
+    auto pairs = split(text, '&');
+    if (drop_empty) std::erase(pairs, std::string_view());
+    std::sort(pairs.begin(), pairs.end());
+    std::string joined;
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+        if (i > 0) joined += '&';
+        joined += pairs[i];
+    }
+    return joined;
+}
+
 std::string replace_all(std::string text, std::string_view from, std::string_view to) {
     std::size_t at = 0;
     while ((at = text.find(from, at)) != std::string::npos) {
@@ -114,14 +130,8 @@ std::vector<BodyCandidate> body_candidates(const record::Envelope& envelope) {
                 "the form body was decoded and encoded again: the provider "
                 "signed spaces as +, the body has %20",
                 replace_all(text, "%20", "+"));
-            auto pairs = split(text, '&');
-            std::vector<std::string> sorted(pairs.begin(), pairs.end());
-            std::sort(sorted.begin(), sorted.end());
-            std::string joined;
-            for (const auto& pair : sorted)
-                joined += (joined.empty() ? "" : "&") + pair;
             add("form-reencoded", "the form body's fields were put in another order on the way",
-                joined);
+                sorted_pairs(text, true));
         }
         auto ordered = nlohmann::ordered_json::parse(body, nullptr, false);
         if (!ordered.is_discarded() && (ordered.is_object() || ordered.is_array())) {
@@ -191,16 +201,9 @@ std::vector<UrlCandidate> url_candidates(const std::string& url, const record::E
                                                       : bare + "/") +
                   query));
     if (!query.empty()) {
-        // split() returns views into its argument, so the query must outlive them.
-        const std::string query_text = query.substr(1);
-        auto pairs = split(query_text, '&');
-        std::vector<std::string> sorted(pairs.begin(), pairs.end());
-        std::sort(sorted.begin(), sorted.end());
-        std::string joined;
-        for (const auto& pair : sorted)
-            joined += (joined.empty() ? "?" : "&") + pair;
         add("url-query-order", "the provider signed the query in another order",
-            build(scheme, authority, bare + joined));
+            build(scheme, authority,
+                  bare + "?" + sorted_pairs(std::string_view(query).substr(1), false)));
     }
     // Behind a proxy the URL idem was told may not be the one the provider
     // called: the host the request itself names.
