@@ -7,6 +7,7 @@
 #include "idem/util/time.hpp"
 
 #include <array>
+#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -136,15 +137,14 @@ Provider provider_of_headers(HeaderLookup header, std::uint8_t& attempt) {
     if (header("X-GitHub-Delivery")) return Provider::github;
     if (header("X-Slack-Signature") || header("X-Slack-Request-Timestamp")) {
         if (auto retry = header("X-Slack-Retry-Num")) {
+            // Slack retries 3 times; a count past 100 is no count (and
+            // would not fit the attempt's byte).
+            std::string_view text = *retry;
             unsigned number = 0;
-            for (char c : std::string_view(*retry)) {
-                if (c < '0' || c > '9' || number > 100) {
-                    number = 0;
-                    break;
-                }
-                number = number * 10 + static_cast<unsigned>(c - '0');
-            }
-            if (number > 0) attempt = static_cast<std::uint8_t>(number + 1);
+            auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+            if (error == std::errc() && end == text.data() + text.size() && number > 0 &&
+                number <= 100)
+                attempt = static_cast<std::uint8_t>(number + 1);
         } else {
             attempt = 1; // Slack numbers only its retries
         }

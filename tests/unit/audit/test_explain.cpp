@@ -286,3 +286,24 @@ TEST_CASE("layered-retry: retry layers multiply") {
     // Without layer names nothing is read as a layer.
     CHECK_FALSE(evidence_of(explained(attempts), Cause::layered_retry));
 }
+
+TEST_CASE("Slack's retry counter is read as the attempt, and nothing else is") {
+    auto attempt_of = [](std::optional<std::string_view> retry) {
+        std::uint8_t attempt = 0;
+        auto provider = provider_of_headers(
+            [&](std::string_view name) -> std::optional<std::string_view> {
+                if (name == "X-Slack-Signature") return "v0=00";
+                if (name == "X-Slack-Retry-Num") return retry;
+                return std::nullopt;
+            },
+            attempt);
+        CHECK(provider == Provider::slack);
+        return attempt;
+    };
+    CHECK(attempt_of(std::nullopt) == 1); // the first delivery carries no counter
+    CHECK(attempt_of("2") == 3);
+    CHECK(attempt_of("100") == 101);
+    // Not a count: unknown, never a wrapped-around byte.
+    for (auto text : {"0", "101", "300", "1000", "2x", "-1", ""})
+        CHECK(attempt_of(std::string_view(text)) == 0);
+}
