@@ -500,6 +500,19 @@ class PathsThatMatchNothing(unittest.TestCase):
             self.assertIn(f"{flag} '{typo}' is in none of the 11 records", err)
             self.assertNotIn("no record happened more than once", out.decode())
 
+    def test_a_route_attempt_or_what_if_key_path_in_no_record_fails_the_run(self):
+        for flag, value, shown in [("--route-field", "endpont", "--route-field 'endpont'"),
+                                   ("--attempt-field", "atempt.agent", "--attempt-field 'atempt.agent'"),
+                                   ("--what-if", "key=user_idd", "--what-if key='user_idd'")]:
+            code, out, err = run(["audit", "--key", "idempotency_key", "--time-field", "ts", flag, value,
+                                  incident("layered-retries.ndjson")])
+            self.assertEqual(code, 3, (flag, err))
+            self.assertIn(f"{shown} is in none of the 8 records", err)
+        raw = b'{"key":"a","n":1}\n{"key":"a"}\n'
+        code, _, err = run(["audit", "--key", "key", "--attempt-field", "n"], stdin=raw)
+        self.assertEqual(code, 0, err)
+        self.assertIn("--attempt-field 'n' is missing in 1 of 2 records", err)
+
     def test_a_path_missing_in_some_records_is_a_warning_with_the_count(self):
         raw = b'{"key":"a","ts":"2026-11-30T08:00:00Z"}\n{"key":"a"}\n{"other":1,"ts":"2026-11-30T08:00:01Z"}\n'
         code, _, err = run(["audit", "--key", "key", "--time-field", "ts"], stdin=raw)

@@ -41,6 +41,7 @@ struct Reading {
     Provider provider = Provider::unknown;
     std::uint8_t provider_attempt = 0;
     std::array<std::uint8_t, k_max_layers> layers{};
+    bool route_found = false;                            // --route-field had a value
     std::array<Span, k_max_what_if_keys> what_if_keys{}; // --what-if key=PATHS
     std::uint64_t payload = 0; // 0: none (a body that is not JSON, a missing --payload field)
     std::uint16_t status = 0;  // what the receiver answered (explain.hpp), 0: unknown
@@ -180,9 +181,11 @@ void read_trace(record::RecordParser& parser, Reading& reading, std::string& tex
             }
     }
     if (options.route_field)
-        if (auto value = parser.find(*options.route_field); value && !value->text.empty())
+        if (auto value = parser.find(*options.route_field); value && !value->text.empty()) {
             reading.subscription =
                 append_span(texts, {options.route_field->text(), " ", value->text});
+            reading.route_found = true;
+        }
     for (std::size_t layer = 0; layer < options.attempt_fields.size() && layer < k_max_layers;
          ++layer)
         if (auto value = parser.find(options.attempt_fields[layer]))
@@ -396,7 +399,9 @@ private:
     }
 
     struct MissingCounts {
-        std::uint64_t key = 0, fingerprint = 0, time = 0, source = 0;
+        std::uint64_t key = 0, fingerprint = 0, time = 0, source = 0, route = 0;
+        std::array<std::uint64_t, k_max_layers> layers{};
+        std::array<std::uint64_t, k_max_what_if_keys> what_if_keys{};
     };
 
     void count_missing(const Reading& reading) {
@@ -405,6 +410,12 @@ private:
             ++m_missing.fingerprint;
         if (m_options.time_field && !reading.time) ++m_missing.time;
         if (m_options.source_field && reading.source.size == 0) ++m_missing.source;
+        if (m_options.route_field && !reading.route_found) ++m_missing.route;
+        for (std::size_t k = 0; k < m_options.attempt_fields.size() && k < k_max_layers; ++k)
+            if (reading.layers[k] == 0) ++m_missing.layers[k];
+        for (std::size_t k = 0; k < m_options.what_if_key_fields.size() && k < k_max_what_if_keys;
+             ++k)
+            if (reading.what_if_keys[k].size == 0) ++m_missing.what_if_keys[k];
     }
 
     // A path that matches no record is a typo until shown otherwise: the run
@@ -437,6 +448,16 @@ private:
         if (m_options.source_field)
             checks.push_back({"--source-field", quote(m_options.source_field->text()),
                               m_missing.source, "have no source"});
+        if (m_options.route_field)
+            checks.push_back({"--route-field", quote(m_options.route_field->text()),
+                              m_missing.route, "are told apart by their endpoint only"});
+        for (std::size_t k = 0; k < m_options.attempt_fields.size() && k < k_max_layers; ++k)
+            checks.push_back({"--attempt-field", quote(m_options.attempt_fields[k].text()),
+                              m_missing.layers[k], "count as no attempt of that layer"});
+        for (std::size_t k = 0; k < m_options.what_if_key_fields.size() && k < k_max_what_if_keys;
+             ++k)
+            checks.push_back({"--what-if", "key=" + paths_text(m_options.what_if_key_fields[k]),
+                              m_missing.what_if_keys[k], "are left out of that what-if"});
         for (const auto& check : checks) {
             if (check.missing == m_records)
                 throw InputError(
