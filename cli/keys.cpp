@@ -93,15 +93,9 @@ std::string read_secret_file(const std::string& path) {
 
 verify::VerifyConfig key_config(const KeyOptions& options) {
     verify::VerifyConfig config;
-    for (const auto& path : options.provider_files)
-        for (auto& spec : verify::load_provider_specs(path)) {
-            for (const auto& loaded : config.providers)
-                if (loaded.name == spec.name)
-                    throw UsageError(fmt::format("{}: provider {} is already defined in {}",
-                                                 spec.origin, quote(spec.name), loaded.origin));
-            config.providers.push_back(std::move(spec));
-        }
-    // A provider file's name wins: it is what the user just described.
+    config.providers = verify::load_provider_specs(std::vector<std::filesystem::path>(
+        options.provider_files.begin(), options.provider_files.end()));
+    // Provider names never shadow a built-in scheme (load_provider_specs).
     auto named = std::find_if(config.providers.begin(), config.providers.end(),
                               [&](const auto& spec) { return spec.name == options.scheme; });
     if (named != config.providers.end()) {

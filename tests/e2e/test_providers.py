@@ -207,6 +207,14 @@ class Malformed(unittest.TestCase):
                            "provider 'a' is defined twice")
         self.check_refused("name: acme\nsignature_header: 'X Acme'\n", "is not a header name")
         self.check_refused("name: acme\nsignature_header: X-A\nconstruction: rsa\n", "construction 'rsa'")
+        # A file never changes what a built-in scheme's name means.
+        self.check_refused("name: stripe\nsignature_header: X-A\n", "has the name of a built-in scheme")
+
+    def test_one_name_in_two_provider_files_is_refused(self):
+        code, _, err = run(["verify", "--provider-file", PROVIDERS, "--provider-file",
+                            os.path.join(PROVIDERS, "paddle.yaml"), "--secret", "s"], stdin=b"")
+        self.assertEqual(code, 2, err)
+        self.assertIn("provider 'paddle' is defined twice (first in ", err)
         self.check_refused("name: acme\nsignature_header: X-A\ndetect: ['X-V:']\n", "names no value")
 
 

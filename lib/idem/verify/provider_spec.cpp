@@ -6,7 +6,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
-#include <set>
+#include <map>
 
 namespace idem::verify {
 
@@ -195,31 +195,41 @@ std::vector<ProviderSpec> parse_provider_specs(std::string_view text, const std:
     return specs;
 }
 
-std::vector<ProviderSpec> load_provider_specs(const std::filesystem::path& path) {
+std::vector<ProviderSpec> load_provider_specs(const std::vector<std::filesystem::path>& paths) {
     std::vector<std::filesystem::path> files;
-    std::error_code error;
-    if (std::filesystem::is_directory(path, error)) {
+    for (const auto& path : paths) {
+        std::error_code error;
+        if (!std::filesystem::is_directory(path, error)) {
+            files.push_back(path);
+            continue;
+        }
+        std::vector<std::filesystem::path> in_directory;
         for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
             auto extension = entry.path().extension().string();
             if (entry.is_regular_file() &&
                 (extension == ".json" || extension == ".yaml" || extension == ".yml"))
-                files.push_back(entry.path());
+                in_directory.push_back(entry.path());
         }
-        std::sort(files.begin(), files.end());
-        if (files.empty())
+        if (in_directory.empty())
             throw UsageError(fmt::format("--provider-file {}: no .json, .yaml or .yml file in it",
                                          quote(path.string())));
-    } else {
-        files.push_back(path);
+        std::sort(in_directory.begin(), in_directory.end());
+        files.insert(files.end(), in_directory.begin(), in_directory.end());
     }
+    auto built_in = scheme_names();
     std::vector<ProviderSpec> specs;
-    std::set<std::string> names;
+    std::map<std::string, std::string> origin_of; // name -> the file that defined it
     for (const auto& file : files) {
         auto text = idem::detail::read_config_file(file.string(), "provider");
         for (auto& spec : parse_provider_specs(text, file.string())) {
-            if (!names.insert(spec.name).second)
-                throw UsageError(fmt::format("{}: provider {} is defined twice", file.string(),
-                                             quote(spec.name)));
+            if (std::find(built_in.begin(), built_in.end(), spec.name) != built_in.end())
+                throw UsageError(fmt::format("{}: provider {} has the name of a built-in scheme: "
+                                             "give it another",
+                                             file.string(), quote(spec.name)));
+            auto [first, added] = origin_of.try_emplace(spec.name, file.string());
+            if (!added)
+                throw UsageError(fmt::format("{}: provider {} is defined twice (first in {})",
+                                             file.string(), quote(spec.name), first->second));
             specs.push_back(std::move(spec));
         }
     }

@@ -15,11 +15,13 @@
 
 namespace idem::verify {
 
-// The specs in FILE (one spec, or a list of them, in JSON or YAML) or in
-// every *.json, *.yaml and *.yml file of a directory, sorted by name.
-// Throws UsageError naming the file, line and column of what is wrong, and
-// for two specs of one name.
-[[nodiscard]] std::vector<ProviderSpec> load_provider_specs(const std::filesystem::path& path);
+// The specs of every --provider-file: in FILE (one spec, or a list of them,
+// in JSON or YAML) or in every *.json, *.yaml and *.yml file of a
+// directory, sorted by name. Throws UsageError naming the file, line and
+// column of what is wrong, for two specs of one name (wherever each is), and
+// for a name a built-in scheme has.
+[[nodiscard]] std::vector<ProviderSpec>
+load_provider_specs(const std::vector<std::filesystem::path>& paths);
 
 // One spec from its text; `origin` names the file in messages.
 [[nodiscard]] std::vector<ProviderSpec> parse_provider_specs(std::string_view text,
