@@ -53,12 +53,15 @@ void AlternativeKeyJudge::add(std::string_view key, std::optional<Timestamp> tim
                               std::uint64_t payload) {
     if (key.empty()) return;
     ++m_records;
-    auto [found, inserted] = m_groups.try_emplace(std::string(key));
+    // Found by the view: a string is built only for a key seen the first time.
+    auto found = m_groups.find(key);
+    if (found == m_groups.end()) {
+        found = m_groups.emplace(std::string(key), Group{}).first;
+        found->second.first_payload = payload;
+    } else if (payload != found->second.first_payload) {
+        ++found->second.unlike;
+    }
     auto& group = found->second;
-    if (inserted)
-        group.first_payload = payload;
-    else if (payload != group.first_payload)
-        ++group.unlike;
     ++group.copies;
     if (time) group.times.push_back(time->time_since_epoch().count());
 }

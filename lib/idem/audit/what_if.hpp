@@ -4,6 +4,7 @@
 // other TTLs would have judged it, and the TTL that would have caught 99%,
 // 99.9% and all of its duplicates, each with what it costs to hold. Pure.
 
+#include "idem/util/string_map.hpp"
 #include "idem/util/time.hpp"
 
 #include <array>
@@ -11,7 +12,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace idem::audit {
@@ -115,7 +115,7 @@ private:
     Duration m_ttl;
     std::size_t m_examples;
     std::uint64_t m_records = 0;
-    std::unordered_map<std::string, Group> m_groups;
+    StringMap<Group> m_groups; // looked up by the record's text, no string built
 };
 
 // A TTL people would write, at least `at_least` (util/time.hpp).
