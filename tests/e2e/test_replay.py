@@ -421,7 +421,9 @@ class LedgerNeverLies(ReplayScratch):
             time.sleep(0.4)
             locker = subprocess.Popen(["sqlite3", self.store], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL)
-            locker.stdin.write(b"BEGIN IMMEDIATE;\nINSERT INTO replay_ledger SELECT * FROM replay_ledger WHERE 0;\n")
+            # The locker waits its turn for the write lock: without a busy timeout
+            # its BEGIN fails whenever the replay is mid-commit, and nothing is locked.
+            locker.stdin.write(b".timeout 5000\nBEGIN IMMEDIATE;\nINSERT INTO replay_ledger SELECT * FROM replay_ledger WHERE 0;\n")
             locker.stdin.flush()
             out, err = replay.communicate(timeout=120)
             locker.stdin.write(b"ROLLBACK;\n")

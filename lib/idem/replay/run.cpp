@@ -78,6 +78,9 @@ private:
     void skip(const Candidate& candidate, std::string reason);
     void commit_if_due(bool force);
     void persist(const std::vector<store::ReplayEntry>& attempts);
+    void write_unrecorded_lines();
+    void send_all();
+    void drain_after_ledger_failure();
     void renew_leases_if_due();
     Clock::time_point due_time(const Candidate& candidate);
 
@@ -389,21 +392,29 @@ void Replayer::persist(const std::vector<store::ReplayEntry>& attempts) {
         if (!attempts.empty()) m_store->replay_ledger().save_replay_entries(m_scope, attempts);
         m_store->commit();
     } catch (const StoreError&) {
-        for (auto& line : m_unwritten) {
-            line.insert(line.size() - 1, ",\"recorded\":false");
-            m_output.write_record(line);
-        }
-        m_unwritten.clear();
-        try {
-            m_output.flush();
-        } catch (const Error&) {
-        }
+        write_unrecorded_lines();
         throw;
     }
     m_unsaved.clear();
     for (const auto& line : m_unwritten)
         m_output.write_record(line);
     m_unwritten.clear();
+}
+
+// The outcomes judged but not yet in the ledger, when the ledger fails:
+// their lines still reach stdout, marked, so nothing sent goes unsaid and
+// no line claims what the ledger does not hold.
+void Replayer::write_unrecorded_lines() {
+    for (auto& line : m_unwritten) {
+        line.insert(line.size() - 1, ",\"recorded\":false");
+        m_output.write_record(line);
+    }
+    m_unwritten.clear();
+    m_unsaved.clear();
+    try {
+        m_output.flush();
+    } catch (const Error&) {
+    }
 }
 
 void Replayer::renew_leases_if_due() {
@@ -419,6 +430,58 @@ void Replayer::renew_leases_if_due() {
     m_last_renewal = now;
 }
 
+void Replayer::send_all() {
+    auto window = m_options.concurrency * 4 + k_claim_batch * 16;
+    while (true) {
+        // Re-check keys another run held, once their leases end.
+        std::vector<Candidate> batch;
+        auto now = Clock::now();
+        std::erase_if(m_held_elsewhere, [&](auto& held) {
+            if (held.first > now || batch.size() >= k_claim_batch) return false;
+            batch.push_back(std::move(held.second));
+            return true;
+        });
+        // Keys parked for another run count against the window too, so
+        // memory stays bounded while that run holds them.
+        while (batch.size() < k_claim_batch &&
+               m_jobs.size() + m_held_elsewhere.size() + batch.size() < window) {
+            auto candidate = m_reader.next();
+            if (!candidate) break;
+            batch.push_back(std::move(*candidate));
+        }
+        claim(std::move(batch));
+        launch_ready();
+        if (m_reader.done() && m_jobs.empty() && m_held_elsewhere.empty()) break;
+        auto wait = Duration(std::chrono::milliseconds(50));
+        if (m_in_flight == 0 && !m_ready.empty()) {
+            // The next send: when its record is due, and the rate allows it.
+            auto next = std::max(m_ready.top().first,
+                                 m_options.rate_per_second > 0 ? m_next_send : Clock::time_point{});
+            auto until_due = std::chrono::duration_cast<Duration>(next - Clock::now());
+            wait = std::clamp(until_due, Duration(0), wait);
+        }
+        if (m_in_flight > 0)
+            collect(wait);
+        else if (wait.count() > 0)
+            std::this_thread::sleep_for(wait);
+        commit_if_due(false);
+        renew_leases_if_due();
+    }
+    commit_if_due(true);
+}
+
+// The ledger failed mid-run: the requests already sent still get their
+// answers and their lines ("recorded":false) before the error ends the run,
+// so stdout accounts for every send. Bounded by the transfer timeouts.
+void Replayer::drain_after_ledger_failure() {
+    try {
+        while (m_in_flight > 0)
+            collect(Duration(std::chrono::milliseconds(100)));
+    } catch (const Error&) {
+    }
+    write_unrecorded_lines();
+}
+
 ReplayResult Replayer::run() {
     auto started = Clock::now();
     if (m_options.dry_run) {
@@ -429,44 +492,12 @@ ReplayResult Replayer::run() {
         location.lock_timeout = m_options.lock_timeout;
         m_store = store::open_store(location);
         m_client.emplace(m_options.timeouts);
-        auto window = m_options.concurrency * 4 + k_claim_batch * 16;
-        while (true) {
-            // Re-check keys another run held, once their leases end.
-            std::vector<Candidate> batch;
-            auto now = Clock::now();
-            std::erase_if(m_held_elsewhere, [&](auto& held) {
-                if (held.first > now || batch.size() >= k_claim_batch) return false;
-                batch.push_back(std::move(held.second));
-                return true;
-            });
-            // Keys parked for another run count against the window too, so
-            // memory stays bounded while that run holds them.
-            while (batch.size() < k_claim_batch &&
-                   m_jobs.size() + m_held_elsewhere.size() + batch.size() < window) {
-                auto candidate = m_reader.next();
-                if (!candidate) break;
-                batch.push_back(std::move(*candidate));
-            }
-            claim(std::move(batch));
-            launch_ready();
-            if (m_reader.done() && m_jobs.empty() && m_held_elsewhere.empty()) break;
-            auto wait = Duration(std::chrono::milliseconds(50));
-            if (m_in_flight == 0 && !m_ready.empty()) {
-                // The next send: when its record is due, and the rate allows it.
-                auto next =
-                    std::max(m_ready.top().first,
-                             m_options.rate_per_second > 0 ? m_next_send : Clock::time_point{});
-                auto until_due = std::chrono::duration_cast<Duration>(next - Clock::now());
-                wait = std::clamp(until_due, Duration(0), wait);
-            }
-            if (m_in_flight > 0)
-                collect(wait);
-            else if (wait.count() > 0)
-                std::this_thread::sleep_for(wait);
-            commit_if_due(false);
-            renew_leases_if_due();
+        try {
+            send_all();
+        } catch (const StoreError&) {
+            drain_after_ledger_failure();
+            throw;
         }
-        commit_if_due(true);
     }
     m_output.flush();
 
