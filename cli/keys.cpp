@@ -62,7 +62,7 @@ void add_key_options(CLI::App& command, KeyOptions& options) {
     command.add_option("--hmac-algorithm", options.hmac_algorithm,
                        "hmac scheme: sha1, sha256 (default), sha512");
     command.add_option("--hmac-encoding", options.hmac_encoding,
-                       "hmac scheme: hex (default) or base64");
+                       "hmac scheme: hex (default), base64 or base64url (unpadded)");
     command.add_option(
         "--hmac-message", options.hmac_message,
         "hmac scheme: what is signed, with {body}, {timestamp}, {id} (default {body})");

@@ -23,37 +23,6 @@ bool retryable_status(int status) {
     return status >= 500 || status == 408 || status == 425 || status == 429;
 }
 
-// IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT", the form RFC 9110 says to
-// send (the obsolete forms are not accepted).
-std::optional<Timestamp> parse_http_date(std::string_view text) {
-    static constexpr std::array<std::string_view, 12> k_months = {
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-    text = trim(text);
-    if (text.size() != 29 || text[3] != ',' || text.substr(25) != " GMT") return std::nullopt;
-    auto number = [&](std::size_t at, std::size_t length) -> std::optional<int> {
-        int value = 0;
-        auto [end, error] = std::from_chars(text.data() + at, text.data() + at + length, value);
-        if (error != std::errc() || end != text.data() + at + length) return std::nullopt;
-        return value;
-    };
-    auto day = number(5, 2);
-    auto month_name = text.substr(8, 3);
-    auto year = number(12, 4);
-    auto hour = number(17, 2);
-    auto minute = number(20, 2);
-    auto second = number(23, 2);
-    auto month = std::find(k_months.begin(), k_months.end(), month_name);
-    if (!day || !year || !hour || !minute || !second || month == k_months.end())
-        return std::nullopt;
-    using namespace std::chrono;
-    year_month_day date{std::chrono::year(*year),
-                        std::chrono::month(static_cast<unsigned>(month - k_months.begin() + 1)),
-                        std::chrono::day(static_cast<unsigned>(*day))};
-    if (!date.ok() || *hour > 23 || *minute > 59 || *second > 60) return std::nullopt;
-    return time_point_cast<Duration>(sys_days(date) + hours(*hour) + minutes(*minute) +
-                                     seconds(*second));
-}
-
 } // namespace
 
 std::optional<Duration> parse_retry_after(std::string_view value, Timestamp now) {

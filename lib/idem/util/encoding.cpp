@@ -105,6 +105,15 @@ std::string base64_encode(std::string_view bytes) {
     return out;
 }
 
+std::string base64url_encode(std::string_view bytes) {
+    auto out = base64_encode(bytes);
+    while (!out.empty() && out.back() == '=')
+        out.pop_back();
+    for (auto& c : out)
+        c = c == '+' ? '-' : c == '/' ? '_' : c;
+    return out;
+}
+
 bool base64_decode_into(std::string_view text, std::string& out) {
     out.clear();
     while (!text.empty() && text.back() == '=')

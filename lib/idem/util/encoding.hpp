@@ -16,6 +16,9 @@ namespace idem {
 [[nodiscard]] std::optional<std::string> hex_decode(std::string_view text);
 
 [[nodiscard]] std::string base64_encode(std::string_view bytes);
+// The URL-safe alphabet ('-' and '_'), without padding (RFC 4648 section 5,
+// as JWTs and Sanity's signatures write it).
+[[nodiscard]] std::string base64url_encode(std::string_view bytes);
 // Accepts padded or unpadded input in the standard or URL-safe alphabet;
 // nullopt for anything else.
 [[nodiscard]] std::optional<std::string> base64_decode(std::string_view text);

@@ -4,6 +4,7 @@
 #include "idem/util/text.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <fmt/format.h>
@@ -204,6 +205,54 @@ Timestamp parse_timestamp_flag(std::string_view flag, std::string_view text) {
                                      "2026-11-30T08:00:00Z, or epoch seconds",
                                      flag, quote(text)));
     return *parsed;
+}
+
+namespace {
+constexpr std::array<std::string_view, 12> k_http_months = {
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+constexpr std::array<std::string_view, 7> k_http_weekdays = {"Sun", "Mon", "Tue", "Wed",
+                                                             "Thu", "Fri", "Sat"};
+} // namespace
+
+std::optional<Timestamp> parse_http_date(std::string_view text) {
+    text = trim(text);
+    if (text.size() != 29 || text[3] != ',' || text.substr(25) != " GMT") return std::nullopt;
+    auto number = [&](std::size_t at, std::size_t length) -> std::optional<int> {
+        int value = 0;
+        auto [end, error] = std::from_chars(text.data() + at, text.data() + at + length, value);
+        if (error != std::errc() || end != text.data() + at + length) return std::nullopt;
+        return value;
+    };
+    auto day = number(5, 2);
+    auto month_name = text.substr(8, 3);
+    auto year = number(12, 4);
+    auto hour = number(17, 2);
+    auto minute = number(20, 2);
+    auto second = number(23, 2);
+    auto month = std::find(k_http_months.begin(), k_http_months.end(), month_name);
+    if (!day || !year || !hour || !minute || !second || month == k_http_months.end())
+        return std::nullopt;
+    using namespace std::chrono;
+    year_month_day date{
+        std::chrono::year(*year),
+        std::chrono::month(static_cast<unsigned>(month - k_http_months.begin() + 1)),
+        std::chrono::day(static_cast<unsigned>(*day))};
+    if (!date.ok() || *hour > 23 || *minute > 59 || *second > 60) return std::nullopt;
+    return time_point_cast<Duration>(sys_days(date) + hours(*hour) + minutes(*minute) +
+                                     seconds(*second));
+}
+
+std::string format_http_date(Timestamp at) {
+    using namespace std::chrono;
+    auto day_point = floor<days>(at);
+    year_month_day date{day_point};
+    hh_mm_ss time{floor<seconds>(at - day_point)};
+    weekday day_of_week{day_point};
+    return fmt::format("{}, {:02d} {} {:04d} {:02d}:{:02d}:{:02d} GMT",
+                       k_http_weekdays[day_of_week.c_encoding()], static_cast<unsigned>(date.day()),
+                       k_http_months[static_cast<unsigned>(date.month()) - 1],
+                       static_cast<int>(date.year()), time.hours().count(), time.minutes().count(),
+                       time.seconds().count());
 }
 
 std::string format_rfc3339(Timestamp at) {

@@ -34,6 +34,11 @@ using Timestamp = std::chrono::sys_time<std::chrono::microseconds>;
 // The same, appended: for reports that write one per record.
 void append_rfc3339(std::string& out, Timestamp at);
 
+// IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT": the HTTP date RFC 9110
+// says to send (Retry-After, Date). The obsolete forms are not accepted.
+[[nodiscard]] std::optional<Timestamp> parse_http_date(std::string_view text);
+[[nodiscard]] std::string format_http_date(Timestamp at);
+
 // "5m", "1h30m", "300ms", "2d3h": the shortest exact spelling.
 [[nodiscard]] std::string format_duration(Duration duration);
 

@@ -25,7 +25,9 @@ const std::vector<PreparedKey>& KeyRing::hmac(KeyDerivation derivation,
     for (const auto& secret : m_config.secrets) {
         auto key_bytes = derivation == KeyDerivation::standard_base64
                              ? standard_webhooks_key(secret)
-                             : secret.value;
+                         : derivation == KeyDerivation::base64 ? base64_key(secret)
+                         : derivation == KeyDerivation::hex    ? hex_key(secret)
+                                                               : secret.value;
         keys.push_back({secret.label, crypto::HmacKey(algorithm, key_bytes)});
     }
     return m_hmac.emplace(slot, std::move(keys)).first->second;
@@ -118,6 +120,18 @@ Decoded decode_signature(std::string_view text, SignatureEncoding encoding,
         decoded.bytes = signature;
     }
     return decoded;
+}
+
+std::string encode_signature(std::string_view bytes, SignatureEncoding encoding) {
+    switch (encoding) {
+    case SignatureEncoding::hex:
+        return hex_encode(bytes);
+    case SignatureEncoding::base64:
+        return base64_encode(bytes);
+    case SignatureEncoding::base64url:
+        return base64url_encode(bytes);
+    }
+    return hex_encode(bytes);
 }
 
 DecodedSet decode_all(const SignatureTexts& texts, SignatureEncoding encoding,

@@ -54,6 +54,11 @@ struct LabelledReference {
 // The HMAC key of a Standard Webhooks secret: the base64 after "whsec_".
 // Throws UsageError naming the secret by its label only.
 [[nodiscard]] std::string standard_webhooks_key(const Secret& secret);
+// The bytes a base64 secret spells (an optional "whsec_" first), for
+// provider files with `secret: base64`; throws UsageError naming the secret.
+[[nodiscard]] std::string base64_key(const Secret& secret);
+// The bytes a hex secret spells, for `secret: hex`.
+[[nodiscard]] std::string hex_key(const Secret& secret);
 
 // A --secret-file's secrets: each line that is not empty is one secret,
 // all of its bytes but the line ending (LF or CRLF). Labelled `label`, or
@@ -63,7 +68,9 @@ struct LabelledReference {
 
 enum class TimestampCheck { enforce, ignore };
 enum class Sha1Policy { reject, allow };
-enum class SignatureEncoding { hex, base64 };
+// base64 decodes either alphabet; base64url is the URL-safe one, unpadded,
+// and matters when signing.
+enum class SignatureEncoding { hex, base64, base64url };
 // Whether verdicts carry the nonce (`verify --nonce` needs it; copying it
 // per record costs an allocation otherwise).
 enum class NonceCapture { keep, skip };
@@ -92,6 +99,7 @@ struct ProviderSpec {
     // the items named `signature_key`, the timestamp the one named
     // `timestamp_key`. With no separator the whole value is one signature.
     char separator = 0;
+    char key_separator = '='; // within an item: "v1=..." ('='), Finch's "v1,..." (',')
     std::string signature_key;
     std::string timestamp_key;
     std::string prefix; // before each signature ("sha256=", "v0=")
@@ -104,12 +112,16 @@ struct ProviderSpec {
     enum class Construction { hmac, digest } construction = Construction::hmac;
     // {body} {timestamp} {id} {method} {path} {url}: what is signed.
     std::string message = "{body}";
+    // The HMAC key: the secret's bytes as given, or the bytes it spells in
+    // base64 (after an optional "whsec_"; Finch) or in hex (Adyen).
+    enum class SecretForm { raw, base64, hex } secret_form = SecretForm::raw;
 
     std::string timestamp_header; // when the timestamp is a header of its own
     enum class TimestampUnit {
         seconds,
         milliseconds,
-        rfc3339
+        rfc3339,
+        http_date // "Mon, 02 Jan 2006 22:04:05 GMT" (Metronome's Date header)
     } timestamp_unit = TimestampUnit::seconds;
     // Whether a timestamp ahead of the clock is refused too (most), or only
     // one too old (Stripe-like libraries).
@@ -146,6 +158,7 @@ struct VerifyConfig {
 // Throws UsageError for a malformed --hmac-* description.
 [[nodiscard]] crypto::HashAlgorithm parse_hash_algorithm(std::string_view name);
 [[nodiscard]] SignatureEncoding parse_signature_encoding(std::string_view name);
+[[nodiscard]] std::string_view encoding_name(SignatureEncoding encoding);
 
 struct Verdict {
     bool valid = false;

@@ -310,8 +310,8 @@ struct Explainer::Impl {
                                         : SignatureEncoding::hex;
             add("encoding",
                 fmt::format("the signature is {}, not {} as --hmac-encoding says",
-                            changed.hmac.encoding == SignatureEncoding::hex ? "hex" : "base64",
-                            config.hmac.encoding == SignatureEncoding::hex ? "hex" : "base64"),
+                            encoding_name(changed.hmac.encoding),
+                            encoding_name(config.hmac.encoding)),
                 std::move(changed));
         }
     }

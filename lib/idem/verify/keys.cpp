@@ -79,6 +79,26 @@ std::string standard_webhooks_key(const Secret& secret) {
     return *decoded;
 }
 
+std::string base64_key(const Secret& secret) {
+    std::string_view encoded = secret.value;
+    if (encoded.starts_with("whsec_")) encoded.remove_prefix(6);
+    auto decoded = base64_decode(encoded);
+    if (!decoded)
+        throw UsageError(fmt::format(
+            "secret {} is not base64: this provider's key is the bytes its secret spells in base64",
+            secret.label));
+    return *decoded;
+}
+
+std::string hex_key(const Secret& secret) {
+    auto decoded = hex_decode(secret.value);
+    if (!decoded || decoded->empty())
+        throw UsageError(fmt::format(
+            "secret {} is not hex: this provider's key is the bytes its secret spells in hex",
+            secret.label));
+    return *decoded;
+}
+
 PublicKey parse_public_key(std::string_view text, std::size_t position) {
     auto [label, value] = split_label(text, position);
     auto raw = decode_key_text(value, "whpk_");
@@ -96,10 +116,23 @@ crypto::HashAlgorithm parse_hash_algorithm(std::string_view name) {
     throw UsageError(fmt::format("unknown algorithm {}: use sha1, sha256 or sha512", quote(name)));
 }
 
+std::string_view encoding_name(SignatureEncoding encoding) {
+    switch (encoding) {
+    case SignatureEncoding::base64:
+        return "base64";
+    case SignatureEncoding::base64url:
+        return "base64url";
+    case SignatureEncoding::hex:
+        break;
+    }
+    return "hex";
+}
+
 SignatureEncoding parse_signature_encoding(std::string_view name) {
     if (iequals(name, "hex")) return SignatureEncoding::hex;
     if (iequals(name, "base64")) return SignatureEncoding::base64;
-    throw UsageError(fmt::format("unknown encoding {}: use hex or base64", quote(name)));
+    if (iequals(name, "base64url")) return SignatureEncoding::base64url;
+    throw UsageError(fmt::format("unknown encoding {}: use hex, base64 or base64url", quote(name)));
 }
 
 } // namespace idem::verify

@@ -32,7 +32,7 @@ std::optional<std::string> read_header(const ProviderSpec& spec, std::string_vie
     if (!spec.separator) return take(value);
     for (auto item : split(value, spec.separator)) {
         item = trim(item);
-        auto equals = item.find('=');
+        auto equals = item.find(spec.key_separator);
         if (equals == std::string_view::npos) continue;
         auto key = item.substr(0, equals);
         auto text = item.substr(equals + 1);
@@ -43,11 +43,11 @@ std::optional<std::string> read_header(const ProviderSpec& spec, std::string_vie
         }
     }
     if (out.signatures.empty())
-        return fmt::format("no {}= signature in header '{}'", spec.signature_key,
-                           spec.signature_header);
+        return fmt::format("no {}{} signature in header '{}'", spec.signature_key,
+                           spec.key_separator, spec.signature_header);
     if (!spec.timestamp_key.empty() && !out.timestamp)
-        return fmt::format("malformed header '{}': no {}= timestamp", spec.signature_header,
-                           spec.timestamp_key);
+        return fmt::format("malformed header '{}': no {}{} timestamp", spec.signature_header,
+                           spec.timestamp_key, spec.key_separator);
     return std::nullopt;
 }
 
@@ -61,6 +61,7 @@ std::optional<Timestamp> parse_provider_time(const ProviderSpec& spec, std::stri
             return parse_timestamp(std::string(text) + "Z");
         return std::nullopt;
     }
+    if (spec.timestamp_unit == ProviderSpec::TimestampUnit::http_date) return parse_http_date(text);
     long long number = 0;
     auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
     if (error != std::errc() || end != text.data() + text.size() || number < 0) return std::nullopt;
@@ -71,6 +72,20 @@ std::optional<Timestamp> parse_provider_time(const ProviderSpec& spec, std::stri
     }
     if (number > 253402300799LL) return std::nullopt;
     return Timestamp(std::chrono::duration_cast<Duration>(std::chrono::seconds(number)));
+}
+
+const char* timestamp_unit_wanted(ProviderSpec::TimestampUnit unit) {
+    switch (unit) {
+    case ProviderSpec::TimestampUnit::rfc3339:
+        return "an RFC 3339 time";
+    case ProviderSpec::TimestampUnit::milliseconds:
+        return "Unix milliseconds";
+    case ProviderSpec::TimestampUnit::http_date:
+        return "an HTTP date (Mon, 02 Jan 2006 22:04:05 GMT)";
+    case ProviderSpec::TimestampUnit::seconds:
+        break;
+    }
+    return "Unix seconds";
 }
 
 } // namespace
@@ -113,10 +128,7 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
             return fail(fmt::format(
                 "malformed timestamp {} in '{}': expected {}", quote(timestamp_text, 40),
                 spec.timestamp_header.empty() ? spec.signature_header : spec.timestamp_header,
-                spec.timestamp_unit == ProviderSpec::TimestampUnit::rfc3339 ? "an RFC 3339 time"
-                : spec.timestamp_unit == ProviderSpec::TimestampUnit::milliseconds
-                    ? "Unix milliseconds"
-                    : "Unix seconds"));
+                timestamp_unit_wanted(spec.timestamp_unit)));
     }
     std::string_view id;
     if (!spec.id_header.empty()) {
@@ -152,7 +164,11 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
             if (label) break;
         }
     } else {
-        const auto& keys = input.keys.hmac(KeyDerivation::raw, spec.algorithm, Scheme::provider);
+        auto derivation = spec.secret_form == ProviderSpec::SecretForm::base64
+                              ? KeyDerivation::base64
+                          : spec.secret_form == ProviderSpec::SecretForm::hex ? KeyDerivation::hex
+                                                                              : KeyDerivation::raw;
+        const auto& keys = input.keys.hmac(derivation, spec.algorithm, Scheme::provider);
         key_count = keys.size();
         label = match_hmac(keys, candidates.signatures, {message});
     }

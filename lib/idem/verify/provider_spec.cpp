@@ -16,11 +16,12 @@ using idem::detail::fail_at;
 using idem::detail::scalar;
 
 // What a spec may say; anything else is a typo, refused with its place.
-constexpr std::string_view k_fields[] = {
-    "name",           "source",        "signature_header", "separator",
-    "signature_key",  "timestamp_key", "prefix",           "algorithm",
-    "encoding",       "message",       "timestamp_header", "timestamp_unit",
-    "future_refused", "id_header",     "detect",           "construction"};
+constexpr std::string_view k_fields[] = {"name",           "source",         "signature_header",
+                                         "separator",      "key_separator",  "signature_key",
+                                         "timestamp_key",  "prefix",         "algorithm",
+                                         "encoding",       "message",        "timestamp_header",
+                                         "timestamp_unit", "future_refused", "id_header",
+                                         "detect",         "construction",   "secret"};
 
 // The message template's placeholders.
 constexpr std::string_view k_placeholders[] = {"{body}",   "{timestamp}", "{id}",
@@ -61,9 +62,9 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
         if (std::find(std::begin(k_fields), std::end(k_fields), key) == std::end(k_fields))
             fail_at(file, field.first,
                     fmt::format("unknown field {}: expected name, source, signature_header, "
-                                "separator, signature_key, timestamp_key, prefix, algorithm, "
-                                "encoding, message, timestamp_header, timestamp_unit, "
-                                "future_refused, id_header, detect or construction",
+                                "separator, key_separator, signature_key, timestamp_key, prefix, "
+                                "algorithm, encoding, message, timestamp_header, timestamp_unit, "
+                                "future_refused, id_header, detect, construction or secret",
                                 quote(key)));
     }
     ProviderSpec spec;
@@ -85,13 +86,22 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
         if (separator.size() != 1 || (separator != "," && separator != ";" && separator != " "))
             fail_at(file, node["separator"], "separator: use ',' or ';' (or ' ')");
         spec.separator = separator[0];
+        if (node["key_separator"]) {
+            auto key_separator = scalar(file, node["key_separator"], "key_separator");
+            if (key_separator != "=" && key_separator != ",")
+                fail_at(file, node["key_separator"], "key_separator: '=' (v1=...) or ',' (v1,...)");
+            if (key_separator[0] == spec.separator)
+                fail_at(file, node["key_separator"],
+                        "key_separator: the items' separator cannot also split key from value");
+            spec.key_separator = key_separator[0];
+        }
         if (!node["signature_key"])
             fail_at(file, node, "with a separator, signature_key names the signature items");
         spec.signature_key = scalar(file, node["signature_key"], "signature_key");
         if (node["timestamp_key"])
             spec.timestamp_key = scalar(file, node["timestamp_key"], "timestamp_key");
-    } else if (node["signature_key"] || node["timestamp_key"]) {
-        fail_at(file, node, "signature_key and timestamp_key need a separator");
+    } else if (node["signature_key"] || node["timestamp_key"] || node["key_separator"]) {
+        fail_at(file, node, "signature_key, timestamp_key and key_separator need a separator");
     }
     if (node["prefix"]) spec.prefix = scalar(file, node["prefix"], "prefix");
     try {
@@ -114,6 +124,23 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
                                 "hash of the secret followed by the message)",
                                 quote(construction)));
     }
+    if (node["secret"]) {
+        auto form = scalar(file, node["secret"], "secret");
+        if (form == "raw")
+            spec.secret_form = ProviderSpec::SecretForm::raw;
+        else if (form == "base64")
+            spec.secret_form = ProviderSpec::SecretForm::base64;
+        else if (form == "hex")
+            spec.secret_form = ProviderSpec::SecretForm::hex;
+        else
+            fail_at(file, node["secret"],
+                    fmt::format("secret {}: use raw (its bytes as given), base64 or hex (the "
+                                "bytes it spells)",
+                                quote(form)));
+        if (spec.secret_form != ProviderSpec::SecretForm::raw &&
+            spec.construction == ProviderSpec::Construction::digest)
+            fail_at(file, node["secret"], "secret: base64 and hex go with construction: hmac");
+    }
     if (node["message"]) {
         spec.message = scalar(file, node["message"], "message");
         check_template(file, node["message"], spec.message);
@@ -132,9 +159,11 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
             spec.timestamp_unit = ProviderSpec::TimestampUnit::milliseconds;
         else if (unit == "rfc3339")
             spec.timestamp_unit = ProviderSpec::TimestampUnit::rfc3339;
+        else if (unit == "http-date")
+            spec.timestamp_unit = ProviderSpec::TimestampUnit::http_date;
         else
             fail_at(file, node["timestamp_unit"],
-                    fmt::format("timestamp_unit {}: use s, ms or rfc3339", quote(unit)));
+                    fmt::format("timestamp_unit {}: use s, ms, rfc3339 or http-date", quote(unit)));
     }
     bool has_timestamp = !spec.timestamp_header.empty() || !spec.timestamp_key.empty();
     if (spec.message.find("{timestamp}") != std::string::npos && !has_timestamp)

@@ -19,18 +19,28 @@ constexpr SchemeEntry k_schemes[] = {
     {Scheme::pagerduty, "pagerduty"}, {Scheme::hmac, "hmac"},     {Scheme::auto_detect, "auto"},
 };
 
-// Checked in this order; the first header present decides.
+// Checked in this order; the first header present decides. `companion`: a
+// header the scheme always sends beside its signature, when the signature
+// header's name is generic enough for others to use (GoCardless signs in a
+// Webhook-Signature header of its own).
 struct Signature {
     std::string_view header;
     Scheme scheme;
+    std::string_view companion = {};
 };
 constexpr Signature k_signature_headers[] = {
-    {"Stripe-Signature", Scheme::stripe},       {"X-Hub-Signature-256", Scheme::github},
-    {"X-Hub-Signature", Scheme::github},        {"X-Slack-Signature", Scheme::slack},
-    {"webhook-signature", Scheme::standard},    {"svix-signature", Scheme::svix},
-    {"X-Shopify-Hmac-Sha256", Scheme::shopify}, {"X-Signature-Ed25519", Scheme::discord},
-    {"X-Twilio-Signature", Scheme::twilio},     {"X-Square-HmacSha256-Signature", Scheme::square},
-    {"X-Square-Signature", Scheme::square},     {"X-PagerDuty-Signature", Scheme::pagerduty},
+    {"Stripe-Signature", Scheme::stripe},
+    {"X-Hub-Signature-256", Scheme::github},
+    {"X-Hub-Signature", Scheme::github},
+    {"X-Slack-Signature", Scheme::slack},
+    {"webhook-signature", Scheme::standard, "webhook-id"},
+    {"svix-signature", Scheme::svix, "svix-id"},
+    {"X-Shopify-Hmac-Sha256", Scheme::shopify},
+    {"X-Signature-Ed25519", Scheme::discord},
+    {"X-Twilio-Signature", Scheme::twilio},
+    {"X-Square-HmacSha256-Signature", Scheme::square},
+    {"X-Square-Signature", Scheme::square},
+    {"X-PagerDuty-Signature", Scheme::pagerduty},
 };
 } // namespace
 
@@ -62,6 +72,13 @@ std::optional<Scheme> detect_scheme(const record::Envelope& envelope) {
     for (const auto& signature : k_signature_headers)
         if (envelope.header(signature.header)) return signature.scheme;
     return std::nullopt;
+}
+
+bool detected_by_signature_alone(const record::Envelope& envelope) {
+    for (const auto& signature : k_signature_headers)
+        if (envelope.header(signature.header))
+            return !signature.companion.empty() && !envelope.header(signature.companion);
+    return false;
 }
 
 bool uses_public_keys(Scheme scheme) {

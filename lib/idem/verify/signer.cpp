@@ -88,7 +88,13 @@ Signer::Signer(const VerifyConfig& config) : m_impl(std::make_unique<Impl>(confi
         return;
     }
     bool standard = impl.scheme == Scheme::standard || impl.scheme == Scheme::svix;
-    auto key = standard ? standard_webhooks_key(secret) : secret.value;
+    auto secret_form = impl.scheme == Scheme::provider
+                           ? config.providers.at(config.provider).secret_form
+                           : ProviderSpec::SecretForm::raw;
+    auto key = standard                                          ? standard_webhooks_key(secret)
+               : secret_form == ProviderSpec::SecretForm::base64 ? base64_key(secret)
+               : secret_form == ProviderSpec::SecretForm::hex    ? hex_key(secret)
+                                                                 : secret.value;
     impl.hmac_key.emplace(signing_algorithm(config), key);
 }
 
@@ -162,8 +168,7 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
             spec.id_header.empty() ? "" : envelope.header(spec.id_header).value_or(envelope.id));
         auto message = detail::generic_hmac_message(spec, body, seconds, id);
         auto mac = impl.hmac_key->mac({message});
-        auto encoded = spec.encoding == SignatureEncoding::hex ? hex_encode(mac.view())
-                                                               : base64_encode(mac.view());
+        auto encoded = detail::encode_signature(mac.view(), spec.encoding);
         HeaderList headers{{spec.header, spec.prefix + encoded}};
         if (!spec.timestamp_header.empty()) headers.emplace_back(spec.timestamp_header, seconds);
         if (!spec.id_header.empty() && !envelope.header(spec.id_header))
@@ -179,8 +184,9 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
                          ? std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                               at.time_since_epoch())
                                               .count())
-                     : spec.timestamp_unit == Unit::rfc3339 ? format_rfc3339(at)
-                                                            : seconds;
+                     : spec.timestamp_unit == Unit::rfc3339   ? format_rfc3339(at)
+                     : spec.timestamp_unit == Unit::http_date ? format_http_date(at)
+                                                              : seconds;
         std::string id(
             spec.id_header.empty() ? "" : envelope.header(spec.id_header).value_or(envelope.id));
         std::string url;
@@ -195,14 +201,15 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
         auto mac = spec.construction == ProviderSpec::Construction::digest
                        ? crypto::hash(spec.algorithm, impl.config.secrets.front().value + message)
                        : impl.hmac_key->mac({message});
-        auto encoded = spec.encoding == SignatureEncoding::hex ? hex_encode(mac.view())
-                                                               : base64_encode(mac.view());
+        auto encoded = detail::encode_signature(mac.view(), spec.encoding);
         HeaderList headers;
         if (spec.separator) {
             std::string value;
             if (!spec.timestamp_key.empty())
-                value = fmt::format("{}={}{}", spec.timestamp_key, stamp, spec.separator);
-            value += fmt::format("{}={}{}", spec.signature_key, spec.prefix, encoded);
+                value = fmt::format("{}{}{}{}", spec.timestamp_key, spec.key_separator, stamp,
+                                    spec.separator);
+            value += fmt::format("{}{}{}{}", spec.signature_key, spec.key_separator, spec.prefix,
+                                 encoded);
             headers.emplace_back(spec.signature_header, value);
         } else {
             headers.emplace_back(spec.signature_header, spec.prefix + encoded);

@@ -82,8 +82,10 @@ Verdict Verifier::verify(const record::Envelope& envelope, Timestamp now) {
         scheme == Scheme::provider ? &config.providers.at(config.provider) : nullptr;
     if (scheme == Scheme::auto_detect) {
         auto detected = detect_scheme(envelope);
-        // The built-in schemes first: a provider file covers the others.
-        if (!detected && (spec = detect_provider(config.providers, envelope)))
+        // The built-in schemes first: a provider file covers the others, and
+        // a delivery a built-in scheme would claim by a generic header alone.
+        if ((!detected || detected_by_signature_alone(envelope)) &&
+            (spec = detect_provider(config.providers, envelope)))
             detected = Scheme::provider;
         if (!detected)
             return detail::invalid(

@@ -58,6 +58,26 @@ TEST_CASE("hex and base64, both alphabets") {
     CHECK(base64_decode("aGVsbG8") == std::string("hello"));
     CHECK(base64_decode("-_8") == std::string("\xfb\xff"));
     CHECK_FALSE(base64_decode("a*bc"));
+    // The URL-safe alphabet, unpadded, as Sanity writes its signatures.
+    CHECK(base64url_encode("\xfb\xff") == "-_8");
+    CHECK(base64url_encode("hello") == "aGVsbG8");
+    CHECK(base64_decode(base64url_encode("\xfb\xef\xbe")) == std::string("\xfb\xef\xbe"));
+}
+
+TEST_CASE("HTTP dates: IMF-fixdate both ways") {
+    auto date = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT");
+    REQUIRE(date);
+    CHECK(format_rfc3339(*date) == "1994-11-06T08:49:37.000Z");
+    CHECK(format_http_date(*date) == "Sun, 06 Nov 1994 08:49:37 GMT");
+    // Metronome's test date, and the weekday computed, not copied.
+    CHECK(format_http_date(*parse_timestamp("2006-01-02T22:04:05Z")) ==
+          "Mon, 02 Jan 2006 22:04:05 GMT");
+    CHECK(format_http_date(*parse_timestamp("2024-02-29T23:59:59.999Z")) ==
+          "Thu, 29 Feb 2024 23:59:59 GMT");
+    CHECK_FALSE(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT")); // obsolete RFC 850 form
+    CHECK_FALSE(parse_http_date("Sun, 31 Feb 1994 08:49:37 GMT"));
+    CHECK_FALSE(parse_http_date("Sun, 06 Nov 1994 08:49:37 UTC"));
+    CHECK_FALSE(parse_http_date(""));
 }
 
 TEST_CASE("messages quote user values with control bytes escaped") {

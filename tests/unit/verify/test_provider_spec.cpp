@@ -97,4 +97,103 @@ TEST_CASE("a malformed spec is refused with its place") {
         doctest::Contains("need a separator"), UsageError);
     CHECK_THROWS_WITH_AS(parse_provider_specs("name: A B\nsignature_header: X-A\n", "a.yaml"),
                          doctest::Contains("use lowercase letters"), UsageError);
+    CHECK_THROWS_WITH_AS(parse_provider_specs("name: a\nsignature_header: X-A\nseparator: ' '\n"
+                                              "signature_key: v1\nkey_separator: ' '\n",
+                                              "a.yaml"),
+                         doctest::Contains("a.yaml:5:16: key_separator"), UsageError);
+    CHECK_THROWS_WITH_AS(
+        parse_provider_specs("name: a\nsignature_header: X-A\nkey_separator: ','\n", "a.yaml"),
+        doctest::Contains("need a separator"), UsageError);
+    CHECK_THROWS_WITH_AS(
+        parse_provider_specs("name: a\nsignature_header: X-A\nsecret: utf16\n", "a.yaml"),
+        doctest::Contains("a.yaml:3:9: secret 'utf16'"), UsageError);
+    CHECK_THROWS_WITH_AS(parse_provider_specs("name: a\nsignature_header: X-A\nconstruction: "
+                                              "digest\nsecret: hex\n",
+                                              "a.yaml"),
+                         doctest::Contains("go with construction: hmac"), UsageError);
+    CHECK_THROWS_WITH_AS(parse_provider_specs("name: a\nsignature_header: X-A\ntimestamp_header: "
+                                              "X-T\ntimestamp_unit: rfc2822\n",
+                                              "a.yaml"),
+                         doctest::Contains("use s, ms, rfc3339 or http-date"), UsageError);
+    CHECK_THROWS_WITH_AS(
+        parse_provider_specs("name: a\nsignature_header: X-A\nencoding: base32\n", "a.yaml"),
+        doctest::Contains("use hex, base64 or base64url"), UsageError);
+}
+
+TEST_CASE("items split by ',' within, keys from base64 or hex, HTTP dates") {
+    // Finch's form: "v1,<base64>" items, space-separated; the key is the
+    // bytes the base64 secret spells. MACs computed independently with
+    // Python's hmac: key bytes 00 01 02 03 (AAECAw== / 00010203), message
+    // "evt_1.Mon, 02 Jan 2006 22:04:05 GMT.{}".
+    auto specs = parse_provider_specs(R"(
+- name: spaced
+  signature_header: X-Sig
+  separator: " "
+  key_separator: ","
+  signature_key: v1
+  secret: base64
+  encoding: base64url
+  message: "{id}.{timestamp}.{body}"
+  timestamp_header: X-Date
+  timestamp_unit: http-date
+  id_header: X-Id
+- name: hexkey
+  signature_header: X-Hex-Sig
+  secret: hex
+  message: "{id}.{timestamp}.{body}"
+  timestamp_header: X-Date
+  timestamp_unit: http-date
+  id_header: X-Id
+)",
+                                      "two.yaml");
+    REQUIRE(specs.size() == 2);
+    CHECK(specs[0].key_separator == ',');
+    CHECK(specs[0].secret_form == ProviderSpec::SecretForm::base64);
+    CHECK(specs[1].secret_form == ProviderSpec::SecretForm::hex);
+    auto at = Timestamp(std::chrono::seconds(1136239445)); // 2006-01-02T22:04:05Z
+    std::vector<record::Header> common = {{"X-Date", "Mon, 02 Jan 2006 22:04:05 GMT"},
+                                          {"X-Id", "evt_1"}};
+    auto spaced = common;
+    spaced.push_back(
+        {"X-Sig", "v2,ignored v1,AAAA v1,CBms3zZjGt2CjeO8q-mGTjDuZC-SpmlJjS3x36kAYhc"});
+    auto config = with(specs, "AAECAw==");
+    config.scheme = Scheme::provider;
+    config.provider = 0;
+    Verifier by_base64(config);
+    CHECK(by_base64.verify(delivery(spaced, "{}"), at).valid);
+    // The same secret taken as its characters is another key.
+    config.providers[0].secret_form = ProviderSpec::SecretForm::raw;
+    CHECK_FALSE(Verifier(config).verify(delivery(spaced, "{}"), at).valid);
+    // Five minutes and one second later: stale (the date is what is checked).
+    CHECK_FALSE(by_base64.verify(delivery(spaced, "{}"), at + std::chrono::seconds(301)).valid);
+
+    auto hexed = common;
+    hexed.push_back(
+        {"X-Hex-Sig", "0819acdf36631add828de3bcabe9864e30ee642f92a669498d2df1dfa9006217"});
+    auto hex_config = with(specs, "00010203");
+    hex_config.scheme = Scheme::provider;
+    hex_config.provider = 1;
+    CHECK(Verifier(hex_config).verify(delivery(hexed, "{}"), at).valid);
+    // A secret that is not hex is refused as a usage error, naming it, not a verdict.
+    auto not_hex = with(specs, "zz");
+    not_hex.scheme = Scheme::provider;
+    not_hex.provider = 1;
+    CHECK_THROWS_WITH_AS((void)Verifier(not_hex).verify(delivery(hexed, "{}"), at),
+                         doctest::Contains("secret #1 is not hex"), UsageError);
+}
+
+TEST_CASE("a generic signature header alone yields to a provider file that claims it") {
+    auto specs =
+        parse_provider_specs("name: gocardless\nsignature_header: Webhook-Signature\n", "g.yaml");
+    auto config = with(specs, "k");
+    config.scheme = Scheme::auto_detect;
+    Verifier verifier(config);
+    auto now = Timestamp(std::chrono::seconds(1700000000));
+    auto alone = verifier.verify(delivery({{"Webhook-Signature", "00"}}, "{}"), now);
+    CHECK(alone.provider == "gocardless");
+    // With webhook-id beside it, it is Standard Webhooks, as without the file.
+    auto standard = verifier.verify(
+        delivery({{"webhook-signature", "v1,AA=="}, {"webhook-id", "msg_1"}}, "{}"), now);
+    CHECK(standard.scheme == Scheme::standard);
+    CHECK(standard.provider.empty());
 }

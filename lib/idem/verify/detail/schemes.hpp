@@ -16,8 +16,9 @@
 namespace idem::verify::detail {
 
 // Stripe uses the secret string itself as the HMAC key; Standard Webhooks
-// decodes the base64 after "whsec_".
-enum class KeyDerivation { raw, standard_base64 };
+// decodes the base64 after "whsec_"; a provider file may say `secret: base64`
+// or `secret: hex`.
+enum class KeyDerivation { raw, standard_base64, base64, hex };
 
 struct PreparedKey {
     std::string label;
@@ -117,6 +118,8 @@ struct Decoded {
 };
 [[nodiscard]] Decoded decode_signature(std::string_view text, SignatureEncoding encoding,
                                        std::size_t expected_bytes, std::string_view what);
+// A signature's bytes written as `encoding` says (for signing).
+[[nodiscard]] std::string encode_signature(std::string_view bytes, SignatureEncoding encoding);
 
 // The label of the first key whose MAC over `parts` equals a candidate.
 [[nodiscard]] std::optional<std::string> match_hmac(const std::vector<PreparedKey>& keys,
