@@ -40,6 +40,18 @@ void check_template(const std::string& file, const YAML::Node& node, const std::
     }
 }
 
+// A field that names one of a few words, each meaning a value; anything
+// else is refused where it is, with the words it could have been.
+template <class Value>
+Value one_of(const std::string& file, const YAML::Node& node, std::string_view field,
+             std::initializer_list<std::pair<std::string_view, Value>> words,
+             std::string_view hint) {
+    auto word = scalar(file, node, field);
+    for (const auto& [name, value] : words)
+        if (word == name) return value;
+    fail_at(file, node, fmt::format("{} {}: {}", field, quote(word), hint));
+}
+
 bool is_header_name(std::string_view name) {
     return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -112,31 +124,19 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
     } catch (const UsageError& error) {
         fail_at(file, node["algorithm"] ? node["algorithm"] : node["encoding"], error.what());
     }
-    if (node["construction"]) {
-        auto construction = scalar(file, node["construction"], "construction");
-        if (construction == "hmac")
-            spec.construction = ProviderSpec::Construction::hmac;
-        else if (construction == "digest")
-            spec.construction = ProviderSpec::Construction::digest;
-        else
-            fail_at(file, node["construction"],
-                    fmt::format("construction {}: use hmac (keyed by the secret) or digest (a "
-                                "hash of the secret followed by the message)",
-                                quote(construction)));
-    }
+    using Construction = ProviderSpec::Construction;
+    if (node["construction"])
+        spec.construction = one_of<Construction>(
+            file, node["construction"], "construction",
+            {{"hmac", Construction::hmac}, {"digest", Construction::digest}},
+            "use hmac (keyed by the secret) or digest (a hash of the secret followed by the "
+            "message)");
+    using SecretForm = ProviderSpec::SecretForm;
     if (node["secret"]) {
-        auto form = scalar(file, node["secret"], "secret");
-        if (form == "raw")
-            spec.secret_form = ProviderSpec::SecretForm::raw;
-        else if (form == "base64")
-            spec.secret_form = ProviderSpec::SecretForm::base64;
-        else if (form == "hex")
-            spec.secret_form = ProviderSpec::SecretForm::hex;
-        else
-            fail_at(file, node["secret"],
-                    fmt::format("secret {}: use raw (its bytes as given), base64 or hex (the "
-                                "bytes it spells)",
-                                quote(form)));
+        spec.secret_form = one_of<SecretForm>(
+            file, node["secret"], "secret",
+            {{"raw", SecretForm::raw}, {"base64", SecretForm::base64}, {"hex", SecretForm::hex}},
+            "use raw (its bytes as given), base64 or hex (the bytes it spells)");
         if (spec.secret_form != ProviderSpec::SecretForm::raw &&
             spec.construction == ProviderSpec::Construction::digest)
             fail_at(file, node["secret"], "secret: base64 and hex go with construction: hmac");
@@ -151,20 +151,16 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
             fail_at(file, node["timestamp_header"],
                     "give timestamp_header or timestamp_key, not both");
     }
-    if (node["timestamp_unit"]) {
-        auto unit = scalar(file, node["timestamp_unit"], "timestamp_unit");
-        if (unit == "s" || unit == "seconds")
-            spec.timestamp_unit = ProviderSpec::TimestampUnit::seconds;
-        else if (unit == "ms" || unit == "milliseconds")
-            spec.timestamp_unit = ProviderSpec::TimestampUnit::milliseconds;
-        else if (unit == "rfc3339")
-            spec.timestamp_unit = ProviderSpec::TimestampUnit::rfc3339;
-        else if (unit == "http-date")
-            spec.timestamp_unit = ProviderSpec::TimestampUnit::http_date;
-        else
-            fail_at(file, node["timestamp_unit"],
-                    fmt::format("timestamp_unit {}: use s, ms, rfc3339 or http-date", quote(unit)));
-    }
+    using Unit = ProviderSpec::TimestampUnit;
+    if (node["timestamp_unit"])
+        spec.timestamp_unit = one_of<Unit>(file, node["timestamp_unit"], "timestamp_unit",
+                                           {{"s", Unit::seconds},
+                                            {"seconds", Unit::seconds},
+                                            {"ms", Unit::milliseconds},
+                                            {"milliseconds", Unit::milliseconds},
+                                            {"rfc3339", Unit::rfc3339},
+                                            {"http-date", Unit::http_date}},
+                                           "use s, ms, rfc3339 or http-date");
     bool has_timestamp = !spec.timestamp_header.empty() || !spec.timestamp_key.empty();
     if (spec.message.find("{timestamp}") != std::string::npos && !has_timestamp)
         fail_at(file, node["message"],
