@@ -54,6 +54,12 @@ printf '%s\n' 'CREATE TABLE log(line TEXT);' '.mode ascii' '.separator "\037" "\
 contend "sqlite3 import + GROUP BY" sqlite3 "cut -d'|' -f1" \
     "rm -f '$db'; sqlite3 '$db' < '$SPOOL/group.sql'"
 
+# DuckDB: the same grouping over the key column only (explains nothing).
+. bench/duckdb.sh
+ensure_duckdb
+[ "$DUCKDB" = yes ] && contend "duckdb GROUP BY key" duckdb_group cat \
+    "node '$DUCKDB_DIR/duckdb_keys.mjs' repeated '$corpus' \"{key:'varchar'}\" key"
+
 python3 - "$COUNT" "$results" <<'PY'
 import sys
 count = int(sys.argv[1])
@@ -67,5 +73,7 @@ print()
 print(f"idem (json): {count / idem / 1e3:.0f}k records/s on one worker (target >= 500k)")
 print(f"vs jq -s group_by:  {table['jq -s group_by'] / idem:5.1f}x  (target >= 10x)")
 print(f"vs sqlite3 shell:   {table['sqlite3 import + GROUP BY'] / idem:5.1f}x  (target >= 1x)")
+if "duckdb GROUP BY key" in table:
+    print(f"vs DuckDB GROUP BY: {table['duckdb GROUP BY key'] / idem:5.1f}x  (the scale issue asks >= 2x)")
 sys.exit(0 if all(row[-1] == "yes" for row in rows) else 1)
 PY

@@ -62,6 +62,25 @@ contend "idem dedup sqlite" idem_sqlite "$IDEM" dedup -q --key data.object.id,ty
 contend "python3 set" python_set sh -c "python3 bench/dedup_python_set.py < '$corpus'"
 contend "python3 sqlite3" python_sqlite sh -c "python3 bench/dedup_python_sqlite.py '$OUT/python_sqlite.db' < '$corpus'"
 contend "jq | paste | awk" jq_awk sh -c "jq -r '[.data.object.id, .type] | @tsv' '$corpus' | paste - '$corpus' | awk -F '\t' '!seen[\$1 FS \$2]++' | cut -f3-"
+# DuckDB counts the distinct keys and writes no record: checked by its count.
+. bench/duckdb.sh
+ensure_duckdb
+if [ "$DUCKDB" = yes ]; then
+    : > "$OUT/duckdb_count.times"
+    for _ in $(seq "$REPEAT"); do
+        /usr/bin/time -f '%e %M' -o "$OUT/duckdb_count.time" node "$DUCKDB_DIR/duckdb_keys.mjs" count "$corpus" \
+            "{data:'json', type:'varchar'}" "json_extract_string(data, '\$.object.id') || '|' || type" \
+            > "$OUT/duckdb_count.out" 2> "$OUT/duckdb_count.err" || true
+        cat "$OUT/duckdb_count.time" >> "$OUT/duckdb_count.times"
+    done
+    read -r seconds rss < <(sort -n "$OUT/duckdb_count.times" | sed -n "$(( (REPEAT + 1) / 2 ))p")
+    ok=$(python3 -c 'import json, sys
+counted = json.load(open(sys.argv[1]))["distinct_keys"]
+truth = sum(1 for _ in open(sys.argv[2]))
+print("yes (counted)" if int(counted) == truth else f"NO ({counted} keys, {truth} expected)")' \
+        "$OUT/duckdb_count.out" "$corpus.truth" 2> /dev/null || echo "NO (no count)")
+    printf '%s\t%s\t%s\t%s\n' "duckdb count(distinct)" "$seconds" "$rss" "$ok" >> "$results"
+fi
 
 python3 - "$COUNT" "$results" <<'PY'
 import sys
@@ -79,5 +98,8 @@ print(f":memory: vs jq pipeline:    {jq[0] / mem[0]:5.1f}x  (target >= 15x)")
 print(f"sqlite vs python sqlite3:   {py_sql[0] / sql[0]:5.1f}x  (target >= 6x)")
 print(f"sqlite time / :memory: time {sql[0] / mem[0]:5.1f}   (target <= 2.5)")
 print(f"peak RSS :memory: / python set: {mem[1] / py_set[1]:4.2f}, sqlite / python set: {sql[1] / py_set[1]:4.2f}  (target < 1)")
-sys.exit(0 if all(ok == "yes" for *_, ok in rows) else 1)
+if "duckdb count(distinct)" in table:
+    duck = table["duckdb count(distinct)"]
+    print(f":memory: vs DuckDB counting only: {duck[0] / mem[0]:5.1f}x  (idem writes every first copy too)")
+sys.exit(0 if all(ok.startswith("yes") for *_, ok in rows) else 1)
 PY

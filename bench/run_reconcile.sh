@@ -19,11 +19,8 @@ if [ ! -s "$flow/processed.ndjson" ]; then
     python3 bench/gen_reconcile.py --count "$COUNT" "$flow"
 fi
 cat "$flow"/*.ndjson > /dev/null
-duck="$OUT/duckdb"
-if [ ! -d "$duck/node_modules/@duckdb/node-api" ] && command -v npm > /dev/null; then
-    mkdir -p "$duck"
-    (cd "$duck" && npm install --silent --no-audit --no-fund @duckdb/node-api > /dev/null 2>&1) || true
-fi
+. bench/duckdb.sh
+ensure_duckdb
 measure() { # name, output file, command...
     local name=$1 out=$2
     shift 2
@@ -43,9 +40,8 @@ measure "idem reconcile, grouped on disk (--spill-after $SPILL)" "$OUT/reconcile
 cmp -s "$OUT/reconcile-idem.json" "$OUT/reconcile-idem-disk.json" &&
     echo "the report grouped on disk is the in-memory one, byte for byte" ||
     echo "the report grouped on disk DIFFERS from the in-memory one"
-if [ -d "$duck/node_modules/@duckdb/node-api" ]; then
-    cp bench/reconcile_duckdb.mjs "$duck/"
-    measure "DuckDB (node-api): the same joins" "$OUT/reconcile-duckdb.json" node "$duck/reconcile_duckdb.mjs" "$flow"
+if [ "$DUCKDB" = yes ]; then
+    measure "DuckDB (node-api): the same joins" "$OUT/reconcile-duckdb.json" node "$DUCKDB_DIR/reconcile_duckdb.mjs" "$flow"
     python3 - "$OUT/reconcile-idem.json" "$OUT/reconcile-duckdb.json" <<'PY'
 import json, sys
 idem = json.load(open(sys.argv[1]))

@@ -25,18 +25,8 @@ mkdir -p "$OUT" "$SCRATCH"
 results="$OUT/scale-results.tsv"
 : > "$results"
 
-duck="$OUT/duckdb"
-if [ ! -d "$duck/node_modules/@duckdb/node-api" ] && command -v npm > /dev/null; then
-    mkdir -p "$duck"
-    (cd "$duck" && npm install --silent --no-audit --no-fund @duckdb/node-api > /dev/null 2>&1) || true
-fi
-have_duckdb=no
-if [ -d "$duck/node_modules/@duckdb/node-api" ] && command -v node > /dev/null; then
-    have_duckdb=yes
-    cp bench/scale_duckdb.mjs "$duck/scale_duckdb.mjs" # resolves @duckdb from there
-else
-    echo "DuckDB is not installed (npm @duckdb/node-api into $duck failed): its rows are left out"
-fi
+. bench/duckdb.sh
+ensure_duckdb
 
 # name, size, store file or "", command...: the median of REPEAT runs.
 contend() {
@@ -75,15 +65,15 @@ for size in $SIZES; do
     echo "$size records ($(( $(stat -c %s "$corpus") / 1024 / 1024 )) MiB):"
     # Interleaved: each idem contender, then DuckDB doing the same job.
     contend "idem dedup :memory:" "$size" "" "$IDEM" dedup -q --key key --store :memory: "$corpus"
-    [ "$have_duckdb" = yes ] &&
-        contend "duckdb count(distinct key)" "$size" "" node "$duck/scale_duckdb.mjs" count "$corpus"
+    [ "$DUCKDB" = yes ] && contend "duckdb count(distinct key)" "$size" "" \
+        node "$DUCKDB_DIR/duckdb_keys.mjs" count "$corpus" "{key:'varchar'}" key
     contend "idem dedup, SQLite store" "$size" "$store" "$IDEM" dedup -q --key key --store "$store" "$corpus"
     contend "idem dedup, SQLite again (all seen)" "$size" "$store" \
         "$IDEM" dedup -q --key key --store "$store" --scope default "$corpus"
     rm -f "$store"*
     contend "idem audit" "$size" "" "$IDEM" audit -q --key key --time-field ts --format json "$corpus"
-    [ "$have_duckdb" = yes ] &&
-        contend "duckdb group by key having count > 1" "$size" "" node "$duck/scale_duckdb.mjs" group "$corpus"
+    [ "$DUCKDB" = yes ] && contend "duckdb group by key having count > 1" "$size" "" \
+        node "$DUCKDB_DIR/duckdb_keys.mjs" groups "$corpus" "{key:'varchar'}" key
     contend "idem reorder :memory:" "$size" "" \
         "$IDEM" reorder -q --seq seq --partition p --start 1 --window 64 --store :memory: "$corpus"
     [ "${KEEP:-no}" = yes ] || rm -f "$corpus"
