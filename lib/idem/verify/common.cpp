@@ -12,6 +12,32 @@ namespace idem::verify::detail {
 
 KeyRing::KeyRing(const VerifyConfig& config) : m_config(config) {}
 
+std::string derive_key(const Secret& secret, KeyDerivation derivation) {
+    switch (derivation) {
+    case KeyDerivation::standard_base64:
+        return standard_webhooks_key(secret);
+    case KeyDerivation::base64:
+        return base64_key(secret);
+    case KeyDerivation::hex:
+        return hex_key(secret);
+    case KeyDerivation::raw:
+        break;
+    }
+    return secret.value;
+}
+
+KeyDerivation key_derivation(const ProviderSpec& spec) {
+    switch (spec.secret_form) {
+    case ProviderSpec::SecretForm::base64:
+        return KeyDerivation::base64;
+    case ProviderSpec::SecretForm::hex:
+        return KeyDerivation::hex;
+    case ProviderSpec::SecretForm::raw:
+        break;
+    }
+    return KeyDerivation::raw;
+}
+
 const std::vector<PreparedKey>& KeyRing::hmac(KeyDerivation derivation,
                                               crypto::HashAlgorithm algorithm, Scheme scheme) {
     auto slot = std::make_pair(derivation, algorithm);
@@ -22,14 +48,8 @@ const std::vector<PreparedKey>& KeyRing::hmac(KeyDerivation derivation,
             fmt::format("scheme {} needs a secret: pass --secret, --secret-file or --secret-env",
                         scheme_name(scheme)));
     std::vector<PreparedKey> keys;
-    for (const auto& secret : m_config.secrets) {
-        auto key_bytes = derivation == KeyDerivation::standard_base64
-                             ? standard_webhooks_key(secret)
-                         : derivation == KeyDerivation::base64 ? base64_key(secret)
-                         : derivation == KeyDerivation::hex    ? hex_key(secret)
-                                                               : secret.value;
-        keys.push_back({secret.label, crypto::HmacKey(algorithm, key_bytes)});
-    }
+    for (const auto& secret : m_config.secrets)
+        keys.push_back({secret.label, crypto::HmacKey(algorithm, derive_key(secret, derivation))});
     return m_hmac.emplace(slot, std::move(keys)).first->second;
 }
 

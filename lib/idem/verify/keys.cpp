@@ -68,10 +68,16 @@ std::optional<std::string> decode_key_text(std::string_view text, std::string_vi
     return base64_decode(text);
 }
 
-std::string standard_webhooks_key(const Secret& secret) {
-    std::string_view encoded = secret.value;
+namespace {
+// The bytes base64 key material spells, "whsec_" first or not.
+std::optional<std::string> whsec_bytes(std::string_view encoded) {
     if (encoded.starts_with("whsec_")) encoded.remove_prefix(6);
-    auto decoded = base64_decode(encoded);
+    return base64_decode(encoded);
+}
+} // namespace
+
+std::string standard_webhooks_key(const Secret& secret) {
+    auto decoded = whsec_bytes(secret.value);
     if (!decoded)
         throw UsageError(fmt::format("secret {} is not a Standard Webhooks secret: expected whsec_ "
                                      "followed by base64",
@@ -80,9 +86,7 @@ std::string standard_webhooks_key(const Secret& secret) {
 }
 
 std::string base64_key(const Secret& secret) {
-    std::string_view encoded = secret.value;
-    if (encoded.starts_with("whsec_")) encoded.remove_prefix(6);
-    auto decoded = base64_decode(encoded);
+    auto decoded = whsec_bytes(secret.value);
     if (!decoded)
         throw UsageError(fmt::format(
             "secret {} is not base64: this provider's key is the bytes its secret spells in base64",

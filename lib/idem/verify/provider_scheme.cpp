@@ -164,11 +164,7 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
             if (label) break;
         }
     } else {
-        auto derivation = spec.secret_form == ProviderSpec::SecretForm::base64
-                              ? KeyDerivation::base64
-                          : spec.secret_form == ProviderSpec::SecretForm::hex ? KeyDerivation::hex
-                                                                              : KeyDerivation::raw;
-        const auto& keys = input.keys.hmac(derivation, spec.algorithm, Scheme::provider);
+        const auto& keys = input.keys.hmac(key_derivation(spec), spec.algorithm, Scheme::provider);
         key_count = keys.size();
         label = match_hmac(keys, candidates.signatures, {message});
     }

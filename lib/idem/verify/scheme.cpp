@@ -68,17 +68,12 @@ Scheme parse_scheme(std::string_view name) {
                     quote(name), hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
 }
 
-std::optional<Scheme> detect_scheme(const record::Envelope& envelope) {
-    for (const auto& signature : k_signature_headers)
-        if (envelope.header(signature.header)) return signature.scheme;
-    return std::nullopt;
-}
-
-bool detected_by_signature_alone(const record::Envelope& envelope) {
+std::optional<DetectedScheme> detect_scheme(const record::Envelope& envelope) {
     for (const auto& signature : k_signature_headers)
         if (envelope.header(signature.header))
-            return !signature.companion.empty() && !envelope.header(signature.companion);
-    return false;
+            return DetectedScheme{signature.scheme, !signature.companion.empty() &&
+                                                        !envelope.header(signature.companion)};
+    return std::nullopt;
 }
 
 bool uses_public_keys(Scheme scheme) {

@@ -33,11 +33,15 @@ enum class Scheme {
 [[nodiscard]] std::vector<std::string> scheme_names();
 
 // The scheme whose signature header the envelope carries; nullopt when none.
-[[nodiscard]] std::optional<Scheme> detect_scheme(const record::Envelope& envelope);
-// Whether detect_scheme's answer rests on a generic signature header alone,
-// without the header that scheme always sends beside it (Standard Webhooks'
-// webhook-signature without webhook-id): a provider file may claim it.
-[[nodiscard]] bool detected_by_signature_alone(const record::Envelope& envelope);
+// The built-in scheme a delivery's headers name. `signature_alone`: the
+// answer rests on a generic signature header without the header that
+// scheme always sends beside it (Standard Webhooks' webhook-signature
+// without webhook-id), so a provider file may claim the delivery.
+struct DetectedScheme {
+    Scheme scheme;
+    bool signature_alone = false;
+};
+[[nodiscard]] std::optional<DetectedScheme> detect_scheme(const record::Envelope& envelope);
 
 // True for schemes whose signatures are ed25519 (verified with public keys).
 [[nodiscard]] bool uses_public_keys(Scheme scheme);

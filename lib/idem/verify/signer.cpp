@@ -87,15 +87,11 @@ Signer::Signer(const VerifyConfig& config) : m_impl(std::make_unique<Impl>(confi
                             secret.label));
         return;
     }
-    bool standard = impl.scheme == Scheme::standard || impl.scheme == Scheme::svix;
-    auto secret_form = impl.scheme == Scheme::provider
-                           ? config.providers.at(config.provider).secret_form
-                           : ProviderSpec::SecretForm::raw;
-    auto key = standard                                          ? standard_webhooks_key(secret)
-               : secret_form == ProviderSpec::SecretForm::base64 ? base64_key(secret)
-               : secret_form == ProviderSpec::SecretForm::hex    ? hex_key(secret)
-                                                                 : secret.value;
-    impl.hmac_key.emplace(signing_algorithm(config), key);
+    auto derivation = standard_family ? detail::KeyDerivation::standard_base64
+                      : impl.scheme == Scheme::provider
+                          ? detail::key_derivation(config.providers.at(config.provider))
+                          : detail::KeyDerivation::raw;
+    impl.hmac_key.emplace(signing_algorithm(config), detail::derive_key(secret, derivation));
 }
 
 Signer::~Signer() = default;

@@ -81,10 +81,12 @@ Verdict Verifier::verify(const record::Envelope& envelope, Timestamp now) {
     const ProviderSpec* spec =
         scheme == Scheme::provider ? &config.providers.at(config.provider) : nullptr;
     if (scheme == Scheme::auto_detect) {
-        auto detected = detect_scheme(envelope);
+        auto found = detect_scheme(envelope);
+        std::optional<Scheme> detected;
+        if (found) detected = found->scheme;
         // The built-in schemes first: a provider file covers the others, and
         // a delivery a built-in scheme would claim by a generic header alone.
-        if ((!detected || detected_by_signature_alone(envelope)) &&
+        if ((!found || found->signature_alone) &&
             (spec = detect_provider(config.providers, envelope)))
             detected = Scheme::provider;
         if (!detected)

@@ -20,6 +20,12 @@ namespace idem::verify::detail {
 // or `secret: hex`.
 enum class KeyDerivation { raw, standard_base64, base64, hex };
 
+// The HMAC key a secret gives under `derivation` (UsageError naming the
+// secret when it cannot), for verifying and for signing alike.
+[[nodiscard]] std::string derive_key(const Secret& secret, KeyDerivation derivation);
+// What a provider file's `secret` says.
+[[nodiscard]] KeyDerivation key_derivation(const ProviderSpec& spec);
+
 struct PreparedKey {
     std::string label;
     crypto::HmacKey key;
