@@ -303,6 +303,12 @@ class SqliteSchema(unittest.TestCase):
             subprocess.run(["sqlite3", store, "ALTER TABLE nonces DROP COLUMN source;"
                             "ALTER TABLE nonces DROP COLUMN line; DROP TABLE dedup_held; DROP TABLE merge_windows;"
                             "DROP TABLE state_entities;"
+                            "DROP TABLE fingerprint_index; DROP TABLE store_meta;"
+                            "ALTER TABLE fingerprint_log DROP COLUMN repeats;"
+                            "ALTER TABLE fingerprint_log DROP COLUMN first_seq;"
+                            "ALTER TABLE fingerprint_log DROP COLUMN last_source;"
+                            "ALTER TABLE fingerprint_log DROP COLUMN last_line;"
+                            "ALTER TABLE fingerprint_log DROP COLUMN last_time_us;"
                             "PRAGMA user_version = 5;"], check=True)
             with open(capture, "w") as f:
                 f.write(github_delivery("2026-11-30T09:00:00Z") + "\n")
@@ -310,7 +316,7 @@ class SqliteSchema(unittest.TestCase):
             self.assertEqual(code, 1, err)
             self.assertIn("already delivered at 2026-11-30T08:00:00.000Z", out.decode())
             version = subprocess.run(["sqlite3", store, "PRAGMA user_version"], capture_output=True, text=True)
-            self.assertEqual(version.stdout.strip(), "9")
+            self.assertEqual(version.stdout.strip(), "10")
 
 
 @unittest.skipUnless(redis_server.available(), "redis-server is needed")

@@ -521,8 +521,13 @@ private:
     void read_store(const record::RowHandler& take_row) {
         auto store = open_kept_store(m_options.store_uri, "--store", "dedup");
         std::string json;
+        std::uint64_t not_kept = 0, events_not_kept = 0;
         store->evidence().for_each_fingerprint_record(
             m_options.store_scope, [&](const store::FingerprintRecord& record) {
+                if (record.copies_not_kept) {
+                    not_kept += record.copies_not_kept;
+                    ++events_not_kept;
+                }
                 json.assign(R"({"fingerprint":")");
                 json += hex_encode(
                     std::string_view(reinterpret_cast<const char*>(record.fingerprint.data()),
@@ -534,6 +539,13 @@ private:
                 json += '}';
                 take_row(json, {record.source, false, record.line});
             });
+        if (not_kept)
+            m_diagnostics.warning(
+                {m_options.store_uri, 0, 0, 0},
+                fmt::format("{} more copies of {} events were counted by dedup but not kept as "
+                            "evidence (the store keeps the first repeats of an event and its "
+                            "latest copy): those groups are larger than shown",
+                            not_kept, events_not_kept));
     }
 
     void take(const Reading& reading, const std::string& texts, Findings::Position position) {

@@ -45,6 +45,9 @@ struct FingerprintRecord {
     Timestamp event_time;
     std::string source;
     std::uint64_t line = 0;
+    // Copies of the event counted before this one but not kept as evidence
+    // (a store keeps a bounded number of repeats per event, and the latest).
+    std::uint64_t copies_not_kept = 0;
 };
 
 class FingerprintStore {

@@ -8,29 +8,107 @@ namespace idem::store::detail {
 
 namespace {
 
-// Rows per multi-row INSERT into the fingerprint log (7 parameters each).
+constexpr int k_columns = 13;
+// Rows per multi-row INSERT into the fingerprint log.
 constexpr std::size_t k_rows_per_insert = 64;
+// The saved index is written in parts of this size (a blob is read whole).
+constexpr std::size_t k_part_bytes = std::size_t{16} << 20;
+// Expired first copies are collected without asking once they are this
+// many and at least half of the index (docs/dedup.md).
+constexpr std::uint64_t k_worth_collecting = 10'000;
+// How many claims ahead a batch loads their slots.
+constexpr std::size_t k_prefetch_ahead = 16;
 
-std::string many_rows_insert() {
-    std::string sql = "INSERT INTO fingerprint_log(scope, fingerprint, kind, event_time_us, "
-                      "expires_us, source, line) VALUES ";
-    for (std::size_t i = 0; i < k_rows_per_insert; ++i)
-        sql += i == 0 ? "(?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?)";
+std::string insert_rows(std::size_t rows) {
+    std::string sql = "INSERT INTO fingerprint_log(seq, scope, fingerprint, kind, event_time_us, "
+                      "expires_us, source, line, repeats, first_seq, last_source, last_line, "
+                      "last_time_us) VALUES ";
+    for (std::size_t i = 0; i < rows; ++i)
+        sql += i == 0 ? "(?,?,?,?,?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?,?,?,?,?)";
     return sql;
+}
+
+void bind_optional(sqlite3_stmt* statement, int index, sqlite3_int64 value) {
+    if (value == 0)
+        sqlite3_bind_null(statement, index);
+    else
+        sqlite3_bind_int64(statement, index, value);
+}
+
+FingerprintBytes fingerprint_column(sqlite3_stmt* statement, int column) {
+    FingerprintBytes fingerprint{};
+    auto size = static_cast<std::size_t>(sqlite3_column_bytes(statement, column));
+    if (const auto* bytes = sqlite3_column_blob(statement, column))
+        std::memcpy(fingerprint.data(), bytes, std::min(size, fingerprint.size()));
+    return fingerprint;
 }
 
 } // namespace
 
+// A row to append: a first copy (kind 1) or a repeat kept as evidence
+// (kind 2: no scope or fingerprint of its own, its first copy's row has them).
+struct SqliteFingerprintLog::Row {
+    sqlite3_int64 seq = 0;
+    int kind = 1;
+    FingerprintBytes fingerprint{};
+    sqlite3_int64 event_time_us = 0, expires_us = 0, source = 0, line = 0;
+    std::uint64_t repeats = 0;
+    sqlite3_int64 first_seq = 0, last_source = 0, last_line = 0, last_time_us = 0;
+};
+
+SqliteFingerprintLog::Reader::Reader(const std::string& path, const std::string& name) {
+    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+        SQLITE_OK) {
+        std::string message = db ? sqlite3_errmsg(db) : "out of memory";
+        sqlite3_close(db);
+        throw StoreError(fmt::format("cannot open store {}: {}", quote(name), message));
+    }
+    sqlite3_busy_timeout(db, 5000);
+    // The first copies a run repeats, read back: kept apart from the store's
+    // own cache, which holds the pages being appended.
+    sqlite3_exec(db, "PRAGMA cache_size=-65536", nullptr, nullptr, nullptr);
+}
+
+SqliteFingerprintLog::Reader::~Reader() {
+    if (reading) sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+}
+
+sqlite3* SqliteFingerprintLog::reader() {
+    if (!m_reader.reading) {
+        char* error = nullptr;
+        if (sqlite3_exec(m_reader.db, "BEGIN", nullptr, nullptr, &error) != SQLITE_OK) {
+            std::string message = error ? error : "unknown error";
+            sqlite3_free(error);
+            throw StoreError(fmt::format("store {}: {}", quote(m_name), message));
+        }
+        m_reader.reading = true;
+    }
+    return m_reader.db;
+}
+
 SqliteFingerprintLog::SqliteFingerprintLog(sqlite3* db, const std::string& store_name)
-    : m_db(db), m_name(store_name),
-      m_append(db,
-               "INSERT INTO fingerprint_log(scope, fingerprint, kind, event_time_us, expires_us, "
-               "source, line) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-               store_name),
-      m_append_many(db, many_rows_insert().c_str(), store_name),
+    : m_db(db), m_name(store_name), m_reader(store_name, store_name),
+      m_append(db, insert_rows(1).c_str(), store_name),
+      m_append_many(db, insert_rows(k_rows_per_insert).c_str(), store_name),
+      m_update_head(db,
+                    "UPDATE fingerprint_log SET repeats = ?2, last_source = ?3, last_line = ?4, "
+                    "last_time_us = ?5, expires_us = ?6 WHERE seq = ?1",
+                    store_name),
+      m_read_head(m_reader.db,
+                  "SELECT fingerprint, event_time_us, expires_us, repeats, source, line, "
+                  "coalesce(last_source, 0), coalesce(last_line, 0), coalesce(last_time_us, 0) "
+                  "FROM fingerprint_log WHERE seq = ?1 AND kind = 1",
+                  store_name),
+      m_read_heads_between(m_reader.db,
+                           "SELECT seq, fingerprint, event_time_us, expires_us, repeats, source, "
+                           "line, coalesce(last_source, 0), coalesce(last_line, 0), "
+                           "coalesce(last_time_us, 0) FROM fingerprint_log "
+                           "WHERE seq BETWEEN ?1 AND ?2 AND kind = 1",
+                           store_name),
       m_catch_up(db,
-                 "SELECT seq, fingerprint, kind, event_time_us, expires_us, source, line FROM "
-                 "fingerprint_log WHERE seq > ?1 AND scope = ?2 ORDER BY seq",
+                 "SELECT seq, fingerprint FROM fingerprint_log "
+                 "WHERE seq > ?1 AND scope = ?2 AND kind = 1 ORDER BY seq",
                  store_name),
       m_insert_source(db, "INSERT OR IGNORE INTO sources(path) VALUES(?1)", store_name),
       m_source_id(db, "SELECT id FROM sources WHERE path = ?1", store_name),
@@ -38,79 +116,510 @@ SqliteFingerprintLog::SqliteFingerprintLog(sqlite3* db, const std::string& store
 
 SqliteFingerprintLog::~SqliteFingerprintLog() = default;
 
-void SqliteFingerprintLog::append_later(std::string_view scope, std::vector<LogRow> rows,
-                                        ScopeIndex& index) {
-    m_appender.post([this, scope = std::string(scope), rows = std::move(rows), &index] {
-        append_rows(scope, rows);
-        index.last_seq = sqlite3_last_insert_rowid(m_db);
-    });
+// One integer a query answers (0 when it answers nothing), its parameters
+// numbered ?1, ?2… in the order given.
+static sqlite3_int64 query_integer(sqlite3* db, const std::string& name, const char* sql,
+                                   std::initializer_list<sqlite3_int64> numbers = {}) {
+    Statement statement(db, sql, name);
+    int index = 0;
+    for (auto number : numbers)
+        sqlite3_bind_int64(statement.get(), ++index, number);
+    int step = sqlite3_step(statement.get());
+    if (step == SQLITE_ROW) return sqlite3_column_int64(statement.get(), 0);
+    if (step != SQLITE_DONE)
+        throw StoreError(fmt::format("store {}: {}", quote(name), sqlite3_errmsg(db)));
+    return 0;
 }
 
-// Applies what was appended since this process last looked: everything
-// on the first claim, then only other processes' rows.
+std::int64_t SqliteFingerprintLog::gc_generation() {
+    return query_integer(m_db, m_name,
+                         "SELECT value FROM store_meta WHERE name = 'fingerprint_gc'");
+}
+
+sqlite3_int64 SqliteFingerprintLog::next_seq() {
+    if (m_next_seq == 0) {
+        m_appender.drain();
+        // Never a seq used before, even by rows collected since: processes
+        // catch up by seq.
+        m_next_seq = 1 + query_integer(m_db, m_name,
+                                       "SELECT max(coalesce((SELECT max(seq) FROM "
+                                       "fingerprint_log), 0), coalesce((SELECT value FROM "
+                                       "store_meta WHERE name = 'fingerprint_seq'), 0))");
+    }
+    return m_next_seq++;
+}
+
+void SqliteFingerprintLog::transaction_ended() {
+    m_next_seq = 0;
+    if (m_reader.reading) sqlite3_exec(m_reader.db, "COMMIT", nullptr, nullptr, nullptr);
+    m_reader.reading = false;
+}
+
+// A first copy's row as m_read_head and m_read_heads_between select it,
+// from column `at` on.
+static FingerprintHead head_from(sqlite3_stmt* statement, int at) {
+    FingerprintHead head;
+    head.fingerprint = fingerprint_column(statement, at);
+    head.first_seen_us = sqlite3_column_int64(statement, at + 1);
+    head.expires_us = sqlite3_column_int64(statement, at + 2);
+    head.repeats = static_cast<std::uint64_t>(sqlite3_column_int64(statement, at + 3));
+    head.source = sqlite3_column_int64(statement, at + 4);
+    head.line = sqlite3_column_int64(statement, at + 5);
+    head.last_source = sqlite3_column_int64(statement, at + 6);
+    head.last_line = sqlite3_column_int64(statement, at + 7);
+    head.last_time_us = sqlite3_column_int64(statement, at + 8);
+    return head;
+}
+
+const FingerprintHead* SqliteFingerprintLog::head_at(ScopeIndex& index, sqlite3_int64 seq,
+                                                     const FingerprintBytes& fingerprint) {
+    auto* found = index.heads.find(seq);
+    if (!found) {
+        reader();
+        auto* statement = m_read_head.get();
+        sqlite3_reset(statement);
+        sqlite3_bind_int64(statement, 1, seq);
+        int step = sqlite3_step(statement);
+        if (step != SQLITE_ROW) {
+            sqlite3_reset(statement);
+            if (step != SQLITE_DONE)
+                throw StoreError(
+                    fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_reader.db)));
+            return nullptr; // collected since the index was built
+        }
+        found = &index.heads.insert(seq, head_from(statement, 0));
+        sqlite3_reset(statement);
+    }
+    return found->fingerprint == fingerprint ? found : nullptr;
+}
+
+// Read one by one as the claims come, the first copies a batch repeats
+// were a statement each, in no order; read here first, in seq order, they
+// are one pass over the log's pages, and one scan when they lie close
+// together (a rerun of a file repeats its first copies in their order).
+void SqliteFingerprintLog::read_heads_ahead(ScopeIndex& index,
+                                            const std::vector<FingerprintClaim>& claims) {
+    auto& wanted = m_wanted;
+    wanted.clear();
+    for (std::size_t i = 0; i < claims.size(); ++i) {
+        if (i + k_prefetch_ahead < claims.size())
+            index.slots.prefetch(claims[i + k_prefetch_ahead].fingerprint);
+        index.slots.find(claims[i].fingerprint, [&](sqlite3_int64 seq) {
+            if (!index.heads.find(seq)) wanted.push_back(seq);
+            return false; // every candidate
+        });
+    }
+    if (wanted.size() < 16) return; // read as they come
+    std::sort(wanted.begin(), wanted.end());
+    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
+    reader();
+    auto span = static_cast<std::size_t>(wanted.back() - wanted.front()) + 1;
+    if (span <= wanted.size() * 4) {
+        auto* statement = m_read_heads_between.get();
+        sqlite3_reset(statement);
+        sqlite3_bind_int64(statement, 1, wanted.front());
+        sqlite3_bind_int64(statement, 2, wanted.back());
+        int step;
+        while ((step = sqlite3_step(statement)) == SQLITE_ROW) {
+            auto seq = sqlite3_column_int64(statement, 0);
+            if (std::binary_search(wanted.begin(), wanted.end(), seq) && !index.heads.find(seq))
+                index.heads.insert(seq, head_from(statement, 1));
+        }
+        sqlite3_reset(statement);
+        if (step != SQLITE_DONE)
+            throw StoreError(
+                fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_reader.db)));
+        return;
+    }
+    auto* statement = m_read_head.get();
+    for (auto seq : wanted) {
+        sqlite3_reset(statement);
+        sqlite3_bind_int64(statement, 1, seq);
+        if (sqlite3_step(statement) == SQLITE_ROW) index.heads.insert(seq, head_from(statement, 0));
+    }
+    sqlite3_reset(statement);
+}
+
+bool SqliteFingerprintLog::is_first_copy_of(ScopeIndex& index, sqlite3_int64 seq,
+                                            const FingerprintBytes& fingerprint) {
+    return head_at(index, seq, fingerprint) != nullptr;
+}
+
+void SqliteFingerprintLog::put(std::string_view scope, ScopeIndex& index,
+                               const FingerprintBytes& fingerprint, FingerprintSlots::Place place,
+                               sqlite3_int64 seq) {
+    if (!index.slots.fits(seq))
+        throw StoreError(fmt::format(
+            "store {}: the fingerprints kept in scope '{}' span more than 4 billion rows of the "
+            "log; idem dedup --gc, or a shorter --ttl, lets the oldest go",
+            quote(m_name), scope));
+    index.slots.put(fingerprint, place, seq);
+}
+
 void SqliteFingerprintLog::catch_up(std::string_view scope, ScopeIndex& index) {
     auto* statement = m_catch_up.get();
     sqlite3_reset(statement);
     sqlite3_bind_int64(statement, 1, index.last_seq);
-    sqlite3_bind_text(statement, 2, scope.data(), static_cast<int>(scope.size()), SQLITE_STATIC);
+    bind_text(statement, 2, scope);
     int step;
     while ((step = sqlite3_step(statement)) == SQLITE_ROW) {
-        index.last_seq = sqlite3_column_int64(statement, 0);
-        FingerprintBytes fingerprint{};
-        auto size = static_cast<std::size_t>(sqlite3_column_bytes(statement, 1));
-        std::memcpy(fingerprint.data(), sqlite3_column_blob(statement, 1),
-                    std::min(size, fingerprint.size()));
-        if (sqlite3_column_int(statement, 2) == 1) {
-            *index.table.find_or_insert(fingerprint).first = {
-                Timestamp(Duration(sqlite3_column_int64(statement, 3))),
-                Timestamp(Duration(sqlite3_column_int64(statement, 4))), 1,
-                static_cast<std::uint32_t>(sqlite3_column_int64(statement, 5)),
-                static_cast<std::uint64_t>(sqlite3_column_int64(statement, 6))};
-        } else if (auto* entry = index.table.find_mutable(fingerprint)) {
-            if (sqlite3_column_int(statement, 2) == 3)
-                entry->expires_at = std::min(
-                    entry->expires_at, Timestamp(Duration(sqlite3_column_int64(statement, 4))));
-            else
-                ++entry->seen_count;
-        }
+        auto seq = sqlite3_column_int64(statement, 0);
+        auto fingerprint = fingerprint_column(statement, 1);
+        auto place = index.slots.find(fingerprint, [&](sqlite3_int64 candidate) {
+            return is_first_copy_of(index, candidate, fingerprint);
+        });
+        put(scope, index, fingerprint, place, seq);
+        index.last_seq = seq;
+        ++index.rows_since_saved;
     }
     sqlite3_reset(statement);
     if (step != SQLITE_DONE)
         throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_db)));
 }
 
+bool SqliteFingerprintLog::load_saved_index(std::string_view scope, ScopeIndex& index) {
+    Statement parts(m_db,
+                    "SELECT part, covers_seq, gc_generation, capacity, entries, base, slots "
+                    "FROM fingerprint_index WHERE scope = ?1 ORDER BY part",
+                    m_name);
+    bind_text(parts.get(), 1, scope);
+    std::uint64_t* slots = nullptr;
+    std::size_t capacity = 0, loaded = 0;
+    sqlite3_int64 covers = 0;
+    int step;
+    for (sqlite3_int64 part = 0; (step = sqlite3_step(parts.get())) == SQLITE_ROW; ++part) {
+        auto* row = parts.get();
+        auto row_capacity = sqlite3_column_int64(row, 3);
+        auto entries = sqlite3_column_int64(row, 4);
+        if (part == 0) {
+            // A saved index is the store's own: any doubt, and the log is
+            // read instead.
+            covers = sqlite3_column_int64(row, 1);
+            bool sound = sqlite3_column_int64(row, 2) == index.gc_generation &&
+                         row_capacity >= (1 << 16) && row_capacity <= (sqlite3_int64{1} << 32) &&
+                         (row_capacity & (row_capacity - 1)) == 0 && entries >= 0 &&
+                         entries <= row_capacity && covers >= 0;
+            if (!sound) break;
+            capacity = static_cast<std::size_t>(row_capacity);
+            FingerprintSlots fresh(sqlite3_column_int64(row, 5));
+            slots = fresh.assign(capacity, static_cast<std::size_t>(entries), fresh.base());
+            index.slots = std::move(fresh);
+        } else if (row_capacity != static_cast<sqlite3_int64>(capacity) ||
+                   sqlite3_column_int64(row, 1) != covers) {
+            break;
+        }
+        auto bytes = static_cast<std::size_t>(sqlite3_column_bytes(row, 6));
+        if (sqlite3_column_int64(row, 0) != part || bytes > capacity * 8 - loaded) break;
+        if (bytes)
+            std::memcpy(reinterpret_cast<char*>(slots) + loaded, sqlite3_column_blob(row, 6),
+                        bytes);
+        loaded += bytes;
+    }
+    if (capacity != 0 && loaded == capacity * 8 && step == SQLITE_DONE) {
+        index.last_seq = index.saved_seq = covers;
+        index.rows_since_saved = 0;
+        return true;
+    }
+    index.slots = FingerprintSlots();
+    index.last_seq = index.saved_seq = 0;
+    return false;
+}
+
+bool SqliteFingerprintLog::first_look(std::string_view scope, ScopeIndex& index, Timestamp now) {
+    m_appender.drain();
+    index.gc_generation = gc_generation();
+    load_saved_index(scope, index);
+    index.slots.reserve(index.slots.size() + index.expected);
+    catch_up(scope, index);
+    index.looked = true;
+    // Estimated from a sample of first copies (a count would read them all);
+    // a draw that lands among repeats or other scopes' rows is not counted.
+    auto span = query_integer(m_db, m_name, "SELECT coalesce(max(seq), 0) FROM fingerprint_log");
+    if (index.slots.size() < k_worth_collecting || span == 0) return false;
+    Statement sample(m_db,
+                     "SELECT expires_us FROM fingerprint_log WHERE seq >= ?1 AND seq < ?1 + 256 "
+                     "AND kind = 1 AND scope = ?2 LIMIT 1",
+                     m_name);
+    std::uint64_t state = 0x9e3779b97f4a7c15U, sampled = 0, expired = 0;
+    for (int draw = 0; draw < 64; ++draw) {
+        state ^= state << 13, state ^= state >> 7, state ^= state << 17; // xorshift
+        sqlite3_reset(sample.get());
+        sqlite3_bind_int64(
+            sample.get(), 1,
+            1 + static_cast<sqlite3_int64>(state % static_cast<std::uint64_t>(span)));
+        bind_text(sample.get(), 2, scope);
+        if (sqlite3_step(sample.get()) != SQLITE_ROW) continue;
+        ++sampled;
+        expired += sqlite3_column_int64(sample.get(), 0) <= now.time_since_epoch().count();
+    }
+    return sampled >= 16 && expired * 2 >= sampled &&
+           expired * index.slots.size() >= k_worth_collecting * sampled;
+}
+
+void SqliteFingerprintLog::rebuild(std::string_view scope, ScopeIndex& index) {
+    m_appender.drain();
+    index.gc_generation = gc_generation();
+    index.slots = FingerprintSlots();
+    index.last_seq = index.saved_seq = 0;
+    catch_up(scope, index);
+}
+
+std::vector<FingerprintResult>
+SqliteFingerprintLog::claim(std::string_view scope, ScopeIndex& index,
+                            const std::vector<FingerprintClaim>& claims, Timestamp now) {
+    auto now_us = now.time_since_epoch().count();
+    std::vector<Row> rows;
+    {
+        std::lock_guard lock(m_spare_mutex);
+        rows.swap(m_spare_rows);
+    }
+    rows.clear();
+    rows.reserve(claims.size());
+    std::vector<sqlite3_int64> changed; // first copies read from the log and changed
+    auto mark_changed = [&](sqlite3_int64 seq, FingerprintHead& head) {
+        if (head.unwritten || head.changed) return;
+        head.changed = true;
+        changed.push_back(seq);
+    };
+    read_heads_ahead(index, claims);
+    std::vector<FingerprintResult> results(claims.size());
+    for (std::size_t i = 0; i < claims.size(); ++i) {
+        const auto& claim = claims[i];
+        if (i + k_prefetch_ahead < claims.size())
+            index.slots.prefetch(claims[i + k_prefetch_ahead].fingerprint);
+        auto source = source_id(claim.source);
+        auto place = index.slots.find(claim.fingerprint, [&](sqlite3_int64 seq) {
+            return is_first_copy_of(index, seq, claim.fingerprint);
+        });
+        auto* head = place.seq ? index.heads.find(place.seq) : nullptr;
+        auto event_us = claim.event_time.time_since_epoch().count();
+        auto line = static_cast<sqlite3_int64>(claim.line);
+        bool outside_window =
+            head && claim.window.count() > 0 &&
+            claim.event_time - Timestamp(Duration(head->first_seen_us)) > claim.window;
+        auto& result = results[i];
+        if (!head || head->expires_us <= now_us || outside_window) {
+            auto seq = next_seq();
+            auto expires_us = claim.expires_at.time_since_epoch().count();
+            // A first copy replaced keeps the latest expiry of its
+            // fingerprint: garbage collection takes the rows together.
+            if (head && expires_us > head->expires_us) {
+                head->expires_us = expires_us;
+                mark_changed(place.seq, *head);
+            }
+            put(scope, index, claim.fingerprint, place, seq);
+            FingerprintHead fresh;
+            fresh.fingerprint = claim.fingerprint;
+            fresh.first_seen_us = event_us;
+            fresh.expires_us = expires_us;
+            fresh.source = source;
+            fresh.line = line;
+            fresh.unwritten = true;
+            index.heads.insert(seq, fresh); // `head` is not used past here
+            Row row;
+            row.seq = seq;
+            row.kind = 1;
+            rows.push_back(row);
+            ++index.rows_since_saved;
+            result.first = true;
+            result.seen_count = 1;
+            result.first_seen = claim.event_time;
+        } else {
+            ++head->repeats;
+            head->last_source = source;
+            head->last_line = line;
+            head->last_time_us = event_us;
+            mark_changed(place.seq, *head);
+            if (head->repeats <= k_kept_repeats) {
+                Row row;
+                row.seq = next_seq();
+                row.kind = 2;
+                row.event_time_us = event_us;
+                row.source = source;
+                row.line = line;
+                row.first_seq = place.seq;
+                rows.push_back(row);
+            }
+            result.first = false;
+            result.seen_count = head->repeats + 1;
+            result.first_seen = Timestamp(Duration(head->first_seen_us));
+            result.first_source = source_path(head->source);
+            result.first_line = static_cast<std::uint64_t>(head->line);
+        }
+    }
+    if (rows.empty() && changed.empty()) {
+        std::lock_guard lock(m_spare_mutex);
+        m_spare_rows.swap(rows);
+        return results;
+    }
+    // First copies go in with what their batch added to them.
+    for (auto& row : rows) {
+        if (row.kind != 1) continue;
+        auto& head = *index.heads.find(row.seq);
+        row.fingerprint = head.fingerprint;
+        row.event_time_us = head.first_seen_us;
+        row.expires_us = head.expires_us;
+        row.source = head.source;
+        row.line = head.line;
+        row.repeats = head.repeats;
+        row.last_source = head.last_source;
+        row.last_line = head.last_line;
+        row.last_time_us = head.last_time_us;
+        head.unwritten = false;
+    }
+    std::vector<std::pair<sqlite3_int64, FingerprintHead>> updates;
+    updates.reserve(changed.size());
+    for (auto seq : changed) {
+        auto& head = *index.heads.find(seq);
+        head.changed = false;
+        updates.emplace_back(seq, head);
+    }
+    if (m_next_seq != 0) index.last_seq = m_next_seq - 1;
+    // Written by the appender while the caller writes its output; the
+    // index and this transaction's rows already hold the decisions.
+    m_appender.post([this, scope = std::string(scope), rows = std::move(rows),
+                     updates = std::move(updates)]() mutable {
+        append_rows(scope, rows);
+        update_heads(updates);
+        std::lock_guard lock(m_spare_mutex);
+        m_spare_rows.swap(rows);
+    });
+    return results;
+}
+
+void SqliteFingerprintLog::release(std::string_view, ScopeIndex& index,
+                                   const FingerprintBytes& fingerprint, Timestamp now) {
+    auto place = index.slots.find(
+        fingerprint, [&](sqlite3_int64 seq) { return is_first_copy_of(index, seq, fingerprint); });
+    if (place.seq == 0) return;
+    auto& head = *index.heads.find(place.seq);
+    auto now_us = now.time_since_epoch().count();
+    if (head.expires_us <= now_us) return;
+    head.expires_us = now_us;
+    m_appender.drain();
+    update_heads({{place.seq, head}});
+}
+
+void SqliteFingerprintLog::save_index(std::string_view scope, ScopeIndex& index) {
+    m_appender.drain();
+    if (!index.looked || index.last_seq <= index.saved_seq || index.slots.capacity() == 0 ||
+        gc_generation() != index.gc_generation)
+        return;
+    if (index.rows_since_saved == 0) {
+        // Only repeats (or other scopes' rows) since: the saved slots are
+        // still this index's, and cover the rows up to here.
+        Statement cover(m_db,
+                        "UPDATE fingerprint_index SET covers_seq = ?2 WHERE scope = ?1 AND "
+                        "covers_seq = ?3",
+                        m_name);
+        bind_text(cover.get(), 1, scope);
+        sqlite3_bind_int64(cover.get(), 2, index.last_seq);
+        sqlite3_bind_int64(cover.get(), 3, index.saved_seq);
+        step_done(m_db, m_name, cover.get());
+        index.saved_seq = index.last_seq;
+        return;
+    }
+    // Writing the slots costs the index's size: worth it once the rows the
+    // next process would otherwise read are a quarter of it.
+    if (index.rows_since_saved < std::max<std::uint64_t>(4096, index.slots.size() / 4)) return;
+    {
+        Statement saved(
+            m_db, "SELECT covers_seq FROM fingerprint_index WHERE scope = ?1 AND part = 0", m_name);
+        bind_text(saved.get(), 1, scope);
+        // Another process saved a later one.
+        if (sqlite3_step(saved.get()) == SQLITE_ROW &&
+            sqlite3_column_int64(saved.get(), 0) >= index.last_seq)
+            return;
+    }
+    Statement forget(m_db, "DELETE FROM fingerprint_index WHERE scope = ?1", m_name);
+    bind_text(forget.get(), 1, scope);
+    step_done(m_db, m_name, forget.get());
+    Statement insert(m_db,
+                     "INSERT INTO fingerprint_index(scope, part, covers_seq, gc_generation, "
+                     "capacity, entries, base, slots) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                     m_name);
+    const auto* bytes = reinterpret_cast<const char*>(index.slots.data());
+    auto total = index.slots.bytes();
+    for (std::size_t offset = 0, part = 0; offset < total; offset += k_part_bytes, ++part) {
+        auto* statement = insert.get();
+        sqlite3_reset(statement);
+        bind_text(statement, 1, scope);
+        sqlite3_bind_int64(statement, 2, static_cast<sqlite3_int64>(part));
+        sqlite3_bind_int64(statement, 3, index.last_seq);
+        sqlite3_bind_int64(statement, 4, index.gc_generation);
+        sqlite3_bind_int64(statement, 5, static_cast<sqlite3_int64>(index.slots.capacity()));
+        sqlite3_bind_int64(statement, 6, static_cast<sqlite3_int64>(index.slots.size()));
+        sqlite3_bind_int64(statement, 7, index.slots.base());
+        sqlite3_bind_blob(statement, 8, bytes + offset,
+                          static_cast<int>(std::min(k_part_bytes, total - offset)), SQLITE_STATIC);
+        step_done(m_db, m_name, statement);
+    }
+    index.saved_seq = index.last_seq;
+    index.rows_since_saved = 0;
+    index.saved_at = std::chrono::steady_clock::now();
+}
+
+void SqliteFingerprintLog::after_collecting_garbage() {
+    m_appender.drain();
+    for (const char* sql : {"INSERT INTO store_meta(name, value) VALUES('fingerprint_gc', 1) "
+                            "ON CONFLICT(name) DO UPDATE SET value = value + 1",
+                            "DELETE FROM fingerprint_index"}) {
+        Statement statement(m_db, sql, m_name);
+        step_done(m_db, m_name, statement.get());
+    }
+}
+
 // Appends the decided rows: k_rows_per_insert at a time through one
 // multi-row INSERT (a statement step per row was most of the cost), the
 // rest one by one.
-void SqliteFingerprintLog::append_rows(std::string_view scope, const std::vector<LogRow>& rows) {
+void SqliteFingerprintLog::append_rows(std::string_view scope, const std::vector<Row>& rows) {
+    auto bind = [&](sqlite3_stmt* statement, std::size_t first, std::size_t count) {
+        sqlite3_reset(statement);
+        for (std::size_t i = 0; i < count; ++i) {
+            const auto& row = rows[first + i];
+            int base = static_cast<int>(i) * k_columns;
+            bool first_copy = row.kind == 1;
+            sqlite3_bind_int64(statement, base + 1, row.seq);
+            bind_text(statement, base + 2, first_copy ? scope : std::string_view());
+            sqlite3_bind_blob(statement, base + 3, row.fingerprint.data(),
+                              first_copy ? static_cast<int>(row.fingerprint.size()) : 0,
+                              SQLITE_STATIC);
+            sqlite3_bind_int(statement, base + 4, row.kind);
+            sqlite3_bind_int64(statement, base + 5, row.event_time_us);
+            sqlite3_bind_int64(statement, base + 6, row.expires_us);
+            sqlite3_bind_int64(statement, base + 7, row.source);
+            sqlite3_bind_int64(statement, base + 8, row.line);
+            sqlite3_bind_int64(statement, base + 9, static_cast<sqlite3_int64>(row.repeats));
+            bind_optional(statement, base + 10, row.first_seq);
+            bind_optional(statement, base + 11, row.last_source);
+            bind_optional(statement, base + 12, row.last_source ? row.last_line : 0);
+            bind_optional(statement, base + 13, row.last_source ? row.last_time_us : 0);
+        }
+    };
     std::size_t done = 0;
     while (rows.size() - done >= k_rows_per_insert) {
-        bind_rows(m_append_many.get(), scope, rows, done, k_rows_per_insert);
+        bind(m_append_many.get(), done, k_rows_per_insert);
         step_done(m_db, m_name, m_append_many.get());
         done += k_rows_per_insert;
     }
     for (; done < rows.size(); ++done) {
-        bind_rows(m_append.get(), scope, rows, done, 1);
+        bind(m_append.get(), done, 1);
         step_done(m_db, m_name, m_append.get());
     }
 }
 
-void SqliteFingerprintLog::bind_rows(sqlite3_stmt* statement, std::string_view scope,
-                                     const std::vector<LogRow>& rows, std::size_t first,
-                                     std::size_t count) {
-    sqlite3_reset(statement);
-    for (std::size_t i = 0; i < count; ++i) {
-        const auto& row = rows[first + i];
-        int base = static_cast<int>(i * 7);
-        sqlite3_bind_text(statement, base + 1, scope.data(), static_cast<int>(scope.size()),
-                          SQLITE_STATIC);
-        sqlite3_bind_blob(statement, base + 2, row.fingerprint.data(),
-                          static_cast<int>(row.fingerprint.size()), SQLITE_STATIC);
-        sqlite3_bind_int(statement, base + 3, row.kind);
-        sqlite3_bind_int64(statement, base + 4, row.event_time_us);
-        sqlite3_bind_int64(statement, base + 5, row.expires_us);
-        sqlite3_bind_int64(statement, base + 6, row.source);
-        sqlite3_bind_int64(statement, base + 7, row.line);
+void SqliteFingerprintLog::update_heads(
+    const std::vector<std::pair<sqlite3_int64, FingerprintHead>>& heads) {
+    auto* statement = m_update_head.get();
+    for (const auto& [seq, head] : heads) {
+        sqlite3_reset(statement);
+        sqlite3_bind_int64(statement, 1, seq);
+        sqlite3_bind_int64(statement, 2, static_cast<sqlite3_int64>(head.repeats));
+        bind_optional(statement, 3, head.last_source);
+        bind_optional(statement, 4, head.last_source ? head.last_line : 0);
+        bind_optional(statement, 5, head.last_source ? head.last_time_us : 0);
+        sqlite3_bind_int64(statement, 6, head.expires_us);
+        step_done(m_db, m_name, statement);
     }
 }
 

@@ -45,6 +45,12 @@ constexpr std::string_view k_finished_input = "~finished_input";
 // Claims are committed in batches: one fsync per batch, not per record.
 constexpr int k_claims_per_transaction = 4096;
 
+// A long run saves its fingerprint index at a commit when this many first
+// copies came since the last save, and this long ago (a run that ends saves
+// it at close).
+constexpr std::uint64_t k_rows_worth_saving = 100'000;
+constexpr auto k_save_index_every = std::chrono::minutes(10);
+
 // A SQLite file playing every role. Fingerprint claims are appended by a
 // thread of their own (detail::SqliteFingerprintLog): every other statement
 // first lets it finish (reading()), and one that writes opens the
@@ -104,6 +110,7 @@ public:
     ~SqliteStore() override { close(); }
 
     void close() {
+        save_indexes();
         m_log.reset(); // stops its appender; what it had not appended is rolled back below
         m_claim.reset();
         m_lookup.reset();
@@ -155,68 +162,23 @@ public:
         // The write lock is held from here to commit(): nobody else can
         // append between catching up and deciding, so within one
         // transaction the index needs catching up only once.
-        auto& index = scope_index(scope);
-        if (!m_in_transaction || !index.current) {
-            writing();
-            m_log->catch_up(scope, index);
-            index.current = true;
-            if (!index.looked) reclaim_expired(index, now);
-            index.looked = true;
-        }
-        std::vector<detail::LogRow> rows;
-        rows.reserve(claims.size());
-        std::vector<FingerprintResult> results(claims.size());
-        for (std::size_t i = 0; i < claims.size(); ++i) {
-            const auto& claim = claims[i];
-            auto source = m_log->source_id(claim.source);
-            const auto& entry =
-                detail::decide(index.table, claim, static_cast<std::uint32_t>(source), now);
-            auto& result = results[i];
-            result.seen_count = entry.seen_count;
-            result.first = entry.seen_count == 1;
-            result.first_seen = entry.first_seen;
-            if (!result.first) {
-                result.first_source = m_log->source_path(entry.first_source);
-                result.first_line = entry.first_line;
-            }
-            rows.push_back({claim.fingerprint, result.first ? 1 : 2, source,
-                            claim.event_time.time_since_epoch().count(),
-                            claim.expires_at.time_since_epoch().count(),
-                            static_cast<sqlite3_int64>(claim.line)});
-        }
-        if (rows.empty()) return results;
-        // Appended by the appender while the caller writes its output; the
-        // index already holds the decisions.
-        m_log->append_later(scope, std::move(rows), index);
-        return results;
+        auto& index = current_index(scope, now);
+        return m_log->claim(scope, index, claims, now);
     }
 
-    // A release is a row of its own (kind 3) so that every process's index
-    // learns of it while catching up, as it learns of claims.
-    // The log's index in memory; the log itself has no size to set.
+    // Room in the index for the fingerprints a run says are coming.
     void expect_fingerprints(std::string_view scope, std::uint64_t records) override {
-        scope_index(scope).table.reserve(records);
+        auto& index = scope_index(scope);
+        index.expected = records;
+        if (index.looked) index.slots.reserve(index.slots.size() + records);
     }
 
+    // A release lowers the first copy's expiry in its row, where every
+    // process reads it when the fingerprint comes again.
     void release_fingerprint(std::string_view scope, const FingerprintBytes& fingerprint,
                              Timestamp now) override {
-        writing();
-        auto& index = scope_index(scope);
-        m_log->catch_up(scope, index);
-        Statement statement(m_db,
-                            "INSERT INTO fingerprint_log(scope, fingerprint, kind, event_time_us, "
-                            "expires_us, source, line) VALUES(?1, ?2, 3, ?3, ?3, ?4, 0)",
-                            m_name);
-        sqlite3_bind_text(statement.get(), 1, scope.data(), static_cast<int>(scope.size()),
-                          SQLITE_STATIC);
-        sqlite3_bind_blob(statement.get(), 2, fingerprint.data(),
-                          static_cast<int>(fingerprint.size()), SQLITE_STATIC);
-        sqlite3_bind_int64(statement.get(), 3, now.time_since_epoch().count());
-        sqlite3_bind_int64(statement.get(), 4, m_log->source_id("(released)"));
-        step_done(statement.get());
-        index.last_seq = sqlite3_last_insert_rowid(m_db);
-        if (auto* entry = index.table.find_mutable(fingerprint))
-            entry->expires_at = std::min(entry->expires_at, now);
+        auto& index = current_index(scope, now);
+        m_log->release(scope, index, fingerprint, now);
     }
 
     std::optional<Checkpoint> load_checkpoint(std::string_view name) override {
@@ -285,20 +247,29 @@ public:
 
     // Within the open transaction: the log rows and nonces that expired.
     std::uint64_t delete_expired(Timestamp now) {
-        begin_if_needed();
-        std::uint64_t removed = 0;
-        // A fingerprint goes, first copy and repeats, once its latest first
-        // copy has expired.
-        for (const char* sql : {"DELETE FROM fingerprint_log WHERE (scope, fingerprint) IN (SELECT "
-                                "scope, fingerprint "
-                                "FROM fingerprint_log WHERE kind = 1 GROUP BY scope, fingerprint "
-                                "HAVING max(expires_us) <= ?1)",
+        writing();
+        // The highest seq is kept aside: a seq is never given twice, even
+        // when the rows that had the highest ones go.
+        execute("INSERT INTO store_meta(name, value) VALUES('fingerprint_seq', (SELECT "
+                "coalesce(max(seq), 0) FROM fingerprint_log)) ON CONFLICT(name) DO UPDATE SET "
+                "value = max(value, excluded.value)");
+        std::uint64_t removed = 0, fingerprint_rows = 0;
+        // A fingerprint goes, first copies and repeats, once its latest first
+        // copy has expired: a first copy replaced by a later one carries the
+        // later one's expiry.
+        for (const char* sql : {"DELETE FROM fingerprint_log WHERE kind = 2 AND first_seq IN "
+                                "(SELECT seq FROM fingerprint_log WHERE kind = 1 AND "
+                                "expires_us <= ?1)",
+                                "DELETE FROM fingerprint_log WHERE kind = 1 AND expires_us <= ?1",
                                 "DELETE FROM nonces WHERE expires_us <= ?1"}) {
             Statement statement(m_db, sql, m_name);
             sqlite3_bind_int64(statement.get(), 1, now.time_since_epoch().count());
             step_done(statement.get());
-            removed += static_cast<std::uint64_t>(sqlite3_changes(m_db));
+            auto changes = static_cast<std::uint64_t>(sqlite3_changes(m_db));
+            removed += changes;
+            if (std::strstr(sql, "fingerprint_log")) fingerprint_rows += changes;
         }
+        if (fingerprint_rows) m_log->after_collecting_garbage();
         return removed;
     }
 
@@ -455,11 +426,17 @@ public:
     void commit() override {
         reading();
         if (!m_in_transaction) return;
+        // A long run (listen) saves its index now and then, with the rows
+        // it covers, so a process killed later reads only what came after.
+        auto now = std::chrono::steady_clock::now();
+        for (auto& [scope, index] : m_indexes)
+            if (index.rows_since_saved >= k_rows_worth_saving &&
+                now - index.saved_at >= k_save_index_every)
+                m_log->save_index(scope, index);
         execute("COMMIT");
         m_in_transaction = false;
         m_pending = 0;
-        for (auto& [scope, index] : m_indexes)
-            index.current = false;
+        end_transaction();
     }
 
     std::string describe() const override { return "sqlite:" + m_name; }
@@ -529,20 +506,53 @@ private:
         execute("COMMIT");
     }
 
+    // The scope's index, caught up within the open write transaction; on a
+    // process's first look, loaded from the store and expired rows
+    // collected when they are many.
+    detail::ScopeIndex& current_index(std::string_view scope, Timestamp now) {
+        auto& index = scope_index(scope);
+        if (m_in_transaction && index.current) return index;
+        writing();
+        if (!index.looked && m_log->first_look(scope, index, now)) {
+            delete_expired(now);
+            m_log->rebuild(scope, index);
+        }
+        m_log->catch_up(scope, index);
+        index.current = true;
+        return index;
+    }
+
+    void end_transaction() {
+        m_log->transaction_ended();
+        for (auto& [scope, index] : m_indexes) {
+            index.current = false;
+            index.heads.clear();
+        }
+    }
+
+    // At close, after the last commit: the next process loads the index
+    // instead of reading the log. Nothing is lost when it cannot be saved.
+    void save_indexes() noexcept {
+        if (!m_db || !m_log || m_in_transaction) return;
+        bool any = false;
+        for (auto& [scope, index] : m_indexes)
+            any = any || (index.looked && index.last_seq > index.saved_seq);
+        if (!any) return;
+        try {
+            writing();
+            for (auto& [scope, index] : m_indexes)
+                m_log->save_index(scope, index);
+            commit();
+        } catch (const std::exception&) {
+            if (m_in_transaction) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+            m_in_transaction = false;
+        }
+    }
+
     detail::ScopeIndex& scope_index(std::string_view scope) {
         auto found = m_indexes.find(scope);
         if (found != m_indexes.end()) return found->second;
         return m_indexes.emplace(std::string(scope), detail::ScopeIndex{}).first->second;
-    }
-
-    // Expired fingerprints are reclaimed without asking (--gc does it on
-    // demand): on a process's first look at the log, when they are many and
-    // at least half of it, so the cost is paid once and rarely.
-    void reclaim_expired(detail::ScopeIndex& index, Timestamp now) {
-        constexpr std::uint64_t k_worth_it = 10'000;
-        auto live = index.table.size();
-        auto expired = index.table.remove_expired(now);
-        if (expired >= k_worth_it && expired >= live - expired) delete_expired(now);
     }
 
     std::string m_name;

@@ -1,16 +1,26 @@
 #pragma once
-// Internal to the SQLite store: dedup's fingerprint log (schema v2). Rows are
-// appended by a thread of its own while the caller goes on (see
-// serial_worker.hpp); the connection is used by one thread at a time, so the
-// store drains the log before any other use of it. The store owns the
+// Internal to the SQLite store: dedup's fingerprint log (schema v10). A
+// first copy's row is its fingerprint's state (when, where, until when, how
+// many copies since); repeats are rows kept as evidence, at most
+// k_kept_repeats per first copy. A process holds the log's index
+// (FingerprintSlots: fingerprint -> first copy's row) and reads a row only
+// when a slot matches; the index is saved in the store so the next process
+// loads it and catches up on the rows after it, instead of reading the log.
+//
+// Rows are appended by a thread of their own while the caller goes on (see
+// serial_worker.hpp); the store's connection is used by one thread at a
+// time, so the log drains the appender before it uses it, and reads first
+// copies on a read-only connection of its own. The store owns the write
 // transaction; these statements run inside it.
 
-#include "idem/store/detail/fingerprint_table.hpp"
+#include "idem/store/detail/fingerprint_slots.hpp"
 #include "idem/store/detail/serial_worker.hpp"
 #include "idem/store/detail/sqlite_support.hpp"
 #include "idem/store/fingerprints.hpp"
 
+#include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -18,20 +28,92 @@
 
 namespace idem::store::detail {
 
-// Per scope: the fingerprint log's index, and the last row it has seen.
-struct ScopeIndex {
-    FingerprintTable table;
-    sqlite3_int64 last_seq = 0; // written by the appender: read only after draining it
-    bool looked = false;        // expired entries were reclaimed on the first look
-    bool current = false;       // caught up within the open transaction
+// Repeats of one first copy kept as rows; past them a first copy's row still
+// counts every copy and says where the latest came from (docs/dedup.md).
+inline constexpr std::uint64_t k_kept_repeats = 16;
+
+// A first copy's row, as this transaction read or wrote it.
+struct FingerprintHead {
+    FingerprintBytes fingerprint{};
+    sqlite3_int64 first_seen_us = 0, expires_us = 0;
+    std::uint64_t repeats = 0;
+    sqlite3_int64 source = 0, line = 0;
+    sqlite3_int64 last_source = 0, last_line = 0, last_time_us = 0; // 0: no repeat yet
+    bool unwritten = false; // appended with the next batch's rows
+    bool changed = false;   // to be updated in place
 };
 
-// A decided claim, owned, for the appender.
-struct LogRow {
-    FingerprintBytes fingerprint;
-    int kind; // 1: first copy, 2: repeat
-    sqlite3_int64 source;
-    sqlite3_int64 event_time_us, expires_us, line;
+// This transaction's first copies by row, in one table reused from one
+// transaction to the next: a node per row, freed at every commit, had the
+// allocator fault its pages back in at every batch. A pointer holds until
+// the next insert.
+class HeadCache {
+public:
+    FingerprintHead* find(sqlite3_int64 seq) {
+        if (m_slots.empty()) return nullptr;
+        auto mask = m_slots.size() - 1;
+        for (auto index = static_cast<std::size_t>(seq) & mask;; index = (index + 1) & mask) {
+            auto& slot = m_slots[index];
+            if (slot.generation != m_generation) return nullptr;
+            if (slot.seq == seq) return &slot.head;
+        }
+    }
+
+    // `seq` must not be in the cache.
+    FingerprintHead& insert(sqlite3_int64 seq, const FingerprintHead& head) {
+        if ((m_size + 1) * 2 > m_slots.size()) grow();
+        auto mask = m_slots.size() - 1;
+        auto index = static_cast<std::size_t>(seq) & mask;
+        while (m_slots[index].generation == m_generation)
+            index = (index + 1) & mask;
+        m_slots[index] = {seq, m_generation, head};
+        ++m_size;
+        return m_slots[index].head;
+    }
+
+    void clear() {
+        m_size = 0;
+        if (++m_generation == 0) { // wrapped: no slot may look current
+            for (auto& slot : m_slots)
+                slot.generation = 0;
+            m_generation = 1;
+        }
+    }
+
+private:
+    struct Slot {
+        sqlite3_int64 seq = 0;
+        std::uint32_t generation = 0; // current when it is m_generation
+        FingerprintHead head;
+    };
+
+    void grow() {
+        auto old = std::move(m_slots);
+        m_slots.assign(std::max<std::size_t>(old.size() * 2, 1024), Slot{});
+        m_size = 0;
+        for (auto& slot : old)
+            if (slot.generation == m_generation) insert(slot.seq, slot.head);
+    }
+
+    std::vector<Slot> m_slots; // a power of two, at most half full
+    std::size_t m_size = 0;
+    std::uint32_t m_generation = 1;
+};
+
+// Per scope: the log's index and what this process knows of it.
+struct ScopeIndex {
+    FingerprintSlots slots;
+    sqlite3_int64 last_seq = 0;  // every first copy of the scope up to here is in slots
+    sqlite3_int64 saved_seq = 0; // what the saved index covers
+    std::uint64_t rows_since_saved = 0;
+    std::uint64_t expected = 0;     // claims a run said were coming (room is made for them)
+    std::int64_t gc_generation = 0; // the store's, when slots were built
+    std::chrono::steady_clock::time_point saved_at = std::chrono::steady_clock::now();
+    bool looked = false;  // loaded, caught up, expired rows reclaimed
+    bool current = false; // caught up within the open transaction
+    // This transaction's first copies by row: read when a slot matched, or
+    // written. Cleared at commit, when other processes may change them.
+    HeadCache heads;
 };
 
 class SqliteFingerprintLog {
@@ -42,27 +124,77 @@ public:
     // Waits for the appender; rethrows its failure (StoreError).
     void drain() { m_appender.drain(); }
 
-    // Applies what was appended since this process last looked: everything
-    // on the first claim, then only other processes' rows.
+    // A process's first look at a scope: the saved index if it is still
+    // good, then the rows after it. Returns whether expired first copies
+    // are many enough to collect now: at least 10,000 and at least half, as
+    // a sample of first copies says.
+    bool first_look(std::string_view scope, ScopeIndex& index, Timestamp now);
+    // Builds the index again from the log (after garbage collection).
+    void rebuild(std::string_view scope, ScopeIndex& index);
+    // Applies first copies other processes appended since this one looked.
     void catch_up(std::string_view scope, ScopeIndex& index);
 
-    // Appends `rows` on the appender thread and then moves index.last_seq
-    // past them. `index` must outlive the next drain().
-    void append_later(std::string_view scope, std::vector<LogRow> rows, ScopeIndex& index);
+    // Decides each claim and appends its rows later (within the open
+    // transaction). `index` must outlive the next drain().
+    std::vector<FingerprintResult> claim(std::string_view scope, ScopeIndex& index,
+                                         const std::vector<FingerprintClaim>& claims,
+                                         Timestamp now);
+    void release(std::string_view scope, ScopeIndex& index, const FingerprintBytes& fingerprint,
+                 Timestamp now);
+
+    // Saves the index when it covers more than the saved one, by at least
+    // a quarter of it, and no garbage was collected since it was built;
+    // when it only covers more rows, not more first copies, moves the
+    // saved one's mark. Within a transaction.
+    void save_index(std::string_view scope, ScopeIndex& index);
+    // Rows collected: the store's garbage generation moves on and saved
+    // indexes go (their slots would point at rows that are gone).
+    void after_collecting_garbage();
+    // The transaction ended: rows read in it may change.
+    void transaction_ended();
 
     // Input names are stored once, in sources; ids are cached per run.
     sqlite3_int64 source_id(std::string_view path);
     const std::string& source_path(sqlite3_int64 id);
 
 private:
-    void append_rows(std::string_view scope, const std::vector<LogRow>& rows);
-    static void bind_rows(sqlite3_stmt* statement, std::string_view scope,
-                          const std::vector<LogRow>& rows, std::size_t first, std::size_t count);
+    struct Row; // a row to append
+    const FingerprintHead* head_at(ScopeIndex& index, sqlite3_int64 seq,
+                                   const FingerprintBytes& fingerprint);
+    void read_heads_ahead(ScopeIndex& index, const std::vector<FingerprintClaim>& claims);
+    bool is_first_copy_of(ScopeIndex& index, sqlite3_int64 seq,
+                          const FingerprintBytes& fingerprint);
+    void put(std::string_view scope, ScopeIndex& index, const FingerprintBytes& fingerprint,
+             FingerprintSlots::Place place, sqlite3_int64 seq);
+    sqlite3_int64 next_seq();
+    std::int64_t gc_generation();
+    bool load_saved_index(std::string_view scope, ScopeIndex& index);
+    void append_rows(std::string_view scope, const std::vector<Row>& rows);
+    void update_heads(const std::vector<std::pair<sqlite3_int64, FingerprintHead>>& heads);
+
+    // A read-only connection of its own reads first copies while the
+    // appender writes on the store's: within a write transaction every row
+    // this process wrote or changed is in the head cache, and the rest is
+    // as committed when the transaction began, which is what a read
+    // transaction begun after the write lock sees.
+    struct Reader {
+        sqlite3* db = nullptr;
+        bool reading = false; // a read transaction is open
+        Reader(const std::string& path, const std::string& name);
+        ~Reader();
+        Reader(const Reader&) = delete;
+        Reader& operator=(const Reader&) = delete;
+    };
+    sqlite3* reader(); // within a read transaction begun in this write transaction
 
     sqlite3* m_db;
     std::string m_name;
+    Reader m_reader;
     Statement m_append;
     Statement m_append_many;
+    Statement m_update_head;
+    Statement m_read_head;
+    Statement m_read_heads_between;
     Statement m_catch_up;
     Statement m_insert_source;
     Statement m_source_id;
@@ -71,7 +203,13 @@ private:
     std::string_view m_last_source_path; // a key of m_source_ids
     sqlite3_int64 m_last_source_id = 0;
     std::unordered_map<sqlite3_int64, std::string> m_source_paths;
-    SerialWorker m_appender; // last: stopped first, while the statements it uses exist
+    sqlite3_int64 m_next_seq = 0; // within the open transaction; 0: not read yet
+    // A batch's rows go to the appender and come back for the next batch:
+    // freed and allocated anew, their pages were faulted in at every batch.
+    std::mutex m_spare_mutex;
+    std::vector<Row> m_spare_rows;
+    std::vector<sqlite3_int64> m_wanted; // read_heads_ahead's, kept for its capacity
+    SerialWorker m_appender;             // last: stopped first, while the statements it uses exist
 };
 
 } // namespace idem::store::detail

@@ -140,8 +140,65 @@ inline constexpr const char* k_migrations[] = {
     "  state BLOB NOT NULL,"
     "  PRIMARY KEY (scope, entity)"
     ") WITHOUT ROWID;",
+    // v10: dedup's log no longer needs a whole pass to open. A first copy's
+    // row is its fingerprint's state: `repeats` counts the copies after it,
+    // `last_*` is where the latest came from; a repeat's row (kept as
+    // evidence, at most k_kept_repeats per first copy) names its first
+    // copy's row in `first_seq`; a release (kind 3) lowers the first copy's
+    // expires_us in place. Rows get their seq from the store (never reused:
+    // store_meta keeps the highest one garbage collection took away), and a
+    // process saves its index of the log in fingerprint_index so the next
+    // one loads it and reads only the rows after it. Older rows migrate
+    // here: each repeat is linked to the first copy before it, each first
+    // copy gets its count and last place, and releases are applied.
+    // A first copy replaced by a later one (its TTL or window ran out)
+    // carries the later one's expiry, so a fingerprint's rows expire, and
+    // are collected, together.
+    "ALTER TABLE fingerprint_log ADD COLUMN repeats INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE fingerprint_log ADD COLUMN first_seq INTEGER;"
+    "ALTER TABLE fingerprint_log ADD COLUMN last_source INTEGER;"
+    "ALTER TABLE fingerprint_log ADD COLUMN last_line INTEGER;"
+    "ALTER TABLE fingerprint_log ADD COLUMN last_time_us INTEGER;"
+    "CREATE TEMP TABLE fingerprint_heads AS"
+    "  SELECT seq, kind, expires_us, source, line, event_time_us,"
+    "         max(CASE WHEN kind = 1 THEN seq END)"
+    "           OVER (PARTITION BY scope, fingerprint ORDER BY seq) AS head"
+    "  FROM fingerprint_log;"
+    "UPDATE fingerprint_log SET first_seq = heads.head FROM temp.fingerprint_heads AS heads"
+    "  WHERE heads.seq = fingerprint_log.seq AND heads.kind = 2;"
+    "UPDATE fingerprint_log SET repeats = counted.copies, last_source = last.source,"
+    "       last_line = last.line, last_time_us = last.event_time_us"
+    "  FROM (SELECT head, count(*) AS copies, max(seq) AS last_seq FROM temp.fingerprint_heads"
+    "        WHERE kind = 2 AND head IS NOT NULL GROUP BY head) AS counted"
+    "  JOIN temp.fingerprint_heads AS last ON last.seq = counted.last_seq"
+    "  WHERE fingerprint_log.seq = counted.head;"
+    "UPDATE fingerprint_log SET expires_us = min(fingerprint_log.expires_us, released.until)"
+    "  FROM (SELECT head, min(expires_us) AS until FROM temp.fingerprint_heads"
+    "        WHERE kind = 3 AND head IS NOT NULL GROUP BY head) AS released"
+    "  WHERE fingerprint_log.seq = released.head;"
+    "UPDATE fingerprint_log SET expires_us = latest.until"
+    "  FROM (SELECT scope, fingerprint, max(expires_us) AS until, max(seq) AS last_seq"
+    "        FROM fingerprint_log WHERE kind = 1 GROUP BY scope, fingerprint"
+    "        HAVING count(*) > 1) AS latest"
+    "  WHERE fingerprint_log.kind = 1 AND fingerprint_log.scope = latest.scope"
+    "    AND fingerprint_log.fingerprint = latest.fingerprint"
+    "    AND fingerprint_log.seq < latest.last_seq;"
+    "DELETE FROM fingerprint_log WHERE kind = 3 OR (kind = 2 AND first_seq IS NULL);"
+    "DROP TABLE temp.fingerprint_heads;"
+    "CREATE TABLE fingerprint_index ("
+    "  scope TEXT NOT NULL,"
+    "  part INTEGER NOT NULL,"
+    "  covers_seq INTEGER NOT NULL," // every row of the scope up to here is in it
+    "  gc_generation INTEGER NOT NULL,"
+    "  capacity INTEGER NOT NULL,"
+    "  entries INTEGER NOT NULL,"
+    "  base INTEGER NOT NULL,"
+    "  slots BLOB NOT NULL,"
+    "  PRIMARY KEY (scope, part)"
+    ");"
+    "CREATE TABLE store_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);",
 };
-inline constexpr int k_schema_version = 9;
+inline constexpr int k_schema_version = 10;
 
 // SQLite's memory statistics take a global mutex on every allocation; idem
 // reads none of them. Must run before SQLite initialises, so once, first.

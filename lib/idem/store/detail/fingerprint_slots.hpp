@@ -1,0 +1,169 @@
+#pragma once
+// Internal to the SQLite store: the index of its fingerprint log that a
+// process holds in memory, 8 bytes a slot: a fingerprint's first 32 bits and
+// the log row (seq) of its first copy. Everything else about a fingerprint
+// (when it was first seen, when it expires, how many copies came) is in
+// that row, read when a slot matches; a fingerprint that matches no slot is
+// certainly new and costs no read. At most 80% full, 50 million
+// fingerprints take 512 MiB (docs/dedup.md, "The SQLite store's memory").
+//
+// The slots are a linear-probing table whose home position is the top bits
+// of the 32 it keeps, so the table can grow without the fingerprints
+// themselves, and is saved and loaded as it is (the store keeps a copy so a
+// process opens without reading the whole log).
+
+#include "idem/store/detail/fingerprint_table.hpp" // map_zeroed
+#include "idem/store/fingerprints.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+namespace idem::store::detail {
+
+class FingerprintSlots {
+public:
+    // A fingerprint's place: its slot, and its first copy's row when found.
+    struct Place {
+        std::size_t slot = 0;
+        std::int64_t seq = 0; // 0: not found; `slot` is the empty one where it would go
+    };
+
+    // Rows are kept as offsets from `base`, in 32 bits: a row before base+1
+    // or from base+2^32 on does not fit (fits() says), and the store then
+    // builds the index again from a later base.
+    FingerprintSlots() = default;
+    explicit FingerprintSlots(std::int64_t base) : m_base(base) {}
+
+    [[nodiscard]] bool fits(std::int64_t seq) const {
+        return seq > m_base && seq - m_base < (std::int64_t{1} << 32);
+    }
+    [[nodiscard]] std::int64_t base() const { return m_base; }
+    [[nodiscard]] std::size_t size() const { return m_entries; }
+    [[nodiscard]] std::size_t capacity() const { return m_capacity; }
+    [[nodiscard]] std::size_t bytes() const { return m_capacity * sizeof(std::uint64_t); }
+
+    // The fingerprint's row: the slots whose 32 bits are the key's are
+    // offered to `is_it(seq)` in probe order (it reads the row and says
+    // whether it is this fingerprint's). Rows gone from the log (collected
+    // garbage) answer false and are passed over.
+    template <class IsIt> Place find(const FingerprintBytes& key, IsIt&& is_it) const {
+        if (m_capacity == 0) return {};
+        auto bits = bits_of(key);
+        auto mask = m_capacity - 1;
+        for (auto index = home(bits);; index = (index + 1) & mask) {
+            auto slot = m_slots[index];
+            if (slot == 0) return {index, 0};
+            if ((slot >> 32) == bits) {
+                auto seq = m_base + static_cast<std::int64_t>(slot & 0xffffffffU);
+                if (is_it(seq)) return {index, seq};
+            }
+        }
+    }
+
+    // Starts loading the key's home slot: a batch prefetches some claims
+    // ahead, as a random probe into a large table misses the caches.
+    void prefetch(const FingerprintBytes& key) const {
+        if (m_capacity != 0) __builtin_prefetch(&m_slots[home(bits_of(key))]);
+    }
+
+    // Records `seq` as the key's first copy at `place`, found by find() with
+    // nothing put since: a found slot is rewritten, an empty one filled
+    // (growing the table first when it is full).
+    void put(const FingerprintBytes& key, const Place& place, std::int64_t seq) {
+        if (!fits(seq)) throw std::out_of_range("fingerprint row outside the index's range");
+        auto slot = (std::uint64_t{bits_of(key)} << 32) | static_cast<std::uint64_t>(seq - m_base);
+        if (place.seq != 0 && m_capacity != 0) {
+            m_slots[place.slot] = slot;
+            return;
+        }
+        if (m_capacity == 0 || too_full(m_entries + 1)) {
+            grow(std::max(m_capacity * 2, k_first_capacity));
+            m_slots[empty_slot_for(slot)] = slot;
+        } else {
+            m_slots[place.slot] = slot;
+        }
+        ++m_entries;
+    }
+
+    // Room for `entries` without growing: growing holds the old table and
+    // the new one at once, so a run that knows its size sets it first. At
+    // most 2^26 slots (512 MiB) are reserved ahead.
+    void reserve(std::size_t entries) {
+        auto capacity = std::max(m_capacity, k_first_capacity);
+        while (too_full_at(entries, capacity) && capacity < k_most_reserved_slots)
+            capacity *= 2;
+        if (capacity > m_capacity) grow(capacity);
+    }
+
+    // The slots as saved (little-endian machine words), and room to load
+    // them back: `capacity` a power of two, zeroed, to be filled through
+    // data() with `entries` taken.
+    [[nodiscard]] const std::uint64_t* data() const { return m_slots.get(); }
+    std::uint64_t* assign(std::size_t capacity, std::size_t entries, std::int64_t base) {
+        if (capacity == 0 || (capacity & (capacity - 1)) != 0)
+            throw std::invalid_argument("slot count is not a power of two");
+        allocate(capacity);
+        m_entries = entries;
+        m_base = base;
+        return m_slots.get();
+    }
+
+private:
+    static constexpr std::size_t k_first_capacity = 1 << 16;
+    static constexpr std::size_t k_most_reserved_slots = std::size_t{1} << 26;
+
+    [[nodiscard]] static bool too_full_at(std::size_t entries, std::size_t capacity) {
+        return entries * 5 > capacity * 4; // 80%
+    }
+    [[nodiscard]] bool too_full(std::size_t entries) const {
+        return too_full_at(entries, m_capacity);
+    }
+
+    static std::uint32_t bits_of(const FingerprintBytes& key) {
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, key.data(), sizeof bits);
+        return bits;
+    }
+
+    // The top bits of the 32 kept: slots stay in the order of their bits,
+    // so the table can grow from its own slots.
+    [[nodiscard]] std::size_t home(std::uint32_t bits) const {
+        return static_cast<std::size_t>(bits) >> (32 - m_shift);
+    }
+
+    [[nodiscard]] std::size_t empty_slot_for(std::uint64_t slot) const {
+        auto mask = m_capacity - 1;
+        auto index = home(static_cast<std::uint32_t>(slot >> 32));
+        while (m_slots[index] != 0)
+            index = (index + 1) & mask;
+        return index;
+    }
+
+    void allocate(std::size_t capacity) {
+        auto bytes = capacity * sizeof(std::uint64_t);
+        m_slots = {static_cast<std::uint64_t*>(map_zeroed(bytes)), UnmapZeroed{bytes}};
+        m_capacity = capacity;
+        m_shift = 0;
+        while ((std::size_t{1} << m_shift) < capacity)
+            ++m_shift;
+    }
+
+    void grow(std::size_t capacity) {
+        auto old = std::move(m_slots);
+        auto old_capacity = m_capacity;
+        allocate(capacity);
+        for (std::size_t index = 0; index < old_capacity; ++index)
+            if (auto slot = old.get()[index]; slot != 0) m_slots[empty_slot_for(slot)] = slot;
+    }
+
+    std::unique_ptr<std::uint64_t[], UnmapZeroed> m_slots;
+    std::size_t m_capacity = 0; // a power of two, or 0
+    unsigned m_shift = 0;       // log2 of m_capacity
+    std::size_t m_entries = 0;
+    std::int64_t m_base = 0;
+};
+
+} // namespace idem::store::detail

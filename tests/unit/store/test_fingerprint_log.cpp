@@ -1,0 +1,229 @@
+// The SQLite store's fingerprint log (schema v10): its index in memory
+// (FingerprintSlots), the index it saves for the next process, repeats kept
+// as evidence up to a bound, and seqs that are never given twice.
+
+#include "idem/store/detail/fingerprint_slots.hpp"
+#include "idem/store/detail/sqlite_fingerprints.hpp"
+#include "idem/store/fingerprints.hpp"
+#include "idem/store/store.hpp"
+
+#include <cstring>
+#include <doctest/doctest.h>
+#include <filesystem>
+#include <map>
+#include <sqlite3.h>
+#include <unistd.h>
+
+using namespace idem;
+using namespace idem::store;
+
+namespace {
+
+Timestamp at(long long seconds) {
+    return Timestamp(std::chrono::seconds(seconds));
+}
+
+FingerprintBytes key(std::uint32_t n) {
+    FingerprintBytes bytes{};
+    // The first 32 bits are what the slots keep: spread them.
+    auto spread = n * 2654435761U;
+    std::memcpy(bytes.data(), &spread, sizeof spread);
+    std::memcpy(bytes.data() + 4, &n, sizeof n);
+    return bytes;
+}
+
+FingerprintClaim claim_of(const FingerprintBytes& fingerprint, long long seconds,
+                          std::uint64_t line, long long expires = 1'000'000) {
+    FingerprintClaim c;
+    c.fingerprint = fingerprint;
+    c.event_time = at(seconds);
+    c.expires_at = at(expires);
+    c.source = "events.ndjson";
+    c.line = line;
+    return c;
+}
+
+struct TempStore {
+    std::string path;
+    TempStore() {
+        path = (std::filesystem::temp_directory_path() /
+                ("idem-log-" + std::to_string(::getpid()) + ".db"))
+                   .string();
+        remove();
+    }
+    ~TempStore() { remove(); }
+    void remove() {
+        for (const char* suffix : {"", "-wal", "-shm"})
+            std::filesystem::remove(path + suffix);
+    }
+};
+
+long long count(const std::string& path, const char* sql) {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    sqlite3_stmt* statement = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db, sql, -1, &statement, nullptr) == SQLITE_OK);
+    long long value =
+        sqlite3_step(statement) == SQLITE_ROW ? sqlite3_column_int64(statement, 0) : -1;
+    sqlite3_finalize(statement);
+    sqlite3_close(db);
+    return value;
+}
+
+void execute(const std::string& path, const char* sql) {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+}
+
+// The slots' row for `fingerprint` given the rows each seq holds.
+std::int64_t row_of(const detail::FingerprintSlots& slots,
+                    const std::map<std::int64_t, FingerprintBytes>& rows,
+                    const FingerprintBytes& fingerprint) {
+    return slots.find(fingerprint, [&](std::int64_t seq) { return rows.at(seq) == fingerprint; })
+        .seq;
+}
+
+} // namespace
+
+TEST_CASE("the slots find every fingerprint through growth, by its row") {
+    detail::FingerprintSlots slots;
+    std::map<std::int64_t, FingerprintBytes> rows;
+    constexpr std::uint32_t k_entries = 150'000; // past the first capacity: it grows twice
+    for (std::uint32_t n = 0; n < k_entries; ++n) {
+        auto place = slots.find(key(n), [&](std::int64_t seq) { return rows.at(seq) == key(n); });
+        REQUIRE(place.seq == 0);
+        rows[n + 1] = key(n);
+        slots.put(key(n), place, n + 1);
+    }
+    CHECK(slots.size() == k_entries);
+    CHECK(slots.capacity() == (1U << 18)); // at most 80% full
+    for (std::uint32_t n = 0; n < k_entries; n += 101)
+        CHECK(row_of(slots, rows, key(n)) == n + 1);
+    // A later first copy of a fingerprint takes its slot, not a new one.
+    auto place = slots.find(key(7), [&](std::int64_t seq) { return rows.at(seq) == key(7); });
+    rows[k_entries + 1] = key(7);
+    slots.put(key(7), place, k_entries + 1);
+    CHECK(slots.size() == k_entries);
+    CHECK(row_of(slots, rows, key(7)) == k_entries + 1);
+}
+
+TEST_CASE("fingerprints that share the slots' 32 bits are told apart by their rows") {
+    detail::FingerprintSlots slots;
+    std::map<std::int64_t, FingerprintBytes> rows;
+    auto same_bits = [](std::uint8_t last) {
+        FingerprintBytes bytes{};
+        bytes.fill(0x5a);
+        bytes[15] = last;
+        return bytes;
+    };
+    for (std::uint8_t n = 0; n < 40; ++n) {
+        auto place = slots.find(same_bits(n),
+                                [&](std::int64_t seq) { return rows.at(seq) == same_bits(n); });
+        REQUIRE(place.seq == 0);
+        rows[n + 1] = same_bits(n);
+        slots.put(same_bits(n), place, n + 1);
+    }
+    for (std::uint8_t n = 0; n < 40; ++n)
+        CHECK(row_of(slots, rows, same_bits(n)) == n + 1);
+    // A row gone from the log (collected) is passed over, not taken for it.
+    rows[5] = FingerprintBytes{};
+    CHECK(row_of(slots, rows, same_bits(4)) == 0);
+}
+
+TEST_CASE("the slots keep rows within 2^32 of their base, and say when one is not") {
+    detail::FingerprintSlots slots(1000);
+    CHECK_FALSE(slots.fits(1000));
+    CHECK(slots.fits(1001));
+    CHECK(slots.fits(1000 + (std::int64_t{1} << 32) - 1));
+    CHECK_FALSE(slots.fits(1000 + (std::int64_t{1} << 32)));
+}
+
+TEST_CASE("repeats are kept as rows up to the bound; the first copy counts them all") {
+    TempStore file;
+    constexpr std::uint64_t k_copies = 30;
+    {
+        auto store = open_store(parse_store_uri(file.path));
+        std::vector<FingerprintClaim> claims;
+        for (std::uint64_t line = 1; line <= k_copies; ++line)
+            claims.push_back(claim_of(key(1), static_cast<long long>(line), line));
+        auto results = store->fingerprints().claim_fingerprints("s", claims, at(1));
+        CHECK(results.back().seen_count == k_copies);
+        store->commit();
+    }
+    CHECK(count(file.path, "SELECT count(*) FROM fingerprint_log WHERE kind = 2") ==
+          static_cast<long long>(detail::k_kept_repeats));
+    CHECK(count(file.path, "SELECT repeats FROM fingerprint_log WHERE kind = 1") ==
+          static_cast<long long>(k_copies - 1));
+    auto store = open_store(parse_store_uri(file.path));
+    // The next process goes on counting.
+    auto again =
+        store->fingerprints().claim_fingerprints("s", {claim_of(key(1), 100, 31)}, at(100));
+    CHECK(again[0].seen_count == k_copies + 1);
+    CHECK(again[0].first_line == 1);
+    store->commit();
+    // Evidence: the first copy, the kept repeats, and the latest copy with
+    // the number not kept before it.
+    std::vector<FingerprintRecord> records;
+    store->evidence().for_each_fingerprint_record(
+        "s", [&](const FingerprintRecord& record) { records.push_back(record); });
+    REQUIRE(records.size() == 1 + detail::k_kept_repeats + 1);
+    CHECK(records.front().first);
+    CHECK(records[1].line == 2);
+    CHECK(records.back().line == 31);
+    CHECK(records.back().event_time == at(100));
+    CHECK(records.back().copies_not_kept == k_copies - 1 - detail::k_kept_repeats);
+    CHECK(records.back().fingerprint == key(1));
+}
+
+TEST_CASE("the next process loads the saved index, and ignores one it cannot trust") {
+    TempStore file;
+    constexpr std::uint32_t k_keys = 20'000;
+    {
+        auto store = open_store(parse_store_uri(file.path));
+        std::vector<FingerprintClaim> claims;
+        for (std::uint32_t n = 0; n < k_keys; ++n)
+            claims.push_back(claim_of(key(n), 10, n + 1));
+        store->fingerprints().claim_fingerprints("s", claims, at(10));
+        store->commit();
+    } // saved at close
+    CHECK(count(file.path, "SELECT covers_seq FROM fingerprint_index WHERE part = 0") == k_keys);
+    auto judge = [&](std::uint32_t from, std::uint32_t to) {
+        auto store = open_store(parse_store_uri(file.path));
+        std::vector<FingerprintClaim> claims;
+        for (std::uint32_t n = from; n < to; ++n)
+            claims.push_back(claim_of(key(n), 20, n + 1));
+        auto results = store->fingerprints().claim_fingerprints("s", claims, at(20));
+        store->commit();
+        std::size_t firsts = 0;
+        for (const auto& result : results)
+            firsts += result.first ? 1 : 0;
+        return firsts;
+    };
+    // Half seen, half new: judged alike with the saved index ...
+    CHECK(judge(k_keys / 2, k_keys + k_keys / 2) == k_keys / 2);
+    // ... after rows it does not cover (the rerun above appended them) ...
+    CHECK(judge(0, k_keys + k_keys / 2 + 10) == 10);
+    // ... and when it is cut short, from the log alone.
+    execute(file.path, "UPDATE fingerprint_index SET slots = substr(slots, 1, 100)");
+    CHECK(judge(0, k_keys + k_keys / 2 + 20) == 10);
+}
+
+TEST_CASE("a seq is never given twice, even after the highest rows were collected") {
+    TempStore file;
+    auto one = open_store(parse_store_uri(file.path));
+    auto two = open_store(parse_store_uri(file.path));
+    one->fingerprints().claim_fingerprints("s", {claim_of(key(1), 10, 1)}, at(10));
+    one->commit();
+    // The highest row expires early and is collected; `two` has seen it.
+    two->fingerprints().claim_fingerprints("s", {claim_of(key(2), 10, 1, 50)}, at(10));
+    two->commit();
+    CHECK(one->collect_garbage(at(60)) == 1);
+    // A fingerprint claimed now must reach `two` when it catches up.
+    CHECK(one->fingerprints().claim_fingerprints("s", {claim_of(key(3), 70, 1)}, at(70))[0].first);
+    one->commit();
+    CHECK_FALSE(
+        two->fingerprints().claim_fingerprints("s", {claim_of(key(3), 71, 2)}, at(71))[0].first);
+    two->commit();
+}
