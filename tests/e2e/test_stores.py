@@ -304,11 +304,8 @@ class SqliteSchema(unittest.TestCase):
                             "ALTER TABLE nonces DROP COLUMN line; DROP TABLE dedup_held; DROP TABLE merge_windows;"
                             "DROP TABLE state_entities;"
                             "DROP TABLE fingerprint_index; DROP TABLE store_meta;"
-                            "ALTER TABLE fingerprint_log DROP COLUMN repeats;"
+                            "DROP TABLE fingerprint_repeats;"
                             "ALTER TABLE fingerprint_log DROP COLUMN first_seq;"
-                            "ALTER TABLE fingerprint_log DROP COLUMN last_source;"
-                            "ALTER TABLE fingerprint_log DROP COLUMN last_line;"
-                            "ALTER TABLE fingerprint_log DROP COLUMN last_time_us;"
                             "PRAGMA user_version = 5;"], check=True)
             with open(capture, "w") as f:
                 f.write(github_delivery("2026-11-30T09:00:00Z") + "\n")

@@ -34,12 +34,13 @@ void read_fingerprint_records(sqlite3* db, const std::string& store_name, std::s
                               const std::function<void(const FingerprintRecord&)>& visit) {
     Statement rows(db,
                    "SELECT log.seq, log.kind, coalesce(head.fingerprint, log.fingerprint), "
-                   "log.event_time_us, sources.path, log.line, log.first_seq, log.repeats, "
-                   "log.last_time_us, last.path, log.last_line "
+                   "log.event_time_us, sources.path, log.line, log.first_seq, more.repeats, "
+                   "more.last_time_us, last.path, more.last_line "
                    "FROM fingerprint_log AS log "
                    "LEFT JOIN fingerprint_log AS head ON log.kind = 2 AND head.seq = log.first_seq "
+                   "LEFT JOIN fingerprint_repeats AS more ON log.kind = 1 AND more.seq = log.seq "
                    "JOIN sources ON sources.id = log.source "
-                   "LEFT JOIN sources AS last ON last.id = log.last_source "
+                   "LEFT JOIN sources AS last ON last.id = more.last_source "
                    "WHERE log.kind IN (1, 2) AND coalesce(head.scope, log.scope) = ?1 "
                    "ORDER BY log.seq",
                    store_name);

@@ -8,7 +8,7 @@ namespace idem::store::detail {
 
 namespace {
 
-constexpr int k_columns = 13;
+constexpr int k_columns = 9;
 // Rows per multi-row INSERT into the fingerprint log.
 constexpr std::size_t k_rows_per_insert = 64;
 // The saved index is written in parts of this size (a blob is read whole).
@@ -21,12 +21,18 @@ constexpr std::size_t k_prefetch_ahead = 16;
 
 std::string insert_rows(std::size_t rows) {
     std::string sql = "INSERT INTO fingerprint_log(seq, scope, fingerprint, kind, event_time_us, "
-                      "expires_us, source, line, repeats, first_seq, last_source, last_line, "
-                      "last_time_us) VALUES ";
+                      "expires_us, source, line, first_seq) VALUES ";
     for (std::size_t i = 0; i < rows; ++i)
-        sql += i == 0 ? "(?,?,?,?,?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?,?,?,?,?)";
+        sql += i == 0 ? "(?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?)";
     return sql;
 }
+
+// A first copy's row and its repeats' line, from column 0 of a statement
+// whose FROM has them as `log` and `more`.
+constexpr const char* k_head_columns =
+    "log.fingerprint, log.event_time_us, log.expires_us, coalesce(more.repeats, 0), log.source, "
+    "log.line, coalesce(more.last_source, 0), coalesce(more.last_line, 0), "
+    "coalesce(more.last_time_us, 0)";
 
 void bind_optional(sqlite3_stmt* statement, int index, sqlite3_int64 value) {
     if (value == 0)
@@ -52,8 +58,7 @@ struct SqliteFingerprintLog::Row {
     int kind = 1;
     FingerprintBytes fingerprint{};
     sqlite3_int64 event_time_us = 0, expires_us = 0, source = 0, line = 0;
-    std::uint64_t repeats = 0;
-    sqlite3_int64 first_seq = 0, last_source = 0, last_line = 0, last_time_us = 0;
+    sqlite3_int64 first_seq = 0;
 };
 
 SqliteFingerprintLog::Reader::Reader(const std::string& path, const std::string& name) {
@@ -91,20 +96,25 @@ SqliteFingerprintLog::SqliteFingerprintLog(sqlite3* db, const std::string& store
     : m_db(db), m_name(store_name), m_reader(store_name, store_name),
       m_append(db, insert_rows(1).c_str(), store_name),
       m_append_many(db, insert_rows(k_rows_per_insert).c_str(), store_name),
-      m_update_head(db,
-                    "UPDATE fingerprint_log SET repeats = ?2, last_source = ?3, last_line = ?4, "
-                    "last_time_us = ?5, expires_us = ?6 WHERE seq = ?1",
-                    store_name),
+      m_update_repeats(db,
+                       "INSERT INTO fingerprint_repeats(seq, repeats, last_source, last_line, "
+                       "last_time_us) VALUES(?1, ?2, ?3, ?4, ?5) ON CONFLICT(seq) DO UPDATE SET "
+                       "repeats = excluded.repeats, last_source = excluded.last_source, "
+                       "last_line = excluded.last_line, last_time_us = excluded.last_time_us",
+                       store_name),
+      m_update_expiry(db, "UPDATE fingerprint_log SET expires_us = ?2 WHERE seq = ?1", store_name),
       m_read_head(m_reader.db,
-                  "SELECT fingerprint, event_time_us, expires_us, repeats, source, line, "
-                  "coalesce(last_source, 0), coalesce(last_line, 0), coalesce(last_time_us, 0) "
-                  "FROM fingerprint_log WHERE seq = ?1 AND kind = 1",
+                  (std::string("SELECT ") + k_head_columns +
+                   " FROM fingerprint_log AS log LEFT JOIN fingerprint_repeats AS more "
+                   "ON more.seq = log.seq WHERE log.seq = ?1 AND log.kind = 1")
+                      .c_str(),
                   store_name),
       m_read_heads_between(m_reader.db,
-                           "SELECT seq, fingerprint, event_time_us, expires_us, repeats, source, "
-                           "line, coalesce(last_source, 0), coalesce(last_line, 0), "
-                           "coalesce(last_time_us, 0) FROM fingerprint_log "
-                           "WHERE seq BETWEEN ?1 AND ?2 AND kind = 1",
+                           (std::string("SELECT log.seq, ") + k_head_columns +
+                            " FROM fingerprint_log AS log LEFT JOIN fingerprint_repeats AS more "
+                            "ON more.seq = log.seq WHERE log.seq BETWEEN ?1 AND ?2 AND "
+                            "log.kind = 1")
+                               .c_str(),
                            store_name),
       m_catch_up(db,
                  "SELECT seq, fingerprint FROM fingerprint_log "
@@ -277,10 +287,14 @@ void SqliteFingerprintLog::catch_up(std::string_view scope, ScopeIndex& index) {
         throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_db)));
 }
 
+// Read on the reader's connection, straight into the slots: through the
+// store's connection its parts filled that page cache (RSS) and were
+// copied twice.
 bool SqliteFingerprintLog::load_saved_index(std::string_view scope, ScopeIndex& index) {
-    Statement parts(m_db,
-                    "SELECT part, covers_seq, gc_generation, capacity, entries, base, slots "
-                    "FROM fingerprint_index WHERE scope = ?1 ORDER BY part",
+    auto* db = reader();
+    Statement parts(db,
+                    "SELECT part, covers_seq, gc_generation, capacity, entries, base, "
+                    "length(slots), rowid FROM fingerprint_index WHERE scope = ?1 ORDER BY part",
                     m_name);
     bind_text(parts.get(), 1, scope);
     std::uint64_t* slots = nullptr;
@@ -308,11 +322,15 @@ bool SqliteFingerprintLog::load_saved_index(std::string_view scope, ScopeIndex& 
                    sqlite3_column_int64(row, 1) != covers) {
             break;
         }
-        auto bytes = static_cast<std::size_t>(sqlite3_column_bytes(row, 6));
+        auto bytes = static_cast<std::size_t>(sqlite3_column_int64(row, 6));
         if (sqlite3_column_int64(row, 0) != part || bytes > capacity * 8 - loaded) break;
-        if (bytes)
-            std::memcpy(reinterpret_cast<char*>(slots) + loaded, sqlite3_column_blob(row, 6),
-                        bytes);
+        sqlite3_blob* blob = nullptr;
+        bool read = sqlite3_blob_open(db, "main", "fingerprint_index", "slots",
+                                      sqlite3_column_int64(row, 7), 0, &blob) == SQLITE_OK &&
+                    sqlite3_blob_read(blob, reinterpret_cast<char*>(slots) + loaded,
+                                      static_cast<int>(bytes), 0) == SQLITE_OK;
+        sqlite3_blob_close(blob);
+        if (!read) break;
         loaded += bytes;
     }
     if (capacity != 0 && loaded == capacity * 8 && step == SQLITE_DONE) {
@@ -329,8 +347,8 @@ bool SqliteFingerprintLog::first_look(std::string_view scope, ScopeIndex& index,
     m_appender.drain();
     index.gc_generation = gc_generation();
     load_saved_index(scope, index);
-    index.slots.reserve(index.slots.size() + index.expected);
     catch_up(scope, index);
+    index.slots.reserve(index.slots.size() + index.expected);
     index.looked = true;
     // Estimated from a sample of first copies (a count would read them all);
     // a draw that lands among repeats or other scopes' rows is not counted.
@@ -405,6 +423,7 @@ SqliteFingerprintLog::claim(std::string_view scope, ScopeIndex& index,
             // fingerprint: garbage collection takes the rows together.
             if (head && expires_us > head->expires_us) {
                 head->expires_us = expires_us;
+                head->expiry_changed = true;
                 mark_changed(place.seq, *head);
             }
             put(scope, index, claim.fingerprint, place, seq);
@@ -461,18 +480,19 @@ SqliteFingerprintLog::claim(std::string_view scope, ScopeIndex& index,
         row.expires_us = head.expires_us;
         row.source = head.source;
         row.line = head.line;
-        row.repeats = head.repeats;
-        row.last_source = head.last_source;
-        row.last_line = head.last_line;
-        row.last_time_us = head.last_time_us;
         head.unwritten = false;
+        // Repeated within its batch: its count goes in with it.
+        if (head.repeats > 0 && !head.changed) {
+            head.changed = true;
+            changed.push_back(row.seq);
+        }
     }
     std::vector<std::pair<sqlite3_int64, FingerprintHead>> updates;
     updates.reserve(changed.size());
     for (auto seq : changed) {
         auto& head = *index.heads.find(seq);
-        head.changed = false;
         updates.emplace_back(seq, head);
+        head.changed = head.expiry_changed = false;
     }
     if (m_next_seq != 0) index.last_seq = m_next_seq - 1;
     // Written by the appender while the caller writes its output; the
@@ -496,8 +516,10 @@ void SqliteFingerprintLog::release(std::string_view, ScopeIndex& index,
     auto now_us = now.time_since_epoch().count();
     if (head.expires_us <= now_us) return;
     head.expires_us = now_us;
+    head.expiry_changed = true;
     m_appender.drain();
     update_heads({{place.seq, head}});
+    head.expiry_changed = false;
 }
 
 void SqliteFingerprintLog::save_index(std::string_view scope, ScopeIndex& index) {
@@ -589,11 +611,7 @@ void SqliteFingerprintLog::append_rows(std::string_view scope, const std::vector
             sqlite3_bind_int64(statement, base + 6, row.expires_us);
             sqlite3_bind_int64(statement, base + 7, row.source);
             sqlite3_bind_int64(statement, base + 8, row.line);
-            sqlite3_bind_int64(statement, base + 9, static_cast<sqlite3_int64>(row.repeats));
-            bind_optional(statement, base + 10, row.first_seq);
-            bind_optional(statement, base + 11, row.last_source);
-            bind_optional(statement, base + 12, row.last_source ? row.last_line : 0);
-            bind_optional(statement, base + 13, row.last_source ? row.last_time_us : 0);
+            bind_optional(statement, base + 9, row.first_seq);
         }
     };
     std::size_t done = 0;
@@ -610,16 +628,24 @@ void SqliteFingerprintLog::append_rows(std::string_view scope, const std::vector
 
 void SqliteFingerprintLog::update_heads(
     const std::vector<std::pair<sqlite3_int64, FingerprintHead>>& heads) {
-    auto* statement = m_update_head.get();
     for (const auto& [seq, head] : heads) {
-        sqlite3_reset(statement);
-        sqlite3_bind_int64(statement, 1, seq);
-        sqlite3_bind_int64(statement, 2, static_cast<sqlite3_int64>(head.repeats));
-        bind_optional(statement, 3, head.last_source);
-        bind_optional(statement, 4, head.last_source ? head.last_line : 0);
-        bind_optional(statement, 5, head.last_source ? head.last_time_us : 0);
-        sqlite3_bind_int64(statement, 6, head.expires_us);
-        step_done(m_db, m_name, statement);
+        if (head.repeats > 0) {
+            auto* statement = m_update_repeats.get();
+            sqlite3_reset(statement);
+            sqlite3_bind_int64(statement, 1, seq);
+            sqlite3_bind_int64(statement, 2, static_cast<sqlite3_int64>(head.repeats));
+            sqlite3_bind_int64(statement, 3, head.last_source);
+            sqlite3_bind_int64(statement, 4, head.last_line);
+            sqlite3_bind_int64(statement, 5, head.last_time_us);
+            step_done(m_db, m_name, statement);
+        }
+        if (head.expiry_changed) {
+            auto* statement = m_update_expiry.get();
+            sqlite3_reset(statement);
+            sqlite3_bind_int64(statement, 1, seq);
+            sqlite3_bind_int64(statement, 2, head.expires_us);
+            step_done(m_db, m_name, statement);
+        }
     }
 }
 

@@ -260,14 +260,18 @@ public:
         for (const char* sql : {"DELETE FROM fingerprint_log WHERE kind = 2 AND first_seq IN "
                                 "(SELECT seq FROM fingerprint_log WHERE kind = 1 AND "
                                 "expires_us <= ?1)",
+                                "DELETE FROM fingerprint_repeats WHERE seq IN (SELECT seq FROM "
+                                "fingerprint_log WHERE kind = 1 AND expires_us <= ?1)",
                                 "DELETE FROM fingerprint_log WHERE kind = 1 AND expires_us <= ?1",
                                 "DELETE FROM nonces WHERE expires_us <= ?1"}) {
             Statement statement(m_db, sql, m_name);
             sqlite3_bind_int64(statement.get(), 1, now.time_since_epoch().count());
             step_done(statement.get());
             auto changes = static_cast<std::uint64_t>(sqlite3_changes(m_db));
+            // Rows removed: a first copy's line in fingerprint_repeats is part of it.
+            if (std::strstr(sql, "DELETE FROM fingerprint_repeats")) continue;
             removed += changes;
-            if (std::strstr(sql, "fingerprint_log")) fingerprint_rows += changes;
+            if (std::strstr(sql, "DELETE FROM fingerprint_log")) fingerprint_rows += changes;
         }
         if (fingerprint_rows) m_log->after_collecting_garbage();
         return removed;

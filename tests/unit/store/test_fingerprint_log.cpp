@@ -154,7 +154,7 @@ TEST_CASE("repeats are kept as rows up to the bound; the first copy counts them 
     }
     CHECK(count(file.path, "SELECT count(*) FROM fingerprint_log WHERE kind = 2") ==
           static_cast<long long>(detail::k_kept_repeats));
-    CHECK(count(file.path, "SELECT repeats FROM fingerprint_log WHERE kind = 1") ==
+    CHECK(count(file.path, "SELECT repeats FROM fingerprint_repeats") ==
           static_cast<long long>(k_copies - 1));
     auto store = open_store(parse_store_uri(file.path));
     // The next process goes on counting.

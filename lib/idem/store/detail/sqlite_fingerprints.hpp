@@ -1,8 +1,9 @@
 #pragma once
 // Internal to the SQLite store: dedup's fingerprint log (schema v10). A
-// first copy's row is its fingerprint's state (when, where, until when, how
-// many copies since); repeats are rows kept as evidence, at most
-// k_kept_repeats per first copy. A process holds the log's index
+// first copy's row, with its line in fingerprint_repeats once copies came
+// after it, is its fingerprint's state (when, where, until when, how many
+// copies since and where the latest came from); repeats are rows kept as
+// evidence, at most k_kept_repeats per first copy. A process holds the log's index
 // (FingerprintSlots: fingerprint -> first copy's row) and reads a row only
 // when a slot matches; the index is saved in the store so the next process
 // loads it and catches up on the rows after it, instead of reading the log.
@@ -39,8 +40,9 @@ struct FingerprintHead {
     std::uint64_t repeats = 0;
     sqlite3_int64 source = 0, line = 0;
     sqlite3_int64 last_source = 0, last_line = 0, last_time_us = 0; // 0: no repeat yet
-    bool unwritten = false; // appended with the next batch's rows
-    bool changed = false;   // to be updated in place
+    bool unwritten = false;      // appended with the next batch's rows
+    bool changed = false;        // its repeats (or expiry) to be written
+    bool expiry_changed = false; // its row's expires_us to be updated in place
 };
 
 // This transaction's first copies by row, in one table reused from one
@@ -192,7 +194,8 @@ private:
     Reader m_reader;
     Statement m_append;
     Statement m_append_many;
-    Statement m_update_head;
+    Statement m_update_repeats;
+    Statement m_update_expiry;
     Statement m_read_head;
     Statement m_read_heads_between;
     Statement m_catch_up;

@@ -141,24 +141,28 @@ inline constexpr const char* k_migrations[] = {
     "  PRIMARY KEY (scope, entity)"
     ") WITHOUT ROWID;",
     // v10: dedup's log no longer needs a whole pass to open. A first copy's
-    // row is its fingerprint's state: `repeats` counts the copies after it,
-    // `last_*` is where the latest came from; a repeat's row (kept as
-    // evidence, at most k_kept_repeats per first copy) names its first
-    // copy's row in `first_seq`; a release (kind 3) lowers the first copy's
-    // expires_us in place. Rows get their seq from the store (never reused:
-    // store_meta keeps the highest one garbage collection took away), and a
-    // process saves its index of the log in fingerprint_index so the next
-    // one loads it and reads only the rows after it. Older rows migrate
-    // here: each repeat is linked to the first copy before it, each first
-    // copy gets its count and last place, and releases are applied.
+    // row (with its line in fingerprint_repeats once copies came after it:
+    // how many, and where the latest came from) is its fingerprint's
+    // state; a repeat's row, kept as evidence (at most k_kept_repeats per
+    // first copy), names its first copy's row in `first_seq` and has no
+    // scope or fingerprint of its own; a release (kind 3) lowers the first
+    // copy's expires_us in place. Rows get their seq from the store (never
+    // reused: store_meta keeps the highest one garbage collection took
+    // away), and a process saves its index of the log in fingerprint_index
+    // so the next one loads it and reads only the rows after it. Older rows
+    // migrate here: each repeat is linked to the first copy before it, each
+    // first copy gets its count and last place, and releases are applied.
     // A first copy replaced by a later one (its TTL or window ran out)
     // carries the later one's expiry, so a fingerprint's rows expire, and
     // are collected, together.
-    "ALTER TABLE fingerprint_log ADD COLUMN repeats INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE fingerprint_log ADD COLUMN first_seq INTEGER;"
-    "ALTER TABLE fingerprint_log ADD COLUMN last_source INTEGER;"
-    "ALTER TABLE fingerprint_log ADD COLUMN last_line INTEGER;"
-    "ALTER TABLE fingerprint_log ADD COLUMN last_time_us INTEGER;"
+    "CREATE TABLE fingerprint_repeats ("
+    "  seq INTEGER PRIMARY KEY," // the first copy's row
+    "  repeats INTEGER NOT NULL,"
+    "  last_source INTEGER NOT NULL,"
+    "  last_line INTEGER NOT NULL,"
+    "  last_time_us INTEGER NOT NULL"
+    ");"
     "CREATE TEMP TABLE fingerprint_heads AS"
     "  SELECT seq, kind, expires_us, source, line, event_time_us,"
     "         max(CASE WHEN kind = 1 THEN seq END)"
@@ -166,12 +170,11 @@ inline constexpr const char* k_migrations[] = {
     "  FROM fingerprint_log;"
     "UPDATE fingerprint_log SET first_seq = heads.head FROM temp.fingerprint_heads AS heads"
     "  WHERE heads.seq = fingerprint_log.seq AND heads.kind = 2;"
-    "UPDATE fingerprint_log SET repeats = counted.copies, last_source = last.source,"
-    "       last_line = last.line, last_time_us = last.event_time_us"
+    "INSERT INTO fingerprint_repeats(seq, repeats, last_source, last_line, last_time_us)"
+    "  SELECT counted.head, counted.copies, last.source, last.line, last.event_time_us"
     "  FROM (SELECT head, count(*) AS copies, max(seq) AS last_seq FROM temp.fingerprint_heads"
     "        WHERE kind = 2 AND head IS NOT NULL GROUP BY head) AS counted"
-    "  JOIN temp.fingerprint_heads AS last ON last.seq = counted.last_seq"
-    "  WHERE fingerprint_log.seq = counted.head;"
+    "  JOIN temp.fingerprint_heads AS last ON last.seq = counted.last_seq;"
     "UPDATE fingerprint_log SET expires_us = min(fingerprint_log.expires_us, released.until)"
     "  FROM (SELECT head, min(expires_us) AS until FROM temp.fingerprint_heads"
     "        WHERE kind = 3 AND head IS NOT NULL GROUP BY head) AS released"
