@@ -3,7 +3,8 @@
 # a SQLite store, fresh and then again into the populated store), audit and
 # reorder over 1M, 10M and 50M small records (~200 bytes, bench/gen_small.py,
 # generated on the fly into a scratch folder and deleted after each size),
-# with DuckDB's count-only and GROUP BY queries beside them.
+# with DuckDB's count-only and GROUP BY queries beside them; and one million
+# new records run into each size's populated store and into a fresh one.
 #
 #   bench/run_scale.sh [IDEM]      SIZES="1000000 10000000 50000000" by default
 #
@@ -34,7 +35,7 @@ contend() {
     shift 3
     : > "$SCRATCH/times"
     for _ in $(seq "$REPEAT"); do
-        [ "$name" = "idem dedup, SQLite again (all seen)" ] || { [ -n "$store" ] && rm -f "$store"*; }
+        [ "${INTO_STORE:-no}" = yes ] || { [ -n "$store" ] && rm -f "$store"*; }
         /usr/bin/time -f '%e %M' -o "$SCRATCH/time" "$@" > /dev/null 2> "$SCRATCH/err" || {
             echo "  $name failed: $(tail -n 3 "$SCRATCH/err")"
             return 0
@@ -47,6 +48,11 @@ contend() {
     printf '%s\t%s\t%s\t%s\t%s\n' "$size" "$name" "$seconds" "$rss" "$store_bytes" >> "$results"
     printf '  %-40s %8.2f s %8.0f MiB\n' "$name" "$seconds" "$((rss / 1024))"
 }
+
+# One million records whose keys no corpus has (another seed), run into
+# each size's populated store and into a fresh one.
+probe="$SCRATCH/small-probe-1000000.ndjson"
+[ -s "$probe" ] || python3 bench/gen_small.py --count 1000000 --seed 8 "$probe"
 
 for size in $SIZES; do
     corpus="$SCRATCH/small-$size.ndjson"
@@ -68,8 +74,15 @@ for size in $SIZES; do
     [ "$DUCKDB" = yes ] && contend "duckdb count(distinct key)" "$size" "" \
         node "$DUCKDB_DIR/duckdb_keys.mjs" count "$corpus" "{key:'varchar'}" key
     contend "idem dedup, SQLite store" "$size" "$store" "$IDEM" dedup -q --key key --store "$store" "$corpus"
-    contend "idem dedup, SQLite again (all seen)" "$size" "$store" \
+    INTO_STORE=yes contend "idem dedup, SQLite again (all seen)" "$size" "$store" \
         "$IDEM" dedup -q --key key --store "$store" --scope default "$corpus"
+    # A run of new records into the store holding this size's keys, beside
+    # the same run into a fresh store: opening must not cost the store's size.
+    INTO_STORE=yes contend "idem dedup, 1M new into that store" "$size" "$store" \
+        "$IDEM" dedup -q --key key --store "$store" "$probe"
+    rm -f "$store"*
+    contend "idem dedup, 1M new into a fresh store" "$size" "$store" \
+        "$IDEM" dedup -q --key key --store "$store" "$probe"
     rm -f "$store"*
     contend "idem audit" "$size" "" "$IDEM" audit -q --key key --time-field ts --format json "$corpus"
     [ "$DUCKDB" = yes ] && contend "duckdb group by key having count > 1" "$size" "" \
@@ -85,8 +98,9 @@ rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1])]
 print(f"\n{'records':>10}  {'contender':<40} {'seconds':>8} {'records/s':>10} {'s per 1M':>9} {'RSS MiB':>8} {'store MiB':>9}")
 for size, name, seconds, rss, store in rows:
     size, seconds = int(size), float(seconds)
-    per_second = size / seconds if seconds else float("inf")
+    records = 1_000_000 if "1M new" in name else size
+    per_second = records / seconds if seconds else float("inf")
     store_mib = f"{int(store) / 2**20:9.0f}" if int(store) else f"{'':>9}"
-    print(f"{size:>10}  {name:<40} {seconds:>8.2f} {per_second / 1e6:>9.2f}M {seconds / (size / 1e6):>9.3f} "
+    print(f"{size:>10}  {name:<40} {seconds:>8.2f} {per_second / 1e6:>9.2f}M {seconds / (records / 1e6):>9.3f} "
           f"{int(rss) / 1024:>8.0f} {store_mib}")
 PY

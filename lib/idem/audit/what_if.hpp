@@ -31,8 +31,10 @@ struct WhatIfOptions {
 
 // About what a fingerprint costs held in each store (docs/audit.md says how
 // these were measured): the figures the memory cost is given in.
-inline constexpr std::uint64_t k_bytes_per_fingerprint_sqlite = 220; // index in memory + row
-inline constexpr std::uint64_t k_bytes_per_fingerprint_redis = 200;  // a small hash, in Redis
+// Its slot in a process's index (about 13 bytes) and its row and saved
+// slot on disk (about 85): docs/dedup.md, "The SQLite store's memory".
+inline constexpr std::uint64_t k_bytes_per_fingerprint_sqlite = 100;
+inline constexpr std::uint64_t k_bytes_per_fingerprint_redis = 200; // a small hash, in Redis
 
 struct WhatIf {
     struct Missed {
