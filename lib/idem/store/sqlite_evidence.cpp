@@ -11,14 +11,6 @@ namespace idem::store::detail {
 
 namespace {
 
-FingerprintBytes fingerprint_column(sqlite3_stmt* statement, int column) {
-    FingerprintBytes fingerprint{};
-    auto size = static_cast<std::size_t>(sqlite3_column_bytes(statement, column));
-    if (const auto* bytes = sqlite3_column_blob(statement, column))
-        std::memcpy(fingerprint.data(), bytes, std::min(size, fingerprint.size()));
-    return fingerprint;
-}
-
 std::string text_column(sqlite3_stmt* statement, int column) {
     const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(statement, column));
     return text ? text : "";

@@ -41,14 +41,6 @@ void bind_optional(sqlite3_stmt* statement, int index, sqlite3_int64 value) {
         sqlite3_bind_int64(statement, index, value);
 }
 
-FingerprintBytes fingerprint_column(sqlite3_stmt* statement, int column) {
-    FingerprintBytes fingerprint{};
-    auto size = static_cast<std::size_t>(sqlite3_column_bytes(statement, column));
-    if (const auto* bytes = sqlite3_column_blob(statement, column))
-        std::memcpy(fingerprint.data(), bytes, std::min(size, fingerprint.size()));
-    return fingerprint;
-}
-
 } // namespace
 
 // A row to append: a first copy (kind 1) or a repeat kept as evidence

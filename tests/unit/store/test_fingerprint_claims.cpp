@@ -7,13 +7,14 @@
 #include "idem/store/store.hpp"
 #include "idem/store/verdicts.hpp"
 
+#include "temp_store.hpp"
 #include <cstring>
+
 #include <doctest/doctest.h>
-#include <filesystem>
-#include <unistd.h>
 
 using namespace idem;
 using namespace idem::store;
+using idem::test::TempStore;
 
 namespace {
 
@@ -32,21 +33,6 @@ FingerprintClaim claim(std::uint8_t id, long long event_seconds, long long expir
     c.line = line;
     return c;
 }
-
-struct TempStore {
-    std::string path;
-    TempStore() {
-        path = (std::filesystem::temp_directory_path() /
-                ("idem-claims-" + std::to_string(::getpid()) + ".db"))
-                   .string();
-        remove();
-    }
-    ~TempStore() { remove(); }
-    void remove() {
-        for (const char* suffix : {"", "-wal", "-shm"})
-            std::filesystem::remove(path + suffix);
-    }
-};
 
 // The same behaviour from every local store.
 void check_claims(Store& store) {
@@ -93,7 +79,7 @@ TEST_CASE("fingerprint claims in the memory store") {
 }
 
 TEST_CASE("fingerprint claims in a SQLite file, remembered by the next process") {
-    TempStore file;
+    TempStore file("claims");
     {
         auto store = open_store(parse_store_uri(file.path));
         check_claims(*store);
@@ -105,7 +91,7 @@ TEST_CASE("fingerprint claims in a SQLite file, remembered by the next process")
 }
 
 TEST_CASE("claims not committed are not remembered") {
-    TempStore file;
+    TempStore file("claims");
     {
         auto store = open_store(parse_store_uri(file.path));
         CHECK(store->fingerprints()
@@ -138,7 +124,7 @@ TEST_CASE("a released first copy is claimable again, in this process and in othe
     };
     auto memory = open_store(parse_store_uri(":memory:"));
     check_release(*memory, *memory);
-    TempStore file;
+    TempStore file("claims");
     auto first = open_store(parse_store_uri(file.path));
     auto second = open_store(parse_store_uri(file.path));
     check_release(*first, *second);

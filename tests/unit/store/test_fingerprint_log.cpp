@@ -7,15 +7,16 @@
 #include "idem/store/fingerprints.hpp"
 #include "idem/store/store.hpp"
 
+#include "temp_store.hpp"
 #include <cstring>
+
 #include <doctest/doctest.h>
-#include <filesystem>
 #include <map>
 #include <sqlite3.h>
-#include <unistd.h>
 
 using namespace idem;
 using namespace idem::store;
+using idem::test::TempStore;
 
 namespace {
 
@@ -42,21 +43,6 @@ FingerprintClaim claim_of(const FingerprintBytes& fingerprint, long long seconds
     c.line = line;
     return c;
 }
-
-struct TempStore {
-    std::string path;
-    TempStore() {
-        path = (std::filesystem::temp_directory_path() /
-                ("idem-log-" + std::to_string(::getpid()) + ".db"))
-                   .string();
-        remove();
-    }
-    ~TempStore() { remove(); }
-    void remove() {
-        for (const char* suffix : {"", "-wal", "-shm"})
-            std::filesystem::remove(path + suffix);
-    }
-};
 
 long long count(const std::string& path, const char* sql) {
     sqlite3* db = nullptr;
@@ -141,7 +127,7 @@ TEST_CASE("the slots keep rows within 2^32 of their base, and say when one is no
 }
 
 TEST_CASE("repeats are kept as rows up to the bound; the first copy counts them all") {
-    TempStore file;
+    TempStore file("log");
     constexpr std::uint64_t k_copies = 30;
     {
         auto store = open_store(parse_store_uri(file.path));
@@ -178,7 +164,7 @@ TEST_CASE("repeats are kept as rows up to the bound; the first copy counts them 
 }
 
 TEST_CASE("the next process loads the saved index, and ignores one it cannot trust") {
-    TempStore file;
+    TempStore file("log");
     constexpr std::uint32_t k_keys = 20'000;
     {
         auto store = open_store(parse_store_uri(file.path));
@@ -211,7 +197,7 @@ TEST_CASE("the next process loads the saved index, and ignores one it cannot tru
 }
 
 TEST_CASE("a seq is never given twice, even after the highest rows were collected") {
-    TempStore file;
+    TempStore file("log");
     auto one = open_store(parse_store_uri(file.path));
     auto two = open_store(parse_store_uri(file.path));
     one->fingerprints().claim_fingerprints("s", {claim_of(key(1), 10, 1)}, at(10));

@@ -2,14 +2,19 @@
 // Internal to the SQLite store: its schema, and a prepared statement that
 // finalizes itself.
 
+#include "idem/record/key.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <fmt/format.h>
 #include <sqlite3.h>
 #include <string>
 
 namespace idem::store::detail {
+
+using record::FingerprintBytes;
 
 // Forward-only migrations; the index is the schema version they produce.
 inline constexpr const char* k_migrations[] = {
@@ -211,6 +216,16 @@ inline void disable_memory_statistics() {
         return true;
     }();
     (void)k_done;
+}
+
+// A fingerprint column (a 16-byte blob; shorter or NULL reads as zeros
+// past what it has).
+inline FingerprintBytes fingerprint_column(sqlite3_stmt* statement, int column) {
+    FingerprintBytes fingerprint{};
+    auto size = static_cast<std::size_t>(sqlite3_column_bytes(statement, column));
+    if (const auto* bytes = sqlite3_column_blob(statement, column))
+        std::memcpy(fingerprint.data(), bytes, std::min(size, fingerprint.size()));
+    return fingerprint;
 }
 
 // Bound for the statement's next step only (SQLITE_STATIC): an empty text or
