@@ -325,7 +325,10 @@ bool SqliteFingerprintLog::load_saved_index(std::string_view scope, ScopeIndex& 
         if (!read) break;
         loaded += bytes;
     }
-    if (capacity != 0 && loaded == capacity * 8 && step == SQLITE_DONE) {
+    // A probe ends at an empty slot: slots that are not the count they
+    // claim (a damaged file) could leave none, and a probe would not end.
+    if (capacity != 0 && loaded == capacity * 8 && step == SQLITE_DONE &&
+        index.slots.occupied() == index.slots.size() && index.slots.size() * 5 <= capacity * 4) {
         index.last_seq = index.saved_seq = covers;
         index.rows_since_saved = 0;
         return true;

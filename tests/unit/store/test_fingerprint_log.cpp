@@ -191,9 +191,14 @@ TEST_CASE("the next process loads the saved index, and ignores one it cannot tru
     CHECK(judge(k_keys / 2, k_keys + k_keys / 2) == k_keys / 2);
     // ... after rows it does not cover (the rerun above appended them) ...
     CHECK(judge(0, k_keys + k_keys / 2 + 10) == 10);
-    // ... and when it is cut short, from the log alone.
+    // ... and when it is cut short, from the log alone ...
     execute(file.path, "UPDATE fingerprint_index SET slots = substr(slots, 1, 100)");
     CHECK(judge(0, k_keys + k_keys / 2 + 20) == 10);
+    // ... or when its slots are not the count it claims (all full: a probe
+    // would find no empty slot to end at).
+    execute(file.path, "UPDATE fingerprint_index SET slots = "
+                       "CAST(replace(hex(zeroblob(length(slots) / 2)), '00', 'AB') AS BLOB)");
+    CHECK(judge(0, k_keys + k_keys / 2 + 30) == 10);
 }
 
 TEST_CASE("a seq is never given twice, even after the highest rows were collected") {

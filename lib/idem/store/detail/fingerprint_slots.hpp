@@ -98,6 +98,15 @@ public:
         if (capacity > m_capacity) grow(capacity);
     }
 
+    // How many slots hold a fingerprint, counted (size() is what was put,
+    // or what a loaded table says it holds).
+    [[nodiscard]] std::size_t occupied() const {
+        std::size_t count = 0;
+        for (std::size_t index = 0; index < m_capacity; ++index)
+            count += m_slots[index] != 0 ? 1U : 0U;
+        return count;
+    }
+
     // The slots as saved (little-endian machine words), and room to load
     // them back: `capacity` a power of two, zeroed, to be filled through
     // data() with `entries` taken.
