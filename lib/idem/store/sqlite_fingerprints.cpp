@@ -53,13 +53,8 @@ struct SqliteFingerprintLog::Row {
     sqlite3_int64 first_seq = 0;
 };
 
-SqliteFingerprintLog::Reader::Reader(const std::string& path, const std::string& name) {
-    if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
-        SQLITE_OK) {
-        std::string message = db ? sqlite3_errmsg(db) : "out of memory";
-        sqlite3_close(db);
-        throw StoreError(fmt::format("cannot open store {}: {}", quote(name), message));
-    }
+SqliteFingerprintLog::Reader::Reader(const std::string& path)
+    : db(open_connection(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX)) {
     sqlite3_busy_timeout(db, 5000);
     // The first copies a run repeats, read back: kept apart from the store's
     // own cache, which holds the pages being appended.
@@ -73,19 +68,14 @@ SqliteFingerprintLog::Reader::~Reader() {
 
 sqlite3* SqliteFingerprintLog::reader() {
     if (!m_reader.reading) {
-        char* error = nullptr;
-        if (sqlite3_exec(m_reader.db, "BEGIN", nullptr, nullptr, &error) != SQLITE_OK) {
-            std::string message = error ? error : "unknown error";
-            sqlite3_free(error);
-            throw StoreError(fmt::format("store {}: {}", quote(m_name), message));
-        }
+        execute(m_reader.db, m_name, "BEGIN");
         m_reader.reading = true;
     }
     return m_reader.db;
 }
 
 SqliteFingerprintLog::SqliteFingerprintLog(sqlite3* db, const std::string& store_name)
-    : m_db(db), m_name(store_name), m_reader(store_name, store_name),
+    : m_db(db), m_name(store_name), m_reader(store_name),
       m_append(db, insert_rows(1).c_str(), store_name),
       m_append_many(db, insert_rows(k_rows_per_insert).c_str(), store_name),
       m_update_repeats(db,
@@ -117,21 +107,6 @@ SqliteFingerprintLog::SqliteFingerprintLog(sqlite3* db, const std::string& store
       m_source_path(db, "SELECT path FROM sources WHERE id = ?1", store_name) {}
 
 SqliteFingerprintLog::~SqliteFingerprintLog() = default;
-
-// One integer a query answers (0 when it answers nothing), its parameters
-// numbered ?1, ?2… in the order given.
-static sqlite3_int64 query_integer(sqlite3* db, const std::string& name, const char* sql,
-                                   std::initializer_list<sqlite3_int64> numbers = {}) {
-    Statement statement(db, sql, name);
-    int index = 0;
-    for (auto number : numbers)
-        sqlite3_bind_int64(statement.get(), ++index, number);
-    int step = sqlite3_step(statement.get());
-    if (step == SQLITE_ROW) return sqlite3_column_int64(statement.get(), 0);
-    if (step != SQLITE_DONE)
-        throw StoreError(fmt::format("store {}: {}", quote(name), sqlite3_errmsg(db)));
-    return 0;
-}
 
 std::int64_t SqliteFingerprintLog::gc_generation() {
     return query_integer(m_db, m_name,
@@ -173,26 +148,27 @@ static FingerprintHead head_from(sqlite3_stmt* statement, int at) {
     return head;
 }
 
+// The first copy's row `seq`, read into the head cache; null when it is
+// gone (collected since the index was built).
+FingerprintHead* SqliteFingerprintLog::read_head(ScopeIndex& index, sqlite3_int64 seq) {
+    reader();
+    auto* statement = m_read_head.get();
+    sqlite3_reset(statement);
+    sqlite3_bind_int64(statement, 1, seq);
+    int step = sqlite3_step(statement);
+    FingerprintHead* head = nullptr;
+    if (step == SQLITE_ROW) head = &index.heads.insert(seq, head_from(statement, 0));
+    sqlite3_reset(statement);
+    if (step != SQLITE_ROW && step != SQLITE_DONE)
+        throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_reader.db)));
+    return head;
+}
+
 const FingerprintHead* SqliteFingerprintLog::head_at(ScopeIndex& index, sqlite3_int64 seq,
                                                      const FingerprintBytes& fingerprint) {
     auto* found = index.heads.find(seq);
-    if (!found) {
-        reader();
-        auto* statement = m_read_head.get();
-        sqlite3_reset(statement);
-        sqlite3_bind_int64(statement, 1, seq);
-        int step = sqlite3_step(statement);
-        if (step != SQLITE_ROW) {
-            sqlite3_reset(statement);
-            if (step != SQLITE_DONE)
-                throw StoreError(
-                    fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_reader.db)));
-            return nullptr; // collected since the index was built
-        }
-        found = &index.heads.insert(seq, head_from(statement, 0));
-        sqlite3_reset(statement);
-    }
-    return found->fingerprint == fingerprint ? found : nullptr;
+    if (!found) found = read_head(index, seq);
+    return found && found->fingerprint == fingerprint ? found : nullptr;
 }
 
 // Read one by one as the claims come, the first copies a batch repeats
@@ -233,13 +209,8 @@ void SqliteFingerprintLog::read_heads_ahead(ScopeIndex& index,
                 fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_reader.db)));
         return;
     }
-    auto* statement = m_read_head.get();
-    for (auto seq : wanted) {
-        sqlite3_reset(statement);
-        sqlite3_bind_int64(statement, 1, seq);
-        if (sqlite3_step(statement) == SQLITE_ROW) index.heads.insert(seq, head_from(statement, 0));
-    }
-    sqlite3_reset(statement);
+    for (auto seq : wanted)
+        read_head(index, seq);
 }
 
 bool SqliteFingerprintLog::is_first_copy_of(ScopeIndex& index, sqlite3_int64 seq,
@@ -578,12 +549,9 @@ void SqliteFingerprintLog::save_index(std::string_view scope, ScopeIndex& index)
 
 void SqliteFingerprintLog::after_collecting_garbage() {
     m_appender.drain();
-    for (const char* sql : {"INSERT INTO store_meta(name, value) VALUES('fingerprint_gc', 1) "
-                            "ON CONFLICT(name) DO UPDATE SET value = value + 1",
-                            "DELETE FROM fingerprint_index"}) {
-        Statement statement(m_db, sql, m_name);
-        step_done(m_db, m_name, statement.get());
-    }
+    execute(m_db, m_name,
+            "INSERT INTO store_meta(name, value) VALUES('fingerprint_gc', 1) "
+            "ON CONFLICT(name) DO UPDATE SET value = value + 1; DELETE FROM fingerprint_index");
 }
 
 // Appends the decided rows: k_rows_per_insert at a time through one

@@ -62,13 +62,8 @@ class SqliteStore final
 public:
     explicit SqliteStore(const StoreLocation& location) : m_name(location.path) {
         disable_memory_statistics();
-        int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-        if (sqlite3_open_v2(m_name.c_str(), &m_db, flags, nullptr) != SQLITE_OK) {
-            std::string message = m_db ? sqlite3_errmsg(m_db) : "out of memory";
-            sqlite3_close(m_db);
-            m_db = nullptr;
-            throw StoreError(fmt::format("cannot open store {}: {}", quote(m_name), message));
-        }
+        m_db = detail::open_connection(m_name, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                                   SQLITE_OPEN_NOMUTEX);
         // A constructor that throws runs no destructor: close what is open.
         try {
             prepare(location);
@@ -253,27 +248,36 @@ public:
         execute("INSERT INTO store_meta(name, value) VALUES('fingerprint_seq', (SELECT "
                 "coalesce(max(seq), 0) FROM fingerprint_log)) ON CONFLICT(name) DO UPDATE SET "
                 "value = max(value, excluded.value)");
-        std::uint64_t removed = 0, fingerprint_rows = 0;
+        // What each deletion counts in the rows removed: a first copy's line
+        // in fingerprint_repeats is part of its row.
+        enum class Counts { log_rows, nothing, nonces };
+        struct Deletion {
+            const char* sql;
+            Counts counts;
+        };
         // A fingerprint goes, first copies and repeats, once its latest first
         // copy has expired: a first copy replaced by a later one carries the
         // later one's expiry.
-        for (const char* sql : {"DELETE FROM fingerprint_log WHERE kind = 2 AND first_seq IN "
-                                "(SELECT seq FROM fingerprint_log WHERE kind = 1 AND "
-                                "expires_us <= ?1)",
-                                "DELETE FROM fingerprint_repeats WHERE seq IN (SELECT seq FROM "
-                                "fingerprint_log WHERE kind = 1 AND expires_us <= ?1)",
-                                "DELETE FROM fingerprint_log WHERE kind = 1 AND expires_us <= ?1",
-                                "DELETE FROM nonces WHERE expires_us <= ?1"}) {
-            Statement statement(m_db, sql, m_name);
+        static constexpr Deletion k_deletions[] = {
+            {"DELETE FROM fingerprint_log WHERE kind = 2 AND first_seq IN (SELECT seq FROM "
+             "fingerprint_log WHERE kind = 1 AND expires_us <= ?1)",
+             Counts::log_rows},
+            {"DELETE FROM fingerprint_repeats WHERE seq IN (SELECT seq FROM fingerprint_log "
+             "WHERE kind = 1 AND expires_us <= ?1)",
+             Counts::nothing},
+            {"DELETE FROM fingerprint_log WHERE kind = 1 AND expires_us <= ?1", Counts::log_rows},
+            {"DELETE FROM nonces WHERE expires_us <= ?1", Counts::nonces},
+        };
+        std::uint64_t removed = 0, log_rows = 0;
+        for (const auto& deletion : k_deletions) {
+            Statement statement(m_db, deletion.sql, m_name);
             sqlite3_bind_int64(statement.get(), 1, now.time_since_epoch().count());
             step_done(statement.get());
             auto changes = static_cast<std::uint64_t>(sqlite3_changes(m_db));
-            // Rows removed: a first copy's line in fingerprint_repeats is part of it.
-            if (std::strstr(sql, "DELETE FROM fingerprint_repeats")) continue;
-            removed += changes;
-            if (std::strstr(sql, "DELETE FROM fingerprint_log")) fingerprint_rows += changes;
+            if (deletion.counts != Counts::nothing) removed += changes;
+            if (deletion.counts == Counts::log_rows) log_rows += changes;
         }
-        if (fingerprint_rows) m_log->after_collecting_garbage();
+        if (log_rows) m_log->after_collecting_garbage();
         return removed;
     }
 
@@ -454,14 +458,7 @@ private:
         begin_if_needed();
     }
 
-    void execute(const char* sql) {
-        char* error = nullptr;
-        if (sqlite3_exec(m_db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
-            std::string message = error ? error : "unknown error";
-            sqlite3_free(error);
-            throw StoreError(fmt::format("store {}: {} (during {})", quote(m_name), message, sql));
-        }
-    }
+    void execute(const char* sql) { detail::execute(m_db, m_name, sql); }
 
     void step_done(sqlite3_stmt* statement) { detail::step_done(m_db, m_name, statement); }
 
@@ -492,10 +489,7 @@ private:
 
     void migrate() {
         execute("BEGIN IMMEDIATE");
-        sqlite3_stmt* statement = nullptr;
-        sqlite3_prepare_v2(m_db, "PRAGMA user_version", -1, &statement, nullptr);
-        int version = sqlite3_step(statement) == SQLITE_ROW ? sqlite3_column_int(statement, 0) : 0;
-        sqlite3_finalize(statement);
+        auto version = detail::query_integer(m_db, m_name, "PRAGMA user_version");
         if (version > k_schema_version) {
             execute("ROLLBACK");
             throw StoreError(
@@ -503,7 +497,7 @@ private:
                             "upgrade idem",
                             quote(m_name), version, k_schema_version));
         }
-        for (int next = version + 1; next <= k_schema_version; ++next) {
+        for (auto next = version + 1; next <= k_schema_version; ++next) {
             execute(k_migrations[next]);
             execute(fmt::format("PRAGMA user_version = {}", next).c_str());
         }

@@ -163,6 +163,7 @@ private:
     struct Row; // a row to append
     const FingerprintHead* head_at(ScopeIndex& index, sqlite3_int64 seq,
                                    const FingerprintBytes& fingerprint);
+    FingerprintHead* read_head(ScopeIndex& index, sqlite3_int64 seq);
     void read_heads_ahead(ScopeIndex& index, const std::vector<FingerprintClaim>& claims);
     bool is_first_copy_of(ScopeIndex& index, sqlite3_int64 seq,
                           const FingerprintBytes& fingerprint);
@@ -182,7 +183,7 @@ private:
     struct Reader {
         sqlite3* db = nullptr;
         bool reading = false; // a read transaction is open
-        Reader(const std::string& path, const std::string& name);
+        explicit Reader(const std::string& path);
         ~Reader();
         Reader(const Reader&) = delete;
         Reader& operator=(const Reader&) = delete;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
+#include <initializer_list>
 #include <sqlite3.h>
 #include <string>
 
@@ -256,6 +257,27 @@ inline void step_done(sqlite3* db, const std::string& store_name, sqlite3_stmt* 
         throw StoreError(fmt::format("store {}: {}", quote(store_name), sqlite3_errmsg(db)));
 }
 
+// Opens the store's file with `flags`; throws StoreError naming it.
+inline sqlite3* open_connection(const std::string& path, int flags) {
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
+        std::string message = db ? sqlite3_errmsg(db) : "out of memory";
+        sqlite3_close(db);
+        throw StoreError(fmt::format("cannot open store {}: {}", quote(path), message));
+    }
+    return db;
+}
+
+// Runs SQL that returns no rows; throws StoreError naming the store and the SQL.
+inline void execute(sqlite3* db, const std::string& store_name, const char* sql) {
+    char* error = nullptr;
+    if (sqlite3_exec(db, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+        std::string message = error ? error : "unknown error";
+        sqlite3_free(error);
+        throw StoreError(fmt::format("store {}: {} (during {})", quote(store_name), message, sql));
+    }
+}
+
 class Statement {
 public:
     Statement(sqlite3* db, const char* sql, const std::string& store_name) {
@@ -271,5 +293,20 @@ public:
 private:
     sqlite3_stmt* m_statement = nullptr;
 };
+
+// One integer a query answers (0 when it answers nothing), its parameters
+// numbered ?1, ?2… in the order given.
+inline sqlite3_int64 query_integer(sqlite3* db, const std::string& store_name, const char* sql,
+                                   std::initializer_list<sqlite3_int64> numbers = {}) {
+    Statement statement(db, sql, store_name);
+    int index = 0;
+    for (auto number : numbers)
+        sqlite3_bind_int64(statement.get(), ++index, number);
+    int step = sqlite3_step(statement.get());
+    if (step == SQLITE_ROW) return sqlite3_column_int64(statement.get(), 0);
+    if (step != SQLITE_DONE)
+        throw StoreError(fmt::format("store {}: {}", quote(store_name), sqlite3_errmsg(db)));
+    return 0;
+}
 
 } // namespace idem::store::detail
