@@ -1,5 +1,7 @@
 #include "idem/store/detail/sqlite_fingerprints.hpp"
 
+#include "idem/store/detail/fingerprint_table.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
@@ -351,7 +353,6 @@ void SqliteFingerprintLog::rebuild(std::string_view scope, ScopeIndex& index) {
 std::vector<FingerprintResult>
 SqliteFingerprintLog::claim(std::string_view scope, ScopeIndex& index,
                             const std::vector<FingerprintClaim>& claims, Timestamp now) {
-    auto now_us = now.time_since_epoch().count();
     std::vector<Row> rows;
     {
         std::lock_guard lock(m_spare_mutex);
@@ -378,11 +379,9 @@ SqliteFingerprintLog::claim(std::string_view scope, ScopeIndex& index,
         auto* head = place.seq ? index.heads.find(place.seq) : nullptr;
         auto event_us = claim.event_time.time_since_epoch().count();
         auto line = static_cast<sqlite3_int64>(claim.line);
-        bool outside_window =
-            head && claim.window.count() > 0 &&
-            claim.event_time - Timestamp(Duration(head->first_seen_us)) > claim.window;
         auto& result = results[i];
-        if (!head || head->expires_us <= now_us || outside_window) {
+        if (!head || claims_anew(claim, Timestamp(Duration(head->first_seen_us)),
+                                 Timestamp(Duration(head->expires_us)), now)) {
             auto seq = next_seq();
             auto expires_us = claim.expires_at.time_since_epoch().count();
             // A first copy replaced keeps the latest expiry of its

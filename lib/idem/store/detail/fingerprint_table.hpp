@@ -1,7 +1,7 @@
 #pragma once
 // Internal to the store: fingerprints in memory, and the one rule that
-// decides whether a claim is a first copy. The memory store is this table;
-// the SQLite store keeps one as the index of its append-only log.
+// decides whether a claim is a first copy (the SQLite store applies it to
+// the first copy's row it reads). The memory store is this table.
 
 #include "idem/store/fingerprints.hpp"
 
@@ -170,17 +170,23 @@ private:
     std::size_t m_capacity = 0; // a power of two, or 0
 };
 
-// Applies `claim` to the table: a new fingerprint, an expired one, or one
-// whose first copy lies outside the claim's window makes this record the
-// first copy; otherwise it is one more repeat. `source` is the caller's id
-// for claim.source.
+// Whether `claim` of a fingerprint already seen (first copy at
+// `first_seen`, remembered until `expires_at`) is a first copy again: the
+// fingerprint expired, or its first copy lies outside the claim's window.
+inline bool claims_anew(const FingerprintClaim& claim, Timestamp first_seen, Timestamp expires_at,
+                        Timestamp now) {
+    return expires_at <= now ||
+           (claim.window.count() > 0 && claim.event_time - first_seen > claim.window);
+}
+
+// Applies `claim` to the table: a new fingerprint, or one claims_anew()
+// says, makes this record the first copy; otherwise it is one more repeat.
+// `source` is the caller's id for claim.source.
 inline const Entry& decide(FingerprintTable& table, const FingerprintClaim& claim,
                            std::uint32_t source, Timestamp now) {
     auto [found, inserted] = table.find_or_insert(claim.fingerprint);
     auto& entry = *found;
-    bool outside_window =
-        claim.window.count() > 0 && claim.event_time - entry.first_seen > claim.window;
-    if (inserted || entry.expires_at <= now || outside_window)
+    if (inserted || claims_anew(claim, entry.first_seen, entry.expires_at, now))
         entry = {claim.event_time, claim.expires_at, 1, source, claim.line};
     else
         ++entry.seen_count; // 4 billion copies of one event would wrap: not a concern
