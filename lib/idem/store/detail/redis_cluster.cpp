@@ -269,9 +269,44 @@ struct RedisRouter::Impl {
 
     Reply read(Node& node) {
         PipeSignalHeld held;
+        return read_held(node);
+    }
+
+    // read() for a caller that holds SIGPIPE back itself, once for many
+    // replies: holding it costs four system calls, more than a reply.
+    Reply read_held(Node& node) {
         void* raw = nullptr;
         if (redisGetReply(node.context, &raw) != REDIS_OK || raw == nullptr) lost(node);
         return Reply(static_cast<redisReply*>(raw));
+    }
+
+    // A command in the Redis protocol (RESP), appended to what is sent to a
+    // node in one piece: hiredis would build each in a buffer of its own.
+    static void format_command(std::string& out, const Arguments& arguments) {
+        out += '*';
+        out += std::to_string(arguments.size());
+        out += "\r\n";
+        for (const auto& argument : arguments) {
+            out += '$';
+            out += std::to_string(argument.size());
+            out += "\r\n";
+            out += argument;
+            out += "\r\n";
+        }
+    }
+
+    void append_formatted(Node& node, const std::string& commands) {
+        if (redisAppendFormattedCommand(node.context, commands.data(), commands.size()) !=
+            REDIS_OK)
+            lost(node);
+    }
+
+    // Appends and writes what is pending on the connection.
+    void send_now(Node& node, const std::string& commands) {
+        append_formatted(node, commands);
+        int done = 0;
+        while (!done)
+            if (redisBufferWrite(node.context, &done) != REDIS_OK) lost(node);
     }
 
     // Commands were sent on it and it went away: what ran is not known.
@@ -362,7 +397,8 @@ struct RedisRouter::Impl {
 
     // A reply that says the command did not run here: followed until it
     // ran, or failed with a reason.
-    Reply settle(Reply reply, const Arguments& arguments, std::string_view key) {
+    Reply settle(Reply reply, const Arguments& arguments, std::string_view key,
+                 ErrorReplies errors = ErrorReplies::fail) {
         for (int hop = 0; hop < k_max_redirects; ++hop) {
             if (!reply) fail("no reply");
             if (auto redirect = redirect_of(reply.get())) {
@@ -398,7 +434,8 @@ struct RedisRouter::Impl {
             // backoff and a fresh map, up to --store-timeout. The command
             // did not run; others in its pipeline may have.
             if (error_starts(reply.get(), "LOADING")) throw Unreachable{text_of(reply.get()), true};
-            if (reply->type == REDIS_REPLY_ERROR) fail(text_of(reply.get()));
+            if (reply->type == REDIS_REPLY_ERROR && errors == ErrorReplies::fail)
+                fail(text_of(reply.get()));
             return reply;
         }
         fail(fmt::format("more than {} redirects for one command", k_max_redirects));
@@ -484,28 +521,52 @@ Reply RedisRouter::command(const Arguments& arguments, std::string_view key, Ret
     });
 }
 
-std::vector<Reply> RedisRouter::pipeline(const std::vector<RoutedCommand>& commands, Retry retry) {
-    return m_impl->retrying(retry, [&] { return pipeline_once(commands); });
+std::vector<Reply> RedisRouter::pipeline(const std::vector<RoutedCommand>& commands, Retry retry,
+                                         ErrorReplies errors) {
+    return m_impl->retrying(retry, [&] { return pipeline_once(commands, errors); });
 }
 
-std::vector<Reply> RedisRouter::pipeline_once(const std::vector<RoutedCommand>& commands) {
+// How much of a pipeline is formatted before it is written to its node.
+constexpr std::size_t k_send_every = 16 * 1024;
+
+std::vector<Reply> RedisRouter::pipeline_once(const std::vector<RoutedCommand>& commands,
+                                              ErrorReplies errors) {
     auto& impl = *m_impl;
     std::vector<Reply> replies(commands.size());
-    // Per node, the commands' indexes in the order they were sent.
-    std::vector<std::pair<Node*, std::vector<std::size_t>>> batches;
+    // Per node, the commands' indexes in the order they were sent, and the
+    // commands themselves, sent in one piece.
+    struct Batch {
+        Node* node = nullptr;
+        std::vector<std::size_t> indexes;
+        std::string commands;
+    };
+    std::vector<Batch> batches;
     for (std::size_t i = 0; i < commands.size(); ++i) {
         auto* node = &impl.route(commands[i].key);
         auto batch = std::find_if(batches.begin(), batches.end(),
-                                  [&](const auto& entry) { return entry.first == node; });
-        if (batch == batches.end()) batch = batches.insert(batches.end(), {node, {}});
-        batch->second.push_back(i);
-        impl.append(*node, commands[i].arguments);
+                                  [&](const auto& entry) { return entry.node == node; });
+        if (batch == batches.end()) batch = batches.insert(batches.end(), Batch{node, {}, {}});
+        batch->indexes.push_back(i);
+        Impl::format_command(batch->commands, commands[i].arguments);
+        // Sent as it grows: the node works on the first commands while the
+        // rest are formatted.
+        if (batch->commands.size() >= k_send_every) {
+            PipeSignalHeld held;
+            impl.send_now(*batch->node, batch->commands);
+            batch->commands.clear();
+        }
     }
-    for (auto& [node, indexes] : batches)
-        for (auto i : indexes)
-            replies[i] = impl.read(*node);
+    {
+        PipeSignalHeld held;
+        for (auto& batch : batches)
+            impl.append_formatted(*batch.node, batch.commands);
+        for (auto& batch : batches)
+            for (auto i : batch.indexes)
+                replies[i] = impl.read_held(*batch.node);
+    }
     for (std::size_t i = 0; i < commands.size(); ++i)
-        replies[i] = impl.settle(std::move(replies[i]), commands[i].arguments, commands[i].key);
+        replies[i] =
+            impl.settle(std::move(replies[i]), commands[i].arguments, commands[i].key, errors);
     return replies;
 }
 

@@ -56,6 +56,12 @@ struct RoutedCommand {
 // itself twice.
 enum class Retry { safe, never };
 
+// What an error reply does to a pipeline, beyond those the router answers
+// itself (a redirect, NOSCRIPT, TRYAGAIN, LOADING): ends it with a
+// StoreError, or is handed back as that command's reply for the caller to
+// read (a key of another type than the command expects).
+enum class ErrorReplies { fail, returned };
+
 // How long a store may stay unreachable before an operation fails
 // (--store-timeout); connections are retried with backoff until then.
 void set_store_timeout(std::chrono::microseconds timeout);
@@ -77,7 +83,8 @@ public:
 
     // Many commands: one round trip per node, replies in the commands' order.
     std::vector<Reply> pipeline(const std::vector<RoutedCommand>& commands,
-                                Retry retry = Retry::safe);
+                                Retry retry = Retry::safe,
+                                ErrorReplies errors = ErrorReplies::fail);
 
     // Applies `commands` in MULTI/EXEC: one transaction on a single node;
     // on a cluster one per slot (a transaction cannot span slots), each
@@ -94,7 +101,8 @@ public:
 
 private:
     void discover();
-    std::vector<Reply> pipeline_once(const std::vector<RoutedCommand>& commands);
+    std::vector<Reply> pipeline_once(const std::vector<RoutedCommand>& commands,
+                                     ErrorReplies errors);
     void transact_once(const std::vector<RoutedCommand>& commands);
     std::string load_script_once(const std::string& source);
 
