@@ -406,25 +406,36 @@ class KeepLast(unittest.TestCase):
 
 @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
 class RedisLeases(unittest.TestCase):
-    """On Redis a first copy's claim is a lease until its batch's output is
-    flushed, so a process killed in between does not keep the event claimed:
+    """On Redis a first copy's claim names its owner and batch, and counts as
+    emitted only once that owner has confirmed the batch (after flushing its
+    output), so a process killed in between does not keep the event claimed:
     the next claim finds its owner silent and takes it over."""
 
-    def ttls(self, uri):
+    @staticmethod
+    def redis(port, commands):
+        # One redis-cli for all of them: a process per key would be slow.
+        return subprocess.run(["redis-cli", "-p", port, "-n", "4"], input="".join(f"{c}\n" for c in commands),
+                              capture_output=True, text=True).stdout.splitlines()
+
+    def first_copies(self, uri):
+        """(owner, batch, ttl_ms, owner's confirmed batch or 0) per fingerprint."""
         port = uri.rsplit(":", 1)[1].split("/")[0]
         keys = subprocess.run(["redis-cli", "-p", port, "-n", "4", "--scan", "--pattern", "idem:fp:*"],
                               capture_output=True, text=True).stdout.split()
-        # One redis-cli for all of them: a process per key takes longer than a lease.
-        replies = subprocess.run(["redis-cli", "-p", port, "-n", "4"], input="".join(f"PTTL {key}\n" for key in keys),
-                                 capture_output=True, text=True).stdout.split()
-        return [int(reply) for reply in replies]
+        values = self.redis(port, [f"GET {key}" for key in keys])
+        ttls = [int(t) for t in self.redis(port, [f"PTTL {key}" for key in keys])]
+        # "first_seen_us line batch owner source"
+        fields = [value.split(" ", 4) for value in values]
+        owners = sorted({f[3] for f in fields})
+        confirmed = dict(zip(owners, self.redis(port, [f"GET idem:confirmed:{owner}" for owner in owners])))
+        return [(f[3], int(f[2]), ttl, int(confirmed[f[3]] or 0)) for f, ttl in zip(fields, ttls)]
 
-    def test_claims_are_leases_until_committed_then_last_the_ttl(self):
+    def test_claims_count_once_confirmed_and_a_killed_runs_claims_are_taken_over(self):
         with redis_server.running() as base:
             uri = base + "/4"
             # A consumer that reads nothing: the output cannot be flushed, so
-            # the claims made for it stay leases (a quiet input alone would
-            # commit what was emitted).
+            # the claims made for it stay unconfirmed (a quiet input alone
+            # would commit what was emitted).
             process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", uri, "-q", "--store-timeout", "1s"],
                                        stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -440,7 +451,7 @@ class RedisLeases(unittest.TestCase):
             writer = threading.Thread(target=feed, daemon=True)
             writer.start()
             time.sleep(1.0)
-            pending = self.ttls(uri)
+            pending = self.first_copies(uri)
             process.kill()
             process.wait()
             writer.join(timeout=10)
@@ -449,9 +460,13 @@ class RedisLeases(unittest.TestCase):
                     stream.close()
                 except BrokenPipeError:
                     pass
-            self.assertTrue(pending and all(0 < ttl <= 60_000 for ttl in pending), pending)
-            # A rerun at once, well within the leases: their owner's heartbeat
-            # has stopped, so it takes them over and emits every event.
+            self.assertTrue(pending)
+            self.assertEqual(len({owner for owner, _, _, _ in pending}), 1)
+            # Claimed for the full TTL, but in a batch its owner never confirmed.
+            self.assertTrue(all(batch > confirmed and ttl > 3_600_000 for _, batch, ttl, confirmed in pending),
+                            pending[:5])
+            # A rerun at once: the killed owner's heartbeat has stopped, so
+            # the rerun takes its claims over and emits every event.
             started = time.monotonic()
             code, out, err = run(["dedup", "--key", "id", "--store", uri, "--summary", "json", "-q"],
                                  stdin=ndjson(events))
@@ -459,7 +474,15 @@ class RedisLeases(unittest.TestCase):
             self.assertLess(time.monotonic() - started, 30)
             self.assertEqual((summary_of(err)["unique"], summary_of(err)["duplicates"]), (30000, 0))
             self.assertEqual(len(out.splitlines()), 30000)
-            self.assertTrue(all(ttl > 3_600_000 for ttl in self.ttls(uri)))  # committed: the 24h TTL
+            after = self.first_copies(uri)
+            self.assertEqual(len(after), 30000)
+            # Now the rerun's, each confirmed, for the 24h TTL.
+            self.assertTrue(all(owner != pending[0][0] and batch <= confirmed and ttl > 3_600_000
+                                for owner, batch, ttl, confirmed in after))
+            # And a third run sees every event as a repeat.
+            code, out, err = run(["dedup", "--key", "id", "--store", uri, "--summary", "json", "-q"],
+                                 stdin=ndjson(events[:100]))
+            self.assertEqual((code, summary_of(err)["duplicates"], out), (0, 100, b""))
 
 
 @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
@@ -476,6 +499,69 @@ class RedisEvidence(unittest.TestCase):
             evidence = subprocess.run(["redis-cli", "-p", port, "-n", "5", "LRANGE", keys[0], "0", "-1"],
                                       capture_output=True, text=True).stdout.splitlines()
             self.assertEqual([e.split(" ")[0] for e in evidence if e], ["<stdin>:2", "<stdin>:5"])
+
+
+@unittest.skipUnless(redis_server.available(), "redis-server is not installed")
+class RedisEarlierLayout(unittest.TestCase):
+    """Fingerprints an earlier idem kept on Redis as hashes are judged as that
+    idem judged them, and turned into the string form as claims meet them."""
+
+    @staticmethod
+    def cli(port, *args):
+        return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True).stdout
+
+    def test_a_redis_store_written_with_hashes_opens_and_judges_as_it_did(self):
+        # stores/dedup-redis-hashes.rdb was saved by a Redis that idem at
+        # commit 4358445 (fingerprints as hashes, a lease and a confirmation
+        # script) had written: `dedup --key id --ttl 876000h` over day1.ndjson
+        # (a,b,a,c,a), then the same with --scope other over (x,y,x). The
+        # expected verdicts and audit figures are what that idem answered over
+        # a copy of the same store.
+        port = redis_server.free_port()
+        with tempfile.TemporaryDirectory() as directory:
+            shutil.copy(os.path.join(STORES, "dedup-redis-hashes.rdb"), os.path.join(directory, "dump.rdb"))
+            server = redis_server.start(port, directory, "--dbfilename", "dump.rdb")
+            try:
+                uri = f"redis://127.0.0.1:{port}"
+                self.assertIn("hash", self.cli(port, "TYPE", "idem:fp:{default:5728b55cb7ae66ad64aed92f3e2cabdc}"))
+                code, out, err = run(["audit", "--store", uri, "--format", "json"])
+                self.assertEqual(code, 0, err)
+                summary = json.loads(out)["summary"]
+                self.assertEqual((summary["records"], summary["groups"], summary["duplicates"]), (5, 1, 2))
+                probe = ndjson([{"id": k} for k in ("a", "b", "c", "x", "d", "a")])
+                code, out, err = run(["dedup", "--key", "id", "--store", uri, "--mark", "-q"], stdin=probe)
+                self.assertEqual(code, 0, err)
+                marks = [json.loads(line)["_idem"]["dedup"] for line in out.splitlines()]
+                self.assertEqual([(m["seen_count"], m.get("duplicate_of")) for m in marks],
+                                 [(4, "day1.ndjson:1"), (2, "day1.ndjson:2"), (2, "day1.ndjson:4"), (1, None),
+                                  (1, None), (5, "day1.ndjson:1")])
+                code, out, err = run(["dedup", "--key", "id", "--store", uri, "--scope", "other", "--mark", "-q"],
+                                     stdin=ndjson([{"id": "x"}, {"id": "y"}]))
+                self.assertEqual([(json.loads(line)["_idem"]["dedup"]["seen_count"],
+                                   json.loads(line)["_idem"]["dedup"]["duplicate_of"]) for line in out.splitlines()],
+                                 [(3, "other.ndjson:1"), (2, "other.ndjson:2")])
+                # Met by a claim: now a string, its place and evidence kept.
+                self.assertEqual(self.cli(port, "GET", "idem:fp:{default:5728b55cb7ae66ad64aed92f3e2cabdc}").split(" ")[1:],
+                                 ["1", "0", "-", "day1.ndjson\n"])
+                code, out, err = run(["audit", "--store", uri, "--format", "json"])
+                summary = json.loads(out)["summary"]
+                self.assertEqual((summary["records"], summary["groups"], summary["duplicates"]), (11, 3, 6))
+
+                # A lease as that idem's claim script left it for a process
+                # killed before it confirmed: taken over, so the event is emitted.
+                run(["dedup", "--key", "id", "--store", uri, "--scope", "leased", "-q"], stdin=ndjson([{"id": "e"}]))
+                key = self.cli(port, "--scan", "--pattern", "idem:fp:{leased:*").split()[0]
+                self.cli(port, "DEL", key)
+                self.cli(port, "HSET", key, "first_seen", "1700000000000000", "count", "1", "source", "old.ndjson",
+                         "line", "3", "owner", "oldhost:4242:1700000000000000")
+                self.cli(port, "PEXPIRE", key, "60000")
+                code, out, err = run(["dedup", "--key", "id", "--store", uri, "--scope", "leased", "--mark", "-q"],
+                                     stdin=ndjson([{"id": "e"}, {"id": "e"}]))
+                self.assertEqual(code, 0, err)
+                marks = [json.loads(line)["_idem"]["dedup"] for line in out.splitlines()]
+                self.assertEqual([(m["seen_count"], m.get("duplicate_of")) for m in marks], [(1, None), (2, "<stdin>:1")])
+            finally:
+                redis_server.stop(server)
 
 
 class Reclaiming(unittest.TestCase):

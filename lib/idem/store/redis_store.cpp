@@ -2,6 +2,7 @@
 #include "idem/store/detail/backends.hpp"
 #include "idem/store/detail/plays_roles.hpp"
 #include "idem/store/detail/redis_cluster.hpp"
+#include "idem/store/detail/redis_fingerprints.hpp"
 #include "idem/store/detail/redis_held_copies.hpp"
 #include "idem/store/detail/redis_liveness.hpp"
 #include "idem/store/detail/redis_reorder.hpp"
@@ -24,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace idem::store {
@@ -46,9 +48,6 @@ std::vector<detail::RedisEndpoint> seeds_of(const StoreLocation& location) {
 std::string nonce_key(std::string_view scope, std::string_view nonce) {
     return fmt::format("idem:nonce:{}:{}", scope, nonce);
 }
-
-// How long a first copy's claim lives before its batch is committed.
-constexpr std::chrono::milliseconds k_lease{60'000};
 
 // Redis, single node or Cluster, playing every role. Writes that must land
 // together are queued (m_pending) and applied by commit() in one MULTI per
@@ -93,46 +92,64 @@ public:
     }
 
     // Pipelined: every claim of the batch is sent before the first reply is
-    // read, so a batch costs one round trip, not one per record. A claim
-    // that meets another process's unconfirmed lease is asked again once
-    // that owner is known to be alive (a repeat) or dead (taken over).
+    // read, so a batch costs one round trip, not one per record. A new
+    // fingerprint is one `SET NX PXAT GET`; a fingerprint already there
+    // comes back with the claim's reply and is judged here
+    // (judge_met_first_copy), then counted or claimed anew by a script that
+    // first checks it is still what was met. A first copy of another
+    // process's unconfirmed batch is counted once that owner is known to be
+    // alive, and taken over once it is known dead.
     std::vector<FingerprintResult> claim_fingerprints(std::string_view scope,
                                                       const std::vector<FingerprintClaim>& claims,
                                                       Timestamp now) override {
         (void)now; // Redis expires keys itself
         std::vector<FingerprintResult> results(claims.size());
         if (claims.empty()) return results;
-        load_claim_script();
+        load_script(m_settle_script, k_settle_lua);
         if (!m_heartbeat)
             m_heartbeat = std::make_unique<detail::Heartbeat>(
                 seeds_of(m_location), m_location.database, m_location.describe(), m_owner);
         std::vector<std::string> keys;
-        std::vector<std::size_t> asking;
-        std::vector<RoutedCommand> batch;
-        for (std::size_t i = 0; i < claims.size(); ++i) {
-            keys.push_back(fingerprint_key(scope, claims[i].fingerprint));
-            batch.push_back(claim_command(keys[i], claims[i], "ask", {}));
-            asking.push_back(i);
+        std::vector<std::string> values; // what this record's claim puts in the store
+        keys.reserve(claims.size());
+        values.reserve(claims.size());
+        for (const auto& claim : claims) {
+            keys.push_back(detail::fingerprint_key(scope, claim.fingerprint));
+            values.push_back(
+                detail::encode_first_copy({claim.event_time.time_since_epoch().count(), claim.line,
+                                           m_batch, m_owner, claim.source}));
         }
-        std::vector<std::string> owners(claims.size()); // of the leases met
-        while (!asking.empty()) {
-            auto replies = m_redis.pipeline(batch);
-            batch.clear();
-            std::vector<std::size_t> met;
-            for (std::size_t n = 0; n < asking.size(); ++n)
-                if (!read_claim(replies[n], results[asking[n]], owners[asking[n]]))
-                    met.push_back(asking[n]);
-            for (auto i : asking)
-                if (results[i].first && owners[i].empty()) confirm_later(keys[i], claims[i]);
-            std::map<std::string, bool> owner_alive;
-            for (auto i : met)
-                if (!owner_alive.contains(owners[i]))
-                    owner_alive[owners[i]] = wait_for_verdict(owners[i]);
-            for (auto i : met)
-                batch.push_back(claim_command(
-                    keys[i], claims[i], owner_alive[owners[i]] ? "count" : "take", owners[i]));
-            // A taken lease someone else took first is met again, with its new owner.
-            asking = std::move(met);
+        std::vector<std::size_t> setting(claims.size());
+        for (std::size_t i = 0; i < claims.size(); ++i)
+            setting[i] = i;
+        while (!setting.empty()) {
+            std::vector<RoutedCommand> batch;
+            batch.reserve(setting.size());
+            for (auto i : setting)
+                batch.push_back({{"SET", keys[i], values[i], "NX", "PXAT",
+                                  std::to_string(expiry_ms(claims[i])), "GET"},
+                                 keys[i]});
+            auto replies =
+                m_redis.pipeline(batch, detail::Retry::safe, detail::ErrorReplies::returned);
+            std::vector<std::size_t> hashes; // kept by an earlier idem
+            std::vector<std::pair<std::size_t, std::string>> met;
+            for (std::size_t n = 0; n < setting.size(); ++n) {
+                auto i = setting[n];
+                const auto* reply = replies[n].get();
+                if (reply->type == REDIS_REPLY_NIL)
+                    claimed(claims[i], results[i]);
+                else if (reply->type == REDIS_REPLY_STRING)
+                    met.emplace_back(i, string_of(reply));
+                else if (error_starts(reply, "WRONGTYPE"))
+                    hashes.push_back(i);
+                else
+                    throw unexpected_reply("a claim", reply);
+            }
+            setting = settle_met(claims, keys, values, met, results);
+            if (!hashes.empty()) {
+                convert_earlier_layout(keys, hashes);
+                setting.insert(setting.end(), hashes.begin(), hashes.end());
+            }
         }
         return results;
     }
@@ -141,9 +158,8 @@ public:
     // pipeline): see docs/dedup.md on what a crash can do with Redis.
     void release_fingerprint(std::string_view scope, const FingerprintBytes& fingerprint,
                              Timestamp) override {
-        auto key = fingerprint_key(scope, fingerprint);
-        std::erase_if(m_unconfirmed, [&](const auto& claim) { return claim.first == key; });
-        m_pending.push_back({"DEL", key});
+        auto key = detail::fingerprint_key(scope, fingerprint);
+        m_pending.push_back({"DEL", key, detail::evidence_key(key)});
     }
 
     std::optional<Checkpoint> load_checkpoint(std::string_view name) override {
@@ -184,7 +200,8 @@ public:
     }
 
     // SCAN for the scope's fingerprints (one hash slot each), then each
-    // one's first copy and its evidence list, pipelined per page.
+    // one's first copy and its evidence list, pipelined per page. A
+    // fingerprint an earlier idem kept as a hash is read as one.
     void for_each_fingerprint_record(
         std::string_view scope,
         const std::function<void(const FingerprintRecord&)>& visit) override {
@@ -203,26 +220,24 @@ public:
                 std::vector<RoutedCommand> reads;
                 for (std::size_t i = 0; i < page->element[1]->elements; ++i) {
                     keys.push_back(string_of(page->element[1]->element[i]));
+                    reads.push_back({{"GET", keys.back()}, keys.back()});
                     reads.push_back(
-                        {{"HMGET", keys.back(), "first_seen", "source", "line"}, keys.back()});
-                    reads.push_back(
-                        {{"LRANGE", evidence_key(keys.back()), "0", "-1"}, keys.back()});
+                        {{"LRANGE", detail::evidence_key(keys.back()), "0", "-1"}, keys.back()});
                 }
-                auto replies = m_redis.pipeline(reads);
+                auto replies =
+                    m_redis.pipeline(reads, detail::Retry::safe, detail::ErrorReplies::returned);
                 for (std::size_t k = 0; k < keys.size(); ++k) {
-                    const auto& first = replies[2 * k];
-                    const auto& repeats = replies[2 * k + 1];
                     FingerprintRecord record;
-                    if (!fingerprint_of(keys[k], record.fingerprint) || first->elements != 3 ||
-                        first->element[0]->type != REDIS_REPLY_STRING)
-                        continue; // expired between SCAN and HMGET
-                    record.event_time = Timestamp(Duration(integer_of(first->element[0])));
-                    record.source = string_of(first->element[1]);
-                    record.line = static_cast<std::uint64_t>(integer_of(first->element[2]));
+                    if (!detail::fingerprint_of(keys[k], record.fingerprint) ||
+                        !read_first_copy(keys[k], replies[2 * k].get(), record))
+                        continue; // not idem's, or expired between SCAN and GET
                     visit(record);
                     record.first = false;
+                    const auto& repeats = replies[2 * k + 1];
+                    if (repeats->type != REDIS_REPLY_ARRAY) continue;
                     for (std::size_t i = 0; i < repeats->elements; ++i)
-                        if (parse_evidence(string_of(repeats->element[i]), record)) visit(record);
+                        if (detail::decode_evidence(string_of(repeats->element[i]), record))
+                            visit(record);
                 }
             } while (cursor != "0");
         }
@@ -561,22 +576,21 @@ public:
         clear_reorder_state(detail::legacy_held_copies_scope(name));
     }
 
-    // A first copy's claim holds for a lease only; once its batch's output
-    // is flushed, it is confirmed to the full TTL and loses its owner. A
-    // process that dies in between stops beating its heartbeat, and the next
-    // claim on its leases takes them over (docs/dedup.md), so a rerun emits
-    // the batch again instead of losing it.
+    // Once a batch's output is flushed, one write confirms every first copy
+    // it claimed: "idem:confirmed:OWNER" says the last batch confirmed, and
+    // lives as long as the longest-lived of them. A process that dies before
+    // stops beating its heartbeat, and the next claim that meets one of its
+    // unconfirmed first copies takes it over (docs/dedup.md), so a rerun
+    // emits the batch again instead of losing it.
     void commit() override {
-        apply_pending();
-        if (m_unconfirmed.empty()) return;
-        load_script(m_confirm_script, k_confirm_lua);
-        std::vector<RoutedCommand> batch;
-        for (const auto& [key, expires_ms] : m_unconfirmed)
-            batch.push_back({{"EVALSHA", m_confirm_script, "2", key, evidence_key(key),
-                              std::to_string(expires_ms), m_owner},
-                             key});
-        (void)m_redis.pipeline(batch);
-        m_unconfirmed.clear();
+        apply_pending(); // the checkpoint first: confirmed claims never run ahead of it
+        if (!m_batch_claimed) return;
+        auto key = detail::confirmed_key(m_owner);
+        (void)m_redis.command(
+            {"SET", key, std::to_string(m_batch), "PXAT", std::to_string(m_confirmed_until_ms)},
+            key);
+        ++m_batch;
+        m_batch_claimed = false;
     }
 
     std::string describe() const override { return m_location.describe(); }
@@ -587,38 +601,46 @@ private:
                                       m_location.describe()));
     }
 
-    // Claims one fingerprint atomically. This process's own unconfirmed
-    // claim of this same record (a retry after a lost connection) answers
-    // first again, never a repeat of itself. Otherwise a live entry (within the window) is
-    // a repeat, counted, and kept as evidence ("source:line event_time_us")
-    // in a list beside it; otherwise this record becomes the first copy, on
-    // a lease owned by this process. An entry still leased by another owner
-    // is answered {0, 0, owner, 0} when asking (ARGV[7] 'ask'), counted once
-    // that owner is known alive ('count'), and claimed anew when it is dead
-    // and still the owner (ARGV[7] 'take', ARGV[8] the dead owner).
-    static constexpr const char* k_claim_lua = R"lua(
-local v = redis.call('HMGET', KEYS[1], 'first_seen', 'count', 'source', 'line', 'owner')
-if v[5] == ARGV[6] and v[3] == ARGV[4] and v[4] == ARGV[5] then
-  return {1, tonumber(v[1]), v[3], tonumber(v[4])}
-end
-if v[1] and (ARGV[3] == '0' or tonumber(ARGV[1]) - tonumber(v[1]) <= tonumber(ARGV[3])) then
-  local foreign = v[5] and v[5] ~= ARGV[6]
-  if foreign and (ARGV[7] == 'ask' or (ARGV[7] == 'take' and v[5] ~= ARGV[8])) then
-    return {0, 0, v[5], 0}
-  end
-  if not (foreign and ARGV[7] == 'take') then
-    local c = redis.call('HINCRBY', KEYS[1], 'count', 1)
-    redis.call('RPUSH', KEYS[2], ARGV[4] .. ':' .. ARGV[5] .. ' ' .. ARGV[1])
-    local ttl = redis.call('PTTL', KEYS[1])
-    if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
-    return {c, tonumber(v[1]), v[3], tonumber(v[4])}
-  end
+    // Settles a fingerprint a claim met, if it still holds what was met
+    // (ARGV[1]); else answers {0, what it holds now}. KEYS[1] the first copy,
+    // KEYS[2] its evidence. 'count' (ARGV[2]) keeps ARGV[3] as evidence of a
+    // repeat and answers {copies so far}; 'take' makes ARGV[3] the first copy,
+    // expiring at ARGV[4] ms, and answers {1}. Evidence never outlives its
+    // first copy, so a first copy claimed anew starts without any.
+    static constexpr const char* k_settle_lua = R"lua(
+local v = redis.call('GET', KEYS[1])
+if v ~= ARGV[1] then return {0, v} end
+if ARGV[2] == 'count' then
+  local n = redis.call('RPUSH', KEYS[2], ARGV[3])
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+  return {n + 1}
 end
 redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[1], 'first_seen', ARGV[1], 'count', 1, 'source', ARGV[4], 'line', ARGV[5],
-           'owner', ARGV[6])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {1, tonumber(ARGV[1]), ARGV[4], tonumber(ARGV[5])}
+redis.call('SET', KEYS[1], ARGV[3], 'PXAT', ARGV[4])
+return {1}
+)lua";
+
+    // A fingerprint an earlier idem kept as a hash (first_seen, count,
+    // source, line, owner) becomes the string a claim reads now, with its
+    // expiry: confirmed when it had no owner, else batch 1 of its owner,
+    // which confirmed none under this layout (so it is asked). Its evidence
+    // list is the same. Answers 0 for a key of another type: not idem's.
+    static constexpr const char* k_convert_lua = R"lua(
+local t = redis.call('TYPE', KEYS[1]).ok
+if t == 'string' or t == 'none' then return 1 end -- another process converted it, or it expired
+if t ~= 'hash' then return 0 end
+local h = redis.call('HMGET', KEYS[1], 'first_seen', 'source', 'line', 'owner')
+local ttl = redis.call('PTTL', KEYS[1])
+redis.call('DEL', KEYS[1])
+if not h[1] or ttl == -2 then return 1 end
+local value = h[1] .. ' ' .. (h[3] or '0') .. ' ' .. (h[4] and '1 ' .. h[4] or '0 -') .. ' ' .. (h[2] or '')
+if ttl > 0 then
+  redis.call('SET', KEYS[1], value, 'PX', ttl)
+else
+  redis.call('SET', KEYS[1], value)
+end
+return 1
 )lua";
 
     // KEYS[1] the nonce; ARGV: received_at_us, source, line, window_us,
@@ -650,48 +672,201 @@ if at >= seen then return {1, seen} end
 return keep()
 )lua";
 
-    // Confirms a first copy this process still owns: the full TTL for it
-    // and its evidence, and no owner any more.
-    static constexpr const char* k_confirm_lua = R"lua(
-if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[2] then return 0 end
-redis.call('HDEL', KEYS[1], 'owner')
-redis.call('PEXPIREAT', KEYS[2], ARGV[1])
-return redis.call('PEXPIREAT', KEYS[1], ARGV[1])
-)lua";
-
-    RoutedCommand claim_command(const std::string& key, const FingerprintClaim& claim,
-                                std::string_view mode, const std::string& met_owner) {
-        return {{"EVALSHA", m_claim_script, "2", key, evidence_key(key),
-                 std::to_string(claim.event_time.time_since_epoch().count()),
-                 std::to_string(k_lease.count()), std::to_string(claim.window.count()),
-                 std::string(claim.source), std::to_string(claim.line), m_owner, std::string(mode),
-                 met_owner},
-                key};
+    // Judges the first copies the claims met (index, value), settling each
+    // with the settle script; answers the claims whose fingerprint vanished
+    // meanwhile, to be claimed again.
+    std::vector<std::size_t> settle_met(const std::vector<FingerprintClaim>& claims,
+                                        const std::vector<std::string>& keys,
+                                        const std::vector<std::string>& values,
+                                        std::vector<std::pair<std::size_t, std::string>> met,
+                                        std::vector<FingerprintResult>& results) {
+        std::vector<std::size_t> vanished;
+        while (!met.empty()) {
+            std::vector<detail::FirstCopy> firsts;
+            std::vector<detail::MetFirstCopy> verdicts;
+            std::vector<std::string> owners_to_ask;
+            for (const auto& [i, value] : met) {
+                auto first = detail::decode_first_copy(value);
+                if (!first)
+                    throw StoreError(fmt::format("store {}: fingerprint {} holds a damaged value",
+                                                 m_location.describe(), keys[i]));
+                auto owner = std::string(first->owner);
+                auto verdict = detail::judge_met_first_copy(*first, claims[i], m_owner, m_batch,
+                                                            m_confirmed_batches[owner]);
+                if (verdict == detail::MetFirstCopy::ask_owner) owners_to_ask.push_back(owner);
+                firsts.push_back(*first);
+                verdicts.push_back(verdict);
+            }
+            if (!owners_to_ask.empty()) {
+                std::sort(owners_to_ask.begin(), owners_to_ask.end());
+                owners_to_ask.erase(std::unique(owners_to_ask.begin(), owners_to_ask.end()),
+                                    owners_to_ask.end());
+                read_confirmed_batches(owners_to_ask);
+            }
+            // Owners still behind on what was met: alive, the record is a
+            // repeat; dead, their confirmations are read once more, since a
+            // process that ends confirms its last batch before its heartbeat
+            // goes, and what is still unconfirmed is taken over.
+            std::map<std::string, bool, std::less<>> owner_alive;
+            for (std::size_t n = 0; n < met.size(); ++n) {
+                auto owner = std::string(firsts[n].owner);
+                if (verdicts[n] == detail::MetFirstCopy::ask_owner &&
+                    firsts[n].batch > m_confirmed_batches[owner] && !owner_alive.contains(owner))
+                    owner_alive[owner] = wait_for_verdict(owner);
+            }
+            std::vector<std::string> dead;
+            for (const auto& [owner, alive] : owner_alive)
+                if (!alive) dead.push_back(owner);
+            if (!dead.empty()) read_confirmed_batches(dead);
+            std::vector<RoutedCommand> batch;
+            std::vector<std::size_t> settling; // indexes into met
+            for (std::size_t n = 0; n < met.size(); ++n) {
+                auto i = met[n].first;
+                auto verdict = verdicts[n];
+                if (verdict == detail::MetFirstCopy::ask_owner) {
+                    auto owner = std::string(firsts[n].owner);
+                    verdict = firsts[n].batch <= m_confirmed_batches[owner] || owner_alive[owner]
+                                  ? detail::MetFirstCopy::repeat
+                                  : detail::MetFirstCopy::claim_anew;
+                }
+                if (verdict == detail::MetFirstCopy::mine_again) {
+                    claimed(claims[i], results[i]);
+                    continue;
+                }
+                settling.push_back(n);
+                if (verdict == detail::MetFirstCopy::repeat)
+                    batch.push_back(
+                        {{"EVALSHA", m_settle_script, "2", keys[i], detail::evidence_key(keys[i]),
+                          met[n].second, "count",
+                          detail::encode_evidence(claims[i].source, claims[i].line,
+                                                  claims[i].event_time.time_since_epoch().count())},
+                         keys[i]});
+                else
+                    batch.push_back(
+                        {{"EVALSHA", m_settle_script, "2", keys[i], detail::evidence_key(keys[i]),
+                          met[n].second, "take", values[i], std::to_string(expiry_ms(claims[i]))},
+                         keys[i]});
+            }
+            auto replies = m_redis.pipeline(batch);
+            std::vector<std::pair<std::size_t, std::string>> changed;
+            for (std::size_t r = 0; r < settling.size(); ++r) {
+                auto n = settling[r];
+                auto i = met[n].first;
+                const auto* reply = replies[r].get();
+                if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1)
+                    throw unexpected_reply("a claim", reply);
+                auto answer = integer_of(reply->element[0]);
+                if (answer == 0) { // no longer what was met: look again
+                    if (reply->elements > 1 && reply->element[1]->type == REDIS_REPLY_STRING)
+                        changed.emplace_back(i, string_of(reply->element[1]));
+                    else
+                        vanished.push_back(i);
+                } else if (batch[r].arguments[6] == "take") {
+                    claimed(claims[i], results[i]);
+                } else {
+                    auto& result = results[i];
+                    result.first = false;
+                    result.seen_count = static_cast<std::uint64_t>(answer);
+                    result.first_seen = Timestamp(Duration(firsts[n].first_seen_us));
+                    result.first_source = std::string(firsts[n].source);
+                    result.first_line = firsts[n].line;
+                }
+            }
+            met = std::move(changed);
+        }
+        return vanished;
     }
 
-    // False when the claim met another owner's lease (named in `met_owner`).
-    bool read_claim(const Reply& reply, FingerprintResult& result, std::string& met_owner) {
-        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4)
-            throw StoreError(
-                fmt::format("store {}: unexpected reply to a claim", m_location.describe()));
-        auto count = integer_of(reply->element[0]);
-        if (count == 0) {
-            met_owner = string_of(reply->element[2]);
-            return false;
+    // The last batch each owner confirmed, read again for owners whose
+    // first copies are past what this process knew.
+    void read_confirmed_batches(const std::vector<std::string>& owners) {
+        std::vector<RoutedCommand> reads;
+        reads.reserve(owners.size());
+        for (const auto& owner : owners) {
+            auto key = detail::confirmed_key(owner);
+            reads.push_back({{"GET", key}, key});
         }
-        met_owner.clear();
-        result.seen_count = static_cast<std::uint64_t>(count);
-        result.first = result.seen_count == 1;
-        result.first_seen = Timestamp(Duration(integer_of(reply->element[1])));
-        result.first_source = string_of(reply->element[2]);
-        result.first_line = static_cast<std::uint64_t>(integer_of(reply->element[3]));
+        auto replies = m_redis.pipeline(reads);
+        for (std::size_t i = 0; i < owners.size(); ++i) {
+            std::uint64_t batch = 0;
+            if (replies[i]->type == REDIS_REPLY_STRING)
+                std::from_chars(replies[i]->str, replies[i]->str + replies[i]->len, batch);
+            auto& known = m_confirmed_batches[owners[i]];
+            known = std::max(known, batch);
+        }
+    }
+
+    // This record is the first copy: its batch now holds a claim to confirm.
+    void claimed(const FingerprintClaim& claim, FingerprintResult& result) {
+        result = FingerprintResult{};
+        result.first = true;
+        result.seen_count = 1;
+        result.first_seen = claim.event_time;
+        result.first_source = std::string(claim.source);
+        result.first_line = claim.line;
+        m_batch_claimed = true;
+        m_confirmed_until_ms = std::max(m_confirmed_until_ms, expiry_ms(claim));
+    }
+
+    static long long expiry_ms(const FingerprintClaim& claim) {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   claim.expires_at.time_since_epoch())
+            .count();
+    }
+
+    // Turns the fingerprints an earlier idem kept as hashes into the strings
+    // claims read now.
+    void convert_earlier_layout(const std::vector<std::string>& keys,
+                                const std::vector<std::size_t>& indexes) {
+        load_script(m_convert_script, k_convert_lua);
+        std::vector<RoutedCommand> batch;
+        for (auto i : indexes)
+            batch.push_back({{"EVALSHA", m_convert_script, "1", keys[i]}, keys[i]});
+        auto replies = m_redis.pipeline(batch);
+        for (std::size_t n = 0; n < indexes.size(); ++n)
+            if (replies[n]->type != REDIS_REPLY_INTEGER || replies[n]->integer != 1)
+                throw StoreError(fmt::format("store {}: key {} is not a fingerprint idem keeps",
+                                             m_location.describe(), keys[indexes[n]]));
+    }
+
+    // A first copy as a string, or as the hash an earlier idem kept.
+    bool read_first_copy(const std::string& key, const redisReply* reply,
+                         FingerprintRecord& record) {
+        if (reply->type == REDIS_REPLY_STRING) {
+            auto first = detail::decode_first_copy(std::string_view(reply->str, reply->len));
+            if (!first) return false;
+            record.event_time = Timestamp(Duration(first->first_seen_us));
+            record.source = std::string(first->source);
+            record.line = first->line;
+            return true;
+        }
+        if (!error_starts(reply, "WRONGTYPE")) return false;
+        auto fields = m_redis.command({"HMGET", key, "first_seen", "source", "line"}, key);
+        if (fields->type != REDIS_REPLY_ARRAY || fields->elements != 3 ||
+            fields->element[0]->type != REDIS_REPLY_STRING)
+            return false;
+        record.event_time = Timestamp(Duration(integer_of(fields->element[0])));
+        record.source = string_of(fields->element[1]);
+        record.line = static_cast<std::uint64_t>(integer_of(fields->element[2]));
         return true;
     }
 
-    void confirm_later(const std::string& key, const FingerprintClaim& claim) {
-        auto expires_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-            claim.expires_at.time_since_epoch());
-        m_unconfirmed.emplace_back(key, expires_ms.count());
+    [[nodiscard]] StoreError unexpected_reply(std::string_view to, const redisReply* reply) const {
+        // SET ... NX GET came with Redis 7.0; an older server calls it a
+        // syntax error.
+        if (error_starts(reply, "ERR syntax error"))
+            return StoreError(fmt::format("store {}: Redis 7.0 or later is needed (SET NX GET)",
+                                          m_location.describe()));
+        return StoreError(
+            fmt::format("store {}: unexpected reply to {}{}", m_location.describe(), to,
+                        reply->type == REDIS_REPLY_ERROR
+                            ? fmt::format(": {}", std::string_view(reply->str, reply->len))
+                            : std::string()));
+    }
+
+    static bool error_starts(const redisReply* reply, std::string_view prefix) {
+        return reply->type == REDIS_REPLY_ERROR &&
+               std::string_view(reply->str, reply->len).starts_with(prefix);
     }
 
     // Whether the owner of a lease met is alive: its heartbeat changes, or
@@ -714,64 +889,10 @@ return redis.call('PEXPIREAT', KEYS[1], ARGV[1])
         }
     }
 
-    void load_claim_script() { load_script(m_claim_script, k_claim_lua); }
-
     // Loads a script once per connection; its SHA1 is kept in `sha`.
     const std::string& load_script(std::string& sha, const char* source) {
         if (sha.empty()) sha = m_redis.load_script(source);
         return sha;
-    }
-
-    // The hash tag ({...}) puts a fingerprint and its evidence in one
-    // Redis Cluster slot, as a script touching both must.
-    static std::string fingerprint_key(std::string_view scope,
-                                       const FingerprintBytes& fingerprint) {
-        static constexpr char k_hex[] = "0123456789abcdef";
-        std::string key = fmt::format("idem:fp:{{{}:", scope);
-        for (auto byte : fingerprint) {
-            key += k_hex[byte >> 4];
-            key += k_hex[byte & 0xf];
-        }
-        key += '}';
-        return key;
-    }
-
-    // The fingerprint in "idem:fp:{scope:hex}".
-    static bool fingerprint_of(const std::string& key, FingerprintBytes& fingerprint) {
-        auto colon = key.rfind(':');
-        if (colon == std::string::npos || key.size() < colon + 1 + 2 * fingerprint.size() + 1)
-            return false;
-        for (std::size_t i = 0; i < fingerprint.size(); ++i) {
-            unsigned value = 0;
-            auto at = key.data() + colon + 1 + 2 * i;
-            if (std::from_chars(at, at + 2, value, 16).ec != std::errc{}) return false;
-            fingerprint[i] = static_cast<std::uint8_t>(value);
-        }
-        return true;
-    }
-
-    // A repeat kept as evidence: "source:line event_time_us" (the source may
-    // hold colons and spaces: read from the right).
-    static bool parse_evidence(const std::string& entry, FingerprintRecord& record) {
-        auto space = entry.rfind(' ');
-        if (space == std::string::npos) return false;
-        auto colon = entry.rfind(':', space);
-        if (colon == std::string::npos) return false;
-        long long micros = 0;
-        std::uint64_t line = 0;
-        if (std::from_chars(entry.data() + space + 1, entry.data() + entry.size(), micros).ec !=
-                std::errc{} ||
-            std::from_chars(entry.data() + colon + 1, entry.data() + space, line).ec != std::errc{})
-            return false;
-        record.source = entry.substr(0, colon);
-        record.line = line;
-        record.event_time = Timestamp(Duration(micros));
-        return true;
-    }
-
-    // "idem:fp:{scope:hex}" -> "idem:dups:{scope:hex}"
-    static std::string evidence_key(const std::string& fingerprint_key) {
-        return "idem:dups:" + fingerprint_key.substr(8);
     }
 
     // What commit() writes, in one MULTI/EXEC: a checkpoint before the
@@ -817,17 +938,20 @@ return redis.call('PEXPIREAT', KEYS[1], ARGV[1])
 
     StoreLocation m_location;
     detail::RedisRouter m_redis;
-    std::string m_claim_script; // SHA1 of the loaded claim script
+    std::string m_settle_script; // SHA1 of the loaded script
+    std::string m_convert_script;
     std::string m_nonce_script;
-    std::string m_confirm_script;
     std::string m_replay_claim_script;
     std::string m_replay_renew_script;
-    std::vector<std::pair<std::string, long long>>
-        m_unconfirmed;                               // first copies of the batch: key, expiry
     std::vector<std::vector<std::string>> m_pending; // written by commit()
-    std::string m_owner = new_owner_id();            // of this process's leases
-    std::unique_ptr<detail::Heartbeat> m_heartbeat;  // from the first claim on
-    detail::OwnerLiveness m_liveness;                // of the owners met
+    std::string m_owner = new_owner_id();            // of this process's claims
+    std::uint64_t m_batch = 1;                       // this process's batch, confirmed by commit()
+    bool m_batch_claimed = false;                    // it claimed a first copy
+    long long m_confirmed_until_ms = 0;              // the latest expiry of those claimed
+    // The last batch each owner met had confirmed, as far as this process read.
+    std::unordered_map<std::string, std::uint64_t> m_confirmed_batches;
+    std::unique_ptr<detail::Heartbeat> m_heartbeat; // from the first claim on
+    detail::OwnerLiveness m_liveness;               // of the owners met
 };
 
 } // namespace

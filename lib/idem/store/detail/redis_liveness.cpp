@@ -43,7 +43,7 @@ Heartbeat::~Heartbeat() {
     m_thread.request_stop();
     m_wake.notify_all();
     if (m_thread.joinable()) m_thread.join();
-    // Leases still unconfirmed are then taken over at once, not after the
+    // Claims still unconfirmed are then taken over at once, not after the
     // silence a crash would need.
     try {
         (void)m_redis->command({"DEL", m_key}, m_key);
@@ -53,7 +53,7 @@ Heartbeat::~Heartbeat() {
 
 // A failed beat is not an error here: the claims on the main connection
 // meet the same Redis and report it. Missing beats make others take this
-// process's unconfirmed leases over, which is what a lost Redis means anyway.
+// process's unconfirmed claims over, which is what a lost Redis means anyway.
 void Heartbeat::beat() {
     auto value = std::to_string(++m_count);
     auto ttl = std::to_string((k_silence_is_death + k_beat_interval).count());

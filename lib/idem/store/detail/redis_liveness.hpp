@@ -1,11 +1,11 @@
 #pragma once
-// Internal to the Redis store: whether the process that holds a dedup lease
-// is still alive. A first copy's claim is a lease until its batch's output is
-// flushed; a process killed in between leaves leases nobody will confirm.
-// Each process that claims beats a heartbeat key; a process that meets
-// another's lease asks whether that owner still beats, and takes the lease
-// over when it does not, instead of counting the record as a duplicate of a
-// copy that was never emitted.
+// Internal to the Redis store: whether the process that made a dedup claim
+// is still alive. A first copy's claim counts once its owner confirms the
+// batch, after flushing its output; a process killed in between leaves
+// claims nobody will confirm. Each process that claims beats a heartbeat
+// key; a process that meets another's unconfirmed claim asks whether that
+// owner still beats, and takes the claim over when it does not, instead of
+// counting the record as a duplicate of a copy that was never emitted.
 
 #include <chrono>
 #include <condition_variable>
@@ -27,7 +27,7 @@ using LivenessClock = std::chrono::steady_clock;
 
 // How often an owner beats, and how long a beat that does not change means
 // its owner is gone. Generous against a loaded machine: a live owner judged
-// dead would have its leases taken over and its events emitted twice.
+// dead would have its claims taken over and its events emitted twice.
 inline constexpr std::chrono::milliseconds k_beat_interval{500};
 inline constexpr std::chrono::milliseconds k_silence_is_death{3000};
 
