@@ -296,8 +296,7 @@ struct RedisRouter::Impl {
     }
 
     void append_formatted(Node& node, const std::string& commands) {
-        if (redisAppendFormattedCommand(node.context, commands.data(), commands.size()) !=
-            REDIS_OK)
+        if (redisAppendFormattedCommand(node.context, commands.data(), commands.size()) != REDIS_OK)
             lost(node);
     }
 
