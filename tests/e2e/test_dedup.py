@@ -424,11 +424,11 @@ class RedisLeases(unittest.TestCase):
                               capture_output=True, text=True).stdout.split()
         values = self.redis(port, [f"GET {key}" for key in keys])
         ttls = [int(t) for t in self.redis(port, [f"PTTL {key}" for key in keys])]
-        # "first_seen_us line batch owner source"
-        fields = [value.split(" ", 4) for value in values]
-        owners = sorted({f[3] for f in fields})
+        # "first_seen_us line batch expires_ms owner source"
+        fields = [value.split(" ", 5) for value in values]
+        owners = sorted({f[4] for f in fields})
         confirmed = dict(zip(owners, self.redis(port, [f"GET idem:confirmed:{owner}" for owner in owners])))
-        return [(f[3], int(f[2]), ttl, int(confirmed[f[3]] or 0)) for f, ttl in zip(fields, ttls)]
+        return [(f[4], int(f[2]), ttl, int(confirmed[f[4]] or 0)) for f, ttl in zip(fields, ttls)]
 
     def test_claims_count_once_confirmed_and_a_killed_runs_claims_are_taken_over(self):
         with redis_server.running() as base:
@@ -541,8 +541,9 @@ class RedisEarlierLayout(unittest.TestCase):
                                    json.loads(line)["_idem"]["dedup"]["duplicate_of"]) for line in out.splitlines()],
                                  [(3, "other.ndjson:1"), (2, "other.ndjson:2")])
                 # Met by a claim: now a string, its place and evidence kept.
-                self.assertEqual(self.cli(port, "GET", "idem:fp:{default:5728b55cb7ae66ad64aed92f3e2cabdc}").split(" ")[1:],
-                                 ["1", "0", "-", "day1.ndjson\n"])
+                value = self.cli(port, "GET", "idem:fp:{default:5728b55cb7ae66ad64aed92f3e2cabdc}").split(" ")
+                self.assertEqual(value[1:3] + value[4:], ["1", "0", "-", "day1.ndjson\n"])
+                self.assertGreater(int(value[3]), time.time() * 1000 + 3e12)  # still expiring in ~100 years
                 code, out, err = run(["audit", "--store", uri, "--format", "json"])
                 summary = json.loads(out)["summary"]
                 self.assertEqual((summary["records"], summary["groups"], summary["duplicates"]), (11, 3, 6))

@@ -45,8 +45,15 @@ bool fingerprint_of(std::string_view key, FingerprintBytes& fingerprint) {
     return true;
 }
 
-std::string evidence_key(std::string_view fingerprint_key) {
+std::string shared_evidence_key(std::string_view fingerprint_key) {
     return fmt::format("idem:dups:{}", fingerprint_key.substr(k_fingerprint_prefix.size()));
+}
+
+std::string evidence_key(std::string_view fingerprint_key, const FirstCopy& first) {
+    auto shared = shared_evidence_key(fingerprint_key);
+    if (first.owner == k_no_owner) return shared;
+    return fmt::format("{}:{}:{}:{}:{}", shared, first.first_seen_us, first.line, first.batch,
+                       first.owner);
 }
 
 std::string confirmed_key(std::string_view owner) {
@@ -54,14 +61,15 @@ std::string confirmed_key(std::string_view owner) {
 }
 
 std::string encode_first_copy(const FirstCopy& first) {
-    return fmt::format("{} {} {} {} {}", first.first_seen_us, first.line, first.batch, first.owner,
-                       first.source);
+    return fmt::format("{} {} {} {} {} {}", first.first_seen_us, first.line, first.batch,
+                       first.expires_ms, first.owner, first.source);
 }
 
 std::optional<FirstCopy> decode_first_copy(std::string_view value) {
     FirstCopy first;
     if (!read_number(value, first.first_seen_us) || !read_number(value, first.line) ||
-        !read_number(value, first.batch))
+        !read_number(value, first.batch) || !read_number(value, first.expires_ms) ||
+        first.expires_ms < 0)
         return std::nullopt;
     auto space = value.find(' ');
     if (space == 0 || space == std::string_view::npos) return std::nullopt;

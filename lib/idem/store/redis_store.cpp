@@ -105,7 +105,7 @@ public:
         (void)now; // Redis expires keys itself
         std::vector<FingerprintResult> results(claims.size());
         if (claims.empty()) return results;
-        load_script(m_settle_script, k_settle_lua);
+        load_script(m_take_script, k_take_lua);
         if (!m_heartbeat)
             m_heartbeat = std::make_unique<detail::Heartbeat>(
                 seeds_of(m_location), m_location.database, m_location.describe(), m_owner);
@@ -117,7 +117,7 @@ public:
             keys.push_back(detail::fingerprint_key(scope, claim.fingerprint));
             values.push_back(
                 detail::encode_first_copy({claim.event_time.time_since_epoch().count(), claim.line,
-                                           m_batch, m_owner, claim.source}));
+                                           m_batch, expiry_ms(claim), m_owner, claim.source}));
         }
         std::vector<std::size_t> setting(claims.size());
         for (std::size_t i = 0; i < claims.size(); ++i)
@@ -158,8 +158,10 @@ public:
     // pipeline): see docs/dedup.md on what a crash can do with Redis.
     void release_fingerprint(std::string_view scope, const FingerprintBytes& fingerprint,
                              Timestamp) override {
+        // Its own evidence list, if it has one yet, is named after it and
+        // expires with it; no later first copy shares that name.
         auto key = detail::fingerprint_key(scope, fingerprint);
-        m_pending.push_back({"DEL", key, detail::evidence_key(key)});
+        m_pending.push_back({"DEL", key});
     }
 
     std::optional<Checkpoint> load_checkpoint(std::string_view name) override {
@@ -200,8 +202,9 @@ public:
     }
 
     // SCAN for the scope's fingerprints (one hash slot each), then each
-    // one's first copy and its evidence list, pipelined per page. A
-    // fingerprint an earlier idem kept as a hash is read as one.
+    // one's first copy, then its evidence list (named after the first copy),
+    // pipelined per page. A fingerprint an earlier idem kept as a hash is
+    // read as one.
     void for_each_fingerprint_record(
         std::string_view scope,
         const std::function<void(const FingerprintRecord&)>& visit) override {
@@ -221,22 +224,29 @@ public:
                 for (std::size_t i = 0; i < page->element[1]->elements; ++i) {
                     keys.push_back(string_of(page->element[1]->element[i]));
                     reads.push_back({{"GET", keys.back()}, keys.back()});
-                    reads.push_back(
-                        {{"LRANGE", detail::evidence_key(keys.back()), "0", "-1"}, keys.back()});
                 }
-                auto replies =
+                auto firsts =
                     m_redis.pipeline(reads, detail::Retry::safe, detail::ErrorReplies::returned);
+                std::vector<FingerprintRecord> records;
+                reads.clear();
                 for (std::size_t k = 0; k < keys.size(); ++k) {
                     FingerprintRecord record;
+                    std::string evidence;
                     if (!detail::fingerprint_of(keys[k], record.fingerprint) ||
-                        !read_first_copy(keys[k], replies[2 * k].get(), record))
+                        !read_first_copy(keys[k], firsts[k].get(), record, evidence))
                         continue; // not idem's, or expired between SCAN and GET
+                    records.push_back(std::move(record));
+                    reads.push_back({{"LRANGE", evidence, "0", "-1"}, keys[k]});
+                }
+                auto repeats = m_redis.pipeline(reads);
+                for (std::size_t k = 0; k < records.size(); ++k) {
+                    auto& record = records[k];
                     visit(record);
                     record.first = false;
-                    const auto& repeats = replies[2 * k + 1];
-                    if (repeats->type != REDIS_REPLY_ARRAY) continue;
-                    for (std::size_t i = 0; i < repeats->elements; ++i)
-                        if (detail::decode_evidence(string_of(repeats->element[i]), record))
+                    const auto* list = repeats[k].get();
+                    if (list->type != REDIS_REPLY_ARRAY) continue;
+                    for (std::size_t i = 0; i < list->elements; ++i)
+                        if (detail::decode_evidence(string_of(list->element[i]), record))
                             visit(record);
                 }
             } while (cursor != "0");
@@ -601,31 +611,23 @@ private:
                                       m_location.describe()));
     }
 
-    // Settles a fingerprint a claim met, if it still holds what was met
-    // (ARGV[1]); else answers {0, what it holds now}. KEYS[1] the first copy,
-    // KEYS[2] its evidence. 'count' (ARGV[2]) keeps ARGV[3] as evidence of a
-    // repeat and answers {copies so far}; 'take' makes ARGV[3] the first copy,
-    // expiring at ARGV[4] ms, and answers {1}. Evidence never outlives its
-    // first copy, so a first copy claimed anew starts without any.
-    static constexpr const char* k_settle_lua = R"lua(
+    // Makes ARGV[2] the first copy of KEYS[1], expiring at ARGV[3] ms, if it
+    // still holds what a claim met (ARGV[1]), dropping the evidence kept for
+    // that one (KEYS[2]); answers {1}, else {0, what it holds now}.
+    static constexpr const char* k_take_lua = R"lua(
 local v = redis.call('GET', KEYS[1])
 if v ~= ARGV[1] then return {0, v} end
-if ARGV[2] == 'count' then
-  local n = redis.call('RPUSH', KEYS[2], ARGV[3])
-  local ttl = redis.call('PTTL', KEYS[1])
-  if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
-  return {n + 1}
-end
 redis.call('DEL', KEYS[2])
-redis.call('SET', KEYS[1], ARGV[3], 'PXAT', ARGV[4])
+redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
 return {1}
 )lua";
 
     // A fingerprint an earlier idem kept as a hash (first_seen, count,
     // source, line, owner) becomes the string a claim reads now, with its
-    // expiry: confirmed when it had no owner, else batch 1 of its owner,
-    // which confirmed none under this layout (so it is asked). Its evidence
-    // list is the same. Answers 0 for a key of another type: not idem's.
+    // expiry: confirmed (owner "-") when it had no owner, so its repeats stay
+    // in the shared list it kept them in; else batch 1 of its owner, which
+    // confirmed none under this layout (so it is asked). Answers 0 for a key
+    // of another type: not idem's.
     static constexpr const char* k_convert_lua = R"lua(
 local t = redis.call('TYPE', KEYS[1]).ok
 if t == 'string' or t == 'none' then return 1 end -- another process converted it, or it expired
@@ -634,7 +636,13 @@ local h = redis.call('HMGET', KEYS[1], 'first_seen', 'source', 'line', 'owner')
 local ttl = redis.call('PTTL', KEYS[1])
 redis.call('DEL', KEYS[1])
 if not h[1] or ttl == -2 then return 1 end
-local value = h[1] .. ' ' .. (h[3] or '0') .. ' ' .. (h[4] and '1 ' .. h[4] or '0 -') .. ' ' .. (h[2] or '')
+local expires = 0
+if ttl > 0 then
+  local now = redis.call('TIME')
+  expires = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000) + ttl
+end
+local value = h[1] .. ' ' .. (h[3] or '0') .. ' ' .. (h[4] and '1 ' or '0 ') .. expires .. ' ' ..
+              (h[4] or '-') .. ' ' .. (h[2] or '')
 if ttl > 0 then
   redis.call('SET', KEYS[1], value, 'PX', ttl)
 else
@@ -672,9 +680,12 @@ if at >= seen then return {1, seen} end
 return keep()
 )lua";
 
-    // Judges the first copies the claims met (index, value), settling each
-    // with the settle script; answers the claims whose fingerprint vanished
-    // meanwhile, to be claimed again.
+    // Judges the first copies the claims met (index, value): a repeat is
+    // kept in that first copy's own evidence list (two plain commands, its
+    // count the list's length); a first copy claimed anew or taken over is
+    // replaced by the take script, only if it still holds what was met.
+    // Answers the claims whose fingerprint vanished meanwhile, to be claimed
+    // again.
     std::vector<std::size_t> settle_met(const std::vector<FingerprintClaim>& claims,
                                         const std::vector<std::string>& keys,
                                         const std::vector<std::string>& values,
@@ -697,84 +708,102 @@ return keep()
                 firsts.push_back(*first);
                 verdicts.push_back(verdict);
             }
-            if (!owners_to_ask.empty()) {
-                std::sort(owners_to_ask.begin(), owners_to_ask.end());
-                owners_to_ask.erase(std::unique(owners_to_ask.begin(), owners_to_ask.end()),
-                                    owners_to_ask.end());
-                read_confirmed_batches(owners_to_ask);
-            }
-            // Owners still behind on what was met: alive, the record is a
-            // repeat; dead, their confirmations are read once more, since a
-            // process that ends confirms its last batch before its heartbeat
-            // goes, and what is still unconfirmed is taken over.
-            std::map<std::string, bool, std::less<>> owner_alive;
-            for (std::size_t n = 0; n < met.size(); ++n) {
-                auto owner = std::string(firsts[n].owner);
-                if (verdicts[n] == detail::MetFirstCopy::ask_owner &&
-                    firsts[n].batch > m_confirmed_batches[owner] && !owner_alive.contains(owner))
-                    owner_alive[owner] = wait_for_verdict(owner);
-            }
-            std::vector<std::string> dead;
-            for (const auto& [owner, alive] : owner_alive)
-                if (!alive) dead.push_back(owner);
-            if (!dead.empty()) read_confirmed_batches(dead);
+            resolve_owners(firsts, verdicts, owners_to_ask);
             std::vector<RoutedCommand> batch;
-            std::vector<std::size_t> settling; // indexes into met
+            std::vector<std::size_t> settling; // indexes into met, one per reply read
+            std::vector<bool> counting;        // per settling: a repeat (else a take)
             for (std::size_t n = 0; n < met.size(); ++n) {
                 auto i = met[n].first;
-                auto verdict = verdicts[n];
-                if (verdict == detail::MetFirstCopy::ask_owner) {
-                    auto owner = std::string(firsts[n].owner);
-                    verdict = firsts[n].batch <= m_confirmed_batches[owner] || owner_alive[owner]
-                                  ? detail::MetFirstCopy::repeat
-                                  : detail::MetFirstCopy::claim_anew;
-                }
-                if (verdict == detail::MetFirstCopy::mine_again) {
+                if (verdicts[n] == detail::MetFirstCopy::mine_again) {
                     claimed(claims[i], results[i]);
                     continue;
                 }
+                auto evidence = detail::evidence_key(keys[i], firsts[n]);
                 settling.push_back(n);
-                if (verdict == detail::MetFirstCopy::repeat)
+                if (verdicts[n] == detail::MetFirstCopy::repeat) {
+                    counting.push_back(true);
                     batch.push_back(
-                        {{"EVALSHA", m_settle_script, "2", keys[i], detail::evidence_key(keys[i]),
-                          met[n].second, "count",
+                        {{"RPUSH", evidence,
                           detail::encode_evidence(claims[i].source, claims[i].line,
                                                   claims[i].event_time.time_since_epoch().count())},
                          keys[i]});
-                else
+                    // Expiring with its first copy (whose value says when).
+                    if (firsts[n].expires_ms > 0)
+                        batch.push_back(
+                            {{"PEXPIREAT", evidence, std::to_string(firsts[n].expires_ms)},
+                             keys[i]});
+                } else {
+                    counting.push_back(false);
                     batch.push_back(
-                        {{"EVALSHA", m_settle_script, "2", keys[i], detail::evidence_key(keys[i]),
-                          met[n].second, "take", values[i], std::to_string(expiry_ms(claims[i]))},
+                        {{"EVALSHA", m_take_script, "2", keys[i], evidence, met[n].second,
+                          values[i], std::to_string(expiry_ms(claims[i]))},
                          keys[i]});
+                }
             }
             auto replies = m_redis.pipeline(batch);
             std::vector<std::pair<std::size_t, std::string>> changed;
-            for (std::size_t r = 0; r < settling.size(); ++r) {
-                auto n = settling[r];
+            std::size_t r = 0;
+            for (std::size_t k = 0; k < settling.size(); ++k) {
+                auto n = settling[k];
                 auto i = met[n].first;
-                const auto* reply = replies[r].get();
-                if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1)
-                    throw unexpected_reply("a claim", reply);
-                auto answer = integer_of(reply->element[0]);
-                if (answer == 0) { // no longer what was met: look again
-                    if (reply->elements > 1 && reply->element[1]->type == REDIS_REPLY_STRING)
-                        changed.emplace_back(i, string_of(reply->element[1]));
-                    else
-                        vanished.push_back(i);
-                } else if (batch[r].arguments[6] == "take") {
-                    claimed(claims[i], results[i]);
-                } else {
+                const auto* reply = replies[r++].get();
+                if (counting[k]) {
+                    if (firsts[n].expires_ms > 0) ++r; // PEXPIREAT's
+                    if (reply->type != REDIS_REPLY_INTEGER)
+                        throw unexpected_reply("a repeat's evidence", reply);
                     auto& result = results[i];
                     result.first = false;
-                    result.seen_count = static_cast<std::uint64_t>(answer);
+                    result.seen_count = static_cast<std::uint64_t>(reply->integer) + 1;
                     result.first_seen = Timestamp(Duration(firsts[n].first_seen_us));
                     result.first_source = std::string(firsts[n].source);
                     result.first_line = firsts[n].line;
+                    continue;
+                }
+                if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1)
+                    throw unexpected_reply("a claim", reply);
+                if (integer_of(reply->element[0]) == 1) {
+                    claimed(claims[i], results[i]);
+                } else if (reply->elements > 1 && reply->element[1]->type == REDIS_REPLY_STRING) {
+                    changed.emplace_back(i, string_of(reply->element[1])); // look again
+                } else {
+                    vanished.push_back(i);
                 }
             }
             met = std::move(changed);
         }
         return vanished;
+    }
+
+    // Settles the claims that met another owner's unconfirmed batch: the
+    // owners' confirmations are read; an owner still behind and alive makes
+    // the record a repeat; a dead one's confirmations are read once more,
+    // since a process that ends confirms its last batch before its heartbeat
+    // goes, and what is still unconfirmed is taken over.
+    void resolve_owners(const std::vector<detail::FirstCopy>& firsts,
+                        std::vector<detail::MetFirstCopy>& verdicts,
+                        std::vector<std::string>& owners) {
+        if (owners.empty()) return;
+        std::sort(owners.begin(), owners.end());
+        owners.erase(std::unique(owners.begin(), owners.end()), owners.end());
+        read_confirmed_batches(owners);
+        std::map<std::string, bool, std::less<>> owner_alive;
+        for (std::size_t n = 0; n < firsts.size(); ++n) {
+            auto owner = std::string(firsts[n].owner);
+            if (verdicts[n] == detail::MetFirstCopy::ask_owner &&
+                firsts[n].batch > m_confirmed_batches[owner] && !owner_alive.contains(owner))
+                owner_alive[owner] = wait_for_verdict(owner);
+        }
+        std::vector<std::string> dead;
+        for (const auto& [owner, alive] : owner_alive)
+            if (!alive) dead.push_back(owner);
+        if (!dead.empty()) read_confirmed_batches(dead);
+        for (std::size_t n = 0; n < firsts.size(); ++n) {
+            if (verdicts[n] != detail::MetFirstCopy::ask_owner) continue;
+            auto owner = std::string(firsts[n].owner);
+            verdicts[n] = firsts[n].batch <= m_confirmed_batches[owner] || owner_alive[owner]
+                              ? detail::MetFirstCopy::repeat
+                              : detail::MetFirstCopy::claim_anew;
+        }
     }
 
     // The last batch each owner confirmed, read again for owners whose
@@ -829,15 +858,17 @@ return keep()
                                              m_location.describe(), keys[indexes[n]]));
     }
 
-    // A first copy as a string, or as the hash an earlier idem kept.
-    bool read_first_copy(const std::string& key, const redisReply* reply,
-                         FingerprintRecord& record) {
+    // A first copy as a string, or as the hash an earlier idem kept, and the
+    // list its repeats are kept in.
+    bool read_first_copy(const std::string& key, const redisReply* reply, FingerprintRecord& record,
+                         std::string& evidence) {
         if (reply->type == REDIS_REPLY_STRING) {
             auto first = detail::decode_first_copy(std::string_view(reply->str, reply->len));
             if (!first) return false;
             record.event_time = Timestamp(Duration(first->first_seen_us));
             record.source = std::string(first->source);
             record.line = first->line;
+            evidence = detail::evidence_key(key, *first);
             return true;
         }
         if (!error_starts(reply, "WRONGTYPE")) return false;
@@ -848,6 +879,7 @@ return keep()
         record.event_time = Timestamp(Duration(integer_of(fields->element[0])));
         record.source = string_of(fields->element[1]);
         record.line = static_cast<std::uint64_t>(integer_of(fields->element[2]));
+        evidence = detail::shared_evidence_key(key);
         return true;
     }
 
@@ -938,7 +970,7 @@ return keep()
 
     StoreLocation m_location;
     detail::RedisRouter m_redis;
-    std::string m_settle_script; // SHA1 of the loaded script
+    std::string m_take_script; // SHA1 of the loaded script
     std::string m_convert_script;
     std::string m_nonce_script;
     std::string m_replay_claim_script;

@@ -11,8 +11,10 @@
 // confirmed). A first copy whose batch is past its owner's confirmed one was
 // claimed but maybe never emitted: whoever meets it asks whether the owner
 // still lives (redis_liveness.hpp) and takes it over when it does not.
-// Repeats are kept as evidence in a list beside it, "idem:dups:{scope:hex}";
-// the hash tag keeps the two in one Redis Cluster slot.
+// Repeats are kept as evidence in a list of that first copy's own, named
+// after it ("idem:dups:{scope:hex}:..."), so a repeat is two plain commands
+// (RPUSH, PEXPIREAT) whose count cannot stray into a later first copy's; the
+// hash tag keeps every key of a fingerprint in one Redis Cluster slot.
 
 #include "idem/store/fingerprints.hpp"
 
@@ -27,8 +29,9 @@ namespace idem::store::detail {
                                           const FingerprintBytes& fingerprint);
 // The fingerprint in "idem:fp:{scope:hex}"; false when the key is not one.
 [[nodiscard]] bool fingerprint_of(std::string_view key, FingerprintBytes& fingerprint);
-// "idem:fp:{scope:hex}" -> "idem:dups:{scope:hex}"
-[[nodiscard]] std::string evidence_key(std::string_view fingerprint_key);
+// "idem:fp:{scope:hex}" -> "idem:dups:{scope:hex}", where an earlier idem
+// kept every repeat of the fingerprint.
+[[nodiscard]] std::string shared_evidence_key(std::string_view fingerprint_key);
 // "idem:confirmed:OWNER"
 [[nodiscard]] std::string confirmed_key(std::string_view owner);
 
@@ -36,17 +39,23 @@ namespace idem::store::detail {
 // kept fingerprints as hashes) had confirmed.
 inline constexpr std::string_view k_no_owner = "-";
 
-// What a first copy's key holds: "first_seen_us line batch owner source",
-// the source last (it may hold spaces; an owner id holds none).
+// What a first copy's key holds: "first_seen_us line batch expires_ms owner
+// source", the source last (it may hold spaces; an owner id holds none).
 struct FirstCopy {
     long long first_seen_us = 0; // its event time
     std::uint64_t line = 0;
-    std::uint64_t batch = 0; // of its owner's batches, counted from 1
+    std::uint64_t batch = 0;  // of its owner's batches, counted from 1
+    long long expires_ms = 0; // when the key expires (0: never), for its evidence
     std::string_view owner;
     std::string_view source;
 };
 [[nodiscard]] std::string encode_first_copy(const FirstCopy& first);
 [[nodiscard]] std::optional<FirstCopy> decode_first_copy(std::string_view value);
+
+// The list of this first copy's repeats: "idem:dups:{scope:hex}:first_seen_us:
+// line:batch:owner", or the shared list an earlier idem kept for a first copy
+// it had confirmed (owner k_no_owner).
+[[nodiscard]] std::string evidence_key(std::string_view fingerprint_key, const FirstCopy& first);
 
 // A repeat kept as evidence: "source:line event_time_us" (read from the
 // right: the source may hold colons and spaces).
