@@ -95,10 +95,10 @@ public:
     // read, so a batch costs one round trip, not one per record. A new
     // fingerprint is one `SET NX PXAT GET`; a fingerprint already there
     // comes back with the claim's reply and is judged here
-    // (judge_met_first_copy), then counted or claimed anew by a script that
-    // first checks it is still what was met. A first copy of another
-    // process's unconfirmed batch is counted once that owner is known to be
-    // alive, and taken over once it is known dead.
+    // (judge_met_first_copy), then counted as a repeat, or claimed anew by
+    // a script that first checks it is still what was met (settle_met). A
+    // first copy of another process's unconfirmed batch is counted once that
+    // owner is known to be alive, and taken over once it is known dead.
     std::vector<FingerprintResult> claim_fingerprints(std::string_view scope,
                                                       const std::vector<FingerprintClaim>& claims,
                                                       Timestamp now) override {
