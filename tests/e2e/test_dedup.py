@@ -502,6 +502,49 @@ class RedisEvidence(unittest.TestCase):
 
 
 @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
+class RedisBoundedEvidence(unittest.TestCase):
+    """Redis keeps an event's first 16 repeats and its latest as evidence,
+    then only counts them, as the SQLite store does: a rerun of a file whose
+    events are all duplicates does not grow the store by its size."""
+
+    def test_an_all_duplicate_rerun_grows_redis_only_up_to_a_bound(self):
+        with redis_server.running() as base:
+            uri = base + "/6"
+            port = base.rsplit(":", 1)[1]
+            events = ndjson([{"id": i} for i in range(200)])
+            for _ in range(20):
+                code, _, err = run(["dedup", "--key", "id", "--store", uri, "-q"], stdin=events)
+                self.assertEqual(code, 0, err)
+            lists = subprocess.run(["redis-cli", "-p", port, "-n", "6", "--scan", "--pattern", "idem:dups:*"],
+                                   capture_output=True, text=True).stdout.split()
+            self.assertEqual(len(lists), 200)
+            lengths = subprocess.run(["redis-cli", "-p", port, "-n", "6"], input="".join(f"LLEN {k}\n" for k in lists),
+                                     capture_output=True, text=True).stdout.split()
+            self.assertEqual(set(lengths), {"17"})  # 16 repeats and the latest, of 19
+            # Every copy still counted: the 21st copy of an event says so.
+            code, out, _ = run(["dedup", "--key", "id", "--store", uri, "--mark"], stdin=ndjson([{"id": 7}]))
+            self.assertEqual(json.loads(out)["_idem"]["dedup"]["seen_count"], 21)
+            code, out, err = run(["audit", "--store", uri, "--format", "json"])
+            self.assertEqual(code, 0, err)
+            # 20 copies of each (21 of one): the first, 16 repeats and the latest kept.
+            self.assertIn("401 more copies of 200 events were counted by dedup but not kept", err)
+            self.assertEqual(json.loads(out)["summary"]["records"], 200 * 18)
+
+    def test_counts_stay_exact_past_the_bound_within_a_run(self):
+        with redis_server.running() as base:
+            code, out, err = run(["dedup", "--key", "id", "--store", base + "/7", "--mark"],
+                                 stdin=ndjson([{"id": "storm"}] * 40))
+            self.assertEqual(code, 0, err)
+            self.assertEqual([json.loads(line)["_idem"]["dedup"]["seen_count"] for line in out.splitlines()],
+                             list(range(1, 41)))
+            code, out, err = run(["audit", "--store", base + "/7", "--format", "json"])
+            self.assertEqual(code, 0, err)
+            self.assertIn("22 more copies of 1 events were counted by dedup but not kept", err)
+            # The latest copy kept is the 40th record.
+            self.assertEqual(json.loads(out)["summary"]["records"], 18)
+
+
+@unittest.skipUnless(redis_server.available(), "redis-server is not installed")
 class RedisEarlierLayout(unittest.TestCase):
     """Fingerprints an earlier idem kept on Redis as hashes are judged as that
     idem judged them, and turned into the string form as claims meet them."""

@@ -37,6 +37,10 @@ struct FingerprintResult {
     std::uint64_t first_line = 0; // a first copy is where its claim says)
 };
 
+// Repeats of one event a store keeps as evidence, besides the latest; past
+// them the store still counts every copy (docs/dedup.md).
+inline constexpr std::uint64_t k_kept_repeats = 16;
+
 // One copy of an event as dedup recorded it: the first, or a repeat kept as
 // evidence of it (`audit --store` reads them).
 struct FingerprintRecord {

@@ -56,6 +56,12 @@ std::string evidence_key(std::string_view fingerprint_key, const FirstCopy& firs
                        first.owner);
 }
 
+std::string not_kept_key(std::string_view fingerprint_key, const FirstCopy& first) {
+    constexpr std::string_view k_evidence_prefix = "idem:dups:";
+    return fmt::format("idem:notkept:{}",
+                       evidence_key(fingerprint_key, first).substr(k_evidence_prefix.size()));
+}
+
 std::string confirmed_key(std::string_view owner) {
     return fmt::format("idem:confirmed:{}", owner);
 }

@@ -232,22 +232,30 @@ public:
                 for (std::size_t k = 0; k < keys.size(); ++k) {
                     FingerprintRecord record;
                     std::string evidence;
+                    std::string not_kept;
                     if (!detail::fingerprint_of(keys[k], record.fingerprint) ||
-                        !read_first_copy(keys[k], firsts[k].get(), record, evidence))
+                        !read_first_copy(keys[k], firsts[k].get(), record, evidence, not_kept))
                         continue; // not idem's, or expired between SCAN and GET
                     records.push_back(std::move(record));
                     reads.push_back({{"LRANGE", evidence, "0", "-1"}, keys[k]});
+                    reads.push_back({{"GET", not_kept}, keys[k]});
                 }
                 auto repeats = m_redis.pipeline(reads);
                 for (std::size_t k = 0; k < records.size(); ++k) {
                     auto& record = records[k];
                     visit(record);
                     record.first = false;
-                    const auto* list = repeats[k].get();
+                    const auto* list = repeats[2 * k].get();
                     if (list->type != REDIS_REPLY_ARRAY) continue;
-                    for (std::size_t i = 0; i < list->elements; ++i)
+                    // The list's last entry is the latest repeat; the ones
+                    // before it past the bound were only counted.
+                    auto not_kept =
+                        static_cast<std::uint64_t>(integer_of(repeats[2 * k + 1].get()));
+                    for (std::size_t i = 0; i < list->elements; ++i) {
+                        record.copies_not_kept = i + 1 == list->elements ? not_kept : 0;
                         if (detail::decode_evidence(string_of(list->element[i]), record))
                             visit(record);
+                    }
                 }
             } while (cursor != "0");
         }
@@ -622,6 +630,25 @@ redis.call('SET', KEYS[1], ARGV[2], 'PXAT', ARGV[3])
 return {1}
 )lua";
 
+    // Bounds an event's evidence list (KEYS[1]) to ARGV[2] entries, the
+    // first ones and the latest, counting what it drops in KEYS[2] (which
+    // expires at ARGV[1] ms; 0: never); answers what had been dropped
+    // before. Only a list past its bound is given to it, so it runs once per
+    // batch for an event already repeated that often, never for the others.
+    static constexpr const char* k_bound_lua = R"lua(
+local n = redis.call('LLEN', KEYS[1])
+local keep = tonumber(ARGV[2])
+local dropped = tonumber(redis.call('GET', KEYS[2]) or '0')
+if n > keep then
+  local latest = redis.call('LINDEX', KEYS[1], -1)
+  redis.call('LTRIM', KEYS[1], 0, keep - 2)
+  redis.call('RPUSH', KEYS[1], latest)
+  redis.call('INCRBY', KEYS[2], n - keep)
+  if ARGV[1] ~= '0' then redis.call('PEXPIREAT', KEYS[2], ARGV[1]) end
+end
+return dropped
+)lua";
+
     // A fingerprint an earlier idem kept as a hash (first_seen, count,
     // source, line, owner) becomes the string a claim reads now, with its
     // expiry: confirmed (owner "-") when it had no owner, so its repeats stay
@@ -742,6 +769,7 @@ return keep()
             }
             auto replies = m_redis.pipeline(batch);
             std::vector<std::pair<std::size_t, std::string>> changed;
+            std::vector<std::pair<std::size_t, std::size_t>> overflowing; // claim, met
             std::size_t r = 0;
             for (std::size_t k = 0; k < settling.size(); ++k) {
                 auto n = settling[k];
@@ -757,6 +785,8 @@ return keep()
                     result.first_seen = Timestamp(Duration(firsts[n].first_seen_us));
                     result.first_source = std::string(firsts[n].source);
                     result.first_line = firsts[n].line;
+                    if (static_cast<std::uint64_t>(reply->integer) > k_kept_repeats + 1)
+                        overflowing.push_back({i, n});
                     continue;
                 }
                 if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 1)
@@ -769,9 +799,47 @@ return keep()
                     vanished.push_back(i);
                 }
             }
+            bound_evidence(keys, firsts, overflowing, results);
             met = std::move(changed);
         }
         return vanished;
+    }
+
+    // Repeats past the ones an event keeps (the first k_kept_repeats and the
+    // latest): one bound script per event trims its list and counts what it
+    // dropped. A repeat's count is then its place when pushed plus what had
+    // been dropped before: every push of this batch came before its trim.
+    // (Another process trimming the same event in between makes a count
+    // that high too; docs/dedup.md.)
+    void bound_evidence(const std::vector<std::string>& keys,
+                        const std::vector<detail::FirstCopy>& firsts,
+                        const std::vector<std::pair<std::size_t, std::size_t>>& overflowing,
+                        std::vector<FingerprintResult>& results) {
+        if (overflowing.empty()) return;
+        load_script(m_bound_script, k_bound_lua);
+        std::map<std::string, std::size_t> script_of; // evidence list -> its script's reply
+        std::vector<RoutedCommand> batch;
+        std::vector<std::size_t> reply_of(overflowing.size());
+        for (std::size_t k = 0; k < overflowing.size(); ++k) {
+            auto [i, n] = overflowing[k];
+            auto evidence = detail::evidence_key(keys[i], firsts[n]);
+            auto [at, added] = script_of.try_emplace(evidence, batch.size());
+            reply_of[k] = at->second;
+            if (!added) continue;
+            batch.push_back(
+                {{"EVALSHA", m_bound_script, "2", evidence,
+                  detail::not_kept_key(keys[i], firsts[n]), std::to_string(firsts[n].expires_ms),
+                  std::to_string(k_kept_repeats + 1)},
+                 keys[i]});
+        }
+        auto replies = m_redis.pipeline(batch);
+        for (const auto& reply : replies)
+            if (reply->type != REDIS_REPLY_INTEGER)
+                throw unexpected_reply("a repeat's evidence", reply.get());
+        for (std::size_t k = 0; k < overflowing.size(); ++k)
+            // seen_count holds 1 + the place it was pushed at.
+            results[overflowing[k].first].seen_count +=
+                static_cast<std::uint64_t>(replies[reply_of[k]]->integer);
     }
 
     // Settles the claims that met another owner's unconfirmed batch: the
@@ -858,10 +926,10 @@ return keep()
                                              m_location.describe(), keys[indexes[n]]));
     }
 
-    // A first copy as a string, or as the hash an earlier idem kept, and the
-    // list its repeats are kept in.
+    // A first copy as a string, or as the hash an earlier idem kept, the
+    // list its repeats are kept in and the count of those the list dropped.
     bool read_first_copy(const std::string& key, const redisReply* reply, FingerprintRecord& record,
-                         std::string& evidence) {
+                         std::string& evidence, std::string& not_kept) {
         if (reply->type == REDIS_REPLY_STRING) {
             auto first = detail::decode_first_copy(std::string_view(reply->str, reply->len));
             if (!first) return false;
@@ -869,6 +937,7 @@ return keep()
             record.source = std::string(first->source);
             record.line = first->line;
             evidence = detail::evidence_key(key, *first);
+            not_kept = detail::not_kept_key(key, *first);
             return true;
         }
         if (!error_starts(reply, "WRONGTYPE")) return false;
@@ -879,7 +948,10 @@ return keep()
         record.event_time = Timestamp(Duration(integer_of(fields->element[0])));
         record.source = string_of(fields->element[1]);
         record.line = static_cast<std::uint64_t>(integer_of(fields->element[2]));
-        evidence = detail::shared_evidence_key(key);
+        detail::FirstCopy confirmed;
+        confirmed.owner = detail::k_no_owner;
+        evidence = detail::evidence_key(key, confirmed);
+        not_kept = detail::not_kept_key(key, confirmed);
         return true;
     }
 
@@ -971,6 +1043,7 @@ return keep()
     StoreLocation m_location;
     detail::RedisRouter m_redis;
     std::string m_take_script; // SHA1 of the loaded script
+    std::string m_bound_script;
     std::string m_convert_script;
     std::string m_nonce_script;
     std::string m_replay_claim_script;

@@ -139,7 +139,7 @@ TEST_CASE("repeats are kept as rows up to the bound; the first copy counts them 
         store->commit();
     }
     CHECK(count(file.path, "SELECT count(*) FROM fingerprint_log WHERE kind = 2") ==
-          static_cast<long long>(detail::k_kept_repeats));
+          static_cast<long long>(k_kept_repeats));
     CHECK(count(file.path, "SELECT repeats FROM fingerprint_repeats") ==
           static_cast<long long>(k_copies - 1));
     auto store = open_store(parse_store_uri(file.path));
@@ -154,12 +154,12 @@ TEST_CASE("repeats are kept as rows up to the bound; the first copy counts them 
     std::vector<FingerprintRecord> records;
     store->evidence().for_each_fingerprint_record(
         "s", [&](const FingerprintRecord& record) { records.push_back(record); });
-    REQUIRE(records.size() == 1 + detail::k_kept_repeats + 1);
+    REQUIRE(records.size() == 1 + k_kept_repeats + 1);
     CHECK(records.front().first);
     CHECK(records[1].line == 2);
     CHECK(records.back().line == 31);
     CHECK(records.back().event_time == at(100));
-    CHECK(records.back().copies_not_kept == k_copies - 1 - detail::k_kept_repeats);
+    CHECK(records.back().copies_not_kept == k_copies - 1 - k_kept_repeats);
     CHECK(records.back().fingerprint == key(1));
 }
 

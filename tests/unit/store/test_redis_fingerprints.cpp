@@ -83,8 +83,12 @@ TEST_CASE("keys: a fingerprint, its evidence and its owner's confirmations") {
     detail::FirstCopy later = first;
     later.first_seen_us = 9'000;
     CHECK(detail::evidence_key(key, later) != evidence);
+    // Past the repeats it keeps, the ones a list dropped are counted beside it.
+    CHECK(detail::not_kept_key(key, first) == "idem:notkept:" + key.substr(8) + ":1000:3:5:h:1:2");
+    CHECK(detail::key_slot(detail::not_kept_key(key, first)) == detail::key_slot(key));
     detail::FirstCopy settled{1'000, 3, 0, 0, detail::k_no_owner, "in.ndjson"};
     CHECK(detail::evidence_key(key, settled) == detail::shared_evidence_key(key));
+    CHECK(detail::not_kept_key(key, settled) == "idem:notkept:" + key.substr(8));
     CHECK(detail::shared_evidence_key(key) == "idem:dups:" + key.substr(8));
     // Every key of a fingerprint is in one Redis Cluster slot.
     CHECK(detail::key_slot(key) == detail::key_slot(evidence));

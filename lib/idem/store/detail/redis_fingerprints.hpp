@@ -56,6 +56,9 @@ struct FirstCopy {
 // line:batch:owner", or the shared list an earlier idem kept for a first copy
 // it had confirmed (owner k_no_owner).
 [[nodiscard]] std::string evidence_key(std::string_view fingerprint_key, const FirstCopy& first);
+// How many of its repeats its list no longer holds: "idem:notkept:..." with
+// the same suffix as its list.
+[[nodiscard]] std::string not_kept_key(std::string_view fingerprint_key, const FirstCopy& first);
 
 // A repeat kept as evidence: "source:line event_time_us" (read from the
 // right: the source may hold colons and spaces).

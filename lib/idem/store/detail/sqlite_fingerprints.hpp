@@ -29,10 +29,6 @@
 
 namespace idem::store::detail {
 
-// Repeats of one first copy kept as rows; past them a first copy's row still
-// counts every copy and says where the latest came from (docs/dedup.md).
-inline constexpr std::uint64_t k_kept_repeats = 16;
-
 // A first copy's row, as this transaction read or wrote it.
 struct FingerprintHead {
     FingerprintBytes fingerprint{};
