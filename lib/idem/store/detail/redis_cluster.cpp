@@ -109,11 +109,6 @@ std::optional<Redirect> redirect_of(const redisReply* reply) {
     return redirect;
 }
 
-bool error_starts(const redisReply* reply, std::string_view prefix) {
-    return reply && reply->type == REDIS_REPLY_ERROR &&
-           std::string_view(reply->str, reply->len).starts_with(prefix);
-}
-
 // A connection to one node, opened on first use.
 struct Node {
     RedisEndpoint endpoint;
@@ -133,6 +128,11 @@ struct Node {
 };
 
 } // namespace
+
+bool error_starts(const redisReply* reply, std::string_view prefix) {
+    return reply && reply->type == REDIS_REPLY_ERROR &&
+           std::string_view(reply->str, reply->len).starts_with(prefix);
+}
 
 std::uint16_t key_slot(std::string_view key) {
     auto open = key.find('{');
@@ -267,14 +267,12 @@ struct RedisRouter::Impl {
             lost(node);
     }
 
+    // Only a read that finds commands still to send writes (hiredis sends
+    // them first), so only that one holds SIGPIPE back: holding it costs
+    // four system calls, more than reading a pipelined reply.
     Reply read(Node& node) {
-        PipeSignalHeld held;
-        return read_held(node);
-    }
-
-    // read() for a caller that holds SIGPIPE back itself, once for many
-    // replies: holding it costs four system calls, more than a reply.
-    Reply read_held(Node& node) {
+        std::optional<PipeSignalHeld> held;
+        if (sdslen(node.context->obuf) > 0) held.emplace();
         void* raw = nullptr;
         if (redisGetReply(node.context, &raw) != REDIS_OK || raw == nullptr) lost(node);
         return Reply(static_cast<redisReply*>(raw));
@@ -298,14 +296,6 @@ struct RedisRouter::Impl {
     void append_formatted(Node& node, const std::string& commands) {
         if (redisAppendFormattedCommand(node.context, commands.data(), commands.size()) != REDIS_OK)
             lost(node);
-    }
-
-    // Appends and writes what is pending on the connection.
-    void send_now(Node& node, const std::string& commands) {
-        append_formatted(node, commands);
-        int done = 0;
-        while (!done)
-            if (redisBufferWrite(node.context, &done) != REDIS_OK) lost(node);
     }
 
     // Commands were sent on it and it went away: what ran is not known.
@@ -525,9 +515,6 @@ std::vector<Reply> RedisRouter::pipeline(const std::vector<RoutedCommand>& comma
     return m_impl->retrying(retry, [&] { return pipeline_once(commands, errors); });
 }
 
-// How much of a pipeline is formatted before it is written to its node.
-constexpr std::size_t k_send_every = 16 * 1024;
-
 std::vector<Reply> RedisRouter::pipeline_once(const std::vector<RoutedCommand>& commands,
                                               ErrorReplies errors) {
     auto& impl = *m_impl;
@@ -547,22 +534,12 @@ std::vector<Reply> RedisRouter::pipeline_once(const std::vector<RoutedCommand>& 
         if (batch == batches.end()) batch = batches.insert(batches.end(), Batch{node, {}, {}});
         batch->indexes.push_back(i);
         Impl::format_command(batch->commands, commands[i].arguments);
-        // Sent as it grows: the node works on the first commands while the
-        // rest are formatted.
-        if (batch->commands.size() >= k_send_every) {
-            PipeSignalHeld held;
-            impl.send_now(*batch->node, batch->commands);
-            batch->commands.clear();
-        }
     }
-    {
-        PipeSignalHeld held;
-        for (auto& batch : batches)
-            impl.append_formatted(*batch.node, batch.commands);
-        for (auto& batch : batches)
-            for (auto i : batch.indexes)
-                replies[i] = impl.read_held(*batch.node);
-    }
+    for (auto& batch : batches)
+        impl.append_formatted(*batch.node, batch.commands);
+    for (auto& batch : batches)
+        for (auto i : batch.indexes)
+            replies[i] = impl.read(*batch.node);
     for (std::size_t i = 0; i < commands.size(); ++i)
         replies[i] =
             impl.settle(std::move(replies[i]), commands[i].arguments, commands[i].key, errors);
