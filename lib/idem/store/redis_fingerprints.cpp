@@ -1,5 +1,7 @@
 #include "idem/store/detail/redis_fingerprints.hpp"
 
+#include "idem/store/detail/redis_text.hpp"
+
 #include <charconv>
 #include <fmt/format.h>
 
@@ -8,14 +10,6 @@ namespace idem::store::detail {
 namespace {
 
 constexpr std::string_view k_fingerprint_prefix = "idem:fp:";
-
-// Reads a number and the one space after it.
-template <typename Number> bool read_number(std::string_view& text, Number& number) {
-    auto [next, error] = std::from_chars(text.data(), text.data() + text.size(), number);
-    if (error != std::errc{} || next == text.data() + text.size() || *next != ' ') return false;
-    text.remove_prefix(static_cast<std::size_t>(next - text.data()) + 1);
-    return true;
-}
 
 } // namespace
 
@@ -73,8 +67,8 @@ std::string encode_first_copy(const FirstCopy& first) {
 
 std::optional<FirstCopy> decode_first_copy(std::string_view value) {
     FirstCopy first;
-    if (!read_number(value, first.first_seen_us) || !read_number(value, first.line) ||
-        !read_number(value, first.batch) || !read_number(value, first.expires_ms) ||
+    if (!read_number(value, first.first_seen_us, ' ') || !read_number(value, first.line, ' ') ||
+        !read_number(value, first.batch, ' ') || !read_number(value, first.expires_ms, ' ') ||
         first.expires_ms < 0)
         return std::nullopt;
     auto space = value.find(' ');

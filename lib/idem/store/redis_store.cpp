@@ -140,7 +140,7 @@ public:
                     claimed(claims[i], results[i]);
                 else if (reply->type == REDIS_REPLY_STRING)
                     met.emplace_back(i, string_of(reply));
-                else if (error_starts(reply, "WRONGTYPE"))
+                else if (detail::error_starts(reply, "WRONGTYPE"))
                     hashes.push_back(i);
                 else
                     throw unexpected_reply("a claim", reply);
@@ -737,8 +737,7 @@ return keep()
             }
             resolve_owners(firsts, verdicts, owners_to_ask);
             std::vector<RoutedCommand> batch;
-            std::vector<std::size_t> settling; // indexes into met, one per reply read
-            std::vector<bool> counting;        // per settling: a repeat (else a take)
+            std::vector<std::size_t> settling; // indexes into met, in the order sent
             for (std::size_t n = 0; n < met.size(); ++n) {
                 auto i = met[n].first;
                 if (verdicts[n] == detail::MetFirstCopy::mine_again) {
@@ -748,7 +747,6 @@ return keep()
                 auto evidence = detail::evidence_key(keys[i], firsts[n]);
                 settling.push_back(n);
                 if (verdicts[n] == detail::MetFirstCopy::repeat) {
-                    counting.push_back(true);
                     batch.push_back(
                         {{"RPUSH", evidence,
                           detail::encode_evidence(claims[i].source, claims[i].line,
@@ -759,8 +757,7 @@ return keep()
                         batch.push_back(
                             {{"PEXPIREAT", evidence, std::to_string(firsts[n].expires_ms)},
                              keys[i]});
-                } else {
-                    counting.push_back(false);
+                } else { // claim_anew: resolve_owners left no ask_owner
                     batch.push_back(
                         {{"EVALSHA", m_take_script, "2", keys[i], evidence, met[n].second,
                           values[i], std::to_string(expiry_ms(claims[i]))},
@@ -775,7 +772,7 @@ return keep()
                 auto n = settling[k];
                 auto i = met[n].first;
                 const auto* reply = replies[r++].get();
-                if (counting[k]) {
+                if (verdicts[n] == detail::MetFirstCopy::repeat) {
                     if (firsts[n].expires_ms > 0) ++r; // PEXPIREAT's
                     if (reply->type != REDIS_REPLY_INTEGER)
                         throw unexpected_reply("a repeat's evidence", reply);
@@ -940,7 +937,7 @@ return keep()
             not_kept = detail::not_kept_key(key, *first);
             return true;
         }
-        if (!error_starts(reply, "WRONGTYPE")) return false;
+        if (!detail::error_starts(reply, "WRONGTYPE")) return false;
         auto fields = m_redis.command({"HMGET", key, "first_seen", "source", "line"}, key);
         if (fields->type != REDIS_REPLY_ARRAY || fields->elements != 3 ||
             fields->element[0]->type != REDIS_REPLY_STRING)
@@ -958,7 +955,7 @@ return keep()
     [[nodiscard]] StoreError unexpected_reply(std::string_view to, const redisReply* reply) const {
         // SET ... NX GET came with Redis 7.0; an older server calls it a
         // syntax error.
-        if (error_starts(reply, "ERR syntax error"))
+        if (detail::error_starts(reply, "ERR syntax error"))
             return StoreError(fmt::format("store {}: Redis 7.0 or later is needed (SET NX GET)",
                                           m_location.describe()));
         return StoreError(
@@ -968,12 +965,7 @@ return keep()
                             : std::string()));
     }
 
-    static bool error_starts(const redisReply* reply, std::string_view prefix) {
-        return reply->type == REDIS_REPLY_ERROR &&
-               std::string_view(reply->str, reply->len).starts_with(prefix);
-    }
-
-    // Whether the owner of a lease met is alive: its heartbeat changes, or
+    // Whether the owner of a claim met is alive: its heartbeat changes, or
     // stays silent long enough to mean it died. Waits at most about
     // k_silence_is_death, once per owner this process meets.
     bool wait_for_verdict(const std::string& owner) {

@@ -1,23 +1,11 @@
 #include "idem/store/detail/redis_verdicts.hpp"
 
+#include "idem/store/detail/redis_text.hpp"
+
 #include <charconv>
 #include <fmt/format.h>
 
 namespace idem::store::detail {
-
-namespace {
-
-// Reads a number and the one separator after it.
-template <typename Number>
-bool read_number(std::string_view& text, Number& number, char separator) {
-    auto [next, error] = std::from_chars(text.data(), text.data() + text.size(), number);
-    if (error != std::errc{} || next == text.data() + text.size() || *next != separator)
-        return false;
-    text.remove_prefix(static_cast<std::size_t>(next - text.data()) + 1);
-    return true;
-}
-
-} // namespace
 
 std::string verdicts_key(std::string_view scope) {
     return fmt::format("idem:verdicts:{{{}}}", scope);

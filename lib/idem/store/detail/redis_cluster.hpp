@@ -25,6 +25,10 @@ namespace idem::store::detail {
 // key, modulo 16384.
 [[nodiscard]] std::uint16_t key_slot(std::string_view key);
 
+// Whether a reply is an error whose text starts with `prefix`
+// ("WRONGTYPE", "LOADING").
+[[nodiscard]] bool error_starts(const redisReply* reply, std::string_view prefix);
+
 struct RedisEndpoint {
     std::string host;
     int port = 6379;
