@@ -28,8 +28,11 @@ def free_port():
         return port
 
 
-def cli(port, *args, timeout=10):
+def cli(port, *args, timeout=10, commands=None):
+    """redis-cli's output; `commands`, one per line, run by one redis-cli
+    (a process per key would be slow)."""
     return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True,
+                          input="".join(f"{c}\n" for c in commands) if commands is not None else None,
                           timeout=timeout).stdout
 
 

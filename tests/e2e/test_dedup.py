@@ -10,6 +10,7 @@ import threading
 import time
 import unittest
 
+import redis_cluster
 import redis_server
 from harness import IDEM, run
 
@@ -413,15 +414,12 @@ class RedisLeases(unittest.TestCase):
 
     @staticmethod
     def redis(port, commands):
-        # One redis-cli for all of them: a process per key would be slow.
-        return subprocess.run(["redis-cli", "-p", port, "-n", "4"], input="".join(f"{c}\n" for c in commands),
-                              capture_output=True, text=True).stdout.splitlines()
+        return redis_cluster.cli(port, "-n", "4", commands=commands, timeout=60).splitlines()
 
     def first_copies(self, uri):
         """(owner, batch, ttl_ms, owner's confirmed batch or 0) per fingerprint."""
         port = uri.rsplit(":", 1)[1].split("/")[0]
-        keys = subprocess.run(["redis-cli", "-p", port, "-n", "4", "--scan", "--pattern", "idem:fp:*"],
-                              capture_output=True, text=True).stdout.split()
+        keys = redis_cluster.cli(port, "-n", "4", "--scan", "--pattern", "idem:fp:*", timeout=60).split()
         values = self.redis(port, [f"GET {key}" for key in keys])
         ttls = [int(t) for t in self.redis(port, [f"PTTL {key}" for key in keys])]
         # "first_seen_us line batch expires_ms owner source"
@@ -515,11 +513,9 @@ class RedisBoundedEvidence(unittest.TestCase):
             for _ in range(20):
                 code, _, err = run(["dedup", "--key", "id", "--store", uri, "-q"], stdin=events)
                 self.assertEqual(code, 0, err)
-            lists = subprocess.run(["redis-cli", "-p", port, "-n", "6", "--scan", "--pattern", "idem:dups:*"],
-                                   capture_output=True, text=True).stdout.split()
+            lists = redis_cluster.cli(port, "-n", "6", "--scan", "--pattern", "idem:dups:*").split()
             self.assertEqual(len(lists), 200)
-            lengths = subprocess.run(["redis-cli", "-p", port, "-n", "6"], input="".join(f"LLEN {k}\n" for k in lists),
-                                     capture_output=True, text=True).stdout.split()
+            lengths = redis_cluster.cli(port, "-n", "6", commands=[f"LLEN {k}" for k in lists]).split()
             self.assertEqual(set(lengths), {"17"})  # 16 repeats and the latest, of 19
             # Every copy still counted: the 21st copy of an event says so.
             code, out, _ = run(["dedup", "--key", "id", "--store", uri, "--mark"], stdin=ndjson([{"id": 7}]))
@@ -549,10 +545,6 @@ class RedisEarlierLayout(unittest.TestCase):
     """Fingerprints an earlier idem kept on Redis as hashes are judged as that
     idem judged them, and turned into the string form as claims meet them."""
 
-    @staticmethod
-    def cli(port, *args):
-        return subprocess.run(["redis-cli", "-p", str(port), *args], capture_output=True, text=True).stdout
-
     def test_a_redis_store_written_with_hashes_opens_and_judges_as_it_did(self):
         # stores/dedup-redis-hashes.rdb was saved by a Redis that idem at
         # commit 4358445 (fingerprints as hashes, a lease and a confirmation
@@ -566,7 +558,7 @@ class RedisEarlierLayout(unittest.TestCase):
             server = redis_server.start(port, directory, "--dbfilename", "dump.rdb")
             try:
                 uri = f"redis://127.0.0.1:{port}"
-                self.assertIn("hash", self.cli(port, "TYPE", "idem:fp:{default:5728b55cb7ae66ad64aed92f3e2cabdc}"))
+                self.assertIn("hash", redis_cluster.cli(port, "TYPE", "idem:fp:{default:5728b55cb7ae66ad64aed92f3e2cabdc}"))
                 code, out, err = run(["audit", "--store", uri, "--format", "json"])
                 self.assertEqual(code, 0, err)
                 summary = json.loads(out)["summary"]
@@ -584,7 +576,7 @@ class RedisEarlierLayout(unittest.TestCase):
                                    json.loads(line)["_idem"]["dedup"]["duplicate_of"]) for line in out.splitlines()],
                                  [(3, "other.ndjson:1"), (2, "other.ndjson:2")])
                 # Met by a claim: now a string, its place and evidence kept.
-                value = self.cli(port, "GET", "idem:fp:{default:5728b55cb7ae66ad64aed92f3e2cabdc}").split(" ")
+                value = redis_cluster.cli(port, "GET", "idem:fp:{default:5728b55cb7ae66ad64aed92f3e2cabdc}").split(" ")
                 self.assertEqual(value[1:3] + value[4:], ["1", "0", "-", "day1.ndjson\n"])
                 self.assertGreater(int(value[3]), time.time() * 1000 + 3e12)  # still expiring in ~100 years
                 code, out, err = run(["audit", "--store", uri, "--format", "json"])
@@ -594,11 +586,11 @@ class RedisEarlierLayout(unittest.TestCase):
                 # A lease as that idem's claim script left it for a process
                 # killed before it confirmed: taken over, so the event is emitted.
                 run(["dedup", "--key", "id", "--store", uri, "--scope", "leased", "-q"], stdin=ndjson([{"id": "e"}]))
-                key = self.cli(port, "--scan", "--pattern", "idem:fp:{leased:*").split()[0]
-                self.cli(port, "DEL", key)
-                self.cli(port, "HSET", key, "first_seen", "1700000000000000", "count", "1", "source", "old.ndjson",
+                key = redis_cluster.cli(port, "--scan", "--pattern", "idem:fp:{leased:*").split()[0]
+                redis_cluster.cli(port, "DEL", key)
+                redis_cluster.cli(port, "HSET", key, "first_seen", "1700000000000000", "count", "1", "source", "old.ndjson",
                          "line", "3", "owner", "oldhost:4242:1700000000000000")
-                self.cli(port, "PEXPIRE", key, "60000")
+                redis_cluster.cli(port, "PEXPIRE", key, "60000")
                 code, out, err = run(["dedup", "--key", "id", "--store", uri, "--scope", "leased", "--mark", "-q"],
                                      stdin=ndjson([{"id": "e"}, {"id": "e"}]))
                 self.assertEqual(code, 0, err)
