@@ -6,6 +6,8 @@
 // a far-away hash code, and divided by a prime twice (reconcile and states
 // spent half their time there).
 
+#include "idem/util/prefetch.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -32,7 +34,7 @@ public:
     [[nodiscard]] std::optional<std::uint32_t> find(std::string_view key, std::uint64_t hash) const;
     // Asks the CPU for the table slot of a key looked up soon.
     void prefetch(std::uint64_t hash) const {
-        if (!m_slots.empty()) __builtin_prefetch(&m_slots[hash & (m_slots.size() - 1)]);
+        if (!m_slots.empty()) idem::prefetch(&m_slots[hash & (m_slots.size() - 1)]);
     }
     // A second step, once that slot is in the cache: the index of the key
     // with this hash if it sits in its home slot (most do), its name asked
@@ -42,7 +44,7 @@ public:
         if (m_slots.empty()) return std::nullopt;
         const auto& slot = m_slots[hash & (m_slots.size() - 1)];
         if (slot.index_plus_one == 0 || slot.hash != hash) return std::nullopt;
-        __builtin_prefetch(m_arena.data() + slot.offset);
+        idem::prefetch(m_arena.data() + slot.offset);
         return slot.index_plus_one - 1;
     }
 

@@ -14,6 +14,7 @@
 
 #include "idem/store/detail/fingerprint_table.hpp" // map_zeroed
 #include "idem/store/fingerprints.hpp"
+#include "idem/util/prefetch.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -66,7 +67,7 @@ public:
     // Starts loading the key's home slot: a batch prefetches some claims
     // ahead, as a random probe into a large table misses the caches.
     void prefetch(const FingerprintBytes& key) const {
-        if (m_capacity != 0) __builtin_prefetch(&m_slots[home(bits_of(key))]);
+        if (m_capacity != 0) idem::prefetch(&m_slots[home(bits_of(key))]);
     }
 
     // Records `seq` as the key's first copy at `place`, found by find() with
