@@ -31,33 +31,54 @@ std::optional<Finding> parse_finding(std::string_view name) {
 Checker::Checker(const Machine& machine, bool track_changes)
     : m_machine(machine), m_track_changes(track_changes) {
     intern("");
-    for (const auto& state : machine.states)
-        intern(state);
+    for (const auto& state : machine.states) {
+        auto id = intern(state);
+        if (m_declared.find_or_add(state).second) m_declared_ids.push_back(id);
+    }
+    m_dense = static_cast<std::uint32_t>(m_names.size());
+    m_dense_allowed.assign(std::size_t{m_dense} * m_dense, 0);
+    m_dense_transitions.assign(std::size_t{m_dense} * m_dense, 0);
 }
 
 std::uint32_t Checker::intern(std::string_view name) {
     auto [id, added] = m_name_ids.find_or_add(name);
     if (added) {
-        m_names.emplace_back(name);
+        m_names.emplace_back(m_name_texts.emplace_back(name));
         m_facts.push_back(
             {m_machine.knows(name), m_machine.is_initial(name), m_machine.is_final(name)});
     }
     return id;
 }
 
-bool Checker::allows(std::uint32_t from, std::uint32_t to, std::string_view operation) {
-    auto edge = (static_cast<std::uint64_t>(from) << 32) | to;
-    auto found = m_allowed.find(edge);
-    if (found == m_allowed.end()) {
+Checker::Allowed Checker::allowed_edge(std::uint32_t from, std::uint32_t to) {
+    auto ask_machine = [&] {
         const auto& from_name = m_names[from];
         const auto& to_name = m_names[to];
         // An edge with an unlabelled transition allows any operation.
-        auto allowed = !m_machine.has_edge(from_name, to_name)    ? Allowed::never
-                       : m_machine.allows(from_name, to_name, {}) ? Allowed::always
-                                                                  : Allowed::by_operation;
-        found = m_allowed.emplace(edge, allowed).first;
+        return !m_machine.has_edge(from_name, to_name)    ? Allowed::never
+               : m_machine.allows(from_name, to_name, {}) ? Allowed::always
+                                                          : Allowed::by_operation;
+    };
+    if (from < m_dense && to < m_dense) {
+        auto& cell = m_dense_allowed[std::size_t{from} * m_dense + to];
+        if (cell == 0) cell = static_cast<std::uint8_t>(ask_machine()) + 1;
+        return static_cast<Allowed>(cell - 1);
     }
-    switch (found->second) {
+    auto edge = (static_cast<std::uint64_t>(from) << 32) | to;
+    auto found = m_allowed.find(edge);
+    if (found == m_allowed.end()) found = m_allowed.emplace(edge, ask_machine()).first;
+    return found->second;
+}
+
+void Checker::count_transition(std::uint32_t from, std::uint32_t to) {
+    if (from < m_dense && to < m_dense)
+        ++m_dense_transitions[std::size_t{from} * m_dense + to];
+    else
+        ++m_transitions[(static_cast<std::uint64_t>(from) << 32) | to];
+}
+
+bool Checker::allows(std::uint32_t from, std::uint32_t to, std::string_view operation) {
+    switch (allowed_edge(from, to)) {
     case Allowed::always:
         return true;
     case Allowed::never:
@@ -97,7 +118,7 @@ Judgement Checker::judge(const Event& event) {
 Judgement Checker::judge(const Event& event, std::uint32_t id) {
     Judgement judgement;
     auto& state = m_entities[id];
-    auto to = intern(event.state);
+    auto to = event.state_id != 0 ? event.state_id : intern(event.state);
     if (m_first_states.size() < m_names.size()) {
         m_first_states.resize(m_names.size());
         m_last_states.resize(m_names.size());
@@ -115,7 +136,7 @@ Judgement Checker::judge(const Event& event, std::uint32_t id) {
                             quote(event.entity), quote(event.state)));
     } else {
         judgement.from = from_name;
-        ++m_transitions[(static_cast<std::uint64_t>(state.state) << 32) | to];
+        count_transition(state.state, to);
         bool after_final = m_facts[state.state].final;
         if (after_final)
             add(judgement, Finding::after_final,
@@ -231,8 +252,8 @@ std::vector<Checker::Stuck> Checker::stuck(Timestamp now, Duration stuck_after) 
     for (std::uint32_t id = 0; id < m_entities.size(); ++id) {
         const auto& state = m_entities[id];
         if (state.events > 0 && !m_facts[state.state].final && now - state.last_at >= stuck_after)
-            found.push_back(
-                {std::string(m_entity_ids.name(id)), m_names[state.state], state.last_at});
+            found.push_back({std::string(m_entity_ids.name(id)), std::string(m_names[state.state]),
+                             state.last_at});
     }
     std::sort(found.begin(), found.end(), [](const Stuck& a, const Stuck& b) {
         return std::tie(a.since, a.entity) < std::tie(b.since, b.entity);
@@ -288,11 +309,18 @@ std::vector<std::pair<std::string, EntityState>> Checker::take_changed() {
 
 Observed Checker::observed() const {
     Observed observed;
+    for (std::uint32_t from = 0; from < m_dense; ++from)
+        for (std::uint32_t to = 0; to < m_dense; ++to)
+            if (auto count = m_dense_transitions[std::size_t{from} * m_dense + to])
+                observed.transitions[{std::string(m_names[from]), std::string(m_names[to])}] +=
+                    count;
     for (const auto& [edge, count] : m_transitions)
-        observed.transitions[{m_names[edge >> 32], m_names[edge & 0xffffffffU]}] += count;
+        observed.transitions[{std::string(m_names[edge >> 32]),
+                              std::string(m_names[edge & 0xffffffffU])}] += count;
     for (std::size_t i = 0; i < m_first_states.size(); ++i) {
-        if (m_first_states[i] > 0) observed.first_states[m_names[i]] = m_first_states[i];
-        if (m_last_states[i] > 0) observed.last_states[m_names[i]] = m_last_states[i];
+        if (m_first_states[i] > 0)
+            observed.first_states[std::string(m_names[i])] = m_first_states[i];
+        if (m_last_states[i] > 0) observed.last_states[std::string(m_names[i])] = m_last_states[i];
     }
     return observed;
 }

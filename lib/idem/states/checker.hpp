@@ -6,10 +6,12 @@
 
 #include "idem/states/machine.hpp"
 #include "idem/util/key_index.hpp"
+#include "idem/util/prefetch.hpp"
 #include "idem/util/time.hpp"
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,6 +48,8 @@ struct Event {
     std::string_view position; // "file:line"
     // KeyIndex::hash_of(entity), when the caller has it already (0: not yet).
     std::uint64_t entity_hash = 0;
+    // Checker::declared_state(state), when the caller has it already (0: not yet).
+    std::uint32_t state_id = 0;
 };
 
 // What an entity has come to, in names (for the store and reports).
@@ -60,9 +64,10 @@ struct EntityState {
 
 // The verdict on one event.
 struct Judgement {
-    std::optional<std::string> from; // the entity's state before it; none: its first event
-    std::vector<Finding> findings;   // empty: fine
-    std::string detail;              // why, in words, for the first finding
+    // The entity's state before it (a name the checker keeps); none: its first event.
+    std::optional<std::string_view> from;
+    std::vector<Finding> findings; // empty: fine
+    std::string detail;            // why, in words, for the first finding
 };
 
 class Checker {
@@ -105,13 +110,21 @@ public:
         entity(event, id);
         return id;
     }
+    // The id of a state the machine declares, for Event::state_id; 0 for
+    // any other name. Never changes after construction, so the run's
+    // worker threads ask it while the checker judges: one lookup per event
+    // less on the thread that judges.
+    [[nodiscard]] std::uint32_t declared_state(std::string_view name) const {
+        auto found = m_declared.find(name);
+        return found ? m_declared_ids[*found] : 0;
+    }
     // Asks the CPU for an entity judged soon (by its KeyIndex hash).
     void prefetch(std::uint64_t entity_hash) const { m_entity_ids.prefetch(entity_hash); }
     // The second step, a few events later: the entity's index if the
     // index can tell without waiting, its state asked for too.
     std::optional<std::uint32_t> prefetch_state(std::uint64_t entity_hash) const {
         auto id = m_entity_ids.peek(entity_hash);
-        if (id && *id < m_entities.size()) __builtin_prefetch(&m_entities[*id]);
+        if (id && *id < m_entities.size()) idem::prefetch(&m_entities[*id]);
         return id;
     }
     // Entities whose state changed since the last call (to save).
@@ -150,6 +163,8 @@ private:
     Entity& entity(const Event& event, std::uint32_t& id);
     std::uint32_t intern(std::string_view name);
     [[nodiscard]] bool allows(std::uint32_t from, std::uint32_t to, std::string_view operation);
+    [[nodiscard]] Allowed allowed_edge(std::uint32_t from, std::uint32_t to);
+    void count_transition(std::uint32_t from, std::uint32_t to);
     void add(Judgement& judgement, Finding finding, std::string detail);
     void changed(std::uint32_t id);
     [[nodiscard]] EntityState named(const Entity& entity) const;
@@ -157,10 +172,21 @@ private:
     const Machine& m_machine;
     bool m_track_changes;
     KeyIndex m_entity_ids;
-    std::vector<Entity> m_entities;                       // by index in m_entity_ids
-    KeyIndex m_name_ids;                                  // state and operation names
-    std::vector<std::string> m_names;                     // by id; 0 is ""
-    std::vector<NameFacts> m_facts;                       // by id
+    std::vector<Entity> m_entities; // by index in m_entity_ids
+    KeyIndex m_name_ids;            // state and operation names
+    // By id; 0 is "". Views of m_name_texts, a deque: a Judgement's `from`
+    // points at a name, and interning another must not move it.
+    std::vector<std::string_view> m_names;
+    std::deque<std::string> m_name_texts;
+    std::vector<NameFacts> m_facts;            // by id
+    KeyIndex m_declared;                       // the machine's states
+    std::vector<std::uint32_t> m_declared_ids; // their ids in m_name_ids
+    // Between the names known at construction (ids below m_dense: "" and
+    // the machine's states), what is allowed and how often it was seen
+    // are kept in from * m_dense + to tables; others in the maps below.
+    std::uint32_t m_dense = 0;
+    std::vector<std::uint8_t> m_dense_allowed; // Allowed + 1; 0: not asked yet
+    std::vector<std::uint64_t> m_dense_transitions;
     std::unordered_map<std::uint64_t, Allowed> m_allowed; // from << 32 | to
     std::vector<std::uint32_t> m_changed;
     std::unordered_map<std::uint64_t, std::uint64_t> m_transitions; // from << 32 | to

@@ -15,6 +15,7 @@
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/key_index.hpp"
+#include "idem/util/prefetch.hpp"
 #include "idem/util/string_map.hpp"
 #include "idem/util/text.hpp"
 
@@ -38,6 +39,7 @@ struct Outcome {
                   operation_size = 0; // in BlockResult::texts
     std::optional<std::int64_t> version;
     std::uint64_t entity_hash = 0; // KeyIndex::hash_of(entity), computed by the worker
+    std::uint32_t state_id = 0;    // Checker::declared_state(state), likewise
     store::OrderKey key;           // time and hlc ordering
     std::optional<Timestamp> time;
     std::uint64_t column = 0;
@@ -81,7 +83,7 @@ bool take_text(record::RecordParser& parser, const record::FieldPath& path, std:
 }
 
 void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result,
-                WorkerState& state, const StatesRunOptions& options) {
+                WorkerState& state, const StatesRunOptions& options, const Checker& checker) {
     auto& parser = state.parser;
     if (!record::parse_line(line, options.input.max_record_bytes, parser, outcome)) return;
     outcome.has_annotations = parser.has_annotations();
@@ -104,6 +106,8 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result
         return fail(fmt::format("entity field '{}' is empty", options.entity_field.text()));
     outcome.entity_hash =
         KeyIndex::hash_of(std::string_view(texts).substr(outcome.entity_at, outcome.entity_size));
+    outcome.state_id = checker.declared_state(
+        std::string_view(texts).substr(outcome.state_at, outcome.state_size));
     if (options.operation_field) {
         if (auto value = parser.find(*options.operation_field)) {
             outcome.operation_at = static_cast<std::uint32_t>(texts.size());
@@ -143,13 +147,14 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result
     outcome.kind = Outcome::Kind::event;
 }
 
+// On a worker thread: `checker` is only asked what never changes.
 void judge_block(const record::InputBlock& block, WorkerState& state,
-                 const StatesRunOptions& options, BlockResult& result) {
+                 const StatesRunOptions& options, const Checker& checker, BlockResult& result) {
     io::LineCursor cursor(block.block.lines());
     while (auto line = cursor.next()) {
         auto& outcome = result.outcomes.emplace_back();
         outcome.line = *line;
-        judge_line(*line, outcome, result, state, options);
+        judge_line(*line, outcome, result, state, options, checker);
     }
     result.lines = cursor.lines_seen();
 }
@@ -285,7 +290,9 @@ public:
         auto states = m_run.states([] { return std::make_unique<WorkerState>(); });
         Run::Steps steps;
         steps.judge = [&](const record::InputBlock& block, WorkerState& state,
-                          BlockResult& result) { judge_block(block, state, m_options, result); };
+                          BlockResult& result) {
+            judge_block(block, state, m_options, m_checker, result);
+        };
         steps.prepare = [&](const record::InputBlock&, BlockResult& result) {
             m_block = &result;
             m_block_now = now_utc();
@@ -332,12 +339,12 @@ public:
             m_checker.prefetch(outcomes[index + k_slot].entity_hash);
         if (index + k_state < outcomes.size()) {
             auto id = m_checker.prefetch_state(outcomes[index + k_state].entity_hash);
-            if (id && *id < m_partition_of.size()) __builtin_prefetch(&m_partition_of[*id]);
+            if (id && *id < m_partition_of.size()) idem::prefetch(&m_partition_of[*id]);
         }
         if (m_sequencer && index + k_partition < outcomes.size()) {
             auto id = m_checker.prefetch_state(outcomes[index + k_partition].entity_hash);
             if (id && *id < m_partition_of.size() && m_partition_of[*id])
-                __builtin_prefetch(m_partition_of[*id]);
+                idem::prefetch(m_partition_of[*id]);
         }
     }
 
@@ -472,6 +479,7 @@ private:
         event.operation = texts.substr(outcome.operation_at, outcome.operation_size);
         event.version = outcome.version;
         event.entity_hash = outcome.entity_hash;
+        event.state_id = outcome.state_id;
         event.time = outcome.time.value_or(m_block_now);
         if (event.time > m_latest) m_latest = event.time;
         if (!m_sequencer) {

@@ -119,3 +119,52 @@ TEST_CASE("an entity from an earlier run goes on from its state") {
     CHECK(changed[0].second.version == 8);
     CHECK(changed[0].second.events == 3);
 }
+
+TEST_CASE("a state the worker resolved is judged as the same name the checker interns") {
+    auto machine = orders();
+    Checker resolved(machine, false), named(machine, false);
+    CHECK(resolved.declared_state("pending") != 0);
+    CHECK(resolved.declared_state("pending") != resolved.declared_state("paid"));
+    CHECK(resolved.declared_state("lost") == 0); // not declared: the checker interns it
+    CHECK(resolved.declared_state("") == 0);
+    const char* lives[][3] = {
+        {"o1", "pending", ""}, {"o1", "paid", "confirm"}, {"o1", "lost", ""},
+        {"o1", "found", ""},   {"o1", "shipped", ""},     {"o2", "closed", ""},
+        {"o2", "closed", ""},  {"o3", "pending", ""},     {"o3", "shipped", ""}};
+    for (const auto& [entity, state, op] : lives) {
+        Event event;
+        event.entity = entity;
+        event.state = state;
+        event.operation = op;
+        auto by_name = named.judge(event);
+        event.state_id = resolved.declared_state(state);
+        auto by_id = resolved.judge(event);
+        CHECK(by_id.findings == by_name.findings);
+        CHECK(by_id.from == by_name.from);
+    }
+    CHECK(resolved.observed().transitions == named.observed().transitions);
+    // Transitions between undeclared names are counted too.
+    CHECK(resolved.observed().transitions.at({"lost", "found"}) == 1);
+    CHECK(resolved.observed().transitions.at({"paid", "lost"}) == 1);
+}
+
+TEST_CASE("a judgement's previous state outlives the names interned after it") {
+    auto machine = orders();
+    Checker checker(machine, false);
+    Event event;
+    event.entity = "o1";
+    event.state = "pending";
+    checker.judge(event);
+    event.state = "paid";
+    event.operation = "an operation name longer than any short string";
+    auto judgement = checker.judge(event);
+    REQUIRE(judgement.from);
+    for (int i = 0; i < 1000; ++i) { // names interned: the list of them grows
+        Event other;
+        other.entity = "o2";
+        auto name = "state number " + std::to_string(i) + " of many";
+        other.state = name;
+        checker.judge(other);
+    }
+    CHECK(*judgement.from == "pending");
+}
