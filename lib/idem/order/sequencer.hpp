@@ -11,6 +11,7 @@
 
 #include "idem/util/string_map.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -62,18 +63,22 @@ private:
 };
 
 // Kept small: a stream may have hundreds of thousands of partitions.
+// What pass_in_order() reads (the next record of a partition, in order,
+// for almost every record) comes first: 48 bytes, at most two cache lines.
 struct Partition {
     // The encoded partition key (the sequencer's map holds it).
     [[nodiscard]] const std::string& key() const { return *encoded_key; }
-    const std::string* encoded_key = nullptr;
     bool started = false;
-    OrderKey next;                // sequence: the next to release; time: the last released
-    OrderKey highest;             // time: the highest stamp seen
-    std::vector<HeldRecord> held; // ascending by (key, id)
     bool dirty = false;           // progress changed since take_changes()
-    std::uint64_t oldest_id = 0;  // while something is held: its oldest record's id
-    Timestamp waiting_since;      // ... and the earliest arrival among them
+    OrderKey next;                // sequence: the next to release; time: the last released
+    std::vector<HeldRecord> held; // ascending by (key, id)
+    static constexpr std::size_t k_hot_bytes = 48;
+    const std::string* encoded_key = nullptr;
+    OrderKey highest;            // time: the highest stamp seen
+    std::uint64_t oldest_id = 0; // while something is held: its oldest record's id
+    Timestamp waiting_since;     // ... and the earliest arrival among them
 };
+static_assert(offsetof(Partition, held) + sizeof(Partition::held) <= Partition::k_hot_bytes);
 
 class SequencerEvents {
 public:

@@ -343,8 +343,11 @@ public:
         }
         if (m_sequencer && index + k_partition < outcomes.size()) {
             auto id = m_checker.prefetch_state(outcomes[index + k_partition].entity_hash);
-            if (id && *id < m_partition_of.size() && m_partition_of[*id])
-                idem::prefetch(m_partition_of[*id]);
+            if (id && *id < m_partition_of.size() && m_partition_of[*id]) {
+                const auto* partition = reinterpret_cast<const char*>(m_partition_of[*id]);
+                idem::prefetch(partition);
+                idem::prefetch(partition + order::Partition::k_hot_bytes - 1);
+            }
         }
     }
 
@@ -406,8 +409,17 @@ private:
                 m_checker.restore(entities[i], *state);
                 ++m_resumed_entities;
             }
-            if (m_sequencer) m_sequencer->add(entities[i], progress[i]);
+            if (m_sequencer)
+                remember_partition(entities[i], m_sequencer->add(entities[i], progress[i]));
         }
+    }
+
+    void remember_partition(std::string_view entity, order::Partition& partition) {
+        Event event;
+        event.entity = entity;
+        auto id = m_checker.index_of(event);
+        if (id >= m_partition_of.size()) m_partition_of.resize(id + 1, nullptr);
+        m_partition_of[id] = &partition;
     }
 
     // The run's own state beside the entities (under the empty name, which
@@ -505,12 +517,12 @@ private:
     }
 
     void offer(Event& event, const Outcome& outcome, const record::InputRecord& record) {
-        // The entity's partition, found by name once per entity: after that
-        // by the checker's index (the sequencer never forgets a partition here).
+        // The entity's partition, by the checker's index (the sequencer never
+        // forgets a partition here); added when first met (or, from the
+        // store, in load_entities()), never looked up by name.
         auto id = m_checker.index_of(event);
         if (id >= m_partition_of.size()) m_partition_of.resize(id + 1, nullptr);
         auto*& partition = m_partition_of[id];
-        if (!partition) partition = m_sequencer->find(event.entity);
         if (!partition) partition = &m_sequencer->add(std::string(event.entity), std::nullopt);
         auto key = outcome.key;
         if (m_options.order_by == OrderBy::time)
