@@ -278,6 +278,13 @@ bool Sequencer::pass_in_order(Partition& partition, OrderKey key) {
     return true;
 }
 
+void Sequencer::passed_in_order(Partition& partition, std::int64_t next, std::uint64_t count) {
+    if (count == 0) return;
+    m_counts.released += count;
+    partition.next = {next, 0};
+    mark_dirty(partition);
+}
+
 void Sequencer::mark_dirty(Partition& partition) {
     if (partition.dirty) return;
     partition.dirty = true;

@@ -133,6 +133,18 @@ public:
     // the partition moves on, and the caller handles the record itself
     // (no copy into the sequencer, no release() call). False: offer() it.
     bool pass_in_order(Partition& partition, OrderKey key);
+    // The same shortcut kept by a caller with many partitions that would
+    // rather not read each one for every record (or not make one for a
+    // key whose records all come in order): whether a partition's next
+    // record would pass now (sequence mode, started, nothing held); and,
+    // later, that the caller passed `count` records itself and the next is
+    // `next` (counted as released, progress to save). Until told, the
+    // partition's progress is behind, so the caller tells before it offers
+    // that partition anything and before progress is saved.
+    [[nodiscard]] bool passes_in_order(const Partition& partition) const {
+        return m_options.mode == OrderMode::sequence && partition.started && partition.held.empty();
+    }
+    void passed_in_order(Partition& partition, std::int64_t next, std::uint64_t count);
     // Skips the gaps that have waited --gap-timeout by `now`.
     void advance_clock(Timestamp now);
     // End of input: every held record, in order, gaps reported.

@@ -118,6 +118,9 @@ public:
         auto found = m_declared.find(name);
         return found ? m_declared_ids[*found] : 0;
     }
+    [[nodiscard]] std::string_view entity_name(std::uint32_t id) const {
+        return m_entity_ids.name(id);
+    }
     // Asks the CPU for an entity judged soon (by its KeyIndex hash).
     void prefetch(std::uint64_t entity_hash) const { m_entity_ids.prefetch(entity_hash); }
     // The second step, a few events later: the entity's index if the

@@ -339,12 +339,14 @@ public:
             m_checker.prefetch(outcomes[index + k_slot].entity_hash);
         if (index + k_state < outcomes.size()) {
             auto id = m_checker.prefetch_state(outcomes[index + k_state].entity_hash);
-            if (id && *id < m_partition_of.size()) idem::prefetch(&m_partition_of[*id]);
+            if (id && *id < m_in_order.size()) idem::prefetch(&m_in_order[*id]);
         }
         if (m_sequencer && index + k_partition < outcomes.size()) {
             auto id = m_checker.prefetch_state(outcomes[index + k_partition].entity_hash);
-            if (id && *id < m_partition_of.size() && m_partition_of[*id]) {
-                const auto* partition = reinterpret_cast<const char*>(m_partition_of[*id]);
+            // Only an entity whose next event goes to the sequencer.
+            if (id && *id < m_in_order.size() && m_in_order[*id].partition &&
+                !m_in_order[*id].clean) {
+                const auto* partition = reinterpret_cast<const char*>(m_in_order[*id].partition);
                 idem::prefetch(partition);
                 idem::prefetch(partition + order::Partition::k_hot_bytes - 1);
             }
@@ -370,6 +372,22 @@ public:
 
 private:
     using Run = record::RecordRun<WorkerState, BlockResult>;
+
+    // Where an entity's next event is judged, by the checker's entity
+    // index. While its events come in version order it needs no partition
+    // in the sequencer, only its next version here: with 100k entities a
+    // partition each cost an allocation, ~150 bytes and a cache miss per
+    // event. The first event out of order (or the store, which saves
+    // progress by partition) makes one, and what was passed here is told
+    // to it (Sequencer::passed_in_order) before it is offered anything and
+    // before progress is saved.
+    struct InOrder {
+        order::Partition* partition = nullptr;
+        std::int64_t next = 0;    // the version judged at once when it comes
+        std::uint32_t passed = 0; // judged here since the partition was told
+        bool met = false;
+        bool clean = false; // the partition (or none) holds nothing: `next` may pass
+    };
 
     static std::unique_ptr<store::Store> open_store(const StatesRunOptions& options) {
         auto location =
@@ -418,8 +436,11 @@ private:
         Event event;
         event.entity = entity;
         auto id = m_checker.index_of(event);
-        if (id >= m_partition_of.size()) m_partition_of.resize(id + 1, nullptr);
-        m_partition_of[id] = &partition;
+        if (id >= m_in_order.size()) m_in_order.resize(id + 1);
+        auto& in_order = m_in_order[id];
+        in_order.partition = &partition;
+        in_order.met = true; // its first event asks the sequencer
+        in_order.clean = false;
     }
 
     // The run's own state beside the entities (under the empty name, which
@@ -517,22 +538,57 @@ private:
     }
 
     void offer(Event& event, const Outcome& outcome, const record::InputRecord& record) {
-        // The entity's partition, by the checker's index (the sequencer never
-        // forgets a partition here); added when first met (or, from the
-        // store, in load_entities()), never looked up by name.
         auto id = m_checker.index_of(event);
-        if (id >= m_partition_of.size()) m_partition_of.resize(id + 1, nullptr);
-        auto*& partition = m_partition_of[id];
-        if (!partition) partition = &m_sequencer->add(std::string(event.entity), std::nullopt);
+        if (id >= m_in_order.size()) m_in_order.resize(id + 1);
+        auto& in_order = m_in_order[id];
+        if (!in_order.met) {
+            // Met for the first time (the store, if any, knew nothing of
+            // it): by version, it starts at --first-version like a new
+            // partition would, without one.
+            in_order.met = true;
+            in_order.clean = m_options.order_by == OrderBy::version;
+            in_order.next = m_options.first_version;
+        }
         auto key = outcome.key;
         if (m_options.order_by == OrderBy::time)
             key.secondary = ++m_arrivals; // ties: arrival order
-        if (m_sequencer->pass_in_order(*partition, key)) {
+        if (in_order.clean && key.primary == in_order.next) {
             // Next in its entity's order, nothing waiting: judged at once.
+            ++in_order.next;
+            if (in_order.passed++ == 0) m_passed.push_back(id);
             judge_now(event, record, outcome.has_annotations, id);
             m_sequencer->advance_clock(event.time);
             return;
         }
+        auto& partition = partition_of(id, event.entity);
+        offer_to_sequencer(event, outcome, record, partition, key);
+        // Whatever the sequencer did, the partition says what comes next.
+        in_order.clean = m_sequencer->passes_in_order(partition);
+        in_order.next = partition.next.primary;
+    }
+
+    // The entity's partition in the sequencer, made if it has none yet, and
+    // told what this run passed in order without it.
+    order::Partition& partition_of(std::uint32_t id, std::string_view entity) {
+        auto& in_order = m_in_order[id];
+        if (!in_order.partition)
+            in_order.partition = &m_sequencer->add(std::string(entity), std::nullopt);
+        if (in_order.passed > 0) {
+            m_sequencer->passed_in_order(*in_order.partition, in_order.next, in_order.passed);
+            in_order.passed = 0;
+        }
+        return *in_order.partition;
+    }
+
+    // Before progress is saved: every entity passed in order since, told.
+    void settle_in_order() {
+        for (auto id : m_passed)
+            if (m_in_order[id].passed > 0) partition_of(id, m_checker.entity_name(id));
+        m_passed.clear();
+    }
+
+    void offer_to_sequencer(Event& event, const Outcome& outcome, const record::InputRecord& record,
+                            order::Partition& partition, store::OrderKey key) {
         set_position(event, record);
         m_packed.clear();
         put_text(m_packed, event.entity);
@@ -545,7 +601,7 @@ private:
         put_number(m_packed, event.entity_hash);
         m_packed.append(record.bytes);
         auto released_before = m_sequencer->counts().released;
-        auto verdict = m_sequencer->offer(*partition, key, m_packed, event.time);
+        auto verdict = m_sequencer->offer(partition, key, m_packed, event.time);
         switch (verdict.verdict) {
         case order::Verdict::accepted:
             // Still waiting for its predecessors: remembered for a duplicate.
@@ -691,6 +747,7 @@ private:
             states.emplace_back(std::move(entity), encode_state(state));
         if (m_latest != Timestamp::min()) states.emplace_back(std::string(), encode_meta());
         m_store->entity_states().save_entities(m_options.scope, states);
+        if (m_sequencer) settle_in_order();
         if (m_sequencer)
             m_sequencer->drain_changes([&](const store::ReorderChanges& changes) {
                 m_store->sequencer().save_reorder_changes(m_sequencer_scope, changes);
@@ -769,7 +826,8 @@ private:
     std::optional<order::Sequencer> m_sequencer;
     std::string m_sequencer_scope;
     std::unordered_map<std::string, std::string> m_waiting; // entity\nversion -> state
-    std::vector<order::Partition*> m_partition_of;          // by the checker's entity index
+    std::vector<InOrder> m_in_order;                        // by the checker's entity index
+    std::vector<std::uint32_t> m_passed; // entities passed in order since the last save
     StringMap<WorstEntity> m_evidence;
     const BlockResult* m_block = nullptr;
     Timestamp m_block_now;

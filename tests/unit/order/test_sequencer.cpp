@@ -379,6 +379,32 @@ TEST_CASE("pass_in_order: only the exact next record of a partition holding noth
 TEST_CASE("pass_in_order waits while a partition's start is not known") {
     Harness run(sequence_options(10, std::nullopt));
     CHECK_FALSE(run.sequencer.pass_in_order(run.partition("a"), {1, 0}));
+    CHECK_FALSE(run.sequencer.passes_in_order(run.partition("a")));
+}
+
+TEST_CASE("passed_in_order: records a caller passed itself count and move the partition on") {
+    Harness run(sequence_options(10)); // partitions start at 1
+    auto& a = run.partition("a");
+    REQUIRE(run.sequencer.passes_in_order(a));
+    run.sequencer.take_changes();
+    // The caller passed 1, 2 and 3 on its own, then tells.
+    run.sequencer.passed_in_order(a, 4, 3);
+    CHECK(run.sequencer.counts().released == 3);
+    CHECK(run.recorder.said.empty());
+    auto changes = run.sequencer.take_changes();
+    REQUIRE(changes.progress.size() == 1);
+    CHECK(changes.progress.front().next.primary == 4);
+    // Nothing passed: nothing changes.
+    run.sequencer.passed_in_order(a, 4, 0);
+    CHECK(run.sequencer.take_changes().progress.empty());
+    // After that, offer() goes on from 4: 3 is late, 5 waits for 4.
+    run.offer("a", 3);
+    CHECK(run.late == Said{"a:3"});
+    run.offer("a", 5);
+    CHECK_FALSE(run.sequencer.passes_in_order(a)); // 5 is held
+    run.offer("a", 4);
+    CHECK(run.recorder.said == Said{"a:4", "a:5"});
+    CHECK(run.sequencer.passes_in_order(a));
 }
 
 TEST_CASE("pass_in_order never applies in time order") {
@@ -387,4 +413,5 @@ TEST_CASE("pass_in_order never applies in time order") {
     Harness run(options);
     run.offer("a", 10);
     CHECK_FALSE(run.sequencer.pass_in_order(run.partition("a"), {11, 0}));
+    CHECK_FALSE(run.sequencer.passes_in_order(run.partition("a")));
 }
