@@ -747,11 +747,12 @@ private:
             states.emplace_back(std::move(entity), encode_state(state));
         if (m_latest != Timestamp::min()) states.emplace_back(std::string(), encode_meta());
         m_store->entity_states().save_entities(m_options.scope, states);
-        if (m_sequencer) settle_in_order();
-        if (m_sequencer)
+        if (m_sequencer) {
+            settle_in_order();
             m_sequencer->drain_changes([&](const store::ReorderChanges& changes) {
                 m_store->sequencer().save_reorder_changes(m_sequencer_scope, changes);
             });
+        }
     }
 
     void finish() {
