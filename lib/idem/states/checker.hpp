@@ -104,6 +104,10 @@ public:
     [[nodiscard]] bool known(std::string_view entity) const {
         return m_entity_ids.find(entity).has_value();
     }
+    // The same, with its KeyIndex hash computed ahead.
+    [[nodiscard]] bool known(std::string_view entity, std::uint64_t entity_hash) const {
+        return m_entity_ids.find(entity, entity_hash).has_value();
+    }
     // The entity's index (stable for the run), added unjudged if new.
     std::uint32_t index_of(const Event& event) {
         std::uint32_t id = 0;

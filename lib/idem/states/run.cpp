@@ -402,11 +402,20 @@ private:
     void load_unknown(const BlockResult& result) {
         std::vector<std::string> unknown;
         std::unordered_set<std::string_view> asked;
-        for (const auto& outcome : result.outcomes) {
+        const auto& outcomes = result.outcomes;
+        constexpr std::size_t k_prefetch_ahead = 16; // as when judging: the index is not cached
+        for (std::size_t i = 0; i < outcomes.size(); ++i) {
+            if (i + k_prefetch_ahead < outcomes.size())
+                m_checker.prefetch(outcomes[i + k_prefetch_ahead].entity_hash);
+            const auto& outcome = outcomes[i];
             if (outcome.kind != Outcome::Kind::event) continue;
             auto entity =
                 std::string_view(result.texts).substr(outcome.entity_at, outcome.entity_size);
-            if (m_checker.known(entity) || (m_sequencer && m_sequencer->find(entity))) continue;
+            // Every entity loaded is in the checker (remember_partition):
+            // the sequencer is asked only about one met for the first time.
+            if (m_checker.known(entity, outcome.entity_hash) ||
+                (m_sequencer && m_sequencer->find(entity)))
+                continue;
             if (asked.insert(entity).second) unknown.emplace_back(entity);
         }
         if (unknown.empty()) return;
