@@ -6,10 +6,10 @@
 #include "idem/audit/detail/wording.hpp"
 #include "idem/record/annotate.hpp"
 
+#include "idem/util/text.hpp"
 #include "idem/util/time.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -28,9 +28,7 @@ void Findings::append_position(std::string& out, std::size_t attempt) const {
     const auto& at = positions[attempt];
     out += inputs[at.input];
     out += at.row ? ":row " : ":";
-    char digits[24];
-    auto end = std::to_chars(digits, digits + sizeof digits, at.number).ptr;
-    out.append(digits, end);
+    append_decimal(out, at.number);
 }
 
 std::string Findings::payload_hex(const Attempt& attempt) {

@@ -1,10 +1,10 @@
 #include "idem/record/canonical.hpp"
 
 #include "idem/record/detail/canonical_writer.hpp"
+#include "idem/util/text.hpp"
 
 #include <algorithm>
 #include <bit>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -55,26 +55,16 @@ void write_canonical_string(std::string_view text, std::string& out) {
     out += '"';
 }
 
-namespace {
-// Appended in place: a number field is read per record (a version, a
-// sequence), and fmt::format made a string each time.
-template <typename Integer> void append_integer(std::string& out, Integer value) {
-    char digits[24];
-    auto written = std::to_chars(digits, digits + sizeof digits, value);
-    out.append(digits, written.ptr);
-}
-} // namespace
-
 // One spelling per number: integers (and doubles with an exact integer value
 // below 2^53) in plain decimal, other doubles in the shortest form that
 // reads back to the same double; -0 is 0.
 void write_canonical_number(simdjson::dom::element element, std::string& out) {
     if (element.is_int64()) {
-        append_integer(out, int64_t(element));
+        append_decimal(out, int64_t(element));
         return;
     }
     if (element.is_uint64()) {
-        append_integer(out, uint64_t(element));
+        append_decimal(out, uint64_t(element));
         return;
     }
     double value = double(element);
@@ -82,7 +72,7 @@ void write_canonical_number(simdjson::dom::element element, std::string& out) {
     if (value == 0) {
         out += '0';
     } else if (std::trunc(value) == value && std::fabs(value) < k_exact_integer_limit) {
-        append_integer(out, static_cast<int64_t>(value));
+        append_decimal(out, static_cast<int64_t>(value));
     } else {
         fmt::format_to(std::back_inserter(out), "{}", value);
     }

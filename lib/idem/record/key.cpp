@@ -4,6 +4,7 @@
 #include "idem/record/annotate.hpp"
 #include "idem/record/canonical.hpp"
 #include "idem/util/encoding.hpp"
+#include "idem/util/text.hpp"
 
 #include <charconv>
 #include <cstring>
@@ -38,9 +39,7 @@ char type_tag(record::FieldValue::Type type) {
 
 namespace {
 void append_length(std::string& out, std::size_t length) {
-    char digits[24];
-    auto end = std::to_chars(digits, digits + sizeof digits, length).ptr;
-    out.append(digits, end);
+    append_decimal(out, length);
     out += ':';
 }
 } // namespace

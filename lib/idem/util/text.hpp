@@ -1,6 +1,8 @@
 #pragma once
 // Small text helpers shared by messages and parsers.
 
+#include <charconv>
+#include <concepts>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +36,14 @@ namespace idem {
 // only the page's own inline style and script, `title` as the title and
 // heading, `style` as its CSS.
 void append_offline_html_head(std::string& out, std::string_view title, std::string_view style);
+
+// An integer in decimal, appended in place: for text written per record,
+// where fmt::format would make a string each time.
+template <std::integral Integer> void append_decimal(std::string& out, Integer value) {
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+    out.append(digits, end);
+}
 
 // Splits on a single-character separator; empty pieces are kept.
 [[nodiscard]] std::vector<std::string_view> split(std::string_view text, char separator);
