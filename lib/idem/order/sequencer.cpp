@@ -269,12 +269,8 @@ void Sequencer::clear_waiting(Partition& partition) {
 }
 
 bool Sequencer::pass_in_order(Partition& partition, OrderKey key) {
-    if (m_options.mode != OrderMode::sequence || !partition.started || !partition.held.empty() ||
-        !(key == partition.next))
-        return false;
-    ++m_counts.released;
-    partition.next.primary = key.primary + 1;
-    mark_dirty(partition);
+    if (!passes_in_order(partition) || !(key == partition.next)) return false;
+    passed_in_order(partition, key.primary + 1, 1);
     return true;
 }
 
