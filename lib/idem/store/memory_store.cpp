@@ -49,11 +49,9 @@ public:
                                                       Timestamp now) override {
         auto& table = m_fingerprints[std::string(scope)];
         std::vector<FingerprintResult> results(claims.size());
-        constexpr std::size_t k_prefetch_ahead =
-            16; // with a million keys, the slots are not in the cache
         for (std::size_t i = 0; i < claims.size(); ++i) {
-            if (i + k_prefetch_ahead < claims.size())
-                table.prefetch(claims[i + k_prefetch_ahead].fingerprint);
+            if (i + detail::k_claims_prefetched_ahead < claims.size())
+                table.prefetch(claims[i + detail::k_claims_prefetched_ahead].fingerprint);
             const auto& claim = claims[i];
             const auto& entry = detail::decide(table, claim, intern(claim.source), now);
             auto& result = results[i];

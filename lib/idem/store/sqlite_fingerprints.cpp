@@ -18,8 +18,6 @@ constexpr std::size_t k_part_bytes = std::size_t{16} << 20;
 // Expired first copies are collected without asking once they are this
 // many and at least half of the index (docs/dedup.md).
 constexpr std::uint64_t k_worth_collecting = 10'000;
-// How many claims ahead a batch loads their slots.
-constexpr std::size_t k_prefetch_ahead = 16;
 
 std::string insert_rows(std::size_t rows) {
     std::string sql = "INSERT INTO fingerprint_log(seq, scope, fingerprint, kind, event_time_us, "
@@ -182,8 +180,8 @@ void SqliteFingerprintLog::read_heads_ahead(ScopeIndex& index,
     auto& wanted = m_wanted;
     wanted.clear();
     for (std::size_t i = 0; i < claims.size(); ++i) {
-        if (i + k_prefetch_ahead < claims.size())
-            index.slots.prefetch(claims[i + k_prefetch_ahead].fingerprint);
+        if (i + k_claims_prefetched_ahead < claims.size())
+            index.slots.prefetch(claims[i + k_claims_prefetched_ahead].fingerprint);
         index.slots.find(claims[i].fingerprint, [&](sqlite3_int64 seq) {
             if (!index.heads.find(seq)) wanted.push_back(seq);
             return false; // every candidate
@@ -370,8 +368,8 @@ SqliteFingerprintLog::claim(std::string_view scope, ScopeIndex& index,
     std::vector<FingerprintResult> results(claims.size());
     for (std::size_t i = 0; i < claims.size(); ++i) {
         const auto& claim = claims[i];
-        if (i + k_prefetch_ahead < claims.size())
-            index.slots.prefetch(claims[i + k_prefetch_ahead].fingerprint);
+        if (i + k_claims_prefetched_ahead < claims.size())
+            index.slots.prefetch(claims[i + k_claims_prefetched_ahead].fingerprint);
         auto source = source_id(claim.source);
         auto place = index.slots.find(claim.fingerprint, [&](sqlite3_int64 seq) {
             return is_first_copy_of(index, seq, claim.fingerprint);

@@ -53,6 +53,10 @@ struct UnmapZeroed {
     }
 };
 
+// How many claims ahead a store's batch asks for their slots (prefetch()):
+// a large table's slots are not in the cache when a claim comes to them.
+inline constexpr std::size_t k_claims_prefetched_ahead = 16;
+
 // Fingerprints and their entries lie in one dense array, in the order they
 // came; an open-addressing index (linear probing) of 8-byte slots finds
 // them. The index is what a claim probes at random, at a sixth of the
@@ -94,8 +98,7 @@ public:
     // Starts loading the key's home slot: a batch asks this some claims
     // ahead, so that the slot is in the cache when the claim is decided.
     void prefetch(const FingerprintBytes& key) const {
-        if (m_capacity != 0)
-            idem::prefetch(&m_slots[FingerprintBytesHash{}(key) & (m_capacity - 1)]);
+        if (m_capacity != 0) idem::prefetch(&m_slots[home(key)]);
     }
 
     [[nodiscard]] const Entry* find(const FingerprintBytes& key) const {
@@ -141,11 +144,16 @@ private:
         return tag;
     }
 
+    // Where the key's probe starts (m_capacity is a power of two, not 0).
+    [[nodiscard]] std::size_t home(const FingerprintBytes& key) const {
+        return FingerprintBytesHash{}(key) & (m_capacity - 1);
+    }
+
     // The slot holding `key`, or the empty slot where it would go.
     [[nodiscard]] std::size_t probe(const FingerprintBytes& key) const {
         auto tag = tag_of(key);
         auto mask = m_capacity - 1;
-        for (auto index = FingerprintBytesHash{}(key)&mask;; index = (index + 1) & mask) {
+        for (auto index = home(key);; index = (index + 1) & mask) {
             const auto& slot = m_slots[index];
             if (slot.position == 0 ||
                 (slot.tag == tag && same_key(m_stored[slot.position - 1].key, key)))
@@ -169,7 +177,7 @@ private:
         auto mask = m_capacity - 1;
         for (std::size_t position = 0; position < m_stored.size(); ++position) {
             const auto& key = m_stored[position].key;
-            auto index = FingerprintBytesHash{}(key)&mask;
+            auto index = home(key);
             while (m_slots[index].position != 0)
                 index = (index + 1) & mask;
             m_slots[index] = {tag_of(key), static_cast<std::uint32_t>(position + 1)};
