@@ -564,7 +564,9 @@ private:
         if (in_order.clean && key.primary == in_order.next) {
             // Next in its entity's order, nothing waiting: judged at once.
             ++in_order.next;
-            if (in_order.passed++ == 0) m_passed.push_back(id);
+            // Only a store saves progress (settle_in_order()); without one a
+            // partition is told when it is next offered something.
+            if (in_order.passed++ == 0 && m_persistent) m_passed.push_back(id);
             judge_now(event, record, outcome.has_annotations, id);
             m_sequencer->advance_clock(event.time);
             return;
@@ -837,7 +839,8 @@ private:
     std::string m_sequencer_scope;
     std::unordered_map<std::string, std::string> m_waiting; // entity\nversion -> state
     std::vector<InOrder> m_in_order;                        // by the checker's entity index
-    std::vector<std::uint32_t> m_passed; // entities passed in order since the last save
+    std::vector<std::uint32_t>
+        m_passed; // with a store: entities passed in order since the last save
     StringMap<WorstEntity> m_evidence;
     const BlockResult* m_block = nullptr;
     Timestamp m_block_now;
