@@ -466,7 +466,15 @@ class LedgerNeverLies(ReplayScratch):
             process = subprocess.Popen([IDEM, "replay", "--to", target.url, "--store", self.store, "--key", "id",
                                         "--concurrency", "4", "--lease", "1s", self.events],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            time.sleep(0.25)  # four requests in flight, none answered yet
+            # Killed once four requests are in flight, none answered yet. A
+            # fixed sleep was too short under AddressSanitizer on a busy CI
+            # machine: the kill came before the first send, and nothing was
+            # sent twice. The listener writes each request to its capture
+            # before its 400 ms delay, so four lines there mean four sent.
+            deadline = time.monotonic() + 30
+            while len(target.envelopes()) < 4 and process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertEqual(len(target.envelopes()), 4, "four requests should be in flight")
             process.send_signal(signal.SIGKILL)
             err = process.communicate()[1].decode()
             self.assertEqual(process.returncode, -signal.SIGKILL, err)
