@@ -127,8 +127,13 @@ void write_stderr(std::string_view text) {
     }
 }
 
-void add_threads_option(CLI::App& command, std::size_t& threads) {
-    command.add_option("--threads", threads, "worker threads (default: one per core, at most 8)")
+void add_threads_option(CLI::App& command, std::size_t& threads, bool busy_ordered_stage) {
+    command
+        .add_option("--threads", threads,
+                    busy_ordered_stage
+                        ? "worker threads (default: one per core but the one that judges in "
+                          "order, at least one, at most 8)"
+                        : "worker threads (default: one per core, at most 8)")
         ->check(CLI::Range(0, 64));
 }
 

@@ -40,7 +40,9 @@ void add_store_timeout_option(CLI::App& command, CommonOptions& options);
 void apply_store_timeout(const CommonOptions& options, std::chrono::milliseconds fallback);
 
 // --threads: worker threads, 0 (default) one per core, at most 8.
-void add_threads_option(CLI::App& command, std::size_t& threads);
+// `busy_ordered_stage`: the command judges in order on a thread of its own
+// (record::worker_count), and the default is one worker fewer than cores.
+void add_threads_option(CLI::App& command, std::size_t& threads, bool busy_ordered_stage = false);
 // --lock-timeout: how long to wait for a SQLite store another process holds.
 void add_lock_timeout_option(CLI::App& command, std::string& lock_timeout);
 

@@ -168,7 +168,7 @@ void register_reorder(CLI::App& app, std::function<int()>& action) {
     add_lock_timeout_option(*command, options->lock_timeout);
     command->add_flag("--reset", options->reset,
                       "forget the scope's checkpoints and held records, then exit");
-    add_threads_option(*command, options->threads);
+    add_threads_option(*command, options->threads, /*busy_ordered_stage=*/true);
     command->add_option("--batch", options->batch,
                         "records per store commit; a crash can repeat at most this many on "
                         "stdout (default 1048576)");

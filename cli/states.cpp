@@ -226,7 +226,7 @@ void register_states(CLI::App& app, std::function<int()>& action) {
     command->add_option("--scope", options->scope,
                         "namespace of the entities in the store (default 'default')");
     add_lock_timeout_option(*command, options->lock_timeout);
-    add_threads_option(*command, options->threads);
+    add_threads_option(*command, options->threads, /*busy_ordered_stage=*/true);
     command->add_option("--batch", options->batch,
                         "records per store transaction (default 1000000): without -o, a crash "
                         "can judge at most this many again");

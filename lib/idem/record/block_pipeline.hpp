@@ -31,10 +31,17 @@ inline constexpr std::chrono::milliseconds k_idle_interval{200};
 // The ordered stage reports progress (io::Diagnostics) every this many records.
 inline constexpr std::uint64_t k_progress_every = 1 << 16;
 
-// 0 means one worker per core, at most 8.
-[[nodiscard]] inline std::size_t worker_count(std::size_t requested) {
+// 0 means one worker per core, at most 8; with `busy_ordered_stage`, one
+// fewer (at least one), for a run whose calling thread is a core's work of
+// its own (a sequencer, a state machine's judging). On 2 cores, a third
+// busy thread only takes turns with the other two: `states` with two
+// workers took 1.2-1.3x as long as with one (docs/states.md, "Measured").
+[[nodiscard]] inline std::size_t worker_count(std::size_t requested,
+                                              bool busy_ordered_stage = false) {
     if (requested > 0) return requested;
-    return std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
+    auto cores = static_cast<std::size_t>(std::thread::hardware_concurrency());
+    if (busy_ordered_stage && cores > 1) --cores;
+    return std::clamp<std::size_t>(cores, 1, 8);
 }
 
 // Runs judge(block, state, result) on the workers and emit(block, result) on

@@ -66,6 +66,9 @@ struct RecordRunSetup {
     Strictness strictness = Strictness::lenient;
     std::size_t threads = 0; // 0: one worker per core, at most 8
     std::size_t block_bytes = k_block_bytes;
+    // The run's own thread judges in order and is a core's work (see
+    // worker_count()): by default, one worker fewer.
+    bool busy_ordered_stage = false;
     std::chrono::milliseconds idle_interval = k_idle_interval;
     // A reject file another frame already made (several inputs read one
     // after another into one reject file): used instead of reject_path.
@@ -127,6 +130,7 @@ protected:
     PositionTracker m_positions;
     std::uint64_t m_max_record_bytes;
     std::size_t m_threads;
+    bool m_busy_ordered_stage;
     std::size_t m_block_bytes;
     std::chrono::milliseconds m_idle_interval;
 
@@ -183,7 +187,7 @@ public:
     // One State per worker, each made by `make`.
     template <typename Make> [[nodiscard]] std::vector<std::unique_ptr<State>> states(Make make) {
         std::vector<std::unique_ptr<State>> made;
-        for (std::size_t i = 0; i < worker_count(m_threads); ++i)
+        for (std::size_t i = 0; i < worker_count(m_threads, m_busy_ordered_stage); ++i)
             made.push_back(make());
         return made;
     }

@@ -53,8 +53,12 @@ public:
                     options.output_path, standard_output, diagnostics),
           m_output(&m_outputs.output()), m_gaps(m_outputs.add("gaps", options.gaps_path)),
           m_late(m_outputs.add("late", options.late_path)),
-          m_run({options.input, options.reject_path, options.strictness, options.threads,
-                 k_reorder_block_bytes},
+          m_run({.input = options.input,
+                 .reject_path = options.reject_path,
+                 .strictness = options.strictness,
+                 .threads = options.threads,
+                 .block_bytes = k_reorder_block_bytes,
+                 .busy_ordered_stage = true},
                 diagnostics) {
         m_persistent = store::parse_store_uri(options.store_uri).kind != store::StoreKind::memory;
         m_run.resume_after(m_outputs.resume_point());

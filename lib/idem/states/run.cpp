@@ -261,7 +261,11 @@ public:
                     options.output_path, standard_output, diagnostics),
           m_output(&m_outputs.output()), m_invalid(m_outputs.add("invalid", options.invalid_path)),
           m_checker(options.machine, m_persistent),
-          m_run({options.input, options.reject_path, options.strictness, options.threads},
+          m_run({.input = options.input,
+                 .reject_path = options.reject_path,
+                 .strictness = options.strictness,
+                 .threads = options.threads,
+                 .busy_ordered_stage = true},
                 diagnostics) {
         m_run.resume_after(m_outputs.resume_point());
         if (options.order_by != OrderBy::arrival) {
