@@ -30,6 +30,14 @@ std::optional<std::int64_t> parse_sequence(const record::FieldValue& value) {
     return sequence;
 }
 
+std::optional<std::int64_t> find_sequence(record::RecordParser& parser,
+                                          const record::FieldPath& path,
+                                          std::optional<record::FieldValue>& found) {
+    if (auto sequence = parser.find_integer(path)) return sequence;
+    found = parser.find(path);
+    return found ? parse_sequence(*found) : std::nullopt;
+}
+
 std::optional<store::OrderKey> parse_stamp(const record::FieldValue& value) {
     using Type = record::FieldValue::Type;
     if (value.type != Type::number && value.type != Type::string) return std::nullopt;

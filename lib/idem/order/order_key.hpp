@@ -17,6 +17,14 @@ namespace idem::order {
 // A JSON integer, or a string of decimal digits, from 0 to 2^63-1.
 [[nodiscard]] std::optional<std::int64_t> parse_sequence(const record::FieldValue& value);
 
+// The sequence number at `path` in the record `parser` holds, as
+// parse_sequence(find(path)) reads it. A JSON integer is read as the number
+// it is; for anything else `found` is set to what find() gave (nullopt when
+// the field is missing), to say what was wrong.
+[[nodiscard]] std::optional<std::int64_t> find_sequence(record::RecordParser& parser,
+                                                        const record::FieldPath& path,
+                                                        std::optional<record::FieldValue>& found);
+
 // An RFC 3339 time or epoch number ({microseconds, 0}), or a hybrid logical
 // clock stamp "<physical>.<logical>" whose physical part has 12 or more
 // digits (epoch milliseconds or finer): {its microseconds, logical}.

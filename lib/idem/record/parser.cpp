@@ -10,6 +10,7 @@
 #include <charconv>
 #include <deque>
 #include <fmt/format.h>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 
@@ -48,6 +49,7 @@ struct RecordParser::Impl {
     std::optional<simdjson::dom::element> event_of(const std::vector<FieldPath>& ignored,
                                                    std::vector<const FieldPath*>& applying);
     FieldValue to_field_value(simdjson::dom::element element);
+    std::optional<simdjson::dom::element> locate(const FieldPath& path);
 };
 
 RecordParser::RecordParser() : m_impl(std::make_unique<Impl>()) {}
@@ -302,20 +304,46 @@ FieldValue RecordParser::Impl::to_field_value(simdjson::dom::element element) {
 std::optional<FieldValue> RecordParser::find(const FieldPath& path) {
     auto& impl = *m_impl;
     const auto& segments = path.segments();
+    if (impl.shape == RecordShape::envelope && segments.size() == 2 && segments[0] == "headers") {
+        auto header = impl.envelope.header(segments[1]);
+        if (!header) return std::nullopt;
+        return FieldValue{FieldValue::Type::string, *header};
+    }
+    auto element = impl.locate(path);
+    if (!element) return std::nullopt;
+    return impl.to_field_value(*element);
+}
+
+std::optional<std::int64_t> RecordParser::find_integer(const FieldPath& path) {
+    auto& impl = *m_impl;
+    const auto& segments = path.segments();
+    if (impl.shape == RecordShape::envelope && segments.size() == 2 && segments[0] == "headers")
+        return std::nullopt; // a header is text
+    auto element = impl.locate(path);
+    if (!element) return std::nullopt;
+    if (element->type() == simdjson::dom::element_type::INT64) {
+        auto value = std::int64_t(*element);
+        if (value >= 0) return value;
+    } else if (element->type() == simdjson::dom::element_type::UINT64) {
+        auto value = std::uint64_t(*element);
+        if (value <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+            return static_cast<std::int64_t>(value);
+    }
+    return std::nullopt;
+}
+
+// The element a path names in the last parsed record (inside an envelope,
+// "body.x" is x in the parsed body; "headers.x" is not an element: the
+// callers look headers up first).
+std::optional<simdjson::dom::element> RecordParser::Impl::locate(const FieldPath& path) {
+    const auto& segments = path.segments();
     std::size_t start = 0;
-    simdjson::dom::element current = impl.root;
-    if (impl.shape == RecordShape::envelope && !segments.empty()) {
-        if (segments[0] == "headers" && segments.size() == 2) {
-            auto header = impl.envelope.header(segments[1]);
-            if (!header) return std::nullopt;
-            return FieldValue{FieldValue::Type::string, *header};
-        }
-        if (segments[0] == "body" && segments.size() > 1) {
-            auto body = impl.parsed_body();
-            if (!body) return std::nullopt;
-            current = *body;
-            start = 1;
-        }
+    simdjson::dom::element current = root;
+    if (shape == RecordShape::envelope && segments.size() > 1 && segments[0] == "body") {
+        auto body = parsed_body();
+        if (!body) return std::nullopt;
+        current = *body;
+        start = 1;
     }
     for (std::size_t i = start; i < segments.size(); ++i) {
         const auto& segment = segments[i];
@@ -333,7 +361,7 @@ std::optional<FieldValue> RecordParser::find(const FieldPath& path) {
             return std::nullopt;
         }
     }
-    return impl.to_field_value(current);
+    return current;
 }
 
 // The event (an envelope's parsed body) and the ignored paths as they apply

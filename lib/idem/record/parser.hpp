@@ -69,6 +69,14 @@ public:
     // Looks a path up in the last parsed record; nullopt when it is missing.
     std::optional<FieldValue> find(const FieldPath& path);
 
+    // The path's value when it is a JSON integer from 0 to 2^63-1, read as
+    // the number it is; nullopt for anything else (missing, a string, a
+    // negative or fractional number), which find() then describes. For
+    // sequence numbers and versions read per record: find() writes a
+    // number's canonical text, and reading that text back cost as much as
+    // the lookup.
+    std::optional<std::int64_t> find_integer(const FieldPath& path);
+
     // Canonical JSON of the whole event (an envelope's parsed body), with the
     // `ignored` paths removed. Throws nothing: a body that is not JSON yields
     // nullopt.

@@ -5,8 +5,7 @@ namespace idem::record {
 RecordRunFrame::RecordRunFrame(const RecordRunSetup& setup, io::Diagnostics& diagnostics)
     : m_diagnostics(diagnostics), m_max_record_bytes(setup.input.max_record_bytes),
       m_threads(setup.threads), m_busy_ordered_stage(setup.busy_ordered_stage),
-      m_block_bytes(setup.block_bytes),
-      m_idle_interval(setup.idle_interval) {
+      m_block_bytes(setup.block_bytes), m_idle_interval(setup.idle_interval) {
     if (setup.shared_reject_sink)
         m_rejects_to = setup.shared_reject_sink;
     else if (!setup.reject_path.empty()) {

@@ -37,8 +37,8 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockOutcome& resul
         return set_aside(result, outcome, Outcome::Kind::failed_to_parse, failure->column,
                          std::move(failure->message));
     if (options.sequence_field) {
-        auto value = parser.find(*options.sequence_field);
-        auto sequence = value ? order::parse_sequence(*value) : std::nullopt;
+        std::optional<record::FieldValue> value;
+        auto sequence = order::find_sequence(parser, *options.sequence_field, value);
         if (!sequence)
             return describe_bad(result, outcome, *options.sequence_field, value,
                                 "a sequence number (an integer from 0 to 2^63-1)");

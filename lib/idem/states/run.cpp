@@ -116,9 +116,9 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result
         }
     }
     if (options.order_field) {
-        auto value = parser.find(*options.order_field);
         if (options.order_by == OrderBy::version) {
-            auto version = value ? order::parse_sequence(*value) : std::nullopt;
+            std::optional<record::FieldValue> value;
+            auto version = order::find_sequence(parser, *options.order_field, value);
             if (!version)
                 return fail(
                     value ? fmt::format("version field '{}' is not an integer from 0 to "
@@ -128,6 +128,7 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result
             outcome.version = *version;
             outcome.key = {*version, 0};
         } else {
+            auto value = parser.find(*options.order_field);
             auto stamp = value ? order::parse_stamp(*value) : std::nullopt;
             if (!stamp)
                 return fail(
@@ -260,13 +261,12 @@ public:
           m_outputs(m_store->checkpoints(), {"states", options.scope, options.input.paths},
                     options.output_path, standard_output, diagnostics),
           m_output(&m_outputs.output()), m_invalid(m_outputs.add("invalid", options.invalid_path)),
-          m_checker(options.machine, m_persistent),
-          m_run({.input = options.input,
-                 .reject_path = options.reject_path,
-                 .strictness = options.strictness,
-                 .threads = options.threads,
-                 .busy_ordered_stage = true},
-                diagnostics) {
+          m_checker(options.machine, m_persistent), m_run({.input = options.input,
+                                                           .reject_path = options.reject_path,
+                                                           .strictness = options.strictness,
+                                                           .threads = options.threads,
+                                                           .busy_ordered_stage = true},
+                                                          diagnostics) {
         m_run.resume_after(m_outputs.resume_point());
         if (options.order_by != OrderBy::arrival) {
             order::SequencerOptions sequencer;

@@ -17,6 +17,35 @@ TEST_CASE("sequences are non-negative integers, as numbers or digit strings") {
     CHECK_FALSE(parse_sequence({Type::boolean, "true"}));
 }
 
+TEST_CASE("a sequence read from a record: integers at once, the rest as parse_sequence reads it") {
+    record::RecordParser parser;
+    std::string line = R"({"a":42,"b":"0042","c":-1,"d":1.5,"e":9223372036854775807,)"
+                       R"("f":9223372036854775808,"g":true,"h":{"i":[7]},"j":1e2})";
+    line.reserve(line.size() + 64); // the padding the line reader guarantees
+    REQUIRE_FALSE(parser.parse(line));
+    auto read = [&](const char* path, std::optional<record::FieldValue>& found) {
+        found.reset();
+        return find_sequence(parser, record::FieldPath::parse(path), found);
+    };
+    std::optional<record::FieldValue> found;
+    CHECK(read("a", found) == 42);
+    CHECK_FALSE(found); // read as the number, no text written
+    CHECK(read("h.i.0", found) == 7);
+    CHECK(read("e", found) == INT64_MAX);
+    CHECK(read("b", found) == 42); // digits in a string
+    REQUIRE(found);
+    CHECK(found->type == Type::string);
+    CHECK(read("j", found) == 100); // 1e2 is the canonical number 100
+    CHECK_FALSE(read("c", found));
+    REQUIRE(found);
+    CHECK(found->text == "-1"); // what the error message shows
+    CHECK_FALSE(read("d", found));
+    CHECK_FALSE(read("f", found));
+    CHECK_FALSE(read("g", found));
+    CHECK_FALSE(read("missing", found));
+    CHECK_FALSE(found);
+}
+
 TEST_CASE("stamps: RFC 3339, epoch numbers, and hybrid logical clocks") {
     auto rfc = parse_stamp({Type::string, "2026-11-30T08:00:00.5Z"});
     REQUIRE(rfc);
