@@ -234,17 +234,33 @@ void SqliteFingerprintLog::catch_up(std::string_view scope, ScopeIndex& index) {
     sqlite3_reset(statement);
     sqlite3_bind_int64(statement, 1, index.last_seq);
     bind_text(statement, 2, scope);
+    // The rows are applied in batches, each row's home slot asked for a
+    // few rows ahead as a claim's is: in a large index every probe missed
+    // the caches, and reading back the rows since the index was saved cost
+    // about 0.2 s per million at 50M fingerprints.
+    auto& rows = m_caught_up;
+    auto apply = [&] {
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            if (i + k_claims_prefetched_ahead < rows.size())
+                index.slots.prefetch(rows[i + k_claims_prefetched_ahead].second);
+            const auto& [seq, fingerprint] = rows[i];
+            auto place = index.slots.find(fingerprint, [&](sqlite3_int64 candidate) {
+                return is_first_copy_of(index, candidate, fingerprint);
+            });
+            put(scope, index, fingerprint, place, seq);
+            index.last_seq = seq;
+            ++index.rows_since_saved;
+        }
+        rows.clear();
+    };
+    constexpr std::size_t k_rows_per_batch = 4096;
+    rows.clear();
     int step;
     while ((step = sqlite3_step(statement)) == SQLITE_ROW) {
-        auto seq = sqlite3_column_int64(statement, 0);
-        auto fingerprint = fingerprint_column(statement, 1);
-        auto place = index.slots.find(fingerprint, [&](sqlite3_int64 candidate) {
-            return is_first_copy_of(index, candidate, fingerprint);
-        });
-        put(scope, index, fingerprint, place, seq);
-        index.last_seq = seq;
-        ++index.rows_since_saved;
+        rows.emplace_back(sqlite3_column_int64(statement, 0), fingerprint_column(statement, 1));
+        if (rows.size() == k_rows_per_batch) apply();
     }
+    apply();
     sqlite3_reset(statement);
     if (step != SQLITE_DONE)
         throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_db)));

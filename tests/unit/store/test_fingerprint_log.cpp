@@ -201,6 +201,36 @@ TEST_CASE("the next process loads the saved index, and ignores one it cannot tru
     CHECK(judge(0, k_keys + k_keys / 2 + 30) == 10);
 }
 
+TEST_CASE("read back from the log, a fingerprint claimed anew after expiry keeps its latest row") {
+    // The log is read in batches of 4,096 rows: 6,000 keys claimed twice put
+    // each key's two first copies in different batches.
+    TempStore file("log");
+    constexpr std::uint32_t k_keys = 6'000;
+    auto claim_all = [&](long long seconds, long long expires) {
+        auto store = open_store(parse_store_uri(file.path));
+        std::vector<FingerprintClaim> claims;
+        for (std::uint32_t n = 0; n < k_keys; ++n)
+            claims.push_back(claim_of(key(n), seconds, n + 1, expires));
+        auto results = store->fingerprints().claim_fingerprints("s", claims, at(seconds));
+        store->commit();
+        std::size_t firsts = 0;
+        for (const auto& result : results)
+            firsts += result.first ? 1 : 0;
+        return firsts;
+    };
+    CHECK(claim_all(10, 15) == k_keys);
+    CHECK(claim_all(20, 100) == k_keys); // the first ones expired at 15
+    CHECK(count(file.path, "SELECT count(*) FROM fingerprint_log WHERE kind = 1") == 2 * k_keys);
+    execute(file.path, "DELETE FROM fingerprint_index"); // the next process reads the log
+    CHECK(claim_all(30, 100) == 0);                      // the second copies, alive until 100, hold
+    auto store = open_store(parse_store_uri(file.path));
+    std::vector<FingerprintClaim> claims{claim_of(key(7), 40, 1, 100)};
+    auto results = store->fingerprints().claim_fingerprints("s", claims, at(40));
+    REQUIRE(results.size() == 1);
+    CHECK_FALSE(results[0].first);
+    CHECK(results[0].first_seen == at(20)); // the copy claimed anew, not the expired one
+}
+
 TEST_CASE("a seq is never given twice, even after the highest rows were collected") {
     TempStore file("log");
     auto one = open_store(parse_store_uri(file.path));

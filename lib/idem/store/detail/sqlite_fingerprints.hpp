@@ -209,7 +209,9 @@ private:
     std::mutex m_spare_mutex;
     std::vector<Row> m_spare_rows;
     std::vector<sqlite3_int64> m_wanted; // read_heads_ahead's, kept for its capacity
-    SerialWorker m_appender;             // last: stopped first, while the statements it uses exist
+    // catch_up's rows, a batch at a time, so their slots are asked for ahead.
+    std::vector<std::pair<sqlite3_int64, FingerprintBytes>> m_caught_up;
+    SerialWorker m_appender; // last: stopped first, while the statements it uses exist
 };
 
 } // namespace idem::store::detail
