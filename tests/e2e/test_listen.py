@@ -228,9 +228,19 @@ class Limits(unittest.TestCase):
             with socket.create_connection(("127.0.0.1", listener.port), timeout=10) as sock:
                 sock.sendall(b"POST /x HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n")
                 self.assertTrue(sock.recv(1000).startswith(b"HTTP/1.1 400"))
+            # A body or a host given two ways (RFC 9112 sections 3.2, 6.1).
+            for head in (b"POST /x HTTP/1.1\r\nHost: a\r\nHost: b\r\nContent-Length: 0\r\n\r\n",
+                         b"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         b"2\r\n{}\r\n0\r\n\r\n"):
+                with socket.create_connection(("127.0.0.1", listener.port), timeout=10) as sock:
+                    sock.sendall(head)
+                    self.assertTrue(sock.recv(1000).startswith(b"HTTP/1.1 400"), head)
             self.assertEqual(listener.post("/x", b"{}")[0], 200)
             listener.stop()
         self.assertIn("request smuggling", listener.stderr)
+        self.assertIn("more than one Host header", listener.stderr)
+        self.assertIn("more than one Transfer-Encoding header", listener.stderr)
+        self.assertEqual(len(listener.envelopes()), 1)  # only the good one is captured
 
 
 class Gateway(unittest.TestCase):

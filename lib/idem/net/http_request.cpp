@@ -138,8 +138,16 @@ bool apply_framing(HeadParse& result) {
     bool has_transfer_encoding = false;
     bool connection_close = false;
     bool connection_keep_alive = false;
+    int hosts = 0;
     for (const auto& [name, value] : head.headers) {
-        if (iequals(name, "Content-Length")) {
+        if (iequals(name, "Host")) {
+            // RFC 9112 section 3.2: two Host lines name two hosts; which one
+            // the request is for is anybody's guess.
+            if (++hosts > 1) {
+                result = bad(400, "more than one Host header");
+                return false;
+            }
+        } else if (iequals(name, "Content-Length")) {
             std::uint64_t parsed = 0;
             auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
             if (value.empty() || error != std::errc() || end != value.data() + value.size()) {
@@ -152,6 +160,14 @@ bool apply_framing(HeadParse& result) {
             }
             length = parsed;
         } else if (iequals(name, "Transfer-Encoding")) {
+            // A second line is a second coding (RFC 9112 section 6.1):
+            // chunked applied twice is never valid, and read as once it is
+            // a body framed two ways.
+            if (has_transfer_encoding) {
+                result = bad(400, "more than one Transfer-Encoding header: chunked is applied "
+                                  "at most once");
+                return false;
+            }
             has_transfer_encoding = true;
             auto codings = split(value, ',');
             auto last = trim_ows(codings.back());

@@ -60,6 +60,11 @@ TEST_CASE("malformed heads are refused with the status to answer and why") {
         {"POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
          "smuggling"},
         {"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "only chunked"},
+        // RFC 9112 sections 3.2 and 6.1: a host or a body framing given twice is refused.
+        {"POST / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "more than one Host"},
+        {"POST / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n", 400, "more than one Host"},
+        {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+         "more than one Transfer-Encoding"},
     };
     for (const auto& test : cases) {
         CAPTURE(test.bytes);
