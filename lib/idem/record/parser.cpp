@@ -50,6 +50,11 @@ struct RecordParser::Impl {
                                                    std::vector<const FieldPath*>& applying);
     FieldValue to_field_value(simdjson::dom::element element);
     std::optional<simdjson::dom::element> locate(const FieldPath& path);
+    // "headers.<name>" in an envelope: a captured header, not a JSON element.
+    [[nodiscard]] bool names_a_header(const FieldPath& path) const {
+        const auto& segments = path.segments();
+        return shape == RecordShape::envelope && segments.size() == 2 && segments[0] == "headers";
+    }
 };
 
 RecordParser::RecordParser() : m_impl(std::make_unique<Impl>()) {}
@@ -303,9 +308,8 @@ FieldValue RecordParser::Impl::to_field_value(simdjson::dom::element element) {
 
 std::optional<FieldValue> RecordParser::find(const FieldPath& path) {
     auto& impl = *m_impl;
-    const auto& segments = path.segments();
-    if (impl.shape == RecordShape::envelope && segments.size() == 2 && segments[0] == "headers") {
-        auto header = impl.envelope.header(segments[1]);
+    if (impl.names_a_header(path)) {
+        auto header = impl.envelope.header(path.segments()[1]);
         if (!header) return std::nullopt;
         return FieldValue{FieldValue::Type::string, *header};
     }
@@ -316,9 +320,7 @@ std::optional<FieldValue> RecordParser::find(const FieldPath& path) {
 
 std::optional<std::int64_t> RecordParser::find_integer(const FieldPath& path) {
     auto& impl = *m_impl;
-    const auto& segments = path.segments();
-    if (impl.shape == RecordShape::envelope && segments.size() == 2 && segments[0] == "headers")
-        return std::nullopt; // a header is text
+    if (impl.names_a_header(path)) return std::nullopt; // a header is text
     auto element = impl.locate(path);
     if (!element) return std::nullopt;
     if (element->type() == simdjson::dom::element_type::INT64) {
