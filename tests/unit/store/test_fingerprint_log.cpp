@@ -63,6 +63,23 @@ void execute(const std::string& path, const char* sql) {
     sqlite3_close(db);
 }
 
+// Claims key(from) .. key(to - 1) at `seconds` in scope "s" of a store
+// opened for it (a process of its own), commits, and closes it (which may
+// save the index). Returns how many were first copies.
+std::size_t claim_in_a_new_process(const std::string& path, std::uint32_t from, std::uint32_t to,
+                                   long long seconds, long long expires = 1'000'000) {
+    auto store = open_store(parse_store_uri(path));
+    std::vector<FingerprintClaim> claims;
+    for (std::uint32_t n = from; n < to; ++n)
+        claims.push_back(claim_of(key(n), seconds, n + 1, expires));
+    auto results = store->fingerprints().claim_fingerprints("s", claims, at(seconds));
+    store->commit();
+    std::size_t firsts = 0;
+    for (const auto& result : results)
+        firsts += result.first ? 1 : 0;
+    return firsts;
+}
+
 // The slots' row for `fingerprint` given the rows each seq holds.
 std::int64_t row_of(const detail::FingerprintSlots& slots,
                     const std::map<std::int64_t, FingerprintBytes>& rows,
@@ -176,16 +193,7 @@ TEST_CASE("the next process loads the saved index, and ignores one it cannot tru
     } // saved at close
     CHECK(count(file.path, "SELECT covers_seq FROM fingerprint_index WHERE part = 0") == k_keys);
     auto judge = [&](std::uint32_t from, std::uint32_t to) {
-        auto store = open_store(parse_store_uri(file.path));
-        std::vector<FingerprintClaim> claims;
-        for (std::uint32_t n = from; n < to; ++n)
-            claims.push_back(claim_of(key(n), 20, n + 1));
-        auto results = store->fingerprints().claim_fingerprints("s", claims, at(20));
-        store->commit();
-        std::size_t firsts = 0;
-        for (const auto& result : results)
-            firsts += result.first ? 1 : 0;
-        return firsts;
+        return claim_in_a_new_process(file.path, from, to, 20);
     };
     // Half seen, half new: judged alike with the saved index ...
     CHECK(judge(k_keys / 2, k_keys + k_keys / 2) == k_keys / 2);
@@ -207,16 +215,7 @@ TEST_CASE("read back from the log, a fingerprint claimed anew after expiry keeps
     TempStore file("log");
     constexpr std::uint32_t k_keys = 6'000;
     auto claim_all = [&](long long seconds, long long expires) {
-        auto store = open_store(parse_store_uri(file.path));
-        std::vector<FingerprintClaim> claims;
-        for (std::uint32_t n = 0; n < k_keys; ++n)
-            claims.push_back(claim_of(key(n), seconds, n + 1, expires));
-        auto results = store->fingerprints().claim_fingerprints("s", claims, at(seconds));
-        store->commit();
-        std::size_t firsts = 0;
-        for (const auto& result : results)
-            firsts += result.first ? 1 : 0;
-        return firsts;
+        return claim_in_a_new_process(file.path, 0, k_keys, seconds, expires);
     };
     CHECK(claim_all(10, 15) == k_keys);
     CHECK(claim_all(20, 100) == k_keys); // the first ones expired at 15
