@@ -653,8 +653,8 @@ STORES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stores")
 
 
 class StoreOnDisk(unittest.TestCase):
-    """The SQLite store's fingerprint log as schema v10 keeps it: opened without
-    reading it whole, repeats kept up to a bound, older stores migrated."""
+    """The SQLite store's fingerprint log as schemas v10 and v11 keep it: opened
+    without reading it whole, repeats kept up to a bound, older stores migrated."""
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -686,7 +686,7 @@ class StoreOnDisk(unittest.TestCase):
         code, out, err = run(["dedup", "--key", "id", "--store", self.store, "--scope", "other", "--mark"],
                              stdin=ndjson([{"id": "x"}, {"id": "y"}]))
         self.assertEqual([json.loads(line)["_idem"]["dedup"]["seen_count"] for line in out.splitlines()], [3, 2])
-        self.assertEqual(self.rows("PRAGMA user_version"), 10)
+        self.assertEqual(self.rows("PRAGMA user_version"), 11)
         # audit reads the evidence the old rows kept, and the new ones.
         code, out, err = run(["audit", "--store", self.store, "--format", "json"])
         self.assertEqual(code, 0, err)
@@ -716,3 +716,12 @@ class StoreOnDisk(unittest.TestCase):
         code, out, err = run(["dedup", "--key", "id", "--store", self.store, "--summary", "json"],
                              stdin=ndjson([{"id": i} for i in range(4990, 5010)]))
         self.assertEqual((summary_of(err)["unique"], summary_of(err)["duplicates"]), (10, 10))
+        # A run that adds a few saves only what it changed, and the next
+        # process replays it instead of reading those rows of the log.
+        self.assertEqual(self.rows("SELECT count(*) FROM fingerprint_index_delta"), 1)
+        self.assertEqual(self.rows("SELECT length(changes) / 16 FROM fingerprint_index_delta"), 10)
+        self.assertEqual(self.rows("SELECT covers_seq FROM fingerprint_index_delta"),
+                         self.rows("SELECT max(seq) FROM fingerprint_log"))
+        code, out, err = run(["dedup", "--key", "id", "--store", self.store, "--summary", "json"],
+                             stdin=ndjson([{"id": i} for i in range(5005, 5015)]))
+        self.assertEqual((summary_of(err)["unique"], summary_of(err)["duplicates"]), (5, 5))

@@ -310,6 +310,7 @@ class SqliteSchema(unittest.TestCase):
                             "ALTER TABLE nonces DROP COLUMN line; DROP TABLE dedup_held; DROP TABLE merge_windows;"
                             "DROP TABLE state_entities;"
                             "DROP TABLE fingerprint_index; DROP TABLE store_meta;"
+                            "DROP TABLE fingerprint_index_delta;"
                             "DROP TABLE fingerprint_repeats;"
                             "ALTER TABLE fingerprint_log DROP COLUMN first_seq;"
                             "PRAGMA user_version = 5;"], check=True)
@@ -319,7 +320,7 @@ class SqliteSchema(unittest.TestCase):
             self.assertEqual(code, 1, err)
             self.assertIn("already delivered at 2026-11-30T08:00:00.000Z", out.decode())
             version = subprocess.run(["sqlite3", store, "PRAGMA user_version"], capture_output=True, text=True)
-            self.assertEqual(version.stdout.strip(), "10")
+            self.assertEqual(version.stdout.strip(), "11")
 
 
 @unittest.skipUnless(redis_server.available(), "redis-server is needed")

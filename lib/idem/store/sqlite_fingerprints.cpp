@@ -226,7 +226,27 @@ void SqliteFingerprintLog::put(std::string_view scope, ScopeIndex& index,
             "store {}: the fingerprints kept in scope '{}' span more than 4 billion rows of the "
             "log; idem dedup --gc, or a shorter --ttl, lets the oldest go",
             quote(m_name), scope));
-    index.slots.put(fingerprint, place, seq);
+    auto change = index.slots.put(fingerprint, place, seq);
+    if (!index.changes_kept) return;
+    if (index.saved_changes + index.changes.size() >= delta_limit(index)) {
+        index.changes_kept = false; // the next save writes the slots whole
+        std::vector<FingerprintSlots::Change>().swap(index.changes);
+        return;
+    }
+    index.changes.push_back(change);
+}
+
+std::uint64_t SqliteFingerprintLog::delta_limit(const ScopeIndex& index) {
+    return std::max<std::uint64_t>(4096, index.slots.size() / 4);
+}
+
+// Starts over from what the index now covers: nothing changed since.
+static void mark_saved(ScopeIndex& index, std::uint64_t saved_changes) {
+    index.saved_seq = index.last_seq;
+    index.rows_since_saved = 0;
+    index.changes.clear();
+    index.changes_kept = true;
+    index.saved_changes = saved_changes;
 }
 
 void SqliteFingerprintLog::catch_up(std::string_view scope, ScopeIndex& index) {
@@ -316,19 +336,81 @@ bool SqliteFingerprintLog::load_saved_index(std::string_view scope, ScopeIndex& 
     // claim (a damaged file) could leave none, and a probe would not end.
     if (capacity != 0 && loaded == capacity * 8 && step == SQLITE_DONE &&
         index.slots.occupied() == index.slots.size() && index.slots.size() * 5 <= capacity * 4) {
-        index.last_seq = index.saved_seq = covers;
-        index.rows_since_saved = 0;
+        index.last_seq = covers;
+        mark_saved(index, 0);
         return true;
     }
     index.slots = FingerprintSlots();
-    index.last_seq = index.saved_seq = 0;
+    index.last_seq = 0;
+    mark_saved(index, 0);
     return false;
+}
+
+// The deltas saved after the loaded slots (or after nothing, from row 0),
+// replayed in order. A delta written by a process that had not seen a later
+// one overlaps it: its changes up to where the index already is are passed
+// over (a change is the same whichever process made it: the rows decide).
+// Stops at a gap, and the log is read from there. False when a change
+// does not fit the slots: they are then not to be trusted.
+bool SqliteFingerprintLog::apply_saved_deltas(std::string_view scope, ScopeIndex& index) {
+    auto* db = reader();
+    Statement deltas(db,
+                     "SELECT after_seq, covers_seq, gc_generation, base, length(changes), rowid "
+                     "FROM fingerprint_index_delta WHERE scope = ?1 ORDER BY after_seq, covers_seq",
+                     m_name);
+    bind_text(deltas.get(), 1, scope);
+    constexpr std::size_t k_change_bytes = sizeof(FingerprintSlots::Change);
+    constexpr std::size_t k_changes_per_read = 65536;
+    auto& buffer = m_replayed;
+    std::uint64_t replayed = 0;
+    while (sqlite3_step(deltas.get()) == SQLITE_ROW) {
+        auto* row = deltas.get();
+        auto after = sqlite3_column_int64(row, 0), covers = sqlite3_column_int64(row, 1);
+        auto bytes = static_cast<std::size_t>(sqlite3_column_int64(row, 4));
+        if (covers <= index.last_seq) continue;
+        if (after > index.last_seq || sqlite3_column_int64(row, 2) != index.gc_generation ||
+            sqlite3_column_int64(row, 3) != index.slots.base() || bytes % k_change_bytes != 0)
+            break;
+        sqlite3_blob* blob = nullptr;
+        if (sqlite3_blob_open(db, "main", "fingerprint_index_delta", "changes",
+                              sqlite3_column_int64(row, 5), 0, &blob) != SQLITE_OK) {
+            sqlite3_blob_close(blob);
+            break;
+        }
+        bool fits = true;
+        for (std::size_t offset = 0; fits && offset < bytes;) {
+            auto count = std::min(k_changes_per_read, (bytes - offset) / k_change_bytes);
+            buffer.resize(count);
+            if (sqlite3_blob_read(blob, buffer.data(), static_cast<int>(count * k_change_bytes),
+                                  static_cast<int>(offset)) != SQLITE_OK) {
+                sqlite3_blob_close(blob);
+                return false;
+            }
+            offset += count * k_change_bytes;
+            // Changes up to where the index is are in it already.
+            auto first =
+                std::partition_point(buffer.begin(), buffer.end(), [&](const auto& change) {
+                    return index.slots.seq_of(change) <= index.last_seq;
+                });
+            auto fresh = static_cast<std::size_t>(buffer.end() - first);
+            fits = fresh == 0 || index.slots.apply(&*first, fresh);
+            replayed += fresh;
+        }
+        sqlite3_blob_close(blob);
+        if (!fits) return false;
+        index.last_seq = covers;
+    }
+    buffer.clear();
+    mark_saved(index, replayed);
+    return true;
 }
 
 bool SqliteFingerprintLog::first_look(std::string_view scope, ScopeIndex& index, Timestamp now) {
     m_appender.drain();
     index.gc_generation = gc_generation();
     load_saved_index(scope, index);
+    if (!apply_saved_deltas(scope, index)) load_saved_index(scope, index);
+    index.loaded_capacity = index.slots.capacity();
     catch_up(scope, index);
     index.slots.reserve(index.slots.size() + index.expected);
     index.looked = true;
@@ -360,7 +442,9 @@ void SqliteFingerprintLog::rebuild(std::string_view scope, ScopeIndex& index) {
     m_appender.drain();
     index.gc_generation = gc_generation();
     index.slots = FingerprintSlots();
-    index.last_seq = index.saved_seq = 0;
+    index.last_seq = 0;
+    mark_saved(index, 0);
+    index.loaded_capacity = 0;
     catch_up(scope, index);
 }
 
@@ -501,40 +585,111 @@ void SqliteFingerprintLog::release(std::string_view, ScopeIndex& index,
     head.expiry_changed = false;
 }
 
+SqliteFingerprintLog::SavedChain SqliteFingerprintLog::saved_chain(std::string_view scope,
+                                                                   std::int64_t generation) {
+    SavedChain chain;
+    {
+        Statement slots(m_db,
+                        "SELECT covers_seq FROM fingerprint_index WHERE scope = ?1 AND part = 0 "
+                        "AND gc_generation = ?2",
+                        m_name);
+        bind_text(slots.get(), 1, scope);
+        sqlite3_bind_int64(slots.get(), 2, generation);
+        if (sqlite3_step(slots.get()) == SQLITE_ROW) {
+            chain.end = sqlite3_column_int64(slots.get(), 0);
+            chain.slots = true;
+        }
+    }
+    Statement deltas(m_db,
+                     "SELECT after_seq, covers_seq, length(changes), rowid FROM "
+                     "fingerprint_index_delta WHERE scope = ?1 AND gc_generation = ?2 "
+                     "ORDER BY after_seq, covers_seq",
+                     m_name);
+    bind_text(deltas.get(), 1, scope);
+    sqlite3_bind_int64(deltas.get(), 2, generation);
+    while (sqlite3_step(deltas.get()) == SQLITE_ROW) {
+        auto after = sqlite3_column_int64(deltas.get(), 0);
+        auto covers = sqlite3_column_int64(deltas.get(), 1);
+        if (covers <= chain.end) continue;
+        if (after > chain.end) break;
+        chain.end = covers;
+        // Overlapping changes are counted twice: the limit comes sooner.
+        chain.changes += static_cast<std::uint64_t>(sqlite3_column_int64(deltas.get(), 2)) /
+                         sizeof(FingerprintSlots::Change);
+        chain.last_delta = sqlite3_column_int64(deltas.get(), 3);
+    }
+    return chain;
+}
+
 void SqliteFingerprintLog::save_index(std::string_view scope, ScopeIndex& index) {
     m_appender.drain();
     if (!index.looked || index.last_seq <= index.saved_seq || index.slots.capacity() == 0 ||
         gc_generation() != index.gc_generation)
         return;
-    if (index.rows_since_saved == 0) {
-        // Only repeats (or other scopes' rows) since: the saved slots are
-        // still this index's, and cover the rows up to here.
+    auto chain = saved_chain(scope, index.gc_generation);
+    if (chain.end >= index.last_seq) return; // another process saved as far
+    // The changes since this process's saved mark, beyond what the store
+    // already has; they are a delta only when they follow on from it.
+    auto first_unsaved =
+        std::partition_point(index.changes.begin(), index.changes.end(), [&](const auto& change) {
+            return index.slots.seq_of(change) <= chain.end;
+        });
+    auto unsaved = static_cast<std::uint64_t>(index.changes.end() - first_unsaved);
+    bool follows_on = index.changes_kept && chain.end >= index.saved_seq &&
+                      chain.changes + unsaved <= delta_limit(index) &&
+                      index.slots.capacity() <= index.loaded_capacity;
+    if (follows_on && unsaved == 0 && (chain.slots || chain.last_delta != 0)) {
+        // Only repeats (or other scopes' rows) since: what is saved covers
+        // the rows up to here.
         Statement cover(m_db,
-                        "UPDATE fingerprint_index SET covers_seq = ?2 WHERE scope = ?1 AND "
-                        "covers_seq = ?3",
+                        chain.last_delta != 0
+                            ? "UPDATE fingerprint_index_delta SET covers_seq = ?2 WHERE rowid = ?3"
+                            : "UPDATE fingerprint_index SET covers_seq = ?2 WHERE scope = ?1",
                         m_name);
         bind_text(cover.get(), 1, scope);
         sqlite3_bind_int64(cover.get(), 2, index.last_seq);
-        sqlite3_bind_int64(cover.get(), 3, index.saved_seq);
+        if (chain.last_delta != 0) sqlite3_bind_int64(cover.get(), 3, chain.last_delta);
         step_done(m_db, m_name, cover.get());
-        index.saved_seq = index.last_seq;
-        return;
+        mark_saved(index, chain.changes);
+    } else if (follows_on) {
+        Statement insert(m_db,
+                         "INSERT OR REPLACE INTO fingerprint_index_delta(scope, after_seq, "
+                         "covers_seq, gc_generation, base, changes) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+                         m_name);
+        auto* statement = insert.get();
+        bind_text(statement, 1, scope);
+        sqlite3_bind_int64(statement, 2, chain.end);
+        sqlite3_bind_int64(statement, 3, index.last_seq);
+        sqlite3_bind_int64(statement, 4, index.gc_generation);
+        sqlite3_bind_int64(statement, 5, index.slots.base());
+        if (unsaved == 0)
+            sqlite3_bind_zeroblob(statement, 6, 0); // a null pointer would bind NULL
+        else
+            sqlite3_bind_blob64(statement, 6, &*first_unsaved,
+                                unsaved * sizeof(FingerprintSlots::Change), SQLITE_STATIC);
+        step_done(m_db, m_name, statement);
+        mark_saved(index, chain.changes + unsaved);
+    } else {
+        save_slots(scope, index);
+        mark_saved(index, 0);
+        index.loaded_capacity = index.slots.capacity();
     }
-    // Writing the slots costs the index's size: worth it once the rows the
-    // next process would otherwise read are a quarter of it.
-    if (index.rows_since_saved < std::max<std::uint64_t>(4096, index.slots.size() / 4)) return;
-    {
-        Statement saved(
-            m_db, "SELECT covers_seq FROM fingerprint_index WHERE scope = ?1 AND part = 0", m_name);
-        bind_text(saved.get(), 1, scope);
-        // Another process saved a later one.
-        if (sqlite3_step(saved.get()) == SQLITE_ROW &&
-            sqlite3_column_int64(saved.get(), 0) >= index.last_seq)
-            return;
+    index.saved_at = std::chrono::steady_clock::now();
+}
+
+// The slots whole, in place of the saved ones and of the deltas they
+// cover: writing them costs the index's size (512 MiB at 50M fingerprints),
+// so they are written when the deltas would grow past delta_limit.
+void SqliteFingerprintLog::save_slots(std::string_view scope, ScopeIndex& index) {
+    for (const char* sql : {"DELETE FROM fingerprint_index WHERE scope = ?1",
+                            "DELETE FROM fingerprint_index_delta WHERE scope = ?1 AND "
+                            "covers_seq <= ?2"}) {
+        Statement forget(m_db, sql, m_name);
+        bind_text(forget.get(), 1, scope);
+        if (sqlite3_bind_parameter_count(forget.get()) == 2)
+            sqlite3_bind_int64(forget.get(), 2, index.last_seq);
+        step_done(m_db, m_name, forget.get());
     }
-    Statement forget(m_db, "DELETE FROM fingerprint_index WHERE scope = ?1", m_name);
-    bind_text(forget.get(), 1, scope);
-    step_done(m_db, m_name, forget.get());
     Statement insert(m_db,
                      "INSERT INTO fingerprint_index(scope, part, covers_seq, gc_generation, "
                      "capacity, entries, base, slots) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -555,16 +710,14 @@ void SqliteFingerprintLog::save_index(std::string_view scope, ScopeIndex& index)
                           static_cast<int>(std::min(k_part_bytes, total - offset)), SQLITE_STATIC);
         step_done(m_db, m_name, statement);
     }
-    index.saved_seq = index.last_seq;
-    index.rows_since_saved = 0;
-    index.saved_at = std::chrono::steady_clock::now();
 }
 
 void SqliteFingerprintLog::after_collecting_garbage() {
     m_appender.drain();
     execute(m_db, m_name,
             "INSERT INTO store_meta(name, value) VALUES('fingerprint_gc', 1) "
-            "ON CONFLICT(name) DO UPDATE SET value = value + 1; DELETE FROM fingerprint_index");
+            "ON CONFLICT(name) DO UPDATE SET value = value + 1; DELETE FROM fingerprint_index; "
+            "DELETE FROM fingerprint_index_delta");
 }
 
 // Appends the decided rows: k_rows_per_insert at a time through one

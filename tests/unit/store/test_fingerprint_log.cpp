@@ -1,5 +1,6 @@
 // The SQLite store's fingerprint log (schema v10): its index in memory
-// (FingerprintSlots), the index it saves for the next process, repeats kept
+// (FingerprintSlots), the index it saves for the next process (whole, or
+// as deltas: schema v11), repeats kept
 // as evidence up to a bound, and seqs that are never given twice.
 
 #include "idem/store/detail/fingerprint_slots.hpp"
@@ -135,6 +136,64 @@ TEST_CASE("fingerprints that share the slots' 32 bits are told apart by their ro
     CHECK(row_of(slots, rows, same_bits(4)) == 0);
 }
 
+TEST_CASE("changes replayed on an earlier copy of the slots make the same index") {
+    // What the next process does with a saved delta: the slots as saved, a
+    // smaller table, then every change made since, in order.
+    detail::FingerprintSlots slots;
+    std::map<std::int64_t, FingerprintBytes> rows;
+    std::vector<detail::FingerprintSlots::Change> changes;
+    std::vector<std::uint64_t> saved;
+    std::size_t saved_capacity = 0, saved_entries = 0;
+    std::int64_t seq = 0;
+    auto claim = [&](const FingerprintBytes& fingerprint) {
+        auto place =
+            slots.find(fingerprint, [&](std::int64_t row) { return rows.at(row) == fingerprint; });
+        rows[++seq] = fingerprint;
+        auto change = slots.put(fingerprint, place, seq);
+        if (saved_capacity != 0) changes.push_back(change);
+        return change;
+    };
+    for (std::uint32_t n = 0; n < 40'000; ++n)
+        claim(key(n));
+    saved.assign(slots.data(), slots.data() + slots.capacity());
+    saved_capacity = slots.capacity();
+    saved_entries = slots.size();
+    // Since: new fingerprints (the table grows), first copies claimed anew
+    // (their slot is rewritten), and fingerprints sharing 32 bits with one
+    // already there.
+    for (std::uint32_t n = 40'000; n < 100'000; ++n)
+        claim(key(n));
+    for (std::uint32_t n = 0; n < 40'000; n += 7)
+        CHECK(claim(key(n)).replaced != 0);
+    for (std::uint8_t n = 0; n < 8; ++n) {
+        auto twin = key(11);
+        twin[15] = static_cast<std::uint8_t>(twin[15] ^ (n + 1));
+        CHECK(claim(twin).replaced == 0);
+    }
+    REQUIRE(slots.capacity() > saved_capacity);
+
+    detail::FingerprintSlots replayed;
+    std::copy(saved.begin(), saved.end(),
+              replayed.assign(saved_capacity, saved_entries, slots.base()));
+    REQUIRE(replayed.apply(changes.data(), changes.size()));
+    CHECK(replayed.size() == slots.size());
+    CHECK(replayed.occupied() == slots.occupied());
+    for (std::uint32_t n = 0; n < 100'000; n += 3)
+        CHECK(row_of(replayed, rows, key(n)) == row_of(slots, rows, key(n)));
+    CHECK(row_of(replayed, rows, key(14)) > 100'000); // claimed anew: its latest row
+
+    // A change that replaces a value the table does not hold cannot be
+    // replayed: the caller drops the table.
+    detail::FingerprintSlots other;
+    std::copy(saved.begin(), saved.end(),
+              other.assign(saved_capacity, saved_entries, slots.base()));
+    auto wrong = changes.back();
+    wrong.replaced = wrong.put ^ 0x1234; // same 32 bits, a row it never held
+    CHECK_FALSE(other.apply(&wrong, 1));
+    detail::FingerprintSlots::Change empty_row{std::uint64_t{0x77} << 32, 0}; // row 0 is none
+    CHECK_FALSE(other.apply(&empty_row, 1));
+}
+
 TEST_CASE("the slots keep rows within 2^32 of their base, and say when one is not") {
     detail::FingerprintSlots slots(1000);
     CHECK_FALSE(slots.fits(1000));
@@ -207,6 +266,73 @@ TEST_CASE("the next process loads the saved index, and ignores one it cannot tru
     execute(file.path, "UPDATE fingerprint_index SET slots = "
                        "CAST(replace(hex(zeroblob(length(slots) / 2)), '00', 'AB') AS BLOB)");
     CHECK(judge(0, k_keys + k_keys / 2 + 30) == 10);
+}
+
+TEST_CASE("a process that added few first copies saves a delta, and the next replays it") {
+    TempStore file("log");
+    constexpr std::uint32_t k_keys = 20'000;
+    // The first 1,000 alive until 15: claimed again at 20, they are first
+    // copies anew (too few expired for the store to collect them).
+    CHECK(claim_in_a_new_process(file.path, 0, 1'000, 10, 15) == 1'000);
+    CHECK(claim_in_a_new_process(file.path, 1'000, k_keys, 10) == k_keys - 1'000);
+    CHECK(count(file.path, "SELECT count(*) FROM fingerprint_index_delta") == 0); // saved whole
+    auto covered = count(file.path, "SELECT covers_seq FROM fingerprint_index WHERE part = 0");
+    CHECK(covered == k_keys);
+    // 1,000 claimed anew, 1,000 new: 2,000 changes, within the 5,000 (a
+    // quarter of the fingerprints) the deltas may hold at this size.
+    CHECK(claim_in_a_new_process(file.path, 0, 1'000, 20) == 1'000);
+    CHECK(claim_in_a_new_process(file.path, k_keys, k_keys + 1'000, 20) == 1'000);
+    CHECK(count(file.path, "SELECT count(*) FROM fingerprint_index_delta") == 2);
+    CHECK(count(file.path, "SELECT sum(length(changes)) / 16 FROM fingerprint_index_delta") ==
+          2'000);
+    CHECK(count(file.path, "SELECT covers_seq FROM fingerprint_index WHERE part = 0") == covered);
+    CHECK(count(file.path, "SELECT max(covers_seq) FROM fingerprint_index_delta") ==
+          covered + 2'000);
+    // The next process takes those rows from the deltas, not the log: with
+    // them hidden from a read of the log (another scope), they still count.
+    execute(file.path, "UPDATE fingerprint_log SET scope = 'hidden' WHERE seq > 20000");
+    auto judge = [&](long long seconds) {
+        return claim_in_a_new_process(file.path, 0, 2'000, seconds) +
+               claim_in_a_new_process(file.path, k_keys, k_keys + 1'000, seconds);
+    };
+    // Without the delta, the slots of 0 .. 1,000 would name their expired
+    // rows, and 20,000 .. 21,000 would have none: all first copies.
+    CHECK(judge(30) == 0);
+    execute(file.path, "UPDATE fingerprint_log SET scope = 's' WHERE scope = 'hidden'");
+    // A delta that does not fit the saved slots is dropped, and the log read.
+    execute(file.path, "UPDATE fingerprint_index_delta SET changes = "
+                       "CAST(replace(hex(zeroblob(length(changes) / 2)), '00', 'AB') AS BLOB)");
+    CHECK(judge(40) == 0);
+    // Past the limit, the slots are saved whole and the deltas they cover go.
+    CHECK(claim_in_a_new_process(file.path, 2 * k_keys, 2 * k_keys + 5'000, 50) == 5'000);
+    CHECK(count(file.path, "SELECT count(*) FROM fingerprint_index_delta") == 0);
+    CHECK(count(file.path, "SELECT covers_seq FROM fingerprint_index WHERE part = 0") ==
+          count(file.path, "SELECT max(seq) FROM fingerprint_log"));
+}
+
+TEST_CASE("two processes' overlapping deltas replay as one") {
+    TempStore file("log");
+    CHECK(claim_in_a_new_process(file.path, 0, 10'000, 10) == 10'000); // saved whole
+    {
+        auto one = open_store(parse_store_uri(file.path));
+        auto two = open_store(parse_store_uri(file.path));
+        auto claim = [](Store& store, std::uint32_t from, std::uint32_t to) {
+            std::vector<FingerprintClaim> claims;
+            for (auto n = from; n < to; ++n)
+                claims.push_back(claim_of(key(n), 20, n + 1));
+            auto results = store.fingerprints().claim_fingerprints("s", claims, at(20));
+            store.commit();
+            return results;
+        };
+        claim(*one, 10'000, 10'500);
+        claim(*two, 10'500, 11'000); // catches up on one's rows: its changes hold them too
+        claim(*one, 11'000, 11'200);
+        // one saves its changes (10,000 .. 10,500 and 11,000 .. 11,200) at
+        // close; two, closed after, only what one's delta does not cover.
+    }
+    CHECK(count(file.path, "SELECT count(*) FROM fingerprint_index_delta") == 2);
+    execute(file.path, "UPDATE fingerprint_log SET scope = 'hidden' WHERE seq > 10000");
+    CHECK(claim_in_a_new_process(file.path, 9'990, 11'210, 30) == 10); // 11,200 .. 11,210
 }
 
 TEST_CASE("read back from the log, a fingerprint claimed anew after expiry keeps its latest row") {

@@ -17,6 +17,7 @@
 #include "idem/util/prefetch.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -70,23 +71,63 @@ public:
         if (m_capacity != 0) idem::prefetch(&m_slots[home(bits_of(key))]);
     }
 
+    // What a put did to the table, as slot values (`base` relative): the
+    // value put, and the one it replaced (0 when it filled an empty slot).
+    // Values, not positions: a list of changes applies to a table of any
+    // capacity holding the same fingerprints (a saved delta, below).
+    struct Change {
+        std::uint64_t put = 0;
+        std::uint64_t replaced = 0;
+    };
+
     // Records `seq` as the key's first copy at `place`, found by find() with
     // nothing put since: a found slot is rewritten, an empty one filled
     // (growing the table first when it is full).
-    void put(const FingerprintBytes& key, const Place& place, std::int64_t seq) {
+    Change put(const FingerprintBytes& key, const Place& place, std::int64_t seq) {
         if (!fits(seq)) throw std::out_of_range("fingerprint row outside the index's range");
         auto slot = (std::uint64_t{bits_of(key)} << 32) | static_cast<std::uint64_t>(seq - m_base);
         if (place.seq != 0 && m_capacity != 0) {
+            auto replaced = m_slots[place.slot];
             m_slots[place.slot] = slot;
-            return;
+            return {slot, replaced};
         }
-        if (m_capacity == 0 || too_full(m_entries + 1)) {
-            grow(std::max(m_capacity * 2, k_first_capacity));
-            m_slots[empty_slot_for(slot)] = slot;
-        } else {
-            m_slots[place.slot] = slot;
+        fill(slot, place.slot);
+        return {slot, 0};
+    }
+
+    // The row a change put (absolute).
+    [[nodiscard]] std::int64_t seq_of(const Change& change) const {
+        return m_base + static_cast<std::int64_t>(change.put & 0xffffffffU);
+    }
+
+    // Replays changes another process made to a table holding the same
+    // fingerprints, in their order, each slot asked for a few changes ahead.
+    // False when one does not fit this table (a value it should replace is
+    // not here, or a value is no slot's): the caller drops the table.
+    bool apply(const Change* changes, std::size_t count) {
+        constexpr std::size_t k_ahead = 16;
+        for (std::size_t i = 0; i < count; ++i) {
+            if (i + k_ahead < count && m_capacity != 0)
+                idem::prefetch(
+                    &m_slots[home(static_cast<std::uint32_t>(changes[i + k_ahead].put >> 32))]);
+            const auto& change = changes[i];
+            if ((change.put & 0xffffffffU) == 0) return false; // seq == base: never a row
+            if (change.replaced == 0) {
+                fill(change.put, k_anywhere);
+                continue;
+            }
+            if ((change.replaced >> 32) != (change.put >> 32) || m_capacity == 0) return false;
+            auto mask = m_capacity - 1;
+            for (auto index = home(static_cast<std::uint32_t>(change.put >> 32));;
+                 index = (index + 1) & mask) {
+                if (m_slots[index] == 0) return false;
+                if (m_slots[index] == change.replaced) {
+                    m_slots[index] = change.put;
+                    break;
+                }
+            }
         }
-        ++m_entries;
+        return true;
     }
 
     // Room for `entries` without growing: growing holds the old table and
@@ -142,6 +183,19 @@ private:
     // so the table can grow from its own slots.
     [[nodiscard]] std::size_t home(std::uint32_t bits) const {
         return static_cast<std::size_t>(bits) >> (32 - m_shift);
+    }
+
+    static constexpr std::size_t k_anywhere = ~std::size_t{0};
+
+    // Fills an empty slot with `slot`: `at` when it is known, else the
+    // first empty one from its home, growing the table first when full.
+    void fill(std::uint64_t slot, std::size_t at) {
+        if (m_capacity == 0 || too_full(m_entries + 1)) {
+            grow(std::max(m_capacity * 2, k_first_capacity));
+            at = k_anywhere;
+        }
+        m_slots[at == k_anywhere ? empty_slot_for(slot) : at] = slot;
+        ++m_entries;
     }
 
     [[nodiscard]] std::size_t empty_slot_for(std::uint64_t slot) const {

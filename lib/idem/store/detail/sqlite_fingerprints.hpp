@@ -1,5 +1,5 @@
 #pragma once
-// Internal to the SQLite store: dedup's fingerprint log (schema v10). A
+// Internal to the SQLite store: dedup's fingerprint log (schema v10, v11 its saved deltas). A
 // first copy's row, with its line in fingerprint_repeats once copies came
 // after it, is its fingerprint's state (when, where, until when, how many
 // copies since and where the latest came from); repeats are rows kept as
@@ -107,6 +107,18 @@ struct ScopeIndex {
     std::uint64_t expected = 0;     // claims a run said were coming (room is made for them)
     std::int64_t gc_generation = 0; // the store's, when slots were built
     std::chrono::steady_clock::time_point saved_at = std::chrono::steady_clock::now();
+    // Every change to `slots` since saved_seq, in seq order: saved as a
+    // delta (fingerprint_index_delta), so the next process replays them
+    // instead of reading those rows of the log. Kept while the saved
+    // deltas and these are few (SqliteFingerprintLog::delta_limit); past
+    // that they are dropped and the next save writes the slots whole.
+    std::vector<FingerprintSlots::Change> changes;
+    bool changes_kept = true;
+    std::uint64_t saved_changes = 0; // in the saved deltas after the saved slots
+    // The slots' capacity as loaded with the deltas: once they grew past
+    // it, every process replaying the deltas would grow them again
+    // (zeroing the larger table is most of an open), so they are saved whole.
+    std::size_t loaded_capacity = 0;
     bool looked = false;  // loaded, caught up, expired rows reclaimed
     bool current = false; // caught up within the open transaction
     // This transaction's first copies by row: read when a slot matched, or
@@ -140,11 +152,18 @@ public:
     void release(std::string_view scope, ScopeIndex& index, const FingerprintBytes& fingerprint,
                  Timestamp now);
 
-    // Saves the index when it covers more than the saved one, by at least
-    // a quarter of it, and no garbage was collected since it was built;
-    // when it only covers more rows, not more first copies, moves the
-    // saved one's mark. Within a transaction.
+    // Saves what the index covers beyond the saved one, when no garbage
+    // was collected since it was built: the changes since, as a delta after
+    // the saved slots and deltas, while they are few; else the slots whole,
+    // in place of the saved ones. When it only covers more rows, not more
+    // first copies, moves the saved mark. Within a transaction.
     void save_index(std::string_view scope, ScopeIndex& index);
+    // How many changes the deltas after saved slots may hold, together: a
+    // quarter of the fingerprints (a process keeps its changes in memory,
+    // 16 bytes each, and the next one probes once for each), at least 4,096.
+    // Where the index was saved whole once the rows since were a quarter of
+    // it, a quarter is the same number of whole saves.
+    static std::uint64_t delta_limit(const ScopeIndex& index);
     // Rows collected: the store's garbage generation moves on and saved
     // indexes go (their slots would point at rows that are gone).
     void after_collecting_garbage();
@@ -168,6 +187,19 @@ private:
     sqlite3_int64 next_seq();
     std::int64_t gc_generation();
     bool load_saved_index(std::string_view scope, ScopeIndex& index);
+    bool apply_saved_deltas(std::string_view scope, ScopeIndex& index);
+    // Where the saved slots and deltas end, as a process opening now would
+    // load them: the last row they cover, the changes in the deltas, and
+    // the delta that ends them (0: the slots, or nothing saved).
+    struct SavedChain {
+        sqlite3_int64 end = 0;
+        std::uint64_t changes = 0;
+        sqlite3_int64 last_delta = 0;
+        bool slots = false;
+    };
+    SavedChain saved_chain(std::string_view scope, std::int64_t generation);
+    void save_delta(std::string_view scope, ScopeIndex& index, const SavedChain& chain);
+    void save_slots(std::string_view scope, ScopeIndex& index);
     void append_rows(std::string_view scope, const std::vector<Row>& rows);
     void update_heads(const std::vector<std::pair<sqlite3_int64, FingerprintHead>>& heads);
 
@@ -211,6 +243,7 @@ private:
     std::vector<sqlite3_int64> m_wanted; // read_heads_ahead's, kept for its capacity
     // catch_up's rows, a batch at a time, so their slots are asked for ahead.
     std::vector<std::pair<sqlite3_int64, FingerprintBytes>> m_caught_up;
+    std::vector<FingerprintSlots::Change> m_replayed; // a saved delta, a part at a time
     SerialWorker m_appender; // last: stopped first, while the statements it uses exist
 };
 

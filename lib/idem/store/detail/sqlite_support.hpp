@@ -206,8 +206,24 @@ inline constexpr const char* k_migrations[] = {
     "  PRIMARY KEY (scope, part)"
     ");"
     "CREATE TABLE store_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);",
+    // v11: while the saved index's changes since it was saved whole are
+    // fewer than a quarter of it, a process saves only what it changed: each slot it put, with the
+    // one it replaced (16 bytes a change, in seq order), applying to the
+    // saved index (and deltas) covering the rows up to after_seq. The next
+    // process replays them instead of reading those rows of the log; once
+    // the deltas would hold more, the index is saved whole and the deltas it
+    // covers go.
+    "CREATE TABLE fingerprint_index_delta ("
+    "  scope TEXT NOT NULL,"
+    "  after_seq INTEGER NOT NULL,"
+    "  covers_seq INTEGER NOT NULL,"
+    "  gc_generation INTEGER NOT NULL,"
+    "  base INTEGER NOT NULL,"
+    "  changes BLOB NOT NULL,"
+    "  PRIMARY KEY (scope, after_seq, covers_seq)"
+    ");",
 };
-inline constexpr int k_schema_version = 10;
+inline constexpr int k_schema_version = 11;
 
 // SQLite's memory statistics take a global mutex on every allocation; idem
 // reads none of them. Must run before SQLite initialises, so once, first.
