@@ -223,6 +223,61 @@ class Failover(unittest.TestCase):
             self.assertEqual(set(emitted), expected)
 
 
+@unittest.skipUnless(redis_cluster.available(), "redis-server and redis-cli are needed")
+class ReplicatedClaims(unittest.TestCase):
+    """A master acknowledges a write before its replica has it: dedup's claims
+    wait (WAIT 1) until a replica has them before their records are written
+    out, so a failover right after cannot lose a claim already acted on."""
+
+    def test_claims_reach_the_replica_before_the_run_goes_on_and_a_stopped_replica_does_not_stop_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            master_port, replica_port = redis_server.free_port(), redis_server.free_port()
+            master = redis_server.start(master_port, tmp)
+            replica = redis_server.start(replica_port, tmp, "--dbfilename", "replica.rdb",
+                                         "--replicaof", "127.0.0.1", str(master_port))
+            try:
+                # Online as its master sees it (ROLE lists only those), which
+                # comes a moment after the replica says its link is up.
+                deadline = time.time() + 20
+                while str(replica_port) not in redis_cluster.cli(master_port, "role"):
+                    self.assertLess(time.time(), deadline, "the replica never came online")
+                    time.sleep(0.1)
+                store = f"redis://127.0.0.1:{master_port}"
+                events = "".join(json.dumps({"id": k}) + "\n" for k in ("a", "b", "a", "c"))
+                code, out, err = run(["dedup", "--key", "id", "--store", store], stdin=events.encode())
+                self.assertEqual(code, 0, err)
+                self.assertEqual(ids(out.decode()), ["a", "b", "c"])
+                stats = redis_cluster.cli(master_port, "info", "commandstats")
+                self.assertIn("cmdstat_wait:calls=", stats)
+                # The replica holds every claim the moment the run is done.
+                claims = redis_cluster.cli(replica_port, "--scan", "--pattern", "idem:fp:*").split()
+                self.assertEqual(len(claims), 3)
+                # verify --nonce likewise: a nonce lost in a failover would let
+                # the same delivery pass twice.
+                redis_cluster.cli(master_port, "config", "resetstat")
+                capture = os.path.join(tmp, "capture.ndjson")
+                with open(capture, "w") as f:
+                    f.write(github_delivery("2026-11-30T08:00:00Z") + "\n")
+                code, _, err = run(["verify", "--secret", "gh-demo-secret", "--nonce", "--store", store, capture])
+                self.assertEqual(code, 0, err)
+                self.assertIn("cmdstat_wait:calls=", redis_cluster.cli(master_port, "info", "commandstats"))
+                # A replica that stops answering costs a batch k_replica_wait
+                # (250 ms), not the run.
+                os.kill(replica.pid, 19)  # SIGSTOP
+                try:
+                    started = time.time()
+                    code, out, err = run(["dedup", "--key", "id", "--store", store],
+                                         stdin=b'{"id":"d"}\n{"id":"a"}\n')
+                    self.assertEqual(code, 0, err)
+                    self.assertEqual(ids(out.decode()), ["d"])
+                    self.assertLess(time.time() - started, 10)
+                finally:
+                    os.kill(replica.pid, 18)  # SIGCONT
+            finally:
+                redis_server.stop(replica)
+                redis_server.stop(master)
+
+
 @unittest.skipUnless(redis_server.available(), "redis-server is needed")
 class Credentials(unittest.TestCase):
     def test_a_password_comes_from_the_environment_and_is_never_printed(self):

@@ -72,12 +72,17 @@ public:
             1,
             std::chrono::duration_cast<std::chrono::milliseconds>(keep_until - now_utc()).count());
         auto sha = load_script(m_nonce_script, k_nonce_lua);
-        auto reply =
-            m_redis.command({"EVALSHA", sha, "1", key,
+        // On a replica too before the verdict counts: a nonce lost in a
+        // failover would let the same delivery pass again.
+        auto reply = std::move(
+            m_redis
+                .pipeline({{{"EVALSHA", sha, "1", key,
                              std::to_string(sighting.received_at.time_since_epoch().count()),
                              std::string(sighting.source), std::to_string(sighting.line),
                              std::to_string(window.count()), std::to_string(keep_ms)},
-                            key);
+                            key}},
+                          detail::Retry::safe, detail::ErrorReplies::fail, detail::Replicas::wait)
+                .front());
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2)
             throw StoreError(
                 fmt::format("store {}: unexpected reply to a nonce claim", m_location.describe()));
@@ -129,8 +134,10 @@ public:
                 batch.push_back({{"SET", keys[i], values[i], "NX", "PXAT",
                                   std::to_string(expiry_ms(claims[i])), "GET"},
                                  keys[i]});
-            auto replies =
-                m_redis.pipeline(batch, detail::Retry::safe, detail::ErrorReplies::returned);
+            // On a replica too before a record is written out as a first
+            // copy: a claim lost in a failover would be a first copy twice.
+            auto replies = m_redis.pipeline(batch, detail::Retry::safe,
+                                            detail::ErrorReplies::returned, detail::Replicas::wait);
             std::vector<std::size_t> hashes; // kept by an earlier idem
             std::vector<std::pair<std::size_t, std::string>> met;
             for (std::size_t n = 0; n < setting.size(); ++n) {
@@ -387,8 +394,11 @@ public:
                              name});
         }
         // Never sent again: a claim that ran would then meet itself, in
-        // progress under this owner, and the key would be skipped.
-        auto replies = m_redis.pipeline(batch, detail::Retry::never);
+        // progress under this owner, and the key would be skipped. On a
+        // replica before a request goes out: one lost in a failover would
+        // let a rerun send it again.
+        auto replies = m_redis.pipeline(batch, detail::Retry::never, detail::ErrorReplies::fail,
+                                        detail::Replicas::wait);
         std::vector<ReplayClaim> claims;
         claims.reserve(keys.size());
         for (std::size_t k = 0; k < keys.size(); ++k) {

@@ -113,6 +113,7 @@ std::optional<Redirect> redirect_of(const redisReply* reply) {
 struct Node {
     RedisEndpoint endpoint;
     redisContext* context = nullptr;
+    bool has_replicas = false; // as the slot map (or ROLE, on one node) says
 
     [[nodiscard]] std::string name() const {
         return fmt::format("{}:{}", endpoint.host, endpoint.port);
@@ -340,6 +341,7 @@ struct RedisRouter::Impl {
     bool install_map(const redisReply* reply, const Node& asked) {
         std::array<Node*, k_slots> next{};
         std::vector<Node*> next_masters;
+        std::vector<Node*> replicated; // masters a range names replicas for
         for (std::size_t i = 0; i < reply->elements; ++i) {
             const auto* range = reply->element[i];
             if (range->type != REDIS_REPLY_ARRAY || range->elements < 3) continue;
@@ -351,6 +353,7 @@ struct RedisRouter::Impl {
             auto& node = node_for(endpoint);
             if (std::find(next_masters.begin(), next_masters.end(), &node) == next_masters.end())
                 next_masters.push_back(&node);
+            if (range->elements > 3) replicated.push_back(&node);
             auto first = static_cast<std::size_t>(range->element[0]->integer);
             auto last = static_cast<std::size_t>(range->element[1]->integer);
             for (auto slot = first; slot <= last && slot < k_slots; ++slot)
@@ -359,6 +362,9 @@ struct RedisRouter::Impl {
         if (next_masters.empty()) return false;
         owner = next;
         masters = std::move(next_masters);
+        for (auto& node : nodes)
+            node->has_replicas =
+                std::find(replicated.begin(), replicated.end(), node.get()) != replicated.end();
         return true;
     }
 
@@ -485,6 +491,12 @@ void RedisRouter::discover() {
                                         [&](const auto& other) { return other.get() != &node; }),
                          impl.nodes.end());
         impl.masters = {impl.nodes.front().get()};
+        // ROLE: ["master", offset, [[host, port, offset], ...]], the
+        // replicas connected now.
+        if (auto role = Impl::raw_command(node, {"ROLE"});
+            role && role->type == REDIS_REPLY_ARRAY && role->elements >= 3 &&
+            role->element[2]->type == REDIS_REPLY_ARRAY)
+            node.has_replicas = role->element[2]->elements > 0;
         if (database != 0) {
             auto selected = Impl::raw_command(node, {"SELECT", std::to_string(database)});
             if (!selected || selected->type == REDIS_REPLY_ERROR)
@@ -511,12 +523,12 @@ Reply RedisRouter::command(const Arguments& arguments, std::string_view key, Ret
 }
 
 std::vector<Reply> RedisRouter::pipeline(const std::vector<RoutedCommand>& commands, Retry retry,
-                                         ErrorReplies errors) {
-    return m_impl->retrying(retry, [&] { return pipeline_once(commands, errors); });
+                                         ErrorReplies errors, Replicas replicas) {
+    return m_impl->retrying(retry, [&] { return pipeline_once(commands, errors, replicas); });
 }
 
 std::vector<Reply> RedisRouter::pipeline_once(const std::vector<RoutedCommand>& commands,
-                                              ErrorReplies errors) {
+                                              ErrorReplies errors, Replicas replicas) {
     auto& impl = *m_impl;
     std::vector<Reply> replies(commands.size());
     // Per node, the commands' indexes in the order they were sent, and the
@@ -535,11 +547,24 @@ std::vector<Reply> RedisRouter::pipeline_once(const std::vector<RoutedCommand>& 
         batch->indexes.push_back(i);
         Impl::format_command(batch->commands, commands[i].arguments);
     }
-    for (auto& batch : batches)
+    // Asked in the same piece, right after the node's commands: WAIT
+    // counts the replicas that have every write this connection made.
+    static const Arguments k_wait{"WAIT", "1", std::to_string(k_replica_wait_ms)};
+    auto waits = [&](const Batch& batch) {
+        return replicas == Replicas::wait && batch.node->has_replicas;
+    };
+    for (auto& batch : batches) {
+        if (waits(batch)) Impl::format_command(batch.commands, k_wait);
         impl.append_formatted(*batch.node, batch.commands);
-    for (auto& batch : batches)
+    }
+    for (auto& batch : batches) {
         for (auto i : batch.indexes)
             replies[i] = impl.read(*batch.node);
+        // Its count is not checked: a replica that did not answer in time
+        // is not waited for longer (the reply may also be an error, from a
+        // node that has just become a replica itself).
+        if (waits(batch)) (void)impl.read(*batch.node);
+    }
     for (std::size_t i = 0; i < commands.size(); ++i)
         replies[i] =
             impl.settle(std::move(replies[i]), commands[i].arguments, commands[i].key, errors);

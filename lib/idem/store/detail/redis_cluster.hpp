@@ -66,6 +66,20 @@ enum class Retry { safe, never };
 // read (a key of another type than the command expects).
 enum class ErrorReplies { fail, returned };
 
+// Whether a pipeline's writes must reach a replica before it returns. A
+// master acknowledges a write before its replicas have it; killed then, the
+// replica that takes over never had it. A claim lost that way was already
+// acted on (its record written out), and claimed again after the failover
+// it would be written out twice. With `wait`, each master the pipeline wrote
+// to that has replicas is asked `WAIT 1` (up to k_replica_wait) before the
+// replies are handed back; a master that dies before answering loses the
+// connection, and the pipeline is sent again where it moved.
+enum class Replicas { ignore, wait };
+
+// How long a pipeline waits for a replica's acknowledgement: past it (a
+// replica down or far behind) the run goes on, as Redis itself would.
+inline constexpr int k_replica_wait_ms = 250;
+
 // How long a store may stay unreachable before an operation fails
 // (--store-timeout); connections are retried with backoff until then.
 void set_store_timeout(std::chrono::microseconds timeout);
@@ -87,8 +101,8 @@ public:
 
     // Many commands: one round trip per node, replies in the commands' order.
     std::vector<Reply> pipeline(const std::vector<RoutedCommand>& commands,
-                                Retry retry = Retry::safe,
-                                ErrorReplies errors = ErrorReplies::fail);
+                                Retry retry = Retry::safe, ErrorReplies errors = ErrorReplies::fail,
+                                Replicas replicas = Replicas::ignore);
 
     // Applies `commands` in MULTI/EXEC: one transaction on a single node;
     // on a cluster one per slot (a transaction cannot span slots), each
@@ -106,7 +120,7 @@ public:
 private:
     void discover();
     std::vector<Reply> pipeline_once(const std::vector<RoutedCommand>& commands,
-                                     ErrorReplies errors);
+                                     ErrorReplies errors, Replicas replicas);
     void transact_once(const std::vector<RoutedCommand>& commands);
     std::string load_script_once(const std::string& source);
 
