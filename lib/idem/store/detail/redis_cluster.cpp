@@ -527,10 +527,59 @@ std::vector<Reply> RedisRouter::pipeline(const std::vector<RoutedCommand>& comma
     return m_impl->retrying(retry, [&] { return pipeline_once(commands, errors, replicas); });
 }
 
+// Sent right after a node's writes, in the same piece: WAIT answers once a
+// replica has every write this connection made, or after k_replica_wait_ms.
+static const Arguments& replica_wait() {
+    static const Arguments k_wait{"WAIT", "1", std::to_string(k_replica_wait_ms)};
+    return k_wait;
+}
+
+// Whether a reply says the cluster could not take the command now: a slot
+// being migrated (TRYAGAIN) or a failover under way (CLUSTERDOWN). The
+// command did not run.
+static bool cluster_busy(const redisReply* reply) {
+    return error_starts(reply, "TRYAGAIN") || error_starts(reply, "CLUSTERDOWN");
+}
+
 std::vector<Reply> RedisRouter::pipeline_once(const std::vector<RoutedCommand>& commands,
                                               ErrorReplies errors, Replicas replicas) {
     auto& impl = *m_impl;
+    std::vector<std::size_t> which(commands.size());
+    for (std::size_t i = 0; i < commands.size(); ++i)
+        which[i] = i;
     std::vector<Reply> replies(commands.size());
+    send_pipelined(commands, which, replies, replicas);
+    // Commands the cluster could not take go again together, after one
+    // pause, until it takes them (or k_cluster_patience): one by one, each
+    // after a pause of its own, a block of 26,000 claims that met a
+    // failover took 100 ms a claim.
+    auto deadline = std::chrono::steady_clock::now() + k_cluster_patience;
+    while (true) {
+        which.clear();
+        for (std::size_t i = 0; i < commands.size(); ++i)
+            if (cluster_busy(replies[i].get())) which.push_back(i);
+        if (which.empty()) break;
+        // Still down: the run waits as for a node it cannot reach, up to
+        // --store-timeout, rather than each command waiting on its own.
+        if (std::chrono::steady_clock::now() >= deadline)
+            throw Unreachable{text_of(replies[which.front()].get()), true};
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        impl.refresh_quietly();
+        send_pipelined(commands, which, replies, replicas);
+    }
+    for (std::size_t i = 0; i < commands.size(); ++i)
+        replies[i] =
+            impl.settle(std::move(replies[i]), commands[i].arguments, commands[i].key, errors);
+    return replies;
+}
+
+// Sends commands[which...] in one piece per node and reads their replies
+// into replies[which...], unsettled (redirects and the like still to be
+// followed).
+void RedisRouter::send_pipelined(const std::vector<RoutedCommand>& commands,
+                                 const std::vector<std::size_t>& which, std::vector<Reply>& replies,
+                                 Replicas replicas) {
+    auto& impl = *m_impl;
     // Per node, the commands' indexes in the order they were sent, and the
     // commands themselves, sent in one piece.
     struct Batch {
@@ -539,7 +588,7 @@ std::vector<Reply> RedisRouter::pipeline_once(const std::vector<RoutedCommand>& 
         std::string commands;
     };
     std::vector<Batch> batches;
-    for (std::size_t i = 0; i < commands.size(); ++i) {
+    for (auto i : which) {
         auto* node = &impl.route(commands[i].key);
         auto batch = std::find_if(batches.begin(), batches.end(),
                                   [&](const auto& entry) { return entry.node == node; });
@@ -547,14 +596,11 @@ std::vector<Reply> RedisRouter::pipeline_once(const std::vector<RoutedCommand>& 
         batch->indexes.push_back(i);
         Impl::format_command(batch->commands, commands[i].arguments);
     }
-    // Asked in the same piece, right after the node's commands: WAIT
-    // counts the replicas that have every write this connection made.
-    static const Arguments k_wait{"WAIT", "1", std::to_string(k_replica_wait_ms)};
     auto waits = [&](const Batch& batch) {
         return replicas == Replicas::wait && batch.node->has_replicas;
     };
     for (auto& batch : batches) {
-        if (waits(batch)) Impl::format_command(batch.commands, k_wait);
+        if (waits(batch)) Impl::format_command(batch.commands, replica_wait());
         impl.append_formatted(*batch.node, batch.commands);
     }
     for (auto& batch : batches) {
@@ -565,10 +611,6 @@ std::vector<Reply> RedisRouter::pipeline_once(const std::vector<RoutedCommand>& 
         // node that has just become a replica itself).
         if (waits(batch)) (void)impl.read(*batch.node);
     }
-    for (std::size_t i = 0; i < commands.size(); ++i)
-        replies[i] =
-            impl.settle(std::move(replies[i]), commands[i].arguments, commands[i].key, errors);
-    return replies;
 }
 
 // Transactions hold writes that set values (HSET, DEL, HDEL): applying one
@@ -595,6 +637,10 @@ void RedisRouter::transact_once(const std::vector<RoutedCommand>& commands) {
             for (const auto* command : group)
                 impl.append(node, command->arguments);
             impl.append(node, {"EXEC"});
+            // A commit (a checkpoint, a batch's confirmation) lost in a
+            // failover would have the next run take over claims whose
+            // records are already out: on a replica before it returns.
+            if (node.has_replicas) impl.append(node, replica_wait());
             auto opened = impl.read(node);
             bool moved = redirect_of(opened.get()).has_value();
             for (std::size_t i = 0; i < group.size(); ++i) {
@@ -603,6 +649,7 @@ void RedisRouter::transact_once(const std::vector<RoutedCommand>& commands) {
                     moved || redirect_of(queued.get()) || error_starts(queued.get(), "TRYAGAIN");
             }
             auto done = impl.read(node);
+            if (node.has_replicas) (void)impl.read(node);
             // A restarted node still reading its data answers LOADING to
             // MULTI: nothing of this group ran; waited out as settle() does.
             if (error_starts(opened.get(), "LOADING"))

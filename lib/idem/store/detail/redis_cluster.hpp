@@ -106,7 +106,8 @@ public:
 
     // Applies `commands` in MULTI/EXEC: one transaction on a single node;
     // on a cluster one per slot (a transaction cannot span slots), each
-    // retried whole if its slot moved before it ran.
+    // retried whole if its slot moved before it ran, and each waited on
+    // (WAIT 1) until a replica has it where the master has replicas.
     void transact(const std::vector<RoutedCommand>& commands);
 
     // Loads a Lua script wherever it will run; EVALSHA of it then succeeds
@@ -121,6 +122,9 @@ private:
     void discover();
     std::vector<Reply> pipeline_once(const std::vector<RoutedCommand>& commands,
                                      ErrorReplies errors, Replicas replicas);
+    void send_pipelined(const std::vector<RoutedCommand>& commands,
+                        const std::vector<std::size_t>& which, std::vector<Reply>& replies,
+                        Replicas replicas);
     void transact_once(const std::vector<RoutedCommand>& commands);
     std::string load_script_once(const std::string& source);
 
