@@ -681,15 +681,14 @@ void SqliteFingerprintLog::save_index(std::string_view scope, ScopeIndex& index)
 // cover: writing them costs the index's size (512 MiB at 50M fingerprints),
 // so they are written when the deltas would grow past delta_limit.
 void SqliteFingerprintLog::save_slots(std::string_view scope, ScopeIndex& index) {
-    for (const char* sql : {"DELETE FROM fingerprint_index WHERE scope = ?1",
-                            "DELETE FROM fingerprint_index_delta WHERE scope = ?1 AND "
-                            "covers_seq <= ?2"}) {
-        Statement forget(m_db, sql, m_name);
-        bind_text(forget.get(), 1, scope);
-        if (sqlite3_bind_parameter_count(forget.get()) == 2)
-            sqlite3_bind_int64(forget.get(), 2, index.last_seq);
-        step_done(m_db, m_name, forget.get());
-    }
+    Statement forget_slots(m_db, "DELETE FROM fingerprint_index WHERE scope = ?1", m_name);
+    bind_text(forget_slots.get(), 1, scope);
+    step_done(m_db, m_name, forget_slots.get());
+    Statement forget_deltas(
+        m_db, "DELETE FROM fingerprint_index_delta WHERE scope = ?1 AND covers_seq <= ?2", m_name);
+    bind_text(forget_deltas.get(), 1, scope);
+    sqlite3_bind_int64(forget_deltas.get(), 2, index.last_seq);
+    step_done(m_db, m_name, forget_deltas.get());
     Statement insert(m_db,
                      "INSERT INTO fingerprint_index(scope, part, covers_seq, gc_generation, "
                      "capacity, entries, base, slots) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",

@@ -154,6 +154,13 @@ void set_redis_credentials(RedisCredentials given) {
     g_credentials = std::move(given);
 }
 
+// Whether a reply says the cluster could not take the command now: a slot
+// being migrated (TRYAGAIN) or a failover under way (CLUSTERDOWN). The
+// command did not run.
+static bool cluster_busy(const redisReply* reply) {
+    return error_starts(reply, "TRYAGAIN") || error_starts(reply, "CLUSTERDOWN");
+}
+
 struct RedisRouter::Impl {
     std::vector<RedisEndpoint> seeds;
     int database = 0;
@@ -417,7 +424,7 @@ struct RedisRouter::Impl {
                 reply = send_one(node, arguments);
                 continue;
             }
-            if (error_starts(reply.get(), "TRYAGAIN") || error_starts(reply.get(), "CLUSTERDOWN")) {
+            if (cluster_busy(reply.get())) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(100));
                 refresh_quietly();
                 reply = send_one(route(key), arguments);
@@ -532,13 +539,6 @@ std::vector<Reply> RedisRouter::pipeline(const std::vector<RoutedCommand>& comma
 static const Arguments& replica_wait() {
     static const Arguments k_wait{"WAIT", "1", std::to_string(k_replica_wait_ms)};
     return k_wait;
-}
-
-// Whether a reply says the cluster could not take the command now: a slot
-// being migrated (TRYAGAIN) or a failover under way (CLUSTERDOWN). The
-// command did not run.
-static bool cluster_busy(const redisReply* reply) {
-    return error_starts(reply, "TRYAGAIN") || error_starts(reply, "CLUSTERDOWN");
 }
 
 std::vector<Reply> RedisRouter::pipeline_once(const std::vector<RoutedCommand>& commands,
