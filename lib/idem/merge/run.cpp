@@ -75,7 +75,8 @@ std::optional<std::string> read_value(record::RecordParser& parser, std::string_
         // A plain event as it came (it is JSON already); an envelope's body
         // in canonical JSON.
         if (parser.shape() == record::RecordShape::envelope) {
-            if (auto event = parser.canonical_event({}))
+            static const record::IgnoredPaths k_nothing_ignored;
+            if (auto event = parser.canonical_event(k_nothing_ignored))
                 value.text.assign(*event);
             else
                 return std::nullopt;

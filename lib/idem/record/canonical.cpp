@@ -101,6 +101,8 @@ IgnoredBelow ignored_below(const std::vector<const FieldPath*>& ignored, std::si
     return below;
 }
 
+const std::vector<const FieldPath*> k_nothing_ignored;
+
 // By key bytes, stably, so repeated keys keep their order and stay
 // distinguishable. Insertion sort for the usual few members: stable, and
 // no buffer to allocate.
@@ -162,15 +164,17 @@ std::uint64_t hash_number(simdjson::dom::element element) {
 } // namespace
 
 std::uint64_t hash_canonical(simdjson::dom::element element,
-                             const std::vector<const FieldPath*>& ignored, std::size_t depth) {
+                             const std::vector<const FieldPath*>& ignored, std::size_t depth,
+                             const IgnoredNames* names_here) {
     using simdjson::dom::element_type;
     switch (element.type()) {
     case element_type::OBJECT: {
         std::uint64_t sum = 0, members = 0;
+        auto names = names_here ? *names_here : IgnoredNames(ignored, depth);
         for (auto field : simdjson::dom::object(element)) {
             std::uint64_t value = 0;
-            if (ignored.empty()) {
-                value = hash_canonical(field.value, ignored, depth + 1);
+            if (!names.may_hold(field.key)) {
+                value = hash_canonical(field.value, k_nothing_ignored, depth + 1);
             } else {
                 auto below = ignored_below(ignored, depth, field.key);
                 if (below.skip) continue;
@@ -184,10 +188,11 @@ std::uint64_t hash_canonical(simdjson::dom::element element,
     case element_type::ARRAY: {
         std::uint64_t hash = static_cast<std::uint64_t>(HashTag::array);
         std::size_t index = 0;
+        bool look = IgnoredNames(ignored, depth).any();
         for (auto item : simdjson::dom::array(element)) {
             std::uint64_t value = 0;
-            if (ignored.empty()) {
-                value = hash_canonical(item, ignored, depth + 1);
+            if (!look) {
+                value = hash_canonical(item, k_nothing_ignored, depth + 1);
             } else {
                 auto below = ignored_below(ignored, depth, std::to_string(index));
                 ++index;
@@ -213,7 +218,7 @@ std::uint64_t hash_canonical(simdjson::dom::element element,
 }
 
 void write_canonical(simdjson::dom::element element, const std::vector<const FieldPath*>& ignored,
-                     std::size_t depth, std::string& out) {
+                     std::size_t depth, std::string& out, const IgnoredNames* names_here) {
     using simdjson::dom::element_type;
     switch (element.type()) {
     case element_type::OBJECT: {
@@ -232,7 +237,16 @@ void write_canonical(simdjson::dom::element element, const std::vector<const Fie
         sort_members(members);
         out += '{';
         bool first = true;
+        auto names = names_here ? *names_here : IgnoredNames(ignored, depth);
         for (const auto& [key, value] : members) {
+            if (!names.may_hold(key)) {
+                if (!first) out += ',';
+                first = false;
+                write_canonical_string(key, out);
+                out += ':';
+                write_canonical(value, k_nothing_ignored, depth + 1, out);
+                continue;
+            }
             auto below = ignored_below(ignored, depth, key);
             if (below.skip) continue;
             if (!first) out += ',';
@@ -248,7 +262,14 @@ void write_canonical(simdjson::dom::element element, const std::vector<const Fie
         out += '[';
         std::size_t index = 0;
         bool first = true;
+        bool look = IgnoredNames(ignored, depth).any();
         for (auto item : simdjson::dom::array(element)) {
+            if (!look) {
+                if (!first) out += ',';
+                first = false;
+                write_canonical(item, k_nothing_ignored, depth + 1, out);
+                continue;
+            }
             auto index_text = std::to_string(index++);
             auto below = ignored_below(ignored, depth, index_text);
             if (below.skip) continue;

@@ -50,7 +50,8 @@ void append_encoded_value(std::string& out, const record::FieldValue& value) {
     out.append(value.text);
 }
 
-Fingerprinter::Fingerprinter(KeySpec spec) : m_spec(std::move(spec)) {}
+Fingerprinter::Fingerprinter(KeySpec spec)
+    : m_spec(std::move(spec)), m_ignored(m_spec.ignore_paths) {}
 
 KeyOutcome Fingerprinter::fingerprint(record::RecordParser& parser, std::string_view bucket) {
     KeyOutcome outcome;
@@ -61,7 +62,7 @@ KeyOutcome Fingerprinter::fingerprint(record::RecordParser& parser, std::string_
     }
     if (m_spec.key_paths.empty()) {
         // The whole event, in canonical form (idem-canonical/1).
-        auto canonical = parser.canonical_event(m_spec.ignore_paths);
+        auto canonical = parser.canonical_event(m_ignored);
         if (!canonical) {
             outcome.missing_path = "body (not JSON)";
             return outcome;

@@ -62,6 +62,7 @@ public:
 
 private:
     KeySpec m_spec;
+    IgnoredPaths m_ignored; // m_spec.ignore_paths, made ready once
     std::string m_encoded;
 };
 

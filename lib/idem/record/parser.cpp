@@ -35,9 +35,6 @@ struct RecordParser::Impl {
     // (a second call for the same record goes to scratch).
     std::string canonical;
     bool canonical_used = false;
-    // The ignored paths as they apply to the event, kept for their capacity.
-    std::vector<FieldPath> stripped;
-    std::vector<const FieldPath*> hash_ignored;
     // The envelope body parsed as JSON, on first use per record.
     simdjson::dom::parser body_parser;
     simdjson::padded_string body_copy;
@@ -46,8 +43,7 @@ struct RecordParser::Impl {
 
     std::optional<ParseFailure> read_members();
     std::optional<simdjson::dom::element> parsed_body();
-    std::optional<simdjson::dom::element> event_of(const std::vector<FieldPath>& ignored,
-                                                   std::vector<const FieldPath*>& applying);
+    std::optional<simdjson::dom::element> event();
     FieldValue to_field_value(simdjson::dom::element element);
     std::optional<simdjson::dom::element> locate(const FieldPath& path);
     // "headers.<name>" in an envelope: a captured header, not a JSON element.
@@ -366,49 +362,56 @@ std::optional<simdjson::dom::element> RecordParser::Impl::locate(const FieldPath
     return current;
 }
 
-// The event (an envelope's parsed body) and the ignored paths as they apply
-// to it: "body.x" and "x" both name x inside an envelope's body.
-std::optional<simdjson::dom::element>
-RecordParser::Impl::event_of(const std::vector<FieldPath>& ignored,
-                             std::vector<const FieldPath*>& applying) {
-    applying.clear();
-    stripped.clear();
-    if (shape != RecordShape::envelope) {
-        for (const auto& path : ignored)
-            applying.push_back(&path);
-        return root;
-    }
-    auto body = parsed_body();
-    if (!body) return std::nullopt;
-    for (const auto& path : ignored) {
+IgnoredPaths::IgnoredPaths(const std::vector<FieldPath>& paths) {
+    m_plain.paths = paths;
+    for (const auto& path : paths) {
         if (path.segments().size() > 1 && path.segments()[0] == "body")
-            stripped.push_back(FieldPath::parse(std::string_view(path.text()).substr(5)));
+            m_in_body.paths.push_back(FieldPath::parse(std::string_view(path.text()).substr(5)));
         else
-            stripped.push_back(path);
+            m_in_body.paths.push_back(path);
     }
-    for (const auto& path : stripped)
-        applying.push_back(&path);
-    return *body;
+    for (auto* applying : {&m_plain, &m_in_body}) {
+        for (const auto& path : applying->paths)
+            applying->pointers.push_back(&path);
+        applying->top = detail::IgnoredNames(applying->pointers, 0);
+    }
+}
+
+// The event: a plain record itself, an envelope's parsed body.
+std::optional<simdjson::dom::element> RecordParser::Impl::event() {
+    if (shape != RecordShape::envelope) return root;
+    return parsed_body();
 }
 
 std::optional<std::string_view>
 RecordParser::canonical_event(const std::vector<FieldPath>& ignored) {
+    return canonical_event(IgnoredPaths(ignored));
+}
+
+std::optional<std::string_view> RecordParser::canonical_event(const IgnoredPaths& ignored) {
     auto& impl = *m_impl;
-    std::vector<const FieldPath*> ignored_paths;
-    auto event = impl.event_of(ignored, ignored_paths);
+    auto event = impl.event();
     if (!event) return std::nullopt;
+    const auto& applying =
+        impl.shape == RecordShape::envelope ? ignored.m_in_body : ignored.m_plain;
     auto& out = impl.canonical_used ? impl.scratch.emplace_back() : impl.canonical;
     impl.canonical_used = true;
     out.clear();
-    detail::write_canonical(*event, ignored_paths, 0, out);
+    detail::write_canonical(*event, applying.pointers, 0, out, &applying.top);
     return std::string_view(out);
 }
 
 std::optional<std::uint64_t> RecordParser::event_hash(const std::vector<FieldPath>& ignored) {
+    return event_hash(IgnoredPaths(ignored));
+}
+
+std::optional<std::uint64_t> RecordParser::event_hash(const IgnoredPaths& ignored) {
     auto& impl = *m_impl;
-    auto event = impl.event_of(ignored, impl.hash_ignored);
+    auto event = impl.event();
     if (!event) return std::nullopt;
-    return detail::hash_canonical(*event, impl.hash_ignored, 0);
+    const auto& applying =
+        impl.shape == RecordShape::envelope ? ignored.m_in_body : ignored.m_plain;
+    return detail::hash_canonical(*event, applying.pointers, 0, &applying.top);
 }
 
 ParseFailure describe_json_error(std::string_view line) {

@@ -3,6 +3,7 @@
 // docs/records.md) with full validation. Everything handed out is a view into
 // the parser's own buffers: valid until the next parse() call.
 
+#include "idem/record/detail/ignored_names.hpp"
 #include "idem/record/field_path.hpp"
 
 #include <cstdint>
@@ -33,6 +34,29 @@ struct Envelope {
 };
 
 enum class RecordShape { plain_event, envelope };
+
+// Paths left out of an event (canonical_event, event_hash), made ready once
+// for many records: as they apply to a plain event, and inside an envelope's
+// body, where "body.x" and "x" both name x. Movable, not copyable (it points
+// into itself).
+class IgnoredPaths {
+public:
+    IgnoredPaths() = default;
+    explicit IgnoredPaths(const std::vector<FieldPath>& paths);
+    IgnoredPaths(IgnoredPaths&&) = default;
+    IgnoredPaths& operator=(IgnoredPaths&&) = default;
+    IgnoredPaths(const IgnoredPaths&) = delete;
+    IgnoredPaths& operator=(const IgnoredPaths&) = delete;
+
+private:
+    friend class RecordParser;
+    struct Applying {
+        std::vector<FieldPath> paths;
+        std::vector<const FieldPath*> pointers;
+        detail::IgnoredNames top; // the names at the event's top level
+    };
+    Applying m_plain, m_in_body;
+};
 
 // Why a line is not a record, and where (1-based column, 0 if unknown).
 struct ParseFailure {
@@ -81,11 +105,13 @@ public:
     // `ignored` paths removed. Throws nothing: a body that is not JSON yields
     // nullopt.
     std::optional<std::string_view> canonical_event(const std::vector<FieldPath>& ignored);
+    std::optional<std::string_view> canonical_event(const IgnoredPaths& ignored);
 
     // A 64-bit hash of what canonical_event would write (equal forms hash
     // equal), without writing it: for comparing payloads, not for keys that
     // must stay stable across versions (those hash the canonical text).
     std::optional<std::uint64_t> event_hash(const std::vector<FieldPath>& ignored);
+    std::optional<std::uint64_t> event_hash(const IgnoredPaths& ignored);
 
 private:
     struct Impl;

@@ -137,7 +137,7 @@ TEST_CASE("two canonical events of one record are both valid until the next pars
     RecordParser parser;
     auto line = padded(R"({"b":2,"a":1,"c":3})");
     REQUIRE_FALSE(parser.parse(line));
-    auto whole = parser.canonical_event({});
+    auto whole = parser.canonical_event(IgnoredPaths());
     auto without_c = parser.canonical_event({FieldPath::parse("c")});
     CHECK(*whole == R"({"a":1,"b":2,"c":3})");
     CHECK(*without_c == R"({"a":1,"b":2})");
@@ -239,9 +239,37 @@ TEST_CASE("the event hash leaves out the ignored paths, as the canonical form do
     CHECK(hash_of(parser, a, ignored) == hash_of(parser, b, ignored));
     CHECK(hash_of(parser, a, ignored) != hash_of(parser, c, ignored));
     CHECK(hash_of(parser, a) != hash_of(parser, b));
+    // Names that share an ignored name's length, first and last byte (what
+    // the look-up sketches) are kept, at the top and below: only the
+    // ignored name goes.
+    std::vector<FieldPath> sketched = {FieldPath::parse("a_b"), FieldPath::parse("m.a_b")};
+    auto kept = R"({"axb":1,"a_b":2,"m":{"a_b":5,"ayb":6}})";
+    CHECK(canonical_of(parser, kept, sketched) == R"({"axb":1,"m":{"ayb":6}})");
+    CHECK(hash_of(parser, kept, sketched) == hash_of(parser, R"({"axb":1,"m":{"ayb":6}})"));
+    CHECK(hash_of(parser, kept, sketched) != hash_of(parser, R"({"axb":2,"m":{"ayb":6}})"));
+    CHECK(hash_of(parser, kept, sketched) != hash_of(parser, R"({"axb":1,"m":{"ayb":7}})"));
     // An envelope's body is the event; body.x and x name the same field.
     auto envelope = padded(R"({"idem":1,"headers":[],"body":"{\"request\":\"r9\",\"id\":7}"})");
     REQUIRE_FALSE(parser.parse(envelope));
     auto from_body = parser.event_hash({FieldPath::parse("body.request")});
     CHECK(from_body == hash_of(parser, R"({"id":7})"));
+    // Made ready once (IgnoredPaths), the paths answer as the list does, record
+    // after record, plain events and envelopes in turn.
+    std::vector<FieldPath> with_body = ignored;
+    with_body.push_back(FieldPath::parse("body.id"));
+    IgnoredPaths ready(with_body);
+    for (const std::string& json :
+         {std::string(a),
+          std::string(R"({"idem":1,"headers":[],"body":"{\"id\":8,\"request\":1,\"k\":2}"})"),
+          std::string(b), std::string(R"({"idem":1,"headers":[],"body":"{\"k\":2}"})")}) {
+        CAPTURE(json);
+        auto line = padded(json);
+        REQUIRE_FALSE(parser.parse(line));
+        auto listed = std::string(*parser.canonical_event(with_body));
+        CHECK(std::string(*parser.canonical_event(ready)) == listed);
+        CHECK(parser.event_hash(ready) == parser.event_hash(with_body));
+    }
+    REQUIRE_FALSE(parser.parse(
+        padded(R"({"idem":1,"headers":[],"body":"{\"id\":8,\"request\":1,\"k\":2}"})")));
+    CHECK(*parser.canonical_event(ready) == R"({"k":2})");
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Internal: writes a simdjson DOM element as canonical JSON.
 
+#include "idem/record/detail/ignored_names.hpp"
 #include "idem/record/field_path.hpp"
 
 #include <simdjson.h>
@@ -9,8 +10,9 @@
 
 namespace idem::record::detail {
 
+// `names`: what IgnoredNames(ignored, depth) would be, made ready by the caller.
 void write_canonical(simdjson::dom::element element, const std::vector<const FieldPath*>& ignored,
-                     std::size_t depth, std::string& out);
+                     std::size_t depth, std::string& out, const IgnoredNames* names = nullptr);
 
 void write_canonical_number(simdjson::dom::element element, std::string& out);
 
@@ -23,6 +25,6 @@ void write_canonical_string(std::string_view text, std::string& out);
 // key in two orders hashes as one.
 [[nodiscard]] std::uint64_t hash_canonical(simdjson::dom::element element,
                                            const std::vector<const FieldPath*>& ignored,
-                                           std::size_t depth);
+                                           std::size_t depth, const IgnoredNames* names = nullptr);
 
 } // namespace idem::record::detail
