@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -103,6 +104,9 @@ public:
     };
     // Group `g`; valid until the next call.
     virtual Shelved at(std::size_t g) = 0;
+    // Another reader of the same groups, for a thread of its own: what one
+    // reader's `at` returns is never disturbed by another's.
+    [[nodiscard]] virtual std::unique_ptr<GroupShelf> reader() const = 0;
 };
 
 // Every group of `findings`, in memory.
@@ -111,6 +115,9 @@ public:
     explicit FindingsShelf(const Findings& findings) : m_findings(findings) {}
     [[nodiscard]] std::size_t size() const override { return m_findings.groups.size(); }
     Shelved at(std::size_t g) override { return {m_findings, m_findings.groups[g]}; }
+    [[nodiscard]] std::unique_ptr<GroupShelf> reader() const override {
+        return std::make_unique<FindingsShelf>(m_findings);
+    }
 
 private:
     const Findings& m_findings;
@@ -119,8 +126,10 @@ private:
 [[nodiscard]] std::string render(const Findings& findings, const FindingsSummary& summary,
                                  ReportFormat format);
 // The same, written to `sink` as it is rendered. Throws FileSystemError.
+// The groups' texts are rendered on `threads` threads (readers of
+// `groups`), and written in order.
 void write_report(GroupShelf& groups, const FindingsSummary& summary, ReportFormat format,
-                  io::Sink& sink);
+                  io::Sink& sink, std::size_t threads = 1);
 // One self-contained page: nothing is loaded from anywhere (report_html.cpp).
 // Appends to `out`, calling `flush` between groups.
 void render_html(GroupShelf& groups, const FindingsSummary& summary, std::string& out,

@@ -62,8 +62,10 @@ struct BlockReadings {
 struct WorkerState {
     record::RecordParser parser;
     record::KeySpec payload;
-    std::string encoded; // --payload values, encoded, reused from record to record
-    explicit WorkerState(record::KeySpec spec) : payload(std::move(spec)) {}
+    record::IgnoredPaths payload_ignored; // payload.ignore_paths, made ready once
+    std::string encoded;                  // --payload values, encoded, reused from record to record
+    explicit WorkerState(record::KeySpec spec)
+        : payload(std::move(spec)), payload_ignored(payload.ignore_paths) {}
 };
 
 std::string_view text_of(const std::string& texts, Reading::Span span) {
@@ -93,7 +95,7 @@ Reading::Span encode(record::RecordParser& parser, const std::vector<record::Fie
 std::uint64_t payload_hash(WorkerState& state) {
     auto& parser = state.parser;
     if (state.payload.key_paths.empty())
-        return parser.event_hash(state.payload.ignore_paths).value_or(0);
+        return parser.event_hash(state.payload_ignored).value_or(0);
     state.encoded.clear();
     for (const auto& path : state.payload.key_paths) {
         auto value = parser.find(path);
@@ -731,7 +733,9 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
                          summary.records - std::min(summary.records, summary.duplicates));
         summary.what_if->keys = run.what_if_keys();
     }
-    write_report(groups, summary, options.format, output);
+    // The input is read and grouped: every core renders.
+    write_report(groups, summary, options.format, output,
+                 record::worker_count(options.threads) + 1);
     output.flush();
     AuditResult result;
     result.causes = summary.causes;

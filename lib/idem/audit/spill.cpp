@@ -12,7 +12,9 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <map>
+#include <memory>
 #include <unistd.h>
+#include <unordered_map>
 
 namespace idem::audit {
 
@@ -241,38 +243,57 @@ struct GroupIndex {
     GroupKind kind;
 };
 
-// Groups on disk, read back one at a time for the report.
+// Groups on disk, read back one at a time for the report; each reader (one
+// per thread rendering the report) reads with pread, exactly a group's bytes.
 class SpilledGroups final : public GroupShelf {
 public:
-    SpilledGroups(std::FILE* file, std::vector<GroupIndex> index, const Spill::Context& context,
-                  const SpillLayout& layout)
-        : m_file(file), m_index(std::move(index)), m_layout(layout) {
+    // What every reader shares: the file, the index, the run's tables.
+    struct Shelf {
+        int file = -1; // the Spill's group file, which outlives the report
+        std::vector<GroupIndex> index;
+        SpillLayout layout;
+        Spill::Context context;
+    };
+
+    explicit SpilledGroups(std::shared_ptr<const Shelf> shelf) : m_shelf(std::move(shelf)) {
+        const auto& context = m_shelf->context;
         m_current.inputs = context.inputs;
         m_current.sources = context.sources;
         m_current.options = context.options;
-        m_current.fingerprinted = layout.by_fingerprint;
+        m_current.fingerprinted = m_shelf->layout.by_fingerprint;
         m_current.records = context.records;
         m_current.identified = context.identified;
         m_current.replayed = context.replayed;
         m_current.verdicts = context.verdicts;
     }
 
-    [[nodiscard]] std::size_t size() const override { return m_index.size(); }
+    [[nodiscard]] std::size_t size() const override { return m_shelf->index.size(); }
 
     Shelved at(std::size_t g) override {
-        if (m_loaded != g) load(m_index[g]);
+        if (m_loaded != g) load(m_shelf->index[g]);
         m_loaded = g;
         return {m_current, m_current.groups.front()};
+    }
+
+    [[nodiscard]] std::unique_ptr<GroupShelf> reader() const override {
+        return std::make_unique<SpilledGroups>(m_shelf);
     }
 
 private:
     void load(const GroupIndex& where) {
         m_buffer.resize(where.bytes);
-        if (std::fseek(m_file, static_cast<long>(where.offset), SEEK_SET) != 0 ||
-            std::fread(m_buffer.data(), 1, where.bytes, m_file) != where.bytes)
-            throw FileSystemError(
-                fmt::format("cannot read audit's group file: {}", std::strerror(errno)));
+        std::size_t done = 0;
+        while (done < where.bytes) {
+            auto got = ::pread(m_shelf->file, m_buffer.data() + done, where.bytes - done,
+                               static_cast<off_t>(where.offset + done));
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0)
+                throw FileSystemError(fmt::format("cannot read audit's group file: {}",
+                                                  got < 0 ? std::strerror(errno) : "cut short"));
+            done += static_cast<std::size_t>(got);
+        }
         ByteReader in(m_buffer);
+        const auto& layout = m_shelf->layout;
         auto& findings = m_current;
         findings.attempts.clear();
         findings.positions.clear();
@@ -282,7 +303,8 @@ private:
         auto& group = findings.groups.front();
         group.kind = static_cast<GroupKind>(in.get<std::uint8_t>());
         auto records = in.get<std::uint32_t>();
-        std::unordered_map<std::string_view, std::uint32_t> key_ids, fingerprint_ids;
+        m_key_ids.clear();
+        m_fingerprint_ids.clear();
         for (std::uint32_t i = 0; i < records; ++i) {
             Attempt attempt;
             Findings::Position position;
@@ -294,9 +316,9 @@ private:
             attempt.source = in.get<std::uint32_t>();
             attempt.status = in.get<std::uint16_t>();
             attempt.trace = in.get<DeliveryTrace>();
-            attempt.key = local_id(key_ids, in.get_text(), findings.key_texts, m_layout.key_paths);
-            attempt.fingerprint = local_id(fingerprint_ids, in.get_text(),
-                                           findings.fingerprint_texts, m_layout.fingerprint_paths);
+            attempt.key = local_id(m_key_ids, in.get_text(), findings.key_texts, layout.key_paths);
+            attempt.fingerprint = local_id(m_fingerprint_ids, in.get_text(),
+                                           findings.fingerprint_texts, layout.fingerprint_paths);
             findings.attempts.push_back(attempt);
             findings.positions.push_back(position);
             group.records.push_back(i);
@@ -329,11 +351,10 @@ private:
         return found->second;
     }
 
-    std::FILE* m_file; // owned by the Spill, which outlives the report
-    std::vector<GroupIndex> m_index;
-    const SpillLayout& m_layout;
+    std::shared_ptr<const Shelf> m_shelf;
     Findings m_current;
     std::string m_buffer;
+    std::unordered_map<std::string_view, std::uint32_t> m_key_ids, m_fingerprint_ids;
     std::size_t m_loaded = static_cast<std::size_t>(-1);
 };
 
@@ -517,8 +538,12 @@ std::unique_ptr<GroupShelf> Spill::explain_groups(Context context, FindingsSumma
     if (m_by_fingerprint) submit(m_by_fingerprint.get(), GroupKind::fingerprint);
     while (auto finished = pool.next(true))
         writer.add(finished->output);
-    auto index = writer.finish(context);
-    return std::make_unique<SpilledGroups>(m_groups_file, std::move(index), context, m_layout);
+    auto shelf = std::make_shared<SpilledGroups::Shelf>();
+    shelf->index = writer.finish(context);
+    shelf->file = ::fileno(m_groups_file);
+    shelf->layout = m_layout;
+    shelf->context = std::move(context);
+    return std::make_unique<SpilledGroups>(std::move(shelf));
 }
 
 } // namespace idem::audit
