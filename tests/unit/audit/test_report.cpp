@@ -1,3 +1,4 @@
+#include "idem/audit/detail/grouping.hpp"
 #include "idem/audit/report.hpp"
 
 #include "idem/io/sink.hpp"
@@ -85,4 +86,23 @@ TEST_CASE("each reader of a shelf keeps its own group") {
     CHECK(&first != &last);
     CHECK(first_findings.key(first_findings.attempts[first.records.front()].key) == "\"k1\"");
     CHECK(last_findings.key(last_findings.attempts[last.records.front()].key) == "\"k1000\"");
+}
+
+TEST_CASE("a text column numbers its distinct texts in order of first appearance") {
+    detail::TextColumn column;
+    std::vector<std::string> texts = {"b", "", "a", "b", "c", "a", "", "b"};
+    for (int copy = 0; copy < 3000; ++copy) // past the first table size, many times over
+        texts.push_back("k" + std::to_string(copy % 1500));
+    for (const auto& text : texts)
+        column.add(text);
+    std::vector<std::uint32_t> ids;
+    REQUIRE(column.assign_ids(ids) == 3 + 1500);
+    CHECK(std::vector<std::uint32_t>(ids.begin(), ids.begin() + 8) ==
+          std::vector<std::uint32_t>{1, 0, 2, 1, 3, 2, 0, 1});
+    for (std::size_t i = 8; i < texts.size(); ++i) {
+        CAPTURE(texts[i]);
+        auto copy = (i - 8) % 1500;
+        REQUIRE(ids[i] == 4 + copy);
+        CHECK(column.text(i) == texts[i]);
+    }
 }
