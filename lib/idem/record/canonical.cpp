@@ -9,6 +9,7 @@
 #include <cstring>
 #include <deque>
 #include <fmt/format.h>
+#include <optional>
 #include <xxhash.h>
 
 namespace idem::record {
@@ -80,27 +81,6 @@ void write_canonical_number(simdjson::dom::element element, std::string& out) {
 
 namespace {
 
-// What the ignored paths say about the member (or element) `name` at
-// `depth`: drop it, or the paths that reach further inside it.
-struct IgnoredBelow {
-    bool skip = false;
-    std::vector<const FieldPath*> deeper;
-};
-
-IgnoredBelow ignored_below(const std::vector<const FieldPath*>& ignored, std::size_t depth,
-                           std::string_view name) {
-    IgnoredBelow below;
-    for (const auto* path : ignored) {
-        const auto& segments = path->segments();
-        if (segments.size() <= depth || segments[depth] != name) continue;
-        if (segments.size() == depth + 1)
-            below.skip = true;
-        else
-            below.deeper.push_back(path);
-    }
-    return below;
-}
-
 const std::vector<const FieldPath*> k_nothing_ignored;
 
 // By key bytes, stably, so repeated keys keep their order and stay
@@ -170,16 +150,13 @@ std::uint64_t hash_canonical(simdjson::dom::element element,
     switch (element.type()) {
     case element_type::OBJECT: {
         std::uint64_t sum = 0, members = 0;
-        auto names = names_here ? *names_here : IgnoredNames(ignored, depth);
+        std::optional<IgnoredNames> here;
+        const auto& names = names_here ? *names_here : here.emplace(ignored, depth);
         for (auto field : simdjson::dom::object(element)) {
-            std::uint64_t value = 0;
-            if (!names.may_hold(field.key)) {
-                value = hash_canonical(field.value, k_nothing_ignored, depth + 1);
-            } else {
-                auto below = ignored_below(ignored, depth, field.key);
-                if (below.skip) continue;
-                value = hash_canonical(field.value, below.deeper, depth + 1);
-            }
+            const auto* said = names.find(field.key);
+            if (said && said->skip) continue;
+            auto value =
+                hash_canonical(field.value, said ? said->inner : k_nothing_ignored, depth + 1);
             sum += mix(hash_text(field.key) ^ mix(value + 0x632be59bd9b4e019ULL));
             ++members;
         }
@@ -188,17 +165,13 @@ std::uint64_t hash_canonical(simdjson::dom::element element,
     case element_type::ARRAY: {
         std::uint64_t hash = static_cast<std::uint64_t>(HashTag::array);
         std::size_t index = 0;
-        bool look = IgnoredNames(ignored, depth).any();
+        std::optional<IgnoredNames> here;
+        const auto& names = names_here ? *names_here : here.emplace(ignored, depth);
         for (auto item : simdjson::dom::array(element)) {
-            std::uint64_t value = 0;
-            if (!look) {
-                value = hash_canonical(item, k_nothing_ignored, depth + 1);
-            } else {
-                auto below = ignored_below(ignored, depth, std::to_string(index));
-                ++index;
-                if (below.skip) continue;
-                value = hash_canonical(item, below.deeper, depth + 1);
-            }
+            const IgnoredNames::Name* said = nullptr;
+            if (names.any()) said = names.find(std::to_string(index++));
+            if (said && said->skip) continue;
+            auto value = hash_canonical(item, said ? said->inner : k_nothing_ignored, depth + 1);
             hash = mix(hash * 0x9e3779b97f4a7c15ULL + value);
         }
         return tagged(HashTag::array, hash);
@@ -237,23 +210,16 @@ void write_canonical(simdjson::dom::element element, const std::vector<const Fie
         sort_members(members);
         out += '{';
         bool first = true;
-        auto names = names_here ? *names_here : IgnoredNames(ignored, depth);
+        std::optional<IgnoredNames> here;
+        const auto& names = names_here ? *names_here : here.emplace(ignored, depth);
         for (const auto& [key, value] : members) {
-            if (!names.may_hold(key)) {
-                if (!first) out += ',';
-                first = false;
-                write_canonical_string(key, out);
-                out += ':';
-                write_canonical(value, k_nothing_ignored, depth + 1, out);
-                continue;
-            }
-            auto below = ignored_below(ignored, depth, key);
-            if (below.skip) continue;
+            const auto* said = names.find(key);
+            if (said && said->skip) continue;
             if (!first) out += ',';
             first = false;
             write_canonical_string(key, out);
             out += ':';
-            write_canonical(value, below.deeper, depth + 1, out);
+            write_canonical(value, said ? said->inner : k_nothing_ignored, depth + 1, out);
         }
         out += '}';
         return;
@@ -262,20 +228,15 @@ void write_canonical(simdjson::dom::element element, const std::vector<const Fie
         out += '[';
         std::size_t index = 0;
         bool first = true;
-        bool look = IgnoredNames(ignored, depth).any();
+        std::optional<IgnoredNames> here;
+        const auto& names = names_here ? *names_here : here.emplace(ignored, depth);
         for (auto item : simdjson::dom::array(element)) {
-            if (!look) {
-                if (!first) out += ',';
-                first = false;
-                write_canonical(item, k_nothing_ignored, depth + 1, out);
-                continue;
-            }
-            auto index_text = std::to_string(index++);
-            auto below = ignored_below(ignored, depth, index_text);
-            if (below.skip) continue;
+            const IgnoredNames::Name* said = nullptr;
+            if (names.any()) said = names.find(std::to_string(index++));
+            if (said && said->skip) continue;
             if (!first) out += ',';
             first = false;
-            write_canonical(item, below.deeper, depth + 1, out);
+            write_canonical(item, said ? said->inner : k_nothing_ignored, depth + 1, out);
         }
         out += ']';
         return;

@@ -1,8 +1,10 @@
 #pragma once
-// Internal: which member names a list of ignored paths holds at one depth.
+// Internal: what a list of ignored paths says of the member names at one
+// depth of an event.
 
 #include "idem/record/field_path.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string_view>
@@ -10,25 +12,45 @@
 
 namespace idem::record::detail {
 
-// A 256-bit sketch of the names' (length, first byte, last byte). A name
-// outside the sketch is no path's, so the paths are not looked through for
-// it: that look was a sixth of audit's per-record work, with ~20 ignored
-// names (the volatile fields) and most members matching none.
+// The names the paths hold at one depth, each with what it means there:
+// the member is left out, or these paths reach further inside it. Looked
+// up through a 256-bit sketch of (length, first byte, last byte): a name
+// outside it is no path's, and most members are none. Looking every
+// member of every record up among ~20 ignored paths (the volatile fields)
+// was a sixth of audit's per-record work.
 class IgnoredNames {
 public:
+    struct Name {
+        std::string_view name;
+        bool skip = false;                   // a path ends at it
+        std::vector<const FieldPath*> inner; // paths that go on inside it
+    };
+
     IgnoredNames() = default;
     IgnoredNames(const std::vector<const FieldPath*>& ignored, std::size_t depth) {
-        for (const auto* path : ignored)
-            if (path->segments().size() > depth) {
-                auto at = position(path->segments()[depth]);
-                m_bits[at / 64] |= std::uint64_t{1} << (at % 64);
-                m_any = true;
-            }
+        for (const auto* path : ignored) {
+            const auto& segments = path->segments();
+            if (segments.size() <= depth) continue;
+            std::string_view name = segments[depth];
+            auto at = position(name);
+            m_bits[at / 64] |= std::uint64_t{1} << (at % 64);
+            auto entry = std::find_if(m_names.begin(), m_names.end(),
+                                      [&](const Name& known) { return known.name == name; });
+            if (entry == m_names.end()) entry = m_names.insert(entry, Name{name, false, {}});
+            if (segments.size() == depth + 1)
+                entry->skip = true;
+            else
+                entry->inner.push_back(path);
+        }
     }
-    [[nodiscard]] bool any() const { return m_any; }
-    [[nodiscard]] bool may_hold(std::string_view name) const {
+    [[nodiscard]] bool any() const { return !m_names.empty(); }
+    // What the paths say of member `name`; nullptr: nothing.
+    [[nodiscard]] const Name* find(std::string_view name) const {
         auto at = position(name);
-        return (m_bits[at / 64] >> (at % 64)) & 1;
+        if (!((m_bits[at / 64] >> (at % 64)) & 1)) return nullptr;
+        for (const auto& entry : m_names)
+            if (entry.name.size() == name.size() && entry.name == name) return &entry;
+        return nullptr;
     }
 
 private:
@@ -39,7 +61,7 @@ private:
                256;
     }
     std::array<std::uint64_t, 4> m_bits{};
-    bool m_any = false;
+    std::vector<Name> m_names; // in the order the paths first name them
 };
 
 } // namespace idem::record::detail
