@@ -314,7 +314,9 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
     append_json_text(out, key);
     out += R"(,"fingerprint":)";
     append_json_text(out, findings.fingerprint(first.fingerprint));
-    fmt::format_to(std::back_inserter(out), R"(,"count":{},"first":)", group.records.size());
+    out += R"(,"count":)";
+    append_decimal(out, group.records.size());
+    out += R"(,"first":)";
     append_time(out, group.first);
     out += R"(,"last":)";
     append_time(out, group.last);
@@ -330,16 +332,27 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
     }
     out += R"(],"gaps_seconds":)";
     append_seconds(out, group.gaps);
-    fmt::format_to(std::back_inserter(out), R"(,"payloads":{},"keys":{},"causes":[)",
-                   group.payloads, group.keys);
-    for (std::size_t i = 0; i < group.causes.size(); ++i)
-        fmt::format_to(std::back_inserter(out), R"({}"{}")", i ? "," : "",
-                       cause_name(group.causes[i].cause));
+    out += R"(,"payloads":)";
+    append_decimal(out, group.payloads);
+    out += R"(,"keys":)";
+    append_decimal(out, group.keys);
+    out += R"(,"causes":[)";
+    for (std::size_t i = 0; i < group.causes.size(); ++i) {
+        out += i ? ",\"" : "\"";
+        out += cause_name(group.causes[i].cause);
+        out += '"';
+    }
     out += R"(],"evidence":{)";
     for (std::size_t i = 0; i < group.causes.size(); ++i) {
         const auto& evidence = group.causes[i];
-        fmt::format_to(std::back_inserter(out), R"({}"{}":{{"records":[{}],"gaps_seconds":)",
-                       i ? "," : "", cause_name(evidence.cause), fmt::join(evidence.records, ","));
+        out += i ? ",\"" : "\"";
+        out += cause_name(evidence.cause);
+        out += R"(":{"records":[)";
+        for (std::size_t r = 0; r < evidence.records.size(); ++r) {
+            if (r) out += ',';
+            append_decimal(out, evidence.records[r]);
+        }
+        out += R"(],"gaps_seconds":)";
         append_seconds(out, evidence.gaps);
         if (evidence.cause == Cause::retry_storm) {
             out += R"(,"source":)";
@@ -383,8 +396,10 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
         // What the receiver answered it, when the evidence says.
         if (attempt.status == k_no_answer)
             out += R"(,"answered":"none")";
-        else if (attempt.status != 0)
-            fmt::format_to(std::back_inserter(out), R"(,"answered":{})", attempt.status);
+        else if (attempt.status != 0) {
+            out += R"(,"answered":)";
+            append_decimal(out, attempt.status);
+        }
         if (const auto* verdict = findings.verdict_at(position)) {
             out += verdict->valid ? R"(,"verdict":{"valid":true,"reason":)"
                                   : R"(,"verdict":{"valid":false,"reason":)";
