@@ -158,16 +158,16 @@ private:
 using RenderGroup = std::function<void(const Findings& findings, const Explanation& group,
                                        std::size_t g, std::string& out)>;
 
-// Groups [first, end) rendered in order. On several threads past a few
-// hundred groups, a run of them per job, each thread reading the groups
-// through its own reader: a report of tens of thousands of groups took
-// longer alone than grouping a million records on every core.
-void render_groups(GroupShelf& groups, std::size_t first, ReportOut& report, std::size_t threads,
+// Every group rendered in order. On several threads past a few hundred
+// groups, a run of them per job, each thread reading the groups through
+// its own reader: a report of tens of thousands of groups took longer
+// alone than grouping a million records on every core.
+void render_groups(GroupShelf& groups, ReportOut& report, std::size_t threads,
                    const RenderGroup& render) {
     constexpr std::size_t k_groups_per_job = 256;
     auto end = groups.size();
-    if (threads <= 1 || end - std::min(first, end) <= k_groups_per_job) {
-        for (auto g = first; g < end; ++g) {
+    if (threads <= 1 || end <= k_groups_per_job) {
+        for (std::size_t g = 0; g < end; ++g) {
             auto [findings, group] = groups.at(g);
             render(findings, group, g, report.text());
             report.flush_when_large();
@@ -188,7 +188,7 @@ void render_groups(GroupShelf& groups, std::size_t first, ReportOut& report, std
         }
         return text;
     });
-    for (auto g = first; g < end; g += k_groups_per_job) {
+    for (std::size_t g = 0; g < end; g += k_groups_per_job) {
         while (pool.full())
             if (auto done = pool.next(true)) report.append(done->output);
         pool.submit({g, std::min(end, g + k_groups_per_job)});
@@ -233,7 +233,7 @@ void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut&
     out += fit("sources: " + fmt::format("{}", fmt::join(sources, ", "))) + "\n";
     render_what_if(summary, out, false);
     render_groups(
-        groups, 0, report, threads,
+        groups, report, threads,
         [](const Findings& findings, const Explanation& group, std::size_t g, std::string& text) {
             text += '\n';
             text += fit(fmt::format("#{} {} records over {} from {} source{}, {}", g + 1,
@@ -595,7 +595,7 @@ void render_json(GroupShelf& groups, const FindingsSummary& summary, ReportOut& 
     out += json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     out += ",\n\"groups\": [";
     render_groups(
-        groups, 0, report, threads,
+        groups, report, threads,
         [](const Findings& findings, const Explanation& group, std::size_t g, std::string& text) {
             text += g ? ",\n  " : "\n  ";
             append_group(text, findings, group);
@@ -640,7 +640,7 @@ void render_markdown(GroupShelf& groups, const FindingsSummary& summary, ReportO
     render_what_if(summary, out, true);
     out += "\n| # | records | span | sources | causes | group |\n|---|---|---|---|---|---|\n";
     render_groups(
-        groups, 0, report, threads,
+        groups, report, threads,
         [](const Findings& findings, const Explanation& group, std::size_t g, std::string& text) {
             std::vector<std::string> sources;
             for (auto source : group.sources)
@@ -650,7 +650,7 @@ void render_markdown(GroupShelf& groups, const FindingsSummary& summary, ReportO
                                 cause_list(group), cell(group_label(findings, group)));
         });
     render_groups(
-        groups, 0, report, threads,
+        groups, report, threads,
         [](const Findings& findings, const Explanation& group, std::size_t g, std::string& text) {
             text += fmt::format("\n### #{} {}\n\n", g + 1, cell(group_label(findings, group)));
             for (const auto& evidence : group.causes)
