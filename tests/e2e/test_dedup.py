@@ -686,7 +686,7 @@ class StoreOnDisk(unittest.TestCase):
         code, out, err = run(["dedup", "--key", "id", "--store", self.store, "--scope", "other", "--mark"],
                              stdin=ndjson([{"id": "x"}, {"id": "y"}]))
         self.assertEqual([json.loads(line)["_idem"]["dedup"]["seen_count"] for line in out.splitlines()], [3, 2])
-        self.assertEqual(self.rows("PRAGMA user_version"), 11)
+        self.assertEqual(self.rows("PRAGMA user_version"), 12)
         # audit reads the evidence the old rows kept, and the new ones.
         code, out, err = run(["audit", "--store", self.store, "--format", "json"])
         self.assertEqual(code, 0, err)
@@ -711,8 +711,12 @@ class StoreOnDisk(unittest.TestCase):
     def test_a_run_saves_its_index_for_the_next_one(self):
         events = ndjson([{"id": i} for i in range(5000)])  # past 4096 first copies: worth saving
         run(["dedup", "--key", "id", "--store", self.store, "-q"], stdin=events)
-        self.assertEqual(self.rows("SELECT covers_seq FROM fingerprint_index WHERE part = 0"),
+        self.assertEqual(self.rows("SELECT covers_seq FROM fingerprint_index"),
                          self.rows("SELECT max(seq) FROM fingerprint_log"))
+        # Saved whole in a file beside the store, which the row names.
+        token = self.rows("SELECT token FROM fingerprint_index") & (2**64 - 1)
+        self.assertEqual([name for name in os.listdir(self.tmp.name) if "-index-" in name],
+                         ["idem.db-index-%016x" % token])
         code, out, err = run(["dedup", "--key", "id", "--store", self.store, "--summary", "json"],
                              stdin=ndjson([{"id": i} for i in range(4990, 5010)]))
         self.assertEqual((summary_of(err)["unique"], summary_of(err)["duplicates"]), (10, 10))

@@ -375,7 +375,7 @@ class SqliteSchema(unittest.TestCase):
             self.assertEqual(code, 1, err)
             self.assertIn("already delivered at 2026-11-30T08:00:00.000Z", out.decode())
             version = subprocess.run(["sqlite3", store, "PRAGMA user_version"], capture_output=True, text=True)
-            self.assertEqual(version.stdout.strip(), "11")
+            self.assertEqual(version.stdout.strip(), "12")
 
 
 @unittest.skipUnless(redis_server.available(), "redis-server is needed")

@@ -1,10 +1,12 @@
 #include "idem/store/detail/sqlite_fingerprints.hpp"
 
 #include "idem/store/detail/fingerprint_table.hpp"
+#include "idem/store/detail/saved_slots_file.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
+#include <optional>
 
 namespace idem::store::detail {
 
@@ -13,11 +15,16 @@ namespace {
 constexpr int k_columns = 9;
 // Rows per multi-row INSERT into the fingerprint log.
 constexpr std::size_t k_rows_per_insert = 64;
-// The saved index is written in parts of this size (a blob is read whole).
-constexpr std::size_t k_part_bytes = std::size_t{16} << 20;
 // Expired first copies are collected without asking once they are this
 // many and at least half of the index (docs/dedup.md).
 constexpr std::uint64_t k_worth_collecting = 10'000;
+
+// The store's file, as SQLite opened it (absolute): the saved slots' files
+// lie beside it. Empty for a store with no file.
+std::string database_path(sqlite3* db) {
+    const char* path = sqlite3_db_filename(db, "main");
+    return path ? std::string(path) : std::string();
+}
 
 std::string insert_rows(std::size_t rows) {
     std::string sql = "INSERT INTO fingerprint_log(seq, scope, fingerprint, kind, event_time_us, "
@@ -75,7 +82,7 @@ sqlite3* SqliteFingerprintLog::reader() {
 }
 
 SqliteFingerprintLog::SqliteFingerprintLog(sqlite3* db, const std::string& store_name)
-    : m_db(db), m_name(store_name), m_reader(store_name),
+    : m_db(db), m_name(store_name), m_path(database_path(db)), m_reader(store_name),
       m_append(db, insert_rows(1).c_str(), store_name),
       m_append_many(db, insert_rows(k_rows_per_insert).c_str(), store_name),
       m_update_repeats(db,
@@ -286,64 +293,38 @@ void SqliteFingerprintLog::catch_up(std::string_view scope, ScopeIndex& index) {
         throw StoreError(fmt::format("store {}: {}", quote(m_name), sqlite3_errmsg(m_db)));
 }
 
-// Read on the reader's connection, straight into the slots: through the
-// store's connection its parts filled that page cache (RSS) and were
-// copied twice.
+// The slots saved whole, mapped from their file (read on the reader's
+// connection, as the deltas after them are). A row whose file is missing
+// or not the one it names leaves the index empty, and the log is read.
 bool SqliteFingerprintLog::load_saved_index(std::string_view scope, ScopeIndex& index) {
-    auto* db = reader();
-    Statement parts(db,
-                    "SELECT part, covers_seq, gc_generation, capacity, entries, base, "
-                    "length(slots), rowid FROM fingerprint_index WHERE scope = ?1 ORDER BY part",
-                    m_name);
-    bind_text(parts.get(), 1, scope);
-    std::uint64_t* slots = nullptr;
-    std::size_t capacity = 0, loaded = 0;
-    sqlite3_int64 covers = 0;
-    int step;
-    for (sqlite3_int64 part = 0; (step = sqlite3_step(parts.get())) == SQLITE_ROW; ++part) {
-        auto* row = parts.get();
-        auto row_capacity = sqlite3_column_int64(row, 3);
-        auto entries = sqlite3_column_int64(row, 4);
-        if (part == 0) {
-            // A saved index is the store's own: any doubt, and the log is
-            // read instead.
-            covers = sqlite3_column_int64(row, 1);
-            bool sound = sqlite3_column_int64(row, 2) == index.gc_generation &&
-                         row_capacity >= (1 << 16) && row_capacity <= (sqlite3_int64{1} << 32) &&
-                         (row_capacity & (row_capacity - 1)) == 0 && entries >= 0 &&
-                         entries <= row_capacity && covers >= 0;
-            if (!sound) break;
-            capacity = static_cast<std::size_t>(row_capacity);
-            FingerprintSlots fresh(sqlite3_column_int64(row, 5));
-            slots = fresh.assign(capacity, static_cast<std::size_t>(entries), fresh.base());
-            index.slots = std::move(fresh);
-        } else if (row_capacity != static_cast<sqlite3_int64>(capacity) ||
-                   sqlite3_column_int64(row, 1) != covers) {
-            break;
-        }
-        auto bytes = static_cast<std::size_t>(sqlite3_column_int64(row, 6));
-        if (sqlite3_column_int64(row, 0) != part || bytes > capacity * 8 - loaded) break;
-        sqlite3_blob* blob = nullptr;
-        bool read = sqlite3_blob_open(db, "main", "fingerprint_index", "slots",
-                                      sqlite3_column_int64(row, 7), 0, &blob) == SQLITE_OK &&
-                    sqlite3_blob_read(blob, reinterpret_cast<char*>(slots) + loaded,
-                                      static_cast<int>(bytes), 0) == SQLITE_OK;
-        sqlite3_blob_close(blob);
-        if (!read) break;
-        loaded += bytes;
+    Statement row(reader(),
+                  "SELECT covers_seq, gc_generation, capacity, entries, base, token "
+                  "FROM fingerprint_index WHERE scope = ?1",
+                  m_name);
+    bind_text(row.get(), 1, scope);
+    std::optional<SavedSlots> saved;
+    SavedSlotsIdentity identity;
+    if (sqlite3_step(row.get()) == SQLITE_ROW) {
+        auto* columns = row.get();
+        identity.covers_seq = sqlite3_column_int64(columns, 0);
+        identity.gc_generation = sqlite3_column_int64(columns, 1);
+        identity.capacity = static_cast<std::uint64_t>(sqlite3_column_int64(columns, 2));
+        identity.entries = static_cast<std::uint64_t>(sqlite3_column_int64(columns, 3));
+        identity.base = sqlite3_column_int64(columns, 4);
+        identity.token = static_cast<std::uint64_t>(sqlite3_column_int64(columns, 5));
+        if (identity.gc_generation == index.gc_generation && identity.covers_seq >= 0)
+            saved = map_saved_slots(m_path, identity);
+        index.saved_unusable = !saved;
     }
-    // A probe ends at an empty slot: slots that are not the count they
-    // claim (a damaged file) could leave none, and a probe would not end.
-    if (capacity != 0 && loaded == capacity * 8 && step == SQLITE_DONE &&
-        index.slots.occupied() == index.slots.size() && index.slots.size() * 5 <= capacity * 4) {
-        index.last_seq = covers;
-        mark_saved(index, 0);
-        return true;
+    if (saved) {
+        index.slots = FingerprintSlots(std::move(*saved), identity.base);
+        index.last_seq = identity.covers_seq;
+    } else {
+        index.slots = FingerprintSlots();
+        index.last_seq = 0;
     }
-    index.slots = FingerprintSlots();
-    index.last_seq = 0;
     mark_saved(index, 0);
-    return false;
+    return saved.has_value();
 }
 
 // The deltas saved after the loaded slots (or after nothing, from row 0),
@@ -590,7 +571,7 @@ SqliteFingerprintLog::SavedChain SqliteFingerprintLog::saved_chain(std::string_v
     SavedChain chain;
     {
         Statement slots(m_db,
-                        "SELECT covers_seq FROM fingerprint_index WHERE scope = ?1 AND part = 0 "
+                        "SELECT covers_seq FROM fingerprint_index WHERE scope = ?1 "
                         "AND gc_generation = ?2",
                         m_name);
         bind_text(slots.get(), 1, scope);
@@ -627,7 +608,10 @@ void SqliteFingerprintLog::save_index(std::string_view scope, ScopeIndex& index)
         gc_generation() != index.gc_generation)
         return;
     auto chain = saved_chain(scope, index.gc_generation);
-    if (chain.end >= index.last_seq) return; // another process saved as far
+    // Another process saved as far; unless what this one found saved could
+    // not be used (its file is gone), and every next process would read
+    // the log again.
+    if (chain.end >= index.last_seq && !index.saved_unusable) return;
     // The changes since this process's saved mark, beyond what the store
     // already has; they are a delta only when they follow on from it.
     auto first_unsaved =
@@ -635,9 +619,11 @@ void SqliteFingerprintLog::save_index(std::string_view scope, ScopeIndex& index)
             return index.slots.seq_of(change) <= chain.end;
         });
     auto unsaved = static_cast<std::uint64_t>(index.changes.end() - first_unsaved);
-    bool follows_on = index.changes_kept && chain.end >= index.saved_seq &&
-                      chain.changes + unsaved <= delta_limit(index) &&
-                      index.slots.capacity() <= index.loaded_capacity;
+    bool follows_on =
+        index.changes_kept && chain.end >= index.saved_seq &&
+        chain.changes + unsaved <= delta_limit(index) &&
+        (index.slots.has_saved() || index.slots.capacity() <= index.loaded_capacity) &&
+        !index.saved_unusable;
     if (follows_on && unsaved == 0 && (chain.slots || chain.last_delta != 0)) {
         // Only repeats (or other scopes' rows) since: what is saved covers
         // the rows up to here.
@@ -669,46 +655,63 @@ void SqliteFingerprintLog::save_index(std::string_view scope, ScopeIndex& index)
                                 unsaved * sizeof(FingerprintSlots::Change), SQLITE_STATIC);
         step_done(m_db, m_name, statement);
         mark_saved(index, chain.changes + unsaved);
-    } else {
-        save_slots(scope, index);
+    } else if (save_slots(scope, index)) {
         mark_saved(index, 0);
         index.loaded_capacity = index.slots.capacity();
+        index.saved_unusable = false;
     }
     index.saved_at = std::chrono::steady_clock::now();
 }
 
-// The slots whole, in place of the saved ones and of the deltas they
-// cover: writing them costs the index's size (512 MiB at 50M fingerprints),
-// so they are written when the deltas would grow past delta_limit.
-void SqliteFingerprintLog::save_slots(std::string_view scope, ScopeIndex& index) {
-    Statement forget_slots(m_db, "DELETE FROM fingerprint_index WHERE scope = ?1", m_name);
-    bind_text(forget_slots.get(), 1, scope);
-    step_done(m_db, m_name, forget_slots.get());
+// The slots whole, in a file of their own named by the scope's row, in
+// place of the saved ones and of the deltas they cover: writing them costs
+// the index's size (512 MiB at 50M fingerprints), so they are written when
+// the deltas would grow past delta_limit. Files no row names (an earlier
+// save's, or one a process died writing) go first; the one this replaces
+// stays until the next save, for a process that read its row and has yet
+// to map it. False when the file cannot be written: nothing is saved.
+bool SqliteFingerprintLog::save_slots(std::string_view scope, ScopeIndex& index) {
+    if (m_path.empty()) return false;
+    std::vector<std::uint64_t> named;
+    {
+        Statement tokens(m_db, "SELECT token FROM fingerprint_index", m_name);
+        while (sqlite3_step(tokens.get()) == SQLITE_ROW)
+            named.push_back(static_cast<std::uint64_t>(sqlite3_column_int64(tokens.get(), 0)));
+    }
+    remove_saved_slots_except(m_path, named);
+    FingerprintSlots merged;
+    const FingerprintSlots* whole = &index.slots;
+    if (index.slots.has_saved()) {
+        merged = index.slots.merged();
+        whole = &merged;
+    }
+    SavedSlotsIdentity identity;
+    identity.token = new_saved_slots_token();
+    identity.covers_seq = index.last_seq;
+    identity.gc_generation = index.gc_generation;
+    identity.capacity = whole->capacity();
+    identity.entries = whole->size();
+    identity.base = whole->base();
+    if (!write_saved_slots(m_path, identity, whole->data())) return false;
     Statement forget_deltas(
         m_db, "DELETE FROM fingerprint_index_delta WHERE scope = ?1 AND covers_seq <= ?2", m_name);
     bind_text(forget_deltas.get(), 1, scope);
     sqlite3_bind_int64(forget_deltas.get(), 2, index.last_seq);
     step_done(m_db, m_name, forget_deltas.get());
     Statement insert(m_db,
-                     "INSERT INTO fingerprint_index(scope, part, covers_seq, gc_generation, "
-                     "capacity, entries, base, slots) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                     "INSERT OR REPLACE INTO fingerprint_index(scope, covers_seq, gc_generation, "
+                     "capacity, entries, base, token) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                      m_name);
-    const auto* bytes = reinterpret_cast<const char*>(index.slots.data());
-    auto total = index.slots.bytes();
-    for (std::size_t offset = 0, part = 0; offset < total; offset += k_part_bytes, ++part) {
-        auto* statement = insert.get();
-        sqlite3_reset(statement);
-        bind_text(statement, 1, scope);
-        sqlite3_bind_int64(statement, 2, static_cast<sqlite3_int64>(part));
-        sqlite3_bind_int64(statement, 3, index.last_seq);
-        sqlite3_bind_int64(statement, 4, index.gc_generation);
-        sqlite3_bind_int64(statement, 5, static_cast<sqlite3_int64>(index.slots.capacity()));
-        sqlite3_bind_int64(statement, 6, static_cast<sqlite3_int64>(index.slots.size()));
-        sqlite3_bind_int64(statement, 7, index.slots.base());
-        sqlite3_bind_blob(statement, 8, bytes + offset,
-                          static_cast<int>(std::min(k_part_bytes, total - offset)), SQLITE_STATIC);
-        step_done(m_db, m_name, statement);
-    }
+    auto* statement = insert.get();
+    bind_text(statement, 1, scope);
+    sqlite3_bind_int64(statement, 2, identity.covers_seq);
+    sqlite3_bind_int64(statement, 3, identity.gc_generation);
+    sqlite3_bind_int64(statement, 4, static_cast<sqlite3_int64>(identity.capacity));
+    sqlite3_bind_int64(statement, 5, static_cast<sqlite3_int64>(identity.entries));
+    sqlite3_bind_int64(statement, 6, identity.base);
+    sqlite3_bind_int64(statement, 7, static_cast<sqlite3_int64>(identity.token));
+    step_done(m_db, m_name, statement);
+    return true;
 }
 
 void SqliteFingerprintLog::after_collecting_garbage() {
@@ -717,6 +720,8 @@ void SqliteFingerprintLog::after_collecting_garbage() {
             "INSERT INTO store_meta(name, value) VALUES('fingerprint_gc', 1) "
             "ON CONFLICT(name) DO UPDATE SET value = value + 1; DELETE FROM fingerprint_index; "
             "DELETE FROM fingerprint_index_delta");
+    // A process that mapped one keeps it until it ends.
+    if (!m_path.empty()) remove_saved_slots_except(m_path, {});
 }
 
 // Appends the decided rows: k_rows_per_insert at a time through one

@@ -10,6 +10,9 @@
 
 #include "temp_store.hpp"
 #include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
 
 #include <doctest/doctest.h>
 #include <map>
@@ -239,7 +242,7 @@ TEST_CASE("repeats are kept as rows up to the bound; the first copy counts them 
     CHECK(records.back().fingerprint == key(1));
 }
 
-TEST_CASE("the next process loads the saved index, and ignores one it cannot trust") {
+TEST_CASE("the next process maps the saved index, and ignores one it cannot trust") {
     TempStore file("log");
     constexpr std::uint32_t k_keys = 20'000;
     {
@@ -250,22 +253,60 @@ TEST_CASE("the next process loads the saved index, and ignores one it cannot tru
         store->fingerprints().claim_fingerprints("s", claims, at(10));
         store->commit();
     } // saved at close
-    CHECK(count(file.path, "SELECT covers_seq FROM fingerprint_index WHERE part = 0") == k_keys);
+    CHECK(count(file.path, "SELECT covers_seq FROM fingerprint_index") == k_keys);
+    // The file the store's row names.
+    auto named_file = [&] {
+        auto token = count(file.path, "SELECT token FROM fingerprint_index");
+        return fmt::format("{}-index-{:016x}", file.path, static_cast<std::uint64_t>(token));
+    };
+    REQUIRE(file.index_files() == std::vector<std::string>{named_file()});
     auto judge = [&](std::uint32_t from, std::uint32_t to) {
         return claim_in_a_new_process(file.path, from, to, 20);
     };
     // Half seen, half new: judged alike with the saved index ...
+    auto first_file = named_file();
     CHECK(judge(k_keys / 2, k_keys + k_keys / 2) == k_keys / 2);
     // ... after rows it does not cover (the rerun above appended them) ...
     CHECK(judge(0, k_keys + k_keys / 2 + 10) == 10);
-    // ... and when it is cut short, from the log alone ...
-    execute(file.path, "UPDATE fingerprint_index SET slots = substr(slots, 1, 100)");
+    // Past the deltas' limit, the index was saved whole again, in a new
+    // file; the one before stays for a process that may have yet to map it.
+    auto files = file.index_files();
+    CHECK(files.size() == 2);
+    std::filesystem::remove(first_file);
+    auto path_now = named_file();
+    auto damage = [&](auto&& change) {
+        std::fstream stream(path_now, std::ios::in | std::ios::out | std::ios::binary);
+        REQUIRE(stream);
+        change(stream);
+    };
+    // ... and, from the log alone, when its file is cut short ...
+    std::filesystem::resize_file(path_now, 4096 + 100);
     CHECK(judge(0, k_keys + k_keys / 2 + 20) == 10);
-    // ... or when its slots are not the count it claims (all full: a probe
-    // would find no empty slot to end at).
-    execute(file.path, "UPDATE fingerprint_index SET slots = "
-                       "CAST(replace(hex(zeroblob(length(slots) / 2)), '00', 'AB') AS BLOB)");
+    // (the process that found it unusable saved it again, whole)
+    path_now = named_file();
+    CHECK(std::filesystem::file_size(path_now) > 4096 + 100);
+    // ... or names another table in its header ...
+    damage([](std::fstream& stream) {
+        stream.seekp(16);
+        stream.put('\x5a');
+    });
     CHECK(judge(0, k_keys + k_keys / 2 + 30) == 10);
+    path_now = named_file();
+    // ... or is gone ...
+    std::filesystem::remove(path_now);
+    CHECK(judge(0, k_keys + k_keys / 2 + 40) == 10);
+    path_now = named_file();
+    // A probe ends even in slots damaged in place so that none is empty
+    // (the header still right: what is damaged there cannot be told).
+    auto slots_bytes = std::filesystem::file_size(path_now) - 4096;
+    damage([&](std::fstream& stream) {
+        stream.seekp(4096);
+        std::string full(slots_bytes, '\xab');
+        stream.write(full.data(), static_cast<std::streamsize>(full.size()));
+    });
+    CHECK(judge(k_keys + k_keys / 2 + 40, k_keys + k_keys / 2 + 50) == 10);
+    // Every file no row names went with the last save whole.
+    CHECK(file.index_files().size() <= 2);
 }
 
 TEST_CASE("a process that added few first copies saves a delta, and the next replays it") {
@@ -276,7 +317,7 @@ TEST_CASE("a process that added few first copies saves a delta, and the next rep
     CHECK(claim_in_a_new_process(file.path, 0, 1'000, 10, 15) == 1'000);
     CHECK(claim_in_a_new_process(file.path, 1'000, k_keys, 10) == k_keys - 1'000);
     CHECK(count(file.path, "SELECT count(*) FROM fingerprint_index_delta") == 0); // saved whole
-    auto covered = count(file.path, "SELECT covers_seq FROM fingerprint_index WHERE part = 0");
+    auto covered = count(file.path, "SELECT covers_seq FROM fingerprint_index");
     CHECK(covered == k_keys);
     // 1,000 claimed anew, 1,000 new: 2,000 changes, within the 5,000 (a
     // quarter of the fingerprints) the deltas may hold at this size.
@@ -285,7 +326,7 @@ TEST_CASE("a process that added few first copies saves a delta, and the next rep
     CHECK(count(file.path, "SELECT count(*) FROM fingerprint_index_delta") == 2);
     CHECK(count(file.path, "SELECT sum(length(changes)) / 16 FROM fingerprint_index_delta") ==
           2'000);
-    CHECK(count(file.path, "SELECT covers_seq FROM fingerprint_index WHERE part = 0") == covered);
+    CHECK(count(file.path, "SELECT covers_seq FROM fingerprint_index") == covered);
     CHECK(count(file.path, "SELECT max(covers_seq) FROM fingerprint_index_delta") ==
           covered + 2'000);
     // The next process takes those rows from the deltas, not the log: with
@@ -306,7 +347,7 @@ TEST_CASE("a process that added few first copies saves a delta, and the next rep
     // Past the limit, the slots are saved whole and the deltas they cover go.
     CHECK(claim_in_a_new_process(file.path, 2 * k_keys, 2 * k_keys + 5'000, 50) == 5'000);
     CHECK(count(file.path, "SELECT count(*) FROM fingerprint_index_delta") == 0);
-    CHECK(count(file.path, "SELECT covers_seq FROM fingerprint_index WHERE part = 0") ==
+    CHECK(count(file.path, "SELECT covers_seq FROM fingerprint_index") ==
           count(file.path, "SELECT max(seq) FROM fingerprint_log"));
 }
 
@@ -372,4 +413,70 @@ TEST_CASE("a seq is never given twice, even after the highest rows were collecte
     CHECK_FALSE(
         two->fingerprints().claim_fingerprints("s", {claim_of(key(3), 71, 2)}, at(71))[0].first);
     two->commit();
+}
+
+TEST_CASE("slots over saved ones find both, and a fingerprint claimed anew takes its new row") {
+    // What a process opening the store has: the slots an earlier one saved
+    // whole (read-only, as mapped from their file), and its own above them.
+    detail::FingerprintSlots first;
+    std::map<std::int64_t, FingerprintBytes> rows;
+    std::int64_t seq = 0;
+    auto claim = [&](detail::FingerprintSlots& slots, const FingerprintBytes& fingerprint) {
+        auto place =
+            slots.find(fingerprint, [&](std::int64_t row) { return rows.at(row) == fingerprint; });
+        rows[++seq] = fingerprint;
+        return slots.put(fingerprint, place, seq);
+    };
+    for (std::uint32_t n = 0; n < 40'000; ++n)
+        claim(first, key(n));
+    auto saved_words =
+        std::make_shared<std::vector<std::uint64_t>>(first.data(), first.data() + first.capacity());
+    detail::SavedSlots saved;
+    saved.mapping = saved_words;
+    saved.slots = saved_words->data();
+    saved.capacity = first.capacity();
+    saved.entries = first.size();
+    detail::FingerprintSlots slots(saved, first.base());
+    CHECK(slots.size() == 40'000);
+    CHECK(slots.capacity() == 0); // nothing of its own yet
+    for (std::uint32_t n = 0; n < 40'000; n += 7)
+        CHECK(row_of(slots, rows, key(n)) == n + 1);
+    std::vector<detail::FingerprintSlots::Change> changes;
+    for (std::uint32_t n = 40'000; n < 60'000; ++n)
+        changes.push_back(claim(slots, key(n)));
+    for (std::uint32_t n = 0; n < 40'000; n += 5) {
+        auto change = claim(slots, key(n)); // claimed anew
+        CHECK(change.replaced != 0);
+        changes.push_back(change);
+    }
+    CHECK(slots.size() == 60'000);
+    CHECK(slots.occupied() == 60'000);
+    auto saved_before = *saved_words;
+    for (std::uint32_t n = 0; n < 60'000; n += 3) {
+        auto row = row_of(slots, rows, key(n));
+        if (n < 40'000 && n % 5 == 0)
+            CHECK(row > 60'000);
+        else
+            CHECK(row == n + 1);
+    }
+    CHECK(*saved_words == saved_before); // never written
+
+    // The same changes replayed over the saved slots make the same index,
+    // and merged into one table they make it too.
+    detail::FingerprintSlots replayed(saved, first.base());
+    REQUIRE(replayed.apply(changes.data(), changes.size()));
+    auto merged = slots.merged();
+    CHECK_FALSE(merged.has_saved());
+    CHECK(merged.size() == 60'000);
+    CHECK(merged.occupied() == 60'000);
+    for (std::uint32_t n = 0; n < 60'000; ++n) {
+        auto row = row_of(slots, rows, key(n));
+        CHECK(row_of(replayed, rows, key(n)) == row);
+        CHECK(row_of(merged, rows, key(n)) == row);
+    }
+    // A change replacing a value neither table holds does not fit.
+    detail::FingerprintSlots other(saved, first.base());
+    auto wrong = changes.back();
+    wrong.replaced = wrong.put ^ 0x1234;
+    CHECK_FALSE(other.apply(&wrong, 1));
 }

@@ -9,8 +9,12 @@
 //
 // The slots are a linear-probing table whose home position is the top bits
 // of the 32 it keeps, so the table can grow without the fingerprints
-// themselves, and is saved and loaded as it is (the store keeps a copy so a
-// process opens without reading the whole log).
+// themselves, and is saved as it is. A process opening a store does not
+// load the saved table: it maps its file read-only (SavedSlots; the pages
+// are the page cache's, shared by every process on the store, and only the
+// ones probed are touched) and keeps what it changes in a table of its own
+// above it, so opening costs what changed since the save, not the store's
+// size.
 
 #include "idem/store/detail/fingerprint_table.hpp" // map_zeroed
 #include "idem/store/fingerprints.hpp"
@@ -22,8 +26,18 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace idem::store::detail {
+
+// Slots saved whole by an earlier process, read-only: `mapping` keeps
+// `slots` valid (saved_slots_file.hpp maps them from the store's file).
+struct SavedSlots {
+    std::shared_ptr<const void> mapping;
+    const std::uint64_t* slots = nullptr;
+    std::size_t capacity = 0; // a power of two, at most 80% full
+    std::size_t entries = 0;
+};
 
 class FingerprintSlots {
 public:
@@ -31,6 +45,7 @@ public:
     struct Place {
         std::size_t slot = 0;
         std::int64_t seq = 0; // 0: not found; `slot` is the empty one where it would go
+        bool saved = false;   // `slot` is one of the saved slots (found there)
     };
 
     // Rows are kept as offsets from `base`, in 32 bits: a row before base+1
@@ -38,24 +53,51 @@ public:
     // builds the index again from a later base.
     FingerprintSlots() = default;
     explicit FingerprintSlots(std::int64_t base) : m_base(base) {}
+    // Above slots saved whole with `base`: they are read, never written.
+    FingerprintSlots(SavedSlots saved, std::int64_t base)
+        : m_saved(std::move(saved)), m_base(base) {
+        if (m_saved.capacity == 0 || (m_saved.capacity & (m_saved.capacity - 1)) != 0)
+            throw std::invalid_argument("saved slot count is not a power of two");
+        m_saved_shift = shift_of(m_saved.capacity);
+        m_entries = m_saved.entries;
+    }
 
     [[nodiscard]] bool fits(std::int64_t seq) const {
         return seq > m_base && seq - m_base < (std::int64_t{1} << 32);
     }
     [[nodiscard]] std::int64_t base() const { return m_base; }
+    // Fingerprints held, saved or put since.
     [[nodiscard]] std::size_t size() const { return m_entries; }
+    // The slots this process holds (above the saved ones, if any).
     [[nodiscard]] std::size_t capacity() const { return m_capacity; }
     [[nodiscard]] std::size_t bytes() const { return m_capacity * sizeof(std::uint64_t); }
+    [[nodiscard]] bool has_saved() const { return m_saved.capacity != 0; }
+    [[nodiscard]] std::size_t saved_capacity() const { return m_saved.capacity; }
 
     // The fingerprint's row: the slots whose 32 bits are the key's are
-    // offered to `is_it(seq)` in probe order (it reads the row and says
-    // whether it is this fingerprint's). Rows gone from the log (collected
-    // garbage) answer false and are passed over.
+    // offered to `is_it(seq)` in probe order, the saved ones first (it
+    // reads the row and says whether it is this fingerprint's). Rows gone
+    // from the log (collected garbage) answer false and are passed over.
     template <class IsIt> Place find(const FingerprintBytes& key, IsIt&& is_it) const {
-        if (m_capacity == 0) return {};
         auto bits = bits_of(key);
+        if (m_saved.capacity != 0) {
+            // Bounded: saved slots come from a file, and a damaged one may
+            // have no empty slot to end a probe at.
+            auto mask = m_saved.capacity - 1;
+            auto index = home(bits, m_saved_shift);
+            for (std::size_t step = 0; step < m_saved.capacity;
+                 ++step, index = (index + 1) & mask) {
+                auto slot = m_saved.slots[index];
+                if (slot == 0) break;
+                if ((slot >> 32) == bits && !replaced_in_saved(slot)) {
+                    auto seq = m_base + static_cast<std::int64_t>(slot & 0xffffffffU);
+                    if (is_it(seq)) return {index, seq, true};
+                }
+            }
+        }
+        if (m_capacity == 0) return {};
         auto mask = m_capacity - 1;
-        for (auto index = home(bits);; index = (index + 1) & mask) {
+        for (auto index = home(bits, m_shift);; index = (index + 1) & mask) {
             auto slot = m_slots[index];
             if (slot == 0) return {index, 0};
             if ((slot >> 32) == bits) {
@@ -65,10 +107,12 @@ public:
         }
     }
 
-    // Starts loading the key's home slot: a batch prefetches some claims
+    // Starts loading the key's home slots: a batch prefetches some claims
     // ahead, as a random probe into a large table misses the caches.
     void prefetch(const FingerprintBytes& key) const {
-        if (m_capacity != 0) idem::prefetch(&m_slots[home(bits_of(key))]);
+        auto bits = bits_of(key);
+        if (m_saved.capacity != 0) idem::prefetch(&m_saved.slots[home(bits, m_saved_shift)]);
+        if (m_capacity != 0) idem::prefetch(&m_slots[home(bits, m_shift)]);
     }
 
     // What a put did to the table, as slot values (`base` relative): the
@@ -81,17 +125,25 @@ public:
     };
 
     // Records `seq` as the key's first copy at `place`, found by find() with
-    // nothing put since: a found slot is rewritten, an empty one filled
-    // (growing the table first when it is full).
+    // nothing put since: a found slot is rewritten (a saved one is passed
+    // over from now on, and the value put in this process's table), an
+    // empty one filled (growing the table first when it is full).
     Change put(const FingerprintBytes& key, const Place& place, std::int64_t seq) {
         if (!fits(seq)) throw std::out_of_range("fingerprint row outside the index's range");
         auto slot = (std::uint64_t{bits_of(key)} << 32) | static_cast<std::uint64_t>(seq - m_base);
+        if (place.seq != 0 && place.saved) {
+            auto replaced = m_saved.slots[place.slot];
+            m_replaced_in_saved.insert(replaced);
+            fill(slot, k_anywhere);
+            return {slot, replaced};
+        }
         if (place.seq != 0 && m_capacity != 0) {
             auto replaced = m_slots[place.slot];
             m_slots[place.slot] = slot;
             return {slot, replaced};
         }
         fill(slot, place.slot);
+        ++m_entries;
         return {slot, 0};
     }
 
@@ -108,58 +160,83 @@ public:
         constexpr std::size_t k_ahead = 16;
         for (std::size_t i = 0; i < count; ++i) {
             if (i + k_ahead < count && m_capacity != 0)
-                idem::prefetch(
-                    &m_slots[home(static_cast<std::uint32_t>(changes[i + k_ahead].put >> 32))]);
+                idem::prefetch(&m_slots[home(
+                    static_cast<std::uint32_t>(changes[i + k_ahead].put >> 32), m_shift)]);
             const auto& change = changes[i];
             if ((change.put & 0xffffffffU) == 0) return false; // seq == base: never a row
             if (change.replaced == 0) {
                 fill(change.put, k_anywhere);
+                ++m_entries;
                 continue;
             }
-            if ((change.replaced >> 32) != (change.put >> 32) || m_capacity == 0) return false;
-            auto mask = m_capacity - 1;
-            for (auto index = home(static_cast<std::uint32_t>(change.put >> 32));;
-                 index = (index + 1) & mask) {
-                if (m_slots[index] == 0) return false;
-                if (m_slots[index] == change.replaced) {
-                    m_slots[index] = change.put;
-                    break;
-                }
+            if ((change.replaced >> 32) != (change.put >> 32)) return false;
+            if (auto* held = held_slot(change.replaced)) {
+                *held = change.put;
+                continue;
             }
+            if (!saved_holds(change.replaced)) return false;
+            m_replaced_in_saved.insert(change.replaced);
+            fill(change.put, k_anywhere);
         }
         return true;
     }
 
     // Room for `entries` without growing: growing holds the old table and
     // the new one at once, so a run that knows its size sets it first. At
-    // most 2^26 slots (512 MiB) are reserved ahead.
+    // most 2^26 slots (512 MiB) are reserved ahead. Above saved slots, only
+    // the fingerprints beyond those take room here.
     void reserve(std::size_t entries) {
+        auto needed = m_filled + (entries > m_entries ? entries - m_entries : 0);
         auto capacity = std::max(m_capacity, k_first_capacity);
-        while (too_full_at(entries, capacity) && capacity < k_most_reserved_slots)
+        while (too_full_at(needed, capacity) && capacity < k_most_reserved_slots)
             capacity *= 2;
         if (capacity > m_capacity) grow(capacity);
     }
 
     // How many slots hold a fingerprint, counted (size() is what was put,
-    // or what a loaded table says it holds).
+    // or what the saved table says it holds).
     [[nodiscard]] std::size_t occupied() const {
         std::size_t count = 0;
         for (std::size_t index = 0; index < m_capacity; ++index)
             count += m_slots[index] != 0 ? 1U : 0U;
-        return count;
+        for (std::size_t index = 0; index < m_saved.capacity; ++index)
+            count += m_saved.slots[index] != 0 ? 1U : 0U;
+        return count - m_replaced_in_saved.size();
     }
 
     // The slots as saved (little-endian machine words), and room to load
     // them back: `capacity` a power of two, zeroed, to be filled through
-    // data() with `entries` taken.
+    // data() with `entries` taken. Only for a table with nothing saved under
+    // it (merged() makes one).
     [[nodiscard]] const std::uint64_t* data() const { return m_slots.get(); }
     std::uint64_t* assign(std::size_t capacity, std::size_t entries, std::int64_t base) {
         if (capacity == 0 || (capacity & (capacity - 1)) != 0)
             throw std::invalid_argument("slot count is not a power of two");
+        m_saved = {};
+        m_replaced_in_saved.clear();
         allocate(capacity);
-        m_entries = entries;
+        m_entries = m_filled = entries;
         m_base = base;
         return m_slots.get();
+    }
+
+    // The fingerprints held, saved and put since, as one table at most 80%
+    // full with nothing saved under it: what a whole save writes.
+    [[nodiscard]] FingerprintSlots merged() const {
+        FingerprintSlots whole(m_base);
+        auto capacity = k_first_capacity;
+        while (too_full_at(m_entries, capacity))
+            capacity *= 2;
+        whole.allocate(capacity);
+        auto take = [&](std::uint64_t slot) {
+            if (slot != 0) whole.m_slots[whole.empty_slot_for(slot)] = slot;
+        };
+        for (std::size_t index = 0; index < m_saved.capacity; ++index)
+            if (!replaced_in_saved(m_saved.slots[index])) take(m_saved.slots[index]);
+        for (std::size_t index = 0; index < m_capacity; ++index)
+            take(m_slots[index]);
+        whole.m_entries = whole.m_filled = m_entries;
+        return whole;
     }
 
 private:
@@ -169,9 +246,6 @@ private:
     [[nodiscard]] static bool too_full_at(std::size_t entries, std::size_t capacity) {
         return entries * 5 > capacity * 4; // 80%
     }
-    [[nodiscard]] bool too_full(std::size_t entries) const {
-        return too_full_at(entries, m_capacity);
-    }
 
     static std::uint32_t bits_of(const FingerprintBytes& key) {
         std::uint32_t bits = 0;
@@ -179,28 +253,63 @@ private:
         return bits;
     }
 
+    static unsigned shift_of(std::size_t capacity) {
+        unsigned shift = 0;
+        while ((std::size_t{1} << shift) < capacity)
+            ++shift;
+        return shift;
+    }
+
     // The top bits of the 32 kept: slots stay in the order of their bits,
     // so the table can grow from its own slots.
-    [[nodiscard]] std::size_t home(std::uint32_t bits) const {
-        return static_cast<std::size_t>(bits) >> (32 - m_shift);
+    [[nodiscard]] static std::size_t home(std::uint32_t bits, unsigned shift) {
+        return static_cast<std::size_t>(bits) >> (32 - shift);
+    }
+
+    [[nodiscard]] bool replaced_in_saved(std::uint64_t slot) const {
+        return !m_replaced_in_saved.empty() && m_replaced_in_saved.count(slot) != 0;
+    }
+
+    // This process's slot holding `value`, or null.
+    std::uint64_t* held_slot(std::uint64_t value) {
+        if (m_capacity == 0) return nullptr;
+        auto mask = m_capacity - 1;
+        for (auto index = home(static_cast<std::uint32_t>(value >> 32), m_shift);;
+             index = (index + 1) & mask) {
+            if (m_slots[index] == 0) return nullptr;
+            if (m_slots[index] == value) return &m_slots[index];
+        }
+    }
+
+    // Whether a saved slot holds `value`, not replaced since.
+    [[nodiscard]] bool saved_holds(std::uint64_t value) const {
+        if (m_saved.capacity == 0 || replaced_in_saved(value)) return false;
+        auto mask = m_saved.capacity - 1;
+        auto index = home(static_cast<std::uint32_t>(value >> 32), m_saved_shift);
+        for (std::size_t step = 0; step < m_saved.capacity; ++step, index = (index + 1) & mask) {
+            if (m_saved.slots[index] == 0) return false;
+            if (m_saved.slots[index] == value) return true;
+        }
+        return false;
     }
 
     static constexpr std::size_t k_anywhere = ~std::size_t{0};
 
-    // Fills an empty slot with `slot`: `at` when it is known, else the
-    // first empty one from its home, growing the table first when full.
+    // Fills an empty slot of this process's table with `slot`: `at` when it
+    // is known, else the first empty one from its home, growing the table
+    // first when full.
     void fill(std::uint64_t slot, std::size_t at) {
-        if (m_capacity == 0 || too_full(m_entries + 1)) {
+        if (m_capacity == 0 || too_full_at(m_filled + 1, m_capacity)) {
             grow(std::max(m_capacity * 2, k_first_capacity));
             at = k_anywhere;
         }
         m_slots[at == k_anywhere ? empty_slot_for(slot) : at] = slot;
-        ++m_entries;
+        ++m_filled;
     }
 
     [[nodiscard]] std::size_t empty_slot_for(std::uint64_t slot) const {
         auto mask = m_capacity - 1;
-        auto index = home(static_cast<std::uint32_t>(slot >> 32));
+        auto index = home(static_cast<std::uint32_t>(slot >> 32), m_shift);
         while (m_slots[index] != 0)
             index = (index + 1) & mask;
         return index;
@@ -210,9 +319,7 @@ private:
         auto bytes = capacity * sizeof(std::uint64_t);
         m_slots = {static_cast<std::uint64_t*>(map_zeroed(bytes)), UnmapZeroed{bytes}};
         m_capacity = capacity;
-        m_shift = 0;
-        while ((std::size_t{1} << m_shift) < capacity)
-            ++m_shift;
+        m_shift = shift_of(capacity);
     }
 
     void grow(std::size_t capacity) {
@@ -223,10 +330,17 @@ private:
             if (auto slot = old.get()[index]; slot != 0) m_slots[empty_slot_for(slot)] = slot;
     }
 
-    std::unique_ptr<std::uint64_t[], UnmapZeroed> m_slots;
-    std::size_t m_capacity = 0; // a power of two, or 0
-    unsigned m_shift = 0;       // log2 of m_capacity
-    std::size_t m_entries = 0;
+    SavedSlots m_saved;
+    unsigned m_saved_shift = 0;
+    // Saved slots whose fingerprint was claimed anew since: their new value
+    // is in this process's table (few: a first copy claimed again after it
+    // expired).
+    std::unordered_set<std::uint64_t> m_replaced_in_saved;
+    std::unique_ptr<std::uint64_t[], UnmapZeroed> m_slots; // this process's
+    std::size_t m_capacity = 0;                            // a power of two, or 0
+    unsigned m_shift = 0;                                  // log2 of m_capacity
+    std::size_t m_filled = 0;                              // of m_slots
+    std::size_t m_entries = 0;                             // fingerprints, saved or here
     std::int64_t m_base = 0;
 };
 

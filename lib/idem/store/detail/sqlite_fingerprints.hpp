@@ -119,6 +119,10 @@ struct ScopeIndex {
     // it, every process replaying the deltas would grow them again
     // (zeroing the larger table is most of an open), so they are saved whole.
     std::size_t loaded_capacity = 0;
+    // The store names saved slots this process could not use (their file is
+    // gone or not theirs): it saves them whole, lest every process after it
+    // read the log again.
+    bool saved_unusable = false;
     bool looked = false;  // loaded, caught up, expired rows reclaimed
     bool current = false; // caught up within the open transaction
     // This transaction's first copies by row: read when a slot matched, or
@@ -199,7 +203,7 @@ private:
     };
     SavedChain saved_chain(std::string_view scope, std::int64_t generation);
     void save_delta(std::string_view scope, ScopeIndex& index, const SavedChain& chain);
-    void save_slots(std::string_view scope, ScopeIndex& index);
+    bool save_slots(std::string_view scope, ScopeIndex& index);
     void append_rows(std::string_view scope, const std::vector<Row>& rows);
     void update_heads(const std::vector<std::pair<sqlite3_int64, FingerprintHead>>& heads);
 
@@ -220,6 +224,7 @@ private:
 
     sqlite3* m_db;
     std::string m_name;
+    std::string m_path; // the store's file; its saved slots lie beside it
     Reader m_reader;
     Statement m_append;
     Statement m_append_many;

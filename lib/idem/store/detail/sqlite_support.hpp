@@ -222,8 +222,24 @@ inline constexpr const char* k_migrations[] = {
     "  changes BLOB NOT NULL,"
     "  PRIMARY KEY (scope, after_seq, covers_seq)"
     ");",
+    // v12: the index saved whole moves out of the store, into a file beside
+    // it (<store>-index-<token>, saved_slots_file.hpp) that the next process
+    // maps instead of copying into memory; the row names the file by its
+    // token. A v11 store's saved index and deltas go: its next process
+    // reads the log once and saves the file.
+    "DELETE FROM fingerprint_index_delta;"
+    "DROP TABLE fingerprint_index;"
+    "CREATE TABLE fingerprint_index ("
+    "  scope TEXT PRIMARY KEY,"
+    "  covers_seq INTEGER NOT NULL," // every row of the scope up to here is in it
+    "  gc_generation INTEGER NOT NULL,"
+    "  capacity INTEGER NOT NULL,"
+    "  entries INTEGER NOT NULL,"
+    "  base INTEGER NOT NULL,"
+    "  token INTEGER NOT NULL" // names the file, as 16 hex digits
+    ");",
 };
-inline constexpr int k_schema_version = 11;
+inline constexpr int k_schema_version = 12;
 
 // SQLite's memory statistics take a global mutex on every allocation; idem
 // reads none of them. Must run before SQLite initialises, so once, first.
