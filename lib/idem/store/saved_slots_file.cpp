@@ -106,8 +106,9 @@ std::optional<SavedSlots> map_saved_slots(const std::string& store_path,
     void* pages = sound ? ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
     ::close(fd);
     if (pages == MAP_FAILED) return std::nullopt;
-    // Probes land anywhere: reading ahead of one would fetch pages no probe wants.
-    (void)::madvise(pages, bytes, MADV_RANDOM);
+    // Left to the kernel's read-ahead: a run's probes land all over the
+    // slots, and when they are not in the page cache (after a reboot) most
+    // of them are wanted soon; reading 4 KiB at a time would be slower.
     SavedSlots saved;
     saved.mapping = std::shared_ptr<const void>(
         pages, [bytes](const void* mapped) { ::munmap(const_cast<void*>(mapped), bytes); });

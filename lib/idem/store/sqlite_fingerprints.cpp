@@ -186,12 +186,13 @@ void SqliteFingerprintLog::read_heads_ahead(ScopeIndex& index,
                                             const std::vector<FingerprintClaim>& claims) {
     auto& wanted = m_wanted;
     wanted.clear();
+    m_saved_holds_bits.assign(claims.size(), 0);
     for (std::size_t i = 0; i < claims.size(); ++i) {
         if (i + k_claims_prefetched_ahead < claims.size())
             index.slots.prefetch(claims[i + k_claims_prefetched_ahead].fingerprint);
-        index.slots.find(claims[i].fingerprint, [&](sqlite3_int64 seq) {
+        index.slots.for_each_candidate(claims[i].fingerprint, [&](sqlite3_int64 seq, bool saved) {
+            m_saved_holds_bits[i] |= saved ? 1 : 0;
             if (!index.heads.find(seq)) wanted.push_back(seq);
-            return false; // every candidate
         });
     }
     if (wanted.size() < 16) return; // read as they come
@@ -341,8 +342,21 @@ bool SqliteFingerprintLog::apply_saved_deltas(std::string_view scope, ScopeIndex
                      m_name);
     bind_text(deltas.get(), 1, scope);
     constexpr std::size_t k_change_bytes = sizeof(FingerprintSlots::Change);
-    constexpr std::size_t k_changes_per_read = 65536;
-    auto& buffer = m_replayed;
+    constexpr std::size_t k_changes_per_read = std::size_t{1} << 20;
+    // Room for every change to come and the claims the run expects, made
+    // once: growing the table as they come zeroed and refilled it each time.
+    {
+        Statement coming(db,
+                         "SELECT coalesce(sum(length(changes)), 0) / 16 FROM "
+                         "fingerprint_index_delta WHERE scope = ?1 AND covers_seq > ?2",
+                         m_name);
+        bind_text(coming.get(), 1, scope);
+        sqlite3_bind_int64(coming.get(), 2, index.last_seq);
+        if (sqlite3_step(coming.get()) == SQLITE_ROW)
+            index.slots.reserve(index.slots.size() + index.expected +
+                                static_cast<std::size_t>(sqlite3_column_int64(coming.get(), 0)));
+    }
+    std::vector<FingerprintSlots::Change> buffer; // a part of a delta at a time
     std::uint64_t replayed = 0;
     while (sqlite3_step(deltas.get()) == SQLITE_ROW) {
         auto* row = deltas.get();
@@ -381,7 +395,6 @@ bool SqliteFingerprintLog::apply_saved_deltas(std::string_view scope, ScopeIndex
         if (!fits) return false;
         index.last_seq = covers;
     }
-    buffer.clear();
     mark_saved(index, replayed);
     return true;
 }
@@ -452,9 +465,10 @@ SqliteFingerprintLog::claim(std::string_view scope, ScopeIndex& index,
         if (i + k_claims_prefetched_ahead < claims.size())
             index.slots.prefetch(claims[i + k_claims_prefetched_ahead].fingerprint);
         auto source = source_id(claim.source);
-        auto place = index.slots.find(claim.fingerprint, [&](sqlite3_int64 seq) {
-            return is_first_copy_of(index, seq, claim.fingerprint);
-        });
+        auto place = index.slots.find(
+            claim.fingerprint,
+            [&](sqlite3_int64 seq) { return is_first_copy_of(index, seq, claim.fingerprint); },
+            m_saved_holds_bits[i] != 0);
         auto* head = place.seq ? index.heads.find(place.seq) : nullptr;
         auto event_us = claim.event_time.time_since_epoch().count();
         auto line = static_cast<sqlite3_int64>(claim.line);

@@ -78,9 +78,12 @@ public:
     // offered to `is_it(seq)` in probe order, the saved ones first (it
     // reads the row and says whether it is this fingerprint's). Rows gone
     // from the log (collected garbage) answer false and are passed over.
-    template <class IsIt> Place find(const FingerprintBytes& key, IsIt&& is_it) const {
+    // `in_saved` false skips the saved slots: a caller that saw none of them
+    // hold the key's bits (for_each_candidate) knows they never will.
+    template <class IsIt>
+    Place find(const FingerprintBytes& key, IsIt&& is_it, bool in_saved = true) const {
         auto bits = bits_of(key);
-        if (m_saved.capacity != 0) {
+        if (in_saved && m_saved.capacity != 0) {
             // Bounded: saved slots come from a file, and a damaged one may
             // have no empty slot to end a probe at.
             auto mask = m_saved.capacity - 1;
@@ -105,6 +108,28 @@ public:
                 if (is_it(seq)) return {index, seq};
             }
         }
+    }
+
+    // Every row whose slot holds the key's 32 bits, as visit(seq, saved):
+    // what find() would offer is_it, without stopping at a match.
+    template <class Visit>
+    void for_each_candidate(const FingerprintBytes& key, Visit&& visit) const {
+        auto bits = bits_of(key);
+        if (m_saved.capacity != 0) {
+            auto mask = m_saved.capacity - 1;
+            auto index = home(bits, m_saved_shift);
+            for (std::size_t step = 0; step < m_saved.capacity && m_saved.slots[index] != 0;
+                 ++step, index = (index + 1) & mask)
+                if ((m_saved.slots[index] >> 32) == bits &&
+                    !replaced_in_saved(m_saved.slots[index]))
+                    visit(m_base + static_cast<std::int64_t>(m_saved.slots[index] & 0xffffffffU),
+                          true);
+        }
+        if (m_capacity == 0) return;
+        auto mask = m_capacity - 1;
+        for (auto index = home(bits, m_shift); m_slots[index] != 0; index = (index + 1) & mask)
+            if ((m_slots[index] >> 32) == bits)
+                visit(m_base + static_cast<std::int64_t>(m_slots[index] & 0xffffffffU), false);
     }
 
     // Starts loading the key's home slots: a batch prefetches some claims

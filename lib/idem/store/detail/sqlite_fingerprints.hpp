@@ -246,9 +246,12 @@ private:
     std::mutex m_spare_mutex;
     std::vector<Row> m_spare_rows;
     std::vector<sqlite3_int64> m_wanted; // read_heads_ahead's, kept for its capacity
+    // Per claim of the batch, whether a saved slot holds its 32 bits (as
+    // read_heads_ahead found): when none does, claim() does not probe the
+    // saved slots again, a second miss in a table of the store's size.
+    std::vector<char> m_saved_holds_bits;
     // catch_up's rows, a batch at a time, so their slots are asked for ahead.
     std::vector<std::pair<sqlite3_int64, FingerprintBytes>> m_caught_up;
-    std::vector<FingerprintSlots::Change> m_replayed; // a saved delta, a part at a time
     SerialWorker m_appender; // last: stopped first, while the statements it uses exist
 };
 
