@@ -668,6 +668,28 @@ class StoreOnDisk(unittest.TestCase):
         with sqlite3.connect(self.store) as db:
             return db.execute(sql).fetchone()[0]
 
+    def test_a_store_written_at_schema_v11_opens_and_saves_its_index_beside_it(self):
+        # stores/dedup-v11.db was written by idem at schema v11 (commit cb190e1):
+        # `dedup --key id --ttl 876000h -q` over ids 0..4999 (its index then
+        # saved whole inside the store), then over 4990..5009 (a delta of the
+        # ten new ones). Schema v12 drops both; the first run reads the log
+        # and saves the index in a file beside the store.
+        shutil.copy(os.path.join(STORES, "dedup-v11.db"), self.store)
+        probe = ndjson([{"id": i} for i in (0, 4999, 5005, 5009, 5010, 6000)])
+        # What the v11 build answered over the same store, twice in a row.
+        expected = [[(2, "a.ndjson:1"), (3, "a.ndjson:5000"), (2, "b.ndjson:16"), (2, "b.ndjson:20"),
+                     (1, None), (1, None)],
+                    [(3, "a.ndjson:1"), (4, "a.ndjson:5000"), (3, "b.ndjson:16"), (3, "b.ndjson:20"),
+                     (2, "<stdin>:5"), (2, "<stdin>:6")]]
+        for answers in expected:  # the second run maps the file the first one saved
+            code, out, err = run(["dedup", "--key", "id", "--store", self.store, "--mark"], stdin=probe)
+            self.assertEqual(code, 0, err)
+            marks = [json.loads(line)["_idem"]["dedup"] for line in out.splitlines()]
+            self.assertEqual([(m["seen_count"], m.get("duplicate_of")) for m in marks], answers)
+            self.assertEqual(self.rows("PRAGMA user_version"), 12)
+            token = self.rows("SELECT token FROM fingerprint_index") & (2**64 - 1)
+            self.assertTrue(os.path.exists(self.store + "-index-%016x" % token))
+
     def test_a_store_written_at_schema_v9_opens_and_judges_as_it_did(self):
         # stores/dedup-v9.db was written by idem at schema v9 (commit 3b5e867):
         # `dedup --key id --ttl 876000h` over day1.ndjson (a,b,a,c,a), the same

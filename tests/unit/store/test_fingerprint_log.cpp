@@ -483,3 +483,31 @@ TEST_CASE("slots over saved ones find both, and a fingerprint claimed anew takes
     wrong.replaced = wrong.put ^ 0x1234;
     CHECK_FALSE(other.apply(&wrong, 1));
 }
+
+TEST_CASE("a save whole removes the index files no row names, and a died writer's temporary") {
+    TempStore file("log");
+    CHECK(claim_in_a_new_process(file.path, 0, 10'000, 10) == 10'000); // saved whole
+    auto named = [&] {
+        auto token = count(file.path, "SELECT token FROM fingerprint_index");
+        return fmt::format("{}-index-{:016x}", file.path, static_cast<std::uint64_t>(token));
+    };
+    auto first = named();
+    auto stray = file.path + "-index-00000000000000aa";
+    auto temporary = file.path + "-index-0123456789abcdef.tmp";
+    auto someone_elses = file.path + "-index-notes.txt";
+    for (const auto& path : {stray, temporary, someone_elses})
+        std::ofstream(path) << "x";
+    // Past the deltas' limit (4,096 at this size): saved whole again.
+    CHECK(claim_in_a_new_process(file.path, 10'000, 15'000, 20) == 5'000);
+    auto second = named();
+    CHECK(second != first);
+    CHECK(std::filesystem::exists(second));
+    CHECK(std::filesystem::exists(first)); // kept for a process that read its row
+    CHECK_FALSE(std::filesystem::exists(stray));
+    CHECK_FALSE(std::filesystem::exists(temporary));
+    CHECK(std::filesystem::exists(someone_elses)); // not a name the store gives
+    std::filesystem::remove(someone_elses);
+    CHECK(claim_in_a_new_process(file.path, 15'000, 21'000, 30) == 6'000); // and again
+    CHECK_FALSE(std::filesystem::exists(first));
+    CHECK(std::filesystem::exists(named()));
+}
