@@ -1,12 +1,14 @@
 #pragma once
-// Internal to the SQLite store: dedup's fingerprint log (schema v10, v11 its saved deltas). A
-// first copy's row, with its line in fingerprint_repeats once copies came
+// Internal to the SQLite store: dedup's fingerprint log (schema v10; v11
+// its saved deltas; v12 the slots saved whole in a file beside the store).
+// A first copy's row, with its line in fingerprint_repeats once copies came
 // after it, is its fingerprint's state (when, where, until when, how many
 // copies since and where the latest came from); repeats are rows kept as
-// evidence, at most k_kept_repeats per first copy. A process holds the log's index
-// (FingerprintSlots: fingerprint -> first copy's row) and reads a row only
-// when a slot matches; the index is saved in the store so the next process
-// loads it and catches up on the rows after it, instead of reading the log.
+// evidence, at most k_kept_repeats per first copy. A process holds the log's
+// index (FingerprintSlots: fingerprint -> first copy's row) and reads a row
+// only when a slot matches; the index is saved (whole, in a file the next
+// process maps; or as the changes since) so the next process catches up on
+// the rows after it, instead of reading the log.
 //
 // Rows are appended by a thread of their own while the caller goes on (see
 // serial_worker.hpp); the store's connection is used by one thread at a
