@@ -29,9 +29,11 @@ struct Header {
     SavedSlotsIdentity identity;
 };
 
-bool same(const SavedSlotsIdentity& a, const SavedSlotsIdentity& b) {
-    return a.token == b.token && a.covers_seq == b.covers_seq &&
-           a.gc_generation == b.gc_generation && a.capacity == b.capacity &&
+// The rows covered are not compared: the row's mark moves on past the
+// file's when a process added only repeats since (its slots still hold
+// every first copy up to the mark).
+bool same_table(const SavedSlotsIdentity& a, const SavedSlotsIdentity& b) {
+    return a.token == b.token && a.gc_generation == b.gc_generation && a.capacity == b.capacity &&
            a.entries == b.entries && a.base == b.base;
 }
 
@@ -102,7 +104,8 @@ std::optional<SavedSlots> map_saved_slots(const std::string& store_path,
                  ::pread(fd, &header, sizeof header, 0) == static_cast<ssize_t>(sizeof header) &&
                  std::memcmp(header.magic, k_magic, sizeof k_magic) == 0 &&
                  header.format == k_format && header.slot_bytes == sizeof(std::uint64_t) &&
-                 same(header.identity, identity);
+                 same_table(header.identity, identity) &&
+                 header.identity.covers_seq <= identity.covers_seq;
     void* pages = sound ? ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
     ::close(fd);
     if (pages == MAP_FAILED) return std::nullopt;

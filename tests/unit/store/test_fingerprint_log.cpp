@@ -511,3 +511,20 @@ TEST_CASE("a save whole removes the index files no row names, and a died writer'
     CHECK_FALSE(std::filesystem::exists(first));
     CHECK(std::filesystem::exists(named()));
 }
+
+TEST_CASE("after a run of repeats only, the next process still maps the saved file") {
+    // A rerun whose every record was seen adds rows (repeats kept as
+    // evidence) but no first copy: it moves the row's mark past the rows
+    // the file covers, and the file still holds every first copy.
+    TempStore file("log");
+    constexpr std::uint32_t k_keys = 10'000;
+    CHECK(claim_in_a_new_process(file.path, 0, k_keys, 10) == k_keys); // saved whole
+    auto covered = count(file.path, "SELECT covers_seq FROM fingerprint_index");
+    CHECK(claim_in_a_new_process(file.path, 0, k_keys, 20) == 0); // all repeats
+    CHECK(count(file.path, "SELECT covers_seq FROM fingerprint_index") > covered);
+    CHECK(count(file.path, "SELECT count(*) FROM fingerprint_index_delta") == 0);
+    // Hidden from a read of the log, the first copies are found through the
+    // file alone: read from the log, they would all be new.
+    execute(file.path, "UPDATE fingerprint_log SET scope = 'hidden' WHERE kind = 1");
+    CHECK(claim_in_a_new_process(file.path, 0, k_keys, 30) == 0);
+}

@@ -9,9 +9,9 @@
 // The file is written whole under a temporary name, synced, and renamed
 // into place, inside the store's write transaction; a file never changes
 // once named, so a process that mapped it reads the same slots whichever
-// process saves next. The row and the file's header name the same token,
-// rows covered and counts: any difference, and the slots are not used
-// (the log is read instead).
+// process saves next. The row and the file's header name the same token
+// and counts: any difference, and the slots are not used (the log is read
+// instead).
 
 #include "idem/store/detail/fingerprint_slots.hpp"
 
@@ -42,8 +42,9 @@ bool write_saved_slots(const std::string& store_path, const SavedSlotsIdentity& 
                        const std::uint64_t* slots);
 
 // The file for `identity`, mapped read-only, when its header and size are
-// what `identity` says; nullopt otherwise (missing, cut short, another
-// table's).
+// what `identity` says (the rows it covers may be fewer: the row's mark
+// moves on when only repeats came since); nullopt otherwise (missing, cut
+// short, another table's).
 std::optional<SavedSlots> map_saved_slots(const std::string& store_path,
                                           const SavedSlotsIdentity& identity);
 
