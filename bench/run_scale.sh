@@ -46,7 +46,7 @@ contend() {
     read -r seconds rss < <(sort -n "$SCRATCH/times" | sed -n "$(( (REPEAT + 1) / 2 ))p")
     # The store's file and its saved index's files beside it.
     [ -n "$store" ] && [ -f "$store" ] &&
-        store_bytes=$(stat -c %s "$store" "$store"-index-* 2> /dev/null | awk '{ s += $1 } END { printf "%d", s }')
+        store_bytes=$(stat -c %s "$store" "$store"-index-* 2> /dev/null | awk '{ s += $1 } END { printf "%.0f", s }')
     printf '%s\t%s\t%s\t%s\t%s\n' "$size" "$name" "$seconds" "$rss" "$store_bytes" >> "$results"
     printf '  %-40s %8.2f s %8.0f MiB\n' "$name" "$seconds" "$((rss / 1024))"
 }
