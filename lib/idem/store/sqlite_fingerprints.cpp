@@ -343,8 +343,9 @@ bool SqliteFingerprintLog::apply_saved_deltas(std::string_view scope, ScopeIndex
     bind_text(deltas.get(), 1, scope);
     constexpr std::size_t k_change_bytes = sizeof(FingerprintSlots::Change);
     constexpr std::size_t k_changes_per_read = std::size_t{1} << 20;
-    // Room for every change to come and the claims the run expects, made
-    // once: growing the table as they come zeroed and refilled it each time.
+    // Room for every change to come (and the claims the run expects, see
+    // room_ahead), made once: growing the table as they came zeroed and
+    // refilled it each time.
     {
         Statement coming(db,
                          "SELECT coalesce(sum(length(changes)), 0) / 16 FROM "
@@ -353,7 +354,7 @@ bool SqliteFingerprintLog::apply_saved_deltas(std::string_view scope, ScopeIndex
         bind_text(coming.get(), 1, scope);
         sqlite3_bind_int64(coming.get(), 2, index.last_seq);
         if (sqlite3_step(coming.get()) == SQLITE_ROW)
-            index.slots.reserve(index.slots.size() + index.expected +
+            index.slots.reserve(index.slots.size() + room_ahead(index.slots, index.expected) +
                                 static_cast<std::size_t>(sqlite3_column_int64(coming.get(), 0)));
     }
     std::vector<FingerprintSlots::Change> buffer; // a part of a delta at a time
@@ -406,7 +407,7 @@ bool SqliteFingerprintLog::first_look(std::string_view scope, ScopeIndex& index,
     if (!apply_saved_deltas(scope, index)) load_saved_index(scope, index);
     index.loaded_capacity = index.slots.capacity();
     catch_up(scope, index);
-    index.slots.reserve(index.slots.size() + index.expected);
+    index.slots.reserve(index.slots.size() + room_ahead(index.slots, index.expected));
     index.looked = true;
     // Estimated from a sample of first copies (a count would read them all);
     // a draw that lands among repeats or other scopes' rows is not counted.

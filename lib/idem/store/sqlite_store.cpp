@@ -165,7 +165,8 @@ public:
     void expect_fingerprints(std::string_view scope, std::uint64_t records) override {
         auto& index = scope_index(scope);
         index.expected = records;
-        if (index.looked) index.slots.reserve(index.slots.size() + records);
+        if (index.looked)
+            index.slots.reserve(index.slots.size() + detail::room_ahead(index.slots, records));
     }
 
     // A release lowers the first copy's expiry in its row, where every

@@ -528,3 +528,18 @@ TEST_CASE("after a run of repeats only, the next process still maps the saved fi
     execute(file.path, "UPDATE fingerprint_log SET scope = 'hidden' WHERE kind = 1");
     CHECK(claim_in_a_new_process(file.path, 0, k_keys, 30) == 0);
 }
+
+TEST_CASE("room is made ahead for a run's records only in a table of its own") {
+    // Above saved slots a rerun of what the store holds adds nothing: room
+    // for all its records would be zeroed and never used.
+    detail::FingerprintSlots own;
+    CHECK(detail::room_ahead(own, 1'000'000) == 1'000'000);
+    std::vector<std::uint64_t> words(1 << 16, 0);
+    detail::SavedSlots saved;
+    saved.slots = words.data();
+    saved.capacity = words.size();
+    detail::FingerprintSlots above(saved, 0);
+    CHECK(detail::room_ahead(above, 1'000'000) == 0);
+    above.reserve(above.size() + detail::room_ahead(above, 1'000'000));
+    CHECK(above.capacity() <= (1U << 16));
+}

@@ -132,6 +132,15 @@ struct ScopeIndex {
     HeadCache heads;
 };
 
+// How many of the fingerprints a run says are coming room is made for
+// ahead: all of them in a table of its own; none above saved slots, where a
+// rerun of what the store holds adds nothing, and the table above them
+// (this process's changes only) grows as they come. Reserved there, a
+// rerun of 50M records zeroed 512 MiB it never used.
+inline std::size_t room_ahead(const FingerprintSlots& slots, std::uint64_t expected) {
+    return slots.has_saved() ? 0 : static_cast<std::size_t>(expected);
+}
+
 class SqliteFingerprintLog {
 public:
     SqliteFingerprintLog(sqlite3* db, const std::string& store_name);
