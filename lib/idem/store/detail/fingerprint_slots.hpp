@@ -27,6 +27,7 @@
 #include <memory>
 #include <stdexcept>
 #include <unordered_set>
+#include <utility>
 
 namespace idem::store::detail {
 
@@ -70,9 +71,7 @@ public:
     [[nodiscard]] std::size_t size() const { return m_entries; }
     // The slots this process holds (above the saved ones, if any).
     [[nodiscard]] std::size_t capacity() const { return m_capacity; }
-    [[nodiscard]] std::size_t bytes() const { return m_capacity * sizeof(std::uint64_t); }
     [[nodiscard]] bool has_saved() const { return m_saved.capacity != 0; }
-    [[nodiscard]] std::size_t saved_capacity() const { return m_saved.capacity; }
 
     // The fingerprint's row: the slots whose 32 bits are the key's are
     // offered to `is_it(seq)` in probe order, the saved ones first (it
@@ -83,31 +82,19 @@ public:
     template <class IsIt>
     Place find(const FingerprintBytes& key, IsIt&& is_it, bool in_saved = true) const {
         auto bits = bits_of(key);
-        if (in_saved && m_saved.capacity != 0) {
-            // Bounded: saved slots come from a file, and a damaged one may
-            // have no empty slot to end a probe at.
-            auto mask = m_saved.capacity - 1;
-            auto index = home(bits, m_saved_shift);
-            for (std::size_t step = 0; step < m_saved.capacity;
-                 ++step, index = (index + 1) & mask) {
-                auto slot = m_saved.slots[index];
-                if (slot == 0) break;
-                if ((slot >> 32) == bits && !replaced_in_saved(slot)) {
-                    auto seq = m_base + static_cast<std::int64_t>(slot & 0xffffffffU);
-                    if (is_it(seq)) return {index, seq, true};
-                }
-            }
+        Place found;
+        auto take = [&](std::size_t index, std::uint64_t slot) {
+            found.slot = index;
+            found.seq = row_of(slot);
+            return is_it(found.seq);
+        };
+        if (in_saved && walk_saved(bits, take)) {
+            found.saved = true;
+            return found;
         }
         if (m_capacity == 0) return {};
-        auto mask = m_capacity - 1;
-        for (auto index = home(bits, m_shift);; index = (index + 1) & mask) {
-            auto slot = m_slots[index];
-            if (slot == 0) return {index, 0};
-            if ((slot >> 32) == bits) {
-                auto seq = m_base + static_cast<std::int64_t>(slot & 0xffffffffU);
-                if (is_it(seq)) return {index, seq};
-            }
-        }
+        auto [index, took] = walk_held(bits, take);
+        return took ? found : Place{index, 0};
     }
 
     // Every row whose slot holds the key's 32 bits, as visit(seq, saved):
@@ -115,21 +102,15 @@ public:
     template <class Visit>
     void for_each_candidate(const FingerprintBytes& key, Visit&& visit) const {
         auto bits = bits_of(key);
-        if (m_saved.capacity != 0) {
-            auto mask = m_saved.capacity - 1;
-            auto index = home(bits, m_saved_shift);
-            for (std::size_t step = 0; step < m_saved.capacity && m_saved.slots[index] != 0;
-                 ++step, index = (index + 1) & mask)
-                if ((m_saved.slots[index] >> 32) == bits &&
-                    !replaced_in_saved(m_saved.slots[index]))
-                    visit(m_base + static_cast<std::int64_t>(m_saved.slots[index] & 0xffffffffU),
-                          true);
-        }
+        walk_saved(bits, [&](std::size_t, std::uint64_t slot) {
+            visit(row_of(slot), true);
+            return false;
+        });
         if (m_capacity == 0) return;
-        auto mask = m_capacity - 1;
-        for (auto index = home(bits, m_shift); m_slots[index] != 0; index = (index + 1) & mask)
-            if ((m_slots[index] >> 32) == bits)
-                visit(m_base + static_cast<std::int64_t>(m_slots[index] & 0xffffffffU), false);
+        walk_held(bits, [&](std::size_t, std::uint64_t slot) {
+            visit(row_of(slot), false);
+            return false;
+        });
     }
 
     // Starts loading the key's home slots: a batch prefetches some claims
@@ -173,9 +154,7 @@ public:
     }
 
     // The row a change put (absolute).
-    [[nodiscard]] std::int64_t seq_of(const Change& change) const {
-        return m_base + static_cast<std::int64_t>(change.put & 0xffffffffU);
-    }
+    [[nodiscard]] std::int64_t seq_of(const Change& change) const { return row_of(change.put); }
 
     // Replays changes another process made to a table holding the same
     // fingerprints, in their order, each slot asked for a few changes ahead.
@@ -295,27 +274,52 @@ private:
         return !m_replaced_in_saved.empty() && m_replaced_in_saved.count(slot) != 0;
     }
 
+    // The row a slot value names (absolute).
+    [[nodiscard]] std::int64_t row_of(std::uint64_t slot) const {
+        return m_base + static_cast<std::int64_t>(slot & 0xffffffffU);
+    }
+
+    // Offers the saved slots holding `bits` (and not replaced since), in
+    // probe order, to take(index, slot) until it returns true; says whether
+    // one was taken. Bounded: saved slots come from a file, and a damaged
+    // one may have no empty slot to end a probe at.
+    template <class Take> bool walk_saved(std::uint32_t bits, Take&& take) const {
+        if (m_saved.capacity == 0) return false;
+        auto mask = m_saved.capacity - 1;
+        auto index = home(bits, m_saved_shift);
+        for (std::size_t step = 0; step < m_saved.capacity; ++step, index = (index + 1) & mask) {
+            auto slot = m_saved.slots[index];
+            if (slot == 0) return false;
+            if ((slot >> 32) == bits && !replaced_in_saved(slot) && take(index, slot)) return true;
+        }
+        return false;
+    }
+
+    // The same through this process's table (not empty): the slot taken,
+    // or the empty one the probe ended at, and whether one was taken.
+    template <class Take>
+    std::pair<std::size_t, bool> walk_held(std::uint32_t bits, Take&& take) const {
+        auto mask = m_capacity - 1;
+        for (auto index = home(bits, m_shift);; index = (index + 1) & mask) {
+            auto slot = m_slots[index];
+            if (slot == 0) return {index, false};
+            if ((slot >> 32) == bits && take(index, slot)) return {index, true};
+        }
+    }
+
     // This process's slot holding `value`, or null.
     std::uint64_t* held_slot(std::uint64_t value) {
         if (m_capacity == 0) return nullptr;
-        auto mask = m_capacity - 1;
-        for (auto index = home(static_cast<std::uint32_t>(value >> 32), m_shift);;
-             index = (index + 1) & mask) {
-            if (m_slots[index] == 0) return nullptr;
-            if (m_slots[index] == value) return &m_slots[index];
-        }
+        auto [index, took] =
+            walk_held(static_cast<std::uint32_t>(value >> 32),
+                      [&](std::size_t, std::uint64_t slot) { return slot == value; });
+        return took ? &m_slots[index] : nullptr;
     }
 
     // Whether a saved slot holds `value`, not replaced since.
     [[nodiscard]] bool saved_holds(std::uint64_t value) const {
-        if (m_saved.capacity == 0 || replaced_in_saved(value)) return false;
-        auto mask = m_saved.capacity - 1;
-        auto index = home(static_cast<std::uint32_t>(value >> 32), m_saved_shift);
-        for (std::size_t step = 0; step < m_saved.capacity; ++step, index = (index + 1) & mask) {
-            if (m_saved.slots[index] == 0) return false;
-            if (m_saved.slots[index] == value) return true;
-        }
-        return false;
+        return walk_saved(static_cast<std::uint32_t>(value >> 32),
+                          [&](std::size_t, std::uint64_t slot) { return slot == value; });
     }
 
     static constexpr std::size_t k_anywhere = ~std::size_t{0};
