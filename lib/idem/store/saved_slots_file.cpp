@@ -37,13 +37,15 @@ bool same_table(const SavedSlotsIdentity& a, const SavedSlotsIdentity& b) {
            a.entries == b.entries && a.base == b.base;
 }
 
-bool write_all(int fd, const char* bytes, std::size_t size) {
+bool write_all_at(int fd, const char* bytes, std::size_t size, std::size_t offset) {
     while (size > 0) {
-        auto written = ::write(fd, bytes, std::min<std::size_t>(size, std::size_t{1} << 30));
+        auto written = ::pwrite(fd, bytes, std::min<std::size_t>(size, std::size_t{1} << 30),
+                                static_cast<off_t>(offset));
         if (written < 0 && errno == EINTR) continue;
         if (written <= 0) return false;
         bytes += written;
         size -= static_cast<std::size_t>(written);
+        offset += static_cast<std::size_t>(written);
     }
     return true;
 }
@@ -63,7 +65,7 @@ std::uint64_t new_saved_slots_token() {
 }
 
 bool write_saved_slots(const std::string& store_path, const SavedSlotsIdentity& identity,
-                       const std::uint64_t* slots) {
+                       const std::function<bool(const FingerprintSlots::PutSlots&)>& fill) {
     auto path = saved_slots_path(store_path, identity.token);
     auto temporary = path + ".tmp";
     int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
@@ -75,9 +77,14 @@ bool write_saved_slots(const std::string& store_path, const SavedSlotsIdentity& 
     header.slot_bytes = sizeof(std::uint64_t);
     header.identity = identity;
     std::memcpy(header_page, &header, sizeof header);
-    bool written = write_all(fd, header_page, sizeof header_page) &&
-                   write_all(fd, reinterpret_cast<const char*>(slots),
-                             identity.capacity * sizeof(std::uint64_t)) &&
+    auto put = [&](std::size_t first, const std::uint64_t* words, std::size_t count) {
+        return first + count <= identity.capacity &&
+               write_all_at(fd, reinterpret_cast<const char*>(words), count * sizeof(std::uint64_t),
+                            k_header_bytes + first * sizeof(std::uint64_t));
+    };
+    auto bytes = k_header_bytes + identity.capacity * sizeof(std::uint64_t);
+    bool written = ::ftruncate(fd, static_cast<off_t>(bytes)) == 0 &&
+                   write_all_at(fd, header_page, sizeof header_page, 0) && fill(put) &&
                    ::fsync(fd) == 0;
     written = ::close(fd) == 0 && written;
     if (!written || ::rename(temporary.c_str(), path.c_str()) != 0) {
@@ -85,6 +92,13 @@ bool write_saved_slots(const std::string& store_path, const SavedSlotsIdentity& 
         return false;
     }
     return true;
+}
+
+bool write_saved_slots(const std::string& store_path, const SavedSlotsIdentity& identity,
+                       const std::uint64_t* slots) {
+    return write_saved_slots(store_path, identity, [&](const FingerprintSlots::PutSlots& put) {
+        return put(0, slots, identity.capacity);
+    });
 }
 
 std::optional<SavedSlots> map_saved_slots(const std::string& store_path,
@@ -119,6 +133,7 @@ std::optional<SavedSlots> map_saved_slots(const std::string& store_path,
         reinterpret_cast<const std::uint64_t*>(static_cast<const char*>(pages) + k_header_bytes);
     saved.capacity = static_cast<std::size_t>(identity.capacity);
     saved.entries = static_cast<std::size_t>(identity.entries);
+    saved.from_file = true;
     return saved;
 }
 

@@ -619,7 +619,8 @@ SqliteFingerprintLog::SavedChain SqliteFingerprintLog::saved_chain(std::string_v
 
 void SqliteFingerprintLog::save_index(std::string_view scope, ScopeIndex& index) {
     m_appender.drain();
-    if (!index.looked || index.last_seq <= index.saved_seq || index.slots.capacity() == 0 ||
+    bool nothing_held = index.slots.capacity() == 0 && !index.slots.has_saved();
+    if (!index.looked || index.last_seq <= index.saved_seq || nothing_held ||
         gc_generation() != index.gc_generation)
         return;
     auto chain = saved_chain(scope, index.gc_generation);
@@ -694,20 +695,29 @@ bool SqliteFingerprintLog::save_slots(std::string_view scope, ScopeIndex& index)
             named.push_back(static_cast<std::uint64_t>(sqlite3_column_int64(tokens.get(), 0)));
     }
     remove_saved_slots_except(m_path, named);
-    FingerprintSlots merged;
-    const FingerprintSlots* whole = &index.slots;
-    if (index.slots.has_saved()) {
-        merged = index.slots.merged();
-        whole = &merged;
-    }
+    const auto& slots = index.slots;
     SavedSlotsIdentity identity;
     identity.token = new_saved_slots_token();
     identity.covers_seq = index.last_seq;
     identity.gc_generation = index.gc_generation;
-    identity.capacity = whole->capacity();
-    identity.entries = whole->size();
-    identity.base = whole->base();
-    if (!write_saved_slots(m_path, identity, whole->data())) return false;
+    identity.capacity = slots.has_saved() ? slots.merged_capacity() : slots.capacity();
+    identity.entries = slots.size();
+    identity.base = slots.base();
+    bool written = false;
+    if (!slots.has_saved()) {
+        written = write_saved_slots(m_path, identity, slots.data());
+    } else {
+        // Merged as written; in memory only in the case write_merged
+        // cannot stream (a cluster wrapping past its first piece).
+        written = write_saved_slots(m_path, identity, [&](const FingerprintSlots::PutSlots& put) {
+            return slots.write_merged(put);
+        });
+        if (!written) {
+            if (auto merged = slots.merged())
+                written = write_saved_slots(m_path, identity, merged->data());
+        }
+    }
+    if (!written) return false;
     Statement forget_deltas(
         m_db, "DELETE FROM fingerprint_index_delta WHERE scope = ?1 AND covers_seq <= ?2", m_name);
     bind_text(forget_deltas.get(), 1, scope);

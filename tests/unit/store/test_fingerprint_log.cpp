@@ -4,6 +4,7 @@
 // as evidence up to a bound, and seqs that are never given twice.
 
 #include "idem/store/detail/fingerprint_slots.hpp"
+#include "idem/store/detail/saved_slots_file.hpp"
 #include "idem/store/detail/sqlite_fingerprints.hpp"
 #include "idem/store/fingerprints.hpp"
 #include "idem/store/store.hpp"
@@ -469,19 +470,160 @@ TEST_CASE("slots over saved ones find both, and a fingerprint claimed anew takes
     detail::FingerprintSlots replayed(saved, first.base());
     REQUIRE(replayed.apply(changes.data(), changes.size()));
     auto merged = slots.merged();
-    CHECK_FALSE(merged.has_saved());
-    CHECK(merged.size() == 60'000);
-    CHECK(merged.occupied() == 60'000);
+    REQUIRE(merged);
+    CHECK_FALSE(merged->has_saved());
+    CHECK(merged->size() == 60'000);
+    CHECK(merged->occupied() == 60'000);
     for (std::uint32_t n = 0; n < 60'000; ++n) {
         auto row = row_of(slots, rows, key(n));
         CHECK(row_of(replayed, rows, key(n)) == row);
-        CHECK(row_of(merged, rows, key(n)) == row);
+        CHECK(row_of(*merged, rows, key(n)) == row);
     }
     // A change replacing a value neither table holds does not fit.
     detail::FingerprintSlots other(saved, first.base());
     auto wrong = changes.back();
     wrong.replaced = wrong.put ^ 0x1234;
     CHECK_FALSE(other.apply(&wrong, 1));
+}
+
+namespace {
+
+// A fingerprint whose 32 kept bits are `bits` (n tells apart those that
+// share them; none is a key(n)).
+FingerprintBytes key_with_bits(std::uint32_t bits, std::uint32_t n) {
+    FingerprintBytes bytes{};
+    std::memcpy(bytes.data(), &bits, sizeof bits);
+    std::memcpy(bytes.data() + 4, &n, sizeof n);
+    bytes[8] = 1;
+    return bytes;
+}
+
+// Saved slots over an earlier table's words (as mapped from a file).
+detail::SavedSlots saved_copy_of(const detail::FingerprintSlots& table) {
+    auto words =
+        std::make_shared<std::vector<std::uint64_t>>(table.data(), table.data() + table.capacity());
+    detail::SavedSlots saved;
+    saved.mapping = words;
+    saved.slots = words->data();
+    saved.capacity = table.capacity();
+    saved.entries = table.size();
+    return saved;
+}
+
+} // namespace
+
+TEST_CASE("a merge streamed in pieces is the table merged() makes, wrapped values and all") {
+    // 300 fingerprints whose home is the last slot run past it into the
+    // first ones, in the saved table and in the one above it.
+    std::map<std::int64_t, FingerprintBytes> rows;
+    std::int64_t seq = 0;
+    auto claim = [&](detail::FingerprintSlots& slots, const FingerprintBytes& fingerprint) {
+        auto place =
+            slots.find(fingerprint, [&](std::int64_t row) { return rows.at(row) == fingerprint; });
+        rows[++seq] = fingerprint;
+        return slots.put(fingerprint, place, seq);
+    };
+    std::vector<FingerprintBytes> keys;
+    for (std::uint32_t n = 0; n < 30'000; ++n)
+        keys.push_back(key(n));
+    for (std::uint32_t n = 0; n < 300; ++n)
+        keys.push_back(key_with_bits(0xffffff00U + (n % 7), n));
+    for (std::uint32_t n = 0; n < 200; ++n) // the first home slots, where the wrapped ones go
+        keys.push_back(key_with_bits(n % 3, n));
+    detail::FingerprintSlots first;
+    for (const auto& fingerprint : keys)
+        claim(first, fingerprint);
+    REQUIRE(first.capacity() == (1U << 16));
+    detail::FingerprintSlots slots(saved_copy_of(first), first.base());
+    for (std::uint32_t n = 30'000; n < 60'000; ++n) { // the merged table is larger
+        keys.push_back(key(n));
+        claim(slots, keys.back());
+    }
+    for (std::uint32_t n = 300; n < 400; ++n) {
+        keys.push_back(key_with_bits(0xffffff00U + (n % 7), n));
+        claim(slots, keys.back());
+    }
+    for (std::size_t i = 0; i < keys.size(); i += 9) // claimed anew, saved ones among them
+        claim(slots, keys[i]);
+    REQUIRE(slots.size() == keys.size());
+
+    auto capacity = slots.merged_capacity();
+    REQUIRE(capacity == (1U << 17));
+    std::vector<std::uint64_t> words(capacity, 0);
+    std::vector<int> times_put(capacity, 0);
+    std::vector<std::size_t> order;
+    auto put = [&](std::size_t from, const std::uint64_t* piece, std::size_t count) {
+        order.push_back(from);
+        for (std::size_t i = 0; i < count; ++i) {
+            words[from + i] = piece[i];
+            ++times_put[from + i];
+        }
+        return true;
+    };
+    REQUIRE(slots.write_merged(put, 4096));
+    CHECK(std::all_of(times_put.begin(), times_put.end(), [](int n) { return n == 1; }));
+    REQUIRE(order.size() == capacity / 4096);
+    CHECK(order.back() == 0); // the first piece last, with the wrapped values
+    auto wrapped = std::count_if(words.begin(), words.begin() + 4096,
+                                 [](std::uint64_t word) { return (word >> 32) >= 0xffffff00U; });
+    CHECK(wrapped > 300);
+
+    auto merged = slots.merged();
+    REQUIRE(merged);
+    CHECK(std::equal(words.begin(), words.end(), merged->data()));
+    detail::FingerprintSlots loaded;
+    auto* into = loaded.assign(capacity, slots.size(), slots.base());
+    std::copy(words.begin(), words.end(), into);
+    CHECK(loaded.occupied() == keys.size());
+    for (const auto& fingerprint : keys) {
+        auto row = row_of(slots, rows, fingerprint);
+        REQUIRE(row != 0);
+        CHECK(row_of(loaded, rows, fingerprint) == row);
+    }
+
+    // Pieces too small for the values that wrapped: not streamed (the
+    // store merges in memory then); a refused put stops the merge.
+    CHECK_FALSE(slots.write_merged(put, 64));
+    CHECK_FALSE(slots.write_merged(
+        [](std::size_t, const std::uint64_t*, std::size_t) { return false; }, 4096));
+    // Saved slots that do not hold the count they claim are not merged.
+    auto lying = saved_copy_of(first);
+    lying.entries += 1;
+    detail::FingerprintSlots over_lying(lying, first.base());
+    CHECK_FALSE(over_lying.write_merged(put, 4096));
+    CHECK_FALSE(over_lying.merged());
+}
+
+TEST_CASE("slots mapped from a file still answer after a merge gave their pages back") {
+    TempStore file("merge");
+    std::map<std::int64_t, FingerprintBytes> rows;
+    detail::FingerprintSlots first;
+    for (std::uint32_t n = 0; n < 200'000; ++n) { // 2 MiB of slots: given back as walked
+        auto place = first.find(key(n), [](std::int64_t) { return false; });
+        rows[n + 1] = key(n);
+        first.put(key(n), place, n + 1);
+    }
+    detail::SavedSlotsIdentity identity;
+    identity.token = detail::new_saved_slots_token();
+    identity.covers_seq = 200'000;
+    identity.capacity = first.capacity();
+    identity.entries = first.size();
+    identity.base = first.base();
+    REQUIRE(detail::write_saved_slots(file.path, identity, first.data()));
+    auto saved = detail::map_saved_slots(file.path, identity);
+    REQUIRE(saved);
+    CHECK(saved->from_file);
+    detail::FingerprintSlots slots(*saved, first.base());
+    for (std::uint32_t n = 0; n < 200'000; n += 13)
+        CHECK(row_of(slots, rows, key(n)) == n + 1); // the pages touched
+    std::size_t put_slots = 0;
+    REQUIRE(slots.write_merged([&](std::size_t, const std::uint64_t*, std::size_t count) {
+        put_slots += count;
+        return true;
+    }));
+    CHECK(put_slots == slots.merged_capacity());
+    for (std::uint32_t n = 0; n < 200'000; n += 7)
+        CHECK(row_of(slots, rows, key(n)) == n + 1); // read again from the file
 }
 
 TEST_CASE("a save whole removes the index files no row names, and a died writer's temporary") {

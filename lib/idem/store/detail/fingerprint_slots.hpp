@@ -17,6 +17,7 @@
 // size.
 
 #include "idem/store/detail/fingerprint_table.hpp" // map_zeroed
+#include "idem/store/detail/slot_order.hpp"
 #include "idem/store/fingerprints.hpp"
 #include "idem/util/prefetch.hpp"
 
@@ -24,10 +25,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 namespace idem::store::detail {
 
@@ -38,6 +42,9 @@ struct SavedSlots {
     const std::uint64_t* slots = nullptr;
     std::size_t capacity = 0; // a power of two, at most 80% full
     std::size_t entries = 0;
+    // The slots are a file's pages: dropped from memory, they are read
+    // again from it (a merge gives back what it walked past).
+    bool from_file = false;
 };
 
 class FingerprintSlots {
@@ -224,21 +231,105 @@ public:
         return m_slots.get();
     }
 
-    // The fingerprints held, saved and put since, as one table at most 80%
-    // full with nothing saved under it: what a whole save writes.
-    [[nodiscard]] FingerprintSlots merged() const {
-        FingerprintSlots whole(m_base);
+    // Where a merge streams its slots: `count` words for the slots from
+    // `first` on. False stops the merge.
+    using PutSlots =
+        std::function<bool(std::size_t first, const std::uint64_t* words, std::size_t count)>;
+
+    // The slot count of the merged table: at most 80% full.
+    [[nodiscard]] std::size_t merged_capacity() const {
         auto capacity = k_first_capacity;
         while (too_full_at(m_entries, capacity))
             capacity *= 2;
-        whole.allocate(capacity);
-        auto take = [&](std::uint64_t slot) {
-            if (slot != 0) whole.m_slots[whole.empty_slot_for(slot)] = slot;
+        return capacity;
+    }
+
+    // The fingerprints held, saved and put since, as one table of
+    // merged_capacity() slots, given to `put` a piece of `piece_slots` at a
+    // time: the pieces from the second on in order, the first last. Both
+    // tables are read in the order of their 32 bits, a cluster of filled
+    // slots at a time, and each value goes to the first free slot from its
+    // home, which in that order only moves forward: no merged table is held
+    // in memory (at 60M fingerprints it was 1 GiB beside the mapped file and
+    // this process's table). Values that run past the last slot wrap into
+    // the first piece, held back for them. Saved slots read are given back
+    // to the page cache as the walk passes them (SavedSlots::from_file).
+    // False when `put` refuses, when the values that wrapped do not fit in
+    // the first piece (one cluster longer than a piece: merged() then), or
+    // when the tables hold another count of fingerprints than size().
+    bool write_merged(const PutSlots& put, std::size_t piece_slots = k_merge_piece_slots) const {
+        auto capacity = merged_capacity();
+        auto shift = shift_of(capacity);
+        piece_slots = std::min(piece_slots, capacity);
+        if (piece_slots == 0) return false;
+        std::vector<std::uint64_t> first(piece_slots);
+        std::vector<std::uint64_t> piece(piece_slots);
+        std::uint64_t* filling = first.data();
+        std::size_t piece_start = 0;
+        std::size_t next_free = 0;
+        std::size_t placed = 0;
+        std::vector<std::uint64_t> wrapped;
+        auto next_piece = [&] {
+            if (piece_start != 0) {
+                if (!put(piece_start, piece.data(), piece_slots)) return false;
+                std::fill(piece.begin(), piece.end(), 0);
+            }
+            piece_start += piece_slots;
+            filling = piece.data();
+            return true;
         };
-        for (std::size_t index = 0; index < m_saved.capacity; ++index)
-            if (!replaced_in_saved(m_saved.slots[index])) take(m_saved.slots[index]);
-        for (std::size_t index = 0; index < m_capacity; ++index)
-            take(m_slots[index]);
+        auto place = [&](std::uint64_t value) {
+            ++placed;
+            auto at = std::max(home(static_cast<std::uint32_t>(value >> 32), shift), next_free);
+            if (at >= capacity) {
+                wrapped.push_back(value);
+                return true;
+            }
+            while (at >= piece_start + piece_slots)
+                if (!next_piece()) return false;
+            filling[at - piece_start] = value;
+            next_free = at + 1;
+            return true;
+        };
+        SlotsInBitsOrder saved(m_saved.slots, m_saved.capacity, &m_replaced_in_saved,
+                               m_saved.from_file);
+        SlotsInBitsOrder held(m_slots.get(), m_capacity, nullptr, false);
+        std::uint64_t from_saved = 0;
+        std::uint64_t from_held = 0;
+        bool more_saved = saved.next(from_saved);
+        bool more_held = held.next(from_held);
+        while (more_saved || more_held) {
+            bool take_saved = more_saved && (!more_held || (from_saved >> 32) <= (from_held >> 32));
+            if (!place(take_saved ? from_saved : from_held)) return false;
+            if (take_saved)
+                more_saved = saved.next(from_saved);
+            else
+                more_held = held.next(from_held);
+        }
+        while (piece_start < capacity)
+            if (!next_piece()) return false;
+        std::size_t free_at = 0;
+        for (auto value : wrapped) {
+            while (free_at < piece_slots && first[free_at] != 0)
+                ++free_at;
+            if (free_at == piece_slots) return false;
+            first[free_at] = value;
+        }
+        return placed == m_entries && put(0, first.data(), piece_slots);
+    }
+
+    // The same table in memory, with nothing saved under it; nullopt when
+    // the tables hold another count of fingerprints than size().
+    [[nodiscard]] std::optional<FingerprintSlots> merged() const {
+        FingerprintSlots whole(m_base);
+        whole.allocate(merged_capacity());
+        bool written = write_merged(
+            [&](std::size_t first, const std::uint64_t* words, std::size_t count) {
+                std::copy(words, words + count, whole.m_slots.get() + first);
+                return true;
+            },
+            whole.m_capacity);
+        if (!written) return std::nullopt;
         whole.m_entries = whole.m_filled = m_entries;
         return whole;
     }
@@ -246,6 +337,7 @@ public:
 private:
     static constexpr std::size_t k_first_capacity = 1 << 16;
     static constexpr std::size_t k_most_reserved_slots = std::size_t{1} << 26;
+    static constexpr std::size_t k_merge_piece_slots = std::size_t{1} << 17; // 1 MiB
 
     [[nodiscard]] static bool too_full_at(std::size_t entries, std::size_t capacity) {
         return entries * 5 > capacity * 4; // 80%
@@ -257,17 +349,10 @@ private:
         return bits;
     }
 
-    static unsigned shift_of(std::size_t capacity) {
-        unsigned shift = 0;
-        while ((std::size_t{1} << shift) < capacity)
-            ++shift;
-        return shift;
-    }
+    static unsigned shift_of(std::size_t capacity) { return slot_shift_of(capacity); }
 
-    // The top bits of the 32 kept: slots stay in the order of their bits,
-    // so the table can grow from its own slots.
     [[nodiscard]] static std::size_t home(std::uint32_t bits, unsigned shift) {
-        return static_cast<std::size_t>(bits) >> (32 - shift);
+        return slot_home(bits, shift);
     }
 
     [[nodiscard]] bool replaced_in_saved(std::uint64_t slot) const {

@@ -7,6 +7,7 @@
 #include "idem/util/prefetch.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -44,6 +45,14 @@ inline void* map_zeroed(std::size_t bytes) {
             bytes_at[at] = 0;
     }
     return pages;
+}
+
+// Drops pages of a read-only file mapping from this process: touched again,
+// they come back from the page cache (or the file). Only whole pages.
+inline void release_pages(const void* start, std::size_t bytes) {
+    constexpr std::size_t k_page = 4096;
+    if (reinterpret_cast<std::uintptr_t>(start) % k_page != 0) return;
+    (void)::madvise(const_cast<void*>(start), bytes / k_page * k_page, MADV_DONTNEED);
 }
 
 struct UnmapZeroed {

@@ -16,6 +16,7 @@
 #include "idem/store/detail/fingerprint_slots.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,12 @@ std::string saved_slots_path(const std::string& store_path, std::uint64_t token)
 // behind, when it cannot (the caller saves nothing whole).
 bool write_saved_slots(const std::string& store_path, const SavedSlotsIdentity& identity,
                        const std::uint64_t* slots);
+
+// The same, the slots given in pieces: `fill` hands each to the put it is
+// passed (FingerprintSlots::write_merged), in any order, every slot once.
+// False, with nothing left behind, when fill or a write fails.
+bool write_saved_slots(const std::string& store_path, const SavedSlotsIdentity& identity,
+                       const std::function<bool(const FingerprintSlots::PutSlots&)>& fill);
 
 // The file for `identity`, mapped read-only, when its header and size are
 // what `identity` says (the rows it covers may be fewer: the row's mark
