@@ -51,7 +51,7 @@ public:
             (ran_past_the_end ? m_wrapped : m_cluster).push_back(value);
         }
         if (m_scan == m_capacity) take_wrapped(); // no empty slot: one cluster
-        std::sort(m_cluster.begin(), m_cluster.end());
+        sort_cluster();
     }
 
     bool next(std::uint64_t& value) {
@@ -66,6 +66,25 @@ private:
         return m_replaced != nullptr && !m_replaced->empty() && m_replaced->count(value) != 0;
     }
 
+    // Clusters are short (a few slots at 80% full) and mostly in order
+    // already (a file written by a merge is in order throughout): an
+    // insertion sort, which passes over values in order, beats std::sort's
+    // set-up on them; a long one goes to std::sort.
+    void sort_cluster() {
+        constexpr std::size_t k_short = 32;
+        if (m_cluster.size() > k_short) {
+            std::sort(m_cluster.begin(), m_cluster.end());
+            return;
+        }
+        for (std::size_t i = 1; i < m_cluster.size(); ++i) {
+            auto value = m_cluster[i];
+            auto j = i;
+            for (; j > 0 && m_cluster[j - 1] > value; --j)
+                m_cluster[j] = m_cluster[j - 1];
+            m_cluster[j] = value;
+        }
+    }
+
     void take_wrapped() {
         m_cluster.insert(m_cluster.end(), m_wrapped.begin(), m_wrapped.end());
         m_wrapped.clear();
@@ -74,16 +93,26 @@ private:
     bool next_cluster() {
         m_cluster.clear();
         m_at = 0;
-        while (m_scan < m_capacity && m_slots[m_scan] == 0)
-            ++m_scan;
-        if (m_scan == m_capacity && m_wrapped.empty()) {
-            release_behind(m_capacity);
+        // Locals: the members would be read again after every push_back.
+        const auto* slots = m_slots;
+        auto capacity = m_capacity;
+        auto scan = m_scan;
+        while (scan < capacity && slots[scan] == 0)
+            ++scan;
+        if (scan == capacity && m_wrapped.empty()) {
+            m_scan = scan;
+            release_behind(capacity);
             return false;
         }
-        for (; m_scan < m_capacity && m_slots[m_scan] != 0; ++m_scan)
-            if (!skipped(m_slots[m_scan])) m_cluster.push_back(m_slots[m_scan]);
-        if (m_scan == m_capacity) take_wrapped();
-        std::sort(m_cluster.begin(), m_cluster.end());
+        bool any_replaced = m_replaced != nullptr && !m_replaced->empty();
+        for (; scan < capacity; ++scan) {
+            auto value = slots[scan];
+            if (value == 0) break;
+            if (!any_replaced || m_replaced->count(value) == 0) m_cluster.push_back(value);
+        }
+        m_scan = scan;
+        if (scan == capacity) take_wrapped();
+        sort_cluster();
         release_behind(m_scan);
         return true;
     }
