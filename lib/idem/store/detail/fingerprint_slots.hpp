@@ -255,8 +255,9 @@ public:
     // the first piece, held back for them. Saved slots read are given back
     // to the page cache as the walk passes them (SavedSlots::from_file).
     // False when `put` refuses, when the values that wrapped do not fit in
-    // the first piece (one cluster longer than a piece: merged() then), or
-    // when the tables hold another count of fingerprints than size().
+    // the first piece (one cluster longer than a piece), when the tables do
+    // not come out in order (damaged), or when they hold another count of
+    // fingerprints than size(): merged() then.
     bool write_merged(const PutSlots& put, std::size_t piece_slots = k_merge_piece_slots) const {
         auto capacity = merged_capacity();
         auto shift = shift_of(capacity);
@@ -278,9 +279,15 @@ public:
             filling = piece.data();
             return true;
         };
+        std::size_t last_home = 0;
         auto place = [&](std::uint64_t value) {
             ++placed;
-            auto at = std::max(home(static_cast<std::uint32_t>(value >> 32), shift), next_free);
+            auto value_home = home(static_cast<std::uint32_t>(value >> 32), shift);
+            // Out of order (a damaged file): laid out this way, a probe from
+            // the value's home could stop short of it.
+            if (value_home < last_home) return false;
+            last_home = value_home;
+            auto at = std::max(value_home, next_free);
             if (at >= capacity) {
                 wrapped.push_back(value);
                 return true;
@@ -318,18 +325,28 @@ public:
         return placed == m_entries && put(0, first.data(), piece_slots);
     }
 
-    // The same table in memory, with nothing saved under it; nullopt when
-    // the tables hold another count of fingerprints than size().
+    // The same fingerprints as one table in memory, with nothing saved under
+    // it, each value put by a probe from its home: what a save whole falls
+    // back on when write_merged cannot stream. Nullopt when the tables hold
+    // another count of fingerprints than size().
     [[nodiscard]] std::optional<FingerprintSlots> merged() const {
         FingerprintSlots whole(m_base);
         whole.allocate(merged_capacity());
-        bool written = write_merged(
-            [&](std::size_t first, const std::uint64_t* words, std::size_t count) {
-                std::copy(words, words + count, whole.m_slots.get() + first);
-                return true;
-            },
-            whole.m_capacity);
-        if (!written) return std::nullopt;
+        std::size_t taken = 0;
+        auto take = [&](std::uint64_t slot) {
+            if (slot == 0) return true;
+            // More than counted: the table could fill up (no empty slot to
+            // end a probe).
+            if (taken++ == m_entries) return false;
+            whole.m_slots[whole.empty_slot_for(slot)] = slot;
+            return true;
+        };
+        for (std::size_t index = 0; index < m_saved.capacity; ++index)
+            if (!replaced_in_saved(m_saved.slots[index]) && !take(m_saved.slots[index]))
+                return std::nullopt;
+        for (std::size_t index = 0; index < m_capacity; ++index)
+            if (!take(m_slots[index])) return std::nullopt;
+        if (taken != m_entries) return std::nullopt;
         whole.m_entries = whole.m_filled = m_entries;
         return whole;
     }
