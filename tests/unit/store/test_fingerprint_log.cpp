@@ -94,6 +94,42 @@ std::int64_t row_of(const detail::FingerprintSlots& slots,
         .seq;
 }
 
+// A fingerprint whose 32 kept bits are `bits` (n tells apart those that
+// share them; none is a key(n)).
+FingerprintBytes key_with_bits(std::uint32_t bits, std::uint32_t n) {
+    FingerprintBytes bytes{};
+    std::memcpy(bytes.data(), &bits, sizeof bits);
+    std::memcpy(bytes.data() + 4, &n, sizeof n);
+    bytes[8] = 1;
+    return bytes;
+}
+
+// Saved slots over an earlier table's words (as mapped from a file).
+detail::SavedSlots saved_copy_of(const detail::FingerprintSlots& table) {
+    auto words =
+        std::make_shared<std::vector<std::uint64_t>>(table.data(), table.data() + table.capacity());
+    detail::SavedSlots saved;
+    saved.mapping = words;
+    saved.slots = words->data();
+    saved.capacity = table.capacity();
+    saved.entries = table.size();
+    return saved;
+}
+
+// Claims fingerprints into slots as the store does, keeping the rows each
+// seq holds (row_of() reads them).
+struct Claimer {
+    std::map<std::int64_t, FingerprintBytes> rows;
+    std::int64_t seq = 0;
+    detail::FingerprintSlots::Change operator()(detail::FingerprintSlots& slots,
+                                                const FingerprintBytes& fingerprint) {
+        auto place =
+            slots.find(fingerprint, [&](std::int64_t row) { return rows.at(row) == fingerprint; });
+        rows[++seq] = fingerprint;
+        return slots.put(fingerprint, place, seq);
+    }
+};
+
 } // namespace
 
 TEST_CASE("the slots find every fingerprint through growth, by its row") {
@@ -421,23 +457,11 @@ TEST_CASE("slots over saved ones find both, and a fingerprint claimed anew takes
     // What a process opening the store has: the slots an earlier one saved
     // whole (read-only, as mapped from their file), and its own above them.
     detail::FingerprintSlots first;
-    std::map<std::int64_t, FingerprintBytes> rows;
-    std::int64_t seq = 0;
-    auto claim = [&](detail::FingerprintSlots& slots, const FingerprintBytes& fingerprint) {
-        auto place =
-            slots.find(fingerprint, [&](std::int64_t row) { return rows.at(row) == fingerprint; });
-        rows[++seq] = fingerprint;
-        return slots.put(fingerprint, place, seq);
-    };
+    Claimer claim;
+    const auto& rows = claim.rows;
     for (std::uint32_t n = 0; n < 40'000; ++n)
         claim(first, key(n));
-    auto saved_words =
-        std::make_shared<std::vector<std::uint64_t>>(first.data(), first.data() + first.capacity());
-    detail::SavedSlots saved;
-    saved.mapping = saved_words;
-    saved.slots = saved_words->data();
-    saved.capacity = first.capacity();
-    saved.entries = first.size();
+    auto saved = saved_copy_of(first);
     detail::FingerprintSlots slots(saved, first.base());
     CHECK(slots.size() == 40'000);
     CHECK(slots.capacity() == 0); // nothing of its own yet
@@ -455,7 +479,7 @@ TEST_CASE("slots over saved ones find both, and a fingerprint claimed anew takes
         changes.push_back(claim(slots, key(n)));
     CHECK(slots.size() == 60'000);
     CHECK(slots.occupied() == 60'000);
-    auto saved_before = *saved_words;
+    std::vector<std::uint64_t> saved_before(saved.slots, saved.slots + saved.capacity);
     for (std::uint32_t n = 0; n < 60'000; n += 3) {
         auto row = row_of(slots, rows, key(n));
         if ((n < 40'000 && n % 5 == 0) || (n >= 40'000 && n < 40'100))
@@ -463,7 +487,7 @@ TEST_CASE("slots over saved ones find both, and a fingerprint claimed anew takes
         else
             CHECK(row == n + 1);
     }
-    CHECK(*saved_words == saved_before); // never written
+    CHECK(std::equal(saved_before.begin(), saved_before.end(), saved.slots)); // never written
 
     // The same changes replayed over the saved slots make the same index,
     // and merged into one table they make it too.
@@ -486,43 +510,11 @@ TEST_CASE("slots over saved ones find both, and a fingerprint claimed anew takes
     CHECK_FALSE(other.apply(&wrong, 1));
 }
 
-namespace {
-
-// A fingerprint whose 32 kept bits are `bits` (n tells apart those that
-// share them; none is a key(n)).
-FingerprintBytes key_with_bits(std::uint32_t bits, std::uint32_t n) {
-    FingerprintBytes bytes{};
-    std::memcpy(bytes.data(), &bits, sizeof bits);
-    std::memcpy(bytes.data() + 4, &n, sizeof n);
-    bytes[8] = 1;
-    return bytes;
-}
-
-// Saved slots over an earlier table's words (as mapped from a file).
-detail::SavedSlots saved_copy_of(const detail::FingerprintSlots& table) {
-    auto words =
-        std::make_shared<std::vector<std::uint64_t>>(table.data(), table.data() + table.capacity());
-    detail::SavedSlots saved;
-    saved.mapping = words;
-    saved.slots = words->data();
-    saved.capacity = table.capacity();
-    saved.entries = table.size();
-    return saved;
-}
-
-} // namespace
-
 TEST_CASE("a merge streamed in pieces is the table merged() makes, wrapped values and all") {
     // 300 fingerprints whose home is the last slot run past it into the
     // first ones, in the saved table and in the one above it.
-    std::map<std::int64_t, FingerprintBytes> rows;
-    std::int64_t seq = 0;
-    auto claim = [&](detail::FingerprintSlots& slots, const FingerprintBytes& fingerprint) {
-        auto place =
-            slots.find(fingerprint, [&](std::int64_t row) { return rows.at(row) == fingerprint; });
-        rows[++seq] = fingerprint;
-        return slots.put(fingerprint, place, seq);
-    };
+    Claimer claim;
+    const auto& rows = claim.rows;
     std::vector<FingerprintBytes> keys;
     for (std::uint32_t n = 0; n < 30'000; ++n)
         keys.push_back(key(n));
