@@ -448,8 +448,16 @@ class RedisLeases(unittest.TestCase):
 
             writer = threading.Thread(target=feed, daemon=True)
             writer.start()
-            time.sleep(1.0)
-            pending = self.first_copies(uri)
+            # Until idem is blocked on its output: its claims are there and
+            # stop changing (a fixed second was too short under ASan on a
+            # loaded machine: nothing was claimed yet).
+            pending, deadline = [], time.monotonic() + 60
+            while time.monotonic() < deadline:
+                time.sleep(0.5)
+                seen = sorted(self.first_copies(uri))
+                if seen and seen == pending:
+                    break
+                pending = seen
             process.kill()
             process.wait()
             writer.join(timeout=10)
