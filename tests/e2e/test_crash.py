@@ -10,6 +10,18 @@ import unittest
 
 from harness import KillAndRerun, ndjson, run, summary_of
 
+# Kills land within a clean run's time, so a suite's length follows the
+# binary's speed: under AddressSanitizer (~15x slower) the full inputs took
+# nine minutes of CI's budget. There each input is a quarter the size: the
+# same kill-and-resume paths, still dozens of checkpoints (--batch) apart
+# and killed at as many points, in a quarter of the time. The release run
+# keeps the full sizes.
+SHRINK = 4 if os.environ.get("IDEM_SANITIZED") == "1" else 1
+
+
+def sized(count):
+    return count // SHRINK
+
 
 def dedup_events(count, seed, with_times=False):
     rng = random.Random(seed)
@@ -42,7 +54,7 @@ class Dedup(unittest.TestCase):
 
     def test_killed_at_many_points_the_rerun_output_equals_one_clean_run(self):
         with tempfile.TemporaryDirectory() as tmp:
-            harness = KillAndRerun(self, tmp, self.ARGS, self.OUTPUTS, ndjson(dedup_events(40000, 7)))
+            harness = KillAndRerun(self, tmp, self.ARGS, self.OUTPUTS, ndjson(dedup_events(sized(40000), 7)))
             harness.run_through(without_first_seen)
             # Finished, perhaps killed before it could exit: a rerun over the
             # same input leaves the outputs as they are.
@@ -64,7 +76,7 @@ class Dedup(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             harness = KillAndRerun(
                 self, tmp, self.ARGS + ["--keep", "last", "--time-field", "at", "--window", "10m"],
-                self.OUTPUTS, ndjson(dedup_events(30000, 8, with_times=True)), seed=12)
+                self.OUTPUTS, ndjson(dedup_events(sized(30000), 8, with_times=True)), seed=12)
             harness.run_through()
 
 
@@ -72,7 +84,7 @@ class Reorder(unittest.TestCase):
     def test_killed_at_many_points_the_rerun_output_equals_one_clean_run(self):
         rng = random.Random(11)
         records = []
-        for n in range(1, 30001):
+        for n in range(1, sized(30000) + 1):
             for p in range(4):
                 if rng.random() > 0.01:
                     records.append((n + rng.uniform(0, 40), {"p": p, "seq": n, "pad": "x" * 100}))
@@ -100,7 +112,7 @@ class Merge(unittest.TestCase):
                 ["merge", "--rules", rules, "--time-field", "ts", "--max-lateness", "15s", "-q", "--threads", "1",
                  "--batch", "500", "--bypass", "priority=critical"],
                 {"-o": "out.ndjson", "--members": "members.ndjson", "--late": "late.ndjson"},
-                ndjson(seed_stream(count=120000, seed=9, disorder=25)), seed=13)
+                ndjson(seed_stream(count=sized(120000), seed=9, disorder=25)), seed=13)
             harness.run_through()
             self.assertGreater(len(harness.read("clean", "--late")), 0)  # some arrived too late
 
@@ -118,7 +130,7 @@ class States(unittest.TestCase):
                  "version", "--max-lateness", "30s", "--time-field", "ts", "--stuck-after", "1h", "--machine",
                  machine, "-q", "--threads", "1", "--batch", "300", "--fail-on", "none"],
                 {"-o": "out.ndjson", "--invalid": "invalid.ndjson"},
-                ndjson(order_streams(entities=12000, seed=21)), seed=17)
+                ndjson(order_streams(entities=sized(12000), seed=21)), seed=17)
             harness.run_through()
             self.assertGreater(len(harness.read("clean", "--invalid")), 0)
             # A kill that lands after the last commit, while the process
@@ -136,8 +148,8 @@ class Audit(unittest.TestCase):
     def test_killed_at_many_points_the_report_is_whole_or_absent_and_a_rerun_equals_one_clean_run(self):
         rng = random.Random(5)
         records = []
-        for i in range(150000):
-            key = f"k{rng.randint(0, 40000)}"
+        for i in range(sized(150000)):
+            key = f"k{rng.randint(0, sized(40000))}"
             records.append({"idempotency_key": key, "user_id": f"u{i % 997}", "fault_type": "x",
                             "ts": f"2026-11-30T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z",
                             "agent": f"a{i % 3}"})
