@@ -158,6 +158,7 @@ private:
     std::unique_ptr<store::Store> open_store() {
         auto location = store::parse_store_uri(m_options.store_uri);
         location.lock_timeout = m_options.lock_timeout;
+        location.cache_bytes = store::k_fingerprint_store_cache_bytes;
         m_store_name = location.describe();
         try {
             return store::open_store(location);

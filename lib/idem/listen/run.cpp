@@ -120,6 +120,7 @@ public:
             // A sender waits on this: a SQLite file another process holds
             // locked is a 503 after a moment, not a minute's queue.
             location.lock_timeout = std::chrono::seconds(2);
+            location.cache_bytes = store::k_fingerprint_store_cache_bytes;
             m_store = store::open_store(location);
             m_fingerprinter.emplace(options.dedup->key);
         }
