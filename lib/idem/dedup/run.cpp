@@ -155,10 +155,17 @@ public:
 private:
     using Run = record::RecordRun<WorkerState, BlockOutcome>;
 
-    std::unique_ptr<store::Store> open_store() {
+    // The shared store as --store, --lock-timeout and the fingerprints' cache
+    // ask: for the run and for --on-store-error local's write-back alike.
+    [[nodiscard]] store::StoreLocation shared_location() const {
         auto location = store::parse_store_uri(m_options.store_uri);
         location.lock_timeout = m_options.lock_timeout;
         location.cache_bytes = store::k_fingerprint_store_cache_bytes;
+        return location;
+    }
+
+    std::unique_ptr<store::Store> open_store() {
+        auto location = shared_location();
         m_store_name = location.describe();
         try {
             return store::open_store(location);
@@ -206,9 +213,7 @@ private:
         if (m_options.on_store_error != StoreFailure::local || !m_store_lost) return;
         if (m_local_firsts.empty()) return;
         try {
-            auto location = store::parse_store_uri(m_options.store_uri);
-            location.lock_timeout = m_options.lock_timeout;
-            auto shared = store::open_store(location);
+            auto shared = store::open_store(shared_location());
             auto answers = shared->fingerprints().claim_fingerprints(m_options.scope,
                                                                      m_local_firsts, now_utc());
             shared->commit();
