@@ -3,6 +3,7 @@
 #include "app.hpp"
 
 #include "idem/io/metrics.hpp"
+#include "idem/io/sink.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/pipe_signal.hpp"
@@ -67,14 +68,13 @@ void write_metrics_file(const CommonOptions& options, const io::Summary& summary
     auto text = io::render_metrics(io::run_metrics(versioned, code, now_utc()),
                                    io::MetricsFormat::openmetrics);
     // Beside the file, then renamed over it: the collector never reads half.
-    auto temporary = fmt::format("{}.{}.tmp", options.metrics_path, ::getpid());
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out || std::rename(temporary.c_str(), options.metrics_path.c_str()) != 0) {
-        std::remove(temporary.c_str());
-        print_stderr("idem: warning: cannot write --metrics {}\n",
-                     escape_for_terminal(quote(options.metrics_path)));
+    try {
+        auto sink = io::Sink::replace_regular_file(options.metrics_path);
+        sink->write(text);
+        sink->publish();
+    } catch (const Error& error) {
+        print_stderr("idem: warning: cannot write --metrics: {}\n",
+                     escape_for_terminal(error.what()));
     }
 }
 

@@ -3,6 +3,7 @@
 
 #include "app.hpp"
 #include "common.hpp"
+#include "file_flags.hpp"
 
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
@@ -79,6 +80,8 @@ int main(int argc, char** argv) {
     }
     try {
         app.parse(argc, argv);
+        // Before the run reads anything: no output empties an input.
+        idem::cli::check_file_flags(app);
     } catch (const CLI::CallForHelp& help) {
         return app.exit(help);
     } catch (const CLI::CallForVersion& version) {

@@ -5,6 +5,7 @@
 #include "common.hpp"
 
 #include "idem/io/sink.hpp"
+#include "idem/order/order_key.hpp"
 #include "idem/states/run.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
@@ -133,6 +134,9 @@ int run_states_command(const StatesOptions& options) {
     }
     if (options.window == 0) throw UsageError("--window must be at least 1");
     run.window = options.window;
+    if (options.first_version < 0 || options.first_version > order::k_last_sequence)
+        throw UsageError(fmt::format("--first-version {}: versions are integers from 0 to 2^63-2",
+                                     options.first_version));
     run.first_version = options.first_version;
     if (!options.time_field.empty()) run.time_field = record::FieldPath::parse(options.time_field);
     if (!options.stuck_after.empty()) run.stuck_after = parse_duration(options.stuck_after);

@@ -283,12 +283,12 @@ class AuditRun {
 public:
     AuditRun(const AuditRunOptions& options, io::Diagnostics& diagnostics)
         : m_options(options), m_diagnostics(diagnostics) {
+        // Rows (--csv, --sqlite) are never rejected: the file is made empty.
+        m_reject_sink = io::Sink::create_file_if_named(options.reject_path);
         if (options.read_records)
-            m_run.emplace(record::RecordRunSetup{options.input, options.reject_path,
+            m_run.emplace(record::RecordRunSetup{options.input, m_reject_sink.get(),
                                                  options.strictness, options.threads},
                           diagnostics);
-        else if (!options.reject_path.empty())
-            (void)io::Sink::create_file(options.reject_path); // rows are never rejected
     }
 
     // Reads every input, then groups and explains: in memory, or (past
@@ -683,6 +683,7 @@ private:
     const AuditRunOptions& m_options;
     io::Diagnostics& m_diagnostics;
     using Run = record::RecordRun<WorkerState, BlockReadings>;
+    std::unique_ptr<io::Sink> m_reject_sink;    // --reject, outliving the frame's reads
     std::optional<Run> m_run;                   // when records are read (not only rows)
     const std::string* m_block_texts = nullptr; // of the block being routed
     Findings m_findings;

@@ -104,10 +104,12 @@ public:
     DedupRun(const DedupRunOptions& options, io::Sink& standard_output,
              io::Diagnostics& diagnostics)
         : m_options(options), m_diagnostics(diagnostics), m_store(open_store()),
-          m_outputs(m_store->checkpoints(), {"dedup", options.scope, options.input.paths},
+          m_outputs(m_store->checkpoints(),
+                    {"dedup", options.scope, options.input.paths, options.lock_timeout},
                     options.output_path, standard_output, diagnostics),
           m_output(&m_outputs.output()), m_dups(m_outputs.add("dups", options.dups_path)),
-          m_run({options.input, options.reject_path, options.strictness, options.threads},
+          m_run({options.input, m_outputs.add("reject", options.reject_path), options.strictness,
+                 options.threads},
                 diagnostics) {
         m_run.resume_after(m_outputs.resume_point());
         if (m_outputs.owned() && keeps_last()) {
@@ -149,7 +151,10 @@ public:
         release_held(Timestamp::max());
         finish();
         note_earlier_runs();
-        return summarize(start);
+        auto result = summarize(start);
+        m_outputs.add_carried(result.summary.counts);
+        result.duplicates = result.summary.count("duplicates");
+        return result;
     }
 
 private:
@@ -544,7 +549,7 @@ private:
         m_since_commit = 0;
         try {
             save_held();
-            m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done());
+            m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done(), carried_counts());
             m_store->commit();
             m_batch_firsts.clear();
         } catch (const StoreError& error) {
@@ -559,7 +564,7 @@ private:
     void finish() {
         m_outputs.flush();
         try {
-            m_outputs.finish(m_store->checkpoints(), m_run.records_done());
+            m_outputs.finish(m_store->checkpoints(), m_run.records_done(), carried_counts());
             if (!m_held_name.empty()) m_store->held_copies().clear_held_copies(m_held_name);
             m_store->commit();
             m_batch_firsts.clear();
@@ -571,6 +576,14 @@ private:
         m_run.flush_rejects();
     }
 
+    // What this run counted that a run resuming it carries on from.
+    store::RunCounts carried_counts() const {
+        return store::only_named(summarize({}).summary.counts,
+                                 {"unique", "duplicates", "unkeyed", "rejected", "out", "dups_file",
+                                  "degraded", "unclaimed"});
+    }
+
+    // This run's own counts (add_carried() makes them the whole input's).
     DedupResult summarize(std::chrono::steady_clock::time_point start) const {
         DedupResult result;
         result.duplicates = m_duplicates;

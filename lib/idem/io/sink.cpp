@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,32 @@ namespace idem::io {
 
 namespace {
 constexpr std::size_t k_buffer_bytes = 1 << 20;
+
+// A new file in `directory` named after `base` with a random part nobody
+// can predict, made with O_EXCL | O_NOFOLLOW: a file or symlink planted
+// under a name idem might pick is never opened, let alone truncated.
+struct ExclusiveFile {
+    int fd;
+    std::string path;
+};
+ExclusiveFile create_exclusive_beside(const std::string& directory, const std::string& base,
+                                      std::string_view suffix) {
+    constexpr int k_tries = 16;
+    for (int attempt = 0; attempt < k_tries; ++attempt) {
+        std::uint64_t random = 0;
+        if (::getrandom(&random, sizeof random, 0) != static_cast<ssize_t>(sizeof random))
+            throw FileSystemError(
+                fmt::format("cannot make a temporary name: {}", std::strerror(errno)));
+        auto path = fmt::format("{}.{}.{:016x}{}", directory, base, random, suffix);
+        int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0) return {fd, std::move(path)};
+        if (errno != EEXIST)
+            throw FileSystemError(fmt::format("cannot create {} (beside {}): {}", quote(path),
+                                              quote(directory + base), std::strerror(errno)));
+    }
+    throw FileSystemError(
+        fmt::format("cannot create a temporary file beside {}", quote(directory + base)));
+}
 // At most this many pieces wait for one gather write (the kernel's IOV_MAX).
 constexpr std::size_t k_most_pieces = 1024;
 } // namespace
@@ -58,14 +85,19 @@ std::unique_ptr<Sink> Sink::replace_file(const std::string& path) {
     auto slash = path.rfind('/');
     auto directory = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
     auto base = slash == std::string::npos ? path : path.substr(slash + 1);
-    auto partial = fmt::format("{}.{}.partial-{}", directory, base, ::getpid());
-    int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        throw FileSystemError(fmt::format("cannot create {} (beside {}): {}", quote(partial),
-                                          quote(path), std::strerror(errno)));
+    auto [fd, partial] = create_exclusive_beside(directory, base, ".partial");
     auto sink = std::unique_ptr<Sink>(new Sink(fd, path, true));
     sink->m_partial_path = std::move(partial);
     return sink;
+}
+
+std::unique_ptr<Sink> Sink::replace_regular_file(const std::string& path) {
+    struct stat status {};
+    if (::stat(path.c_str(), &status) == 0 && !S_ISREG(status.st_mode))
+        throw FileSystemError(fmt::format("{} is not a regular file: it is replaced whole, so it "
+                                          "must be a file or not exist yet",
+                                          quote(path)));
+    return replace_file(path);
 }
 
 void Sink::publish() {
@@ -169,7 +201,8 @@ std::size_t skip_written(std::vector<iovec>& pieces, std::size_t next, std::size
 
 void Sink::sync() {
     flush();
-    if (m_owns_fd && ::fsync(m_fd) != 0)
+    // A device or a pipe (-o /dev/null) has nothing to put on disk: EINVAL.
+    if (m_owns_fd && ::fsync(m_fd) != 0 && errno != EINVAL && errno != EROFS)
         throw FileSystemError(
             fmt::format("cannot sync {}: {}", quote(m_name), std::strerror(errno)));
 }

@@ -22,6 +22,10 @@ public:
     static std::unique_ptr<Sink> standard_output();
     // Creates or truncates `path`. Throws FileSystemError naming the path.
     static std::unique_ptr<Sink> create_file(const std::string& path);
+    // create_file(), or null for no path (a side output not asked for).
+    static std::unique_ptr<Sink> create_file_if_named(const std::string& path) {
+        return path.empty() ? nullptr : create_file(path);
+    }
     // Opens `path`, cuts it back to `committed_bytes` and appends from there
     // (resuming a run that was killed). Throws FileSystemError.
     static std::unique_ptr<Sink> resume_file(const std::string& path,
@@ -31,6 +35,10 @@ public:
     // publish(). Dropped unpublished (an error), the temporary file goes;
     // killed, a run leaves `path` as it was. Throws FileSystemError.
     static std::unique_ptr<Sink> replace_file(const std::string& path);
+    // replace_file() for a file that must never be anything but a regular
+    // file (--metrics, which a collector reads): a FIFO, a device or a
+    // directory at `path` is refused (FileSystemError), never renamed over.
+    static std::unique_ptr<Sink> replace_regular_file(const std::string& path);
     // replace_file(): flushes, syncs, and renames the file into place.
     void publish();
 

@@ -362,13 +362,15 @@ public:
     MergeRun(const MergeRunOptions& options, io::Sink& standard_output,
              io::Diagnostics& diagnostics)
         : m_options(options), m_diagnostics(diagnostics), m_store(open_store(options)),
-          m_outputs(m_store->checkpoints(), {"merge", options.scope, options.input.paths},
+          m_outputs(m_store->checkpoints(),
+                    {"merge", options.scope, options.input.paths, options.lock_timeout},
                     options.output_path, standard_output, diagnostics),
           m_output(&m_outputs.output()), m_late(m_outputs.add("late", options.late_path)),
           m_unmatched(m_outputs.add("unmatched", options.unmatched_path)),
           m_members(m_outputs.add("members", options.members_path)),
           m_merger(options.rules, merger_options(options)),
-          m_run({options.input, options.reject_path, options.strictness, options.threads},
+          m_run({options.input, m_outputs.add("reject", options.reject_path), options.strictness,
+                 options.threads},
                 diagnostics),
           m_counts(options.rules.size()) {
         m_run.resume_after(m_outputs.resume_point());
@@ -415,7 +417,14 @@ public:
         m_merger.close_all();
         emit_closed();
         finish();
-        return summarize(start);
+        auto result = summarize(start);
+        m_outputs.add_carried(result.summary.counts);
+        result.late = result.summary.count("late");
+        for (auto& [name, ratio] : result.summary.ratios)
+            if (name == "drop_rate" && result.summary.count("in") > 0)
+                ratio = static_cast<double>(result.summary.count("merged_away")) /
+                        static_cast<double>(result.summary.count("in"));
+        return result;
     }
 
 private:
@@ -588,7 +597,7 @@ private:
         m_since_commit = 0;
         if (!m_outputs.owned()) return;
         save_windows();
-        m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done());
+        m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done(), carried_counts());
         m_store->commit();
     }
 
@@ -604,13 +613,21 @@ private:
     void finish() {
         m_outputs.flush();
         if (m_outputs.owned()) {
-            m_outputs.finish(m_store->checkpoints(), m_run.records_done());
+            m_outputs.finish(m_store->checkpoints(), m_run.records_done(), carried_counts());
             m_store->open_windows().clear_windows(m_outputs.checkpoint_name());
             m_store->commit();
         }
         m_run.flush_rejects();
     }
 
+    // What this run counted that a run resuming it carries on from.
+    store::RunCounts carried_counts() const {
+        return store::only_named(summarize({}).summary.counts,
+                                 {"merged", "merged_away", "out", "bypassed", "late", "unmatched",
+                                  "unkeyed", "rejected"});
+    }
+
+    // This run's own counts (add_carried() makes them the whole input's).
     MergeResult summarize(std::chrono::steady_clock::time_point start) const {
         MergeResult result;
         auto& summary = result.summary;

@@ -27,13 +27,15 @@ std::optional<std::int64_t> parse_sequence(const record::FieldValue& value) {
     auto [end, error] =
         std::from_chars(value.text.data(), value.text.data() + value.text.size(), sequence);
     if (error != std::errc{} || end != value.text.data() + value.text.size()) return std::nullopt;
+    if (sequence > k_last_sequence) return std::nullopt;
     return sequence;
 }
 
 std::optional<std::int64_t> find_sequence(record::RecordParser& parser,
                                           const record::FieldPath& path,
                                           std::optional<record::FieldValue>& found) {
-    if (auto sequence = parser.find_integer(path)) return sequence;
+    if (auto sequence = parser.find_integer(path))
+        if (*sequence >= 0 && *sequence <= k_last_sequence) return sequence;
     found = parser.find(path);
     return found ? parse_sequence(*found) : std::nullopt;
 }

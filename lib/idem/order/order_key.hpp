@@ -7,6 +7,7 @@
 #include "idem/record/parser.hpp"
 #include "idem/store/sequencer_state.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,7 +15,12 @@
 
 namespace idem::order {
 
-// A JSON integer, or a string of decimal digits, from 0 to 2^63-1.
+// The highest sequence number or version idem orders: the one after it
+// (what a partition then expects next) must still be a 64-bit integer, so
+// a record numbered 2^63-1 is set aside, never wrapped to -2^63.
+inline constexpr std::int64_t k_last_sequence = INT64_MAX - 1;
+
+// A JSON integer, or a string of decimal digits, from 0 to k_last_sequence.
 [[nodiscard]] std::optional<std::int64_t> parse_sequence(const record::FieldValue& value);
 
 // The sequence number at `path` in the record `parser` holds, as

@@ -13,6 +13,7 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
+#include <charconv>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -144,11 +145,29 @@ using Take =
 
 class StageReader {
 public:
+    // One reject file for every stage, opened before the first is read and
+    // kept until the run ends.
     StageReader(const ReconcileRunOptions& options, io::Diagnostics& diagnostics)
-        : m_options(options), m_diagnostics(diagnostics) {}
+        : m_options(options), m_diagnostics(diagnostics),
+          m_reject_sink(io::Sink::create_file_if_named(options.reject_path)) {}
 
     std::uint64_t rejected() const { return m_rejected; }
-    io::Sink* reject_sink() const { return m_reject_sink; }
+
+    // `read(rejects)` sets aside into the same reject file what it reads
+    // outside a stage (--traces); its rejects count in rejected().
+    template <typename Read> auto read_other(Read read) {
+        record::RejectRouter rejects(m_reject_sink.get(), m_options.strictness, m_diagnostics,
+                                     m_options.max_record_bytes);
+        auto count = [&] { m_rejected += rejects.count(); };
+        try {
+            auto result = read(rejects);
+            count();
+            return result;
+        } catch (...) {
+            count();
+            throw;
+        }
+    }
 
     void read(const StageInput& stage, const Take& take) {
         switch (format_of(stage)) {
@@ -177,11 +196,9 @@ private:
         input.format = format_of(stage) == StageFormat::har ? record::InputFormat::har
                                                             : record::InputFormat::ndjson;
         input.max_record_bytes = m_options.max_record_bytes;
-        record::RecordRunSetup setup{input, m_options.reject_path, m_options.strictness,
+        record::RecordRunSetup setup{input, m_reject_sink.get(), m_options.strictness,
                                      m_options.threads};
-        setup.shared_reject_sink = m_reject_sink;
         record::RecordRun<WorkerState, BlockResult> run(setup, m_diagnostics);
-        if (!m_reject_sink) m_reject_sink = run.reject_sink();
         Reader reader(stage);
         auto states = run.states([] { return std::make_unique<WorkerState>(); });
         decltype(run)::Steps steps;
@@ -239,11 +256,7 @@ private:
     // A CSV file's rows, a query's rows, or the items of a JSON document,
     // each as a record.
     void read_rows(const StageInput& stage, const Take& take, StageFormat format) {
-        if (!m_reject_sink && !m_options.reject_path.empty()) {
-            m_owned_reject_sink = io::Sink::create_file(m_options.reject_path);
-            m_reject_sink = m_owned_reject_sink.get();
-        }
-        record::RejectRouter rejects(m_reject_sink, m_options.strictness, m_diagnostics,
+        record::RejectRouter rejects(m_reject_sink.get(), m_options.strictness, m_diagnostics,
                                      m_options.max_record_bytes);
         Reader reader(stage);
         record::RecordParser parser;
@@ -301,16 +314,76 @@ private:
 
     const ReconcileRunOptions& m_options;
     io::Diagnostics& m_diagnostics;
-    io::Sink* m_reject_sink = nullptr;
-    std::unique_ptr<io::Sink> m_owned_reject_sink;
+    std::unique_ptr<io::Sink> m_reject_sink;
     std::uint64_t m_rejected = 0;
 };
 
+// An OTLP time (fixed64 nanoseconds: a decimal string, or a JSON integer),
+// or nullopt for anything else ("12abc", "NaN", past 2^64).
+std::optional<std::uint64_t> unix_nanos_of(const nlohmann::json& value) {
+    if (value.is_number_unsigned()) return value.get<std::uint64_t>();
+    if (!value.is_string()) return std::nullopt;
+    const auto& text = value.get_ref<const std::string&>();
+    std::uint64_t nanos = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), nanos);
+    if (error != std::errc() || end != text.data() + text.size() || text.empty())
+        return std::nullopt;
+    return nanos;
+}
+
+// Why a span of a stage cannot be read, or "".
+std::string span_problem(const nlohmann::json& span) {
+    if (!span.contains("traceId") || !span["traceId"].is_string() ||
+        span["traceId"].get_ref<const std::string&>().empty())
+        return "span without a traceId";
+    if (span.contains("startTimeUnixNano") && !unix_nanos_of(span["startTimeUnixNano"]))
+        return fmt::format("span's startTimeUnixNano {} is not a count of nanoseconds",
+                           quote(span["startTimeUnixNano"].dump()));
+    return "";
+}
+
+// Why an export request's structure cannot be walked, or "": every list
+// on the way to a span is a list of objects.
+std::string request_problem(const nlohmann::json& request) {
+    if (!request.is_object()) return "not an OTLP JSON export request (an object)";
+    if (!request.contains("resourceSpans")) return "";
+    const auto& resources = request["resourceSpans"];
+    if (!resources.is_array()) return "resourceSpans is not a list";
+    for (const auto& resource : resources) {
+        if (!resource.is_object()) return "an item of resourceSpans is not an object";
+        if (!resource.contains("scopeSpans")) continue;
+        if (!resource["scopeSpans"].is_array()) return "scopeSpans is not a list";
+        for (const auto& scope : resource["scopeSpans"]) {
+            if (!scope.is_object()) return "an item of scopeSpans is not an object";
+            if (!scope.contains("spans")) continue;
+            if (!scope["spans"].is_array()) return "spans is not a list";
+            for (const auto& span : scope["spans"])
+                if (!span.is_object()) return "a span is not an object";
+        }
+    }
+    return "";
+}
+
+std::string service_of(const nlohmann::json& resource) {
+    std::string service = "unknown";
+    if (!resource.contains("resource") || !resource["resource"].is_object()) return service;
+    const auto& attributes = resource["resource"].value("attributes", nlohmann::json::array());
+    if (!attributes.is_array()) return service;
+    for (const auto& attribute : attributes)
+        if (attribute.is_object() && attribute.value("key", "") == "service.name" &&
+            attribute.contains("value") && attribute["value"].is_object())
+            service = attribute["value"].value("stringValue", service);
+    return service;
+}
+
 // Every span of a stage's name in an OTLP JSON file (one export request per
-// line, or one document): the key is its trace id, the time its start.
+// line, or one document): the key is its trace id, the time its start. A
+// request whose structure is not OTLP's is rejected whole, a span of a
+// stage that cannot be read alone (a missing traceId, a time that is not
+// nanoseconds): each counts as a record, so in = reached + rejected.
 // Returns the services that sent each stage's spans.
 std::vector<std::set<std::string>> read_traces(
-    const ReconcileRunOptions& options,
+    const ReconcileRunOptions& options, record::RejectRouter& rejects,
     const std::function<void(std::size_t stage, std::string_view trace, Timestamp start)>& take) {
     std::vector<std::set<std::string>> services(options.stages.size());
     std::ifstream in(options.traces_path, std::ios::binary);
@@ -318,15 +391,16 @@ std::vector<std::set<std::string>> read_traces(
     std::map<std::string_view, std::size_t> stage_of;
     for (std::size_t s = 0; s < options.stages.size(); ++s)
         if (!options.stages[s].span.empty()) stage_of.emplace(options.stages[s].span, s);
-    auto number_of = [](const nlohmann::json& value) -> std::int64_t {
-        if (value.is_string()) return std::stoll(value.get<std::string>());
-        if (value.is_number()) return value.get<std::int64_t>();
-        return 0;
-    };
     std::string line;
     std::uint64_t line_number = 0;
+    std::uint64_t offset = 0;
     while (std::getline(in, line)) {
         ++line_number;
+        record::InputRecord record;
+        record.source = &options.traces_path;
+        record.line = line_number;
+        record.byte_offset = offset;
+        offset += line.size() + 1;
         if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
         nlohmann::json request;
         try {
@@ -335,26 +409,35 @@ std::vector<std::set<std::string>> read_traces(
             throw InputError({options.traces_path, line_number, 0, 0},
                              fmt::format("not an OTLP JSON export request ({})", error.what()));
         }
+        if (auto problem = request_problem(request); !problem.empty()) {
+            record.bytes = line;
+            rejects.reject(record, 0, problem);
+            continue;
+        }
         if (!request.contains("resourceSpans")) continue;
         for (const auto& resource : request["resourceSpans"]) {
-            std::string service = "unknown";
-            if (resource.contains("resource") && resource["resource"].contains("attributes"))
-                for (const auto& attribute : resource["resource"]["attributes"])
-                    if (attribute.value("key", "") == "service.name" && attribute.contains("value"))
-                        service = attribute["value"].value("stringValue", service);
             if (!resource.contains("scopeSpans")) continue;
+            auto service = service_of(resource);
             for (const auto& scope : resource["scopeSpans"]) {
                 if (!scope.contains("spans")) continue;
                 for (const auto& span : scope["spans"]) {
-                    auto found = stage_of.find(span.value("name", ""));
+                    auto name = span.value("name", nlohmann::json()).is_string()
+                                    ? span["name"].get<std::string>()
+                                    : std::string();
+                    auto found = stage_of.find(name);
                     if (found == stage_of.end()) continue;
-                    auto trace = span.value("traceId", "");
-                    if (trace.empty()) continue;
+                    if (auto problem = span_problem(span); !problem.empty()) {
+                        auto bytes = span.dump();
+                        record.bytes = bytes;
+                        rejects.reject(record, 0, problem);
+                        continue;
+                    }
                     services[found->second].insert(service);
                     auto nanos = span.contains("startTimeUnixNano")
-                                     ? number_of(span["startTimeUnixNano"])
+                                     ? *unix_nanos_of(span["startTimeUnixNano"])
                                      : 0;
-                    take(found->second, trace, Timestamp(Duration(nanos / 1000)));
+                    take(found->second, span["traceId"].get_ref<const std::string&>(),
+                         Timestamp(Duration(static_cast<std::int64_t>(nanos / 1000))));
                 }
             }
         }
@@ -530,10 +613,12 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
     };
     std::vector<std::set<std::string>> services;
     if (!options.traces_path.empty())
-        services =
-            read_traces(options, [&](std::size_t s, std::string_view trace, Timestamp span_start) {
-                see(s, trace, span_start, 0, {});
-            });
+        services = reader.read_other([&](record::RejectRouter& rejects) {
+            return read_traces(options, rejects,
+                               [&](std::size_t s, std::string_view trace, Timestamp span_start) {
+                                   see(s, trace, span_start, 0, {});
+                               });
+        });
     for (std::size_t s = 0; s < options.stages.size(); ++s) {
         if (!options.stages[s].span.empty()) continue; // read with the traces
         reader.read(options.stages[s],

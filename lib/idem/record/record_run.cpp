@@ -5,13 +5,8 @@ namespace idem::record {
 RecordRunFrame::RecordRunFrame(const RecordRunSetup& setup, io::Diagnostics& diagnostics)
     : m_diagnostics(diagnostics), m_max_record_bytes(setup.input.max_record_bytes),
       m_threads(setup.threads), m_busy_ordered_stage(setup.busy_ordered_stage),
-      m_block_bytes(setup.block_bytes), m_idle_interval(setup.idle_interval) {
-    if (setup.shared_reject_sink)
-        m_rejects_to = setup.shared_reject_sink;
-    else if (!setup.reject_path.empty()) {
-        m_reject_sink = io::Sink::create_file(setup.reject_path);
-        m_rejects_to = m_reject_sink.get();
-    }
+      m_block_bytes(setup.block_bytes), m_idle_interval(setup.idle_interval),
+      m_rejects_to(setup.reject_sink) {
     m_rejects.emplace(m_rejects_to, setup.strictness, diagnostics, setup.input.max_record_bytes);
     m_input.emplace(setup.input, &*m_rejects);
 }

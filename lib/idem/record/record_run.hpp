@@ -1,10 +1,11 @@
 #pragma once
 // The run frame every record-processing subcommand shares
-// (docs/architecture.md, "The run frame"): it owns the reject file and its
-// router, the inputs, record positions, progress, lines too long to hold,
-// and the records a resumed run skips. A subcommand supplies two steps: a
-// worker step that judges a block of lines on a worker thread, and a routing
-// step that acts on one judged record on the calling thread, in input order.
+// (docs/architecture.md, "The run frame"): it owns the reject router (over
+// the reject file the command opened), the inputs, record positions,
+// progress, lines too long to hold, and the records a resumed run skips. A
+// subcommand supplies two steps: a worker step that judges a block of lines
+// on a worker thread, and a routing step that acts on one judged record on
+// the calling thread, in input order.
 //
 // A Result (one per block) has `outcomes`, each with the `line`
 // (io::BlockLine) it judged, and `lines`, every line of the block counted
@@ -62,7 +63,11 @@ bool parse_line(const io::BlockLine& line, std::uint64_t max_record_bytes, Recor
 // carry these.
 struct RecordRunSetup {
     const InputOptions& input;
-    const std::string& reject_path; // empty: warnings and counts only
+    // The reject file, opened by the command through its outputs
+    // (store::OwnedOutputs, so a resumed run keeps what was rejected
+    // before), and owned by it; null: warnings and counts only. Several
+    // frames reading one input after another share one.
+    io::Sink* reject_sink = nullptr;
     Strictness strictness = Strictness::lenient;
     std::size_t threads = 0; // 0: one worker per core, at most 8
     std::size_t block_bytes = k_block_bytes;
@@ -70,16 +75,12 @@ struct RecordRunSetup {
     // worker_count()): by default, one worker fewer.
     bool busy_ordered_stage = false;
     std::chrono::milliseconds idle_interval = k_idle_interval;
-    // A reject file another frame already made (several inputs read one
-    // after another into one reject file): used instead of reject_path.
-    io::Sink* shared_reject_sink = nullptr;
 };
 
 // The parts of the frame that do not depend on the subcommand's types.
 class RecordRunFrame {
 public:
-    // Creates the reject file, then opens every input (a missing one throws
-    // InputError naming it).
+    // Opens every input (a missing one throws InputError naming it).
     RecordRunFrame(const RecordRunSetup& setup, io::Diagnostics& diagnostics);
     RecordRunFrame(const RecordRunFrame&) = delete;
     RecordRunFrame& operator=(const RecordRunFrame&) = delete;
@@ -112,8 +113,6 @@ public:
 
     // The reject file has everything set aside so far (at the end of a run).
     void flush_rejects();
-    // The reject file, to share with a frame that reads the next input.
-    [[nodiscard]] io::Sink* reject_sink() const { return m_rejects_to; }
 
 protected:
     // Counts one record; false when the run this one resumes did it.
@@ -135,7 +134,6 @@ protected:
     std::chrono::milliseconds m_idle_interval;
 
 private:
-    std::unique_ptr<io::Sink> m_reject_sink;
     io::Sink* m_rejects_to = nullptr;
     std::optional<RejectRouter> m_rejects;
     std::optional<InputStream> m_input;

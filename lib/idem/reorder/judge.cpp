@@ -41,7 +41,7 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockOutcome& resul
         auto sequence = order::find_sequence(parser, *options.sequence_field, value);
         if (!sequence)
             return describe_bad(result, outcome, *options.sequence_field, value,
-                                "a sequence number (an integer from 0 to 2^63-1)");
+                                "a sequence number (an integer from 0 to 2^63-2)");
         outcome.key = {*sequence, 0};
     } else if (options.order_by) {
         auto value = parser.find(*options.order_by);

@@ -49,12 +49,13 @@ public:
                io::Diagnostics& diagnostics)
         : m_options(options), m_diagnostics(diagnostics), m_sequencer(options.sequencer, *this),
           m_store(open_store(options)), m_state(m_store->sequencer()),
-          m_outputs(m_store->checkpoints(), {"reorder", options.scope, options.input.paths},
+          m_outputs(m_store->checkpoints(),
+                    {"reorder", options.scope, options.input.paths, options.lock_timeout},
                     options.output_path, standard_output, diagnostics),
           m_output(&m_outputs.output()), m_gaps(m_outputs.add("gaps", options.gaps_path)),
           m_late(m_outputs.add("late", options.late_path)),
           m_run({.input = options.input,
-                 .reject_path = options.reject_path,
+                 .reject_sink = m_outputs.add("reject", options.reject_path),
                  .strictness = options.strictness,
                  .threads = options.threads,
                  .block_bytes = k_reorder_block_bytes,
@@ -97,7 +98,11 @@ public:
         if (m_options.at_end == AtEnd::flush) m_sequencer.flush();
         finish();
         note_earlier_runs();
-        return summarize(start);
+        auto result = summarize(start);
+        m_outputs.add_carried(result.summary.counts);
+        result.gaps = result.summary.count("gaps");
+        result.late = result.summary.count("late") + result.summary.count("duplicates");
+        return result;
     }
 
     // SequencerEvents
@@ -303,7 +308,7 @@ private:
         flush_outputs();
         m_since_commit = 0;
         m_released_at_commit = m_sequencer.counts().released;
-        m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done());
+        m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done(), carried_counts());
         save_changes();
         m_store->commit();
         if (too_many_partitions()) {
@@ -327,12 +332,20 @@ private:
     // as they are; a run over another input starts them anew.
     void finish() {
         flush_outputs();
-        m_outputs.finish(m_store->checkpoints(), m_run.records_done());
+        m_outputs.finish(m_store->checkpoints(), m_run.records_done(), carried_counts());
         save_changes();
         m_store->commit();
         m_run.flush_rejects();
     }
 
+    // What this run counted that a run resuming it carries on from.
+    store::RunCounts carried_counts() const {
+        return store::only_named(summarize({}).summary.counts,
+                                 {"released", "late", "duplicates", "rejected", "gaps", "missing",
+                                  "timed_out", "out", "gaps_file", "late_file"});
+    }
+
+    // This run's own counts (add_carried() makes them the whole input's).
     ReorderResult summarize(std::chrono::steady_clock::time_point start) const {
         const auto& counts = m_sequencer.counts();
         ReorderResult result;

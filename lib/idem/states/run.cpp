@@ -122,7 +122,7 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result
             if (!version)
                 return fail(
                     value ? fmt::format("version field '{}' is not an integer from 0 to "
-                                        "2^63-1",
+                                        "2^63-2",
                                         options.order_field->text())
                           : fmt::format("missing version field '{}'", options.order_field->text()));
             outcome.version = *version;
@@ -258,15 +258,17 @@ public:
         : m_options(options), m_diagnostics(diagnostics), m_store(open_store(options)),
           m_persistent(store::parse_store_uri(options.store_uri).kind != store::StoreKind::memory &&
                        !options.learn),
-          m_outputs(m_store->checkpoints(), {"states", options.scope, options.input.paths},
+          m_outputs(m_store->checkpoints(),
+                    {"states", options.scope, options.input.paths, options.lock_timeout},
                     options.output_path, standard_output, diagnostics),
           m_output(&m_outputs.output()), m_invalid(m_outputs.add("invalid", options.invalid_path)),
-          m_checker(options.machine, m_persistent), m_run({.input = options.input,
-                                                           .reject_path = options.reject_path,
-                                                           .strictness = options.strictness,
-                                                           .threads = options.threads,
-                                                           .busy_ordered_stage = true},
-                                                          diagnostics) {
+          m_checker(options.machine, m_persistent),
+          m_run({.input = options.input,
+                 .reject_sink = m_outputs.add("reject", options.reject_path),
+                 .strictness = options.strictness,
+                 .threads = options.threads,
+                 .busy_ordered_stage = true},
+                diagnostics) {
         m_run.resume_after(m_outputs.resume_point());
         if (options.order_by != OrderBy::arrival) {
             order::SequencerOptions sequencer;
@@ -329,7 +331,13 @@ public:
         if (!already_reported) report_stuck();
         m_stuck_at = m_run.records_done();
         finish();
-        return summarize(start);
+        auto result = summarize(start);
+        m_outputs.add_carried(result.summary.counts);
+        if (!m_options.learn)
+            for (std::size_t i = 0; i < k_finding_kinds; ++i)
+                result.findings[i] =
+                    result.summary.count(std::string(finding_name(static_cast<Finding>(i))));
+        return result;
     }
 
     // The entities of the records a few places on, asked of memory now:
@@ -752,7 +760,7 @@ private:
         m_since_commit = 0;
         if (!m_persistent) return;
         save_state();
-        m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done());
+        m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done(), carried_counts());
         m_store->commit();
     }
 
@@ -797,12 +805,24 @@ private:
         m_outputs.flush();
         if (m_persistent) {
             save_state();
-            m_outputs.finish(m_store->checkpoints(), m_run.records_done());
+            m_outputs.finish(m_store->checkpoints(), m_run.records_done(), carried_counts());
             m_store->commit();
         }
         m_run.flush_rejects();
     }
 
+    // What this run counted that a run resuming it carries on from: every
+    // count but the input's, the entities' and the peak.
+    store::RunCounts carried_counts() const {
+        auto counts = summarize({}).summary.counts;
+        std::erase_if(counts, [](const auto& count) {
+            return count.first == "in" || count.first == "resumed" || count.first == "entities" ||
+                   count.first == "known_before" || count.first == "peak_held";
+        });
+        return counts;
+    }
+
+    // This run's own counts (add_carried() makes them the whole input's).
     StatesResult summarize(std::chrono::steady_clock::time_point start) const {
         StatesResult result;
         result.findings = m_checker.counts();

@@ -22,6 +22,10 @@ struct Checkpoint {
     // that last commit and the exit, finds its outputs complete and leaves
     // them; a run over any other input starts them anew.
     std::optional<std::uint64_t> finished_input;
+    // What the run had counted of its records_done (findings, rejects,
+    // records written; by the summary's names): a run that resumes this
+    // one, or repeats it, reports and exits on the whole input.
+    std::map<std::string, std::uint64_t> counts;
 };
 
 class CheckpointStore {

@@ -2,10 +2,19 @@
 
 #include "idem/crypto/crypto.hpp"
 
+#include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
+
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fmt/format.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
 
 namespace idem::store {
 
@@ -83,6 +92,52 @@ std::unique_ptr<io::Sink> open_owned(const std::string& path,
 
 } // namespace
 
+RunCounts only_named(const RunCounts& counts, std::initializer_list<std::string_view> names) {
+    RunCounts named;
+    for (const auto& [name, count] : counts)
+        if (std::find(names.begin(), names.end(), name) != names.end())
+            named.emplace_back(name, count);
+    return named;
+}
+
+OwnedOutputs::OutputLock::OutputLock(const std::string& path, Duration timeout) {
+    // Opened without O_TRUNC: the run holding it may be writing it.
+    m_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (m_fd < 0)
+        throw FileSystemError(fmt::format("cannot open {}: {}", quote(path), std::strerror(errno)));
+    struct stat status {};
+    if (::fstat(m_fd, &status) != 0 || !S_ISREG(status.st_mode)) return; // a device, a FIFO
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto pause = std::chrono::milliseconds(5);
+    while (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            throw FileSystemError(
+                fmt::format("cannot lock {}: {}", quote(path), std::strerror(errno)));
+        if (std::chrono::steady_clock::now() >= deadline)
+            throw FileSystemError(fmt::format(
+                "{} is the output of another idem run, still going after --lock-timeout {}: "
+                "wait for it, or give another -o",
+                quote(path), format_duration(timeout)));
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::milliseconds(200));
+    }
+}
+
+OwnedOutputs::OutputLock::~OutputLock() {
+    if (m_fd >= 0) ::close(m_fd); // releases the lock
+}
+
+OwnedOutputs::OutputLock::OutputLock(OutputLock&& other) noexcept
+    : m_fd(std::exchange(other.m_fd, -1)) {}
+
+OwnedOutputs::OutputLock& OwnedOutputs::OutputLock::operator=(OutputLock&& other) noexcept {
+    if (this != &other) {
+        if (m_fd >= 0) ::close(m_fd);
+        m_fd = std::exchange(other.m_fd, -1);
+    }
+    return *this;
+}
+
 OwnedOutputs::OwnedOutputs(CheckpointStore& store, const Owner& owner,
                            const std::string& output_path, io::Sink& standard_output,
                            io::Diagnostics& diagnostics) {
@@ -90,6 +145,9 @@ OwnedOutputs::OwnedOutputs(CheckpointStore& store, const Owner& owner,
         m_output = &standard_output;
         return;
     }
+    // Before the checkpoint is read: a run still writing this file has not
+    // saved its last one yet.
+    m_lock = OutputLock(output_path, owner.lock_timeout);
     m_input_identity = input_identity(owner.inputs);
     auto resumption = find_resumption(store, owner.command, owner.scope, output_path,
                                       m_input_identity, diagnostics);
@@ -111,8 +169,11 @@ void OwnedOutputs::flush() {
         sink->flush();
 }
 
-Checkpoint OwnedOutputs::synced(std::uint64_t records_done) {
+Checkpoint OwnedOutputs::synced(std::uint64_t records_done, const RunCounts& counts) {
     Checkpoint done;
+    if (m_checkpoint) done.counts = m_checkpoint->counts;
+    for (const auto& [name, count] : counts)
+        done.counts[name] += count;
     // Never behind the run this one resumes: its records are done.
     done.records_done = std::max(records_done, resume_point());
     m_output->sync();
@@ -124,14 +185,23 @@ Checkpoint OwnedOutputs::synced(std::uint64_t records_done) {
     return done;
 }
 
-void OwnedOutputs::checkpoint(CheckpointStore& store, std::uint64_t records_done) {
+void OwnedOutputs::checkpoint(CheckpointStore& store, std::uint64_t records_done,
+                              const RunCounts& counts) {
     if (!owned()) return;
-    store.save_checkpoint(m_checkpoint_name, synced(records_done));
+    store.save_checkpoint(m_checkpoint_name, synced(records_done, counts));
 }
 
-void OwnedOutputs::finish(CheckpointStore& store, std::uint64_t records_done) {
+void OwnedOutputs::finish(CheckpointStore& store, std::uint64_t records_done,
+                          const RunCounts& counts) {
     if (!owned()) return;
-    save_finished(store, m_checkpoint_name, synced(records_done), m_input_identity);
+    save_finished(store, m_checkpoint_name, synced(records_done, counts), m_input_identity);
+}
+
+void OwnedOutputs::add_carried(RunCounts& counts) const {
+    if (!m_checkpoint) return;
+    for (auto& [name, count] : counts)
+        if (auto carried = m_checkpoint->counts.find(name); carried != m_checkpoint->counts.end())
+            count += carried->second;
 }
 
 } // namespace idem::store

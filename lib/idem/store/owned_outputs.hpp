@@ -9,6 +9,7 @@
 #include "idem/io/diagnostics.hpp"
 #include "idem/io/sink.hpp"
 #include "idem/store/checkpoints.hpp"
+#include "idem/util/time.hpp"
 
 #include <memory>
 #include <optional>
@@ -45,18 +46,35 @@ struct Resumption {
 void save_finished(CheckpointStore& store, const std::string& checkpoint_name, Checkpoint done,
                    std::optional<std::uint64_t> input);
 
+// A summary's counts, by name.
+using RunCounts = std::vector<std::pair<std::string, std::uint64_t>>;
+
+// Of `counts`, the ones named in `names`: what adds up over a run's
+// records (findings, rejects, records written), not what describes its
+// end (entities, peaks) or the input as a whole ("in").
+[[nodiscard]] RunCounts only_named(const RunCounts& counts,
+                                   std::initializer_list<std::string_view> names);
+
 // A run's outputs: standard output, or -o FILE with its side outputs owned
 // and resumed. Without -o, side outputs are plain files made anew and
 // nothing is checkpointed.
+//
+// Every side output (the reject file too) follows the main output's
+// protocol, so a killed-and-resumed run and a rerun of a finished one leave
+// every file as one clean run does. One run at a time owns -o FILE: a
+// second waits for the first (a lock on the file, up to `lock_timeout`),
+// then finds its checkpoint.
 class OwnedOutputs {
 public:
     struct Owner {
         std::string_view command;               // "dedup", "reorder"
         std::string_view scope;                 // the run's --scope
         const std::vector<std::string>& inputs; // what it reads (input_identity)
+        Duration lock_timeout = std::chrono::seconds(60);
     };
-    // Finds the checkpoint a killed run left in `store` (when -o is given)
-    // and opens -o FILE, created anew or cut back to it.
+    // Waits for -o FILE to be free, finds the checkpoint a killed run left
+    // in `store` and opens -o FILE, created anew or cut back to it. Throws
+    // FileSystemError when another run keeps the file past lock_timeout.
     OwnedOutputs(CheckpointStore& store, const Owner& owner, const std::string& output_path,
                  io::Sink& standard_output, io::Diagnostics& diagnostics);
     OwnedOutputs(const OwnedOutputs&) = delete;
@@ -81,14 +99,34 @@ public:
     void flush();
     // Within the store's transaction, before it commits: syncs the owned
     // files and saves their sizes with `records_done`, so the checkpoint is
-    // durable exactly when the state committed with it is. Nothing without -o.
-    void checkpoint(CheckpointStore& store, std::uint64_t records_done);
+    // durable exactly when the state committed with it is; with them what
+    // this run counted (`counts`, see only_named) plus what the run it
+    // resumes had. Nothing without -o.
+    void checkpoint(CheckpointStore& store, std::uint64_t records_done,
+                    const RunCounts& counts = {});
     // The last commit's checkpoint, marked finished for this input.
-    void finish(CheckpointStore& store, std::uint64_t records_done);
+    void finish(CheckpointStore& store, std::uint64_t records_done, const RunCounts& counts = {});
+    // Adds to `counts` what the run this one resumes (or repeats) had
+    // counted under the same names: the summary then speaks for the whole
+    // input, and so does the exit code taken from it.
+    void add_carried(RunCounts& counts) const;
 
 private:
-    [[nodiscard]] Checkpoint synced(std::uint64_t records_done);
+    [[nodiscard]] Checkpoint synced(std::uint64_t records_done, const RunCounts& counts);
 
+    // Held while the run owns -o FILE (flock on the file itself).
+    class OutputLock {
+    public:
+        OutputLock() = default;
+        OutputLock(const std::string& path, Duration timeout);
+        ~OutputLock();
+        OutputLock(OutputLock&& other) noexcept;
+        OutputLock& operator=(OutputLock&& other) noexcept;
+
+    private:
+        int m_fd = -1;
+    };
+    OutputLock m_lock;
     std::unique_ptr<io::Sink> m_owned;
     io::Sink* m_output = nullptr;
     std::vector<std::pair<std::string, std::unique_ptr<io::Sink>>> m_sides;

@@ -185,6 +185,8 @@ public:
                 checkpoint.file_bytes[field.substr(5)] = value;
             else if (field == "finished_input")
                 checkpoint.finished_input = value;
+            else if (field.starts_with("count:"))
+                checkpoint.counts[field.substr(6)] = value;
         }
         return checkpoint;
     }
@@ -199,6 +201,10 @@ public:
         if (checkpoint.finished_input) {
             arguments.push_back("finished_input");
             arguments.push_back(std::to_string(*checkpoint.finished_input));
+        }
+        for (const auto& [counted, count] : checkpoint.counts) {
+            arguments.push_back("count:" + counted);
+            arguments.push_back(std::to_string(count));
         }
         m_pending.push_back({"DEL", checkpoint_key(name)});
         m_pending.push_back(std::move(arguments));

@@ -41,6 +41,8 @@ using detail::Statement;
 // Beside the file sizes in a checkpoint's file_bytes column (roles are
 // plain words, so it cannot be one of them).
 constexpr std::string_view k_finished_input = "~finished_input";
+// Before a count's name in the same column (a role never starts with it).
+constexpr char k_count_mark = '#';
 
 // Claims are committed in batches: one fsync per batch, not per record.
 constexpr int k_claims_per_transaction = 4096;
@@ -197,6 +199,8 @@ public:
             auto field = item.substr(0, equals);
             if (field == k_finished_input)
                 checkpoint.finished_input = value;
+            else if (field.starts_with(k_count_mark))
+                checkpoint.counts[std::string(field.substr(1))] = value;
             else
                 checkpoint.file_bytes[std::string(field)] = value;
         }
@@ -211,6 +215,9 @@ public:
         if (checkpoint.finished_input)
             files += fmt::format("{}{}={}", files.empty() ? "" : ",", k_finished_input,
                                  *checkpoint.finished_input);
+        for (const auto& [counted, count] : checkpoint.counts)
+            files +=
+                fmt::format("{}{}{}={}", files.empty() ? "" : ",", k_count_mark, counted, count);
         Statement statement(
             m_db,
             "INSERT INTO checkpoints(name, records_done, file_bytes) VALUES(?1, ?2, ?3) "

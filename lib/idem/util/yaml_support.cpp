@@ -1,29 +1,54 @@
 #include "idem/util/detail/yaml_support.hpp"
 
 #include "idem/util/errors.hpp"
+#include "idem/util/files.hpp"
 #include "idem/util/text.hpp"
 
 #include <fmt/format.h>
-#include <fstream>
-#include <sstream>
+#include <map>
 
 namespace idem::detail {
 
 std::string read_config_file(const std::string& path, std::string_view what) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw UsageError(fmt::format("cannot read {} file {}", what, quote(path)));
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
+    return read_bounded_file(path, fmt::format("{} file", what), k_max_config_file_bytes);
 }
 
+namespace {
+
+// Every mapping under `node` has each key once.
+void refuse_duplicate_keys(const YAML::Node& node, const std::string& name) {
+    if (node.IsSequence()) {
+        for (const auto& item : node)
+            refuse_duplicate_keys(item, name);
+        return;
+    }
+    if (!node.IsMap()) return;
+    std::map<std::string, YAML::Mark> seen;
+    for (const auto& entry : node) {
+        if (entry.first.IsScalar()) {
+            auto key = entry.first.Scalar();
+            auto [first, added] = seen.try_emplace(key, entry.first.Mark());
+            if (!added)
+                fail_at(name, entry.first,
+                        fmt::format("key {} is given twice in one mapping (first at {}:{})",
+                                    quote(key), first->second.line + 1, first->second.column + 1));
+        }
+        refuse_duplicate_keys(entry.second, name);
+    }
+}
+
+} // namespace
+
 YAML::Node load_yaml(std::string_view text, const std::string& name) {
+    YAML::Node document;
     try {
-        return YAML::Load(std::string(text));
+        document = YAML::Load(std::string(text));
     } catch (const YAML::ParserException& error) {
         throw UsageError(fmt::format("{}:{}:{}: {}", name, error.mark.line + 1,
                                      error.mark.column + 1, error.msg));
     }
+    refuse_duplicate_keys(document, name);
+    return document;
 }
 
 void fail_at(const std::string& file, const YAML::Node& node, const std::string& message) {

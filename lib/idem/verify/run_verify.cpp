@@ -251,8 +251,9 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
         kept_verdicts.clear();
     };
 
+    auto reject_sink = io::Sink::create_file_if_named(options.reject_path);
     record::RecordRun<WorkerState, BlockOutcome> run(
-        {options.input, options.reject_path, options.strictness, options.threads}, diagnostics);
+        {options.input, reject_sink.get(), options.strictness, options.threads}, diagnostics);
     auto clock_now = now_utc();
     auto states = run.states([&] { return std::make_unique<WorkerState>(options); });
     std::map<std::string, std::uint64_t> diagnoses; // --explain: by kind

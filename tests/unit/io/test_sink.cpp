@@ -2,6 +2,7 @@
 #include "idem/util/errors.hpp"
 
 #include <doctest/doctest.h>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -117,10 +118,14 @@ TEST_CASE("a write that fails leaves nothing pending to be written twice") {
 TEST_CASE("a replaced file appears whole when published, and is left as it was otherwise") {
     TempPath report;
     { std::ofstream(report.path) << "the previous report\n"; }
-    auto partial_of = [&] {
+    // The one file beside the report whose name starts with its own.
+    auto partial_of = [&]() -> std::string {
         auto slash = report.path.rfind('/');
-        return report.path.substr(0, slash + 1) + "." + report.path.substr(slash + 1) +
-               ".partial-" + std::to_string(::getpid());
+        auto directory = report.path.substr(0, slash);
+        auto prefix = "." + report.path.substr(slash + 1) + ".";
+        for (const auto& entry : std::filesystem::directory_iterator(directory))
+            if (entry.path().filename().string().starts_with(prefix)) return entry.path().string();
+        return report.path + ".none";
     };
     {
         auto sink = Sink::replace_file(report.path);

@@ -122,3 +122,12 @@ TEST_CASE("a rules file that is wrong says where, by line and column") {
     fails("rules:\n  - type: n\n    window: 5m\n    every: 10m\n    fields: [a]\n",
           "--every is longer than the window");
 }
+
+TEST_CASE("a key given twice in a rules file is refused where it is given again") {
+    auto text = "rules:\n  - type: note\n    window: 5m\n    window: 1h\n    fields: [user]\n"
+                "    action: merge_content\n";
+    CHECK_THROWS_WITH_AS((void)parse_rules_text(text, "r.yaml"),
+                         doctest::Contains("r.yaml:4:5: key 'window' is given twice in one mapping "
+                                           "(first at 3:5)"),
+                         UsageError);
+}

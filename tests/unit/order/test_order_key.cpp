@@ -9,7 +9,9 @@ using Type = record::FieldValue::Type;
 TEST_CASE("sequences are non-negative integers, as numbers or digit strings") {
     CHECK(parse_sequence({Type::number, "42"}) == 42);
     CHECK(parse_sequence({Type::string, "0042"}) == 42);
-    CHECK(parse_sequence({Type::number, "9223372036854775807"}) == INT64_MAX);
+    CHECK(parse_sequence({Type::number, "9223372036854775806"}) == k_last_sequence);
+    // The last one: what would be expected after it is no 64-bit integer.
+    CHECK_FALSE(parse_sequence({Type::number, "9223372036854775807"}));
     CHECK_FALSE(parse_sequence({Type::number, "9223372036854775808"}));
     CHECK_FALSE(parse_sequence({Type::number, "-1"}));
     CHECK_FALSE(parse_sequence({Type::number, "1.5"}));
@@ -31,7 +33,9 @@ TEST_CASE("a sequence read from a record: integers at once, the rest as parse_se
     CHECK(read("a", found) == 42);
     CHECK_FALSE(found); // read as the number, no text written
     CHECK(read("h.i.0", found) == 7);
-    CHECK(read("e", found) == INT64_MAX);
+    CHECK_FALSE(read("e", found)); // 2^63-1: past the last sequence
+    REQUIRE(found);
+    CHECK(found->text == "9223372036854775807");
     CHECK(read("b", found) == 42); // digits in a string
     REQUIRE(found);
     CHECK(found->type == Type::string);

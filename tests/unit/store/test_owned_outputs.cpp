@@ -5,6 +5,7 @@
 #include "idem/store/checkpoints.hpp"
 #include "idem/store/owned_outputs.hpp"
 #include "idem/store/store.hpp"
+#include "idem/util/errors.hpp"
 
 #include <doctest/doctest.h>
 #include <filesystem>
@@ -150,4 +151,55 @@ TEST_CASE("a store without checkpoints says so") {
     CHECK_NOTHROW((void)store->checkpoints());
     CHECK_THROWS_WITH_AS((void)store->evidence(),
                          doctest::Contains("store :memory: does not keep evidence"), StoreError);
+}
+
+TEST_CASE("what a killed run counted is carried into the run that resumes it, and saved on") {
+    Scratch scratch;
+    auto store_path = scratch.path("store.db");
+    auto out = scratch.path("out.ndjson");
+    std::vector<std::string> inputs{"-"};
+    io::SilentDiagnostics quiet;
+    auto standard = io::Sink::create_file(scratch.path("stdout"));
+    {
+        auto store = open_store(parse_store_uri(store_path));
+        OwnedOutputs outputs(store->checkpoints(), {"states", "s", inputs}, out, *standard, quiet);
+        outputs.checkpoint(store->checkpoints(), 10, {{"illegal", 1}, {"rejected", 2}});
+        store->commit();
+    }
+    auto store = open_store(parse_store_uri(store_path));
+    OwnedOutputs again(store->checkpoints(), {"states", "s", inputs}, out, *standard, quiet);
+    REQUIRE(again.resumed());
+    RunCounts summary{{"in", 20}, {"illegal", 0}, {"rejected", 1}, {"ok", 4}};
+    again.add_carried(summary);
+    CHECK(summary == RunCounts{{"in", 20}, {"illegal", 1}, {"rejected", 3}, {"ok", 4}});
+    again.checkpoint(store->checkpoints(), 20, {{"illegal", 0}, {"rejected", 1}, {"ok", 4}});
+    store->commit();
+    auto saved = store->checkpoints().load_checkpoint(again.checkpoint_name());
+    REQUIRE(saved);
+    CHECK(saved->counts ==
+          std::map<std::string, std::uint64_t>{{"illegal", 1}, {"ok", 4}, {"rejected", 3}});
+    CHECK(only_named(summary, {"ok", "illegal"}) == RunCounts{{"illegal", 1}, {"ok", 4}});
+}
+
+TEST_CASE("a second run on the same -o waits for the first and gives up at its lock timeout") {
+    Scratch scratch;
+    auto out = scratch.path("out.ndjson");
+    std::vector<std::string> inputs{"-"};
+    io::SilentDiagnostics quiet;
+    auto standard = io::Sink::create_file(scratch.path("stdout"));
+    auto first_store = open_store(parse_store_uri(scratch.path("a.db")));
+    auto second_store = open_store(parse_store_uri(scratch.path("b.db")));
+    {
+        OwnedOutputs first(first_store->checkpoints(), {"states", "s", inputs}, out, *standard,
+                           quiet);
+        CHECK_THROWS_WITH_AS(OwnedOutputs(second_store->checkpoints(),
+                                          {"states", "s", inputs, std::chrono::milliseconds(50)},
+                                          out, *standard, quiet),
+                             doctest::Contains("the output of another idem run"), FileSystemError);
+    }
+    // The first is gone: the file is free.
+    OwnedOutputs second(second_store->checkpoints(),
+                        {"states", "s", inputs, std::chrono::milliseconds(50)}, out, *standard,
+                        quiet);
+    CHECK(second.owned());
 }

@@ -3,16 +3,24 @@
 // and states' machines. The one place yaml-cpp is used; every error names
 // the file, line and column (UsageError, exit 2).
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <yaml-cpp/yaml.h>
 
 namespace idem::detail {
 
-// The whole file, or UsageError: "cannot read <what> file 'PATH'".
+// A configuration file is small: past this it is refused, never read whole
+// (a --rules /dev/zero must not exhaust memory).
+inline constexpr std::uint64_t k_max_config_file_bytes = 4ULL << 20;
+
+// The whole file, or UsageError: "cannot read <what> file 'PATH'", "... is
+// a directory", "... is larger than 4 MiB".
 [[nodiscard]] std::string read_config_file(const std::string& path, std::string_view what);
 
-// The document in `text`; `name` stands for the file in messages.
+// The document in `text`; `name` stands for the file in messages. A key
+// given twice in one mapping is refused at its second place, as an unknown
+// key is: which of the two would win differs between readers.
 [[nodiscard]] YAML::Node load_yaml(std::string_view text, const std::string& name);
 
 // "FILE:LINE:COL: message" (or "FILE: message" for a node with no place).
