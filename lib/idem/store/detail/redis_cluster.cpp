@@ -301,6 +301,29 @@ struct RedisRouter::Impl {
         }
     }
 
+    // `answer` is WAIT's: a write counts as held only once a replica has
+    // it. Asked again while the answer is 0 (a replica catching up, a
+    // failover under way), up to k_replica_wait_tries; a master that never
+    // hears from a replica, or that has become a replica itself, fails the
+    // batch (StoreError): its records are never written out on a claim the
+    // replica that takes over might not have.
+    void await_replica(Node& node, Reply answer) {
+        for (int asked = 1;; ++asked) {
+            if (answer && answer->type == REDIS_REPLY_INTEGER && answer->integer >= 1) return;
+            if (!answer || answer->type != REDIS_REPLY_INTEGER || asked == k_replica_wait_tries)
+                fail(fmt::format(
+                    "no replica of {} acknowledged the batch's writes ({}): the batch is not "
+                    "written out; rerun to resume",
+                    node.name(),
+                    !answer ? std::string("no answer")
+                    : answer->type == REDIS_REPLY_INTEGER
+                        ? fmt::format("none within {} ms", k_replica_wait_ms * asked)
+                        : fmt::format("WAIT answered {}", text_of(answer.get()))));
+            append(node, {"WAIT", "1", std::to_string(k_replica_wait_ms)});
+            answer = read(node);
+        }
+    }
+
     void append_formatted(Node& node, const std::string& commands) {
         if (redisAppendFormattedCommand(node.context, commands.data(), commands.size()) != REDIS_OK)
             lost(node);
@@ -606,10 +629,7 @@ void RedisRouter::send_pipelined(const std::vector<RoutedCommand>& commands,
     for (auto& batch : batches) {
         for (auto i : batch.indexes)
             replies[i] = impl.read(*batch.node);
-        // Its count is not checked: a replica that did not answer in time
-        // is not waited for longer (the reply may also be an error, from a
-        // node that has just become a replica itself).
-        if (waits(batch)) (void)impl.read(*batch.node);
+        if (waits(batch)) impl.await_replica(*batch.node, impl.read(*batch.node));
     }
 }
 
@@ -649,7 +669,7 @@ void RedisRouter::transact_once(const std::vector<RoutedCommand>& commands) {
                     moved || redirect_of(queued.get()) || error_starts(queued.get(), "TRYAGAIN");
             }
             auto done = impl.read(node);
-            if (node.has_replicas) (void)impl.read(node);
+            if (node.has_replicas) impl.await_replica(node, impl.read(node));
             // A restarted node still reading its data answers LOADING to
             // MULTI: nothing of this group ran; waited out as settle() does.
             if (error_starts(opened.get(), "LOADING"))

@@ -71,14 +71,18 @@ enum class ErrorReplies { fail, returned };
 // replica that takes over never had it. A claim lost that way was already
 // acted on (its record written out), and claimed again after the failover
 // it would be written out twice. With `wait`, each master the pipeline wrote
-// to that has replicas is asked `WAIT 1` (up to k_replica_wait) before the
-// replies are handed back; a master that dies before answering loses the
-// connection, and the pipeline is sent again where it moved.
+// to that has replicas is asked `WAIT 1` before the replies are handed back,
+// again while it answers 0 (k_replica_wait_tries), and the pipeline fails
+// when no replica ever acknowledged; a master that dies before answering
+// loses the connection, and the pipeline is sent again where it moved.
 enum class Replicas { ignore, wait };
 
-// How long a pipeline waits for a replica's acknowledgement: past it (a
-// replica down or far behind) the run goes on, as Redis itself would.
+// How long one WAIT waits for a replica's acknowledgement, and how many
+// are sent while none came (a replica catching up, a failover): past them
+// the batch fails (exit 4), unwritten, rather than count a write no
+// replica holds.
 inline constexpr int k_replica_wait_ms = 250;
+inline constexpr int k_replica_wait_tries = 20;
 
 // How long a store may stay unreachable before an operation fails
 // (--store-timeout); connections are retried with backoff until then.
