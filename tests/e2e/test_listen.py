@@ -774,6 +774,26 @@ class Metrics(unittest.TestCase):
             self.assertEqual(figures[("idem_listen_request_duration_seconds_count", frozenset())], 4)
             self.assertEqual(figures[("idem_listen_request_duration_seconds_bucket", frozenset({("le", "+Inf")}))], 4)
 
+    def test_a_scrape_answers_while_a_thousand_slow_clients_drip_heads(self):
+        # Each holds a connection with a head it never finishes: at the cap
+        # the slowest head is closed for a newcomer, so scrapes get through.
+        with tempfile.TemporaryDirectory() as tmp:
+            with listening(tmp, ["--metrics-listen", "127.0.0.1:0"]) as listener:
+                slow = []
+                try:
+                    for _ in range(1000):
+                        sock = socket.create_connection(("127.0.0.1", listener.metrics_port), timeout=10)
+                        sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                        slow.append(sock)
+                    time.sleep(0.6)  # older than a head may be before it counts as slow
+                    for _ in range(5):
+                        status, _, text = scrape(listener.metrics_port)
+                        self.assertEqual(status, 200)
+                        self.assertIn("idem_listen_requests_total", text)
+                finally:
+                    for sock in slow:
+                        sock.close()
+
     def test_a_bad_metrics_address_is_a_usage_error(self):
         for value in ("nope", "127.0.0.1:99999", ":"):
             code, _, err = run(["listen", "--metrics-listen", value])

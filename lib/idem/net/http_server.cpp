@@ -47,6 +47,8 @@ constexpr std::size_t k_read_chunk_bytes = 64 << 10;
 // A connection must have been idle this long before it is closed to make
 // room: one just accepted may have its first bytes on the way.
 constexpr auto k_min_idle_before_eviction = std::chrono::milliseconds(200);
+// A head incomplete this long is slow enough to be closed for a newcomer.
+constexpr auto k_min_slow_head = std::chrono::milliseconds(500);
 
 // epoll's data for the two descriptors that are not connections.
 constexpr std::uint64_t k_listen_tag = 0;
@@ -122,6 +124,7 @@ struct Connection {
     std::uint32_t events = 0;
     Clock::time_point deadline;
     Clock::time_point idle_since;
+    Clock::time_point head_since; // the current request's first byte (state head)
     std::optional<std::list<std::uint64_t>::iterator> idle_position;
 
     [[nodiscard]] bool idle() const { return state == State::head && !request_begun && in.empty(); }
@@ -172,6 +175,7 @@ struct HttpServer::Impl {
     void accept_all();
     void admit(int fd, std::string remote);
     bool evict_idle();
+    bool evict_slowest_head();
     void mark_idle(Connection& connection);
     void mark_busy(Connection& connection);
     void on_readable(Connection& connection);
@@ -331,6 +335,23 @@ bool HttpServer::Impl::evict_idle() {
     return true;
 }
 
+// At the cap with no idle connection to close: the one whose head has been
+// arriving the longest goes. A sender's head comes in one or two packets,
+// so a head still incomplete after k_min_slow_head is a slow (or hostile)
+// client holding a place; closing it lets a new connection in instead of
+// answering 503 to everyone while a few hundred connections drip bytes.
+// A scan, but only at the cap.
+bool HttpServer::Impl::evict_slowest_head() {
+    Connection* slowest = nullptr;
+    for (auto& [id, connection] : connections)
+        if (connection->state == Connection::State::head && connection->request_begun &&
+            (!slowest || connection->head_since < slowest->head_since))
+            slowest = connection.get();
+    if (!slowest || Clock::now() - slowest->head_since < k_min_slow_head) return false;
+    close_connection(*slowest);
+    return true;
+}
+
 void HttpServer::Impl::notice(const std::string& message) {
     auto now = Clock::now();
     if (last_notice && now - *last_notice < k_notice_interval) return;
@@ -355,7 +376,7 @@ void HttpServer::Impl::accept_all() {
             // Out of descriptors or memory: make room by closing the longest
             // idle connection, else stop accepting for a moment. Never spin.
             int error = errno;
-            if (evict_idle()) continue;
+            if (evict_idle() || evict_slowest_head()) continue;
             notice(fmt::format("cannot accept connections: {}; pausing for {} ms",
                                std::strerror(error), k_accept_backoff.count()));
             ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
@@ -369,7 +390,7 @@ void HttpServer::Impl::accept_all() {
 void HttpServer::Impl::admit(int fd, std::string remote) {
     int on = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-    if (connections.size() >= limits.max_connections && !evict_idle()) {
+    if (connections.size() >= limits.max_connections && !evict_idle() && !evict_slowest_head()) {
         // Every connection is in the middle of a request: this one must wait.
         auto busy = render_response(error_response(503, "too many connections; retry later"), false,
                                     BodyWanted::yes);
@@ -446,7 +467,8 @@ bool HttpServer::Impl::read_head(Connection& connection) {
         // A request has begun: from its first byte the head has --header-timeout.
         connection.request_begun = true;
         mark_busy(connection);
-        connection.deadline = Clock::now() + limits.header_timeout;
+        connection.head_since = Clock::now();
+        connection.deadline = connection.head_since + limits.header_timeout;
         connection.request.received_at = now_utc();
     }
     auto head_end = connection.scanner.scan(connection.in);

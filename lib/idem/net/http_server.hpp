@@ -26,8 +26,9 @@ struct ServerLimits {
     Duration header_timeout = std::chrono::seconds(10); // from a request's first byte
     Duration idle_timeout = std::chrono::seconds(60);   // between requests, and body reads
     // Open connections. At the cap, the connection idle the longest (no
-    // request begun on it) is closed to make room; only when every one is
-    // mid-request is a new connection answered 503.
+    // request begun on it) is closed to make room, else the one whose head
+    // has been arriving the longest (over 500 ms); only when every one is
+    // past its head is a new connection answered 503.
     std::size_t max_connections = 16384;
     // Requests read and waiting for, or in, the handler. Beyond it: 503.
     std::size_t max_pending_requests = 1024;
