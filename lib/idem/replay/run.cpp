@@ -402,10 +402,23 @@ void Replayer::persist(const std::vector<store::ReplayEntry>& attempts) {
 }
 
 // The outcomes judged but not yet in the ledger, when the ledger fails:
-// their lines still reach stdout, marked, so nothing sent goes unsaid and
-// no line claims what the ledger does not hold.
+// their lines still reach stdout, so nothing sent goes unsaid, but as
+// "outcome":"unrecorded" (what the target answered under "answered"): no
+// line says completed or failed unless the ledger holds it, since a rerun
+// sends an unrecorded key again.
 void Replayer::write_unrecorded_lines() {
+    constexpr std::string_view k_outcome = ",\"outcome\":\"";
     for (auto& line : m_unwritten) {
+        // The first one is the field: a key is a JSON string, in which
+        // this sequence cannot appear unescaped.
+        auto at = line.find(k_outcome);
+        if (at != std::string::npos) {
+            auto value = at + k_outcome.size();
+            auto end = line.find('"', value);
+            auto answered = line.substr(value, end - value);
+            line.replace(at, end + 1 - at,
+                         fmt::format(",\"outcome\":\"unrecorded\",\"answered\":\"{}\"", answered));
+        }
         line.insert(line.size() - 1, ",\"recorded\":false");
         m_output.write_record(line);
     }
