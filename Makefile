@@ -69,6 +69,7 @@ bench: deps build
 	./bench/run_dedup.sh $(IDEM)
 	./bench/run_reorder.sh $(IDEM)
 	./bench/run_merge.sh $(IDEM)
+	./bench/run_merge_memory.sh $(IDEM)
 	./bench/run_states.sh $(IDEM)
 	./bench/run_reconcile.sh $(IDEM)
 	./bench/run_audit.sh $(IDEM)

@@ -34,6 +34,7 @@ struct MergeOptions {
     std::string zone;
     std::string missing = "reject";
     std::uint64_t max_open = 1'000'000;
+    std::string max_open_bytes = "1GiB";
     std::string output_path;
     std::string late_path;
     std::string unmatched_path;
@@ -118,6 +119,8 @@ int run_merge_command(const MergeOptions& options) {
         options.missing == "pass" ? merge::MissingGroup::pass : merge::MissingGroup::reject;
     if (options.max_open == 0) throw UsageError("--max-open must be at least 1");
     run.max_open = options.max_open;
+    run.max_open_bytes = parse_byte_size(options.max_open_bytes);
+    if (run.max_open_bytes == 0) throw UsageError("--max-open-bytes must be more than 0");
     run.output_path = options.output_path;
     run.late_path = options.late_path;
     run.unmatched_path = options.unmatched_path;
@@ -203,6 +206,9 @@ void register_merge(CLI::App& app, std::function<int()>& action) {
     command->add_option("--max-open", options->max_open,
                         "open windows held at most (default 1000000): past it the run stops "
                         "(exit 3)");
+    command->add_option("--max-open-bytes", options->max_open_bytes,
+                        "bytes the open windows may hold (default 1GiB; peak RSS stays within "
+                        "2x this + 50 MB): past it the run stops (exit 3)");
     command->add_option(
         "-o,--output", options->output_path,
         "write to FILE instead of stdout; with a store, a rerun after a crash resumes it exactly");

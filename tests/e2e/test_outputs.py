@@ -434,3 +434,40 @@ class UntrustedNumbers(unittest.TestCase):
 if __name__ == "__main__":
     unittest.main()
 
+
+
+class MergeMemoryIsBounded(unittest.TestCase):
+    """Sliding windows share one copy of a member; --max-open-bytes stops a
+    run with a clear message (exit 3) before memory runs out."""
+
+    def log(self, tmp, count=300):
+        path = os.path.join(tmp, "big.ndjson")
+        write(path, ndjson([{"g": 1, "ts": f"2026-11-30T08:{i // 60:02d}:{i % 60:02d}Z", "text": "x" * 100000}
+                            for i in range(count)]))
+        return path
+
+    def test_records_of_many_sliding_windows_are_held_once(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            log = self.log(tmp)
+            args = ["merge", "--group", "g", "--window", "1h", "--every", "1m", "--time-field", "ts",
+                    "--agg", "events=append(.)", "--summary", "json", log]
+            timed = subprocess.run(["/usr/bin/time", "-f", "%M", IDEM] + args, capture_output=True, timeout=300)
+            self.assertEqual(timed.returncode, 0, timed.stderr.decode())
+            lines = timed.stderr.decode().strip().splitlines()
+            rss = int(lines[-1]) * 1024
+            summary = json.loads(lines[-2])
+            self.assertLess(summary["peak_open_bytes"], 2 * 300 * 100000)  # ~once each, not 60 times
+            # The bound docs/merge.md states: the open windows twice, 50 MB,
+            # and the merged record being written (here each holds every event).
+            largest = max(len(line) for line in timed.stdout.splitlines())
+            self.assertLess(rss, 2 * summary["peak_open_bytes"] + 50 * 2 ** 20 + 2 * largest)
+            self.assertGreaterEqual(summary["out"], 60)  # every window of the hour and the five minutes
+
+    def test_past_max_open_bytes_the_run_stops_with_exit_3_and_says_why(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            log = self.log(tmp, count=100)
+            code, _, err = run(["merge", "--group", "g", "--window", "1h", "--every", "1m", "--time-field", "ts",
+                                "--agg", "events=append(.)", "--max-open-bytes", "4MiB", log])
+            self.assertEqual(code, 3, err)
+            self.assertIn("more than --max-open-bytes 4 MiB allows", err)
+            self.assertIn("big.ndjson:", err)

@@ -179,15 +179,15 @@ void judge_block(const record::InputBlock& block, WorkerState& state,
 
 // --- rendering ----------------------------------------------------------
 
-void append_value(std::string& out, const Value& value) {
+void append_value(std::string& out, const KeptValue& value) {
     if (!value.present) {
         out += "null";
         return;
     }
     if (value.type == record::FieldValue::Type::string)
-        record::append_json_string(out, value.text);
+        record::append_json_string(out, value.text.view());
     else
-        out += value.text; // a number, true/false/null, or JSON text
+        out += value.text.view(); // a number, true/false/null, or JSON text
 }
 
 void append_number(std::string& out, double value) {
@@ -263,7 +263,8 @@ public:
         };
         std::string_view idem_members; // the base's own "_idem" members, kept
         simdjson::dom::object base;
-        if (m_parser.parse(window.base).get(base) == simdjson::SUCCESS) {
+        auto base_bytes = window.base.view();
+        if (m_parser.parse(base_bytes.data(), base_bytes.size()).get(base) == simdjson::SUCCESS) {
             for (auto field : base) {
                 if (field.key == "_idem") {
                     simdjson::dom::object annotations;
@@ -443,6 +444,7 @@ private:
         MergerOptions merger;
         merger.max_lateness = options.max_lateness;
         merger.max_open = options.max_open;
+        merger.max_open_bytes = options.max_open_bytes;
         merger.zone = options.zone;
         merger.track_changes = !options.output_path.empty();
         if (options.preview) merger.preview_members = 20;

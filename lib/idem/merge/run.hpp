@@ -33,6 +33,7 @@ struct MergeRunOptions {
     std::optional<TimeZone> zone;
     MissingGroup missing = MissingGroup::reject;
     std::uint64_t max_open = 1'000'000;
+    std::uint64_t max_open_bytes = 1ULL << 30; // --max-open-bytes
     // Outputs: -o FILE (checkpointed with the store), else stdout.
     std::string output_path;
     std::string late_path;      // late records, with the reason

@@ -3,6 +3,7 @@
 #include "idem/crypto/crypto.hpp"
 #include "idem/util/encoding.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/text.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -43,7 +44,14 @@ Number number_of(std::string_view text) {
     return number;
 }
 
-void accumulate(Accumulator& accumulator, const Aggregate& aggregate, Value& value) {
+// `kept` is the member's copy of `value` for the windows that keep it,
+// made on first use.
+void accumulate(Accumulator& accumulator, const Aggregate& aggregate, Value& value, KeptValue& kept,
+                std::uint64_t* live_bytes) {
+    auto keep = [&]() -> const KeptValue& {
+        if (!kept.present) kept = {true, value.type, SharedText(std::move(value.text), live_bytes)};
+        return kept;
+    };
     if (aggregate.function == Function::count) {
         ++accumulator.n;
         return;
@@ -52,20 +60,22 @@ void accumulate(Accumulator& accumulator, const Aggregate& aggregate, Value& val
     ++accumulator.n;
     switch (aggregate.function) {
     case Function::first:
-        if (!accumulator.first.present) accumulator.first = std::move(value);
+        if (!accumulator.first.present) accumulator.first = keep();
         break;
     case Function::last:
-        accumulator.last = std::move(value);
+        accumulator.last = keep();
         break;
     case Function::append:
-        accumulator.items.push_back(std::move(value));
+        accumulator.items.push_back(keep());
         break;
     case Function::distinct: {
-        bool seen =
-            std::any_of(accumulator.items.begin(), accumulator.items.end(), [&](const Value& item) {
-                return item.type == value.type && item.text == value.text;
+        bool seen = std::any_of(
+            accumulator.items.begin(), accumulator.items.end(), [&](const KeptValue& item) {
+                // Moved into `kept` by a window before.
+                auto text = kept.present ? kept.text.view() : std::string_view(value.text);
+                return item.type == value.type && item.text.view() == text;
             });
-        if (!seen) accumulator.items.push_back(std::move(value));
+        if (!seen) accumulator.items.push_back(keep());
         break;
     }
     case Function::concat:
@@ -109,17 +119,17 @@ std::string text_of(const Json& value) {
     return std::string(bytes.begin(), bytes.end());
 }
 
-Json value_to_json(const Value& value) {
+Json value_to_json(const KeptValue& value) {
     if (!value.present) return nullptr;
     return Json::array({static_cast<int>(value.type), bytes_of(value.text)});
 }
 
-Value value_from_json(const Json& json) {
-    Value value;
+KeptValue value_from_json(const Json& json, std::uint64_t* live_bytes) {
+    KeptValue value;
     if (json.is_null()) return value;
     value.present = true;
     value.type = static_cast<record::FieldValue::Type>(json.at(0).get<int>());
-    value.text = text_of(json.at(1));
+    value.text = SharedText(text_of(json.at(1)), live_bytes);
     return value;
 }
 
@@ -135,7 +145,7 @@ Json accumulator_to_json(const Accumulator& accumulator) {
                         bytes_of(accumulator.joined)});
 }
 
-Accumulator accumulator_from_json(const Json& json) {
+Accumulator accumulator_from_json(const Json& json, std::uint64_t* live_bytes) {
     Accumulator accumulator;
     accumulator.n = json.at(0).get<std::uint64_t>();
     accumulator.integral = json.at(1).get<bool>();
@@ -145,10 +155,10 @@ Accumulator accumulator_from_json(const Json& json) {
     if (!json.at(5).is_null()) accumulator.max = json.at(5).get<double>();
     accumulator.min_text = text_of(json.at(6));
     accumulator.max_text = text_of(json.at(7));
-    accumulator.first = value_from_json(json.at(8));
-    accumulator.last = value_from_json(json.at(9));
+    accumulator.first = value_from_json(json.at(8), live_bytes);
+    accumulator.last = value_from_json(json.at(9), live_bytes);
     for (const auto& item : json.at(10))
-        accumulator.items.push_back(value_from_json(item));
+        accumulator.items.push_back(value_from_json(item, live_bytes));
     accumulator.joined = text_of(json.at(11));
     return accumulator;
 }
@@ -171,7 +181,7 @@ std::string serialize(const WindowState& window) {
     return std::string(cbor.begin(), cbor.end());
 }
 
-WindowState deserialize(std::string_view bytes) {
+WindowState deserialize(std::string_view bytes, std::uint64_t* live_bytes) {
     auto json = Json::from_cbor(bytes.begin(), bytes.end());
     WindowState window;
     window.rule = json.at(0).get<std::size_t>();
@@ -183,13 +193,13 @@ WindowState deserialize(std::string_view bytes) {
     window.count = json.at(6).get<std::uint64_t>();
     window.first_at = from_micros(json.at(7).get<std::int64_t>());
     window.last_at = from_micros(json.at(8).get<std::int64_t>());
-    window.base = text_of(json.at(9));
+    window.base = SharedText(text_of(json.at(9)), live_bytes);
     for (const auto& position : json.at(10))
         window.positions.push_back(text_of(position));
     for (const auto& member : json.at(11))
         window.held.push_back(text_of(member));
     for (const auto& accumulator : json.at(12))
-        window.accumulators.push_back(accumulator_from_json(accumulator));
+        window.accumulators.push_back(accumulator_from_json(accumulator, live_bytes));
     window.kept_bytes = json.at(13).get<std::uint64_t>();
     window.bytes = json.at(14).get<std::uint64_t>();
     window.touched = std::chrono::steady_clock::now();
@@ -252,38 +262,64 @@ WindowState& Merger::open_window(const Member& member, const std::string& key, T
     return slot->second;
 }
 
-void Merger::join(WindowState& window, const Member& member) {
+// What a window costs beyond what it names, for the byte bound: its entry
+// in the open windows' table and in the close queue (nodes and key
+// copies), a shared text's control block and allocation, a position's
+// string and its slot. Measured against RSS by bench/run_merge_memory.sh.
+constexpr std::uint64_t k_window_index_bytes = 160;
+constexpr std::uint64_t k_shared_text_bytes = 48;
+constexpr std::uint64_t k_position_bytes = 64;
+
+void Merger::join(WindowState& window, const Member& member, SharedText& bytes,
+                  std::vector<KeptValue>& kept, std::size_t shares) {
     const auto& rule = m_rules[member.rule];
     auto before = window.bytes;
     ++window.count;
+    // The member's bytes are copied once, when the first window takes them.
+    auto take_bytes = [&] {
+        if (bytes.empty()) bytes = SharedText(std::string(member.bytes), m_shared_bytes.get());
+        window.base = bytes;
+    };
     if (window.count == 1) {
         window.first_at = window.last_at = member.time;
-        window.base.assign(member.bytes);
+        take_bytes();
     } else {
         window.first_at = std::min(window.first_at, member.time);
         window.last_at = std::max(window.last_at, member.time);
-        if (rule.base == Base::last) window.base.assign(member.bytes);
+        if (rule.base == Base::last) take_bytes();
     }
     if (window.positions.size() < k_positions_kept)
         window.positions.push_back(
             fmt::format("{}:{}", member.source ? *member.source : std::string(), member.line));
     if (window.held.size() < m_options.preview_members) window.held.emplace_back(member.bytes);
-    // Counted before accumulate() moves the values in: what the window
-    // keeps of each member (append, distinct, concat), its base, evidence.
+    // What the window keeps of each member (append, distinct: its part of
+    // the one copy the windows share; concat: a copy of its own), its base
+    // (its part likewise), evidence.
     for (std::size_t i = 0; i < rule.aggregates.size(); ++i) {
         auto function = rule.aggregates[i].function;
-        if (function == Function::append || function == Function::distinct ||
-            function == Function::concat)
-            window.kept_bytes += member.values[i].text.size() + sizeof(Value);
+        if (function == Function::append || function == Function::distinct)
+            window.kept_bytes += k_shared_text_bytes / shares + sizeof(KeptValue);
+        else if (function == Function::concat)
+            window.kept_bytes += member.values[i].text.size();
     }
     for (std::size_t i = 0; i < rule.aggregates.size(); ++i)
-        accumulate(window.accumulators[i], rule.aggregates[i], member.values[i]);
-    window.bytes = sizeof(WindowState) + window.group.size() + window.base.size() +
-                   window.kept_bytes + window.positions.size() * 48;
+        accumulate(window.accumulators[i], rule.aggregates[i], member.values[i], kept[i],
+                   m_shared_bytes.get());
+    window.bytes = k_window_index_bytes + sizeof(WindowState) + 3 * window.group.size() +
+                   window.accumulators.size() * sizeof(Accumulator) + k_shared_text_bytes / shares +
+                   window.kept_bytes + window.positions.size() * k_position_bytes;
     for (const auto& held : window.held)
         window.bytes += held.size();
     m_open_bytes += window.bytes - before;
-    m_peak_bytes = std::max(m_peak_bytes, m_open_bytes);
+    auto held = m_open_bytes + *m_shared_bytes;
+    m_peak_bytes = std::max(m_peak_bytes, held);
+    if (held > m_options.max_open_bytes)
+        throw InputError({member.source ? *member.source : std::string(), member.line, 0, 0},
+                         fmt::format("merge holds {} in {} open windows here, more than "
+                                     "--max-open-bytes {} allows: shorten the windows, lower "
+                                     "--max-lateness, or raise --max-open-bytes",
+                                     format_bytes(held), m_open.size(),
+                                     format_bytes(m_options.max_open_bytes)));
     window.touched = std::chrono::steady_clock::now();
 }
 
@@ -295,8 +331,11 @@ std::size_t Merger::add(const Member& member, std::vector<std::string>* ids) {
     const auto& rule = m_rules[member.rule];
     std::size_t joined = 0;
     if (ids) ids->clear();
+    SharedText bytes;       // the member's, made by the first window that keeps them
+    std::size_t shares = 1; // the windows it joins now
+    m_kept.assign(rule.aggregates.size(), KeptValue{});
     auto finish_join = [&](const std::string& key, WindowState& window, bool closes_in_queue) {
-        join(window, member);
+        join(window, member, bytes, m_kept, shares);
         ++joined;
         if (ids) ids->push_back(window_id(rule.name, window));
         mark_dirty(key);
@@ -348,7 +387,13 @@ std::size_t Merger::add(const Member& member, std::vector<std::string>* ids) {
     }
     auto size = rule.window.size;
     auto every = rule.window.kind == WindowKind::sliding ? rule.window.every : size;
-    for (auto start = align(member.time, every); start > member.time - size; start -= every) {
+    auto first_start = align(member.time, every);
+    auto still_open = [&](Timestamp start) { return !m_watermark || start + size > *m_watermark; };
+    shares = 0;
+    for (auto start = first_start; start > member.time - size; start -= every)
+        if (still_open(start)) ++shares;
+    shares = std::max<std::size_t>(shares, 1);
+    for (auto start = first_start; start > member.time - size; start -= every) {
         auto end = start + size;
         if (m_watermark && end <= *m_watermark) continue; // that window has closed
         const auto& key = key_of(member.rule, member.group, start);
@@ -467,7 +512,7 @@ void Merger::restore_unchecked(const std::vector<std::pair<std::string, std::str
             if (auto key = hex_decode(hex)) m_next_part[*key] = part.get<std::uint64_t>();
     }
     for (const auto& [key, bytes] : windows) {
-        auto window = deserialize(bytes);
+        auto window = deserialize(bytes, m_shared_bytes.get());
         if (window.rule >= m_rules.size() ||
             window.accumulators.size() != m_rules[window.rule].aggregates.size())
             throw StoreError("the open windows a killed merge left were made by other rules: "

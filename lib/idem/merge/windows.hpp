@@ -23,11 +23,57 @@
 
 namespace idem::merge {
 
-// One aggregate's input value in one member.
+// Text that windows share: a member of several sliding windows keeps one
+// copy of its bytes and values, however many windows hold it (a copy per
+// window made 999 records of 100 KB cost 16 GB). Immutable; made and
+// dropped on the run's own thread only. Its bytes count in `live_bytes`
+// from when it is made until the last window holding it is gone: what
+// the open windows hold, exactly, however they share it.
+class SharedText {
+public:
+    SharedText() = default;
+    // `live_bytes` must outlive every copy (the Merger's counter does).
+    SharedText(std::string text, std::uint64_t* live_bytes)
+        : m_text(std::make_shared<const Counted>(std::move(text), live_bytes)) {}
+    [[nodiscard]] std::string_view view() const {
+        return m_text ? std::string_view(m_text->text) : std::string_view();
+    }
+    operator std::string_view() const { return view(); } // NOLINT: read as text
+    [[nodiscard]] std::size_t size() const { return m_text ? m_text->text.size() : 0; }
+    [[nodiscard]] bool empty() const { return size() == 0; }
+    friend bool operator==(const SharedText& a, const SharedText& b) {
+        return a.view() == b.view();
+    }
+
+private:
+    struct Counted {
+        Counted(std::string bytes, std::uint64_t* live) : text(std::move(bytes)), live_bytes(live) {
+            if (live_bytes) *live_bytes += text.size();
+        }
+        ~Counted() {
+            if (live_bytes) *live_bytes -= text.size();
+        }
+        Counted(const Counted&) = delete;
+        Counted& operator=(const Counted&) = delete;
+        std::string text;
+        std::uint64_t* live_bytes;
+    };
+    std::shared_ptr<const Counted> m_text;
+};
+
+// One aggregate's input value in one member, as a worker read it.
 struct Value {
     bool present = false;
     record::FieldValue::Type type = record::FieldValue::Type::null;
     std::string text; // as record::FieldValue::text (strings unescaped)
+};
+
+// A value a window keeps (first, last, append, distinct): one copy for
+// every window the member joins.
+struct KeptValue {
+    bool present = false;
+    record::FieldValue::Type type = record::FieldValue::Type::null;
+    SharedText text;
 };
 
 // What a run hands the merger for one record of a rule.
@@ -39,7 +85,8 @@ struct Member {
     // Where it was, for the evidence ("file:line").
     const std::string* source = nullptr;
     std::uint64_t line = 0;
-    // One per aggregate of the rule; the merger may move from them.
+    // One per aggregate of the rule; the windows it joins share one copy of
+    // what they keep of them, moved from here.
     Value* values = nullptr;
 };
 
@@ -51,9 +98,9 @@ struct Accumulator {
     double sum = 0;
     std::optional<double> min, max;
     std::string min_text, max_text; // as written, for the output
-    Value first, last;
-    std::vector<Value> items; // append, distinct (distinct: each once)
-    std::string joined;       // concat
+    KeptValue first, last;
+    std::vector<KeptValue> items; // append, distinct (distinct: each once)
+    std::string joined;           // concat
 };
 
 // A window's state while it is open, and what a closed one renders from.
@@ -65,7 +112,7 @@ struct WindowState {
     std::uint64_t opened = 0; // the order windows opened in: ties in close order
     std::uint64_t count = 0;
     Timestamp first_at, last_at;
-    std::string base;                   // the first member's bytes, or the last's
+    SharedText base;                    // the first member's bytes, or the last's
     std::vector<std::string> positions; // "file:line", capped
     std::vector<std::string> held;      // --preview: the members' bytes, capped
     std::vector<Accumulator> accumulators;
@@ -86,6 +133,9 @@ inline constexpr std::size_t k_positions_kept = 100;
 struct MergerOptions {
     Duration max_lateness{0};
     std::uint64_t max_open = 1'000'000;
+    // What the open windows may hold (their bytes as join() counts them;
+    // RSS stays within 2x that + 50 MB, docs/merge.md).
+    std::uint64_t max_open_bytes = 1ULL << 30;
     std::size_t preview_members = 0; // --preview: member bytes kept per window
     std::optional<TimeZone> zone;    // tumbling and sliding windows aligned to this zone's clock
     bool track_changes = false;      // for drain_changes() (with -o)
@@ -142,7 +192,13 @@ private:
 
     WindowState& open_window(const Member& member, const std::string& key, Timestamp start,
                              Timestamp end);
-    void join(WindowState& window, const Member& member);
+    // `bytes`: the member's, shared by the `shares` windows it joins now
+    // (what each counts of it is its part).
+    // `bytes` and `kept` (one per aggregate): the member's, made by the
+    // first window that keeps them and shared by the `shares` windows it
+    // joins now (what each counts of them is its part).
+    void join(WindowState& window, const Member& member, SharedText& bytes,
+              std::vector<KeptValue>& kept, std::size_t shares);
     void mark_dirty(const std::string& key) {
         if (m_options.track_changes) m_dirty.insert(key);
     }
@@ -156,6 +212,7 @@ private:
     const std::string& key_of(std::size_t rule, std::string_view group,
                               std::optional<Timestamp> start);
 
+    std::unique_ptr<std::uint64_t> m_shared_bytes = std::make_unique<std::uint64_t>(0);
     const std::vector<MergeRule>& m_rules;
     MergerOptions m_options;
     OpenWindows m_open;
@@ -166,10 +223,13 @@ private:
     std::optional<Timestamp> m_watermark;
     std::uint64_t m_opened = 0;
     std::size_t m_peak_open = 0;
+    // What the open windows hold: their own bytes, and the texts they
+    // share (m_shared_bytes, declared first so it outlives every window).
     std::uint64_t m_open_bytes = 0, m_peak_bytes = 0;
     std::set<std::string> m_dirty;
     std::vector<std::string> m_removed;
-    std::string m_key; // reused
+    std::string m_key;             // reused
+    std::vector<KeptValue> m_kept; // reused: a member's kept values
 };
 
 } // namespace idem::merge

@@ -212,3 +212,73 @@ TEST_CASE("past --max-open the run stops with an input error that says what to c
     CHECK_THROWS_WITH_AS(feed.add("c", "2026-11-30T08:00:00Z"),
                          doctest::Contains("raise --max-open"), InputError);
 }
+
+TEST_CASE("a member of several sliding windows gives every one of them its values") {
+    std::vector<MergeRule> rules{rule_with(
+        {WindowKind::sliding, std::chrono::minutes(2), std::chrono::minutes(1), Duration(0)},
+        "vs=append(v),ds=distinct(v)")};
+    Merger merger(rules, {});
+    std::vector<std::vector<Value>> values;
+    std::string source = "in";
+    auto add = [&](const char* time, const char* v) {
+        auto& member_values = values.emplace_back(2);
+        for (auto& value : member_values)
+            value = {true, record::FieldValue::Type::string, v};
+        Member member;
+        member.group = "x";
+        member.time = at(time);
+        member.bytes = R"({"g":"x"})";
+        member.source = &source;
+        member.values = member_values.data();
+        CHECK(merger.add(member) == 2);
+    };
+    add("2026-11-30T08:00:30Z", "a");
+    add("2026-11-30T08:00:40Z", "a");
+    add("2026-11-30T08:00:50Z", "b");
+    merger.close_all();
+    auto closed = merger.take_closed();
+    REQUIRE(closed.size() == 2);
+    for (const auto& window : closed) {
+        const auto& appended = window.accumulators[0].items;
+        REQUIRE(appended.size() == 3);
+        CHECK(appended[0].text.view() == "a");
+        CHECK(appended[2].text.view() == "b");
+        const auto& distinct = window.accumulators[1].items;
+        REQUIRE(distinct.size() == 2);
+        CHECK(distinct[1].text.view() == "b");
+    }
+}
+
+TEST_CASE("the windows a member joins share one copy of it, and the byte bound stops the run") {
+    std::vector<MergeRule> rules{rule_with(
+        {WindowKind::sliding, std::chrono::hours(1), std::chrono::minutes(1), Duration(0)},
+        "events=append(.)")};
+    std::string big(100'000, 'x');
+    std::string source = "in";
+    auto feed = [&](Merger& merger, int count) {
+        std::vector<std::vector<Value>> values;
+        for (int i = 0; i < count; ++i) {
+            auto& member_values = values.emplace_back(1);
+            member_values[0] = {true, record::FieldValue::Type::object, big};
+            Member member;
+            member.group = "x";
+            member.time = at("2026-11-30T08:00:00Z") + std::chrono::seconds(i);
+            member.bytes = big;
+            member.source = &source;
+            member.line = static_cast<std::uint64_t>(i + 1);
+            member.values = member_values.data();
+            merger.add(member);
+        }
+    };
+    Merger merger(rules, {});
+    feed(merger, 50); // each in 60 windows
+    // 50 members of 100 KB, each kept once as a value and the first once as
+    // the windows' base: about 5 MB, not 60 times that.
+    CHECK(merger.peak_open_bytes() > 5'000'000);
+    CHECK(merger.peak_open_bytes() < 6'000'000);
+    MergerOptions bounded;
+    bounded.max_open_bytes = 2'000'000;
+    Merger small(rules, bounded);
+    CHECK_THROWS_WITH_AS(feed(small, 50), doctest::Contains("more than --max-open-bytes"),
+                         InputError);
+}
