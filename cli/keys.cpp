@@ -1,16 +1,19 @@
 #include "keys.hpp"
 
 #include "common.hpp"
+#include "idem/crypto/crypto.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/files.hpp"
 #include "idem/util/text.hpp"
 #include "idem/verify/provider_spec.hpp"
 #include "idem/verify/scheme.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
-#include <sstream>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 
 namespace idem::cli {
 
@@ -82,17 +85,32 @@ void add_key_options_as(CLI::App& command, KeyOptions& options, const std::strin
 }
 
 namespace {
+// A file of secrets, one a line: a few dozen bytes each, so 1 MiB is far
+// past any real one.
+constexpr std::uint64_t k_max_secret_file_bytes = 1ULL << 20;
+
 std::string read_secret_file(const std::string& path) {
-    std::ifstream file(path);
-    if (!file) throw UsageError(fmt::format("--secret-file: cannot read {}", quote(path)));
-    std::stringstream contents;
-    contents << file.rdbuf();
-    return contents.str();
+    return read_bounded_file(path, "--secret-file", k_max_secret_file_bytes);
 }
 } // namespace
 
+// A process that holds a secret leaves no core dump (a SIGQUIT or a crash
+// would write the secret to disk) unless IDEM_ALLOW_CORE_DUMPS=1 asks for
+// one: not dumpable (which also keeps other users' ptrace out), and a core
+// size limit of 0.
+void keep_secrets_out_of_core_dumps() {
+    if (const char* allow = std::getenv("IDEM_ALLOW_CORE_DUMPS");
+        allow && std::string_view(allow) == "1")
+        return;
+    (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    struct rlimit none {};
+    (void)::setrlimit(RLIMIT_CORE, &none);
+}
+
 verify::VerifyConfig key_config(const KeyOptions& options) {
     verify::VerifyConfig config;
+    if (!options.secrets.empty() || !options.secret_files.empty() || !options.secret_envs.empty())
+        keep_secrets_out_of_core_dumps();
     config.providers = verify::load_provider_specs(std::vector<std::filesystem::path>(
         options.provider_files.begin(), options.provider_files.end()));
     // Provider names never shadow a built-in scheme (load_provider_specs).
@@ -115,9 +133,10 @@ verify::VerifyConfig key_config(const KeyOptions& options) {
         auto label = reference.label.empty()
                          ? std::filesystem::path(reference.reference).filename().string()
                          : reference.label;
-        for (auto& secret :
-             verify::parse_secret_lines(read_secret_file(reference.reference), label))
+        auto lines = read_secret_file(reference.reference);
+        for (auto& secret : verify::parse_secret_lines(lines, label))
             config.secrets.push_back(std::move(secret));
+        crypto::cleanse(lines);
     }
     for (const auto& text : options.secret_envs) {
         auto reference = verify::parse_labelled_reference(text);

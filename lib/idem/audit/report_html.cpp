@@ -4,6 +4,7 @@
 
 #include "idem/audit/detail/wording.hpp"
 #include "idem/audit/report.hpp"
+#include "idem/crypto/crypto.hpp"
 #include "idem/util/text.hpp"
 #include "idem/util/time.hpp"
 
@@ -148,7 +149,7 @@ std::string group_details(const Findings& findings, const Explanation& group, st
 
 void render_html(GroupShelf& groups, const FindingsSummary& summary, std::string& out,
                  const std::function<void()>& flush) {
-    append_offline_html_head(out, "idem audit", k_style);
+    append_offline_html_head(out, "idem audit", k_style, crypto::csp_hash(k_script));
     out += "<section id=\"summary\"><ul>";
     out += fmt::format("<li><b>{}</b> records, <b>{}</b> group{}, <b>{}</b> duplicates "
                        "({:.1f}%)</li>",

@@ -7,6 +7,7 @@
 
 #include "idem/crypto/crypto.hpp"
 
+#include "idem/util/encoding.hpp"
 #include "idem/util/errors.hpp"
 
 #include <cassert>
@@ -145,6 +146,15 @@ template <typename H> void hash_into(std::string_view message, Digest& digest) {
     digest.size = H::digest_bytes;
 }
 } // namespace
+
+void cleanse(std::string& bytes) {
+    if (!bytes.empty()) OPENSSL_cleanse(bytes.data(), bytes.size());
+    bytes.clear();
+}
+
+std::string csp_hash(std::string_view script) {
+    return "sha256-" + base64_encode(hash(HashAlgorithm::sha256, script).view());
+}
 
 Digest hash(HashAlgorithm algorithm, std::string_view message) {
     // The context functions, not EVP_Digest or SHA256(): in OpenSSL 3 those

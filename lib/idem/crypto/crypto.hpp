@@ -48,6 +48,14 @@ private:
 
 [[nodiscard]] Digest hash(HashAlgorithm algorithm, std::string_view message);
 
+// Overwrites `bytes` (a secret's copy that is done with) in a way the
+// compiler cannot drop, and empties it.
+void cleanse(std::string& bytes);
+
+// A Content-Security-Policy source for one inline script:
+// "sha256-<base64 of SHA-256 of its text>".
+[[nodiscard]] std::string csp_hash(std::string_view script);
+
 // SHA-256 over bytes that arrive in pieces (a response body, say).
 class Sha256Stream {
 public:

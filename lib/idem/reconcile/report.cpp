@@ -1,6 +1,7 @@
 // What `idem reconcile` reports (docs/reconcile.md): the funnel of stages,
 // each hop's losses and latency, duplicates per stage, and examples.
 
+#include "idem/crypto/crypto.hpp"
 #include "idem/reconcile/run.hpp"
 
 #include "idem/util/text.hpp"
@@ -176,7 +177,8 @@ void render_html(const Reconciliation& r, std::string& out) {
         "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1000px;"
         "color:#222}table{border-collapse:collapse;margin:.5em 0}th,td{border-bottom:1px solid "
         "#ddd;padding:.3em .6em;text-align:left}td.n{text-align:right}svg text{font:12px "
-        "system-ui,sans-serif}");
+        "system-ui,sans-serif}",
+        crypto::csp_hash(k_ready_script));
     out += fmt::format("<p><b>{}</b> keys over <b>{}</b> stages.</p><h2>Funnel</h2>", r.keys,
                        r.stages.size());
     std::uint64_t widest = 1;
@@ -247,9 +249,9 @@ void render_html(const Reconciliation& r, std::string& out) {
         }
         out += "</li>";
     }
-    out += "</ul><script>document.documentElement.dataset.ready='1';"
-           "document.documentElement.dataset.resources="
-           "String(performance.getEntriesByType('resource').length);</script></body></html>\n";
+    out += "</ul><script>";
+    out += k_ready_script;
+    out += "</script></body></html>\n";
 }
 
 } // namespace

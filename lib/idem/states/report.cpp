@@ -1,4 +1,5 @@
 #include "idem/states/report.hpp"
+#include "idem/crypto/crypto.hpp"
 
 #include "idem/util/text.hpp"
 
@@ -263,7 +264,8 @@ void render_html(const ReportData& data, std::string& out) {
         "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1000px;"
         "color:#222}table{border-collapse:collapse;margin:.5em 0}th,td{border-bottom:1px solid "
         "#ddd;padding:.3em .6em;text-align:left}td.n{text-align:right}.no{color:#d62728;"
-        "font-weight:600}svg text{font:12px system-ui,sans-serif}");
+        "font-weight:600}svg text{font:12px system-ui,sans-serif}",
+        crypto::csp_hash(k_ready_script));
     std::uint64_t total = 0;
     for (auto count : data.counts)
         total += count;
@@ -301,9 +303,9 @@ void render_html(const ReportData& data, std::string& out) {
             out += "</ol></details>";
         }
     }
-    out += "<script>document.documentElement.dataset.ready='1';"
-           "document.documentElement.dataset.resources="
-           "String(performance.getEntriesByType('resource').length);</script></body></html>\n";
+    out += "<script>";
+    out += k_ready_script;
+    out += "</script></body></html>\n";
 }
 
 } // namespace

@@ -3,8 +3,10 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fmt/format.h>
+#include <iterator>
 
 namespace idem::store {
 
@@ -26,12 +28,51 @@ std::string StoreLocation::describe() const {
     return "?";
 }
 
+std::string redact_store_uri(std::string_view uri) {
+    std::string out(uri);
+    auto scheme = out.find("://");
+    if (scheme != std::string::npos) {
+        auto start = scheme + 3;
+        auto end = out.find_first_of("/?#", start);
+        if (end == std::string::npos) end = out.size();
+        auto at = out.rfind('@', end - 1);
+        if (at != std::string::npos && at >= start) {
+            auto colon = out.find(':', start);
+            auto user_end = colon != std::string::npos && colon < at ? colon : start;
+            auto user = out.substr(start, user_end - start);
+            out.replace(start, at - start, user.empty() ? "***" : user + ":***");
+        }
+    }
+    auto query = out.find('?');
+    if (query == std::string::npos) return out;
+    constexpr std::string_view k_secret_names[] = {"password", "pass",  "pwd",
+                                                   "secret",   "token", "auth"};
+    std::string redacted = out.substr(0, query + 1);
+    std::string_view rest = std::string_view(out).substr(query + 1);
+    bool first = true;
+    for (auto parameter : split(rest, '&')) {
+        if (!first) redacted += '&';
+        first = false;
+        auto equals = parameter.find('=');
+        auto name = to_lower(parameter.substr(0, equals));
+        bool secret = std::find(std::begin(k_secret_names), std::end(k_secret_names), name) !=
+                      std::end(k_secret_names);
+        if (secret && equals != std::string_view::npos) {
+            redacted += parameter.substr(0, equals + 1);
+            redacted += "***";
+        } else {
+            redacted += parameter;
+        }
+    }
+    return redacted;
+}
+
 namespace {
 int parse_int(std::string_view text, std::string_view uri, std::string_view what) {
     int value = 0;
     auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (error != std::errc{} || end != text.data() + text.size() || value < 0)
-        throw UsageError(fmt::format("invalid {} in store {}", what, quote(uri)));
+        throw UsageError(fmt::format("invalid {} in store {}", what, quote(redact_store_uri(uri))));
     return value;
 }
 } // namespace
@@ -44,7 +85,7 @@ StoreLocation parse_store_uri(std::string_view uri) {
     if (uri.starts_with('-'))
         throw UsageError(fmt::format("--store {} looks like a flag, not a store: give a file path "
                                      "(./{} if you mean it), :memory: or redis://host:port",
-                                     quote(uri), std::string(uri)));
+                                     quote(redact_store_uri(uri)), redact_store_uri(uri)));
     if (uri == ":memory:") {
         location.kind = StoreKind::memory;
         return location;
@@ -71,14 +112,15 @@ StoreLocation parse_store_uri(std::string_view uri) {
             if (colon != std::string_view::npos)
                 endpoint.second = parse_int(seed.substr(colon + 1), uri, "port");
             if (endpoint.first.empty())
-                throw UsageError(fmt::format("store {} names no host", quote(uri)));
+                throw UsageError(
+                    fmt::format("store {} names no host", quote(redact_store_uri(uri))));
             if (endpoint.second < 1 || endpoint.second > 65535)
-                throw UsageError(fmt::format("store {}: port {} is not 1 to 65535", quote(uri),
-                                             endpoint.second));
+                throw UsageError(fmt::format("store {}: port {} is not 1 to 65535",
+                                             quote(redact_store_uri(uri)), endpoint.second));
             location.seeds.push_back(std::move(endpoint));
         }
         if (location.seeds.empty())
-            throw UsageError(fmt::format("store {} names no host", quote(uri)));
+            throw UsageError(fmt::format("store {} names no host", quote(redact_store_uri(uri))));
         location.host = location.seeds.front().first;
         location.port = location.seeds.front().second;
         return location;
@@ -87,7 +129,7 @@ StoreLocation parse_store_uri(std::string_view uri) {
     if (uri.find("://") != std::string_view::npos)
         throw UsageError(fmt::format("unknown store {}: use a file path, sqlite:PATH, :memory: or "
                                      "redis://host:port[/db]",
-                                     quote(uri)));
+                                     quote(redact_store_uri(uri))));
     location.path = std::string(uri);
     return location;
 }

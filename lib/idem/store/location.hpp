@@ -42,6 +42,12 @@ struct StoreLocation {
 inline constexpr std::uint64_t k_fingerprint_store_cache_bytes = 32ULL << 20;
 
 // Throws UsageError for a URI that names no store.
+// `uri` fit for a message, a summary or a metrics label: a user-info
+// part's password ("redis://default:***@host:6379") and the value of a
+// password-like query parameter (password, pass, pwd, secret, token,
+// auth) replaced by ***. Every message that echoes a store URI uses it.
+[[nodiscard]] std::string redact_store_uri(std::string_view uri);
+
 [[nodiscard]] StoreLocation parse_store_uri(std::string_view uri);
 
 // The password (and ACL user, may be empty) for every Redis connection this

@@ -110,10 +110,13 @@ std::string_view trim(std::string_view text) {
     return text;
 }
 
-void append_offline_html_head(std::string& out, std::string_view title, std::string_view style) {
+void append_offline_html_head(std::string& out, std::string_view title, std::string_view style,
+                              std::string_view script_hash) {
     out += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-           "style-src 'unsafe-inline'; script-src 'unsafe-inline'\"><title>";
+           "style-src 'unsafe-inline'; script-src '";
+    out += script_hash;
+    out += "'\"><title>";
     out += title;
     out += "</title><style>";
     out += style;

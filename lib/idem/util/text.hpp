@@ -31,11 +31,20 @@ namespace idem {
 // Text for HTML, in an element or an attribute: & < > " ' escaped.
 [[nodiscard]] std::string html_escape(std::string_view text);
 
+// The script states' and reconcile's pages end with: marks the page ready
+// and counts what it loaded (tests read both from the rendered DOM).
+inline constexpr std::string_view k_ready_script =
+    "document.documentElement.dataset.ready='1';document.documentElement.dataset.resources="
+    "String(performance.getEntriesByType('resource').length);";
+
 // The start of a report page that loads nothing from anywhere (audit,
 // states, reconcile), up to its <h1>: a Content-Security-Policy that allows
-// only the page's own inline style and script, `title` as the title and
-// heading, `style` as its CSS.
-void append_offline_html_head(std::string& out, std::string_view title, std::string_view style);
+// the page's own inline style and only the one script whose hash is
+// `script_hash` ("sha256-<base64>", crypto::csp_hash), so a script a
+// value smuggled in never runs even if escaping failed; `title` as the
+// title and heading, `style` as its CSS.
+void append_offline_html_head(std::string& out, std::string_view title, std::string_view style,
+                              std::string_view script_hash);
 
 // An integer in decimal, appended in place: for text written per record,
 // where fmt::format would make a string each time.
