@@ -2,6 +2,7 @@
 # both install what is missing first.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS       ?= $(shell nproc)
 IDEM       := $(BUILD)/idem
 
@@ -23,7 +24,7 @@ PREFIX     ?= /usr/local
 # the sanitizer build's ~10%. DEBUG_INFO=-g for a debugging session.
 DEBUG_INFO ?= -g1
 
-.PHONY: all deps build test demo bench asan format format-check clean install uninstall package
+.PHONY: all deps build test demo bench asan tsan format format-check clean install uninstall package
 
 all: build
 
@@ -82,6 +83,18 @@ asan: deps
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
+# ThreadSanitizer over what runs threads: the unit tests (workers, the
+# block pipeline, the store's log thread) and the suites whose commands
+# judge on worker threads or serve on handler threads. -O1 and only the
+# binary and the unit tests keep its build short.
+TSAN_SUITES := ^(unit|e2e_(dedup|listen|merge|reorder|states))$$
+tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDEM_TSAN=ON \
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 $(DEBUG_INFO)"
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target idem idem_unit_tests
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  ctest --output-on-failure -j $(JOBS) -R '$(TSAN_SUITES)'
+
 format:
 	clang-format -i $$(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp')
 
@@ -89,4 +102,4 @@ format-check:
 	clang-format --dry-run --Werror $$(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -460,7 +460,8 @@ class MergeMemoryIsBounded(unittest.TestCase):
             # The bound docs/merge.md states: the open windows twice, 50 MB,
             # and the merged record being written (here each holds every event).
             largest = max(len(line) for line in timed.stdout.splitlines())
-            self.assertLess(rss, 2 * summary["peak_open_bytes"] + 50 * 2 ** 20 + 2 * largest)
+            if os.environ.get("IDEM_SANITIZED") != "1":  # a sanitizer's shadow memory is not merge's
+                self.assertLess(rss, 2 * summary["peak_open_bytes"] + 50 * 2 ** 20 + 2 * largest)
             self.assertGreaterEqual(summary["out"], 60)  # every window of the hour and the five minutes
 
     def test_past_max_open_bytes_the_run_stops_with_exit_3_and_says_why(self):
