@@ -73,6 +73,78 @@ class SecretsStayInTheProcess(unittest.TestCase):
                     os.environ["IDEM_ALLOW_CORE_DUMPS"] = env_before
 
 
+HOSTILE = "a\x1b[2J\x1b]52;c;SGVsbG8=\x07\u009b31m\u202eevil\u2066\u200b\x7f\nFORGED line\r"
+BIDI_AND_C1 = re.compile("[\u0080-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def assert_terminal_safe(test, text):
+    """No control byte but the report's own newlines, no C1, bidi or
+    invisible character, and no line a value started."""
+    for ch in text:
+        test.assertFalse(ord(ch) < 0x20 and ch != "\n", repr(ch))
+        test.assertNotEqual(ch, "\x7f")
+    test.assertIsNone(BIDI_AND_C1.search(text))
+    for line in text.splitlines():
+        test.assertFalse(line.startswith("FORGED"), line)
+
+
+def run_on_terminal(args):
+    """idem with stdout on a pseudo-terminal (where merge --preview shows
+    its table); returns (exit code, what it printed, stderr)."""
+    import pty
+    import subprocess
+    from harness import IDEM
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([IDEM] + args, stdout=follower, stderr=subprocess.PIPE)
+    os.close(follower)
+    printed = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        printed += chunk
+    os.close(leader)
+    err = process.communicate(timeout=60)[1].decode("utf-8", "replace")
+    return process.returncode, printed.replace(b"\r\n", b"\n"), err
+
+
+class TextReportsEscapeLogValues(unittest.TestCase):
+    """Every table report of every command, fed one hostile value as
+    entity, state, key, group and source."""
+
+    def test_no_value_drives_the_terminal_or_forges_a_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            log = os.path.join(tmp, "hostile.ndjson")
+            records = [{"id": HOSTILE, "status": "pending", "g": HOSTILE, "ts": "2026-11-30T08:00:00Z"},
+                       {"id": HOSTILE, "status": HOSTILE, "g": HOSTILE, "ts": "2026-11-30T08:00:01Z"},
+                       {"id": HOSTILE, "status": "pending", "g": HOSTILE, "ts": "2026-11-30T08:00:02Z"}]
+            with open(log, "wb") as f:
+                f.write(ndjson(records))
+            other = os.path.join(tmp, "other.ndjson")
+            with open(other, "wb") as f:
+                f.write(ndjson([{"id": "x", "g": HOSTILE}]))
+            cases = {
+                "audit": ["audit", "--key", "id", log],
+                "states": ["states", "--entity", "id", "--state", "status", "--allow", "pending>paid",
+                           "--report", "table", "--store", ":memory:", log],
+                "reconcile": ["reconcile", "--stage", f"a={log}", "--stage", f"b={other}", "--key", "id",
+                              "--by", "g"],
+                "merge --preview": ["merge", "--group", "g", "--window", "5m", "--time-field", "ts",
+                                    "--action", "merge_content", "--preview", log],
+            }
+            for name, args in cases.items():
+                with self.subTest(report=name):
+                    code, out, err = (run_on_terminal if name == "merge --preview" else run)(args)
+                    self.assertIn(code, (0, 1), err)
+                    text = out.decode("utf-8")
+                    self.assertTrue(text.strip(), name)
+                    assert_terminal_safe(self, text)
+                    assert_terminal_safe(self, err)
+
+
 def inline_scripts(html):
     return re.findall(r"<script>(.*?)</script>", html, re.S)
 

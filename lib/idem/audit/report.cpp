@@ -197,9 +197,16 @@ void render_groups(GroupShelf& groups, ReportOut& report, std::size_t threads,
         report.append(done->output);
 }
 
-std::string fit(std::string line, std::size_t width = 80) {
+// One line of the table report: its values escaped (terminal_text: no
+// control byte, C1 or bidi character from a log reaches the terminal, and
+// no value breaks the line), then cut to `width` on a UTF-8 boundary.
+std::string fit(std::string_view raw, std::size_t width = 80) {
+    auto line = terminal_text(raw);
     if (line.size() <= width) return line;
-    line.resize(width - 3);
+    auto cut = width - 3;
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xc0) == 0x80)
+        --cut; // not inside a character
+    line.resize(cut);
     return line + "...";
 }
 

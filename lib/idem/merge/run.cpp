@@ -572,13 +572,14 @@ private:
         ++m_previewed;
         auto merged = m_renderer.render(window, rule);
         if (m_options.preview_format == PreviewFormat::table) {
-            m_output->write(describe_window(window, rule) + "\n");
+            // A table for a person: every value through terminal_text.
+            m_output->write(terminal_text(describe_window(window, rule)) + "\n");
             for (const auto& member : window.held)
-                m_output->write("    " + member + "\n");
+                m_output->write("    " + terminal_text(member) + "\n");
             if (window.count > window.held.size())
                 m_output->write(
                     fmt::format("    ... {} more\n", window.count - window.held.size()));
-            m_output->write("  => " + merged + "\n\n");
+            m_output->write("  => " + terminal_text(merged) + "\n\n");
             return;
         }
         Json line;

@@ -125,11 +125,11 @@ void render_text(const Reconciliation& r, std::string& out, bool markdown) {
                         : "\nmissing spans per service\n";
         for (const auto& service : r.services)
             out += markdown
-                       ? fmt::format("| {} | {} | {} | {:.3f}% |\n", service.service,
+                       ? fmt::format("| {} | {} | {} | {:.3f}% |\n", terminal_text(service.service),
                                      service.expected, service.missing, service.missing_ratio * 100)
                        : fmt::format("  {:<24} {} of {} traces lack its span ({:.3f}%)\n",
-                                     service.service, service.missing, service.expected,
-                                     service.missing_ratio * 100);
+                                     terminal_text(service.service), service.missing,
+                                     service.expected, service.missing_ratio * 100);
     }
     for (const auto& hop : r.hops) {
         if (hop.by_group.empty()) continue;
@@ -137,10 +137,14 @@ void render_text(const Reconciliation& r, std::string& out, bool markdown) {
                                       "|---|---|---|\n",
                                       hop.from, hop.to)
                         : fmt::format("\nlost {} -> {}, by group\n", hop.from, hop.to);
-        for (const auto& group : hop.by_group)
-            out += markdown ? fmt::format("| {} | {} | {} |\n", group.name, group.keys, group.lost)
-                            : fmt::format("  {:<24} {:>8} of {:>8} keys\n", group.name, group.lost,
+        // Values from the logs (--by groups, keys, services) pass through
+        // terminal_text: no control, C1 or bidi character, no line break.
+        for (const auto& group : hop.by_group) {
+            auto name = terminal_text(group.name);
+            out += markdown ? fmt::format("| {} | {} | {} |\n", name, group.keys, group.lost)
+                            : fmt::format("  {:<24} {:>8} of {:>8} keys\n", name, group.lost,
                                           group.keys);
+        }
     }
     for (const auto& hop : r.hops) {
         if (hop.lost_by_hour.empty()) continue;
@@ -162,9 +166,11 @@ void render_text(const Reconciliation& r, std::string& out, bool markdown) {
         auto name = finding_name(static_cast<Finding>(i));
         out += markdown ? fmt::format("\n## {} ({})\n\n", name, r.counts[i])
                         : fmt::format("\n{} ({}), for example\n", name, r.counts[i]);
-        for (const auto& example : r.examples[i])
-            out += markdown ? fmt::format("- `{}`: {}\n", example.key, example.detail)
-                            : fmt::format("  {}: {}\n", example.key, example.detail);
+        for (const auto& example : r.examples[i]) {
+            auto key = terminal_text(example.key), detail = terminal_text(example.detail);
+            out += markdown ? fmt::format("- `{}`: {}\n", key, detail)
+                            : fmt::format("  {}: {}\n", key, detail);
+        }
     }
 }
 

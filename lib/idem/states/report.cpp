@@ -228,29 +228,37 @@ void render_text(const ReportData& data, std::string& out, bool markdown) {
     }
     out += markdown ? "\n## Transitions\n\n| from | to | seen | allowed |\n|---|---|---|---|\n"
                     : "\ntransitions (seen / allowed)\n";
-    for (const auto& edge : edges_of(data))
-        out += markdown ? fmt::format("| {} | {} | {} | {} |\n", edge.from, edge.to, edge.seen,
+    // Every value from the log passes through terminal_text: no control,
+    // C1 or bidi character reaches the terminal, and none breaks a line.
+    for (const auto& edge : edges_of(data)) {
+        auto from = terminal_text(edge.from), to = terminal_text(edge.to);
+        out += markdown ? fmt::format("| {} | {} | {} | {} |\n", from, to, edge.seen,
                                       edge.allowed ? "yes" : "**no**")
-                        : fmt::format("  {:<16} -> {:<16} {:>8}  {}\n", edge.from, edge.to,
-                                      edge.seen, edge.allowed ? "" : "NOT ALLOWED");
+                        : fmt::format("  {:<16} -> {:<16} {:>8}  {}\n", from, to, edge.seen,
+                                      edge.allowed ? "" : "NOT ALLOWED");
+    }
     if (data.worst.empty()) return;
     out += markdown ? "\n## Worst entities\n" : "\nworst entities\n";
-    for (const auto& entity : data.worst) {
+    for (const auto& worst : data.worst) {
+        auto entity = worst;
+        entity.entity = terminal_text(worst.entity);
+        entity.state = terminal_text(worst.state);
         out += markdown
                    ? fmt::format("\n### {} ({} finding{}, now {})\n\n", entity.entity,
                                  entity.findings, entity.findings == 1 ? "" : "s", entity.state)
                    : fmt::format("\n  {}: {} finding{}, now {}\n", entity.entity, entity.findings,
                                  entity.findings == 1 ? "" : "s", entity.state);
         for (const auto& e : entity.evidence) {
-            auto from = e.from.empty() ? std::string("-") : e.from;
-            auto to = e.to.empty() ? std::string("-") : e.to;
-            auto at = e.position.empty() ? std::string("-") : e.position;
+            auto from = e.from.empty() ? std::string("-") : terminal_text(e.from);
+            auto to = e.to.empty() ? std::string("-") : terminal_text(e.to);
+            auto at = e.position.empty() ? std::string("-") : terminal_text(e.position);
+            auto detail = terminal_text(e.detail);
             if (markdown)
                 out += fmt::format("- `{}` {} → {} at {}: {}\n", finding_name(e.finding), from, to,
-                                   at, e.detail);
+                                   at, detail);
             else
                 out += fmt::format("    {:<17} {} -> {} at {}: {}\n", finding_name(e.finding), from,
-                                   to, at, e.detail);
+                                   to, at, detail);
         }
         if (entity.evidence_more > 0)
             out += markdown ? fmt::format("- and {} more\n", entity.evidence_more)

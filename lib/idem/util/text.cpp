@@ -60,23 +60,60 @@ std::size_t utf8_sequence_length(std::string_view text) {
     return length;
 }
 
-std::string escape_for_terminal(std::string_view text) {
+namespace {
+
+// The code point of a valid UTF-8 sequence of `length` bytes.
+char32_t code_point_of(std::string_view sequence, std::size_t length) {
+    auto byte = [&](std::size_t i) {
+        return static_cast<char32_t>(static_cast<unsigned char>(sequence[i]));
+    };
+    if (length == 2) return ((byte(0) & 0x1f) << 6) | (byte(1) & 0x3f);
+    if (length == 3) return ((byte(0) & 0x0f) << 12) | ((byte(1) & 0x3f) << 6) | (byte(2) & 0x3f);
+    return ((byte(0) & 0x07) << 18) | ((byte(1) & 0x3f) << 12) | ((byte(2) & 0x3f) << 6) |
+           (byte(3) & 0x3f);
+}
+
+// C1 controls, and characters that reorder or hide text on a terminal.
+bool is_hidden_control(char32_t c) {
+    return (c >= 0x80 && c <= 0x9f) || c == 0x061c || (c >= 0x200b && c <= 0x200f) ||
+           (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) || c == 0xfeff;
+}
+
+enum class KeepLineBreaks { yes, no };
+
+std::string escape_controls(std::string_view text, KeepLineBreaks keep) {
     std::string out;
     out.reserve(text.size());
     while (!text.empty()) {
         auto first = static_cast<unsigned char>(text.front());
         auto length = utf8_sequence_length(text);
-        if (first == '\n' || first == '\t' || (length == 1 && first >= 0x20 && first != 0x7f) ||
-            length > 1) {
-            auto take = std::max<std::size_t>(length, 1);
-            out.append(text.substr(0, take));
-            text.remove_prefix(take);
+        if (length > 1) {
+            auto c = code_point_of(text, length);
+            if (is_hidden_control(c))
+                out += fmt::format("\\u{{{:04X}}}", static_cast<std::uint32_t>(c));
+            else
+                out.append(text.substr(0, length));
+            text.remove_prefix(length);
             continue;
         }
-        out += fmt::format("\\x{:02x}", first);
+        bool kept_break = keep == KeepLineBreaks::yes && (first == '\n' || first == '\t');
+        if (kept_break || (length == 1 && first >= 0x20 && first != 0x7f))
+            out += static_cast<char>(first);
+        else
+            out += fmt::format("\\x{:02x}", first);
         text.remove_prefix(1);
     }
     return out;
+}
+
+} // namespace
+
+std::string escape_for_terminal(std::string_view text) {
+    return escape_controls(text, KeepLineBreaks::yes);
+}
+
+std::string terminal_text(std::string_view text) {
+    return escape_controls(text, KeepLineBreaks::no);
 }
 
 namespace {

@@ -15,10 +15,20 @@ namespace idem {
 [[nodiscard]] std::string quote(std::string_view value, std::size_t max_chars = 120);
 
 // A message made safe for a terminal: control bytes (but the message's own
-// newlines), DEL and bytes that are not valid UTF-8 become \xNN; valid
-// UTF-8 is kept. For text that may hold input or user values (an
-// exception's message) on its way to stderr.
+// newlines and tabs), DEL and bytes that are not valid UTF-8 become \xNN,
+// C1 controls and the bidi and invisible formatting characters \u{XXXX}
+// (see terminal_text); other UTF-8 is kept. For text that may hold input
+// or user values (an exception's message) on its way to stderr.
 [[nodiscard]] std::string escape_for_terminal(std::string_view text);
+
+// A value from a log made safe as part of one line of a text report (the
+// terminal medium): every byte below 0x20 (newline, CR and tab too, so a
+// value never starts a line of its own), DEL and bytes that are not UTF-8
+// become \xNN; C1 controls (U+0080-U+009F: U+009B is a one-byte CSI) and
+// the bidi and invisible formatting characters (U+061C, U+200B-U+200F,
+// U+202A-U+202E, U+2066-U+2069, U+FEFF) become \u{XXXX}. Every text
+// report line that holds a value passes through it.
+[[nodiscard]] std::string terminal_text(std::string_view text);
 
 // The length of the valid UTF-8 sequence at the start of `text`, or 0 when
 // it does not start with one.

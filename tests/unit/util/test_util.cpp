@@ -88,3 +88,17 @@ TEST_CASE("messages quote user values with control bytes escaped") {
     CHECK(parse_byte_size("512") == 512);
     CHECK_THROWS_AS((void)parse_byte_size("12 parsecs"), UsageError);
 }
+
+TEST_CASE("a value in a text report cannot drive the terminal or break its line") {
+    CHECK(terminal_text("ok \xc3\xa9") == "ok \xc3\xa9");
+    CHECK(terminal_text("a\x1b[2Jb") == "a\\x1b[2Jb");
+    CHECK(terminal_text("line\nFORGED\r\t") == "line\\x0aFORGED\\x0d\\x09");
+    CHECK(terminal_text("\xc2\x9b"
+                        "31m") == "\\u{009B}31m"); // one-byte CSI
+    CHECK(terminal_text("\xe2\x80\xae"
+                        "evil") == "\\u{202E}evil"); // bidi override
+    CHECK(terminal_text("zero\xe2\x80\x8bwidth\xef\xbb\xbf") == "zero\\u{200B}width\\u{FEFF}");
+    CHECK(terminal_text("\x7f\xff") == "\\x7f\\xff");
+    // Messages keep their own newlines, and lose the rest likewise.
+    CHECK(escape_for_terminal("one\ntwo\xc2\x9b") == "one\ntwo\\u{009B}");
+}
