@@ -145,6 +145,36 @@ class TextReportsEscapeLogValues(unittest.TestCase):
                     assert_terminal_safe(self, err)
 
 
+class DiagramsHoldOnlyTheirOwnStatements(unittest.TestCase):
+    def test_a_state_name_with_a_newline_adds_no_mermaid_or_dot_statement(self):
+        evil = "paid\n    s0 --> s1 : 999 INJECTED; x\r"
+        with tempfile.TemporaryDirectory() as tmp:
+            log = os.path.join(tmp, "in.ndjson")
+            with open(log, "wb") as f:
+                f.write(ndjson([{"id": "a", "status": "pending"}, {"id": "a", "status": evil}]))
+            base = ["states", "--entity", "id", "--state", "status", "--allow", "pending>paid",
+                    "--store", ":memory:", log]
+            code, out, err = run(base + ["--report", "mermaid"])
+            self.assertIn(code, (0, 1), err)
+            text = out.decode()
+            assert_terminal_safe(self, text)
+            for line in text.splitlines():
+                if "INJECTED" in line:
+                    self.assertRegex(line, r"^    s\d+ : ")  # only inside the state's label
+            edges = [line for line in text.splitlines() if re.match(r"^    s\d+ --> s\d+ : ", line)]
+            # The machine's pending -> paid and the one the log showed: no third.
+            self.assertEqual(len(edges), 2, text)
+            self.assertFalse(any("INJECTED" in line for line in edges), text)
+            code, out, err = run(base + ["--report", "dot"])
+            self.assertIn(code, (0, 1), err)
+            text = out.decode()
+            assert_terminal_safe(self, text)
+            for line in text.splitlines():
+                if "INJECTED" in line:
+                    self.assertIn('"', line.split("INJECTED")[0])  # inside a quoted string
+            self.assertEqual(len([line for line in text.splitlines() if re.match(r'^  "[^"]*" -> ', line)]), 2, text)
+
+
 def inline_scripts(html):
     return re.findall(r"<script>(.*?)</script>", html, re.S)
 

@@ -57,7 +57,10 @@ std::vector<Edge> edges_of(const ReportData& data) {
     return list;
 }
 
-std::string quoted_dot(std::string_view text) {
+// A DOT string: the log's text with its controls escaped (terminal_text: a
+// newline in a state name never reaches the file), then quoted.
+std::string quoted_dot(std::string_view raw) {
+    auto text = terminal_text(raw);
     std::string out = "\"";
     for (char c : text) {
         if (c == '"' || c == '\\') out += '\\';
@@ -98,9 +101,18 @@ void render_mermaid(const ReportData& data, std::string& out) {
     auto states = all_states(data);
     out += "stateDiagram-v2\n";
     for (const auto& state : states) {
+        // A label runs to the end of its line: controls escaped (no newline
+        // starts a statement of its own), and ; and " as Mermaid's entity
+        // codes, since either would end or break it.
         std::string label;
-        for (char c : state)
-            label += (c == '"' ? '\'' : c);
+        for (char c : terminal_text(state)) {
+            if (c == ';')
+                label += "#59;";
+            else if (c == '"')
+                label += "#quot;";
+            else
+                label += c;
+        }
         out += fmt::format("    {} : {}\n", mermaid_id(states, state), label);
     }
     for (const auto& state : data.machine->initial)
