@@ -121,7 +121,7 @@ std::string text_of(const Json& value) {
 
 Json value_to_json(const KeptValue& value) {
     if (!value.present) return nullptr;
-    return Json::array({static_cast<int>(value.type), bytes_of(value.text)});
+    return Json::array({static_cast<int>(value.type), bytes_of(value.text.view())});
 }
 
 KeptValue value_from_json(const Json& json, std::uint64_t* live_bytes) {
@@ -173,10 +173,11 @@ std::string serialize(const WindowState& window) {
     Json held = Json::array();
     for (const auto& bytes : window.held)
         held.push_back(bytes_of(bytes));
-    Json json = Json::array({window.rule, bytes_of(window.group), micros(window.start),
-                             micros(window.end), window.part, window.opened, window.count,
-                             micros(window.first_at), micros(window.last_at), bytes_of(window.base),
-                             positions, held, accumulators, window.kept_bytes, window.bytes});
+    Json json =
+        Json::array({window.rule, bytes_of(window.group), micros(window.start), micros(window.end),
+                     window.part, window.opened, window.count, micros(window.first_at),
+                     micros(window.last_at), bytes_of(window.base.view()), positions, held,
+                     accumulators, window.kept_bytes, window.bytes});
     auto cbor = Json::to_cbor(json);
     return std::string(cbor.begin(), cbor.end());
 }
@@ -394,8 +395,8 @@ std::size_t Merger::add(const Member& member, std::vector<std::string>* ids) {
         if (still_open(start)) ++shares;
     shares = std::max<std::size_t>(shares, 1);
     for (auto start = first_start; start > member.time - size; start -= every) {
+        if (!still_open(start)) continue; // that window has closed
         auto end = start + size;
-        if (m_watermark && end <= *m_watermark) continue; // that window has closed
         const auto& key = key_of(member.rule, member.group, start);
         auto found = m_open.find(std::string_view(key));
         if (found == m_open.end()) {

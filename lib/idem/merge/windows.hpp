@@ -38,7 +38,6 @@ public:
     [[nodiscard]] std::string_view view() const {
         return m_text ? std::string_view(m_text->text) : std::string_view();
     }
-    operator std::string_view() const { return view(); } // NOLINT: read as text
     [[nodiscard]] std::size_t size() const { return m_text ? m_text->text.size() : 0; }
     [[nodiscard]] bool empty() const { return size() == 0; }
     friend bool operator==(const SharedText& a, const SharedText& b) {

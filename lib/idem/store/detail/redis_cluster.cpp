@@ -161,6 +161,13 @@ static bool cluster_busy(const redisReply* reply) {
     return error_starts(reply, "TRYAGAIN") || error_starts(reply, "CLUSTERDOWN");
 }
 
+// Sent right after a node's writes, in the same piece: WAIT answers once a
+// replica has every write this connection made, or after k_replica_wait_ms.
+static const Arguments& replica_wait() {
+    static const Arguments k_wait{"WAIT", "1", std::to_string(k_replica_wait_ms)};
+    return k_wait;
+}
+
 struct RedisRouter::Impl {
     std::vector<RedisEndpoint> seeds;
     int database = 0;
@@ -319,7 +326,7 @@ struct RedisRouter::Impl {
                     : answer->type == REDIS_REPLY_INTEGER
                         ? fmt::format("none within {} ms", k_replica_wait_ms * asked)
                         : fmt::format("WAIT answered {}", text_of(answer.get()))));
-            append(node, {"WAIT", "1", std::to_string(k_replica_wait_ms)});
+            append(node, replica_wait());
             answer = read(node);
         }
     }
@@ -555,13 +562,6 @@ Reply RedisRouter::command(const Arguments& arguments, std::string_view key, Ret
 std::vector<Reply> RedisRouter::pipeline(const std::vector<RoutedCommand>& commands, Retry retry,
                                          ErrorReplies errors, Replicas replicas) {
     return m_impl->retrying(retry, [&] { return pipeline_once(commands, errors, replicas); });
-}
-
-// Sent right after a node's writes, in the same piece: WAIT answers once a
-// replica has every write this connection made, or after k_replica_wait_ms.
-static const Arguments& replica_wait() {
-    static const Arguments k_wait{"WAIT", "1", std::to_string(k_replica_wait_ms)};
-    return k_wait;
 }
 
 std::vector<Reply> RedisRouter::pipeline_once(const std::vector<RoutedCommand>& commands,
