@@ -148,7 +148,9 @@ template <typename H> void hash_into(std::string_view message, Digest& digest) {
 } // namespace
 
 void cleanse(std::string& bytes) {
-    if (!bytes.empty()) OPENSSL_cleanse(bytes.data(), bytes.size());
+    // The whole buffer, not only size(): a string's short buffer keeps the
+    // bytes a move or a shorter assignment left behind.
+    OPENSSL_cleanse(bytes.data(), bytes.capacity());
     bytes.clear();
 }
 

@@ -48,8 +48,8 @@ private:
 
 [[nodiscard]] Digest hash(HashAlgorithm algorithm, std::string_view message);
 
-// Overwrites `bytes` (a secret's copy that is done with) in a way the
-// compiler cannot drop, and empties it.
+// Overwrites `bytes` (a secret's copy that is done with), its whole buffer,
+// in a way the compiler cannot drop, and empties it.
 void cleanse(std::string& bytes);
 
 // A Content-Security-Policy source for one inline script:

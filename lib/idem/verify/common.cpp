@@ -48,8 +48,11 @@ const std::vector<PreparedKey>& KeyRing::hmac(KeyDerivation derivation,
             fmt::format("scheme {} needs a secret: pass --secret, --secret-file or --secret-env",
                         scheme_name(scheme)));
     std::vector<PreparedKey> keys;
-    for (const auto& secret : m_config.secrets)
-        keys.push_back({secret.label, crypto::HmacKey(algorithm, derive_key(secret, derivation))});
+    for (const auto& secret : m_config.secrets) {
+        auto key = derive_key(secret, derivation);
+        keys.push_back({secret.label, crypto::HmacKey(algorithm, key)});
+        crypto::cleanse(key); // the HMAC states hold it from here
+    }
     return m_hmac.emplace(slot, std::move(keys)).first->second;
 }
 

@@ -20,6 +20,9 @@ struct Secret {
     // ":LINE" when it holds several, for --secret-file.
     std::string label;
     std::string value; // the bytes as given: never split, trimmed or reinterpreted
+    // Every copy's bytes are wiped when it goes (crypto::cleanse), so no
+    // freed buffer holds a secret a core dump or a later allocation shows.
+    ~Secret() { crypto::cleanse(value); }
 };
 
 struct PublicKey {

@@ -76,13 +76,22 @@ std::optional<std::string> whsec_bytes(std::string_view encoded) {
 }
 } // namespace
 
+namespace {
+// The decoded key, its buffer wiped where it was.
+std::string take_key(std::string& decoded) {
+    std::string key = std::move(decoded);
+    crypto::cleanse(decoded);
+    return key;
+}
+} // namespace
+
 std::string standard_webhooks_key(const Secret& secret) {
     auto decoded = whsec_bytes(secret.value);
     if (!decoded)
         throw UsageError(fmt::format("secret {} is not a Standard Webhooks secret: expected whsec_ "
                                      "followed by base64",
                                      secret.label));
-    return *decoded;
+    return take_key(*decoded);
 }
 
 std::string base64_key(const Secret& secret) {
@@ -91,7 +100,7 @@ std::string base64_key(const Secret& secret) {
         throw UsageError(fmt::format(
             "secret {} is not base64: this provider's key is the bytes its secret spells in base64",
             secret.label));
-    return *decoded;
+    return take_key(*decoded);
 }
 
 std::string hex_key(const Secret& secret) {
@@ -100,7 +109,7 @@ std::string hex_key(const Secret& secret) {
         throw UsageError(fmt::format(
             "secret {} is not hex: this provider's key is the bytes its secret spells in hex",
             secret.label));
-    return *decoded;
+    return take_key(*decoded);
 }
 
 PublicKey parse_public_key(std::string_view text, std::size_t position) {

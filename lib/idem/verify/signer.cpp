@@ -91,7 +91,9 @@ Signer::Signer(const VerifyConfig& config) : m_impl(std::make_unique<Impl>(confi
                       : impl.scheme == Scheme::provider
                           ? detail::key_derivation(config.providers.at(config.provider))
                           : detail::KeyDerivation::raw;
-    impl.hmac_key.emplace(signing_algorithm(config), detail::derive_key(secret, derivation));
+    auto key = detail::derive_key(secret, derivation);
+    impl.hmac_key.emplace(signing_algorithm(config), key);
+    crypto::cleanse(key); // the HMAC states hold it from here
 }
 
 Signer::~Signer() = default;

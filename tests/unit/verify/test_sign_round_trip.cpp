@@ -6,6 +6,7 @@
 #include "idem/verify/verifier.hpp"
 
 #include <doctest/doctest.h>
+#include <new>
 
 using namespace idem;
 using namespace idem::verify;
@@ -281,4 +282,21 @@ TEST_CASE(
                 future.reason ==
                 "timestamp 2023-11-14T22:13:20.000Z is 10m in the future, beyond the 5m tolerance");
     }
+}
+
+TEST_CASE("a secret's bytes are wiped when its copy goes") {
+    // A short secret lives in the string's own buffer, inside the object:
+    // after the destructor, the object's storage holds none of its bytes.
+    const std::string marker = "S3CRETMARK";
+    alignas(verify::Secret) unsigned char storage[sizeof(verify::Secret)];
+    auto* secret = new (storage) verify::Secret{"#1", marker};
+    std::string moved = std::move(secret->value); // a move leaves its bytes behind
+    secret->value = "short";
+    secret->~Secret();
+    std::string_view bytes(reinterpret_cast<const char*>(storage), sizeof storage);
+    CHECK(bytes.find("S3CRET") == std::string_view::npos);
+    CHECK(bytes.find("MARK") == std::string_view::npos); // what "short" did not cover
+    CHECK(bytes.find("short") == std::string_view::npos);
+    crypto::cleanse(moved);
+    CHECK(moved.empty());
 }
