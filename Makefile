@@ -10,7 +10,7 @@ DEBIAN_PACKAGES := cmake g++ make pkg-config python3 jq \
   libcli11-dev libsqlite3-dev libssl-dev nlohmann-json3-dev libfmt-dev \
   doctest-dev libsimdjson-dev libcurl4-openssl-dev \
   libhiredis-dev libxxhash-dev libcctz-dev redis-server redis-tools openssl clang-format tzdata \
-  time bsdextrautils chromium sqlite3 wrk python3-redis python3-prometheus-client libyaml-cpp-dev \
+  time bsdextrautils chromium sqlite3 wrk python3-redis python3-prometheus-client python3-yaml libyaml-cpp-dev libutf8proc-dev \
   dpkg-dev groff-base man-db zsh fish
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -34,6 +34,7 @@ struct AuditOptions {
     std::string format = "table";
     std::vector<std::string> fail_on;
     std::string output_path;
+    bool wide = false;
     std::vector<std::string> csv_paths;
     std::string sqlite_path;
     std::string sqlite_query;
@@ -146,6 +147,7 @@ int run_audit_command(AuditOptions options) {
                  : options.format == "markdown" ? audit::ReportFormat::markdown
                  : options.format == "html"     ? audit::ReportFormat::html
                                                 : audit::ReportFormat::table;
+    run.table_width = stdout_table_width(options.wide, options.output_path.empty());
     run.threads = options.threads;
     run.spill_after = options.spill_after;
     for (const auto& text : options.what_if) {
@@ -256,6 +258,7 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
         ->delimiter(',')
         ->allow_extra_args(false); // one value per --fail-on: the inputs follow
     command->add_option("-o,--output", options->output_path, "write the report to FILE");
+    add_wide_option(*command, options->wide);
     command
         ->add_option("--csv", options->csv_paths,
                      "a CSV file with a header row: each row is a record (repeatable)")

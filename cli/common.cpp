@@ -7,6 +7,7 @@
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/pipe_signal.hpp"
+#include "idem/util/render.hpp"
 #include "idem/util/text.hpp"
 #include "idem/util/time.hpp"
 
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fstream>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 namespace idem::cli {
@@ -56,6 +58,23 @@ void add_report_options(CLI::App& command, CommonOptions& options) {
                        "write the run's figures to FILE as OpenMetrics gauges, which "
                        "node_exporter's textfile collector reads, replaced whole at the end");
     registered_report_options().emplace_back(command.get_name(), &options);
+}
+
+void add_wide_option(CLI::App& command, bool& wide) {
+    command.add_flag("--wide", wide,
+                     "never cut table lines (on a terminal they are cut to its width, or to "
+                     "COLUMNS; into files and pipes never)");
+}
+
+std::size_t stdout_table_width(bool wide, bool to_stdout) {
+    ReaderWidth reader;
+    reader.wide = wide;
+    reader.to_terminal = to_stdout && ::isatty(STDOUT_FILENO) == 1;
+    if (const char* columns = std::getenv("COLUMNS")) reader.columns_variable = columns;
+    winsize size{};
+    if (reader.to_terminal && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0)
+        reader.terminal_columns = size.ws_col;
+    return table_width(reader);
 }
 
 void write_metrics_file(const CommonOptions& options, const io::Summary& summary, int code) {

@@ -33,6 +33,13 @@ void add_common_options(CLI::App& command, CommonOptions& options);
 // Only --summary and --quiet, for commands that read no records (listen).
 void add_report_options(CLI::App& command, CommonOptions& options);
 
+// --wide, for commands with a table report: never cut its lines.
+void add_wide_option(CLI::App& command, bool& wide);
+// The width a table report written to stdout is cut to (table_width in
+// util/render.hpp): the terminal's, COLUMNS, or never (files, pipes,
+// --wide). `to_stdout` is false when the report goes to a file.
+[[nodiscard]] std::size_t stdout_table_width(bool wide, bool to_stdout);
+
 // --store-timeout, for commands with a --store: how long a Redis store may
 // stay unreachable before the run fails (exit 4).
 void add_store_timeout_option(CLI::App& command, CommonOptions& options);

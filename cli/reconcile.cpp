@@ -28,6 +28,7 @@ struct ReconcileOptions {
     std::string sla;
     std::string report = "table";
     std::string output_path;
+    bool wide = false;
     std::string missing_path;
     std::string traces_path;
     std::size_t examples = 20;
@@ -165,6 +166,7 @@ int run_reconcile_command(const ReconcileOptions& options) {
                  : options.report == "markdown" ? reconcile::ReportFormat::markdown
                  : options.report == "html"     ? reconcile::ReportFormat::html
                                                 : reconcile::ReportFormat::table;
+    run.table_width = stdout_table_width(options.wide, options.output_path.empty());
     run.missing_path = options.missing_path;
     for (const auto& filter : options.filters) {
         auto equals = filter.find('=');
@@ -282,6 +284,7 @@ void register_reconcile(CLI::App& app, std::function<int()>& action) {
         ->check(CLI::IsMember({"table", "json", "markdown", "html"}));
     command->add_option("-o,--output", options->output_path,
                         "write the report to FILE (whole or not at all)");
+    add_wide_option(*command, options->wide);
     command->add_option("--missing", options->missing_path,
                         "lost events, each once, as the first stage that has them recorded "
                         "them: what `idem replay` sends again");

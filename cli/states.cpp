@@ -35,6 +35,7 @@ struct StatesOptions {
     std::string time_field;
     std::string stuck_after;
     std::string output_path;
+    bool wide = false;
     std::string invalid_path;
     std::string report;
     std::string format;
@@ -147,6 +148,7 @@ int run_states_command(const StatesOptions& options) {
     auto format = options.report.empty() ? options.format : options.report;
     if (!format.empty()) {
         run.report = report_format(format);
+        run.table_width = stdout_table_width(options.wide, options.output_path.empty());
         if (!options.invalid_path.empty())
             throw UsageError("--invalid goes with annotated records, not with a report");
     }
@@ -215,6 +217,7 @@ void register_states(CLI::App& app, std::function<int()>& action) {
                         "a report instead of records: table, json, markdown, html, or the "
                         "machine with what the log did as dot or mermaid");
     command->add_option("--format", options->format, "the same as --report");
+    add_wide_option(*command, options->wide);
     command->add_option("--worst", options->worst,
                         "how many entities the report shows with their findings (default 10)");
     command

@@ -85,9 +85,11 @@ class Incidents(unittest.TestCase):
 
 
 class Reports(unittest.TestCase):
-    def test_the_table_fits_80_columns_and_names_the_causes(self):
-        code, out, err = run(["audit", "--key", "idempotency_key", "--fingerprint", "user_id,fault_type",
-                              "--time-field", "ts", "--source-field", "agent", incident("agent-retries.ndjson")])
+    def test_the_table_fits_an_80_column_terminal_and_names_the_causes(self):
+        from test_reports import run_on_terminal
+        code, out, err = run_on_terminal(["audit", "--key", "idempotency_key", "--fingerprint", "user_id,fault_type",
+                                          "--time-field", "ts", "--source-field", "agent",
+                                          incident("agent-retries.ndjson")], columns=80, env={"COLUMNS": None})
         self.assertEqual(code, 0, err)
         text = out.decode()
         self.assertTrue(all(len(line) <= 80 for line in text.splitlines()), text)

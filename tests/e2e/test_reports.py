@@ -88,14 +88,26 @@ def assert_terminal_safe(test, text):
         test.assertFalse(line.startswith("FORGED"), line)
 
 
-def run_on_terminal(args):
+def run_on_terminal(args, columns=None, env=None):
     """idem with stdout on a pseudo-terminal (where merge --preview shows
-    its table); returns (exit code, what it printed, stderr)."""
+    its table), `columns` wide when given, with `env` over the environment
+    (None as a value unsets); returns (exit code, what it printed, stderr)."""
+    import fcntl
     import pty
+    import struct
     import subprocess
+    import termios
     from harness import IDEM
     leader, follower = pty.openpty()
-    process = subprocess.Popen([IDEM] + args, stdout=follower, stderr=subprocess.PIPE)
+    if columns:
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    full_env = dict(os.environ)
+    for name, value in (env or {}).items():
+        if value is None:
+            full_env.pop(name, None)
+        else:
+            full_env[name] = value
+    process = subprocess.Popen([IDEM] + args, stdout=follower, stderr=subprocess.PIPE, env=full_env)
     os.close(follower)
     printed = b""
     while True:
@@ -143,6 +155,60 @@ class TextReportsEscapeLogValues(unittest.TestCase):
                     self.assertTrue(text.strip(), name)
                     assert_terminal_safe(self, text)
                     assert_terminal_safe(self, err)
+
+
+class TablesFitTheirReader(unittest.TestCase):
+    """A table is cut to the terminal's width (COLUMNS first), by display
+    width on character boundaries; into a pipe or with --wide, never."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.log = os.path.join(self.tmp.name, "long.ndjson")
+        long_key = "k" * 150 + "\u65e5\u672c\u8a9e" * 40  # ASCII, then wide characters
+        with open(self.log, "wb") as f:
+            f.write(ndjson([{"id": long_key, "n": 1}, {"id": long_key, "n": 2}]))
+        later = os.path.join(self.tmp.name, "later.ndjson")
+        with open(later, "wb") as f:
+            f.write(ndjson([{"id": long_key, "n": 1}]))
+        self.reports = {
+            "audit": ["audit", "--key", "id", self.log],
+            "states": ["states", "--entity", "id", "--state", "id", "--allow", "a>b", "--report", "table",
+                       "--store", ":memory:", self.log],
+            "reconcile": ["reconcile", "--stage", f"a={self.log}", "--stage", f"b={later}", "--key", "n",
+                          "--by", "id", "--grace", "0s"],
+        }
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def widths(self, text):
+        import unicodedata
+        return [sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+                for line in text.splitlines()]
+
+    def test_the_terminal_width_then_columns(self):
+        for name, args in self.reports.items():
+            for columns, env, width in ((120, {"COLUMNS": None}, 120), (120, {"COLUMNS": "200"}, 200),
+                                        (None, {"COLUMNS": None}, 80)):
+                with self.subTest(report=name, columns=columns, env=env):
+                    code, out, err = run_on_terminal(args, columns=columns, env=env)
+                    self.assertIn(code, (0, 1), err)
+                    text = out.decode("utf-8")  # valid UTF-8: no cut inside a character
+                    self.assertLessEqual(max(self.widths(text)), width, text)
+                    self.assertIn("...", text)
+                    self.assertTrue(any(w > 80 for w in self.widths(text)) or width == 80, text)
+
+    def test_never_cut_into_a_pipe_or_with_wide(self):
+        for name, args in self.reports.items():
+            with self.subTest(report=name):
+                code, out, err = run(args, env={"COLUMNS": "60"})
+                self.assertIn(code, (0, 1), err)
+                text = out.decode("utf-8")
+                self.assertIn("\u65e5\u672c\u8a9e" * 40, text)  # the whole value, uncut
+                self.assertGreater(max(self.widths(text)), 200)
+                code, out, err = run_on_terminal(args + ["--wide"], columns=100)
+                self.assertIn(code, (0, 1), err)
+                self.assertGreater(max(self.widths(out.decode("utf-8"))), 200)
 
 
 class DiagramsHoldOnlyTheirOwnStatements(unittest.TestCase):

@@ -7,6 +7,7 @@
 #include "idem/record/annotate.hpp"
 
 #include "idem/util/ordered_workers.hpp"
+#include "idem/util/render.hpp"
 #include "idem/util/text.hpp"
 #include "idem/util/time.hpp"
 
@@ -120,11 +121,13 @@ using namespace detail;
 // one: a report of a million groups is never one string.
 class ReportOut {
 public:
-    explicit ReportOut(io::Sink* sink) : m_sink(sink) {}
+    // `json`: the report is JSON, and every piece passes json_report_text
+    // on its way out (pieces end between values, never inside a character).
+    ReportOut(io::Sink* sink, bool json) : m_sink(sink), m_json(json) {}
     std::string& text() { return m_text; }
     void flush_when_large() {
         if (m_sink && m_text.size() >= k_chunk_bytes) {
-            m_sink->write(m_text);
+            write(m_text);
             m_text.clear();
         }
     }
@@ -135,22 +138,29 @@ public:
             return;
         }
         if (!m_text.empty()) {
-            m_sink->write(m_text);
+            write(m_text);
             m_text.clear();
         }
-        m_sink->write(piece);
+        write(piece);
     }
     // The rest of the text: written to the sink, or returned without one.
     std::string finish() {
-        if (!m_sink) return std::move(m_text);
-        m_sink->write(m_text);
+        if (!m_sink) return m_json ? json_report_text(m_text) : std::move(m_text);
+        write(m_text);
         m_text.clear();
         return {};
     }
 
 private:
+    void write(const std::string& text) {
+        if (m_json)
+            m_sink->write(json_report_text(text));
+        else
+            m_sink->write(text);
+    }
     static constexpr std::size_t k_chunk_bytes = 1 << 20;
     io::Sink* m_sink;
+    bool m_json;
     std::string m_text;
 };
 
@@ -199,22 +209,20 @@ void render_groups(GroupShelf& groups, ReportOut& report, std::size_t threads,
 
 // One line of the table report: its values escaped (terminal_text: no
 // control byte, C1 or bidi character from a log reaches the terminal, and
-// no value breaks the line), then cut to `width` on a UTF-8 boundary.
-std::string fit(std::string_view raw, std::size_t width = 80) {
-    auto line = terminal_text(raw);
-    if (line.size() <= width) return line;
-    auto cut = width - 3;
-    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xc0) == 0x80)
-        --cut; // not inside a character
-    line.resize(cut);
-    return line + "...";
-}
+// no value breaks the line), then cut to the reader's width (fit_line).
+struct TableLine {
+    std::size_t width = k_never_cut;
+    std::string operator()(std::string_view raw) const {
+        return fit_line(terminal_text(raw), width);
+    }
+};
 
-std::string cell(std::string text);
-void render_what_if(const FindingsSummary& summary, std::string& out, bool markdown);
+void render_what_if(const FindingsSummary& summary, std::string& out, bool markdown,
+                    const TableLine& fit = {});
 
 void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut& report,
-                  std::size_t threads) {
+                  std::size_t threads, std::size_t width) {
+    TableLine fit{width};
     auto& out = report.text();
     out += fit(fmt::format("idem audit: {} records, {} group{}, {} duplicates ({:.1f}%)",
                            summary.records, summary.groups, summary.groups == 1 ? "" : "s",
@@ -222,7 +230,7 @@ void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut&
            "\n";
     if (summary.groups == 0) {
         out += "no record happened more than once\n";
-        render_what_if(summary, out, false); // another key may have repeats
+        render_what_if(summary, out, false, fit); // another key may have repeats
         return;
     }
     {
@@ -238,10 +246,11 @@ void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut&
         sources.push_back(fmt::format("{} {}", source, count));
     out += fit("causes: " + fmt::format("{}", fmt::join(causes, ", "))) + "\n";
     out += fit("sources: " + fmt::format("{}", fmt::join(sources, ", "))) + "\n";
-    render_what_if(summary, out, false);
+    render_what_if(summary, out, false, fit);
     render_groups(
         groups, report, threads,
-        [](const Findings& findings, const Explanation& group, std::size_t g, std::string& text) {
+        [fit](const Findings& findings, const Explanation& group, std::size_t g,
+              std::string& text) {
             text += '\n';
             text += fit(fmt::format("#{} {} records over {} from {} source{}, {}", g + 1,
                                     group.records.size(), span_of(group), group.sources.size(),
@@ -420,7 +429,8 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
 
 // The summary is small: nlohmann, indented. The groups follow one per line.
 // --what-if and --suggest, as text (a table or Markdown).
-void render_what_if(const FindingsSummary& summary, std::string& out, bool markdown) {
+void render_what_if(const FindingsSummary& summary, std::string& out, bool markdown,
+                    const TableLine& fit) {
     if (!summary.what_if) return;
     const auto& what_if = *summary.what_if;
     auto mib = [](std::uint64_t held, std::uint64_t per) {
@@ -432,11 +442,12 @@ void render_what_if(const FindingsSummary& summary, std::string& out, bool markd
     };
     // A duplicate a setting let through: a row of the table, or an indented line.
     auto missed_line = [&](const WhatIf::Missed& missed, std::string_view indent) {
-        out += markdown ? fmt::format("| | missed: {} came {} after its claim | | | | | |\n",
-                                      cell(missed.key), format_duration(missed.after_claim))
-                        : fit(fmt::format("{}missed {}: came {} after its claim", indent,
-                                          missed.key, format_duration(missed.after_claim))) +
-                              "\n";
+        out += markdown
+                   ? fmt::format("| | missed: {} came {} after its claim | | | | | |\n",
+                                 markdown_text(missed.key), format_duration(missed.after_claim))
+                   : fit(fmt::format("{}missed {}: came {} after its claim", indent, missed.key,
+                                     format_duration(missed.after_claim))) +
+                         "\n";
     };
     if (!what_if.settings.empty())
         out += markdown
@@ -470,9 +481,9 @@ void render_what_if(const FindingsSummary& summary, std::string& out, bool markd
         auto ttl = format_duration(key.ttl);
         out +=
             markdown
-                ? fmt::format("| `{}` (TTL {}) | {} | {} | {} | {} | {} | {} |\n", cell(key.key),
-                              ttl, key.records, key.duplicates, key.caught, key.missed,
-                              key.conflicting_groups, key.swallowed)
+                ? fmt::format("| {} (TTL {}) | {} | {} | {} | {} | {} | {} |\n",
+                              markdown_text(key.key), ttl, key.records, key.duplicates, key.caught,
+                              key.missed, key.conflicting_groups, key.swallowed)
                 : fit(fmt::format("  {}: caught {} of {} (TTL {}), missed {}; {} group{} "
                                   "mixing payloads",
                                   key.key, key.caught, key.duplicates, ttl, key.missed,
@@ -481,7 +492,7 @@ void render_what_if(const FindingsSummary& summary, std::string& out, bool markd
         for (const auto& conflict : key.conflict_examples)
             out += markdown
                        ? fmt::format("| | would swallow another intent under {} | | | | | |\n",
-                                     cell(conflict))
+                                     markdown_text(conflict))
                        : fit(fmt::format("      would swallow another intent under {}", conflict)) +
                              "\n";
         for (const auto& missed : key.examples)
@@ -611,19 +622,6 @@ void render_json(GroupShelf& groups, const FindingsSummary& summary, ReportOut& 
 }
 
 // Markdown tables break on '|' and newlines in values.
-std::string cell(std::string text) {
-    std::string out;
-    for (char c : text) {
-        if (c == '|')
-            out += "\\|";
-        else if (c == '\n' || c == '\r')
-            out += ' ';
-        else
-            out += c;
-    }
-    return out;
-}
-
 void render_markdown(GroupShelf& groups, const FindingsSummary& summary, ReportOut& report,
                      std::size_t threads) {
     auto& out = report.text();
@@ -638,9 +636,9 @@ void render_markdown(GroupShelf& groups, const FindingsSummary& summary, ReportO
     }
     {
         auto worst = groups.at(summary.worst);
-        out +=
-            fmt::format("- worst amplification: **{}** records for {}\n",
-                        worst.group.records.size(), cell(group_label(worst.findings, worst.group)));
+        out += fmt::format("- worst amplification: **{}** records for {}\n",
+                           worst.group.records.size(),
+                           markdown_text(group_label(worst.findings, worst.group)));
     }
     for (const auto& [cause, count] : summary.causes)
         out += fmt::format("- `{}`: {} group{}\n", cause_name(cause), count, count == 1 ? "" : "s");
@@ -653,28 +651,32 @@ void render_markdown(GroupShelf& groups, const FindingsSummary& summary, ReportO
             for (auto source : group.sources)
                 sources.push_back(findings.sources[source]);
             text += fmt::format("| {} | {} | {} | {} | {} | {} |\n", g + 1, group.records.size(),
-                                span_of(group), cell(fmt::format("{}", fmt::join(sources, ", "))),
-                                cause_list(group), cell(group_label(findings, group)));
+                                span_of(group),
+                                markdown_text(fmt::format("{}", fmt::join(sources, ", "))),
+                                cause_list(group), markdown_text(group_label(findings, group)));
         });
     render_groups(
         groups, report, threads,
         [](const Findings& findings, const Explanation& group, std::size_t g, std::string& text) {
-            text += fmt::format("\n### #{} {}\n\n", g + 1, cell(group_label(findings, group)));
+            text +=
+                fmt::format("\n### #{} {}\n\n", g + 1, markdown_text(group_label(findings, group)));
             for (const auto& evidence : group.causes)
                 text += fmt::format("- **{}**: {}\n", cause_name(evidence.cause),
-                                    cell(describe(findings, group, evidence)));
+                                    markdown_text(describe(findings, group, evidence)));
             if (const auto* entry = findings.replay_of(group))
-                text += fmt::format("- **replay ledger**: {}\n", cell(describe_replay(*entry)));
+                text += fmt::format("- **replay ledger**: {}\n",
+                                    markdown_text(describe_replay(*entry)));
             if (auto verdicts = describe_verdicts(findings, group))
-                text += fmt::format("- **verify**: {}\n", cell(*verdicts));
+                text += fmt::format("- **verify**: {}\n", markdown_text(*verdicts));
             text += "\n| at | time | source | key | payload |\n|---|---|---|---|---|\n";
             for (auto index : group.records) {
                 const auto& attempt = findings.attempts[index];
-                text += fmt::format(
-                    "| {} | {} | {} | {} | `{}` |\n", cell(findings.position(index)),
-                    attempt.time ? format_rfc3339(*attempt.time) : "-",
-                    cell(findings.sources[attempt.source]), cell(plain(findings.key(attempt.key))),
-                    Findings::payload_hex(attempt));
+                text += fmt::format("| {} | {} | {} | {} | `{}` |\n",
+                                    markdown_text(findings.position(index)),
+                                    attempt.time ? format_rfc3339(*attempt.time) : "-",
+                                    markdown_text(findings.sources[attempt.source]),
+                                    markdown_text(plain(findings.key(attempt.key))),
+                                    Findings::payload_hex(attempt));
             }
         });
 }
@@ -684,10 +686,10 @@ void render_markdown(GroupShelf& groups, const FindingsSummary& summary, ReportO
 namespace {
 
 void render_into(GroupShelf& groups, const FindingsSummary& summary, ReportFormat format,
-                 ReportOut& report, std::size_t threads) {
+                 ReportOut& report, std::size_t threads, std::size_t width) {
     switch (format) {
     case ReportFormat::table:
-        render_table(groups, summary, report, threads);
+        render_table(groups, summary, report, threads, width);
         return;
     case ReportFormat::json:
         render_json(groups, summary, report, threads);
@@ -703,17 +705,18 @@ void render_into(GroupShelf& groups, const FindingsSummary& summary, ReportForma
 
 } // namespace
 
-std::string render(const Findings& findings, const FindingsSummary& summary, ReportFormat format) {
+std::string render(const Findings& findings, const FindingsSummary& summary, ReportFormat format,
+                   std::size_t table_width) {
     FindingsShelf groups(findings);
-    ReportOut report(nullptr);
-    render_into(groups, summary, format, report, 1);
+    ReportOut report(nullptr, format == ReportFormat::json);
+    render_into(groups, summary, format, report, 1, table_width);
     return report.finish();
 }
 
 void write_report(GroupShelf& groups, const FindingsSummary& summary, ReportFormat format,
-                  io::Sink& sink, std::size_t threads) {
-    ReportOut report(&sink);
-    render_into(groups, summary, format, report, threads);
+                  io::Sink& sink, std::size_t threads, std::size_t table_width) {
+    ReportOut report(&sink, format == ReportFormat::json);
+    render_into(groups, summary, format, report, threads, table_width);
     report.finish();
 }
 

@@ -1,12 +1,13 @@
 #pragma once
 // What `idem audit` found, and the reports a person or a script reads
-// (docs/audit.md): a table for an 80-column terminal, stable JSON, Markdown
-// for a postmortem.
+// (docs/audit.md): a table that fits the reader's terminal, stable JSON,
+// Markdown for a postmortem.
 
 #include "idem/audit/explain.hpp"
 #include "idem/audit/what_if.hpp"
 #include "idem/io/sink.hpp"
 #include "idem/store/replay_ledger.hpp"
+#include "idem/util/render.hpp"
 
 #include <functional>
 #include <map>
@@ -123,13 +124,15 @@ private:
     const Findings& m_findings;
 };
 // `summary` is summarize(findings), computed once by the caller.
+// A table's lines are cut to `table_width` display columns (k_never_cut:
+// as long as they are).
 [[nodiscard]] std::string render(const Findings& findings, const FindingsSummary& summary,
-                                 ReportFormat format);
+                                 ReportFormat format, std::size_t table_width = k_never_cut);
 // The same, written to `sink` as it is rendered. Throws FileSystemError.
 // The groups' texts are rendered on `threads` threads (readers of
 // `groups`), and written in order.
 void write_report(GroupShelf& groups, const FindingsSummary& summary, ReportFormat format,
-                  io::Sink& sink, std::size_t threads = 1);
+                  io::Sink& sink, std::size_t threads = 1, std::size_t table_width = k_never_cut);
 // One self-contained page: nothing is loaded from anywhere (report_html.cpp).
 // Appends to `out`, calling `flush` between groups.
 void render_html(GroupShelf& groups, const FindingsSummary& summary, std::string& out,

@@ -5,6 +5,7 @@
 #include "idem/audit/detail/wording.hpp"
 #include "idem/audit/report.hpp"
 #include "idem/crypto/crypto.hpp"
+#include "idem/util/render.hpp"
 #include "idem/util/text.hpp"
 #include "idem/util/time.hpp"
 
@@ -79,8 +80,9 @@ std::string timeline(GroupShelf& groups, const std::vector<std::string>& source_
     for (std::size_t g = 0; g < rows; ++g) {
         auto [findings, group] = groups.at(g);
         auto y = k_top + static_cast<int>(g) * k_row + k_row / 2;
-        auto label = fmt::format("#{} {}", g + 1, group_label(findings, group));
-        if (label.size() > 36) label = label.substr(0, 33) + "...";
+        // Cut by display width, on a character boundary, after escaping.
+        auto label =
+            fit_line(terminal_text(fmt::format("#{} {}", g + 1, group_label(findings, group))), 36);
         svg += fmt::format(R"(<text x="0" y="{}">{}</text>)", y + 4, html_escape(label));
         svg += fmt::format(R"(<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="#bbb"/>)", k_left,
                            k_left + k_width, y, y);
@@ -109,7 +111,7 @@ std::string timeline(GroupShelf& groups, const std::vector<std::string>& source_
             fmt::format(R"(<circle cx="{}" cy="{}" r="5" fill="{}"/><text x="{}" y="{}">{}</text>)",
                         x + 5, legend_y, k_palette[colour % std::size(k_palette)], x + 14,
                         legend_y + 4, html_escape(name));
-        x += 24 + static_cast<int>(name.size()) * 7;
+        x += 24 + static_cast<int>(display_width(terminal_text(name))) * 7;
         if (x > k_left + k_width) break;
     }
     return svg + "</svg>";

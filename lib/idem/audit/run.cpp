@@ -735,8 +735,8 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
         summary.what_if->keys = run.what_if_keys();
     }
     // The input is read and grouped: every core renders.
-    write_report(groups, summary, options.format, output,
-                 record::worker_count(options.threads) + 1);
+    write_report(groups, summary, options.format, output, record::worker_count(options.threads) + 1,
+                 options.table_width);
     output.flush();
     AuditResult result;
     result.causes = summary.causes;

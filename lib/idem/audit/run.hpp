@@ -66,6 +66,9 @@ struct AuditRunOptions {
     std::vector<record::FieldPath> row_identity_fields;
     ExplainOptions explain;
     ReportFormat format = ReportFormat::table;
+    // The table's lines are cut to this many display columns (the
+    // terminal's width); k_never_cut into files and pipes, and with --wide.
+    std::size_t table_width = k_never_cut;
     std::size_t threads = 0;
     // Past this many records, records go to partition files in
     // spill_directory and groups are found one partition at a time

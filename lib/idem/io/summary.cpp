@@ -1,5 +1,7 @@
 #include "idem/io/summary.hpp"
 
+#include "idem/util/render.hpp"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -72,7 +74,7 @@ std::string render_summary_json(const Summary& summary) {
     for (const auto& [name, value] : summary.facts)
         json[name] = value;
     json["seconds"] = std::round(summary.seconds * 1000.0) / 1000.0;
-    return json.dump();
+    return json_report_text(json.dump()); // it goes to stderr: a terminal, often
 }
 
 } // namespace idem::io

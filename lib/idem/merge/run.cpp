@@ -12,6 +12,7 @@
 #include "idem/store/owned_outputs.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/render.hpp"
 #include "idem/util/text.hpp"
 
 #include <cmath>
@@ -590,7 +591,7 @@ private:
             line["members"].push_back(Json::parse(member));
         if (window.count > window.held.size())
             line["members_more"] = window.count - window.held.size();
-        m_output->write_record(line.dump());
+        m_output->write_record(json_report_text(line.dump())); // a report: read on terminals
     }
 
     // Output first, then the store: with -o the open windows, the output

@@ -4,6 +4,7 @@
 #include "idem/crypto/crypto.hpp"
 #include "idem/reconcile/run.hpp"
 
+#include "idem/util/render.hpp"
 #include "idem/util/text.hpp"
 
 #include <fmt/format.h>
@@ -86,6 +87,14 @@ nlohmann::ordered_json json_of(const Reconciliation& r) {
 }
 
 void render_text(const Reconciliation& r, std::string& out, bool markdown) {
+    // Every value from the logs or the flags (stages, --by groups, keys,
+    // services) passes through the medium's function: terminal_text for the
+    // table (no control, C1 or bidi character, no line break), markdown_text
+    // for Markdown (the same, and no raw HTML, no cell or heading a value
+    // makes).
+    auto text = [markdown](std::string_view value) {
+        return markdown ? markdown_text(value) : terminal_text(value);
+    };
     out += markdown ? "# idem reconcile\n\n" : "idem reconcile\n\n";
     out += fmt::format("{} keys over {} stages\n", r.keys, r.stages.size());
     if (r.carried)
@@ -97,13 +106,14 @@ void render_text(const Reconciliation& r, std::string& out, bool markdown) {
                       "|---|---|---|---|---|---|\n"
                     : "stages\n";
     for (const auto& stage : r.stages)
-        out += markdown ? fmt::format("| {} | {} | {} | {} | {:.3f}% | {} |\n", stage.name,
-                                      stage.records, stage.keys, stage.duplicated_keys,
-                                      stage.duplicate_ratio * 100, stage.orphans)
-                        : fmt::format("  {:<14} {:>9} records {:>9} keys {:>7} duplicated "
-                                      "({:.3f}%) {:>7} orphans\n",
-                                      stage.name, stage.records, stage.keys, stage.duplicated_keys,
-                                      stage.duplicate_ratio * 100, stage.orphans);
+        out += markdown
+                   ? fmt::format("| {} | {} | {} | {} | {:.3f}% | {} |\n", text(stage.name),
+                                 stage.records, stage.keys, stage.duplicated_keys,
+                                 stage.duplicate_ratio * 100, stage.orphans)
+                   : fmt::format("  {:<14} {:>9} records {:>9} keys {:>7} duplicated "
+                                 "({:.3f}%) {:>7} orphans\n",
+                                 text(stage.name), stage.records, stage.keys, stage.duplicated_keys,
+                                 stage.duplicate_ratio * 100, stage.orphans);
     out += markdown ? "\n| hop | keys | reached | lost | pending | loss rate | late | changed | "
                       "p50 | p95 | p99 |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
                     : "\nhops\n";
@@ -111,12 +121,12 @@ void render_text(const Reconciliation& r, std::string& out, bool markdown) {
         out += markdown
                    ? fmt::format(
                          "| {} → {} | {} | {} | {} | {} | {:.4f}% | {} | {} | {} | {} | {} |\n",
-                         hop.from, hop.to, hop.keys, hop.reached, hop.lost, hop.pending,
+                         text(hop.from), text(hop.to), hop.keys, hop.reached, hop.lost, hop.pending,
                          hop.loss_rate * 100, hop.late, hop.changed, ms(hop.p50_ms), ms(hop.p95_ms),
                          ms(hop.p99_ms))
                    : fmt::format("  {} -> {}: {} keys, {} reached, {} lost ({:.4f}%), {} pending, "
                                  "{} late, {} changed; latency p50 {} p95 {} p99 {}\n",
-                                 hop.from, hop.to, hop.keys, hop.reached, hop.lost,
+                                 text(hop.from), text(hop.to), hop.keys, hop.reached, hop.lost,
                                  hop.loss_rate * 100, hop.pending, hop.late, hop.changed,
                                  ms(hop.p50_ms), ms(hop.p95_ms), ms(hop.p99_ms));
     if (!r.services.empty()) {
@@ -125,22 +135,20 @@ void render_text(const Reconciliation& r, std::string& out, bool markdown) {
                         : "\nmissing spans per service\n";
         for (const auto& service : r.services)
             out += markdown
-                       ? fmt::format("| {} | {} | {} | {:.3f}% |\n", terminal_text(service.service),
+                       ? fmt::format("| {} | {} | {} | {:.3f}% |\n", text(service.service),
                                      service.expected, service.missing, service.missing_ratio * 100)
                        : fmt::format("  {:<24} {} of {} traces lack its span ({:.3f}%)\n",
-                                     terminal_text(service.service), service.missing,
-                                     service.expected, service.missing_ratio * 100);
+                                     text(service.service), service.missing, service.expected,
+                                     service.missing_ratio * 100);
     }
     for (const auto& hop : r.hops) {
         if (hop.by_group.empty()) continue;
         out += markdown ? fmt::format("\n## Lost {} → {}, by group\n\n| group | keys | lost |\n"
                                       "|---|---|---|\n",
-                                      hop.from, hop.to)
-                        : fmt::format("\nlost {} -> {}, by group\n", hop.from, hop.to);
-        // Values from the logs (--by groups, keys, services) pass through
-        // terminal_text: no control, C1 or bidi character, no line break.
+                                      text(hop.from), text(hop.to))
+                        : fmt::format("\nlost {} -> {}, by group\n", text(hop.from), text(hop.to));
         for (const auto& group : hop.by_group) {
-            auto name = terminal_text(group.name);
+            auto name = text(group.name);
             out += markdown ? fmt::format("| {} | {} | {} |\n", name, group.keys, group.lost)
                             : fmt::format("  {:<24} {:>8} of {:>8} keys\n", name, group.lost,
                                           group.keys);
@@ -150,8 +158,8 @@ void render_text(const Reconciliation& r, std::string& out, bool markdown) {
         if (hop.lost_by_hour.empty()) continue;
         out += markdown ? fmt::format("\n## Lost {} → {}, by hour\n\n| hour | lost | of keys | "
                                       "loss rate |\n|---|---|---|---|\n",
-                                      hop.from, hop.to)
-                        : fmt::format("\nlost {} -> {}, by hour\n", hop.from, hop.to);
+                                      text(hop.from), text(hop.to))
+                        : fmt::format("\nlost {} -> {}, by hour\n", text(hop.from), text(hop.to));
         for (const auto& [hour, lost] : hop.lost_by_hour) {
             auto keys = hop.keys_by_hour.count(hour) ? hop.keys_by_hour.at(hour) : 0;
             auto rate =
@@ -167,8 +175,8 @@ void render_text(const Reconciliation& r, std::string& out, bool markdown) {
         out += markdown ? fmt::format("\n## {} ({})\n\n", name, r.counts[i])
                         : fmt::format("\n{} ({}), for example\n", name, r.counts[i]);
         for (const auto& example : r.examples[i]) {
-            auto key = terminal_text(example.key), detail = terminal_text(example.detail);
-            out += markdown ? fmt::format("- `{}`: {}\n", key, detail)
+            auto key = text(example.key), detail = text(example.detail);
+            out += markdown ? fmt::format("- {}: {}\n", key, detail)
                             : fmt::format("  {}: {}\n", key, detail);
         }
     }
@@ -265,7 +273,7 @@ void render_html(const Reconciliation& r, std::string& out) {
 void render_report(const Reconciliation& reconciliation, ReportFormat format, std::string& out) {
     switch (format) {
     case ReportFormat::json:
-        out += json_of(reconciliation).dump(2);
+        out += json_report_text(json_of(reconciliation).dump(2));
         out += '\n';
         return;
     case ReportFormat::markdown:

@@ -718,6 +718,7 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
     }
     std::string text;
     render_report(reconciliation, options.report, text);
+    if (options.report == ReportFormat::table) text = fit_lines(text, options.table_width);
     output.write(text);
     output.flush();
     reader.flush();

@@ -8,6 +8,7 @@
 #include "idem/reconcile/ledger.hpp"
 #include "idem/record/field_path.hpp"
 #include "idem/record/rejects.hpp"
+#include "idem/util/render.hpp"
 
 #include <filesystem>
 #include <optional>
@@ -45,6 +46,9 @@ struct ReconcileRunOptions {
     std::optional<Duration> sla;
     std::size_t examples = 20;
     ReportFormat report = ReportFormat::table;
+    // The table's lines are cut to this many display columns (the
+    // terminal's width); k_never_cut into files and pipes, and with --wide.
+    std::size_t table_width = k_never_cut;
     std::string missing_path; // lost events, from the first stage that has them
     // --filter PATH=VALUE: only lost events where every one holds go to
     // missing_path (the relevant event types); the report counts them all.

@@ -77,6 +77,13 @@ void Checker::count_transition(std::uint32_t from, std::uint32_t to) {
         ++m_transitions[(static_cast<std::uint64_t>(from) << 32) | to];
 }
 
+void Checker::count_operation(std::uint32_t from, std::uint32_t to, std::string_view operation) {
+    auto edge = (static_cast<std::uint64_t>(from) << 32) | to;
+    auto [id, added] = m_operation_ids.find_or_add(operation);
+    if (added) m_operation_names.emplace_back(operation);
+    ++m_labelled_transitions[{edge, id}];
+}
+
 bool Checker::allows(std::uint32_t from, std::uint32_t to, std::string_view operation) {
     switch (allowed_edge(from, to)) {
     case Allowed::always:
@@ -137,6 +144,7 @@ Judgement Checker::judge(const Event& event, std::uint32_t id) {
     } else {
         judgement.from = from_name;
         count_transition(state.state, to);
+        if (!event.operation.empty()) count_operation(state.state, to, event.operation);
         bool after_final = m_facts[state.state].final;
         if (after_final)
             add(judgement, Finding::after_final,
@@ -317,6 +325,10 @@ Observed Checker::observed() const {
     for (const auto& [edge, count] : m_transitions)
         observed.transitions[{std::string(m_names[edge >> 32]),
                               std::string(m_names[edge & 0xffffffffU])}] += count;
+    for (const auto& [labelled, count] : m_labelled_transitions)
+        observed.operations[{std::string(m_names[labelled.edge >> 32]),
+                             std::string(m_names[labelled.edge & 0xffffffffU]),
+                             m_operation_names[labelled.operation]}] += count;
     for (std::size_t i = 0; i < m_first_states.size(); ++i) {
         if (m_first_states[i] > 0)
             observed.first_states[std::string(m_names[i])] = m_first_states[i];

@@ -177,6 +177,7 @@ private:
     [[nodiscard]] bool allows(std::uint32_t from, std::uint32_t to, std::string_view operation);
     [[nodiscard]] Allowed allowed_edge(std::uint32_t from, std::uint32_t to);
     void count_transition(std::uint32_t from, std::uint32_t to);
+    void count_operation(std::uint32_t from, std::uint32_t to, std::string_view operation);
     void add(Judgement& judgement, Finding finding, std::string detail);
     void changed(std::uint32_t id);
     [[nodiscard]] EntityState named(const Entity& entity) const;
@@ -202,7 +203,24 @@ private:
     std::unordered_map<std::uint64_t, Allowed> m_allowed; // from << 32 | to
     std::vector<std::uint32_t> m_changed;
     std::unordered_map<std::uint64_t, std::uint64_t> m_transitions; // from << 32 | to
-    std::vector<std::uint64_t> m_first_states, m_last_states;       // by state id
+    // Transitions made by an event naming its operation (--event): from and
+    // to as in m_transitions, then the operation's id in m_operation_ids.
+    // Operations are not interned with the states: interning moves m_names,
+    // which a judgement's names point into.
+    KeyIndex m_operation_ids;
+    std::vector<std::string> m_operation_names;
+    struct LabelledEdge {
+        std::uint64_t edge;
+        std::uint32_t operation;
+        bool operator==(const LabelledEdge&) const = default;
+    };
+    struct LabelledEdgeHash {
+        std::size_t operator()(const LabelledEdge& e) const noexcept {
+            return std::hash<std::uint64_t>{}(e.edge * 0x9e3779b97f4a7c15ULL ^ e.operation);
+        }
+    };
+    std::unordered_map<LabelledEdge, std::uint64_t, LabelledEdgeHash> m_labelled_transitions;
+    std::vector<std::uint64_t> m_first_states, m_last_states; // by state id
     std::array<std::uint64_t, k_finding_kinds> m_counts{};
 };
 

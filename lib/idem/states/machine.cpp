@@ -2,6 +2,7 @@
 
 #include "idem/util/detail/yaml_support.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/render.hpp"
 #include "idem/util/text.hpp"
 
 #include <fmt/format.h>
@@ -228,47 +229,54 @@ std::string learned_machine_yaml(const Observed& observed) {
         states.insert(state);
     for (const auto& [state, count] : observed.last_states)
         states.insert(state);
-    auto yaml_string = [](const std::string& text) {
-        std::string out = "\"";
-        for (char c : text) {
-            if (c == '"' || c == '\\') out += '\\';
-            out += c;
-        }
-        return out + '"';
+    auto list = [](const auto& names) {
+        std::string out = "[";
+        for (const auto& name : names)
+            out += (out.size() > 1 ? ", " : "") + yaml_quoted(name);
+        return out + "]";
     };
     std::string out = "# Learned by `idem states --learn`: every transition seen, with how many\n"
                       "# times. Review it (which of these should never happen?) before using it\n"
                       "# as --machine.\n";
-    out += "states: [";
-    bool first = true;
-    for (const auto& state : states) {
-        out += (first ? "" : ", ") + yaml_string(state);
-        first = false;
-    }
-    out += "]\ninitial: [";
-    first = true;
+    out += "states: " + list(states) + "\n";
+    std::vector<std::string> initial;
+    std::string first_seen;
     for (const auto& [state, count] : observed.first_states) {
-        out += fmt::format("{}{}", first ? "" : ", ", yaml_string(state));
-        first = false;
+        initial.push_back(state);
+        first_seen += fmt::format(" {} {}", terminal_text(state), count);
     }
-    out += "]  # first states seen:";
-    for (const auto& [state, count] : observed.first_states)
-        out += fmt::format(" {} {}", state, count);
-    out += "\nfinal: [";
-    first = true;
+    out += "initial: " + list(initial) + "  # first states seen:" + first_seen + "\n";
+    std::vector<std::string> final;
     for (const auto& [state, count] : observed.last_states) {
         bool leaves = std::any_of(
             observed.transitions.begin(), observed.transitions.end(), [&](const auto& edge) {
                 return edge.first.first == state && edge.first.second != state;
             });
-        if (leaves) continue;
-        out += fmt::format("{}{}", first ? "" : ", ", yaml_string(state));
-        first = false;
+        if (!leaves) final.push_back(state);
     }
-    out += "]  # last states that no transition left\ntransitions:\n";
-    for (const auto& [edge, count] : observed.transitions)
-        out += fmt::format("  - {{from: {}, to: {}}}  # {} time{}\n", yaml_string(edge.first),
-                           yaml_string(edge.second), count, count == 1 ? "" : "s");
+    out += "final: " + list(final) + "  # last states that no transition left\ntransitions:\n";
+    auto times = [](std::uint64_t count) {
+        return fmt::format("{} time{}", count, count == 1 ? "" : "s");
+    };
+    for (const auto& [edge, count] : observed.transitions) {
+        const auto& [from, to] = edge;
+        // With --event, one transition per operation that made it; events
+        // without one need the edge open to any operation.
+        std::uint64_t labelled = 0;
+        for (auto it = observed.operations.lower_bound({from, to, std::string()});
+             it != observed.operations.end() && std::get<0>(it->first) == from &&
+             std::get<1>(it->first) == to;
+             ++it) {
+            out += fmt::format("  - {{from: {}, to: {}, \"on\": {}}}  # {}\n", yaml_quoted(from),
+                               yaml_quoted(to), yaml_quoted(std::get<2>(it->first)),
+                               times(it->second));
+            labelled += it->second;
+        }
+        if (labelled < count)
+            out += fmt::format("  - {{from: {}, to: {}}}  # {}{}\n", yaml_quoted(from),
+                               yaml_quoted(to), times(count - labelled),
+                               labelled > 0 ? ", with no operation" : "");
+    }
     return out;
 }
 

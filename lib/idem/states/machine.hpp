@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -69,9 +70,16 @@ private:
 // count, as a machine file to review and commit.
 struct Observed {
     std::map<std::pair<std::string, std::string>, std::uint64_t> transitions;
+    // Of those, the ones an event naming its operation made (--event):
+    // from, to, operation.
+    std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> operations;
     std::map<std::string, std::uint64_t> first_states; // an entity's first state
     std::map<std::string, std::uint64_t> last_states;  // its last
 };
+// Every name is a double-quoted YAML scalar with its control, C1, bidi and
+// invisible characters escaped, so the file reads back (parse_machine_text,
+// and any YAML parser) as the names the log held; names in comments pass
+// through terminal_text.
 [[nodiscard]] std::string learned_machine_yaml(const Observed& observed);
 
 } // namespace idem::states

@@ -1,6 +1,7 @@
 #include "idem/states/report.hpp"
 #include "idem/crypto/crypto.hpp"
 
+#include "idem/util/render.hpp"
 #include "idem/util/text.hpp"
 
 #include <cmath>
@@ -57,18 +58,6 @@ std::vector<Edge> edges_of(const ReportData& data) {
     return list;
 }
 
-// A DOT string: the log's text with its controls escaped (terminal_text: a
-// newline in a state name never reaches the file), then quoted.
-std::string quoted_dot(std::string_view raw) {
-    auto text = terminal_text(raw);
-    std::string out = "\"";
-    for (char c : text) {
-        if (c == '"' || c == '\\') out += '\\';
-        out += c;
-    }
-    return out + '"';
-}
-
 // The machine with the observed counts on its edges: allowed ones solid,
 // forbidden ones the log showed red and dashed, states by kind.
 void render_dot(const ReportData& data, std::string& out) {
@@ -81,13 +70,13 @@ void render_dot(const ReportData& data, std::string& out) {
             style = ", shape=doublecircle";
         else if (data.machine->is_initial(state))
             style = ", style=bold";
-        out += fmt::format("  {} [label={}{}];\n", quoted_dot(state), quoted_dot(state), style);
+        out += fmt::format("  {} [label={}{}];\n", dot_quoted(state), dot_quoted(state), style);
     }
     for (const auto& edge : edges_of(data)) {
         auto label = edge.seen > 0 ? std::to_string(edge.seen) : std::string();
         auto style = edge.allowed ? (edge.seen ? "" : ", color=gray") : ", color=red, style=dashed";
-        out += fmt::format("  {} -> {} [label={}{}];\n", quoted_dot(edge.from), quoted_dot(edge.to),
-                           quoted_dot(label), style);
+        out += fmt::format("  {} -> {} [label={}{}];\n", dot_quoted(edge.from), dot_quoted(edge.to),
+                           dot_quoted(label), style);
     }
     out += "}\n";
 }
@@ -101,19 +90,7 @@ void render_mermaid(const ReportData& data, std::string& out) {
     auto states = all_states(data);
     out += "stateDiagram-v2\n";
     for (const auto& state : states) {
-        // A label runs to the end of its line: controls escaped (no newline
-        // starts a statement of its own), and ; and " as Mermaid's entity
-        // codes, since either would end or break it.
-        std::string label;
-        for (char c : terminal_text(state)) {
-            if (c == ';')
-                label += "#59;";
-            else if (c == '"')
-                label += "#quot;";
-            else
-                label += c;
-        }
-        out += fmt::format("    {} : {}\n", mermaid_id(states, state), label);
+        out += fmt::format("    {} : {}\n", mermaid_id(states, state), mermaid_label(state));
     }
     for (const auto& state : data.machine->initial)
         out += fmt::format("    [*] --> {}\n", mermaid_id(states, state));
@@ -226,6 +203,13 @@ void render_text(const ReportData& data, std::string& out, bool markdown) {
     std::uint64_t total = 0;
     for (auto count : data.counts)
         total += count;
+    // Every value from the log passes through the medium's function:
+    // terminal_text for the table (no control, C1 or bidi character reaches
+    // the terminal, none breaks a line), markdown_text for Markdown (the
+    // same, and no raw HTML, no cell or code span a value closes).
+    auto text = [markdown](std::string_view value) {
+        return markdown ? markdown_text(value) : terminal_text(value);
+    };
     out += markdown ? "# idem states\n\n" : "idem states\n\n";
     out += fmt::format("{} events of {} entities, {} finding{}{}\n\n", data.events, data.entities,
                        total, total == 1 ? "" : "s",
@@ -240,10 +224,8 @@ void render_text(const ReportData& data, std::string& out, bool markdown) {
     }
     out += markdown ? "\n## Transitions\n\n| from | to | seen | allowed |\n|---|---|---|---|\n"
                     : "\ntransitions (seen / allowed)\n";
-    // Every value from the log passes through terminal_text: no control,
-    // C1 or bidi character reaches the terminal, and none breaks a line.
     for (const auto& edge : edges_of(data)) {
-        auto from = terminal_text(edge.from), to = terminal_text(edge.to);
+        auto from = text(edge.from), to = text(edge.to);
         out += markdown ? fmt::format("| {} | {} | {} | {} |\n", from, to, edge.seen,
                                       edge.allowed ? "yes" : "**no**")
                         : fmt::format("  {:<16} -> {:<16} {:>8}  {}\n", from, to, edge.seen,
@@ -253,18 +235,18 @@ void render_text(const ReportData& data, std::string& out, bool markdown) {
     out += markdown ? "\n## Worst entities\n" : "\nworst entities\n";
     for (const auto& worst : data.worst) {
         auto entity = worst;
-        entity.entity = terminal_text(worst.entity);
-        entity.state = terminal_text(worst.state);
+        entity.entity = text(worst.entity);
+        entity.state = text(worst.state);
         out += markdown
                    ? fmt::format("\n### {} ({} finding{}, now {})\n\n", entity.entity,
                                  entity.findings, entity.findings == 1 ? "" : "s", entity.state)
                    : fmt::format("\n  {}: {} finding{}, now {}\n", entity.entity, entity.findings,
                                  entity.findings == 1 ? "" : "s", entity.state);
         for (const auto& e : entity.evidence) {
-            auto from = e.from.empty() ? std::string("-") : terminal_text(e.from);
-            auto to = e.to.empty() ? std::string("-") : terminal_text(e.to);
-            auto at = e.position.empty() ? std::string("-") : terminal_text(e.position);
-            auto detail = terminal_text(e.detail);
+            auto from = e.from.empty() ? std::string("-") : text(e.from);
+            auto to = e.to.empty() ? std::string("-") : text(e.to);
+            auto at = e.position.empty() ? std::string("-") : text(e.position);
+            auto detail = text(e.detail);
             if (markdown)
                 out += fmt::format("- `{}` {} → {} at {}: {}\n", finding_name(e.finding), from, to,
                                    at, detail);
@@ -339,7 +321,7 @@ void render_report(const ReportData& data, ReportFormat format, std::string& out
         render_mermaid(data, out);
         return;
     case ReportFormat::json:
-        out += json_of(data).dump(2);
+        out += json_report_text(json_of(data).dump(2));
         out += '\n';
         return;
     case ReportFormat::markdown:

@@ -800,6 +800,8 @@ private:
             if (data.worst.size() > m_options.worst) data.worst.resize(m_options.worst);
             std::string text;
             render_report(data, m_options.report, text);
+            if (m_options.report == ReportFormat::table)
+                text = fit_lines(text, m_options.table_width);
             m_output->write(text);
         }
         m_outputs.flush();

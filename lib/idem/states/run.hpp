@@ -9,6 +9,7 @@
 #include "idem/record/rejects.hpp"
 #include "idem/states/checker.hpp"
 #include "idem/states/machine.hpp"
+#include "idem/util/render.hpp"
 #include "idem/util/time.hpp"
 
 #include <array>
@@ -51,6 +52,9 @@ struct StatesRunOptions {
     std::string invalid_path;
     ReportFormat report = ReportFormat::none;
     std::size_t worst = 10; // entities the report shows with their findings
+    // The table's lines are cut to this many display columns (the
+    // terminal's width); k_never_cut into files and pipes, and with --wide.
+    std::size_t table_width = k_never_cut;
     std::string store_uri = "idem.db";
     std::string scope = "default";
     Duration lock_timeout = std::chrono::seconds(60);

@@ -162,7 +162,8 @@ void append_offline_html_head(std::string& out, std::string_view title, std::str
     out += "</h1>";
 }
 
-std::string html_escape(std::string_view text) {
+std::string html_escape(std::string_view raw) {
+    auto text = terminal_text(raw);
     std::string out;
     out.reserve(text.size());
     for (char c : text) {

@@ -168,3 +168,59 @@ TEST_CASE("a judgement's previous state outlives the names interned after it") {
     }
     CHECK(*judgement.from == "pending");
 }
+
+TEST_CASE("a machine learned from hostile names checks its own log with no finding") {
+    // Names a log can hold: line breaks, YAML's own syntax, terminal escapes,
+    // C1, bidi and zero-width characters, DEL, quotes and non-ASCII.
+    const std::vector<std::string> names = {"pending\nFORGED: x",
+                                            "paid: #comment",
+                                            "s\x1b]52;c;aGk=\x07",
+                                            "c1\xc2\x9b"
+                                            "2J",
+                                            "rtl\xe2\x80\xae"
+                                            "dap",
+                                            "zw\xe2\x80\x8b",
+                                            "del\x7f",
+                                            "q\"uote\\'",
+                                            "- [list]",
+                                            "yes",
+                                            "caf\xc3\xa9 \xe6\x97\xa5",
+                                            "line\r\u2028end"};
+    auto seed = parse_allow("a>b", {}, {}); // --learn judges against no real machine
+    Checker learner(seed, false);
+    struct Step {
+        std::string entity, state, operation;
+    };
+    std::vector<Step> log;
+    for (std::size_t i = 0; i + 1 < names.size(); ++i) {
+        auto entity = "e" + std::to_string(i);
+        log.push_back({entity, names[i], ""});
+        log.push_back({entity, names[i + 1], names[(i + 5) % names.size()]});
+        if (i % 3 == 0) log.push_back({entity, names[i + 1], ""}); // a repeat with no operation
+    }
+    auto feed = [&log](Checker& checker) {
+        std::uint64_t findings = 0;
+        for (const auto& step : log) {
+            Event event;
+            event.entity = step.entity;
+            event.state = step.state;
+            event.operation = step.operation;
+            event.position = "log:1";
+            findings += checker.judge(event).findings.size();
+        }
+        return findings;
+    };
+    feed(learner);
+    auto yaml = learned_machine_yaml(learner.observed());
+    for (char c : yaml) {
+        auto byte = static_cast<unsigned char>(c);
+        CHECK((byte >= 0x20 || c == '\n'));
+        CHECK(byte != 0x7f);
+    }
+    CHECK(yaml.find("\xe2\x80\xae") == std::string::npos); // bidi escaped, in names and comments
+    CHECK(yaml.find("\xc2\x9b") == std::string::npos);
+    CHECK(yaml.find("caf\xc3\xa9") != std::string::npos); // other UTF-8 kept
+    auto learned = parse_machine_text(yaml, "learned.yaml");
+    Checker checker(learned, false);
+    CHECK(feed(checker) == 0);
+}

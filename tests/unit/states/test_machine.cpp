@@ -73,3 +73,21 @@ TEST_CASE("a learned machine reads back as a machine") {
     CHECK(machine.is_final("shipped"));
     CHECK_FALSE(machine.is_final("paid")); // it was left by a transition
 }
+
+TEST_CASE("a learned machine keeps each transition's operation") {
+    Observed observed;
+    observed.transitions[{"pending", "paid"}] = 3;
+    observed.operations[{"pending", "paid", "confirm"}] = 2;
+    observed.transitions[{"paid", "refunded"}] = 1;
+    observed.operations[{"paid", "refunded", "refund"}] = 1;
+    observed.first_states["pending"] = 3;
+    observed.last_states["refunded"] = 1;
+    auto yaml = learned_machine_yaml(observed);
+    CHECK(yaml.find("\"on\": \"confirm\"}  # 2 times") != std::string::npos);
+    CHECK(yaml.find("{from: \"pending\", to: \"paid\"}  # 1 time, with no operation") !=
+          std::string::npos);
+    auto machine = parse_machine_text(yaml, "learned.yaml");
+    CHECK(machine.allows("paid", "refunded", "refund"));
+    CHECK_FALSE(machine.allows("paid", "refunded", "cancel")); // only the operation seen
+    CHECK(machine.allows("pending", "paid", "anything"));      // one event named none
+}
