@@ -5,6 +5,7 @@
 // record; either way every record knows its file, line and byte offset.
 
 #include "idem/io/block_reader.hpp"
+#include "idem/record/field_path.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -27,6 +28,9 @@ struct InputOptions {
     std::vector<std::string> paths; // "-" is stdin; empty means stdin
     InputFormat format = InputFormat::ndjson;
     std::uint64_t max_record_bytes = k_default_max_record_bytes;
+    // --allow-absent: paths the run may be given that no record holds
+    // (PathCensus).
+    std::vector<FieldPath> allow_absent;
 };
 
 // A block of whole lines from one input. For HAR, one line per entry.

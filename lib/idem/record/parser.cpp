@@ -3,6 +3,7 @@
 #include "idem/record/annotate.hpp"
 #include "idem/record/detail/canonical_writer.hpp"
 #include "idem/record/detail/json_errors.hpp"
+#include "idem/record/path_census.hpp"
 #include "idem/util/encoding.hpp"
 #include "idem/util/text.hpp"
 
@@ -89,7 +90,39 @@ std::optional<ParseFailure> RecordParser::parse(std::string_view line) {
     if (!impl.root.is_object())
         return ParseFailure{1, "expected a JSON object per line, got a JSON " +
                                    std::string(impl.root.is_array() ? "array" : "scalar")};
-    return impl.read_members();
+    auto failure = impl.read_members();
+    if (!failure && m_census) m_census->observe(*this);
+    return failure;
+}
+
+namespace {
+void collect_paths(simdjson::dom::element element, std::string& prefix,
+                   std::vector<std::string>& out, std::size_t max, int depth) {
+    if (!element.is_object() || depth > 8) return;
+    for (auto [key, value] : simdjson::dom::object(element)) {
+        if (out.size() >= max) return;
+        auto length = prefix.size();
+        if (!prefix.empty()) prefix += '.';
+        prefix += key;
+        out.push_back(prefix);
+        collect_paths(value, prefix, out, max, depth + 1);
+        prefix.resize(length);
+    }
+}
+} // namespace
+
+void RecordParser::field_paths(std::vector<std::string>& out, std::size_t max) {
+    auto& impl = *m_impl;
+    std::string prefix;
+    collect_paths(impl.root, prefix, out, max, 0);
+    if (impl.shape == RecordShape::envelope) {
+        for (const auto& header : impl.envelope.headers)
+            if (out.size() < max) out.push_back("headers." + to_lower(header.name));
+        if (auto body = impl.parsed_body()) {
+            prefix = "body";
+            collect_paths(*body, prefix, out, max, 1);
+        }
+    }
 }
 
 // One pass over the top-level members: the envelope's fields are picked up

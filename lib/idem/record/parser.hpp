@@ -73,6 +73,8 @@ struct FieldValue {
     std::string_view text;
 };
 
+class PathCensus;
+
 class RecordParser {
 public:
     RecordParser();
@@ -113,9 +115,17 @@ public:
     std::optional<std::uint64_t> event_hash(const std::vector<FieldPath>& ignored);
     std::optional<std::uint64_t> event_hash(const IgnoredPaths& ignored);
 
+    // Every record parsed from here on is shown to `census` (the run
+    // frame's): the paths the run was given are checked against it.
+    void report_paths_to(PathCensus* census) { m_census = census; }
+    // The dotted paths of the last record's object members (an envelope's
+    // parsed body under "body."), at most `max` of them, for "did you mean".
+    void field_paths(std::vector<std::string>& out, std::size_t max);
+
 private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
+    PathCensus* m_census = nullptr;
 };
 
 // A plain event's own text, for use as a body: the line without a leading

@@ -16,6 +16,7 @@
 #include "idem/record/block_pipeline.hpp"
 #include "idem/record/input.hpp"
 #include "idem/record/parser.hpp"
+#include "idem/record/path_census.hpp"
 #include "idem/record/rejects.hpp"
 
 #include <cstdint>
@@ -88,6 +89,9 @@ public:
     [[nodiscard]] RejectRouter& rejects() { return *m_rejects; }
     [[nodiscard]] const RejectRouter& rejects() const { return *m_rejects; }
     [[nodiscard]] InputStream& input() { return *m_input; }
+    // The paths and values the run was given, checked against every record
+    // its workers parse (states() hands it to each worker's parser).
+    [[nodiscard]] PathCensus& census() { return m_census; }
 
     // The first `records` records were done by the run this one resumes
     // (OwnedOutputs): they are read again for their positions, but neither
@@ -132,6 +136,7 @@ protected:
     bool m_busy_ordered_stage;
     std::size_t m_block_bytes;
     std::chrono::milliseconds m_idle_interval;
+    PathCensus m_census;
 
 private:
     io::Sink* m_rejects_to = nullptr;
@@ -185,8 +190,11 @@ public:
     // One State per worker, each made by `make`.
     template <typename Make> [[nodiscard]] std::vector<std::unique_ptr<State>> states(Make make) {
         std::vector<std::unique_ptr<State>> made;
-        for (std::size_t i = 0; i < worker_count(m_threads, m_busy_ordered_stage); ++i)
+        for (std::size_t i = 0; i < worker_count(m_threads, m_busy_ordered_stage); ++i) {
             made.push_back(make());
+            if constexpr (requires { made.back()->parser.report_paths_to(&m_census); })
+                made.back()->parser.report_paths_to(&m_census);
+        }
         return made;
     }
 
