@@ -247,9 +247,9 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
                         "one intent under several keys within this is key-regenerated "
                         "(default 24h)");
     command
-        ->add_option("--format", options->format,
+        ->add_option("--format,--report", options->format,
                      "table (default), json, markdown, or html (one self-contained file: a "
-                     "timeline of the top groups and a sortable table)")
+                     "timeline of the top groups and a sortable table); --report is the same")
         ->check(CLI::IsMember({"table", "json", "markdown", "html"}));
     command
         ->add_option("--fail-on", options->fail_on,

@@ -44,6 +44,11 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
     command.add_option("--reject", options.reject_path,
                        "write input lines that are not records here, byte for byte");
     command.add_flag("--strict", options.strict, "stop at the first bad record (exit 3)");
+    command
+        .add_option("--allow-absent", options.allow_absent,
+                    "a field path given to a flag that no record may hold (repeatable); "
+                    "otherwise such a path is taken for a typo: a warning, and exit 3")
+        ->allow_extra_args(false);
     add_report_options(command, options);
 }
 
@@ -58,6 +63,30 @@ void add_report_options(CLI::App& command, CommonOptions& options) {
                        "write the run's figures to FILE as OpenMetrics gauges, which "
                        "node_exporter's textfile collector reads, replaced whole at the end");
     registered_report_options().emplace_back(command.get_name(), &options);
+}
+
+void take_fail_on_unmatched(std::vector<std::string>& fail_on, CommonOptions& options) {
+    auto unmatched = std::remove(fail_on.begin(), fail_on.end(), "unmatched");
+    if (unmatched != fail_on.end()) options.fail_on_unmatched = true;
+    fail_on.erase(unmatched, fail_on.end());
+}
+
+void add_fail_on_unmatched_option(CLI::App& command, CommonOptions& options) {
+    command
+        .add_option_function<std::vector<std::string>>(
+            "--fail-on",
+            [&options](const std::vector<std::string>& values) {
+                for (const auto& value : values) {
+                    if (value != "unmatched")
+                        throw CLI::ValidationError(
+                            "--fail-on",
+                            fmt::format("unknown value {}: expected unmatched", quote(value)));
+                    options.fail_on_unmatched = true;
+                }
+            },
+            "unmatched: exit 1 when a value a flag expects (PATH=VALUE) is held by no record")
+        ->delimiter(',')
+        ->allow_extra_args(false);
 }
 
 void add_wide_option(CLI::App& command, bool& wide) {
@@ -128,6 +157,9 @@ record::InputOptions input_options(const CommonOptions& options) {
     input.format = record::parse_input_format(options.input_format);
     input.max_record_bytes = parse_byte_size(options.max_record_size);
     if (input.max_record_bytes == 0) throw UsageError("--max-record-size must be at least 1 byte");
+    for (const auto& text : options.allow_absent)
+        for (auto& path : record::FieldPath::parse_list(text))
+            input.allow_absent.push_back(std::move(path));
     return input;
 }
 
@@ -185,6 +217,19 @@ std::string all_rejected_hint(const CommonOptions& options) {
             if (first != std::string::npos && start[first] == '{' &&
                 start.find("\"log\"") != std::string::npos)
                 return "this looks like a HAR file: add --input-format har";
+            // By their first bytes, not their names: gzip's magic number; a
+            // header row of comma-separated names.
+            if (start.size() >= 2 && static_cast<unsigned char>(start[0]) == 0x1f &&
+                static_cast<unsigned char>(start[1]) == 0x8b)
+                return fmt::format("{} is gzip-compressed, not NDJSON: read it through 'zcat {} "
+                                   "| idem ... -'",
+                                   quote(path), path);
+            auto line = std::string_view(start).substr(0, start.find('\n'));
+            if (first != std::string::npos && start[first] != '{' && start[first] != '[' &&
+                line.find(',') != std::string::npos)
+                return fmt::format("{} looks like CSV, not NDJSON: 'idem audit --csv {}' reads "
+                                   "CSV, and 'idem reconcile --stage NAME={}' a .csv stage",
+                                   quote(path), path, path);
         }
     }
     return "check the field paths (--key, --seq, --time-field, ...) against one record, e.g. "
@@ -204,10 +249,14 @@ int finish_run(const CommonOptions& options, StderrDiagnostics& diagnostics,
         print_stderr("idem: error: every record was rejected ({} of {}): {}\n", rejected, in,
                      all_rejected_hint(options));
     print_summary(options, summary);
-    if (all_rejected)
+    // A path no record held is a typo until --allow-absent says otherwise
+    // (PathCensus): the answer was computed from nothing.
+    if (all_rejected || summary.count("absent_paths") > 0)
         code = static_cast<int>(ExitCode::bad_input);
     else if (rejected > 0)
         code = std::max(code, static_cast<int>(ExitCode::findings));
+    if (code == 0 && options.fail_on_unmatched && summary.count("unmatched_values") > 0)
+        code = static_cast<int>(ExitCode::findings);
     write_metrics_file(options, summary, code);
     return code;
 }
@@ -257,8 +306,11 @@ void StderrDiagnostics::progress(std::uint64_t records, std::uint64_t bytes) {
 
 std::string require_env(const std::string& name, const std::string& flag) {
     const char* value = std::getenv(name.c_str());
-    if (value == nullptr || *value == '\0')
+    if (value == nullptr)
         throw UsageError(fmt::format("{}: environment variable {} is not set", flag, quote(name)));
+    if (*value == '\0')
+        throw UsageError(
+            fmt::format("{}: environment variable {} is set but empty", flag, quote(name)));
     return value;
 }
 

@@ -25,9 +25,17 @@ struct CommonOptions {
     bool strict = false;
     std::string summary_format = "text";
     bool quiet = false;
-    std::string store_timeout; // "" : the command's default
-    std::string metrics_path;  // --metrics FILE
+    std::string store_timeout;             // "" : the command's default
+    std::string metrics_path;              // --metrics FILE
+    std::vector<std::string> allow_absent; // --allow-absent PATH (PathCensus)
+    bool fail_on_unmatched = false;        // --fail-on unmatched
 };
+
+// Takes "unmatched" out of a command's --fail-on list (every judging
+// command's --fail-on accepts it: a value no record held exits 1).
+void take_fail_on_unmatched(std::vector<std::string>& fail_on, CommonOptions& options);
+// --fail-on for commands whose only finding to fail on is "unmatched".
+void add_fail_on_unmatched_option(CLI::App& command, CommonOptions& options);
 
 void add_common_options(CLI::App& command, CommonOptions& options);
 // Only --summary and --quiet, for commands that read no records (listen).

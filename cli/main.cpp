@@ -12,6 +12,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <string_view>
+#include <vector>
 
 namespace {
 
@@ -72,6 +74,16 @@ int main(int argc, char** argv) {
     if (const char* password = std::getenv("IDEM_REDIS_PASSWORD"); password && *password) {
         const char* user = std::getenv("IDEM_REDIS_USER");
         idem::store::set_redis_credentials(user ? user : "", password);
+    }
+    // `idem help [COMMAND]` is `idem [COMMAND] --help`, as git and cargo have it.
+    std::vector<char*> help_argv;
+    if (argc >= 2 && std::string_view(argv[1]) == "help") {
+        static char help_flag[] = "--help";
+        help_argv.push_back(argv[0]);
+        if (argc >= 3) help_argv.push_back(argv[2]);
+        help_argv.push_back(help_flag);
+        argc = static_cast<int>(help_argv.size());
+        argv = help_argv.data();
     }
     if (auto unknown = unknown_command(app, argc, argv)) {
         print_error(*unknown);

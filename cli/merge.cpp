@@ -7,6 +7,7 @@
 #include "idem/merge/run.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
+#include "idem/util/time.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -37,6 +38,8 @@ struct MergeOptions {
     std::string max_open_bytes = "1GiB";
     std::string output_path;
     std::string late_path;
+    std::string max_future = "1d";
+    bool drop_late = false;
     std::string unmatched_path;
     std::string members_path;
     bool preview = false;
@@ -114,6 +117,9 @@ int run_merge_command(const MergeOptions& options) {
         run.bypass.push_back(merge::parse_condition(condition));
     if (!options.time_field.empty()) run.time_field = record::FieldPath::parse(options.time_field);
     if (!options.max_lateness.empty()) run.max_lateness = parse_duration(options.max_lateness);
+    run.max_future = parse_duration(options.max_future);
+    if (run.max_future.count() <= 0) throw UsageError("--max-future must be longer than 0");
+    run.now = now_utc();
     if (!options.zone.empty()) run.zone = TimeZone::load(options.zone);
     run.missing =
         options.missing == "pass" ? merge::MissingGroup::pass : merge::MissingGroup::reject;
@@ -123,6 +129,9 @@ int run_merge_command(const MergeOptions& options) {
     if (run.max_open_bytes == 0) throw UsageError("--max-open-bytes must be more than 0");
     run.output_path = options.output_path;
     run.late_path = options.late_path;
+    run.drop_late = options.drop_late;
+    if (options.drop_late && !options.late_path.empty())
+        throw UsageError("--late FILE keeps late records, --drop-late drops them: give one");
     run.unmatched_path = options.unmatched_path;
     run.members_path = options.members_path;
     run.preview = options.preview;
@@ -151,6 +160,7 @@ void register_merge(CLI::App& app, std::function<int()>& action) {
         "merge", "coalesce a group's records within a time window into one (notifications, "
                  "metrics)");
     add_common_options(*command, options->common);
+    add_fail_on_unmatched_option(*command, options->common);
     add_store_timeout_option(*command, options->common);
     command->add_option("--rules", options->rules_path,
                         "several rules in one pass, from a YAML or JSON file (docs/merge.md)");
@@ -213,8 +223,13 @@ void register_merge(CLI::App& app, std::function<int()>& action) {
         "-o,--output", options->output_path,
         "write to FILE instead of stdout; with a store, a rerun after a crash resumes it exactly");
     command->add_option("--late", options->late_path,
-                        "records whose window had closed, annotated with why (default: a "
-                        "warning each)");
+                        "records whose window had closed, annotated with why (default: into the "
+                        "output as a window of their own, marked _idem.merge.late)");
+    command->add_option("--max-future", options->max_future,
+                        "a record timed further than this ahead of the clock is rejected: it "
+                        "would close every window (default 1d)");
+    command->add_flag("--drop-late", options->drop_late,
+                      "drop records whose window had closed, a warning each (they are counted)");
     command->add_option("--unmatched", options->unmatched_path,
                         "records no rule matched (default: passed through to the output)");
     command->add_option("--members", options->members_path,

@@ -59,6 +59,12 @@ double fraction(std::string_view flag, std::string text) {
     auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (error != std::errc{} || end != text.data() + text.size() || value < 0)
         throw UsageError(fmt::format("{} {} is not a rate (0.1% or 0.001)", flag, quote(text)));
+    // "5" meant as 5% would pass a loss of 8%: a ratio above 1 says which.
+    if (!percent && value > 1)
+        throw UsageError(fmt::format("{} {}: {} would be {}%: write {}% or {}", flag, quote(text),
+                                     text, value * 100, text, value / 100));
+    if (percent && value > 100)
+        throw UsageError(fmt::format("{} {}: a rate is at most 100%", flag, quote(text)));
     return percent ? value / 100 : value;
 }
 
@@ -156,6 +162,7 @@ int run_reconcile_command(const ReconcileOptions& options) {
         run.stages.push_back(std::move(stage));
     }
     run.max_record_bytes = input_options(options.common).max_record_bytes;
+    run.allow_absent = input_options(options.common).allow_absent;
     run.reject_path = options.common.reject_path;
     run.strictness = strictness(options.common);
     run.threads = options.threads;
@@ -196,12 +203,17 @@ int run_reconcile_command(const ReconcileOptions& options) {
                      [](const auto& stage) { return !stage.span.empty(); }))
         throw UsageError("--traces is read for stages given as NAME=span:SPAN_NAME: none is");
     std::vector<reconcile::Finding> fail_on;
+    bool fail_on_unmatched = false;
     for (const auto& list : options.fail_on)
         for (auto name : split(list, ',')) {
+            if (name == "unmatched") {
+                fail_on_unmatched = true;
+                continue;
+            }
             auto finding = reconcile::parse_finding(name);
             if (!finding)
                 throw UsageError(fmt::format("--fail-on: unknown finding {} (lost, duplicated, "
-                                             "late, orphan, changed)",
+                                             "late, orphan, changed, unmatched)",
                                              quote(name)));
             fail_on.push_back(*finding);
         }
@@ -234,6 +246,7 @@ int run_reconcile_command(const ReconcileOptions& options) {
                                                 *max_duplicates * 100));
             fails = true;
         }
+    if (fail_on_unmatched && result.summary.count("unmatched_values") > 0) fails = true;
     return finish_run(options.common, diagnostics, result.summary, fails ? 1 : 0);
 }
 } // namespace
@@ -279,8 +292,9 @@ void register_reconcile(CLI::App& app, std::function<int()>& action) {
     command->add_option("--sla", options->sla,
                         "a hop slower than this (first copy to first copy) is late");
     command
-        ->add_option("--report", options->report,
-                     "table (default), json, markdown, or html (the funnel and latency drawn)")
+        ->add_option("--report,--format", options->report,
+                     "table (default), json, markdown, or html (the funnel and latency drawn); "
+                     "--format is the same")
         ->check(CLI::IsMember({"table", "json", "markdown", "html"}));
     command->add_option("-o,--output", options->output_path,
                         "write the report to FILE (whole or not at all)");

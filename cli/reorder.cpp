@@ -7,6 +7,7 @@
 #include "idem/reorder/run.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
+#include "idem/util/time.hpp"
 
 #include <fmt/format.h>
 
@@ -27,6 +28,8 @@ struct ReorderOptions {
     bool hold = false;
     std::string gaps_path;
     std::string late_path;
+    std::string max_future = "1d";
+    bool drop_late = false;
     std::string output_path;
     std::vector<std::string> fail_on;
     std::string store;
@@ -84,6 +87,12 @@ int run_reorder_command(const ReorderOptions& options) {
     run.at_end = options.hold ? reorder::AtEnd::hold : reorder::AtEnd::flush;
     run.gaps_path = options.gaps_path;
     run.late_path = options.late_path;
+    run.max_future = parse_duration(options.max_future);
+    if (run.max_future.count() <= 0) throw UsageError("--max-future must be longer than 0");
+    run.now = now_utc();
+    run.drop_late = options.drop_late;
+    if (options.drop_late && !options.late_path.empty())
+        throw UsageError("--late FILE keeps late records, --drop-late drops them: give one");
     run.output_path = options.output_path;
     run.store_uri = options.store;
     run.scope = options.scope;
@@ -147,8 +156,13 @@ void register_reorder(CLI::App& app, std::function<int()>& action) {
     command->add_option("--gaps", options->gaps_path,
                         "write gap records here instead of into the output");
     command->add_option("--late", options->late_path,
-                        "write late and duplicate records here, with the reason (default: a "
-                        "warning each)");
+                        "write late and duplicate records here, with the reason (default: into "
+                        "the output where they came, marked _idem.late)");
+    command->add_option("--max-future", options->max_future,
+                        "--order-by: a record stamped further than this ahead of the clock is "
+                        "rejected: it would move the watermark past every other (default 1d)");
+    command->add_flag("--drop-late", options->drop_late,
+                      "drop late and duplicate records, a warning each (they are counted)");
     command->add_option("-o,--output", options->output_path,
                         "write to FILE instead of stdout; a rerun after a crash resumes it "
                         "exactly");

@@ -158,6 +158,7 @@ void register_replay(CLI::App& app, std::function<int()>& action) {
     auto* command = app.add_subcommand(
         "replay", "re-send records with stable idempotency keys, a ledger and safe retries");
     add_common_options(*command, options->common);
+    add_fail_on_unmatched_option(*command, options->common);
     add_store_timeout_option(*command, options->common);
     command
         ->add_option("--to", options->to, "target URL; its path, if any, replaces the captured one")

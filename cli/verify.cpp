@@ -5,9 +5,13 @@
 #include "keys.hpp"
 
 #include "idem/io/sink.hpp"
+#include "idem/util/text.hpp"
 #include "idem/util/time.hpp"
 #include "idem/verify/run.hpp"
 #include "idem/verify/verifier.hpp"
+
+#include <algorithm>
+#include <cctype>
 
 namespace idem::cli {
 
@@ -30,6 +34,29 @@ struct VerifyOptions {
     bool no_fail = false;
     std::size_t threads = 0;
 };
+
+// `--secret old=$OLD` reads as the secret "old=..." (every byte is the
+// secret): when no delivery matched and a --secret looks labelled, say
+// where labels come from. The value itself is never shown.
+void warn_of_labels_in_secrets(const KeyOptions& keys, const io::Summary& summary,
+                               io::Diagnostics& diagnostics) {
+    if (summary.count("valid") > 0 || summary.count("invalid") == 0) return;
+    for (std::size_t i = 0; i < keys.secrets.size(); ++i) {
+        const auto& secret = keys.secrets[i];
+        auto equals = secret.find('=');
+        if (equals == std::string::npos || equals == 0 || equals > 64) continue;
+        auto label = std::string_view(secret).substr(0, equals);
+        bool plain_word = std::all_of(label.begin(), label.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+        });
+        if (!plain_word) continue;
+        diagnostics.warning(
+            {}, fmt::format("no delivery matched, and secret #{} starts with {}: the whole value "
+                            "is the secret, '=' included; labels come from --secret-env "
+                            "NAME=VAR or a secret file (--secret-file NAME=PATH)",
+                            i + 1, quote(fmt::format("{}=", label))));
+    }
+}
 
 int run_verify_command(const VerifyOptions& options) {
     verify::VerifyRunOptions run;
@@ -77,6 +104,7 @@ int run_verify_command(const VerifyOptions& options) {
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = io::Sink::standard_output();
     auto result = verify::run_verify(run, *output, diagnostics);
+    warn_of_labels_in_secrets(options.keys, result.summary, diagnostics);
     return finish_run(options.common, diagnostics, result.summary,
                       result.findings > 0 && !options.no_fail ? 1 : 0);
 }
@@ -134,7 +162,9 @@ void register_verify(CLI::App& app, std::function<int()>& action) {
         "clock. Prefer --secret-env or --secret-file: --secret shows in the process list.\n\n"
         "Examples:\n"
         "  idem verify --scheme stripe --secret-env STRIPE_WEBHOOK_SECRET captures.ndjson\n"
-        "  idem verify --secret old=$OLD --secret new=$NEW --invalid bad.ndjson < captures.ndjson\n"
+        "  idem verify --secret-env old=STRIPE_OLD --secret-env new=STRIPE_NEW --invalid "
+        "bad.ndjson "
+        "< captures.ndjson\n"
         "  idem verify --scheme github --secret-file gh.secret --now 2026-11-29T08:00:00Z "
         "week.ndjson");
     command->callback([options, &action] {

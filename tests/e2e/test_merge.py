@@ -234,8 +234,9 @@ class Routing(unittest.TestCase):
             with open(rejects) as f:
                 self.assertEqual(len(f.readlines()), 3)
             conserved(self, summary_of(err))
-        code, out, err = run(["merge", "--group", "g", "--window", "1m", "--missing", "pass", "--summary", "json"],
-                             stdin=ndjson([{"x": 1}]))
+        # A group path no record holds is a typo unless --allow-absent says so.
+        code, out, err = run(["merge", "--group", "g", "--window", "1m", "--missing", "pass", "--summary", "json",
+                              "--allow-absent", "g"], stdin=ndjson([{"x": 1}]))
         self.assertEqual((code, json.loads(out)), (0, {"x": 1}))
         self.assertEqual(summary_of(err)["unkeyed"], 1)
 

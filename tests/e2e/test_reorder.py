@@ -96,9 +96,21 @@ class Reorder(unittest.TestCase):
         self.assertEqual(self.reorder(["--seq", "seq", "--start", "1", "--fail-on", "gap,late",
                                        "--store", ":memory:"], ndjson([{"seq": 1}, {"seq": 2}]))[0], 0)
 
-    def test_without_a_late_file_each_late_record_is_a_warning_with_its_position(self):
+    def test_without_a_late_file_a_late_record_stays_in_the_output_marked(self):
         code, out, err = self.reorder(["--seq", "seq", "--start", "1"], ndjson([{"seq": 1}, {"seq": 2}, {"seq": 1}]))
-        self.assertIn("<stdin>:3: late: sequence 1 of partition null", err)
+        lines = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual(len(lines), 3, err)
+        self.assertEqual(lines[2]["_idem"]["late"]["reason"], "late")
+        self.assertEqual(lines[2]["_idem"]["late"]["source"], "<stdin>:3")
+        self.assertEqual(summary_of(err)["late"], 1)
+
+    def test_drop_late_drops_each_with_a_warning_and_its_position(self):
+        code, out, err = self.reorder(["--seq", "seq", "--start", "1", "--drop-late"],
+                                      ndjson([{"seq": 1}, {"seq": 2}, {"seq": 1}]))
+        self.assertEqual(len(out.splitlines()), 2, err)
+        self.assertIn("<stdin>:3: late: sequence 1 came after the stream had moved on to 3; dropped (--drop-late)",
+                      err)
+        self.assertNotIn("partition null", err)
         self.assertEqual(summary_of(err)["late"], 1)
 
     def test_the_next_chunk_resumes_where_the_last_run_stopped_holding_what_was_held(self):
@@ -197,7 +209,8 @@ class Reorder(unittest.TestCase):
         self.assertEqual(code, 0, err)
         summary = summary_of(err)
         self.assertEqual((summary["released"], summary["late"], summary["gaps"]), (140_100, 1, 0))
-        self.assertEqual(seqs(out)[-100:], [(f"p{i}", 2) for i in range(100)])
+        self.assertEqual(seqs(out)[-101:-1], [(f"p{i}", 2) for i in range(100)])
+        self.assertEqual(json.loads(out.splitlines()[-1])["_idem"]["late"]["partition"], "p0")  # kept, marked
 
     def test_flags_that_do_not_fit_are_usage_errors(self):
         for args in (["--seq", "a", "--order-by", "b"], [], ["--seq", "a", "--max-lateness", "1s"],
@@ -251,7 +264,7 @@ class RedisStore(unittest.TestCase):
             code, out, err = run(args + ["--start", "1"], stdin=ndjson([{"p": "x", "seq": 1}, {"p": "x", "seq": 4}]))
             self.assertEqual(code, 0, err)
             self.assertEqual(seqs(out), [("x", 1), ("x", 2), ("x", 3), ("x", 4)])
-            code, out, err = run(args, stdin=ndjson([{"p": "x", "seq": 3}, {"p": "x", "seq": 5}]))
+            code, out, err = run(args + ["--drop-late"], stdin=ndjson([{"p": "x", "seq": 3}, {"p": "x", "seq": 5}]))
             self.assertEqual(seqs(out), [("x", 5)])
             self.assertEqual(summary_of(err)["late"], 1)
 
@@ -268,7 +281,8 @@ class EarlierRuns(unittest.TestCase):
             code, first, err = run(args)
             self.assertNotIn("earlier run", err)
             code, again, err = run(args)
-            self.assertEqual(again, b"")
+            # Every record was released by the first run: each is late now, kept and marked.
+            self.assertTrue(all("late" in json.loads(line)["_idem"] for line in again.splitlines()), again)
             self.assertIn("resumed 2 partitions and 0 held records that an earlier run left", err)
             self.assertIn("--store :memory: or --reset for a fresh run", err)
             code, fresh, err = run(args[:-3] + ["--store", ":memory:", events])

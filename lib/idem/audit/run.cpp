@@ -282,7 +282,18 @@ record::KeySpec payload_spec(const AuditRunOptions& options) {
 class AuditRun {
 public:
     AuditRun(const AuditRunOptions& options, io::Diagnostics& diagnostics)
-        : m_options(options), m_diagnostics(diagnostics) {
+        : m_options(options), m_diagnostics(diagnostics), m_census(options.input.allow_absent) {
+        // The paths check_paths() does not judge (it judges those a group
+        // needs): what counts as the payload, and the answered status.
+        using Scope = record::PathCensus::Scope;
+        for (const auto& path : options.payload_fields)
+            m_census.expect_path("--payload", path, Scope::event);
+        for (const auto& path : options.ignore_fields)
+            m_census.expect_path("--ignore", path, Scope::event);
+        if (options.status_field) m_census.expect_path("--status-field", *options.status_field);
+        // Judged by check_paths(); here to tell a time that is not there
+        // from one that does not read.
+        if (options.time_field) m_census.expect_path("--time-field", *options.time_field);
         // Rows (--csv, --sqlite) are never rejected: the file is made empty.
         m_reject_sink = io::Sink::create_file_if_named(options.reject_path);
         if (options.read_records)
@@ -325,6 +336,7 @@ public:
     }
 
     [[nodiscard]] std::uint64_t rejected() const { return m_run ? m_run->rejects().count() : 0; }
+    [[nodiscard]] const record::PathCensus& census() const { return m_census; }
     [[nodiscard]] bool spilled() const { return m_spill.has_value(); }
     [[nodiscard]] std::optional<Timestamp> first_time() const { return m_first_time; }
 
@@ -360,6 +372,8 @@ private:
     void read_records() {
         auto states =
             m_run->states([&] { return std::make_unique<WorkerState>(payload_spec(m_options)); });
+        for (auto& state : states) // records and rows, one census
+            state->parser.report_paths_to(&m_census);
         Run::Steps steps;
         steps.judge = [&](const record::InputBlock& block, WorkerState& state,
                           BlockReadings& result) { read_block(block, state, m_options, result); };
@@ -381,6 +395,7 @@ private:
                 options.row_identity_fields.push_back(
                     record::FieldPath::parse("/" + json_pointer_escape(column)));
         WorkerState state(payload_spec(options));
+        state.parser.report_paths_to(&m_census);
         std::string padded, texts;
         auto take_row = [&](std::string_view json, const record::RowPosition& position) {
             padded.assign(json);
@@ -461,6 +476,14 @@ private:
             checks.push_back({"--what-if", "key=" + paths_text(m_options.what_if_key_fields[k]),
                               m_missing.what_if_keys[k], "are left out of that what-if"});
         for (const auto& check : checks) {
+            if (check.missing == m_records && check.flag == std::string_view("--time-field") &&
+                m_census.held(*m_options.time_field))
+                throw InputError(
+                    {m_findings.inputs.empty() ? "<input>" : m_findings.inputs.front(), 0, 0, 0},
+                    fmt::format("--time-field {}: unreadable time in all {} records (it is there, "
+                                "but is not RFC 3339, SQL's 2026-11-30 09:00:00, or an epoch "
+                                "number)",
+                                check.paths, m_records));
             if (check.missing == m_records)
                 throw InputError(
                     {m_findings.inputs.empty() ? "<input>" : m_findings.inputs.front(), 0, 0, 0},
@@ -683,8 +706,9 @@ private:
     const AuditRunOptions& m_options;
     io::Diagnostics& m_diagnostics;
     using Run = record::RecordRun<WorkerState, BlockReadings>;
-    std::unique_ptr<io::Sink> m_reject_sink;    // --reject, outliving the frame's reads
-    std::optional<Run> m_run;                   // when records are read (not only rows)
+    std::unique_ptr<io::Sink> m_reject_sink; // --reject, outliving the frame's reads
+    std::optional<Run> m_run;                // when records are read (not only rows)
+    record::PathCensus m_census;
     const std::string* m_block_texts = nullptr; // of the block being routed
     Findings m_findings;
     ReplayLedger m_replayed; // --replay-ledger
@@ -734,9 +758,12 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
                          summary.records - std::min(summary.records, summary.duplicates));
         summary.what_if->keys = run.what_if_keys();
     }
-    // The input is read and grouped: every core renders.
-    write_report(groups, summary, options.format, output, record::worker_count(options.threads) + 1,
-                 options.table_width);
+    // The input is read and grouped: every core renders. Records read but
+    // none usable (a CSV, a gzip file, every key path wrong): no report,
+    // which would say "no record happened more than once" of nothing.
+    if (summary.records > 0 || run.rejected() == 0)
+        write_report(groups, summary, options.format, output,
+                     record::worker_count(options.threads) + 1, options.table_width);
     output.flush();
     AuditResult result;
     result.causes = summary.causes;
@@ -754,6 +781,7 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
     if (run.spilled())
         counts.facts.emplace_back(
             "grouped", fmt::format("on disk, past --spill-after {}", options.spill_after));
+    run.census().report(diagnostics, counts);
     counts.seconds = io::seconds_since(start);
     return result;
 }

@@ -120,6 +120,12 @@ public:
 
     DedupResult run() {
         auto start = std::chrono::steady_clock::now();
+        auto& census = m_run.census();
+        for (const auto& path : m_options.key.key_paths)
+            census.expect_path("--key", path);
+        for (const auto& path : m_options.key.ignore_paths)
+            census.expect_path("--ignore", path, record::PathCensus::Scope::event);
+        if (m_options.time_field) census.expect_path("--time-field", *m_options.time_field);
         auto states = m_run.states([&] { return std::make_unique<WorkerState>(m_options.key); });
         Run::Steps steps;
         steps.judge = [&](const record::InputBlock& block, WorkerState& state,
@@ -153,6 +159,7 @@ public:
         note_earlier_runs();
         auto result = summarize(start);
         m_outputs.add_carried(result.summary.counts);
+        census.report(m_diagnostics, result.summary);
         result.duplicates = result.summary.count("duplicates");
         return result;
     }

@@ -23,6 +23,15 @@ std::string format_rate(double per_second) {
     if (per_second >= 1e3) return fmt::format("{:.1f}k", per_second / 1e3);
     return fmt::format("{:.0f}", per_second);
 }
+
+// "1 deliveries" and "1 records" read wrong: a count of one names one.
+// (JSON keeps the names as they are: scripts read them.)
+std::string counted(const std::string& name, std::uint64_t value) {
+    if (value != 1 || name.size() < 3) return name;
+    if (name.ends_with("ies")) return name.substr(0, name.size() - 3) + "y";
+    if (name.ends_with("s") && !name.ends_with("ss")) return name.substr(0, name.size() - 1);
+    return name;
+}
 } // namespace
 
 std::string render_summary_text(const Summary& summary) {
@@ -30,7 +39,7 @@ std::string render_summary_text(const Summary& summary) {
     auto add_counts = [&](const auto& counts, const auto& ratios) {
         bool first = true;
         for (const auto& [name, value] : counts) {
-            line += fmt::format("{} {} {}", first ? "" : ",", value, name);
+            line += fmt::format("{} {} {}", first ? "" : ",", value, counted(name, value));
             first = false;
         }
         for (const auto& [name, value] : ratios)

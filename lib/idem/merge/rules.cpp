@@ -345,6 +345,7 @@ void apply_action(MergeRule& rule, std::string_view action, std::string_view val
         for (auto& aggregate : parse_aggregates(spec)) {
             bool taken = std::any_of(rule.aggregates.begin(), rule.aggregates.end(),
                                      [&](const auto& a) { return a.output == aggregate.output; });
+            aggregate.from_action = !aggregate.input || aggregate.input->text() != aggregate.output;
             if (!taken) rule.aggregates.push_back(std::move(aggregate));
         }
     };

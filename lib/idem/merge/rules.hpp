@@ -29,6 +29,11 @@ struct Aggregate {
     std::optional<record::FieldPath> input; // none: count(), or the whole event (".")
     bool whole_event = false;               // append(.), distinct(.): the member's event
     std::string separator = ", ";           // concat
+    // Made by a rule's `action:` (merged, count), not named by the user: it
+    // never overwrites a field the record has of its own (the figure then
+    // goes under _idem.merge). An aggregate of a field into itself
+    // (average's value=avg(value)) replaces it, as the action says.
+    bool from_action = false;
 };
 
 // "value=avg(value),n=count(),last_ts=max(ts),texts=concat(text,' | ')".

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
+#include <utility>
 
 namespace idem::merge {
 
@@ -132,6 +133,15 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result
     if (time.failed()) {
         outcome.kind = Outcome::Kind::bad_field;
         outcome.message = record::describe_failure(time, *options.time_field);
+        return;
+    }
+    if (time.time && *time.time > options.now + options.max_future) {
+        outcome.kind = Outcome::Kind::bad_field;
+        outcome.message = fmt::format(
+            "event time {} is more than --max-future {} ahead of the clock ({}): it would close "
+            "every window",
+            format_rfc3339(*time.time), format_duration(options.max_future),
+            format_rfc3339(options.now));
         return;
     }
     outcome.time = time.time;
@@ -265,7 +275,22 @@ public:
         std::string_view idem_members; // the base's own "_idem" members, kept
         simdjson::dom::object base;
         auto base_bytes = window.base.view();
-        if (m_parser.parse(base_bytes.data(), base_bytes.size()).get(base) == simdjson::SUCCESS) {
+        bool parsed =
+            m_parser.parse(base_bytes.data(), base_bytes.size()).get(base) == simdjson::SUCCESS;
+        // An action's figure whose name the record already uses goes under
+        // _idem.merge: the record's own field stays as it was.
+        m_displaced.assign(rule.aggregates.size(), false);
+        if (parsed)
+            for (std::size_t i = 0; i < rule.aggregates.size(); ++i)
+                if (rule.aggregates[i].from_action) {
+                    simdjson::dom::element own;
+                    m_displaced[i] =
+                        base.at_key(rule.aggregates[i].output).get(own) == simdjson::SUCCESS;
+                    if (m_displaced[i] && std::find(m_collided.begin(), m_collided.end(),
+                                                    rule.aggregates[i].output) == m_collided.end())
+                        m_collided.push_back(rule.aggregates[i].output);
+                }
+        if (parsed) {
             for (auto field : base) {
                 if (field.key == "_idem") {
                     simdjson::dom::object annotations;
@@ -282,9 +307,9 @@ public:
                     }
                     continue;
                 }
-                bool replaced = std::any_of(
-                    rule.aggregates.begin(), rule.aggregates.end(),
-                    [&](const Aggregate& aggregate) { return aggregate.output == field.key; });
+                bool replaced = false;
+                for (std::size_t i = 0; i < rule.aggregates.size(); ++i)
+                    if (rule.aggregates[i].output == field.key && !m_displaced[i]) replaced = true;
                 if (replaced) continue;
                 separator();
                 record::append_json_string(out, field.key);
@@ -292,11 +317,20 @@ public:
                 out += simdjson::minify(field.value);
             }
         }
+        std::string displaced;
         for (std::size_t i = 0; i < rule.aggregates.size(); ++i) {
-            separator();
-            record::append_json_string(out, rule.aggregates[i].output);
-            out += ':';
-            append_aggregate(out, rule.aggregates[i], window.accumulators[i]);
+            // _idem.merge.count is the window's count already.
+            if (m_displaced[i] && rule.aggregates[i].output == "count" &&
+                rule.aggregates[i].function == Function::count)
+                continue;
+            auto& to = m_displaced[i] ? displaced : out;
+            if (m_displaced[i])
+                to += ',';
+            else
+                separator();
+            record::append_json_string(to, rule.aggregates[i].output);
+            to += ':';
+            append_aggregate(to, rule.aggregates[i], window.accumulators[i]);
         }
         separator();
         out += R"("_idem":{)";
@@ -304,14 +338,18 @@ public:
             out += idem_members;
             out += ',';
         }
-        append_evidence(out, window, rule);
+        append_evidence(out, window, rule, displaced);
         out += "}}";
         return out;
     }
 
+    // The names of an action's figures that a record already had as fields
+    // of its own, since the last call (for one warning).
+    std::vector<std::string> take_collisions() { return std::exchange(m_collided, {}); }
+
 private:
-    static void append_evidence(std::string& out, const WindowState& window,
-                                const MergeRule& rule) {
+    static void append_evidence(std::string& out, const WindowState& window, const MergeRule& rule,
+                                std::string_view displaced) {
         auto start = rule.window.kind == WindowKind::session ? window.first_at : window.start;
         auto end =
             rule.window.kind == WindowKind::session ? window.last_at + rule.window.gap : window.end;
@@ -336,11 +374,14 @@ private:
         if (window.count > window.positions.size())
             fmt::format_to(std::back_inserter(out), R"(,"members_more":{})",
                            window.count - window.positions.size());
+        out += displaced; // ,"count":3 ... when the record had its own
         out += '}';
     }
 
     simdjson::dom::parser m_parser;
     std::string m_annotations;
+    std::vector<bool> m_displaced; // per aggregate, for the window being rendered
+    std::vector<std::string> m_collided;
 };
 
 std::string describe_window(const WindowState& window, const MergeRule& rule) {
@@ -384,8 +425,38 @@ public:
         }
     }
 
+    // Every path and value the rules and flags name, for the census: a
+    // typo in any of them never passes as a rule that merges nothing.
+    void expect_paths() {
+        auto& census = m_run.census();
+        auto expect = [&census](const std::string& flag, const Condition& condition) {
+            if (condition.value)
+                census.expect_value(flag, condition.path, *condition.value);
+            else
+                census.expect_path(flag, condition.path);
+        };
+        for (const auto& condition : m_options.bypass)
+            expect("--bypass", condition);
+        for (const auto& rule : m_options.rules) {
+            bool from_flags = rule.name == "merge" && m_options.rules.size() == 1;
+            auto flag = [&](std::string_view flag_name, std::string_view key) {
+                return from_flags ? std::string(flag_name)
+                                  : fmt::format("rule {} {}", quote(rule.name), key);
+            };
+            for (const auto& condition : rule.match)
+                expect(flag("--match", "match"), condition);
+            for (const auto& path : rule.group)
+                census.expect_path(flag("--group", "group"), path);
+            for (const auto& aggregate : rule.aggregates)
+                if (aggregate.input && !aggregate.whole_event)
+                    census.expect_path(flag("--agg", "aggregate"), *aggregate.input);
+        }
+        if (m_options.time_field) census.expect_path("--time-field", *m_options.time_field);
+    }
+
     MergeResult run() {
         auto start = std::chrono::steady_clock::now();
+        expect_paths();
         auto states = m_run.states([] { return std::make_unique<WorkerState>(); });
         Run::Steps steps;
         steps.judge = [&](const record::InputBlock& block, WorkerState& state,
@@ -421,6 +492,7 @@ public:
         finish();
         auto result = summarize(start);
         m_outputs.add_carried(result.summary.counts);
+        m_run.census().report(m_diagnostics, result.summary);
         result.late = result.summary.count("late");
         for (auto& [name, ratio] : result.summary.ratios)
             if (name == "drop_rate" && result.summary.count("in") > 0)
@@ -531,13 +603,16 @@ private:
     void route_late(const Outcome& outcome, const record::InputRecord& record,
                     const MergeRule& rule, Timestamp time) {
         auto watermark = m_merger.watermark();
-        if (!m_late) {
+        // Nothing is lost unasked: without --late FILE a late record goes to
+        // the output as a window of its own, marked; --drop-late drops it.
+        if (m_options.drop_late || (!m_late && m_options.preview)) {
             m_diagnostics.warning(
                 {*record.source, record.line, 0, record.byte_offset},
                 fmt::format("late: its window of rule {} had closed (event time {}, watermark {}); "
-                            "give --late FILE to keep such records, or a longer --max-lateness",
+                            "dropped{}",
                             quote(rule.name), format_rfc3339(time),
-                            watermark ? format_rfc3339(*watermark) : std::string("none")));
+                            watermark ? format_rfc3339(*watermark) : std::string("none"),
+                            m_options.drop_late ? " (--drop-late)" : " from the preview"));
             return;
         }
         m_member.assign(R"("merge":{"late":true,"rule":)");
@@ -551,7 +626,8 @@ private:
         m_member += R"(,"source":)";
         record::append_json_string(m_member, fmt::format("{}:{}", *record.source, record.line));
         m_member += '}';
-        record::write_annotated(*m_late, record.bytes, outcome.has_annotations, m_member);
+        record::write_annotated(m_late ? *m_late : *m_output, record.bytes, outcome.has_annotations,
+                                m_member);
     }
 
     void emit_closed() {
@@ -563,7 +639,22 @@ private:
                 continue;
             }
             m_output->write_record(m_renderer.render(window, rule));
+            warn_of_collision(rule);
         }
+    }
+
+    // Once per run: a record has a field an action's figure is named after.
+    void warn_of_collision(const MergeRule& rule) {
+        auto names = m_renderer.take_collisions();
+        if (names.empty() || m_collision_warned) return;
+        m_collision_warned = true;
+        std::string quoted;
+        for (const auto& name : names)
+            quoted += (quoted.empty() ? "" : ", ") + quote(name);
+        m_diagnostics.warning(
+            {}, fmt::format("rule {}: records have their own {} field{}; they stay as they were, "
+                            "and the rule's figures are under _idem.merge",
+                            quote(rule.name), quoted, names.size() == 1 ? "" : "s"));
     }
 
     // --preview: each window that merged two records or more, with its
@@ -696,6 +787,7 @@ private:
     store::OwnedOutputs m_outputs;
     io::Sink* m_output;
     io::Sink* m_late;
+    bool m_collision_warned = false;
     io::Sink* m_unmatched;
     io::Sink* m_members;
     Merger m_merger;

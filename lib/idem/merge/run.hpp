@@ -30,13 +30,21 @@ struct MergeRunOptions {
     std::vector<Condition> bypass;
     std::optional<record::FieldPath> time_field; // default: received_at, else read time
     Duration max_lateness{0};
+    // A record timed more than max_future after `now` (the wall clock,
+    // read once by the caller) is rejected: it would move the watermark past
+    // every other record and close every window (docs/merge.md).
+    Duration max_future = std::chrono::hours(24);
+    Timestamp now{};
     std::optional<TimeZone> zone;
     MissingGroup missing = MissingGroup::reject;
     std::uint64_t max_open = 1'000'000;
     std::uint64_t max_open_bytes = 1ULL << 30; // --max-open-bytes
     // Outputs: -o FILE (checkpointed with the store), else stdout.
     std::string output_path;
-    std::string late_path;      // late records, with the reason
+    std::string late_path; // late records, with the reason
+    // Without late_path late records go to the output, marked
+    // (_idem.merge.late); drop_late drops them, on purpose.
+    bool drop_late = false;
     std::string unmatched_path; // records no rule matched (default: passed through)
     std::string members_path;   // every member, with the ids it went into
     // --preview: no merged output; groups that would merge, with members.

@@ -14,8 +14,12 @@ namespace idem::reconcile {
 
 namespace {
 
+// A latency as a person reads it: "340 ms" under a second, "14m58s" past
+// one (898000 ms says nothing at a glance).
 std::string ms(const std::optional<double>& value) {
-    return value ? fmt::format("{:.0f} ms", *value) : std::string("-");
+    if (!value) return "-";
+    if (*value < 1000) return fmt::format("{:.0f} ms", *value);
+    return format_duration(std::chrono::milliseconds(static_cast<std::int64_t>(*value)));
 }
 
 nlohmann::ordered_json json_of(const Reconciliation& r) {

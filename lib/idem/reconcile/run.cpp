@@ -147,11 +147,15 @@ class StageReader {
 public:
     // One reject file for every stage, opened before the first is read and
     // kept until the run ends.
-    StageReader(const ReconcileRunOptions& options, io::Diagnostics& diagnostics)
+    // `judge` false: a second pass over stages already judged (--missing),
+    // whose paths the census does not count again.
+    StageReader(const ReconcileRunOptions& options, io::Diagnostics& diagnostics, bool judge = true)
         : m_options(options), m_diagnostics(diagnostics),
-          m_reject_sink(io::Sink::create_file_if_named(options.reject_path)) {}
+          m_reject_sink(io::Sink::create_file_if_named(options.reject_path)), m_judge(judge) {}
 
     std::uint64_t rejected() const { return m_rejected; }
+    // What the census found over every stage (PathCensus::report).
+    [[nodiscard]] const io::Summary& census() const { return m_census_counts; }
 
     // `read(rejects)` sets aside into the same reject file what it reads
     // outside a stage (--traces); its rejects count in rejected().
@@ -169,20 +173,52 @@ public:
         }
     }
 
+    // Every record of the stage to `take`. A stage that had records but
+    // none usable (every one rejected: a key path that is not there, times
+    // that do not read) throws InputError naming it: judged, it would be
+    // every key lost, and --missing a list of events that were not.
     void read(const StageInput& stage, const Take& take) {
+        record::PathCensus census(m_options.allow_absent);
+        auto flag = [&](std::string_view name) {
+            return fmt::format("{} (stage {})", name, quote(stage.name));
+        };
+        census.expect_path(flag("--key"), stage.key);
+        if (stage.time) census.expect_path(flag("--time"), *stage.time);
+        if (stage.by) census.expect_path(flag("--by"), *stage.by);
+        for (const auto& path : stage.payload)
+            census.expect_path(flag("--payload"), path);
+        m_census = &census;
+        m_first_problem.clear();
+        auto rejected_before = m_rejected;
+        std::uint64_t taken = 0;
+        Take counted = [&](std::string_view key, std::optional<Timestamp> time,
+                           std::uint64_t payload, std::string_view bytes, std::string_view by) {
+            ++taken;
+            take(key, time, payload, bytes, by);
+        };
         switch (format_of(stage)) {
         case StageFormat::ndjson:
         case StageFormat::har:
-            read_lines(stage, take);
-            return;
+            read_lines(stage, counted);
+            break;
         case StageFormat::csv:
-            read_rows(stage, take, StageFormat::csv);
-            return;
+            read_rows(stage, counted, StageFormat::csv);
+            break;
         case StageFormat::document:
         case StageFormat::sqlite:
-            read_rows(stage, take, format_of(stage));
-            return;
+            read_rows(stage, counted, format_of(stage));
+            break;
         }
+        m_census = nullptr;
+        if (!m_judge) return;
+        census.report(m_diagnostics, m_census_counts);
+        auto rejected = m_rejected - rejected_before;
+        if (taken == 0 && rejected > 0)
+            throw InputError({stage.path, 0, 0, 0},
+                             fmt::format("stage {}: none of its {} record{} is usable ({}): "
+                                         "nothing is judged, and no --missing file written",
+                                         quote(stage.name), rejected, rejected == 1 ? "" : "s",
+                                         m_first_problem));
     }
 
     void flush() {
@@ -201,6 +237,8 @@ private:
         record::RecordRun<WorkerState, BlockResult> run(setup, m_diagnostics);
         Reader reader(stage);
         auto states = run.states([] { return std::make_unique<WorkerState>(); });
+        for (auto& state : states) // the stage's census, over every format it comes in
+            state->parser.report_paths_to(m_census);
         decltype(run)::Steps steps;
         steps.judge = [&](const record::InputBlock& block, WorkerState& state,
                           BlockResult& result) {
@@ -242,6 +280,7 @@ private:
         auto route = [&](Outcome& outcome, record::InputRecord& record, std::size_t) {
             if (outcome.kind == Outcome::Kind::too_long) return;
             if (outcome.kind == Outcome::Kind::failed) {
+                if (m_first_problem.empty()) m_first_problem = outcome.message;
                 run.rejects().reject(record, outcome.column, outcome.message);
                 return;
             }
@@ -260,6 +299,7 @@ private:
                                      m_options.max_record_bytes);
         Reader reader(stage);
         record::RecordParser parser;
+        parser.report_paths_to(m_census);
         std::string padded;
         auto take_item = [&](std::string_view json, std::uint64_t line) {
             padded.assign(json);
@@ -269,11 +309,13 @@ private:
             record.source = &stage.path;
             record.line = line;
             if (auto failure = parser.parse(record.bytes)) {
+                if (m_first_problem.empty()) m_first_problem = failure->message;
                 rejects.reject(record, failure->column, failure->message);
                 return;
             }
             auto found = reader.extract(parser);
             if (!found.problem.empty()) {
+                if (m_first_problem.empty()) m_first_problem = found.problem;
                 rejects.reject(record, 0, found.problem);
                 return;
             }
@@ -316,6 +358,10 @@ private:
     io::Diagnostics& m_diagnostics;
     std::unique_ptr<io::Sink> m_reject_sink;
     std::uint64_t m_rejected = 0;
+    bool m_judge;
+    record::PathCensus* m_census = nullptr; // the stage being read's
+    std::string m_first_problem;            // why its first record was rejected
+    io::Summary m_census_counts;
 };
 
 // An OTLP time (fixed64 nanoseconds: a decimal string, or a JSON integer),
@@ -671,11 +717,19 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
         reconciliation.services.push_back(figures);
     }
     std::uint64_t missing_written = 0, missing_filtered = 0;
+    io::Summary filter_counts;
     if (!options.missing_path.empty()) {
         // Again over the stages that hold lost keys first: each lost event
         // once, as that stage recorded it (envelopes with their headers).
-        auto sink = io::Sink::create_file(options.missing_path);
+        // Whole or not at all: a --filter path no lost event holds (a typo)
+        // leaves the file as it was, instead of an empty list to resend.
+        auto sink = io::Sink::replace_file(options.missing_path);
         record::RecordParser filter_parser;
+        // --filter's paths and values, against the lost events it sees.
+        record::PathCensus filter_census(options.allow_absent);
+        for (const auto& [path, value] : options.missing_filters)
+            filter_census.expect_value("--filter", path, value);
+        filter_parser.report_paths_to(&filter_census);
         std::string padded;
         auto wanted_by_filters = [&](std::string_view bytes) {
             padded.assign(bytes);
@@ -691,7 +745,7 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
         io::SilentDiagnostics quiet;
         ReconcileRunOptions again = options;
         again.reject_path.clear();
-        StageReader rereader(again, quiet);
+        StageReader rereader(again, quiet, false);
         for (std::size_t s = 0; s < options.stages.size(); ++s) {
             // A span cannot be sent again: lost keys first seen in a trace
             // are in the report only.
@@ -715,6 +769,8 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
                           });
         }
         sink->flush();
+        filter_census.report(diagnostics, filter_counts);
+        if (filter_counts.count("absent_paths") == 0) sink->publish();
     }
     std::string text;
     render_report(reconciliation, options.report, text);
@@ -731,6 +787,16 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
         summary.counts.emplace_back(std::string(finding_name(static_cast<Finding>(i))),
                                     reconciliation.counts[i]);
     summary.counts.emplace_back("rejected", reader.rejected());
+    for (const io::Summary* counts :
+         {&reader.census(), static_cast<const io::Summary*>(&filter_counts)})
+        for (const auto& [name, count] : counts->counts) {
+            auto known = std::find_if(summary.counts.begin(), summary.counts.end(),
+                                      [&](const auto& c) { return c.first == name; });
+            if (known == summary.counts.end())
+                summary.counts.emplace_back(name, count);
+            else
+                known->second += count;
+        }
     if (!options.missing_path.empty()) {
         summary.counts.emplace_back("missing_file", missing_written);
         if (!options.missing_filters.empty())

@@ -46,6 +46,8 @@ struct ReconcileRunOptions {
     std::optional<Duration> sla;
     std::size_t examples = 20;
     ReportFormat report = ReportFormat::table;
+    // --allow-absent: paths no record of a stage may hold (PathCensus).
+    std::vector<record::FieldPath> allow_absent;
     // The table's lines are cut to this many display columns (the
     // terminal's width); k_never_cut into files and pipes, and with --wide.
     std::size_t table_width = k_never_cut;

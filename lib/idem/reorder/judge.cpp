@@ -5,6 +5,7 @@
 
 #include "idem/order/order_key.hpp"
 #include "idem/record/event_time.hpp"
+#include "idem/util/time.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -49,6 +50,16 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockOutcome& resul
         if (!stamp)
             return describe_bad(result, outcome, *options.order_by, value,
                                 "a time (RFC 3339, epoch number, or <physical>.<logical>)");
+        auto limit = std::chrono::duration_cast<std::chrono::microseconds>(
+                         (options.now + options.max_future).time_since_epoch())
+                         .count();
+        if (stamp->primary > limit)
+            return set_aside(
+                result, outcome, Outcome::Kind::bad_field, 0,
+                fmt::format("field '{}' is more than --max-future {} ahead of the clock ({}): it "
+                            "would move the watermark past every other record",
+                            options.order_by->text(), format_duration(options.max_future),
+                            format_rfc3339(options.now)));
         outcome.key = *stamp;
     }
     if (options.time_field) {

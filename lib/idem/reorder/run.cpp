@@ -68,6 +68,12 @@ public:
     ReorderResult run() {
         auto start = std::chrono::steady_clock::now();
         restore_held();
+        auto& census = m_run.census();
+        if (m_options.sequence_field) census.expect_path("--seq", *m_options.sequence_field);
+        if (m_options.order_by) census.expect_path("--order-by", *m_options.order_by);
+        for (const auto& path : m_options.partition_fields)
+            census.expect_path("--partition", path);
+        if (m_options.time_field) census.expect_path("--time-field", *m_options.time_field);
         auto states = m_run.states([] { return std::make_unique<WorkerState>(); });
         Run::Steps steps;
         steps.judge = [&](const record::InputBlock& block, WorkerState& state,
@@ -100,6 +106,7 @@ public:
         note_earlier_runs();
         auto result = summarize(start);
         m_outputs.add_carried(result.summary.counts);
+        census.report(m_diagnostics, result.summary);
         result.gaps = result.summary.count("gaps");
         result.late = result.summary.count("late") + result.summary.count("duplicates");
         return result;
@@ -165,6 +172,13 @@ private:
                         "--store :memory: or --reset for a fresh run",
                         m_resumed_partitions, m_resumed_partitions == 1 ? "" : "s", m_restored,
                         m_restored == 1 ? "" : "s", m_store->describe(), quote(m_options.scope)));
+    }
+
+    // " of partition <label>" in a message; nothing without --partition
+    // (the one partition has no name: "partition null" said nothing).
+    std::string partition_clause(const Partition& partition) {
+        if (m_options.partition_fields.empty()) return {};
+        return " of partition " + label_of(partition);
     }
 
     // Only partitions with a gap or a late record need one: kept apart.
@@ -249,17 +263,21 @@ private:
                     const Outcome& outcome, const Offer& offer) {
         bool duplicate = offer.verdict == Verdict::duplicate;
         auto mode = m_options.sequencer.mode;
-        if (!m_late) {
+        // Nothing is lost unasked: without --late FILE a late record goes to
+        // the output, marked (_idem.late); --drop-late drops it.
+        if (m_options.drop_late) {
             auto what = mode == OrderMode::sequence ? "sequence" : "time";
             m_diagnostics.warning(
                 {*record.source, record.line, 0, record.byte_offset},
-                duplicate ? fmt::format("duplicate: {} {} of partition {} is already held "
-                                        "(give --late FILE to keep such records)",
-                                        what, describe_key(mode, outcome.key), label_of(partition))
-                          : fmt::format("late: {} {} of partition {} came after the partition "
-                                        "had moved on to {} (give --late FILE to keep such "
-                                        "records)",
-                                        what, describe_key(mode, outcome.key), label_of(partition),
+                duplicate ? fmt::format("duplicate: {} {}{} is already held; dropped "
+                                        "(--drop-late)",
+                                        what, describe_key(mode, outcome.key),
+                                        partition_clause(partition))
+                          : fmt::format("late: {} {}{} came after the {} had moved on to {}; "
+                                        "dropped (--drop-late)",
+                                        what, describe_key(mode, outcome.key),
+                                        partition_clause(partition),
+                                        m_options.partition_fields.empty() ? "stream" : "partition",
                                         describe_key(mode, offer.expected)));
             return;
         }
@@ -279,7 +297,8 @@ private:
         fmt::format_to(std::back_inserter(m_member), R"(,"source":)");
         record::append_json_string(m_member, fmt::format("{}:{}", *record.source, record.line));
         m_member += '}';
-        record::write_annotated(*m_late, record.bytes, has_annotations(record.bytes), m_member);
+        record::write_annotated(m_late ? *m_late : *m_output, record.bytes,
+                                has_annotations(record.bytes), m_member);
     }
 
     // Whether a record already carries "_idem" (rare: only late records ask).

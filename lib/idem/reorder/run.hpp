@@ -42,12 +42,18 @@ struct ReorderRunOptions {
     SequencerOptions sequencer;
     std::optional<record::FieldPath> sequence_field; // sequence mode
     std::optional<record::FieldPath> order_by;       // time mode
+    // Time mode: a record stamped more than max_future after `now` (the
+    // wall clock, read once by the caller) is rejected; it would move the
+    // watermark past every other record.
+    Duration max_future = std::chrono::hours(24);
+    Timestamp now{};
     std::vector<record::FieldPath> partition_fields; // empty: one partition
     // The clock of --gap-timeout: this field's time; none: the wall clock.
     std::optional<record::FieldPath> time_field;
     AtEnd at_end = AtEnd::flush;
-    std::string gaps_path; // empty: gap records go to the output
-    std::string late_path; // empty: a warning per late record
+    std::string gaps_path;  // empty: gap records go to the output
+    std::string late_path;  // empty: late records go to the output, marked (_idem.late)
+    bool drop_late = false; // --drop-late: dropped, with a warning each
     // -o FILE: idem owns the output, and a rerun after a crash resumes it
     // exactly (see store::Checkpoint). Empty: the `output` sink (stdout).
     std::string output_path;

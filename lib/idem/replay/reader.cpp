@@ -10,7 +10,15 @@
 namespace idem::replay {
 
 CandidateReader::CandidateReader(const ReplayOptions& options, io::Diagnostics& diagnostics)
-    : m_options(options), m_target(net::parse_target(options.to)), m_keys(options.key_paths) {
+    : m_options(options), m_target(net::parse_target(options.to)), m_keys(options.key_paths),
+      m_census(options.input.allow_absent) {
+    for (const auto& [path, value] : options.selection.filters)
+        m_census.expect_value("--filter", path, value);
+    for (const auto& path : options.key_paths)
+        m_census.expect_path("--key", path);
+    if (options.selection.time_field)
+        m_census.expect_path("--time-field", *options.selection.time_field);
+    m_parser.report_paths_to(&m_census);
     if (!options.reject_path.empty()) m_reject_sink = io::Sink::create_file(options.reject_path);
     m_rejects.emplace(m_reject_sink.get(), options.strictness, diagnostics,
                       options.input.max_record_bytes);

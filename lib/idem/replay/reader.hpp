@@ -8,6 +8,7 @@
 #include "idem/net/http_client.hpp"
 #include "idem/record/input.hpp"
 #include "idem/record/parser.hpp"
+#include "idem/record/path_census.hpp"
 #include "idem/record/rejects.hpp"
 #include "idem/replay/request.hpp"
 #include "idem/replay/run.hpp"
@@ -44,6 +45,8 @@ public:
     [[nodiscard]] const ReadCounts& counts() const { return m_counts; }
     [[nodiscard]] std::uint64_t rejected() const { return m_rejects->count(); }
     [[nodiscard]] std::uint64_t bytes_read() const { return m_input->bytes_read(); }
+    // --filter's, --key's and --time-field's paths against what was read.
+    [[nodiscard]] const record::PathCensus& census() const { return m_census; }
 
 private:
     bool selected(const record::InputRecord& raw, std::optional<Timestamp>& time);
@@ -55,6 +58,7 @@ private:
     std::optional<record::RejectRouter> m_rejects;
     std::optional<record::InputStream> m_input;
     record::RecordParser m_parser;
+    record::PathCensus m_census;
     ReadCounts m_counts;
     bool m_done = false;
 };

@@ -527,6 +527,7 @@ ReplayResult Replayer::run() {
                              {"skipped", m_counts.skipped},
                              {"attempts", m_counts.attempts},
                              {"retries", m_counts.retries}};
+    m_reader.census().report(m_diagnostics, result.summary);
     if (m_options.dry_run) result.summary.facts.emplace_back("mode", "dry run: nothing sent");
     result.summary.facts.emplace_back("to", m_options.to);
     if (m_store) result.summary.facts.emplace_back("ledger", m_store->describe());

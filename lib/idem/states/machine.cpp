@@ -36,12 +36,15 @@ std::optional<Transition> arrow(std::string_view text) {
     if (at == std::string_view::npos) return std::nullopt;
     Transition transition;
     auto to = text.substr(at + 1);
+    // "a -> b" as well as "a > b": the dash belongs to the arrow, not the state.
+    auto from_end = at;
+    if (from_end > 0 && text[from_end - 1] == '-') --from_end;
     auto colon = to.find(':');
     if (colon != std::string_view::npos) {
         transition.on = std::string(trim(to.substr(colon + 1)));
         to = to.substr(0, colon);
     }
-    transition.from = std::string(trim(text.substr(0, at)));
+    transition.from = std::string(trim(text.substr(0, from_end)));
     transition.to = std::string(trim(to));
     if (transition.from.empty() || transition.to.empty()) return std::nullopt;
     return transition;

@@ -293,6 +293,18 @@ public:
 
     StatesResult run() {
         auto start = std::chrono::steady_clock::now();
+        auto& census = m_run.census();
+        census.expect_path("--entity", m_options.entity_field);
+        census.expect_path("--state", m_options.state_field);
+        // An --event no record holds makes every labelled transition illegal.
+        if (m_options.operation_field) census.expect_path("--event", *m_options.operation_field);
+        if (m_options.order_field) {
+            auto flag = m_options.order_by == OrderBy::version ? "--version-field"
+                        : m_options.order_by == OrderBy::time  ? "--order-time"
+                                                               : "--hlc-field";
+            census.expect_path(flag, *m_options.order_field);
+        }
+        if (m_options.time_field) census.expect_path("--time-field", *m_options.time_field);
         auto states = m_run.states([] { return std::make_unique<WorkerState>(); });
         Run::Steps steps;
         steps.judge = [&](const record::InputBlock& block, WorkerState& state,
@@ -333,6 +345,7 @@ public:
         finish();
         auto result = summarize(start);
         m_outputs.add_carried(result.summary.counts);
+        census.report(m_diagnostics, result.summary);
         if (!m_options.learn)
             for (std::size_t i = 0; i < k_finding_kinds; ++i)
                 result.findings[i] =

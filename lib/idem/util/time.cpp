@@ -153,9 +153,9 @@ std::optional<Timestamp> parse_rfc3339(std::string_view text) {
             return std::nullopt;
         if (offset_hours > 23 || offset_mins > 59) return std::nullopt;
         offset_minutes = sign * (offset_hours * 60 + offset_mins);
-    } else {
+    } else if (!text.empty()) {
         return std::nullopt;
-    }
+    } // no offset at all (SQL's "2026-11-30 09:00:00", CURRENT_TIMESTAMP): UTC
     using namespace std::chrono;
     year_month_day date{std::chrono::year{year}, std::chrono::month{static_cast<unsigned>(month)},
                         std::chrono::day{static_cast<unsigned>(day)}};

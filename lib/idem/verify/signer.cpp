@@ -10,19 +10,29 @@ namespace idem::verify {
 
 using crypto::HashAlgorithm;
 
+// One secret made ready to sign with: an HMAC key, or an ed25519 private
+// key (discord, Standard Webhooks v1a).
+struct SigningKey {
+    std::optional<crypto::HmacKey> hmac;
+    std::optional<crypto::Ed25519PrivateKey> private_key;
+};
+
 struct Signer::Impl {
     const VerifyConfig& config;
     Scheme scheme;
-    std::optional<crypto::HmacKey> hmac_key;
-    std::optional<crypto::Ed25519PrivateKey> private_key;
+    // Every secret's key, in the order given: the schemes whose header
+    // carries several signatures (stripe, standard, svix) sign with each,
+    // as a rotation does; the others take exactly one.
+    std::vector<SigningKey> keys;
     std::string signature_kind; // "v1 (HMAC-SHA256)", ... ; "" when the scheme has one kind
 
     explicit Impl(const VerifyConfig& c) : config(c), scheme(c.scheme) {}
+    [[nodiscard]] const crypto::HmacKey& hmac() const { return *keys.front().hmac; }
     std::string mac_hex(std::initializer_list<std::string_view> parts) const {
-        return hex_encode(hmac_key->mac(parts).view());
+        return hex_encode(hmac().mac(parts).view());
     }
     std::string mac_base64(std::initializer_list<std::string_view> parts) const {
-        return base64_encode(hmac_key->mac(parts).view());
+        return base64_encode(hmac().mac(parts).view());
     }
 };
 
@@ -49,6 +59,10 @@ HashAlgorithm signing_algorithm(const VerifyConfig& config) {
     }
 }
 
+bool carries_several_signatures(Scheme scheme) {
+    return scheme == Scheme::stripe || scheme == Scheme::standard || scheme == Scheme::svix;
+}
+
 } // namespace
 
 Signer::Signer(const VerifyConfig& config) : m_impl(std::make_unique<Impl>(config)) {
@@ -60,40 +74,47 @@ Signer::Signer(const VerifyConfig& config) : m_impl(std::make_unique<Impl>(confi
         throw UsageError(
             fmt::format("signing with {} needs --secret (or --secret-file, --secret-env)",
                         scheme_name(impl.scheme)));
-    const auto& secret = config.secrets.front();
-    bool standard_family = impl.scheme == Scheme::standard || impl.scheme == Scheme::svix;
-    std::string_view value = secret.value;
-    // 64 hex digits read as base64 too: signed as v1 (HMAC), a key meant as
-    // an ed25519 seed would give signatures nobody can check. The prefix
-    // decides, and without one the ambiguity is refused.
-    if (standard_family && !value.starts_with("whsec_") && !value.starts_with("whsk_") &&
-        value.size() == 64 && is_hex(value))
+    if (config.secrets.size() > 1 && !carries_several_signatures(impl.scheme))
         throw UsageError(fmt::format(
-            "secret {} is 64 hex digits: an ed25519 seed (v1a) or base64 HMAC key material (v1)? "
-            "Say which: whsk_<base64 seed> signs v1a, whsec_<base64> signs v1",
-            secret.label));
-    bool ed25519 =
-        impl.scheme == Scheme::discord || (standard_family && value.starts_with("whsk_"));
-    impl.signature_kind = impl.scheme == Scheme::discord ? "ed25519"
-                          : ed25519                      ? "v1a (ed25519)"
-                          : standard_family              ? "v1 (HMAC-SHA256)"
-                                                         : "";
-    if (ed25519) {
-        impl.private_key = parse_private_key(secret.value);
-        if (!impl.private_key)
-            throw UsageError(
-                fmt::format("secret {} is not an ed25519 private key: expected whsk_<base64> or "
-                            "a 32-byte seed in hex or base64",
-                            secret.label));
-        return;
+            "{} secrets given, but a {} delivery carries one signature: give one (stripe, "
+            "standard and svix carry several, and are signed with each)",
+            config.secrets.size(), scheme_name(impl.scheme)));
+    bool standard_family = impl.scheme == Scheme::standard || impl.scheme == Scheme::svix;
+    for (const auto& secret : config.secrets) {
+        std::string_view value = secret.value;
+        // 64 hex digits read as base64 too: signed as v1 (HMAC), a key meant
+        // as an ed25519 seed would give signatures nobody can check. The
+        // prefix decides, and without one the ambiguity is refused.
+        if (standard_family && !value.starts_with("whsec_") && !value.starts_with("whsk_") &&
+            value.size() == 64 && is_hex(value))
+            throw UsageError(fmt::format("secret {} is 64 hex digits: an ed25519 seed (v1a) or "
+                                         "base64 HMAC key material (v1)? Say which: "
+                                         "whsk_<base64 seed> signs v1a, whsec_<base64> signs v1",
+                                         secret.label));
+        bool ed25519 =
+            impl.scheme == Scheme::discord || (standard_family && value.starts_with("whsk_"));
+        if (impl.keys.empty())
+            impl.signature_kind = impl.scheme == Scheme::discord ? "ed25519"
+                                  : ed25519                      ? "v1a (ed25519)"
+                                  : standard_family              ? "v1 (HMAC-SHA256)"
+                                                                 : "";
+        auto& key = impl.keys.emplace_back();
+        if (ed25519) {
+            key.private_key = parse_private_key(secret.value);
+            if (!key.private_key)
+                throw UsageError(fmt::format("secret {} is not an ed25519 private key: expected "
+                                             "whsk_<base64> or a 32-byte seed in hex or base64",
+                                             secret.label));
+            continue;
+        }
+        auto derivation = standard_family ? detail::KeyDerivation::standard_base64
+                          : impl.scheme == Scheme::provider
+                              ? detail::key_derivation(config.providers.at(config.provider))
+                              : detail::KeyDerivation::raw;
+        auto bytes = detail::derive_key(secret, derivation);
+        key.hmac.emplace(signing_algorithm(config), bytes);
+        crypto::cleanse(bytes); // the HMAC states hold it from here
     }
-    auto derivation = standard_family ? detail::KeyDerivation::standard_base64
-                      : impl.scheme == Scheme::provider
-                          ? detail::key_derivation(config.providers.at(config.provider))
-                          : detail::KeyDerivation::raw;
-    auto key = detail::derive_key(secret, derivation);
-    impl.hmac_key.emplace(signing_algorithm(config), key);
-    crypto::cleanse(key); // the HMAC states hold it from here
 }
 
 Signer::~Signer() = default;
@@ -110,9 +131,14 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
     switch (impl.scheme) {
     case Scheme::github:
         return {{"X-Hub-Signature-256", "sha256=" + impl.mac_hex({body})}};
-    case Scheme::stripe:
-        return {{"Stripe-Signature",
-                 fmt::format("t={},v1={}", seconds, impl.mac_hex({seconds, ".", body}))}};
+    case Scheme::stripe: {
+        // t=...,v1=...,v1=...: one v1 per secret (Stripe's own form while a
+        // secret is rolled).
+        auto value = fmt::format("t={}", seconds);
+        for (const auto& key : impl.keys)
+            value += ",v1=" + hex_encode(key.hmac->mac({seconds, ".", body}).view());
+        return {{"Stripe-Signature", value}};
+    }
     case Scheme::slack:
         return {{"X-Slack-Request-Timestamp", seconds},
                 {"X-Slack-Signature", "v0=" + impl.mac_hex({"v0:", seconds, ":", body})}};
@@ -123,13 +149,18 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
         if (id.empty())
             id =
                 "msg_" + hex_encode(crypto::hash(HashAlgorithm::sha256, body).view()).substr(0, 24);
+        // A space-separated list, one signature per secret.
         std::string signature;
-        if (impl.private_key) {
-            std::string message = fmt::format("{}.{}.", id, seconds);
-            message.append(body);
-            signature = "v1a," + base64_encode(impl.private_key->sign(message));
-        } else {
-            signature = "v1," + impl.mac_base64({id, ".", seconds, ".", body});
+        for (const auto& key : impl.keys) {
+            if (!signature.empty()) signature += ' ';
+            if (key.private_key) {
+                std::string message = fmt::format("{}.{}.", id, seconds);
+                message.append(body);
+                signature += "v1a," + base64_encode(key.private_key->sign(message));
+            } else {
+                signature +=
+                    "v1," + base64_encode(key.hmac->mac({id, ".", seconds, ".", body}).view());
+            }
         }
         return {{std::string(names.id), id},
                 {std::string(names.timestamp), seconds},
@@ -140,7 +171,7 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
     case Scheme::discord: {
         std::string message = seconds;
         message.append(body);
-        return {{"X-Signature-Ed25519", hex_encode(impl.private_key->sign(message))},
+        return {{"X-Signature-Ed25519", hex_encode(impl.keys.front().private_key->sign(message))},
                 {"X-Signature-Timestamp", seconds}};
     }
     case Scheme::twilio:
@@ -165,7 +196,7 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
         std::string id(
             spec.id_header.empty() ? "" : envelope.header(spec.id_header).value_or(envelope.id));
         auto message = detail::generic_hmac_message(spec, body, seconds, id);
-        auto mac = impl.hmac_key->mac({message});
+        auto mac = impl.hmac().mac({message});
         auto encoded = detail::encode_signature(mac.view(), spec.encoding);
         HeaderList headers{{spec.header, spec.prefix + encoded}};
         if (!spec.timestamp_header.empty()) headers.emplace_back(spec.timestamp_header, seconds);
@@ -198,7 +229,7 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
         auto message = detail::provider_message(spec, envelope, stamp, id, url);
         auto mac = spec.construction == ProviderSpec::Construction::digest
                        ? crypto::hash(spec.algorithm, impl.config.secrets.front().value + message)
-                       : impl.hmac_key->mac({message});
+                       : impl.hmac().mac({message});
         auto encoded = detail::encode_signature(mac.view(), spec.encoding);
         HeaderList headers;
         if (spec.separator) {

@@ -17,10 +17,12 @@ using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 class Signer {
 public:
-    // Signs with the first secret of `config` (for discord and Standard
-    // Webhooks v1a: an ed25519 private key, as whsk_<base64> or a 32-byte
-    // hex or base64 seed). Throws UsageError when the scheme cannot be signed
-    // with what was given.
+    // Signs with the secrets of `config` (for discord and Standard Webhooks
+    // v1a: an ed25519 private key, as whsk_<base64> or a 32-byte hex or
+    // base64 seed): stripe, standard and svix with each (their headers
+    // carry several signatures during a rotation), the others with their
+    // one. Throws UsageError when the scheme cannot be signed with what was
+    // given, or several secrets are given for a scheme that carries one.
     explicit Signer(const VerifyConfig& config);
     ~Signer();
     Signer(const Signer&) = delete;

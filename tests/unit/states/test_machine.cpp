@@ -91,3 +91,12 @@ TEST_CASE("a learned machine keeps each transition's operation") {
     CHECK_FALSE(machine.allows("paid", "refunded", "cancel")); // only the operation seen
     CHECK(machine.allows("pending", "paid", "anything"));      // one event named none
 }
+
+TEST_CASE("a spaced arrow is an arrow: 'pending -> paid' is pending to paid") {
+    auto machine = parse_machine_text("states: [pending, paid]\ninitial: [pending]\ntransitions:\n"
+                                      "  - pending -> paid\n  - paid->pending : undo\n",
+                                      "m.yaml");
+    CHECK(machine.allows("pending", "paid", ""));
+    CHECK(machine.allows("paid", "pending", "undo"));
+    CHECK(parse_allow("a -> b", {}, {}).allows("a", "b", ""));
+}
