@@ -10,6 +10,7 @@
 #include "idem/util/text.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <string_view>
@@ -61,6 +62,26 @@ std::string flag_hints(const CLI::App& app) {
         }
     }
     return hints;
+}
+
+// A usage error about a value names the flag that gave it, wherever the
+// value was parsed ("--window: invalid duration '5min'"): the first quoted
+// value in the message, when exactly one flag of the command was given it.
+std::string naming_the_flag(const CLI::App& app, std::string message) {
+    if (message.starts_with("--")) return message;
+    auto open = message.find('\'');
+    auto close = open == std::string::npos ? open : message.find('\'', open + 1);
+    if (close == std::string::npos) return message;
+    auto value = message.substr(open + 1, close - open - 1);
+    std::vector<std::string> flags;
+    for (const auto* command : app.get_subcommands())
+        for (const auto* option : command->get_options())
+            for (const auto& given : option->results())
+                if (given == value && option->get_name().starts_with("--") &&
+                    std::find(flags.begin(), flags.end(), option->get_name()) == flags.end())
+                    flags.push_back(option->get_name());
+    if (flags.size() != 1 || message.find(flags.front()) != std::string::npos) return message;
+    return flags.front() + ": " + message;
 }
 
 } // namespace
@@ -116,6 +137,10 @@ int main(int argc, char** argv) {
     };
     try {
         return action ? action() : static_cast<int>(idem::ExitCode::usage);
+    } catch (const idem::UsageError& error) {
+        std::fflush(stdout);
+        print_error(naming_the_flag(app, error.what()));
+        return failed(static_cast<int>(error.exit_code()));
     } catch (const idem::Error& error) {
         std::fflush(stdout);
         print_error(error.what());

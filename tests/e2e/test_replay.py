@@ -156,7 +156,7 @@ class Replay(ReplayScratch):
         received = len(target.envelopes())
         # One attempt per record, plus 10% of them and the floor of 10: not 100 x 10.
         self.assertLessEqual(received, 100 + 10 + 10)
-        self.assertIn("retry budget", err)
+        self.assertIn("the retry budget (10% of first attempts, plus 10 retries any run may make) is spent", err)
         self.assertEqual(summary_of(err)["failed"], 100)
         self.assertEqual(summary_of(err)["retry_budget"], "spent")
 

@@ -26,6 +26,13 @@ def summary_of(err):
     return json.loads(err.strip().splitlines()[-1])
 
 
+def write_text(directory, name, text):
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 class PathsNoRecordHolds(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -253,14 +260,20 @@ class OneVocabulary(unittest.TestCase):
         self.assertEqual(code, 2, err)
         self.assertIn("'EMPTYSEC' is set but empty", err)
         with tempfile.TemporaryDirectory() as tmp:
-            machine = os.path.join(tmp, "m.yaml")
-            with open(machine, "w") as f:
-                f.write("states: [pending, paid]\ninitial: [pending]\ntransitions:\n  - pending -> paid\n")
+            machine = write_text(tmp, "m.yaml", "states: [pending, paid]\ninitial: [pending]\ntransitions:\n"
+                                                "  - pending -> paid\n")
             code, _, err = run(["states", "--entity", "id", "--state", "s", "--machine", machine, "--store",
                                 ":memory:", "-"], stdin=ndjson([{"id": "o", "s": "pending"}, {"id": "o", "s": "paid"}]))
             self.assertEqual(code, 0, err)
         code, _, err = run(["reorder", "--seq", "n", "-"], stdin=ndjson([{"n": 1}, {"n": 3}, {"n": 2}, {"n": 1}]))
         self.assertNotIn("partition null", err)
+        code, _, err = run(["merge", "--group", "g", "--window", "5min", "-"], stdin=b"")
+        self.assertEqual(code, 2, err)
+        self.assertIn("--window: invalid duration '5min'", err)
+        with tempfile.TemporaryDirectory() as tmp:
+            rules = write_text(tmp, "r.yaml", "rules:\n  - type: n\n    window: 5m\n    fields: [a]\n    action: squash\n")
+            code, _, err = run(["merge", "--rules", rules, "-"], stdin=b"")
+            self.assertIn("r.yaml:5:13: unknown action 'squash'", err)  # where the action is written
         code, _, err = run(["dedup", "--key", "id", "--store", ":memory:", "-"],
                            stdin=ndjson([{"id": "a"}, {"id": "a"}]))
         self.assertIn("1 duplicate,", err)

@@ -369,10 +369,12 @@ private:
     void note_earlier_runs() const {
         if (m_first_seen_earlier == 0 || !m_store) return;
         m_diagnostics.warning(
-            {}, fmt::format("{} record{} were first seen by an earlier run in {} (scope {}) and "
-                            "count as duplicates now; --store :memory: for a fresh run",
-                            m_first_seen_earlier, m_first_seen_earlier == 1 ? "" : "s",
-                            m_store_name, quote(m_options.scope)));
+            {}, fmt::format("{} record{} first seen by an earlier run in {} (scope {}) and "
+                            "{} as {} now; --store :memory: for a fresh run",
+                            m_first_seen_earlier, m_first_seen_earlier == 1 ? " was" : "s were",
+                            m_store_name, quote(m_options.scope),
+                            m_first_seen_earlier == 1 ? "counts" : "count",
+                            m_first_seen_earlier == 1 ? "a duplicate" : "duplicates"));
     }
 
     // Rejects and unkeyed records; true when the record goes on to the store.

@@ -159,6 +159,7 @@ MergeRule rule_of(const std::string& file, const YAML::Node& node, std::size_t i
     if (!node.IsMap()) fail_at(file, node, "a rule is a map (type:, fields:, window:, action:)");
     MergeRule rule;
     std::string action, value_field = "value";
+    YAML::Node action_node;
     std::optional<Duration> every, gap;
     bool has_window = false, has_aggregate = false;
     for (const auto& item : node) {
@@ -228,6 +229,7 @@ MergeRule rule_of(const std::string& file, const YAML::Node& node, std::size_t i
             gap = duration_at(file, value, key);
         } else if (key == "action") {
             action = scalar(file, value, key);
+            action_node = value; // an unknown action is reported where it is written
         } else if (key == "value") {
             value_field = scalar(file, value, key);
         } else if (key == "aggregate") {
@@ -283,7 +285,7 @@ MergeRule rule_of(const std::string& file, const YAML::Node& node, std::size_t i
         if (action == "aggregate" && !has_aggregate)
             fail_at(file, node,
                     fmt::format("rule {}: action aggregate needs aggregate:", rule.name));
-        parsed_at(file, node, [&] {
+        parsed_at(file, action_node, [&] {
             apply_action(rule, action, value_field);
             return 0;
         });

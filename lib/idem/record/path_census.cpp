@@ -52,8 +52,12 @@ void PathCensus::expect_value(std::string flag, const FieldPath& path, std::stri
 }
 
 void PathCensus::observe(RecordParser& parser) {
-    ++m_records;
+    // Once every path and value has been seen nothing is left to judge, and
+    // nothing is written: no shared counter moves on the per-record path
+    // (records are counted only while something is unseen, and only then
+    // does a message need the count).
     if (m_pending.load(std::memory_order_relaxed) == 0) return;
+    m_records.fetch_add(1, std::memory_order_relaxed);
     {
         std::lock_guard lock(m_mutex);
         if (m_records_sampled < k_records_sampled && m_paths_seen.size() < k_paths_kept) {

@@ -71,6 +71,9 @@ public:
     bool try_spend();
     [[nodiscard]] bool exhausted_once() const { return m_refused > 0; }
     [[nodiscard]] std::uint64_t refused() const { return m_refused; }
+    // The retries every run may make whatever its first attempts (10).
+    [[nodiscard]] std::uint64_t floor() const { return m_floor; }
+    [[nodiscard]] std::uint64_t spent() const { return m_retries; }
 
 private:
     double m_ratio;

@@ -346,9 +346,11 @@ void Replayer::judge(std::uint64_t job_id, net::TransferResult result) {
         entry.permanent = false;
         if (m_budget.refused() == 1)
             m_diagnostics.warning(SourcePosition{job.candidate.source, 0, 0, 0},
-                                  fmt::format("the retry budget ({:.0f}% of first attempts) is "
-                                              "spent: failures are no longer retried in this run",
-                                              m_options.retry_budget * 100));
+                                  fmt::format("the retry budget ({:.0f}% of first attempts, plus "
+                                              "{} retries any run may make) is spent after {} "
+                                              "retries: failures are no longer retried in this run",
+                                              m_options.retry_budget * 100, m_budget.floor(),
+                                              m_budget.spent()));
         finish(job, store::ReplayState::failed,
                fmt::format("{} (retry budget spent)", judgement.error));
     } else {

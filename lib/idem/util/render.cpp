@@ -8,37 +8,103 @@
 
 namespace idem {
 
-std::string markdown_text(std::string_view value) {
+namespace {
+
+// `value` through terminal_text, then each character `escape` appends in a
+// form of its own (returning true) escaped; the others as they are.
+template <typename Escape> std::string escaped(std::string_view value, Escape escape) {
     auto text = terminal_text(value);
     std::string out;
     out.reserve(text.size() + text.size() / 8);
-    for (char c : text) {
+    for (char c : text)
+        if (!escape(out, c)) out += c;
+    return out;
+}
+
+// & < > " ' as HTML's entities (& < > in Markdown too, where a viewer
+// renders raw HTML).
+bool append_html_entity(std::string& out, char c, bool quotes) {
+    switch (c) {
+    case '&':
+        out += "&amp;";
+        return true;
+    case '<':
+        out += "&lt;";
+        return true;
+    case '>':
+        out += "&gt;";
+        return true;
+    case '"':
+        if (!quotes) return false;
+        out += "&quot;";
+        return true;
+    case '\'':
+        if (!quotes) return false;
+        out += "&#39;";
+        return true;
+    default:
+        return false;
+    }
+}
+
+} // namespace
+
+std::string markdown_text(std::string_view value) {
+    constexpr std::string_view k_inline_syntax = "\\`*_[]|~";
+    return escaped(value, [&](std::string& out, char c) {
+        if (append_html_entity(out, c, false)) return true;
+        if (k_inline_syntax.find(c) == std::string_view::npos) return false;
+        out += '\\';
+        out += c;
+        return true;
+    });
+}
+
+std::string html_escape(std::string_view value) {
+    return escaped(value,
+                   [](std::string& out, char c) { return append_html_entity(out, c, true); });
+}
+
+std::string dot_quoted(std::string_view value) {
+    return '"' +
+           escaped(value,
+                   [](std::string& out, char c) {
+                       if (c != '"' && c != '\\') return false;
+                       out += '\\';
+                       out += c;
+                       return true;
+                   }) +
+           '"';
+}
+
+std::string mermaid_label(std::string_view value) {
+    return escaped(value, [](std::string& out, char c) {
+        std::string_view code;
         switch (c) {
+        case '#':
+            code = "#35;";
+            break;
+        case ';':
+            code = "#59;";
+            break;
+        case '"':
+            code = "#quot;";
+            break;
         case '&':
-            out += "&amp;";
+            code = "#amp;";
             break;
         case '<':
-            out += "&lt;";
+            code = "#lt;";
             break;
         case '>':
-            out += "&gt;";
-            break;
-        case '\\':
-        case '`':
-        case '*':
-        case '_':
-        case '[':
-        case ']':
-        case '|':
-        case '~':
-            out += '\\';
-            out += c;
+            code = "#gt;";
             break;
         default:
-            out += c;
+            return false;
         }
-    }
-    return out;
+        out += code;
+        return true;
+    });
 }
 
 namespace {
@@ -50,45 +116,6 @@ bool is_hidden_format_character(utf8proc_int32_t c) {
 }
 
 } // namespace
-
-std::string dot_quoted(std::string_view value) {
-    auto text = terminal_text(value);
-    std::string out = "\"";
-    for (char c : text) {
-        if (c == '"' || c == '\\') out += '\\';
-        out += c;
-    }
-    return out + '"';
-}
-
-std::string mermaid_label(std::string_view value) {
-    std::string out;
-    for (char c : terminal_text(value)) {
-        switch (c) {
-        case '#':
-            out += "#35;";
-            break;
-        case ';':
-            out += "#59;";
-            break;
-        case '"':
-            out += "#quot;";
-            break;
-        case '&':
-            out += "#amp;";
-            break;
-        case '<':
-            out += "#lt;";
-            break;
-        case '>':
-            out += "#gt;";
-            break;
-        default:
-            out += c;
-        }
-    }
-    return out;
-}
 
 std::string json_report_text(std::string_view json) {
     std::string out;

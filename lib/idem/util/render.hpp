@@ -48,6 +48,11 @@ namespace idem {
 // renders labels as HTML.
 [[nodiscard]] std::string mermaid_label(std::string_view value);
 
+// Text for HTML, in an element or an attribute: terminal_text first (a
+// bidi override or a C1 control reorders or hides text in a browser too,
+// and shows as \u{XXXX}), then & < > " ' escaped.
+[[nodiscard]] std::string html_escape(std::string_view value);
+
 // How many terminal columns `text` takes: East Asian wide characters two,
 // combining marks none (utf8proc's widths); an invalid byte one.
 [[nodiscard]] std::size_t display_width(std::string_view text);

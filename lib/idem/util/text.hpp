@@ -38,11 +38,6 @@ namespace idem {
 [[nodiscard]] std::string to_lower(std::string_view text);
 [[nodiscard]] std::string_view trim(std::string_view text);
 
-// Text for HTML, in an element or an attribute: terminal_text first (a
-// bidi override or a C1 control reorders or hides text in a browser too,
-// and shows as \u{XXXX}), then & < > " ' escaped.
-[[nodiscard]] std::string html_escape(std::string_view text);
-
 // The script states' and reconcile's pages end with: marks the page ready
 // and counts what it loaded (tests read both from the rendered DOM).
 inline constexpr std::string_view k_ready_script =

@@ -111,7 +111,7 @@ TEST_CASE("a rules file that is wrong says where, by line and column") {
     fails("rules:\n  - type: n\n    window: 5m\n", "rule 'n': no group fields");
     fails("rules:\n  - type: n\n    fields: [a]\n", "no window length");
     fails("rules:\n  - type: n\n    window: 5m\n    fields: [a]\n    action: squash\n",
-          "unknown action 'squash'");
+          "merge.yaml:5:13: unknown action 'squash'");
     fails("rules: [\n", "merge.yaml:2:1");
     fails(
         "rules:\n  - {type: a, window: 1m, fields: [x]}\n  - {type: a, window: 1m, fields: [y]}\n",
