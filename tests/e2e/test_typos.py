@@ -215,6 +215,18 @@ class TimesAndFormats(unittest.TestCase):
         self.assertIn("unreadable time", err)
         self.assertNotIn("is in none of", err)
 
+    def test_a_time_without_an_offset_reads_in_the_tz_given(self):
+        # Paris wall-clock times either side of its midnight: read in Paris they
+        # are two Paris days, as the same instants written with their offset are.
+        def windows(times):
+            code, out, err = run(["merge", "--group", "g", "--window", "24h", "--time-field", "t", "--tz",
+                                  "Europe/Paris", "-"], stdin=ndjson([{"g": "a", "t": t} for t in times]))
+            self.assertEqual(code, 0, err)
+            return [json.loads(line)["_idem"]["merge"]["window"]["start"] for line in out.splitlines()]
+        local = windows(["2026-11-30 23:30:00", "2026-12-01 00:30:00"])
+        self.assertEqual(local, windows(["2026-11-30T23:30:00+01:00", "2026-12-01T00:30:00+01:00"]))
+        self.assertEqual(len(local), 2)
+
     def test_gzip_and_csv_are_named_by_their_first_bytes(self):
         # Case 15: a JSON syntax error and "check the field paths".
         import gzip

@@ -16,7 +16,8 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, WorkerState& state,
     auto& parser = state.parser;
     if (!record::parse_line(line, options.input.max_record_bytes, parser, outcome)) return;
     outcome.has_annotations = parser.has_annotations();
-    auto time = record::event_time(parser, options.time_field ? &*options.time_field : nullptr);
+    auto time = record::event_time(parser, options.time_field ? &*options.time_field : nullptr,
+                                   &options.zone);
     if (time.failed()) {
         outcome.kind = Outcome::Kind::bad_time;
         outcome.message = record::describe_failure(time, *options.time_field);

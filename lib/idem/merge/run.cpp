@@ -129,7 +129,8 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result
         outcome.kind = Outcome::Kind::unmatched;
         return;
     }
-    auto time = record::event_time(parser, options.time_field ? &*options.time_field : nullptr);
+    auto time = record::event_time(parser, options.time_field ? &*options.time_field : nullptr,
+                                   options.zone ? &*options.zone : nullptr);
     if (time.failed()) {
         outcome.kind = Outcome::Kind::bad_field;
         outcome.message = record::describe_failure(time, *options.time_field);

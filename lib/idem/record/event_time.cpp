@@ -4,7 +4,7 @@
 
 namespace idem::record {
 
-EventTime event_time(RecordParser& parser, const FieldPath* time_field) {
+EventTime event_time(RecordParser& parser, const FieldPath* time_field, const TimeZone* zone) {
     EventTime found;
     if (time_field) {
         auto value = parser.find(*time_field);
@@ -14,6 +14,9 @@ EventTime event_time(RecordParser& parser, const FieldPath* time_field) {
         }
         if (value->type == FieldValue::Type::string || value->type == FieldValue::Type::number)
             found.time = parse_timestamp(value->text);
+        if (found.time && zone && value->type == FieldValue::Type::string &&
+            lacks_utc_offset(value->text))
+            found.time = zone->from_local(*found.time);
         found.status = found.time ? EventTime::Status::found : EventTime::Status::malformed;
         return found;
     }

@@ -14,6 +14,7 @@
 #include "idem/record/field_path.hpp"
 #include "idem/record/parser.hpp"
 #include "idem/util/time.hpp"
+#include "idem/util/time_zone.hpp"
 
 #include <optional>
 #include <string>
@@ -37,7 +38,10 @@ struct EventTime {
 
 // The event time of the record `parser` holds. `time_field` null: no
 // --time-field was given.
-[[nodiscard]] EventTime event_time(RecordParser& parser, const FieldPath* time_field);
+// `zone` (--tz), when given, is where a time without a UTC offset is read
+// (otherwise as UTC).
+[[nodiscard]] EventTime event_time(RecordParser& parser, const FieldPath* time_field,
+                                   const TimeZone* zone = nullptr);
 
 // Why a failed event time failed, for the reject file and warnings:
 // "missing time field 'ts'", "time field 'ts' is not a timestamp ...".

@@ -198,6 +198,15 @@ std::optional<Timestamp> parse_timestamp(std::string_view text) {
     return parse_rfc3339(text);
 }
 
+bool lacks_utc_offset(std::string_view text) {
+    text = trim(text);
+    // yyyy-mm-ddThh:mm:ss[.f]: the time part ends in a digit, not Z or +hh:mm.
+    if (text.size() < 19 || (text[10] != 'T' && text[10] != 't' && text[10] != ' ')) return false;
+    auto time = text.substr(11);
+    return !time.empty() && time.back() >= '0' && time.back() <= '9' &&
+           time.find_first_of("+-Zz") == std::string_view::npos;
+}
+
 Timestamp parse_timestamp_flag(std::string_view flag, std::string_view text) {
     auto parsed = parse_timestamp(text);
     if (!parsed)

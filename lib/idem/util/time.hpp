@@ -21,6 +21,11 @@ using Timestamp = std::chrono::sys_time<std::chrono::microseconds>;
 // std::nullopt when the text is not a timestamp.
 [[nodiscard]] std::optional<Timestamp> parse_timestamp(std::string_view text);
 
+// Whether `text` is a date and time without a UTC offset (SQL's
+// "2026-11-30 09:00:00"): parse_timestamp reads it as UTC, and a command
+// given --tz reads it in that zone instead.
+[[nodiscard]] bool lacks_utc_offset(std::string_view text);
+
 // Epoch number (integer or decimal) in the unit its magnitude suggests:
 // below 1e11 seconds, below 1e14 milliseconds, below 1e17 microseconds,
 // else nanoseconds.

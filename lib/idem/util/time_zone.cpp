@@ -60,6 +60,14 @@ std::chrono::seconds TimeZone::offset_at(Timestamp at) const {
     return std::chrono::seconds(m_rules->zone.lookup(seconds).offset);
 }
 
+Timestamp TimeZone::from_local(Timestamp wall) const {
+    using namespace std::chrono;
+    auto whole = floor<seconds>(wall);
+    auto civil = cctz::convert(whole, cctz::utc_time_zone());
+    auto at = cctz::convert(civil, m_rules->zone);
+    return time_point_cast<microseconds>(at) + (wall - whole);
+}
+
 std::string calendar_bucket(Timestamp at, const TimeZone& zone, BucketSize size) {
     using namespace std::chrono;
     auto local = time_point_cast<seconds>(at) + zone.offset_at(at);

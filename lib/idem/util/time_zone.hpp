@@ -24,6 +24,11 @@ public:
     // The zone's offset from UTC at `at`, daylight saving included, for any
     // year the zone's rules cover.
     [[nodiscard]] std::chrono::seconds offset_at(Timestamp at) const;
+    // The instant a wall-clock time of this zone names, the wall time given
+    // as if it were UTC ("2026-11-30 09:00:00" read without an offset). A
+    // time a daylight-saving change skips or repeats takes the offset in
+    // force before the change.
+    [[nodiscard]] Timestamp from_local(Timestamp wall) const;
     [[nodiscard]] const std::string& name() const { return m_name; }
 
 private:

@@ -1,4 +1,5 @@
 #include "idem/util/errors.hpp"
+#include "idem/util/time.hpp"
 #include "idem/util/time_zone.hpp"
 
 #include <cstdlib>
@@ -118,4 +119,19 @@ TEST_CASE("a slim zone file, from TZDIR, is read through its POSIX rule") {
     CHECK(slim.offset_at(at("2030-12-01T12:00:00Z")) == hours(-5));
     CHECK(calendar_bucket(at("2040-07-01T04:30:00Z"), slim, BucketSize::day) == "2040-07-01");
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a wall-clock time without an offset is read in the zone given") {
+    auto wall = *parse_timestamp("2026-11-30 09:00:00"); // read as UTC
+    CHECK(lacks_utc_offset("2026-11-30 09:00:00"));
+    CHECK(lacks_utc_offset("2026-11-30T09:00:00.250"));
+    CHECK_FALSE(lacks_utc_offset("2026-11-30T09:00:00Z"));
+    CHECK_FALSE(lacks_utc_offset("2026-11-30T09:00:00+01:00"));
+    CHECK_FALSE(lacks_utc_offset("1764493200"));
+    CHECK(format_rfc3339(TimeZone::load("Europe/Paris").from_local(wall)) ==
+          "2026-11-30T08:00:00.000Z"); // CET, UTC+1
+    CHECK(format_rfc3339(TimeZone::load("America/New_York")
+                             .from_local(*parse_timestamp("2026-07-01 09:00:00.500"))) ==
+          "2026-07-01T13:00:00.500Z"); // EDT
+    CHECK(TimeZone::utc().from_local(wall) == wall);
 }
