@@ -29,7 +29,7 @@ measure() { # name, output file, command...
     printf '%-44s %7.2f s %8.0f MiB\n' "$name" "$seconds" "$((rss / 1024))"
 }
 echo "$(wc -l < "$flow/sent.ndjson") sent, $(wc -l < "$flow/received.ndjson") received, $(wc -l < "$flow/processed.ndjson") processed"
-reconcile=(reconcile --stage "sent=$flow/sent.ndjson" --stage "received=$flow/received.ndjson"
+reconcile=(reconcile --fail-on none --stage "sent=$flow/sent.ndjson" --stage "received=$flow/received.ndjson"
            --stage "processed=$flow/processed.ndjson" --key sent=id --key received=body.id
            --key processed=event_id --time sent=created --time processed=ts --grace 60s --report json -q)
 measure "idem reconcile" "$OUT/reconcile-idem.json" "$IDEM" "${reconcile[@]}"

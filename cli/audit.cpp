@@ -60,11 +60,13 @@ Duration positive_duration(const std::string& flag, const std::string& text) {
     return duration;
 }
 
-// --fail-on: "duplicates" (any group), "conflicts" (a key reused for another
-// payload), or cause names.
+// --fail-on: "any" (the default: a judging command exits 1 on what it finds,
+// docs/exit-codes.md), "none", "duplicates" (any group, the same as any),
+// "conflicts" (a key reused for another payload), or cause names.
 bool fails(const std::vector<std::string>& fail_on, const audit::AuditResult& result) {
+    if (fail_on.empty()) return result.groups > 0;
     for (const auto& item : fail_on) {
-        if (item == "duplicates" && result.groups > 0) return true;
+        if ((item == "duplicates" || item == "any") && result.groups > 0) return true;
         auto cause =
             item == "conflicts" ? std::optional(audit::Cause::key_reuse) : audit::parse_cause(item);
         if (cause && result.causes.count(*cause)) return true;
@@ -83,9 +85,11 @@ int run_audit_command(AuditOptions options) {
         throw UsageError("give --key PATHS (the idempotency key) or --fingerprint PATHS (the "
                          "business intent), or both");
     for (const auto& item : options.fail_on)
-        if (item != "duplicates" && item != "conflicts" && !audit::parse_cause(item))
+        if (item != "duplicates" && item != "conflicts" && item != "any" && item != "none" &&
+            !audit::parse_cause(item))
             throw UsageError(fmt::format(
-                "--fail-on: unknown value {}: expected duplicates, conflicts, retry-storm, "
+                "--fail-on: unknown value {}: expected any, none, duplicates, conflicts, "
+                "retry-storm, "
                 "concurrent, ttl-expired, key-reuse, key-regenerated, retried-after-failure, "
                 "provider-retry, fan-out, layered-retry or unexplained",
                 quote(item)));
@@ -253,8 +257,8 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
         ->check(CLI::IsMember({"table", "json", "markdown", "html"}));
     command
         ->add_option("--fail-on", options->fail_on,
-                     "exit 1 on duplicates (any group), conflicts (a key reused for another "
-                     "payload) or a cause name (CI)")
+                     "any (default: exit 1 when a record happened more than once), none, "
+                     "duplicates, conflicts (a key reused for another payload) or a cause name")
         ->delimiter(',')
         ->allow_extra_args(false); // one value per --fail-on: the inputs follow
     command->add_option("-o,--output", options->output_path, "write the report to FILE");

@@ -202,18 +202,27 @@ int run_reconcile_command(const ReconcileOptions& options) {
         std::none_of(run.stages.begin(), run.stages.end(),
                      [](const auto& stage) { return !stage.span.empty(); }))
         throw UsageError("--traces is read for stages given as NAME=span:SPAN_NAME: none is");
+    // A judging command exits 1 on what it finds (docs/exit-codes.md): every
+    // finding by default; --fail-on narrows (none: never), and --max-loss or
+    // --max-duplicate-ratio set the bar instead.
     std::vector<reconcile::Finding> fail_on;
-    bool fail_on_unmatched = false;
+    bool fail_on_unmatched = false, fail_on_given = !options.fail_on.empty();
     for (const auto& list : options.fail_on)
         for (auto name : split(list, ',')) {
             if (name == "unmatched") {
                 fail_on_unmatched = true;
                 continue;
             }
+            if (name == "none") continue;
+            if (name == "any") {
+                for (std::size_t i = 0; i < reconcile::k_finding_kinds; ++i)
+                    fail_on.push_back(static_cast<reconcile::Finding>(i));
+                continue;
+            }
             auto finding = reconcile::parse_finding(name);
             if (!finding)
-                throw UsageError(fmt::format("--fail-on: unknown finding {} (lost, duplicated, "
-                                             "late, orphan, changed, unmatched)",
+                throw UsageError(fmt::format("--fail-on: unknown finding {} (any, none, lost, "
+                                             "duplicated, late, orphan, changed, unmatched)",
                                              quote(name)));
             fail_on.push_back(*finding);
         }
@@ -221,6 +230,9 @@ int run_reconcile_command(const ReconcileOptions& options) {
     if (!options.max_loss.empty()) max_loss = fraction("--max-loss", options.max_loss);
     if (!options.max_duplicate_ratio.empty())
         max_duplicates = fraction("--max-duplicate-ratio", options.max_duplicate_ratio);
+    if (!fail_on_given && !max_loss && !max_duplicates)
+        for (std::size_t i = 0; i < reconcile::k_finding_kinds; ++i)
+            fail_on.push_back(static_cast<reconcile::Finding>(i));
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = options.output_path.empty() ? io::Sink::standard_output()
                                               : io::Sink::replace_file(options.output_path);
@@ -314,7 +326,9 @@ void register_reconcile(CLI::App& app, std::function<int()>& action) {
                         "keys the report shows per finding (default 20)");
     command
         ->add_option("--fail-on", options->fail_on,
-                     "findings that make the exit 1: lost,duplicated,late,orphan,changed")
+                     "findings that make the exit 1: any (default, unless --max-loss or "
+                     "--max-duplicate-ratio sets the bar), none, or lost,duplicated,late,orphan,"
+                     "changed,unmatched")
         ->allow_extra_args(false);
     command->add_option("--max-loss", options->max_loss,
                         "exit 1 when a hop loses more than this (0.1% or 0.001)");

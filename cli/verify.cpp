@@ -32,6 +32,7 @@ struct VerifyOptions {
     bool drop_invalid = false;
     std::string invalid_path;
     bool no_fail = false;
+    std::string fail_on = "any";
     std::size_t threads = 0;
 };
 
@@ -106,7 +107,7 @@ int run_verify_command(const VerifyOptions& options) {
     auto result = verify::run_verify(run, *output, diagnostics);
     warn_of_labels_in_secrets(options.keys, result.summary, diagnostics);
     return finish_run(options.common, diagnostics, result.summary,
-                      result.findings > 0 && !options.no_fail ? 1 : 0);
+                      result.findings > 0 && !options.no_fail && options.fail_on != "none" ? 1 : 0);
 }
 } // namespace
 
@@ -154,6 +155,11 @@ void register_verify(CLI::App& app, std::function<int()>& action) {
     command->add_option("--invalid", options->invalid_path,
                         "write invalid records here instead of stdout (implies --drop-invalid)");
     command->add_flag("--no-fail", options->no_fail, "exit 0 even when records are invalid");
+    command
+        ->add_option("--fail-on", options->fail_on,
+                     "any (default: exit 1 when a delivery is invalid or replayed) or none "
+                     "(the same as --no-fail)")
+        ->check(CLI::IsMember({"any", "none"}));
     add_threads_option(*command, options->threads);
     command->footer(
         "Each record is written to stdout with\n"

@@ -33,7 +33,7 @@ class Incidents(unittest.TestCase):
         code, report, err = audit(["--key", "idempotency_key", "--fingerprint", "user_id,fault_type",
                                    "--time-field", "ts", "--source-field", "agent",
                                    incident("agent-retries.ndjson")])
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # findings: exit 1
         self.assertEqual(self.causes(report), [["key-regenerated", "retry-storm"]])
         group = report["groups"][0]
         self.assertEqual((group["kind"], group["count"], group["keys"]), ("fingerprint", 7, 7))
@@ -90,7 +90,7 @@ class Reports(unittest.TestCase):
         code, out, err = run_on_terminal(["audit", "--key", "idempotency_key", "--fingerprint", "user_id,fault_type",
                                           "--time-field", "ts", "--source-field", "agent",
                                           incident("agent-retries.ndjson")], columns=80, env={"COLUMNS": None})
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # findings: exit 1
         text = out.decode()
         self.assertTrue(all(len(line) <= 80 for line in text.splitlines()), text)
         self.assertIn("retry-storm", text)
@@ -138,7 +138,7 @@ class OtherInputs(unittest.TestCase):
                     'checkout-43,2026-11-30T14:02:00Z,web-4,plain\n'
                     'checkout-42,2026-11-30T14:05:00Z,web-3,"second order,\nbig"\n')
         code, report, err = audit(["--csv", path, "--key", "key", "--time-field", "ts", "--source-field", "client"])
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # findings: exit 1
         self.assertEqual([sorted(g["causes"]) for g in report["groups"]], [["key-reuse"]])
         self.assertEqual([r["at"] for r in report["groups"][0]["records"]], [path + ":2", path + ":4"])
 
@@ -167,7 +167,7 @@ class OtherInputs(unittest.TestCase):
         code, report, err = audit(["--sqlite", path, "--query", "SELECT * FROM work_order", "--key", "request_key",
                                    "--fingerprint", "user_id,fault_type", "--time-field", "created_at",
                                    "--source-field", "worker", "--ignore", "id"])
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # findings: exit 1
         self.assertEqual([sorted(g["causes"]) for g in report["groups"]], [["key-regenerated", "retry-storm"]])
         self.assertEqual(report["groups"][0]["records"][0]["at"], path + ":row 1")
         code, _, err = run(["audit", "--sqlite", path, "--query", "SELECT * FROM nowhere", "--key", "k"])
@@ -242,7 +242,7 @@ class WhoseRetry(unittest.TestCase):
 
     def test_each_providers_copies_are_told_apart(self):
         code, report, err = audit(["--key", "body.id", incident("webhook-deliveries.ndjson")])
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # findings: exit 1
         groups = self.groups_by_key(report)
         self.assertEqual(set(groups), {"msg_2b7Q", "Ev07Q2LZ", "evt_1QfanOut", "72d3162e-cc78-11e3-81ab-4c9367dc0958"})
         # Svix: 5.3 s, 5 min, 30 min after each failure (docs.svix.com/retries);
@@ -274,7 +274,7 @@ class WhoseRetry(unittest.TestCase):
             first = json.loads(lines.readline())
         second = dict(first, received_at="2026-11-30T09:00:47.000Z", id="cap_999")
         code, report, err = audit(["--key", "body.id"], stdin=(json.dumps(first) + "\n" + json.dumps(second) + "\n").encode())
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # findings: exit 1
         self.assertNotIn("provider-retry", report["groups"][0]["causes"])
 
     def test_plain_logs_name_the_provider_and_the_route(self):
@@ -284,7 +284,7 @@ class WhoseRetry(unittest.TestCase):
         stdin = "".join(json.dumps(row) + "\n" for row in rows).encode()
         code, report, err = audit(["--key", "event", "--time-field", "ts", "--provider", "standard-webhooks",
                                    "--route-field", "endpoint"], stdin=stdin)
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # findings: exit 1
         group = report["groups"][0]
         self.assertTrue({"fan-out", "provider-retry"} <= set(group["causes"]), group["causes"])
         self.assertEqual(group["evidence"]["provider-retry"]["attempts"], [1, 2])
@@ -297,7 +297,7 @@ class WhoseRetry(unittest.TestCase):
         code, report, err = audit(["--key", "idempotency_key", "--time-field", "ts",
                                    "--attempt-field", "attempt.agent", "--attempt-field", "attempt.tool",
                                    "--attempt-field", "attempt.http", incident("layered-retries.ndjson")])
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # findings: exit 1
         group = report["groups"][0]
         self.assertEqual(group["count"], 7)
         layered = group["evidence"]["layered-retry"]
@@ -330,7 +330,7 @@ class StoreEvidence(unittest.TestCase):
             for _ in range(2):  # today's log, then the same again tomorrow
                 self.assertEqual(run(["dedup", "--key", "id", "--store", store, "-q", path])[0], 0)
             code, report, err = audit(["--store", store])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             # "a": 3 copies per run, "b" and "c": 1 per run; everything twice.
             self.assertEqual(sorted(g["count"] for g in report["groups"]), [2, 2, 6])
             worst = report["groups"][0]
@@ -373,7 +373,7 @@ class ReplayLedger(unittest.TestCase):
             args = ["audit", "--key", "headers.Idempotency-Key", "--replay-ledger", ledger,
                     "--replay-scope", f"replay:{target.url}", target.capture]
             code, out, err = run(args + ["--format", "json"])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             groups = json.loads(out)["groups"]
             retried = {key for key, count in captured.items() if count > 1}
             self.assertTrue(retried)
@@ -393,14 +393,14 @@ class ReplayLedger(unittest.TestCase):
                 self.assertTrue(all(a == 500 for a in answered[:-1]), answered)
             # Grouped on disk, the report is the same.
             code, spilled, err = run(args + ["--format", "json", "--spill-after", "5"])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             self.assertEqual(json.loads(spilled)["groups"], groups)
             code, out, _ = run(args)
             self.assertIn("replay ledger    completed after", out.decode())
             # The wrong scope finds nothing, and says so.
             code, out, err = run(["audit", "--key", "headers.Idempotency-Key", "--replay-ledger", ledger,
                                   "--replay-scope", "replay:http://elsewhere", "--format", "json", target.capture])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             self.assertIn("has no key under scope 'replay:http://elsewhere'", err)
             self.assertNotIn('"replay"', out.decode())
             code, _, err = run(["audit", "--key", "k", "--replay-ledger", ledger], stdin=b"")
@@ -427,7 +427,7 @@ class Verdicts(unittest.TestCase):
             self.assertEqual(code, 0, err)
             args = ["audit", "--key", "body.id", "--verdicts", store, capture]
             code, out, err = run(args + ["--format", "json"])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             groups = {group["key"]: group for group in json.loads(out)["groups"]}
             self.assertEqual(set(groups), {"evt_1", "evt_2"})
             replayed = groups["evt_1"]
@@ -474,7 +474,7 @@ class HtmlReport(unittest.TestCase):
             code, _, err = run(["audit", "--format", "html", "-o", page, "--key", "idempotency_key",
                                 "--fingerprint", "user_id,fault_type", "--time-field", "ts", "--source-field", "agent",
                                 incident("agent-retries.ndjson"), incident("key-reuse.ndjson")])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             dom = rendered_offline(self, page, tmp)
             self.assertIn('id="timeline-chart"', dom)
             # 7 tickets + 2 reused-key orders, one dot each.
@@ -512,13 +512,13 @@ class PathsThatMatchNothing(unittest.TestCase):
             self.assertIn(f"{shown} is in none of the 8 records", err)
         raw = b'{"key":"a","n":1}\n{"key":"a"}\n'
         code, _, err = run(["audit", "--key", "key", "--attempt-field", "n"], stdin=raw)
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # findings: exit 1
         self.assertIn("--attempt-field 'n' is missing in 1 of 2 records", err)
 
     def test_a_path_missing_in_some_records_is_a_warning_with_the_count(self):
         raw = b'{"key":"a","ts":"2026-11-30T08:00:00Z"}\n{"key":"a"}\n{"other":1,"ts":"2026-11-30T08:00:01Z"}\n'
         code, _, err = run(["audit", "--key", "key", "--time-field", "ts"], stdin=raw)
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # findings: exit 1
         self.assertIn("--key 'key' is missing in 1 of 3 records", err)
         self.assertIn("--time-field 'ts' is missing in 1 of 3 records", err)
 
@@ -544,7 +544,7 @@ class PayloadComparison(unittest.TestCase):
                            check=True)
             code, out, err = run(["audit", "--key", "k", "--sqlite", db, "--query", "select * from tickets",
                                   "--format", "json"])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             groups = json.loads(out)["groups"]
             self.assertEqual([g["causes"] for g in groups], [["unexplained"]])
 

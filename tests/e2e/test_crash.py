@@ -158,7 +158,7 @@ class Audit(unittest.TestCase):
                 self, tmp,
                 ["audit", "--key", "idempotency_key", "--fingerprint", "user_id,fault_type", "--time-field", "ts",
                  "--source-field", "agent", "--format", "json", "-q", "--threads", "1"],
-                {"-o": "report.json"}, ndjson(records), store=False)
+                {"-o": "report.json"}, ndjson(records), store=False, clean_code=1)  # duplicates: exit 1
             seconds = harness.clean_run()
             clean = harness.read("clean", "-o")
             json.loads(clean)

@@ -529,7 +529,7 @@ class RedisBoundedEvidence(unittest.TestCase):
             code, out, _ = run(["dedup", "--key", "id", "--store", uri, "--mark"], stdin=ndjson([{"id": 7}]))
             self.assertEqual(json.loads(out)["_idem"]["dedup"]["seen_count"], 21)
             code, out, err = run(["audit", "--store", uri, "--format", "json"])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             # 20 copies of each (21 of one): the first, 16 repeats and the latest kept.
             self.assertIn("401 more copies of 200 events were counted by dedup but not kept", err)
             self.assertEqual(json.loads(out)["summary"]["records"], 200 * 18)
@@ -542,7 +542,7 @@ class RedisBoundedEvidence(unittest.TestCase):
             self.assertEqual([json.loads(line)["_idem"]["dedup"]["seen_count"] for line in out.splitlines()],
                              list(range(1, 41)))
             code, out, err = run(["audit", "--store", base + "/7", "--format", "json"])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             self.assertIn("22 more copies of 1 events were counted by dedup but not kept", err)
             # The latest copy kept is the 40th record.
             self.assertEqual(json.loads(out)["summary"]["records"], 18)
@@ -568,7 +568,7 @@ class RedisEarlierLayout(unittest.TestCase):
                 uri = f"redis://127.0.0.1:{port}"
                 self.assertIn("hash", redis_cluster.cli(port, "TYPE", "idem:fp:{default:5728b55cb7ae66ad64aed92f3e2cabdc}"))
                 code, out, err = run(["audit", "--store", uri, "--format", "json"])
-                self.assertEqual(code, 0, err)
+                self.assertEqual(code, 1, err)  # findings: exit 1
                 summary = json.loads(out)["summary"]
                 self.assertEqual((summary["records"], summary["groups"], summary["duplicates"]), (5, 1, 2))
                 probe = ndjson([{"id": k} for k in ("a", "b", "c", "x", "d", "a")])
@@ -719,7 +719,7 @@ class StoreOnDisk(unittest.TestCase):
         self.assertEqual(self.rows("PRAGMA user_version"), 12)
         # audit reads the evidence the old rows kept, and the new ones.
         code, out, err = run(["audit", "--store", self.store, "--format", "json"])
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # findings: exit 1
         summary = json.loads(out)["summary"]
         self.assertEqual((summary["records"], summary["groups"]), (20, 4))
 
@@ -734,7 +734,7 @@ class StoreOnDisk(unittest.TestCase):
         code, out, _ = run(["dedup", "--key", "id", "--store", self.store, "--mark"], stdin=ndjson([{"id": 7}]))
         self.assertEqual(json.loads(out)["_idem"]["dedup"]["seen_count"], 21)
         code, out, err = run(["audit", "--store", self.store, "--format", "json"])
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # findings: exit 1
         # 20 copies of each (21 of one): the first, 16 repeats and the latest kept.
         self.assertIn("1001 more copies of 500 events were counted by dedup but not kept", err)
 

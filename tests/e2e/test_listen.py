@@ -867,6 +867,6 @@ class TraceContext(unittest.TestCase):
             code, out, err = run(["reconcile", "--stage", f"received={listener.capture}", "--stage", f"processed={app}",
                                   "--key", "received=_idem.trace.trace_id", "--key", "processed=trace",
                                   "--grace", "0s", "--report", "json"])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             hop = json.loads(out)["hops"][0]
             self.assertEqual((hop["keys"], hop["reached"], hop["lost"]), (5, 4, 1))

@@ -114,7 +114,7 @@ class Flow(unittest.TestCase):
 
     def test_every_finding_matches_an_independent_reconciliation(self):
         code, out, err = run(self.args("--report", "json", "--summary", "json"))
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # findings: exit 1
         report = json.loads(out)
         expected, _ = python_reconcile(self.sent, self.received, self.processed)
         found = {name: item["count"] for name, item in report["findings"].items() if item["count"]}
@@ -149,7 +149,7 @@ class Flow(unittest.TestCase):
             os.makedirs(spill_dir, exist_ok=True)
             code, out, err = run(self.args(*extra, "--spill-after", spill, "--spill-dir", spill_dir,
                                            "--missing", missing))
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             self.assertEqual(os.listdir(spill_dir), [])  # removed at the end
             with open(missing, "rb") as f:
                 outputs.append((out, sorted(f.read().splitlines()), summary_of(err)))
@@ -171,7 +171,7 @@ class Flow(unittest.TestCase):
     def test_the_missing_file_replayed_completes_exactly_the_lost_set(self):
         missing = os.path.join(self.tmp.name, "missing.ndjson")
         code, out, err = run(self.args("--missing", missing, "--summary", "json"))
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # findings: exit 1
         _, lost = python_reconcile(self.sent, self.received, self.processed)
         with open(missing) as f:
             records = [json.loads(line) for line in f]
@@ -205,7 +205,7 @@ class Shapes(unittest.TestCase):
             code, out, err = run(["reconcile", "--stage", f"github={sent}", "--stage", f"app={processed}",
                                   "--key", "github=guid", "--key", "app=delivery", "--time", "github=delivered_at",
                                   "--time", "app=at", "--grace", "1s", "--report", "json"])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             report = json.loads(out)
             self.assertEqual(report["findings"]["lost"]["count"], 1)
             self.assertEqual(report["findings"]["lost"]["examples"][0]["key"], "g4")
@@ -226,7 +226,7 @@ class Shapes(unittest.TestCase):
             code, out, err = run(["reconcile", "--stage", f"svix={sent}", "--stage", f"app={app}",
                                   "--key", "svix=msgId", "--key", "app=svix_id", "--time", "svix=timestamp",
                                   "--time", "app=ts", "--grace", "1s", "--report", "json"])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             report = json.loads(out)
             self.assertEqual([e["key"] for e in report["findings"]["lost"]["examples"]], ["msg_3"])
             self.assertEqual(report["findings"]["duplicated"]["count"], 2)  # msg_0 and msg_1, tried twice
@@ -261,7 +261,7 @@ class MissingFilter(unittest.TestCase):
                                   f"received={paths['received']}", "--key", "id", "--time", "ts", "--grace", "0s",
                                   "--missing", missing, "--filter", "type=invoice.paid", "--summary", "json",
                                   "--report", "json"])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             written = [json.loads(line)["id"] for line in open(missing)]
             self.assertEqual(sorted(written), ["e1", "e2", "e4"])  # e0 is a customer.updated
             summary = summary_of(err)
@@ -445,7 +445,7 @@ class Groups(unittest.TestCase):
                     f.write(ndjson(records))
             code, out, err = run(["reconcile", "--stage", f"sent={paths[0]}", "--stage", f"received={paths[1]}",
                                   "--key", "id", "--by", "sent=account", "--report", "json"])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             groups = json.loads(out)["hops"][0]["by_group"]
             self.assertEqual(groups[0]["group"], "acct_3")  # the worst source first
             self.assertEqual({g["group"]: g["lost"] for g in groups if g["lost"]}, dict(lost))
@@ -466,7 +466,7 @@ class Sources(unittest.TestCase):
             code, out, err = run(["reconcile", "--stage", f"sent={sent}", "--stage", f"app={database}",
                                   "--query", "app=select event, state from orders", "--key", "sent=id",
                                   "--key", "app=event", "--report", "json"])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             report = json.loads(out)
             self.assertEqual([e["key"] for e in report["findings"]["lost"]["examples"]], ["e2"])
             self.assertEqual(report["stages"][1]["records"], 5)
@@ -485,7 +485,7 @@ class Sources(unittest.TestCase):
                                 "--stage", f"processed={paths[2]}", "--key", "sent=id", "--key", "received=body.id",
                                 "--key", "processed=event_id", "--time", "sent=created", "--time", "processed=ts",
                                 "--report", "html", "-o", page])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             dom = rendered_offline(self, page, tmp)
             self.assertEqual(len(re.findall(r'<rect class="stage"', dom)), 3)
             self.assertEqual(len(re.findall(r'<svg class="histogram"', dom)), 2)
@@ -530,7 +530,7 @@ class Traces(unittest.TestCase):
             code, out, err = run(["reconcile", "--traces", traces, "--stage", "receive=span:webhook.receive",
                                   "--stage", "parse=span:trigger.parse", "--stage", "dispatch=span:trigger.dispatch",
                                   "--grace", "0s", "--report", "json"])
-            self.assertEqual(code, 0, err)
+            self.assertEqual(code, 1, err)  # findings: exit 1
             report = json.loads(out)
             hops = [h["lost"] for h in report["hops"]]
             self.assertEqual(hops, [missing["trigger.parse"], missing["trigger.dispatch"]])

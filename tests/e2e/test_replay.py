@@ -379,6 +379,19 @@ class RedisLedger(unittest.TestCase):
 
 
 
+def received_some(target, replay, count=20, seconds=60):
+    """Waits until `target` has answered `count` requests of `replay` (or it
+    ended): a point mid-run on a fast build and under a sanitizer alike,
+    where a fixed sleep was before the first request on a slow one."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and replay.poll() is None:
+        if os.path.exists(target.capture):
+            with open(target.capture, "rb") as capture:
+                if capture.read().count(b"\n") >= count:
+                    return
+        time.sleep(0.02)
+
+
 def ledger_rows(store):
     """key -> (state, attempts) from a SQLite ledger (state 0 in progress, 1 completed, 2 failed)."""
     out = subprocess.run(["sqlite3", "-separator", " ", store, "SELECT key, state, attempts FROM replay_ledger"],
@@ -425,7 +438,7 @@ class LedgerNeverLies(ReplayScratch):
                 replay = subprocess.Popen([IDEM, "replay", "--to", target.url, "--store", self.store, "--key", "id",
                                            "--concurrency", "4", "--lock-timeout", "300ms", self.events],
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                time.sleep(0.4)
+                received_some(target, replay)  # mid-run, however slow the build
                 locker = subprocess.Popen(["sqlite3", self.store], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.DEVNULL)
                 # The locker waits its turn for the write lock: without a busy timeout
@@ -504,7 +517,7 @@ class LedgerNeverLies(ReplayScratch):
                                                f"redis://127.0.0.1:{port}", "--key", "id", "--concurrency", "4",
                                                "--store-timeout", "300ms", self.events],
                                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                    time.sleep(0.6)
+                    received_some(target, replay)  # mid-run, however slow the build
                     server.kill()
                     server.wait()
                     out, err = replay.communicate(timeout=120)

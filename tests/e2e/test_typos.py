@@ -208,7 +208,7 @@ class TimesAndFormats(unittest.TestCase):
         self.assertEqual(summary_of(err)["rejected"], 0)
         code, out, err = run(["audit", "--key", "id", "--time-field", "created_at", "--format", "json", "-"],
                              stdin=ndjson(records))
-        self.assertEqual(code, 0, err)
+        self.assertEqual(code, 1, err)  # findings: exit 1
         self.assertIn("2026-11-30T09:00:00", out.decode())
         code, out, err = run(["audit", "--key", "id", "--time-field", "id", "-"], stdin=ndjson(records))
         self.assertEqual(code, 3, err)
@@ -258,7 +258,7 @@ class OneVocabulary(unittest.TestCase):
                           "--format", "json"]):
                 with self.subTest(args=args[0]):
                     code, out, err = run(args)
-                    self.assertEqual(code, 0, err)
+                    self.assertEqual(code, 1, err)  # findings: exit 1
                     json.loads(out)
         code, help_out, _ = run(["help", "dedup"])
         code2, flag_out, _ = run(["dedup", "--help"])
