@@ -358,3 +358,71 @@ class MergeKeepsTheRecordsOwnFields(unittest.TestCase):
         merged = json.loads(out)
         self.assertEqual(merged["count"], 2)  # no field of its own: the figures where the seed has them
         self.assertEqual(len(merged["merged"]), 2)
+
+
+class EveryFlagsPathIsChecked(unittest.TestCase):
+    """The rule, flag by flag: a path no record holds fails the run (exit 3)
+    with the flag and the path named, and the closest path records held."""
+
+    RECORD = {"id": "e1", "type": "invoice.paid", "status": "pending", "event": "create", "version": 1,
+              "ts": "2026-11-30T08:00:00Z", "seq": 1, "user": "u1", "request": {"id": "req_1"}, "attempt": 1,
+              "route": "/hooks", "source": "svc-a", "code": 200, "amount": 5}
+    CASES = [
+        ("dedup", "--key", ["dedup", "--key", "idd", "--store", ":memory:"]),
+        ("dedup", "--ignore", ["dedup", "--ignore", "request.idd", "--store", ":memory:"]),
+        ("dedup", "--time-field", ["dedup", "--key", "id", "--time-field", "tss", "--store", ":memory:"]),
+        ("audit", "--key", ["audit", "--key", "idd"]),
+        ("audit", "--ignore", ["audit", "--key", "id", "--ignore", "request.idd"]),
+        ("audit", "--payload", ["audit", "--key", "id", "--payload", "tpye"]),
+        ("audit", "--fingerprint", ["audit", "--fingerprint", "usr"]),
+        ("audit", "--time-field", ["audit", "--key", "id", "--time-field", "tss"]),
+        ("audit", "--route-field", ["audit", "--key", "id", "--route-field", "rout"]),
+        ("audit", "--attempt-field", ["audit", "--key", "id", "--attempt-field", "attemp"]),
+        ("audit", "--source-field", ["audit", "--key", "id", "--source-field", "sourc"]),
+        ("audit", "--status-field", ["audit", "--key", "id", "--status-field", "cod"]),
+        ("reorder", "--seq", ["reorder", "--seq", "sq", "--store", ":memory:"]),
+        ("reorder", "--order-by", ["reorder", "--order-by", "tss", "--store", ":memory:"]),
+        ("reorder", "--partition", ["reorder", "--seq", "seq", "--partition", "usr", "--store", ":memory:"]),
+        ("states", "--entity", ["states", "--entity", "idd", "--state", "status", "--allow", "pending>paid",
+                                "--store", ":memory:"]),
+        ("states", "--state", ["states", "--entity", "id", "--state", "stat", "--allow", "pending>paid",
+                               "--store", ":memory:"]),
+        ("states", "--event", ["states", "--entity", "id", "--state", "status", "--event", "evnt", "--allow",
+                               "pending>paid", "--store", ":memory:"]),
+        ("states", "--version-field", ["states", "--entity", "id", "--state", "status", "--version-field",
+                                       "versio", "--allow", "pending>paid", "--store", ":memory:"]),
+        ("states", "--time-field", ["states", "--entity", "id", "--state", "status", "--time-field", "tss",
+                                    "--allow", "pending>paid", "--store", ":memory:"]),
+        ("merge", "--group", ["merge", "--group", "usr", "--window", "1m", "--time-field", "ts"]),
+        ("merge", "--bypass", ["merge", "--group", "user", "--window", "1m", "--time-field", "ts", "--bypass",
+                               "stats=pending"]),
+        ("merge", "--match", ["merge", "--group", "user", "--window", "1m", "--time-field", "ts", "--match",
+                              "tpye=invoice.paid"]),
+        ("merge", "--agg", ["merge", "--group", "user", "--window", "1m", "--time-field", "ts", "--agg",
+                            "n=sum(amout)"]),
+        ("merge", "--time-field", ["merge", "--group", "user", "--window", "1m", "--time-field", "tss"]),
+        ("replay", "--filter", ["replay", "--to", "http://127.0.0.1:9/", "--dry-run", "--key", "id", "--filter",
+                                "tpye=x"]),
+        ("replay", "--key", ["replay", "--to", "http://127.0.0.1:9/", "--dry-run", "--key", "idd"]),
+    ]
+
+    def test_each_flag_names_its_path(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            log = os.path.join(tmp, "in.ndjson")
+            with open(log, "wb") as f:
+                f.write(ndjson([self.RECORD, dict(self.RECORD, id="e2", seq=2, version=2, status="paid")]))
+            for command, flag, args in self.CASES:
+                with self.subTest(command=command, flag=flag):
+                    code, _, err = run(args + [log])
+                    self.assertEqual(code, 3, err)
+                    self.assertIn(flag, err)
+                    self.assertIn("did you mean", err)
+            for flag, path in (("--key (stage 'b')", "idd"), ("--by (stage 'a')", "usr"),
+                               ("--time (stage 'a')", "tss")):
+                with self.subTest(command="reconcile", flag=flag):
+                    extra = {"--key (stage 'b')": ["--key", "b=idd"], "--by (stage 'a')": ["--by", "usr"],
+                             "--time (stage 'a')": ["--time", "tss"]}[flag]
+                    code, _, err = run(["reconcile", "--stage", f"a={log}", "--stage", f"b={log}", "--key", "id"]
+                                       + extra)
+                    self.assertEqual(code, 3, err)
+                    self.assertIn(f"{flag}: '{path}'", err)

@@ -294,6 +294,11 @@ public:
         // Judged by check_paths(); here to tell a time that is not there
         // from one that does not read.
         if (options.time_field) m_census.expect_path("--time-field", *options.time_field);
+        // The paths check_paths() judges are here too, only for the
+        // census's sample of what records hold ("did you mean").
+        if (!options.key_fields.empty()) m_census.expect_path("--key", options.key_fields.front());
+        if (!options.fingerprint_fields.empty())
+            m_census.expect_path("--fingerprint", options.fingerprint_fields.front());
         // Rows (--csv, --sqlite) are never rejected: the file is made empty.
         m_reject_sink = io::Sink::create_file_if_named(options.reject_path);
         if (options.read_records)
@@ -451,30 +456,36 @@ private:
             std::string paths;
             std::uint64_t missing;
             std::string_view without;
+            std::string first_path; // of paths, for "did you mean"
         };
         std::vector<Check> checks;
         if (!m_options.key_fields.empty())
             checks.push_back({"--key", paths_text(m_options.key_fields), m_missing.key,
-                              "belong to no key group"});
+                              "belong to no key group", m_options.key_fields.front().text()});
         if (!m_options.fingerprint_fields.empty())
             checks.push_back({"--fingerprint", paths_text(m_options.fingerprint_fields),
-                              m_missing.fingerprint, "belong to no intent group"});
+                              m_missing.fingerprint, "belong to no intent group",
+                              m_options.fingerprint_fields.front().text()});
         if (m_options.time_field)
             checks.push_back({"--time-field", quote(m_options.time_field->text()), m_missing.time,
-                              "have no time: no gaps, no ttl-expired, no races for them"});
+                              "have no time: no gaps, no ttl-expired, no races for them",
+                              m_options.time_field->text()});
         if (m_options.source_field)
             checks.push_back({"--source-field", quote(m_options.source_field->text()),
-                              m_missing.source, "have no source"});
+                              m_missing.source, "have no source", m_options.source_field->text()});
         if (m_options.route_field)
             checks.push_back({"--route-field", quote(m_options.route_field->text()),
-                              m_missing.route, "are told apart by their endpoint only"});
+                              m_missing.route, "are told apart by their endpoint only",
+                              m_options.route_field->text()});
         for (std::size_t k = 0; k < m_options.attempt_fields.size() && k < k_max_layers; ++k)
             checks.push_back({"--attempt-field", quote(m_options.attempt_fields[k].text()),
-                              m_missing.layers[k], "count as no attempt of that layer"});
+                              m_missing.layers[k], "count as no attempt of that layer",
+                              m_options.attempt_fields[k].text()});
         for (std::size_t k = 0; k < m_options.what_if_key_fields.size() && k < k_max_what_if_keys;
              ++k)
             checks.push_back({"--what-if", "key=" + paths_text(m_options.what_if_key_fields[k]),
-                              m_missing.what_if_keys[k], "are left out of that what-if"});
+                              m_missing.what_if_keys[k], "are left out of that what-if",
+                              m_options.what_if_key_fields[k].front().text()});
         for (const auto& check : checks) {
             if (check.missing == m_records && check.flag == std::string_view("--time-field") &&
                 m_census.held(*m_options.time_field))
@@ -484,12 +495,17 @@ private:
                                 "but is not RFC 3339, SQL's 2026-11-30 09:00:00, or an epoch "
                                 "number)",
                                 check.paths, m_records));
-            if (check.missing == m_records)
+            if (check.missing == m_records) {
+                auto closest = m_census.closest_to(check.first_path);
                 throw InputError(
                     {m_findings.inputs.empty() ? "<input>" : m_findings.inputs.front(), 0, 0, 0},
                     fmt::format("{} {} is in none of the {} records (or holds no "
-                                "usable value): check the path against one record",
-                                check.flag, check.paths, m_records));
+                                "usable value){}",
+                                check.flag, check.paths, m_records,
+                                closest.empty() || closest == check.first_path
+                                    ? std::string(": check the path against one record")
+                                    : fmt::format("; did you mean {}?", quote(closest))));
+            }
             if (check.missing > 0)
                 m_diagnostics.warning(
                     {}, fmt::format("{} {} is missing in {} of {} records: they {}", check.flag,

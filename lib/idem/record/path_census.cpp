@@ -98,6 +98,11 @@ bool PathCensus::held(const FieldPath& path) const {
     });
 }
 
+std::string PathCensus::closest_to(std::string_view path) const {
+    std::lock_guard lock(m_mutex);
+    return closest_name(path, std::vector<std::string>(m_paths_seen.begin(), m_paths_seen.end()));
+}
+
 PathCensus::Verdict PathCensus::verdict() const {
     std::lock_guard lock(m_mutex);
     Verdict verdict;

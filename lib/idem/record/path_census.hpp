@@ -54,6 +54,9 @@ public:
     // Whether some record held `path` (an expected one): a time field that
     // is there but never reads is "unreadable", not absent.
     [[nodiscard]] bool held(const FieldPath& path) const;
+    // The path the first records held that is closest to `path` ("" when
+    // none is close), for a command's own "in none of the records" message.
+    [[nodiscard]] std::string closest_to(std::string_view path) const;
 
     struct Miss {
         std::string flag;
