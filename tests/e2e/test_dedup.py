@@ -298,18 +298,21 @@ class StoreFailures(unittest.TestCase):
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             process.stdin.write(ndjson([{"id": f"before_{i}"} for i in range(50)]))
             process.stdin.flush()
-            time.sleep(0.5)
+            # Each record is out once it is claimed: waiting for the output,
+            # not a fixed sleep, holds on a sanitizer's slow build too.
+            seen = [process.stdout.readline() for _ in range(50)]
             server.terminate()
             server.wait()
             # Redis is gone: these are judged in the process, repeats included.
             process.stdin.write(ndjson([{"id": f"during_{i % 30}"} for i in range(60)]))
             process.stdin.flush()
-            time.sleep(0.5)
+            seen += [process.stdout.readline() for _ in range(60)]
             server = start_redis()  # back, empty: the write-back fills it
             try:
                 process.stdin.close()
                 process.stdin = None
                 out, err = process.communicate(timeout=60)
+                out = b"".join(seen) + out
                 self.assertEqual(process.returncode, 0, err)
                 records = [json.loads(line) for line in out.splitlines()]
                 during = [r for r in records if r["id"].startswith("during_")]
