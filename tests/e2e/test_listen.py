@@ -12,6 +12,9 @@ import unittest
 from harness import SECRET, run, signed_envelopes
 from listener import listening, summary_of
 
+# A sanitizer's build (make asan, make tsan) is several times slower.
+SANITIZED = os.environ.get("IDEM_SANITIZED") == "1"
+
 
 class Capture(unittest.TestCase):
     def setUp(self):
@@ -202,7 +205,7 @@ class Limits(unittest.TestCase):
     def test_at_the_cap_the_longest_idle_connection_makes_room(self):
         with listening(self.tmp.name, ["--max-connections", "2"]) as listener:
             held = [socket.create_connection(("127.0.0.1", listener.port), timeout=10) for _ in range(2)]
-            time.sleep(0.3)
+            time.sleep(1.0 if SANITIZED else 0.3)  # a sanitizer's build accepts slower
             # Two idle connections: the oldest is closed for a sender with a request.
             self.assertEqual(listener.post("/x", b"{}")[0], 200)
             self.assertEqual(held[0].recv(1000), b"")
@@ -509,8 +512,10 @@ class Hostile(unittest.TestCase):
             listener.stop()
         self.assertEqual(len(listener.envelopes()), 4)
         # Measured here: 0.04 CPU-s scanning each byte once; 0.68 CPU-s when
-        # every read parsed the whole head again.
-        self.assertLess(used, 0.3)
+        # every read parsed the whole head again. A sanitizer's build costs
+        # ten times that for either: the bound holds for the release build.
+        if not SANITIZED:
+            self.assertLess(used, 0.3)
 
     def test_head_gets_headers_and_no_body_and_http10_chunked_closes(self):
         with listening(self.tmp.name) as listener:
