@@ -92,13 +92,10 @@ nlohmann::ordered_json json_of(const Reconciliation& r) {
 
 void render_text(const Reconciliation& r, std::string& out, bool markdown) {
     // Every value from the logs or the flags (stages, --by groups, keys,
-    // services) passes through the medium's function: terminal_text for the
-    // table (no control, C1 or bidi character, no line break), markdown_text
-    // for Markdown (the same, and no raw HTML, no cell or heading a value
-    // makes).
-    auto text = [markdown](std::string_view value) {
-        return markdown ? markdown_text(value) : terminal_text(value);
-    };
+    // services) passes through the medium's function (text_report_value):
+    // no control, C1 or bidi character, no line break, and in Markdown no
+    // raw HTML, no cell or heading a value makes.
+    auto text = [markdown](std::string_view value) { return text_report_value(value, markdown); };
     out += markdown ? "# idem reconcile\n\n" : "idem reconcile\n\n";
     out += fmt::format("{} keys over {} stages\n", r.keys, r.stages.size());
     if (r.carried)

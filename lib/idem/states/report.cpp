@@ -203,13 +203,10 @@ void render_text(const ReportData& data, std::string& out, bool markdown) {
     std::uint64_t total = 0;
     for (auto count : data.counts)
         total += count;
-    // Every value from the log passes through the medium's function:
-    // terminal_text for the table (no control, C1 or bidi character reaches
-    // the terminal, none breaks a line), markdown_text for Markdown (the
-    // same, and no raw HTML, no cell or code span a value closes).
-    auto text = [markdown](std::string_view value) {
-        return markdown ? markdown_text(value) : terminal_text(value);
-    };
+    // Every value from the log passes through the medium's function
+    // (text_report_value): no control, C1 or bidi character, no line break,
+    // and in Markdown no raw HTML, no cell or code span a value closes.
+    auto text = [markdown](std::string_view value) { return text_report_value(value, markdown); };
     out += markdown ? "# idem states\n\n" : "idem states\n\n";
     out += fmt::format("{} events of {} entities, {} finding{}{}\n\n", data.events, data.entities,
                        total, total == 1 ? "" : "s",

@@ -60,6 +60,10 @@ std::string markdown_text(std::string_view value) {
     });
 }
 
+std::string text_report_value(std::string_view value, bool markdown) {
+    return markdown ? markdown_text(value) : terminal_text(value);
+}
+
 std::string html_escape(std::string_view value) {
     return escaped(value,
                    [](std::string& out, char c) { return append_html_entity(out, c, true); });

@@ -37,6 +37,10 @@ namespace idem {
 // as an escape.)
 [[nodiscard]] std::string yaml_quoted(std::string_view value);
 
+// A value for a report written either as a table or as Markdown (states'
+// and reconcile's render_text): markdown_text, or terminal_text.
+[[nodiscard]] std::string text_report_value(std::string_view value, bool markdown);
+
 // A DOT string (Graphviz): terminal_text first (a newline in a name never
 // reaches the file), then " and \ escaped, inside double quotes.
 [[nodiscard]] std::string dot_quoted(std::string_view value);
