@@ -142,7 +142,8 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
     command->add_option("--tz", options->zone,
                         "the calendar of --bucket: UTC (default), +08:00, Asia/Shanghai");
     command->add_option("--ttl", options->ttl,
-                        "how long the store remembers a fingerprint (default 24h)");
+                        "how long a claim lasts from the first copy (default 24h): on the "
+                        "events' clock with --time-field, else on the wall clock");
     command->add_option("--allow", options->allow,
                         "copies of an event that pass before the rest are duplicates (default 1)");
     command

@@ -1,5 +1,6 @@
 """End-to-end tests of `idem dedup`: the binary, real SQLite files, a real
 redis-server on loopback, several processes at once."""
+import contextlib
 import json
 import os
 import random
@@ -12,7 +13,7 @@ import unittest
 
 import redis_cluster
 import redis_server
-from harness import IDEM, run
+from harness import IDEM, ROOT, run
 
 EVENTS = [
     {"id": "evt_1", "type": "charge.succeeded", "data": {"object": {"id": "ch_1"}}, "request": {"id": "r1"}},
@@ -154,6 +155,36 @@ class Dedup(unittest.TestCase):
                                   ndjson(events))
         self.assertEqual([json.loads(line)["at"] for line in out.splitlines()],
                          ["2026-11-30T08:00:00Z", "2026-11-30T08:11:00Z"])
+
+    def test_replaying_the_five_minute_key_incident_lets_the_six_minute_retry_pass(self):
+        # samples/incidents/ttl-expired.ndjson: evt_1Q77 claimed at 09:00:00, its
+        # retry at 09:06:04, past a 5-minute key. With --time-field the TTL runs
+        # on the events' clock, so the replay passes the retry as production
+        # did; audit calls the same copy ttl-expired. Without --time-field the
+        # TTL is the wall clock's and the whole log is read within it.
+        with open(os.path.join(ROOT, "samples", "incidents", "ttl-expired.ndjson"), "rb") as f:
+            log = f.read()
+        stores = [":memory:", os.path.join(self.tmp.name, "ttl.db")]
+        cluster = redis_server.running() if redis_server.available() else None
+        with (cluster or contextlib.nullcontext()) as uri:
+            if uri:
+                stores.append(uri)
+            for store in stores:
+                with self.subTest(store=store.split("/")[-1]):
+                    code, out, err = self.dedup(["--key", "key", "--ttl", "5m", "--time-field", "ts",
+                                                 "--store", store, "--scope", "event-time"], log)
+                    self.assertEqual(code, 0, err)
+                    kept = [json.loads(line) for line in out.splitlines()]
+                    self.assertEqual([r["ts"] for r in kept if r["key"] == "evt_1Q77"],
+                                     ["2026-11-30T09:00:00.000Z", "2026-11-30T09:06:04.000Z"])
+                    code, out, _ = self.dedup(["--key", "key", "--ttl", "5m", "--store", store,
+                                               "--scope", "wall-clock"], log)
+                    self.assertEqual([json.loads(line)["key"] for line in out.splitlines()].count("evt_1Q77"), 1)
+        code, out, _ = run(["audit", "--key", "key", "--ttl", "5m", "--time-field", "ts", "--format", "json",
+                            "--fail-on", "ttl-expired", "-"], stdin=log)
+        self.assertEqual(code, 1)
+        group = next(g for g in json.loads(out)["groups"] if g["key"] == "evt_1Q77")
+        self.assertIn("ttl-expired", group["causes"])
 
     def test_a_ttl_that_is_set_is_a_ttl_that_holds(self):
         self.dedup(["--key", "id", "--ttl", "1s"], ndjson(EVENTS[:1]))

@@ -152,23 +152,29 @@ void find_races(const Explanation& group, const std::vector<Attempt>& attempts,
     }
 }
 
-// Under one key, a repeat more than the TTL after the record before it.
+// Under one key, a copy more than the TTL after the key's claim, judged as
+// dedup judges (what_if.cpp does the same): the first copy claims the key,
+// copies within the TTL of that claim are caught and leave it as it is, and
+// the first copy past it finds the claim expired and claims the key anew.
+// The evidence is each expired claim's record and the copy that passed,
+// with the time since the claim.
 void find_expired(const Explanation& group, const std::vector<Attempt>& attempts, Duration ttl,
                   std::vector<Evidence>& found) {
     Evidence evidence{Cause::ttl_expired, {}, {}, 0, {}, {}};
-    std::optional<std::size_t> previous;
+    std::optional<std::size_t> claim;
     for (std::size_t i = 0; i < group.records.size(); ++i) {
         if (!attempts[group.records[i]].time) continue;
-        if (previous) {
-            auto gap = *attempts[group.records[i]].time - *attempts[group.records[*previous]].time;
-            if (gap > ttl) {
-                if (evidence.records.empty() || evidence.records.back() != *previous)
-                    evidence.records.push_back(*previous);
-                evidence.records.push_back(i);
-                evidence.gaps.push_back(gap);
-            }
+        if (!claim) {
+            claim = i;
+            continue;
         }
-        previous = i;
+        auto since = *attempts[group.records[i]].time - *attempts[group.records[*claim]].time;
+        if (since <= ttl) continue;
+        if (evidence.records.empty() || evidence.records.back() != *claim)
+            evidence.records.push_back(*claim);
+        evidence.records.push_back(i);
+        evidence.gaps.push_back(since);
+        claim = i;
     }
     if (!evidence.records.empty()) found.push_back(std::move(evidence));
 }

@@ -109,7 +109,7 @@ std::string describe(const Findings& findings, const Explanation& group, const E
                            short_duration(findings.options.race_window), short_duration(closest));
     }
     case Cause::ttl_expired:
-        return fmt::format("repeated {} after the record before, past the {} TTL",
+        return fmt::format("came {} after its key's claim, past the {} TTL",
                            gap_list(evidence.gaps), short_duration(findings.options.ttl));
     case Cause::key_reuse: {
         std::vector<std::string> at;

@@ -270,12 +270,24 @@ private:
         }
     }
 
+    // How far from its claim's event time a copy is still caught. With
+    // --time-field the TTL runs on the events' clock, as the incident ran
+    // (a retry 6 minutes after its claim passes a 5-minute key, however fast
+    // the log is read again): a claim is then a window of the TTL, unless
+    // --window (never longer: the CLI checks) is narrower. Without it, only
+    // the store's wall-clock expiry (expires_at) ends a claim.
+    [[nodiscard]] Duration claim_window() const {
+        if (!m_options.time_field) return m_options.window;
+        if (m_options.window.count() > 0) return std::min(m_options.window, m_options.ttl);
+        return m_options.ttl;
+    }
+
     store::FingerprintClaim claim_for(const Outcome& outcome, std::string_view source,
                                       std::uint64_t line, Timestamp now) const {
         store::FingerprintClaim claim;
         claim.fingerprint = outcome.fingerprint.bytes;
         claim.event_time = outcome.event_time.value_or(now);
-        claim.window = m_options.window;
+        claim.window = claim_window();
         claim.expires_at = now + m_options.ttl;
         claim.source = source;
         claim.line = line;

@@ -83,7 +83,7 @@ TEST_CASE("concurrent: different sources within the race window; one source neve
           std::vector{Cause::concurrent});
 }
 
-TEST_CASE("ttl-expired: under one key, a repeat later than the TTL after the record before") {
+TEST_CASE("ttl-expired: under one key, a copy later than the TTL after the key's claim") {
     ExplainOptions options;
     options.ttl = std::chrono::minutes(5);
     CHECK(causes_of(GroupKind::key, records({{1, 1, 1, 0}, {1, 1, 1, 360}}), options) ==
@@ -93,6 +93,27 @@ TEST_CASE("ttl-expired: under one key, a repeat later than the TTL after the rec
     // It speaks of keys: a fingerprint group never has it.
     CHECK(causes_of(GroupKind::fingerprint, records({{1, 1, 1, 0}, {2, 1, 1, 360}}), options) ==
           std::vector{Cause::key_regenerated});
+}
+
+TEST_CASE("ttl-expired runs from the claim, as dedup and --what-if do") {
+    // The 5-minute-key incident: copies at 0, 4 and 8 minutes. The copy at 4
+    // is caught and leaves the claim as it is; the one at 8 comes 8m after the
+    // claim, past 5m, though only 4m after the copy before it.
+    ExplainOptions options;
+    options.ttl = std::chrono::minutes(5);
+    auto attempts = records({{1, 1, 1, 0}, {1, 1, 1, 240}, {1, 1, 1, 480}});
+    auto group = explain(GroupKind::key, {0, 1, 2}, attempts, options);
+    REQUIRE(group.causes.size() == 1);
+    CHECK(group.causes[0].cause == Cause::ttl_expired);
+    CHECK(group.causes[0].records == std::vector<std::size_t>{0, 2});
+    CHECK(group.causes[0].gaps == std::vector<Duration>{std::chrono::minutes(8)});
+    // The copy that passed claims anew: 3m after it is caught again.
+    attempts = records({{1, 1, 1, 0}, {1, 1, 1, 360}, {1, 1, 1, 540}, {1, 1, 1, 720}});
+    group = explain(GroupKind::key, {0, 1, 2, 3}, attempts, options);
+    REQUIRE(group.causes.size() == 1);
+    CHECK(group.causes[0].records == std::vector<std::size_t>{0, 1, 3});
+    CHECK(group.causes[0].gaps ==
+          std::vector<Duration>{std::chrono::minutes(6), std::chrono::minutes(6)});
 }
 
 TEST_CASE("key-reuse: one key, different payloads") {
