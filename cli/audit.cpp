@@ -91,7 +91,8 @@ int run_audit_command(AuditOptions options) {
                 "--fail-on: unknown value {}: expected any, none, duplicates, conflicts, "
                 "retry-storm, "
                 "concurrent, ttl-expired, key-reuse, key-regenerated, retried-after-failure, "
-                "provider-retry, fan-out, layered-retry or unexplained",
+                "provider-retry, replayed-delivery, tampered, re-serialized, fan-out, "
+                "layered-retry or unexplained",
                 quote(item)));
     if (options.sqlite_path.empty() != options.sqlite_query.empty())
         throw UsageError("--sqlite FILE and --query 'SELECT ...' go together");
@@ -292,7 +293,9 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
     command->footer(
         "Causes: retry-storm, concurrent, ttl-expired, key-reuse, key-regenerated,\n"
         "retried-after-failure, provider-retry (the waits fit Svix's, Slack's, Shopify's,\n"
-        "Stripe's, GitHub's or Twilio's published retries), fan-out (one event to several\n"
+        "Stripe's, GitHub's or Twilio's published retries), replayed-delivery (a copy\n"
+        "carrying an earlier copy's signed time: no provider's retry), tampered and\n"
+        "re-serialized (its signature over other bytes), fan-out (one event to several\n"
         "endpoints) and layered-retry (--attempt-field); a group that fits none is\n"
         "'unexplained'. Each comes with the records and gaps that show it.\n\n"
         "Examples:\n"

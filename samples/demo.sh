@@ -101,9 +101,9 @@ step "Why seven identical tickets? Three retry layers, a new key each time" \
 "$IDEM" audit --key idempotency_key --fingerprint user_id,fault_type --time-field ts --source-field agent -q \
     samples/incidents/agent-retries.ndjson
 
-step "Whose retry was it? The provider's schedule, a fan-out, a retry layer" \
+step "Whose retry was it? The provider's schedule, a fan-out, a replay, a retry layer" \
      "idem audit --key body.id samples/incidents/webhook-deliveries.ndjson"
-"$IDEM" audit --key body.id -q samples/incidents/webhook-deliveries.ndjson | grep -E '^#|provider-retry|fan-out'
+"$IDEM" audit --key body.id -q samples/incidents/webhook-deliveries.ndjson | grep -E '^#|provider-retry|fan-out|replayed'
 "$IDEM" audit --key idempotency_key --time-field ts --attempt-field attempt.agent --attempt-field attempt.tool \
     --attempt-field attempt.http --format json -q samples/incidents/layered-retries.ndjson |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["groups"][0]["evidence"]["layered-retry"]["summary"])'

@@ -136,20 +136,33 @@ def webhook_deliveries():
     Svix retrying on its schedule (and once more after a 200 that came too
     late), Slack retrying an answer slower than its 3 s timeout, one Stripe
     event sent to two endpoints of the same account, and a GitHub delivery
-    redelivered by hand an hour later."""
+    redelivered by hand an hour later. Svix, Slack and Stripe sign every
+    attempt afresh, at the time they send it: each retry carries its own
+    signed time. One Stripe delivery is also sent again 40 minutes later with
+    its first signed time: a replayed delivery, which no provider makes."""
     t = T0
+
+    def signed_at(second):
+        return str(int((t + timedelta(seconds=second)).timestamp()))
+
     rows = []
-    svix = [("webhook-id", "msg_2b7Q"), ("webhook-timestamp", "1796029200"), ("webhook-signature", "v1,...")]
     svix_event = {"id": "msg_2b7Q", "type": "invoice.paid", "data": {"invoice": "in_88"}}
     for second, status in ((0, 500), (5.3, 503), (311.0, 200), (2123.0, 200)):
+        svix = [("webhook-id", "msg_2b7Q"), ("webhook-timestamp", signed_at(second)),
+                ("webhook-signature", f"v1,...{signed_at(second)}")]
         rows.append((t + timedelta(seconds=second), "/hooks/svix", svix, svix_event, status))
     slack_event = {"id": "Ev07Q2LZ", "type": "event_callback", "event": {"type": "app_mention"}}
-    slack = [("X-Slack-Request-Timestamp", "1796029300"), ("X-Slack-Signature", "v0=...")]
-    rows.append((t + timedelta(seconds=100), "/hooks/slack", slack, slack_event, 200))
+
+    def slack(second):
+        return [("X-Slack-Request-Timestamp", signed_at(second)), ("X-Slack-Signature", f"v0=...{signed_at(second)}")]
+
+    rows.append((t + timedelta(seconds=100), "/hooks/slack", slack(100), slack_event, 200))
     rows.append((t + timedelta(seconds=103.1), "/hooks/slack",
-                 slack + [("X-Slack-Retry-Num", "1"), ("X-Slack-Retry-Reason", "http_timeout")], slack_event, 200))
+                 slack(103.1) + [("X-Slack-Retry-Num", "1"), ("X-Slack-Retry-Reason", "http_timeout")], slack_event,
+                 200))
     rows.append((t + timedelta(seconds=163.4), "/hooks/slack",
-                 slack + [("X-Slack-Retry-Num", "2"), ("X-Slack-Retry-Reason", "http_timeout")], slack_event, 200))
+                 slack(163.4) + [("X-Slack-Retry-Num", "2"), ("X-Slack-Retry-Reason", "http_timeout")], slack_event,
+                 200))
     stripe_event = {"id": "evt_1QfanOut", "type": "customer.created", "data": {"object": {"id": "cus_9"}}}
     for second, path in ((200.0, "/hooks/billing"), (200.6, "/hooks/ledger")):
         rows.append((t + timedelta(seconds=second), path, [("Stripe-Signature", "t=1796029400,v1=...")],
@@ -159,8 +172,9 @@ def webhook_deliveries():
               ("X-GitHub-Hook-ID", "292430182")]
     for second in (400.0, 4012.0):
         rows.append((t + timedelta(seconds=second), "/hooks/github", github, github_event, 200))
-    rows.append((t + timedelta(seconds=500), "/hooks/billing", [("Stripe-Signature", "t=1796029700,v1=...")],
-                 {"id": "evt_1Qonce", "type": "charge.succeeded"}, 200))
+    for second in (500.0, 500.0 + 2401):
+        rows.append((t + timedelta(seconds=second), "/hooks/billing", [("Stripe-Signature", "t=1796029700,v1=...")],
+                     {"id": "evt_1Qonce", "type": "charge.succeeded"}, 200))
     rows.sort(key=lambda row: row[0])
     return [capture(at, path, headers, body, status, n) for n, (at, path, headers, body, status) in enumerate(rows)]
 

@@ -244,7 +244,12 @@ class WhoseRetry(unittest.TestCase):
         code, report, err = audit(["--key", "body.id", incident("webhook-deliveries.ndjson")])
         self.assertEqual(code, 1, err)  # findings: exit 1
         groups = self.groups_by_key(report)
-        self.assertEqual(set(groups), {"msg_2b7Q", "Ev07Q2LZ", "evt_1QfanOut", "72d3162e-cc78-11e3-81ab-4c9367dc0958"})
+        self.assertEqual(set(groups), {"msg_2b7Q", "Ev07Q2LZ", "evt_1QfanOut", "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+                                       "evt_1Qonce"})
+        # A Stripe delivery sent again 40 minutes later with its first signed
+        # time: Stripe signs every attempt afresh, so no retry of Stripe's.
+        self.assertEqual(groups["evt_1Qonce"]["causes"], ["replayed-delivery"])
+        self.assertIn("the capture does not say", groups["evt_1Qonce"]["evidence"]["replayed-delivery"]["summary"])
         # Svix: 5.3 s, 5 min, 30 min after each failure (docs.svix.com/retries);
         # attempt 3 was answered 200 and retried all the same.
         svix = groups["msg_2b7Q"]["evidence"]["provider-retry"]

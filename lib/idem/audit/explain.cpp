@@ -1,7 +1,9 @@
 #include "idem/audit/explain.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <fmt/format.h>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -23,6 +25,12 @@ std::string_view cause_name(Cause cause) {
         return "retried-after-failure";
     case Cause::provider_retry:
         return "provider-retry";
+    case Cause::replayed_delivery:
+        return "replayed-delivery";
+    case Cause::tampered:
+        return "tampered";
+    case Cause::re_serialized:
+        return "re-serialized";
     case Cause::fan_out:
         return "fan-out";
     case Cause::layered_retry:
@@ -67,6 +75,36 @@ std::optional<Provider> parse_provider(std::string_view name) {
     return std::nullopt;
 }
 
+bool signs_each_attempt(Provider provider) {
+    return provider == Provider::stripe || provider == Provider::svix ||
+           provider == Provider::slack;
+}
+
+SignatureVerdict classify_verdict(bool valid, std::string_view reason) {
+    if (valid) return SignatureVerdict::valid;
+    // verify's own words (lib/idem/verify): a signature over other bytes,
+    // or a signed time past the tolerance, or a message id seen before.
+    if (reason.starts_with("signature does not match") ||
+        reason.find("does not match the body") != std::string_view::npos)
+        return SignatureVerdict::mismatch;
+    if (reason.starts_with("replayed:") ||
+        (reason.starts_with("timestamp ") && reason.find(" old, beyond the ") != reason.npos))
+        return SignatureVerdict::stale;
+    return SignatureVerdict::invalid;
+}
+
+std::int64_t signed_seconds(std::string_view text) {
+    // Stripe's header: the t= element among the comma-separated ones.
+    if (auto at = text.find("t="); at != text.npos && (at == 0 || text[at - 1] == ',')) {
+        text.remove_prefix(at + 2);
+        text = text.substr(0, text.find(','));
+    }
+    std::int64_t seconds = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+    if (error != std::errc() || end != text.data() + text.size() || seconds <= 0) return 0;
+    return seconds;
+}
+
 bool is_failed_answer(std::uint16_t status) {
     return status == k_no_answer || status == 408 || status == 429 || status >= 500;
 }
@@ -78,11 +116,12 @@ namespace {
 // The failed records and the retries are the evidence; the gaps are the
 // retries' waits.
 void find_retries_after_failure(const Explanation& group, const std::vector<Attempt>& attempts,
-                                std::vector<Evidence>& found) {
-    Evidence evidence{Cause::retried_after_failure, {}, {}, 0, {}, {}};
+                                const std::vector<bool>& judged, std::vector<Evidence>& found) {
+    Evidence evidence{Cause::retried_after_failure, {}, {}, 0, {}, {}, {}};
     std::map<std::uint32_t, std::size_t> last_of_source;
     std::set<std::size_t> involved;
     for (std::size_t i = 0; i < group.records.size(); ++i) {
+        if (judged[i]) continue; // not the sender's attempt
         const auto& attempt = attempts[group.records[i]];
         auto previous = last_of_source.find(attempt.source);
         if (previous != last_of_source.end()) {
@@ -107,11 +146,11 @@ void find_retries_after_failure(const Explanation& group, const std::vector<Atte
 // of the earlier half. Nested retry layers (3 x 2 x 2) interleave short and
 // long gaps; their envelope still grows, a steady poll's does not.
 void find_retry_storms(const Explanation& group, const std::vector<Attempt>& attempts,
-                       std::vector<Evidence>& found) {
+                       const std::vector<bool>& judged, std::vector<Evidence>& found) {
     std::map<std::uint32_t, std::vector<std::size_t>> by_source;
     for (std::size_t i = 0; i < group.records.size(); ++i) {
         const auto& attempt = attempts[group.records[i]];
-        if (attempt.time) by_source[attempt.source].push_back(i);
+        if (attempt.time && !judged[i]) by_source[attempt.source].push_back(i);
     }
     for (const auto& [source, records] : by_source) {
         if (records.size() < 3) continue;
@@ -123,14 +162,14 @@ void find_retry_storms(const Explanation& group, const std::vector<Attempt>& att
         auto earlier = *std::max_element(gaps.begin(), gaps.begin() + static_cast<long>(half));
         auto later = *std::max_element(gaps.begin() + static_cast<long>(half), gaps.end());
         if (gaps.size() < 2 || earlier.count() <= 0 || later * 2 < earlier * 3) continue;
-        found.push_back({Cause::retry_storm, records, gaps, source, {}, {}});
+        found.push_back({Cause::retry_storm, records, gaps, source, {}, {}, {}});
     }
 }
 
 // Records from different sources within the race window of each other.
 void find_races(const Explanation& group, const std::vector<Attempt>& attempts,
                 Duration race_window, std::vector<Evidence>& found) {
-    Evidence evidence{Cause::concurrent, {}, {}, 0, {}, {}};
+    Evidence evidence{Cause::concurrent, {}, {}, 0, {}, {}, {}};
     std::set<std::size_t> involved;
     for (std::size_t i = 0; i < group.records.size(); ++i) {
         const auto& left = attempts[group.records[i]];
@@ -160,7 +199,7 @@ void find_races(const Explanation& group, const std::vector<Attempt>& attempts,
 // with the time since the claim.
 void find_expired(const Explanation& group, const std::vector<Attempt>& attempts, Duration ttl,
                   std::vector<Evidence>& found) {
-    Evidence evidence{Cause::ttl_expired, {}, {}, 0, {}, {}};
+    Evidence evidence{Cause::ttl_expired, {}, {}, 0, {}, {}, {}};
     std::optional<std::size_t> claim;
     for (std::size_t i = 0; i < group.records.size(); ++i) {
         if (!attempts[group.records[i]].time) continue;
@@ -198,7 +237,7 @@ void find_regenerated(const Explanation& group, const std::vector<Attempt>& atte
         first_of_each(group, attempts, [](const Attempt& attempt) { return attempt.key; });
     std::erase_if(firsts, [&](std::size_t i) { return attempts[group.records[i]].key == 0; });
     if (firsts.size() < 2) return;
-    Evidence evidence{Cause::key_regenerated, {}, {}, 0, {}, {}};
+    Evidence evidence{Cause::key_regenerated, {}, {}, 0, {}, {}, {}};
     for (std::size_t i = 0; i < firsts.size(); ++i) {
         const auto& attempt = attempts[group.records[firsts[i]]];
         bool near_another = false;
@@ -367,14 +406,91 @@ std::string attempt_list(const std::vector<std::uint16_t>& numbers) {
     return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+// A signed copy that is not a fresh attempt of its provider (docs/audit.md,
+// "Retry, replay or tampering"). On one route, a copy carrying an earlier
+// copy's signing -- its signed time, for a provider that signs every
+// attempt afresh; its signature, for the others -- is that delivery sent
+// again: over the same bytes a replayed-delivery (when it came later than a
+// fresh signing within the same second could: more than 2 s), over bytes
+// that encode the same JSON re-serialized, over other bytes tampered. With
+// --verdicts, a copy verify found stale is a replayed-delivery, and one
+// whose signature did not match is re-serialized or tampered by whether its
+// body's JSON equals a valid copy's. `judged` marks the copies named, which
+// no provider-retry then counts.
+void find_signed_copies(const Explanation& group, const std::vector<Attempt>& attempts,
+                        std::vector<Evidence>& found, std::vector<bool>& judged) {
+    constexpr auto k_fresh_signing = std::chrono::seconds(2);
+    Evidence replayed{Cause::replayed_delivery, {}, {}, 0, {}, {}, {}};
+    Evidence tampered{Cause::tampered, {}, {}, 0, {}, {}, {}};
+    Evidence reserialized{Cause::re_serialized, {}, {}, 0, {}, {}, {}};
+    auto copy_of = [&](std::size_t i) -> const Attempt& { return attempts[group.records[i]]; };
+    auto same_route = [](const DeliveryTrace& a, const DeliveryTrace& b) {
+        return a.provider == b.provider && a.endpoint == b.endpoint &&
+               a.subscription == b.subscription;
+    };
+    auto name = [&](Evidence& evidence, std::size_t i, std::size_t original) {
+        evidence.records.push_back(i);
+        evidence.originals.push_back(original);
+        const auto& later = copy_of(i);
+        if (original != k_no_original && later.time && copy_of(original).time)
+            evidence.gaps.push_back(*later.time - *copy_of(original).time);
+        judged[i] = true;
+    };
+    for (std::size_t i = 0; i < group.records.size(); ++i) {
+        const auto& trace = copy_of(i).trace;
+        const auto& signing = trace.signed_copy;
+        if (trace.provider == Provider::unknown) continue;
+        bool afresh = signs_each_attempt(trace.provider);
+        std::optional<std::size_t> original;
+        for (std::size_t j = 0; j < i && !original; ++j) {
+            const auto& earlier = copy_of(j).trace;
+            if (!same_route(trace, earlier)) continue;
+            if (afresh
+                    ? signing.signed_at != 0 && earlier.signed_copy.signed_at == signing.signed_at
+                    : signing.signature != 0 && earlier.signed_copy.signature == signing.signature)
+                original = j;
+        }
+        if (original) {
+            const auto& first = copy_of(*original).trace.signed_copy;
+            if (signing.body != first.body) {
+                bool same_json = signing.canonical != 0 && signing.canonical == first.canonical;
+                name(same_json ? reserialized : tampered, i, *original);
+                continue;
+            }
+            const auto& later = copy_of(i);
+            const auto& before = copy_of(*original);
+            if (afresh && later.time && before.time &&
+                *later.time - *before.time > k_fresh_signing) {
+                name(replayed, i, *original);
+                continue;
+            }
+        }
+        if (signing.verdict == SignatureVerdict::stale) {
+            name(replayed, i, original.value_or(k_no_original));
+        } else if (signing.verdict == SignatureVerdict::mismatch) {
+            // Compared with a copy whose signature matched, else with any other.
+            std::optional<std::size_t> valid;
+            for (std::size_t j = 0; j < group.records.size() && !valid; ++j)
+                if (j != i && copy_of(j).trace.signed_copy.verdict == SignatureVerdict::valid)
+                    valid = j;
+            bool same_json = valid && signing.canonical != 0 &&
+                             copy_of(*valid).trace.signed_copy.canonical == signing.canonical;
+            name(same_json ? reserialized : tampered, i, valid.value_or(k_no_original));
+        }
+    }
+    for (auto* evidence : {&replayed, &tampered, &reserialized})
+        if (!evidence->records.empty()) found.push_back(std::move(*evidence));
+}
+
 // Copies of one delivery (one provider, one endpoint and subscription)
-// whose waits fit the provider's published retry behaviour.
+// whose waits fit the provider's published retry behaviour; copies
+// find_signed_copies() named are not attempts of it.
 void find_provider_retries(const Explanation& group, const std::vector<Attempt>& attempts,
-                           std::vector<Evidence>& found) {
+                           const std::vector<bool>& judged, std::vector<Evidence>& found) {
     std::map<std::tuple<Provider, std::uint32_t, std::uint32_t>, std::vector<std::size_t>> routes;
     for (std::size_t i = 0; i < group.records.size(); ++i) {
         const auto& attempt = attempts[group.records[i]];
-        if (attempt.trace.provider == Provider::unknown || !attempt.time) continue;
+        if (attempt.trace.provider == Provider::unknown || !attempt.time || judged[i]) continue;
         routes[{attempt.trace.provider, attempt.trace.endpoint, attempt.trace.subscription}]
             .push_back(i);
     }
@@ -383,7 +499,7 @@ void find_provider_retries(const Explanation& group, const std::vector<Attempt>&
         auto provider = std::get<0>(route);
         auto numbers = attempts_under(provider, records, group, attempts);
         if (!numbers) continue;
-        Evidence evidence{Cause::provider_retry, records, {}, 0, *numbers, {}};
+        Evidence evidence{Cause::provider_retry, records, {}, 0, *numbers, {}, {}};
         for (std::size_t i = 1; i < records.size(); ++i)
             evidence.gaps.push_back(*attempts[group.records[records[i]]].time -
                                     *attempts[group.records[records[i - 1]]].time);
@@ -426,7 +542,7 @@ void find_fan_out(const Explanation& group, const std::vector<Attempt>& attempts
         firsts.push_back(index);
     std::sort(firsts.begin(), firsts.end());
     const auto& earliest = attempts[group.records[firsts.front()]];
-    Evidence evidence{Cause::fan_out, {firsts.front()}, {}, 0, {}, {}};
+    Evidence evidence{Cause::fan_out, {firsts.front()}, {}, 0, {}, {}, {}};
     bool endpoints_differ = false;
     for (std::size_t n = 1; n < firsts.size(); ++n) {
         const auto& copy = attempts[group.records[firsts[n]]];
@@ -469,7 +585,7 @@ void find_layers(const Explanation& group, const std::vector<Attempt>& attempts,
             fmt::format("{} tried {} time{}", names[layer], tries, tries == 1 ? "" : "s"));
     }
     if (retrying == 0 || carrying.size() < 2) return;
-    Evidence evidence{Cause::layered_retry, carrying, {}, 0, {}, {}};
+    Evidence evidence{Cause::layered_retry, carrying, {}, 0, {}, {}, {}};
     for (std::size_t i = 1; i < carrying.size(); ++i) {
         const auto& before = attempts[group.records[carrying[i - 1]]];
         const auto& after = attempts[group.records[carrying[i]]];
@@ -512,28 +628,39 @@ Explanation explain(GroupKind kind, std::vector<std::size_t> members,
     group.payloads = payloads.size();
     group.keys = keys.size();
 
-    find_retries_after_failure(group, attempts, group.causes);
-    find_retry_storms(group, attempts, group.causes);
+    // Copies no sender made as an attempt (a replay, a changed body) are
+    // named first, and no retry cause counts them.
+    std::vector<Evidence> signed_copies;
+    std::vector<bool> judged(group.records.size(), false);
+    find_signed_copies(group, attempts, signed_copies, judged);
+    find_retries_after_failure(group, attempts, judged, group.causes);
+    find_retry_storms(group, attempts, judged, group.causes);
     find_races(group, attempts, options.race_window, group.causes);
-    find_provider_retries(group, attempts, group.causes);
+    find_provider_retries(group, attempts, judged, group.causes);
+    std::move(signed_copies.begin(), signed_copies.end(), std::back_inserter(group.causes));
     find_fan_out(group, attempts, options.fan_out_window, group.causes);
     find_layers(group, attempts, options.layer_names, group.causes);
     if (kind == GroupKind::key) {
         find_expired(group, attempts, options.ttl, group.causes);
-        if (group.payloads > 1)
-            group.causes.push_back(
-                {Cause::key_reuse,
-                 first_of_each(group, attempts,
-                               [](const Attempt& attempt) { return attempt.payload; }),
-                 {},
-                 0,
-                 {},
-                 {}});
+        // A copy changed after it was signed is tampered, not a second
+        // intent under the key: its payload is not counted as one.
+        auto intents =
+            first_of_each(group, attempts, [](const Attempt& attempt) { return attempt.payload; });
+        std::erase_if(intents, [&](std::size_t i) {
+            return judged[i] && std::any_of(group.causes.begin(), group.causes.end(),
+                                            [&](const Evidence& evidence) {
+                                                return evidence.cause == Cause::tampered &&
+                                                       std::count(evidence.records.begin(),
+                                                                  evidence.records.end(), i);
+                                            });
+        });
+        if (intents.size() > 1)
+            group.causes.push_back({Cause::key_reuse, intents, {}, 0, {}, {}, {}});
     } else {
         find_regenerated(group, attempts, options.window, group.causes);
     }
     if (group.causes.empty()) {
-        Evidence nothing{Cause::unexplained, {}, group.gaps, 0, {}, {}};
+        Evidence nothing{Cause::unexplained, {}, group.gaps, 0, {}, {}, {}};
         for (std::size_t i = 0; i < group.records.size(); ++i)
             nothing.records.push_back(i);
         group.causes.push_back(std::move(nothing));

@@ -24,6 +24,9 @@ enum class Cause {
     key_regenerated,
     retried_after_failure,
     provider_retry,
+    replayed_delivery,
+    tampered,
+    re_serialized,
     fan_out,
     layered_retry,
     unexplained
@@ -31,11 +34,12 @@ enum class Cause {
 
 [[nodiscard]] std::string_view cause_name(Cause cause);
 [[nodiscard]] std::optional<Cause> parse_cause(std::string_view name);
-inline constexpr Cause k_all_causes[] = {Cause::retry_storm,     Cause::concurrent,
-                                         Cause::ttl_expired,     Cause::key_reuse,
-                                         Cause::key_regenerated, Cause::retried_after_failure,
-                                         Cause::provider_retry,  Cause::fan_out,
-                                         Cause::layered_retry,   Cause::unexplained};
+inline constexpr Cause k_all_causes[] = {
+    Cause::retry_storm,    Cause::concurrent,        Cause::ttl_expired,
+    Cause::key_reuse,      Cause::key_regenerated,   Cause::retried_after_failure,
+    Cause::provider_retry, Cause::replayed_delivery, Cause::tampered,
+    Cause::re_serialized,  Cause::fan_out,           Cause::layered_retry,
+    Cause::unexplained};
 
 // The webhook senders whose retry behaviour is published (docs/audit.md
 // cites each): a delivery's provider, told by its headers or --provider.
@@ -49,6 +53,40 @@ enum class Provider : std::uint8_t { unknown, stripe, svix, shopify, github, sla
 template <typename HeaderLookup>
 Provider provider_of_headers(HeaderLookup header, std::uint8_t& attempt);
 
+// Whether `provider` signs every attempt afresh, over a timestamp of its
+// own (Stripe's t=, Svix's and Standard Webhooks' webhook-timestamp,
+// Slack's X-Slack-Request-Timestamp): a retry then never carries an
+// earlier attempt's signed time.
+[[nodiscard]] bool signs_each_attempt(Provider provider);
+
+// What verify said of a copy (--verdicts), as far as causes go: its
+// signature matched, did not match the bytes, or its time (or message id)
+// was one seen before.
+enum class SignatureVerdict : std::uint8_t { unknown, valid, mismatch, stale, invalid };
+[[nodiscard]] SignatureVerdict classify_verdict(bool valid, std::string_view reason);
+
+// The signature a captured copy carried: what tells a provider's fresh
+// attempt from an earlier delivery sent again (the same signing) or
+// altered on the way (the same signing over other bytes).
+struct SignedCopy {
+    std::int64_t signed_at = 0;  // the signature's own timestamp, seconds; 0: none
+    std::uint64_t signature = 0; // digest of the signature header; 0: unsigned
+    std::uint64_t body = 0;      // digest of the body's bytes as received
+    std::uint64_t canonical = 0; // digest of the body's canonical JSON, whole; 0: not JSON
+    SignatureVerdict verdict = SignatureVerdict::unknown;
+};
+
+// The headers that carry `provider`'s signature and its signed time.
+struct SigningHeaders {
+    std::optional<std::string_view> signature;
+    std::optional<std::string_view> signed_at; // the time's text
+};
+template <typename HeaderLookup>
+SigningHeaders signing_headers(HeaderLookup header, Provider provider);
+// A signed time's text as seconds: "1796029400", or Stripe's whole header
+// ("t=1796029400,v1=..."); 0 when it holds none.
+[[nodiscard]] std::int64_t signed_seconds(std::string_view text);
+
 // Up to this many nested retry layers (--attempt-field, outermost first).
 inline constexpr std::size_t k_max_layers = 4;
 
@@ -61,6 +99,7 @@ struct DeliveryTrace {
     std::uint32_t endpoint = 0;
     std::uint32_t subscription = 0;
     std::array<std::uint8_t, k_max_layers> layers{};
+    SignedCopy signed_copy;
 };
 
 // What the receiver answered a record, when the evidence says: an HTTP
@@ -110,7 +149,12 @@ struct Evidence {
     // provider-retry and layered-retry: the evidence as a sentence;
     // fan-out: what differs ("endpoint" or the subscription's field).
     std::string detail;
+    // replayed-delivery, tampered, re-serialized: beside each of `records`
+    // (the copies judged), the earlier copy whose signing it carries, or
+    // k_no_original when verify's verdict alone judged it.
+    std::vector<std::size_t> originals;
 };
+inline constexpr std::size_t k_no_original = 0xFFFFFFFF;
 
 struct Explanation {
     GroupKind kind = GroupKind::key;
@@ -152,6 +196,35 @@ Provider provider_of_headers(HeaderLookup header, std::uint8_t& attempt) {
     }
     if (header("X-Twilio-Signature")) return Provider::twilio;
     return Provider::unknown;
+}
+
+template <typename HeaderLookup>
+SigningHeaders signing_headers(HeaderLookup header, Provider provider) {
+    auto first_of = [&](std::initializer_list<std::string_view> names) {
+        for (auto name : names)
+            if (auto value = header(name)) return value;
+        return std::optional<std::string_view>();
+    };
+    switch (provider) {
+    case Provider::stripe: {
+        auto value = header("Stripe-Signature");
+        return {value, value};
+    }
+    case Provider::svix:
+        return {first_of({"svix-signature", "webhook-signature"}),
+                first_of({"svix-timestamp", "webhook-timestamp"})};
+    case Provider::slack:
+        return {header("X-Slack-Signature"), header("X-Slack-Request-Timestamp")};
+    case Provider::github:
+        return {first_of({"X-Hub-Signature-256", "X-Hub-Signature"}), std::nullopt};
+    case Provider::shopify:
+        return {header("X-Shopify-Hmac-Sha256"), std::nullopt};
+    case Provider::twilio:
+        return {header("X-Twilio-Signature"), std::nullopt};
+    case Provider::unknown:
+        break;
+    }
+    return {};
 }
 
 } // namespace idem::audit

@@ -70,6 +70,18 @@ const KeptVerdict* Findings::verdict_of(std::size_t attempt) const {
     return verdict_at(position(attempt));
 }
 
+SignatureVerdict signature_verdict(const KeptVerdicts& verdicts,
+                                   const std::vector<std::string>& inputs,
+                                   const Findings::Position& position) {
+    if (verdicts.empty()) return SignatureVerdict::unknown;
+    std::string at = inputs[position.input];
+    at += position.row ? ":row " : ":";
+    at += std::to_string(position.number);
+    auto found = verdicts.find(at);
+    return found == verdicts.end() ? SignatureVerdict::unknown
+                                   : classify_verdict(found->second.valid, found->second.reason);
+}
+
 const KeptVerdict* Findings::verdict_at(const std::string& position) const {
     if (!verdicts) return nullptr;
     auto found = verdicts->find(position);
@@ -224,9 +236,10 @@ void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut&
                   std::size_t threads, std::size_t width) {
     TableLine fit{width};
     auto& out = report.text();
-    out += fit(fmt::format("idem audit: {} records, {} group{}, {} duplicates ({:.1f}%)",
-                           summary.records, summary.groups, summary.groups == 1 ? "" : "s",
-                           summary.duplicates, summary.duplicate_ratio * 100)) +
+    out += fit(fmt::format("idem audit: {} record{}, {} group{}, {} duplicate{} ({:.1f}%)",
+                           summary.records, summary.records == 1 ? "" : "s", summary.groups,
+                           summary.groups == 1 ? "" : "s", summary.duplicates,
+                           summary.duplicates == 1 ? "" : "s", summary.duplicate_ratio * 100)) +
            "\n";
     if (summary.groups == 0) {
         out += "no record happened more than once\n";

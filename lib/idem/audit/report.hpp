@@ -75,6 +75,12 @@ struct Findings {
     [[nodiscard]] const store::ReplayEntry* replay_of(const Explanation& group) const;
 };
 
+// verify's verdict on the record at `position` of `inputs`, classified as
+// causes read it (explain.hpp); unknown when it kept none.
+[[nodiscard]] SignatureVerdict signature_verdict(const KeptVerdicts& verdicts,
+                                                 const std::vector<std::string>& inputs,
+                                                 const Findings::Position& position);
+
 struct FindingsSummary {
     std::uint64_t records = 0;
     std::uint64_t groups = 0;

@@ -45,6 +45,7 @@ struct Reading {
     std::array<Span, k_max_what_if_keys> what_if_keys{}; // --what-if key=PATHS
     std::uint64_t payload = 0; // 0: none (a body that is not JSON, a missing --payload field)
     std::uint16_t status = 0;  // what the receiver answered (explain.hpp), 0: unknown
+    SignedCopy signed_copy;    // a capture's signature and body digests
 };
 
 struct BlockReadings {
@@ -63,6 +64,7 @@ struct WorkerState {
     record::RecordParser parser;
     record::KeySpec payload;
     record::IgnoredPaths payload_ignored; // payload.ignore_paths, made ready once
+    record::IgnoredPaths nothing_ignored; // a signed body's JSON, whole
     std::string encoded;                  // --payload values, encoded, reused from record to record
     explicit WorkerState(record::KeySpec spec)
         : payload(std::move(spec)), payload_ignored(payload.ignore_paths) {}
@@ -160,7 +162,7 @@ Reading::Span append_span(std::string& texts, std::initializer_list<std::string_
 }
 
 void read_trace(record::RecordParser& parser, Reading& reading, std::string& texts,
-                const AuditRunOptions& options) {
+                const record::IgnoredPaths& nothing_ignored, const AuditRunOptions& options) {
     reading.provider = options.provider;
     if (parser.shape() == record::RecordShape::envelope) {
         const auto& envelope = parser.envelope();
@@ -174,6 +176,15 @@ void read_trace(record::RecordParser& parser, Reading& reading, std::string& tex
         auto path = envelope.path.substr(0, envelope.path.find('?'));
         if (host || !path.empty())
             reading.endpoint = append_span(texts, {host.value_or(std::string_view()), path});
+        // The signing: what tells a fresh attempt from a copy sent again.
+        auto signing = signing_headers(header, reading.provider);
+        if (signing.signature) {
+            auto& copy = reading.signed_copy;
+            copy.signature = XXH3_64bits(signing.signature->data(), signing.signature->size()) | 1;
+            if (signing.signed_at) copy.signed_at = signed_seconds(*signing.signed_at);
+            copy.body = XXH3_64bits(envelope.body.data(), envelope.body.size());
+            copy.canonical = parser.event_hash(nothing_ignored).value_or(0);
+        }
         // Headers that name the subscription, with few values each (never a
         // per-delivery id: those are as many as the events).
         for (std::string_view name : {"X-GitHub-Hook-ID", "X-Shopify-API-Version"})
@@ -220,7 +231,7 @@ void read_line(const io::BlockLine& line, Reading& reading, std::string& texts, 
         record::event_time(parser, options.time_field ? &*options.time_field : nullptr).time;
     reading.payload = payload_hash(state);
     reading.status = answered_status(parser, options);
-    read_trace(parser, reading, texts, options);
+    read_trace(parser, reading, texts, state.nothing_ignored, options);
 }
 
 void read_block(const record::InputBlock& block, WorkerState& state, const AuditRunOptions& options,
@@ -368,6 +379,9 @@ private:
         m_findings.options = m_options.explain;
         m_findings.sources = std::move(m_sources.values());
         m_findings.records = m_findings.attempts.size();
+        for (std::size_t i = 0; i < m_findings.attempts.size() && !m_verdicts.empty(); ++i)
+            m_findings.attempts[i].trace.signed_copy.verdict =
+                signature_verdict(m_verdicts, m_findings.inputs, m_findings.positions[i]);
         assign_ids();
         group();
         name_grouped();
@@ -632,9 +646,12 @@ private:
 
     // Endpoints and subscriptions are few, like sources: interned with them.
     DeliveryTrace trace_of(const Reading& reading, const std::string& texts) {
-        return {reading.provider, reading.provider_attempt,
+        return {reading.provider,
+                reading.provider_attempt,
                 m_sources.intern(text_of(texts, reading.endpoint)),
-                m_sources.intern(text_of(texts, reading.subscription)), reading.layers};
+                m_sources.intern(text_of(texts, reading.subscription)),
+                reading.layers,
+                reading.signed_copy};
     }
 
     // Moves what is in memory to the partition files; every later record

@@ -353,6 +353,8 @@ private:
             evidence.source = in.get<std::uint32_t>();
             evidence.attempt_numbers = in.get_all<std::uint16_t>();
             evidence.detail = std::string(in.get_text());
+            for (auto original : in.get_all<std::uint32_t>())
+                evidence.originals.push_back(original);
         }
     }
 
@@ -388,7 +390,8 @@ struct ExplainedPartition {
 // within it, which is all explain() needs); sources are the run's ids.
 // Touches nothing shared: partitions are explained on several threads.
 ExplainedPartition explain_partition(const std::vector<Row>& rows, GroupKind kind,
-                                     const ExplainOptions& options, const SpillLayout& layout) {
+                                     const Spill::Context& context, const SpillLayout& layout) {
+    const auto& options = context.options;
     ExplainedPartition out;
     detail::TextColumn keys, fingerprints;
     std::vector<Attempt> attempts(rows.size());
@@ -400,6 +403,10 @@ ExplainedPartition explain_partition(const std::vector<Row>& rows, GroupKind kin
         attempts[i].status = rows[i].header.status;
         attempts[i].trace = rows[i].header.trace;
         if (rows[i].header.has_time) attempts[i].time = Timestamp(Duration(rows[i].header.time));
+        if (context.verdicts)
+            attempts[i].trace.signed_copy.verdict = signature_verdict(
+                *context.verdicts, context.inputs,
+                {rows[i].header.input, rows[i].header.row != 0, rows[i].header.number});
     }
     auto distinct = detail::number_texts(keys, fingerprints, attempts);
     if (kind == GroupKind::key && !layout.by_fingerprint) out.intents += distinct.keys;
@@ -445,6 +452,8 @@ ExplainedPartition explain_partition(const std::vector<Row>& rows, GroupKind kin
                 bytes.put(evidence.source);
                 bytes.put_all(evidence.attempt_numbers);
                 bytes.put_text(evidence.detail);
+                bytes.put_all(std::vector<std::uint32_t>(evidence.originals.begin(),
+                                                         evidence.originals.end()));
             }
             out.index.push_back({rows[group.records.front()].header.seq, out.bytes.size(),
                                  static_cast<std::uint32_t>(group.records.size()),
@@ -540,7 +549,7 @@ std::unique_ptr<GroupShelf> Spill::explain_groups(Context context, FindingsSumma
     OrderedWorkers<Job, ExplainedPartition> pool(
         threads, 2 * threads, [&](Job& job, std::size_t worker) {
             job.partitions->read(job.index, rows[worker]);
-            return explain_partition(rows[worker].rows, job.kind, context.options, m_layout);
+            return explain_partition(rows[worker].rows, job.kind, context, m_layout);
         });
     auto submit = [&](Partitions* partitions, GroupKind kind) {
         for (std::size_t i = 0; i < k_partitions; ++i) {

@@ -37,7 +37,7 @@ std::string short_position(const std::string& position) {
 
 // "line 3, line 9" when the records share a file (the usual case), else
 // "a.ndjson:3, b.ndjson:9".
-std::string positions_text(const std::vector<std::string>& positions) {
+std::vector<std::string> position_names(const std::vector<std::string>& positions) {
     auto file_of = [](const std::string& position) {
         return position.substr(0, position.rfind(':'));
     };
@@ -48,7 +48,11 @@ std::string positions_text(const std::vector<std::string>& positions) {
     for (const auto& position : positions)
         parts.push_back(one_file ? "line " + position.substr(position.rfind(':') + 1)
                                  : short_position(position));
-    return fmt::format("{}", fmt::join(parts, ", "));
+    return parts;
+}
+
+std::string positions_text(const std::vector<std::string>& positions) {
+    return fmt::format("{}", fmt::join(position_names(positions), ", "));
 }
 
 std::string gap_list(const std::vector<Duration>& gaps, std::size_t limit) {
@@ -71,6 +75,59 @@ std::string group_label(const Findings& findings, const Explanation& group) {
     const auto& first = findings.attempts[group.records.front()];
     if (group.kind == GroupKind::key) return "key " + plain(findings.key(first.key));
     return "intent " + plain(findings.fingerprint(first.fingerprint));
+}
+
+// replayed-delivery, tampered, re-serialized: the first copy judged, what
+// it carries and from which copy, and what that means.
+std::string describe_signed_copies(const Findings& findings, const Explanation& group,
+                                   const Evidence& evidence) {
+    auto at = [&](std::size_t index) { return findings.position(group.records[index]); };
+    const auto& copy = findings.attempts[group.records[evidence.records.front()]];
+    auto original = evidence.originals.empty() ? k_no_original : evidence.originals.front();
+    auto names =
+        position_names({at(evidence.records.front()),
+                        at(original == k_no_original ? evidence.records.front() : original)});
+    const auto& copy_at = names[0];
+    const auto& original_at = names[1];
+    auto more = evidence.records.size() > 1
+                    ? fmt::format(" (+{} more)", evidence.records.size() - 1)
+                    : std::string();
+    auto later = evidence.gaps.empty()
+                     ? std::string()
+                     : fmt::format(" {} later", short_duration(evidence.gaps.front()));
+    const auto* verdict = findings.verdict_of(group.records[evidence.records.front()]);
+    auto provider = provider_name(copy.trace.provider);
+    switch (evidence.cause) {
+    case Cause::replayed_delivery:
+        if (original == k_no_original)
+            return fmt::format("{}{}: verify says {}: an earlier delivery sent again, not a retry "
+                               "(who sent it, the capture does not say)",
+                               copy_at, more, verdict ? verdict->reason : "it is stale");
+        return fmt::format("{} carries {}'s signed time{}{}: {} signs every attempt afresh, so "
+                           "this is that delivery sent again, not a retry (who sent it -- an "
+                           "attacker, a proxy, a queue -- the capture does not say)",
+                           copy_at, original_at, later, more, provider);
+    case Cause::re_serialized:
+        if (original == k_no_original || verdict)
+            return fmt::format("{}{}: the same JSON as {} in other bytes{}: re-encoded after it "
+                               "was signed (a proxy or a queue), so its signature no longer "
+                               "matches",
+                               copy_at, more, original == k_no_original ? "the rest" : original_at,
+                               verdict ? fmt::format(" (verify: {})", verdict->reason) : "");
+        return fmt::format("{} carries {}'s signature over bytes re-encoded to the same JSON{}: "
+                           "re-serialized on the way (a proxy or a queue), not sent again by {}",
+                           copy_at, original_at, more, provider);
+    default:
+        if (original == k_no_original || verdict)
+            return fmt::format("{}{}: its signature does not match its body{}, which differs from "
+                               "{}: changed after it was signed",
+                               copy_at, more,
+                               verdict ? fmt::format(" (verify: {})", verdict->reason) : "",
+                               original == k_no_original ? "the others" : original_at);
+        return fmt::format("{} carries {}'s signature over a different body{}: changed after it "
+                           "was signed, not a retry by {}",
+                           copy_at, original_at, more, provider);
+    }
 }
 
 // One sentence per cause, from its evidence.
@@ -127,6 +184,10 @@ std::string describe(const Findings& findings, const Explanation& group, const E
     case Cause::provider_retry:
     case Cause::layered_retry:
         return evidence.detail;
+    case Cause::replayed_delivery:
+    case Cause::tampered:
+    case Cause::re_serialized:
+        return describe_signed_copies(findings, group, evidence);
     case Cause::fan_out: {
         std::vector<std::string> routes;
         for (auto index : evidence.records) {

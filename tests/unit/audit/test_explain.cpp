@@ -328,3 +328,59 @@ TEST_CASE("Slack's retry counter is read as the attempt, and nothing else is") {
     for (auto text : {"0", "101", "300", "1000", "2x", "-1", ""})
         CHECK(attempt_of(std::string_view(text)) == 0);
 }
+
+TEST_CASE("a copy carrying an earlier copy's signing is no provider's retry") {
+    // Three Stripe copies on one route: a fresh attempt 5 minutes later
+    // (its own t=), then the first one's signing again 40 minutes later.
+    auto attempts = records({{1, 1, 1, 0}, {1, 1, 1, 300}, {1, 1, 1, 2400}});
+    for (auto& attempt : attempts) {
+        attempt.trace.provider = Provider::stripe;
+        attempt.trace.signed_copy.body = 7;
+        attempt.trace.signed_copy.canonical = 8;
+    }
+    attempts[0].trace.signed_copy.signed_at = 1796029200;
+    attempts[1].trace.signed_copy.signed_at = 1796029500;
+    attempts[2].trace.signed_copy.signed_at = 1796029200;
+    for (auto& attempt : attempts)
+        attempt.trace.signed_copy.signature =
+            static_cast<std::uint64_t>(attempt.trace.signed_copy.signed_at);
+    auto group = explain(GroupKind::key, {0, 1, 2}, attempts, {});
+    const Evidence* replayed = nullptr;
+    for (const auto& evidence : group.causes)
+        if (evidence.cause == Cause::replayed_delivery) replayed = &evidence;
+    REQUIRE(replayed != nullptr);
+    CHECK(replayed->records == std::vector<std::size_t>{2});
+    CHECK(replayed->originals == std::vector<std::size_t>{0});
+    CHECK(replayed->gaps == std::vector<Duration>{std::chrono::minutes(40)});
+    // The same signing within 2 s may be a fresh one in the same second.
+    attempts[2].time = at(301.5);
+    attempts[2].trace.signed_copy.signed_at = 1796029500;
+    attempts[2].trace.signed_copy.signature = 1796029500;
+    for (const auto& evidence : explain(GroupKind::key, {0, 1, 2}, attempts, {}).causes)
+        CHECK(evidence.cause != Cause::replayed_delivery);
+    // Other bytes under it: the same JSON is re-serialized, other JSON
+    // tampered (and its payload no second intent under the key). The first
+    // two stay Stripe's attempts 1 and 2.
+    attempts[2].trace.signed_copy.body = 9;
+    CHECK(causes_of(GroupKind::key, attempts) ==
+          std::vector{Cause::provider_retry, Cause::re_serialized});
+    attempts[2].trace.signed_copy.canonical = 10;
+    attempts[2].payload = 2;
+    CHECK(causes_of(GroupKind::key, attempts) ==
+          std::vector{Cause::provider_retry, Cause::tampered});
+}
+
+TEST_CASE("verify's words tell a stale copy from one whose bytes changed") {
+    CHECK(classify_verdict(true, "signature matches") == SignatureVerdict::valid);
+    CHECK(classify_verdict(false, "signature does not match: 1 signature checked against 1 key") ==
+          SignatureVerdict::mismatch);
+    CHECK(classify_verdict(false, "timestamp 1796029200 is 40m1s old, beyond the 5m tolerance") ==
+          SignatureVerdict::stale);
+    CHECK(classify_verdict(false, "replayed: this message was already delivered") ==
+          SignatureVerdict::stale);
+    CHECK(classify_verdict(false, "malformed header 'Stripe-Signature': no t= timestamp") ==
+          SignatureVerdict::invalid);
+    CHECK(signed_seconds("t=1796029200,v1=abc") == 1796029200);
+    CHECK(signed_seconds("1796029200") == 1796029200);
+    CHECK(signed_seconds("v1=abc") == 0);
+}

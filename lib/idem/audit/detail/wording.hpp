@@ -14,6 +14,8 @@ namespace idem::audit::detail {
 [[nodiscard]] std::string short_duration(Duration duration);
 // "dir/events.ndjson:12" -> "events.ndjson:12".
 [[nodiscard]] std::string short_position(const std::string& position);
+// Each position as positions_text() names it.
+[[nodiscard]] std::vector<std::string> position_names(const std::vector<std::string>& positions);
 // "line 3, line 9" when the records share a file, else short positions.
 [[nodiscard]] std::string positions_text(const std::vector<std::string>& positions);
 [[nodiscard]] std::string gap_list(const std::vector<Duration>& gaps, std::size_t limit = 8);

@@ -1,0 +1,130 @@
+"""Causes that never mislead (docs/audit.md, "Retry, replay or tampering"):
+each test is an incident the wrong cause once sent down the wrong path,
+run through the binary as a postmortem would."""
+import json
+import os
+import tempfile
+import unittest
+
+from harness import run
+
+SECRET = "whsec_causes_test"
+EVENT = {"id": "evt_1", "type": "payment_intent.succeeded", "data": {"object": {"id": "pi_1", "amount": 2000}}}
+
+
+def signed(scheme, event, at, secret=SECRET):
+    """One delivery as `idem sign` makes it: the provider's headers, signed at `at`."""
+    code, out, err = run(["sign", "--scheme", scheme, "--secret", secret, "--timestamp", at, "-q"],
+                         stdin=(json.dumps(event) + "\n").encode())
+    assert code == 0, err
+    return json.loads(out)
+
+
+def received(delivery, at, **changes):
+    return dict(delivery, received_at=at, **changes)
+
+
+class Audit(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def capture(self, deliveries):
+        path = os.path.join(self.tmp.name, "capture.ndjson")
+        with open(path, "w") as f:
+            f.writelines(json.dumps(d) + "\n" for d in deliveries)
+        return path
+
+    def group(self, path, *args):
+        code, out, err = run(["audit", "--key", "body.id", "--format", "json", "-q", *args, path])
+        self.assertIn(code, (0, 1), err)
+        groups = json.loads(out)["groups"]
+        self.assertEqual(len(groups), 1, groups)
+        return groups[0]
+
+    def test_a_stripe_delivery_sent_again_with_its_signed_time_is_a_replay_not_a_retry(self):
+        # The incident: two identical Stripe deliveries 40 minutes apart with
+        # the same t= and v1=. Stripe signs every attempt afresh, so the second
+        # is not Stripe's retry; verify calls it 40m old, a replay.
+        first = signed("stripe", EVENT, "2026-11-30T09:00:00Z")
+        path = self.capture([received(first, "2026-11-30T09:00:01Z"), received(first, "2026-11-30T09:40:02Z")])
+        group = self.group(path)
+        self.assertEqual(group["causes"], ["replayed-delivery"])
+        summary = group["evidence"]["replayed-delivery"]["summary"]
+        self.assertIn("line 2 carries line 1's signed time 40m01s later", summary)
+        self.assertIn("the capture does not say", summary)
+        code, out, _ = run(["verify", "--scheme", "stripe", "--secret", SECRET, "--now",
+                            "2026-11-30T09:40:02Z", "-q", path])
+        self.assertEqual(code, 1)
+        self.assertFalse(json.loads(out.splitlines()[1])["_idem"]["verify"]["valid"])
+
+    def test_each_provider_that_signs_every_attempt_is_told_from_a_replay(self):
+        # Svix / Standard Webhooks and Slack sign each attempt at its own time:
+        # fresh signatures 5 s and 5 min apart are the provider's retries; the
+        # same signing 5 min later is not.
+        for scheme, provider in (("svix", "svix"), ("standard", "svix"), ("slack", "slack")):
+            with self.subTest(scheme=scheme):
+                attempts = [received(signed(scheme, EVENT, at), at)
+                            for at in ("2026-11-30T09:00:00Z", "2026-11-30T09:00:05Z", "2026-11-30T09:05:06Z")]
+                for copy in attempts:
+                    copy["_idem"] = {"listen": {"status": 503}}
+                if scheme == "slack":  # Slack numbers its retries
+                    for n, copy in enumerate(attempts[1:], 1):
+                        copy["headers"] = copy["headers"] + [["X-Slack-Retry-Num", str(n)]]
+                group = self.group(self.capture(attempts))
+                self.assertIn("provider-retry", group["causes"])
+                self.assertNotIn("replayed-delivery", group["causes"])
+                self.assertEqual(group["evidence"]["provider-retry"]["provider"], provider)
+                replayed = [attempts[0], received(attempts[0], "2026-11-30T09:05:06Z")]
+                group = self.group(self.capture(replayed))
+                self.assertEqual(group["causes"], ["replayed-delivery"])
+
+    def test_a_signature_carried_over_other_bytes_is_tampered_or_re_serialized(self):
+        first = received(signed("stripe", EVENT, "2026-11-30T09:00:00Z"), "2026-11-30T09:00:00Z")
+        # The same JSON in other bytes (a proxy that re-encodes), 0 s apart.
+        pretty = received(first, "2026-11-30T09:00:00Z",
+                          body=json.dumps(json.loads(first["body"]), indent=1))
+        group = self.group(self.capture([first, pretty]))
+        self.assertEqual(group["causes"], ["re-serialized"])
+        self.assertIn("line 2 carries line 1's signature", group["evidence"]["re-serialized"]["summary"])
+        # Another amount under the same signature: changed after signing, and
+        # not a second intent under the key (no key-reuse).
+        changed = received(first, "2026-11-30T09:00:00Z", body=first["body"].replace("2000", "200000"))
+        group = self.group(self.capture([first, changed]))
+        self.assertEqual(group["causes"], ["tampered"])
+        # A GitHub signature has no time of its own: the same signature over
+        # other bytes is tampered all the same.
+        hub = received(signed("github", EVENT, "2026-11-30T09:00:00Z"), "2026-11-30T09:00:00Z")
+        hub["headers"] = hub["headers"] + [["X-GitHub-Delivery", "d-1"]]
+        group = self.group(self.capture([hub, received(hub, "2026-11-30T09:00:02Z",
+                                                        body=hub["body"].replace("2000", "1"))]))
+        self.assertEqual(group["causes"], ["tampered"])
+
+    def test_verify_s_verdicts_name_what_the_signatures_alone_do_not(self):
+        # A forged copy with a signature of its own (no signing shared): only
+        # verify's verdict tells it was not the provider's.
+        first = received(signed("stripe", EVENT, "2026-11-30T09:00:00Z"), "2026-11-30T09:00:01Z")
+        forged = received(signed("stripe", dict(EVENT, data={"object": {"id": "pi_1", "amount": 1}}),
+                                 "2026-11-30T09:00:02Z", secret="whsec_not_the_providers"),
+                          "2026-11-30T09:00:03Z")
+        pretty = received(signed("stripe", EVENT, "2026-11-30T09:00:04Z", secret="whsec_not_the_providers"),
+                          "2026-11-30T09:00:05Z")
+        pretty["body"] = json.dumps(json.loads(pretty["body"]), indent=1)
+        path = self.capture([first, forged, pretty])
+        store = os.path.join(self.tmp.name, "verdicts.db")
+        code, _, err = run(["verify", "--scheme", "stripe", "--secret", SECRET, "--now", "2026-11-30T09:00:06Z",
+                            "--keep-verdicts", "--store", store, "-q", path])
+        self.assertEqual(code, 1, err)
+        without = self.group(path)
+        self.assertNotIn("tampered", without["causes"])
+        group = self.group(path, "--verdicts", store)
+        self.assertEqual(group["evidence"]["tampered"]["records"], [1])
+        self.assertEqual(group["evidence"]["re-serialized"]["records"], [2])
+        self.assertNotIn("provider-retry", group["causes"])
+        self.assertIn("verify: signature does not match", group["evidence"]["tampered"]["summary"])
+
+
+if __name__ == "__main__":
+    unittest.main()
