@@ -28,6 +28,7 @@ struct AuditOptions {
     std::string fan_out_window = "1m";
     std::string payload;
     std::string ignore;
+    std::vector<std::string> volatile_fields;
     std::string race_window = "1s";
     std::string ttl = "24h";
     std::string window = "24h";
@@ -145,6 +146,12 @@ int run_audit_command(AuditOptions options) {
     run.ignore_fields = paths(options.ignore);
     if (!run.payload_fields.empty() && !run.ignore_fields.empty())
         throw UsageError("--payload names what counts, --ignore what does not: give one");
+    for (const auto& list : options.volatile_fields)
+        for (auto& path : paths(list))
+            run.volatile_fields.push_back(std::move(path));
+    if (!run.payload_fields.empty() && !run.volatile_fields.empty())
+        throw UsageError("--payload names exactly what counts: --volatile has nothing to take out "
+                         "of it; give one");
     run.explain.race_window = positive_duration("--race-window", options.race_window);
     run.explain.ttl = positive_duration("--ttl", options.ttl);
     run.explain.window = positive_duration("--window", options.window);
@@ -233,6 +240,12 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
                         "minus key, time and source)");
     command->add_option("--ignore", options->ignore,
                         "field paths left out of the payload (request ids, attempt counters)");
+    command
+        ->add_option("--volatile", options->volatile_fields,
+                     "a field that differs between deliveries of one request (a delivery "
+                     "counter, a receive time), beside the built-in ones (docs/audit.md); "
+                     "repeatable, or PATH,PATH")
+        ->allow_extra_args(false);
     command->add_option("--race-window", options->race_window,
                         "records from different sources this close are concurrent (default 1s)");
     command

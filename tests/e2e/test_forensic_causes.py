@@ -6,7 +6,7 @@ import os
 import tempfile
 import unittest
 
-from harness import run
+from harness import ROOT, run
 
 SECRET = "whsec_causes_test"
 EVENT = {"id": "evt_1", "type": "payment_intent.succeeded", "data": {"object": {"id": "pi_1", "amount": 2000}}}
@@ -124,6 +124,80 @@ class Audit(unittest.TestCase):
         self.assertEqual(group["evidence"]["re-serialized"]["records"], [2])
         self.assertNotIn("provider-retry", group["causes"])
         self.assertIn("verify: signature does not match", group["evidence"]["tampered"]["summary"])
+
+
+class WhatDiffers(unittest.TestCase):
+    """Plain retries are not key-reuse, and a group mixing payloads names the
+    fields that differ, in every format."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_a_stripe_redelivery_with_a_new_request_id_is_no_key_reuse(self):
+        # samples/events/stripe-events.ndjson: evt_3Q0 redelivered with
+        # request.id req_0b for req_0a (and delivery_attempt 2).
+        code, out, err = run(["audit", "--key", "id", "--format", "json", "-q", sample("events", "stripe-events.ndjson")])
+        self.assertEqual(code, 1, err)
+        for group in json.loads(out)["groups"]:
+            self.assertNotIn("key-reuse", group["causes"])
+            self.assertEqual(group["payloads"], 1)
+
+    def test_the_fields_that_differ_are_named_in_every_format(self):
+        path = sample("incidents", "key-reuse.ndjson")
+        args = ["audit", "--key", "idempotency_key", "--time-field", "ts", "-q"]
+        code, out, _ = run(args + ["--format", "json", path])
+        group = next(g for g in json.loads(out)["groups"] if g["key"] == "checkout-42")
+        self.assertIn("key-reuse", group["causes"])
+        (comparison,) = group["differences"]
+        self.assertEqual(comparison["against"], path + ":1")
+        self.assertEqual(comparison["at"], path + ":3")
+        self.assertEqual(comparison["fields"], [{"path": "order.id", "before": "ord_1", "after": "ord_2"},
+                                                {"path": "order.total", "before": 25, "after": 310}])
+        # Past --spill-after the groups come back from disk: the same diff.
+        code, out, _ = run(args + ["--format", "json", "--spill-after", "1", path])
+        spilled = next(g for g in json.loads(out)["groups"] if g["key"] == "checkout-42")
+        self.assertEqual(spilled["differences"], group["differences"])
+        line = 'line 3 against line 1: order.id: "ord_1" -> "ord_2"; order.total: 25 -> 310'
+        code, table, _ = run(args + [path])
+        self.assertIn("differs          " + line, table.decode())
+        code, markdown, _ = run(args + ["--format", "markdown", path])
+        self.assertIn("- **differs**: line 3 against line 1: order.id: \"ord\\_1\"", markdown.decode())
+        code, html, _ = run(args + ["--format", "html", path])
+        self.assertIn("order.id: &quot;ord_1&quot; -&gt; &quot;ord_2&quot;", html.decode())
+        # Piped in, it cannot be read again: said, not invented.
+        with open(path, "rb") as f:
+            code, out, err = run(args[:-1] + ["--format", "json", "-"], stdin=f.read())
+        self.assertNotIn("differences", out.decode())
+        self.assertIn("standard input cannot be read twice", err)
+
+    def test_a_volatile_field_where_a_log_keeps_it_is_named_then_left_out(self):
+        # A tickets log whose retries carry their own delivery counter and
+        # receive time, nested where no built-in name reaches.
+        path = os.path.join(self.tmp.name, "tickets.ndjson")
+        rows = [{"ticket_id": "T-1", "title": "Cannot log in", "delivery": {"try": n, "at": f"09:0{n}"}}
+                for n in (1, 2, 3)]
+        with open(path, "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+        code, out, _ = run(["audit", "--key", "ticket_id", "--format", "json", "-q", path])
+        (group,) = json.loads(out)["groups"]
+        self.assertIn("key-reuse", group["causes"])
+        self.assertEqual([f["path"] for f in group["differences"][0]["fields"]], ["delivery.at", "delivery.try"])
+        code, out, _ = run(["audit", "--key", "ticket_id", "--volatile", "delivery.try", "--volatile",
+                            "delivery.at", "--format", "json", "-q", path])
+        (group,) = json.loads(out)["groups"]
+        self.assertEqual(group["causes"], ["unexplained"])
+        self.assertNotIn("differences", group)
+        # A typo in it is no silent pass.
+        code, _, err = run(["audit", "--key", "ticket_id", "--volatile", "delivery.tries", path])
+        self.assertEqual(code, 3)
+        self.assertIn("--volatile", err)
+
+
+def sample(*parts):
+    return os.path.join(ROOT, "samples", *parts)
 
 
 if __name__ == "__main__":

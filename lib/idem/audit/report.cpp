@@ -70,6 +70,11 @@ const KeptVerdict* Findings::verdict_of(std::size_t attempt) const {
     return verdict_at(position(attempt));
 }
 
+const std::vector<PayloadComparison>* Findings::differences_of(const Explanation& group) const {
+    if (!differences || group.payloads < 2) return nullptr;
+    return differences->of(position(group.records.front()));
+}
+
 SignatureVerdict signature_verdict(const KeptVerdicts& verdicts,
                                    const std::vector<std::string>& inputs,
                                    const Findings::Position& position) {
@@ -265,9 +270,10 @@ void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut&
         [fit](const Findings& findings, const Explanation& group, std::size_t g,
               std::string& text) {
             text += '\n';
-            text += fit(fmt::format("#{} {} records over {} from {} source{}, {}", g + 1,
-                                    group.records.size(), span_of(group), group.sources.size(),
-                                    group.sources.size() == 1 ? "" : "s",
+            text += fit(fmt::format("#{} {} records {} from {} source{}, {}", g + 1,
+                                    group.records.size(),
+                                    group.first ? "over " + span_of(group) : "without a time",
+                                    group.sources.size(), group.sources.size() == 1 ? "" : "s",
                                     group_label(findings, group))) +
                     "\n";
             if (group.first)
@@ -283,6 +289,8 @@ void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut&
                         "\n";
             if (auto verdicts = describe_verdicts(findings, group))
                 text += fit(fmt::format("   {:<16} {}", "verify", *verdicts)) + "\n";
+            for (const auto& line : describe_differences(findings, group))
+                text += fit(fmt::format("   {:<16} {}", "differs", line)) + "\n";
         });
 }
 
@@ -320,6 +328,41 @@ void append_replay(std::string& out, const store::ReplayEntry& entry) {
     out += R"(,"updated_at":)";
     append_time(out, entry.updated_at);
     out += '}';
+}
+
+// "differences":[{"at","against","fields":[{"path","before","after"}],
+// "more"}]: only for a group that mixes payloads whose records were read
+// again. Values are the JSON values; null where the field is absent (a
+// field holding null reads "null" in the text formats, "(absent)" there).
+void append_differences(std::string& out, const Findings& findings, const Explanation& group) {
+    const auto* comparisons = findings.differences_of(group);
+    if (!comparisons) return;
+    out += R"(,"differences":[)";
+    for (std::size_t c = 0; c < comparisons->size(); ++c) {
+        const auto& comparison = (*comparisons)[c];
+        out += c ? R"(,{"at":)" : R"({"at":)";
+        record::append_json_string(out, json_report_text(comparison.later_at));
+        out += R"(,"against":)";
+        record::append_json_string(out, json_report_text(comparison.first_at));
+        out += R"(,"fields":[)";
+        for (std::size_t f = 0; f < comparison.fields.size(); ++f) {
+            const auto& field = comparison.fields[f];
+            out += f ? R"(,{"path":)" : R"({"path":)";
+            record::append_json_string(out, json_report_text(field.path));
+            for (auto [name, value] : {std::pair{R"(,"before":)", &field.before},
+                                       std::pair{R"(,"after":)", &field.after}}) {
+                out += name;
+                // The value itself, every non-ASCII character escaped: no
+                // control or bidi character reaches a reader raw.
+                out += *value ? nlohmann::json::parse(**value, nullptr, false)
+                                    .dump(-1, ' ', true, nlohmann::json::error_handler_t::replace)
+                              : std::string("null");
+            }
+            out += '}';
+        }
+        fmt::format_to(std::back_inserter(out), R"(],"more":{}}})", comparison.more);
+    }
+    out += ']';
 }
 
 // "verdicts":{"valid":N,"invalid":M,"unchecked":K}: only when verify kept
@@ -404,6 +447,7 @@ void append_group(std::string& out, const Findings& findings, const Explanation&
     out += '}';
     if (const auto* entry = findings.replay_of(group)) append_replay(out, *entry);
     append_verdict_counts(out, findings, group);
+    append_differences(out, findings, group);
     out += R"(,"records":[)";
     std::string position;
     for (std::size_t i = 0; i < group.records.size(); ++i) {
@@ -681,6 +725,8 @@ void render_markdown(GroupShelf& groups, const FindingsSummary& summary, ReportO
                                     markdown_text(describe_replay(*entry)));
             if (auto verdicts = describe_verdicts(findings, group))
                 text += fmt::format("- **verify**: {}\n", markdown_text(*verdicts));
+            for (const auto& line : describe_differences(findings, group))
+                text += fmt::format("- **differs**: {}\n", markdown_text(line));
             text += "\n| at | time | source | key | payload |\n|---|---|---|---|---|\n";
             for (auto index : group.records) {
                 const auto& attempt = findings.attempts[index];

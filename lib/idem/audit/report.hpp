@@ -3,6 +3,7 @@
 // (docs/audit.md): a table that fits the reader's terminal, stable JSON,
 // Markdown for a postmortem.
 
+#include "idem/audit/differences.hpp"
 #include "idem/audit/explain.hpp"
 #include "idem/audit/what_if.hpp"
 #include "idem/io/sink.hpp"
@@ -67,6 +68,12 @@ struct Findings {
     ExplainOptions options;
     const ReplayLedger* replayed = nullptr; // --replay-ledger, when given
     const KeptVerdicts* verdicts = nullptr; // --verdicts, when given
+    // The fields that differ between a group's payloads, by the position of
+    // its first record; filled once the groups are found, before rendering.
+    const PayloadDifferences* differences = nullptr;
+    // The comparisons shown for `group`, if its records were read again.
+    [[nodiscard]] const std::vector<PayloadComparison>*
+    differences_of(const Explanation& group) const;
     // verify's verdict on a record, if it kept one.
     [[nodiscard]] const KeptVerdict* verdict_of(std::size_t attempt) const;
     // The same, for a record whose position is already written out.

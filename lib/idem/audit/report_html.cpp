@@ -132,6 +132,8 @@ std::string group_details(const Findings& findings, const Explanation& group, st
     if (auto verdicts = describe_verdicts(findings, group))
         out +=
             fmt::format("<li><span class=\"ledger\">verify</span> {}</li>", html_escape(*verdicts));
+    for (const auto& line : describe_differences(findings, group))
+        out += fmt::format("<li><span class=\"ledger\">differs</span> {}</li>", html_escape(line));
     out += "</ul><table><thead><tr><th>at</th><th>time</th><th>source</th><th>key</th>"
            "<th>payload</th></tr></thead><tbody>";
     for (auto index : group.records) {

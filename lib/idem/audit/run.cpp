@@ -3,13 +3,13 @@
 #include "idem/audit/run.hpp"
 
 #include "idem/audit/detail/grouping.hpp"
+#include "idem/audit/detail/payloads.hpp"
 #include "idem/audit/spill.hpp"
 #include "idem/record/annotate.hpp"
 #include "idem/record/event_time.hpp"
 #include "idem/record/key.hpp"
 #include "idem/record/record_run.hpp"
 #include "idem/record/rows.hpp"
-#include "idem/record/volatile_fields.hpp"
 #include "idem/store/fingerprints.hpp"
 #include "idem/store/replay_ledger.hpp"
 #include "idem/store/store.hpp"
@@ -19,6 +19,7 @@
 
 #include <charconv>
 #include <fmt/format.h>
+#include <set>
 #include <unordered_map>
 #include <xxhash.h>
 
@@ -249,47 +250,6 @@ void read_block(const record::InputBlock& block, WorkerState& state, const Audit
     result.lines = cursor.lines_seen();
 }
 
-// A column name as one JSON Pointer segment: '~' and '/' escaped.
-std::string json_pointer_escape(std::string_view name) {
-    std::string out;
-    for (char c : name) {
-        if (c == '~')
-            out += "~0";
-        else if (c == '/')
-            out += "~1";
-        else
-            out += c;
-    }
-    return out;
-}
-
-record::KeySpec payload_spec(const AuditRunOptions& options) {
-    record::KeySpec spec;
-    if (!options.payload_fields.empty()) {
-        spec.key_paths = options.payload_fields;
-        return spec;
-    }
-    spec.ignore_paths = options.ignore_fields;
-    for (const auto* paths : {&options.key_fields})
-        spec.ignore_paths.insert(spec.ignore_paths.end(), paths->begin(), paths->end());
-    if (options.time_field) spec.ignore_paths.push_back(*options.time_field);
-    if (options.source_field) spec.ignore_paths.push_back(*options.source_field);
-    if (options.status_field) spec.ignore_paths.push_back(*options.status_field);
-    // Where a copy went and which attempt it was differ between copies of
-    // one event by design.
-    if (options.route_field) spec.ignore_paths.push_back(*options.route_field);
-    spec.ignore_paths.insert(spec.ignore_paths.end(), options.attempt_fields.begin(),
-                             options.attempt_fields.end());
-    // Fields that differ between deliveries of one request, whatever was
-    // sent: counted as payload, every retried group would read as key-reuse
-    // (docs/audit.md lists them; --payload chooses exactly what counts).
-    for (const char* name : record::k_volatile_fields)
-        spec.ignore_paths.push_back(record::FieldPath::parse(name));
-    spec.ignore_paths.insert(spec.ignore_paths.end(), options.row_identity_fields.begin(),
-                             options.row_identity_fields.end());
-    return spec;
-}
-
 class AuditRun {
 public:
     AuditRun(const AuditRunOptions& options, io::Diagnostics& diagnostics)
@@ -301,6 +261,8 @@ public:
             m_census.expect_path("--payload", path, Scope::event);
         for (const auto& path : options.ignore_fields)
             m_census.expect_path("--ignore", path, Scope::event);
+        for (const auto& path : options.volatile_fields)
+            m_census.expect_path("--volatile", path, Scope::event);
         if (options.status_field) m_census.expect_path("--status-field", *options.status_field);
         // Judged by check_paths(); here to tell a time that is not there
         // from one that does not read.
@@ -337,6 +299,7 @@ public:
             context.identified = m_identified;
             context.replayed = &m_replayed;
             if (!m_options.verdicts_uri.empty()) context.verdicts = &m_verdicts;
+            context.differences = &m_differences;
             // The input is read: the calling thread, which read it, is
             // free to explain partitions beside the workers.
             m_shelf = m_spill->explain_groups(std::move(context), summary,
@@ -345,10 +308,59 @@ public:
         }
         m_findings = explain_in_memory();
         m_findings.replayed = &m_replayed;
+        m_findings.differences = &m_differences;
         if (!m_options.verdicts_uri.empty()) m_findings.verdicts = &m_verdicts;
         summary = summarize(m_findings);
         m_shelf = std::make_unique<FindingsShelf>(m_findings);
         return *m_shelf;
+    }
+
+    // The fields that differ between the payloads of each group that mixes
+    // them: its first record against the first record of each other payload
+    // (up to three), read again from the files (docs/audit.md, "What
+    // differs"). Bounded: the first k_groups_compared such groups.
+    void compare_payloads(GroupShelf& groups) {
+        constexpr std::size_t k_payloads_compared = 3, k_groups_compared = 10'000;
+        struct Wanted {
+            std::string first;
+            std::vector<std::string> later;
+        };
+        std::vector<Wanted> wanted;
+        std::set<std::string> positions;
+        for (std::size_t g = 0; g < groups.size() && wanted.size() < k_groups_compared; ++g) {
+            auto [findings, group] = groups.at(g);
+            if (group.payloads < 2) continue;
+            Wanted one{findings.position(group.records.front()), {}};
+            std::set<std::uint64_t> seen{findings.attempts[group.records.front()].payload};
+            for (auto index : group.records)
+                if (one.later.size() < k_payloads_compared &&
+                    seen.insert(findings.attempts[index].payload).second)
+                    one.later.push_back(findings.position(index));
+            positions.insert(one.first);
+            positions.insert(one.later.begin(), one.later.end());
+            wanted.push_back(std::move(one));
+        }
+        if (wanted.empty()) return;
+        std::string unread;
+        auto payloads = detail::read_payloads_again(m_options, positions, unread);
+        if (!unread.empty())
+            m_diagnostics.warning({}, fmt::format("groups mix payloads, but {}", unread));
+        for (const auto& one : wanted) {
+            auto first = payloads.find(one.first);
+            if (first == payloads.end()) continue;
+            auto& comparisons = m_differences.by_first[one.first];
+            for (const auto& at : one.later) {
+                auto later = payloads.find(at);
+                if (later == payloads.end()) continue;
+                PayloadComparison comparison{one.first, at,
+                                             differences(first->second, later->second), 0};
+                if (comparison.fields.size() > k_differences_shown) {
+                    comparison.more = comparison.fields.size() - k_differences_shown;
+                    comparison.fields.resize(k_differences_shown);
+                }
+                comparisons.push_back(std::move(comparison));
+            }
+        }
     }
 
     [[nodiscard]] std::uint64_t rejected() const { return m_run ? m_run->rejects().count() : 0; }
@@ -389,8 +401,8 @@ private:
     }
 
     void read_records() {
-        auto states =
-            m_run->states([&] { return std::make_unique<WorkerState>(payload_spec(m_options)); });
+        auto states = m_run->states(
+            [&] { return std::make_unique<WorkerState>(detail::payload_spec(m_options)); });
         for (auto& state : states) // records and rows, one census
             state->parser.report_paths_to(&m_census);
         Run::Steps steps;
@@ -407,13 +419,7 @@ private:
 
     // CSV rows and query rows, as JSON objects, on this thread.
     void read_rows() {
-        auto options = m_options;
-        if (!options.sqlite_path.empty())
-            for (const auto& column :
-                 record::sqlite_primary_key_columns(options.sqlite_path, options.sqlite_query))
-                options.row_identity_fields.push_back(
-                    record::FieldPath::parse("/" + json_pointer_escape(column)));
-        WorkerState state(payload_spec(options));
+        WorkerState state(detail::payload_spec(m_options, detail::row_identity_of(m_options)));
         state.parser.report_paths_to(&m_census);
         std::string padded, texts;
         auto take_row = [&](std::string_view json, const record::RowPosition& position) {
@@ -746,6 +752,7 @@ private:
     Findings m_findings;
     ReplayLedger m_replayed; // --replay-ledger
     KeptVerdicts m_verdicts; // --verdicts
+    PayloadDifferences m_differences;
     detail::TextColumn m_keys, m_fingerprints;
     detail::Interner m_sources;
     std::optional<Spill> m_spill;
@@ -771,6 +778,7 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
     AuditRun run(options, diagnostics);
     FindingsSummary summary;
     auto& groups = run.find_groups(summary);
+    run.compare_payloads(groups);
     if (!options.what_if.ttls.empty() || options.what_if.suggest || !options.what_if.keys.empty()) {
         // One more pass over the groups (from the disk, when spilled).
         WhatIfJudge judge(options.what_if);

@@ -61,9 +61,9 @@ struct AuditRunOptions {
     // canonical record minus key, time, source and `ignore_fields`.
     std::vector<record::FieldPath> payload_fields;
     std::vector<record::FieldPath> ignore_fields;
-    // Columns that tell rows apart but say nothing of the event (a --sqlite
-    // query's primary key): never payload. Filled by run_audit.
-    std::vector<record::FieldPath> row_identity_fields;
+    // More fields that differ between deliveries of one request
+    // (--volatile), beside record/volatile_fields.hpp's: never payload.
+    std::vector<record::FieldPath> volatile_fields;
     ExplainOptions explain;
     ReportFormat format = ReportFormat::table;
     // The table's lines are cut to this many display columns (the

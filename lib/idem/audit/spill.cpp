@@ -280,6 +280,7 @@ public:
         m_current.identified = context.identified;
         m_current.replayed = context.replayed;
         m_current.verdicts = context.verdicts;
+        m_current.differences = context.differences;
     }
 
     [[nodiscard]] std::size_t size() const override { return m_shelf->index.size(); }

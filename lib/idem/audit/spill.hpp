@@ -60,6 +60,7 @@ public:
         std::uint64_t identified = 0; // records with an intent
         const ReplayLedger* replayed = nullptr;
         const KeptVerdicts* verdicts = nullptr;
+        const PayloadDifferences* differences = nullptr; // filled before rendering
     };
 
     // Finds and explains every group, partition by partition on `threads`

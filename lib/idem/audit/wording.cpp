@@ -245,6 +245,26 @@ std::optional<std::string> describe_verdicts(const Findings& findings, const Exp
     return text;
 }
 
+std::vector<std::string> describe_differences(const Findings& findings, const Explanation& group) {
+    std::vector<std::string> lines;
+    const auto* comparisons = findings.differences_of(group);
+    if (!comparisons) return lines;
+    for (const auto& comparison : *comparisons) {
+        auto names = position_names({comparison.later_at, comparison.first_at});
+        std::vector<std::string> fields;
+        for (const auto& field : comparison.fields)
+            fields.push_back(describe_difference(field));
+        if (comparison.more) fields.push_back(fmt::format("and {} more", comparison.more));
+        lines.push_back(
+            fields.empty()
+                ? fmt::format("{} against {}: the same when read again (did the "
+                              "file change?)",
+                              names[0], names[1])
+                : fmt::format("{} against {}: {}", names[0], names[1], fmt::join(fields, "; ")));
+    }
+    return lines;
+}
+
 std::string cause_list(const Explanation& group) {
     std::vector<std::string_view> names;
     for (const auto& evidence : group.causes)

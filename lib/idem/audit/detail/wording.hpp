@@ -31,6 +31,10 @@ namespace idem::audit::detail {
 [[nodiscard]] std::string describe_replay(const store::ReplayEntry& entry);
 // "2 valid, 1 invalid (line 9: replayed: ...)"; nullopt when verify kept no
 // verdict for any of the group's records.
+// "line 5 against line 1: request.id: "req_0a" -> "req_0b"": one line per
+// later payload of a group that mixes them, when its records were read again.
+[[nodiscard]] std::vector<std::string> describe_differences(const Findings& findings,
+                                                            const Explanation& group);
 [[nodiscard]] std::optional<std::string> describe_verdicts(const Findings& findings,
                                                            const Explanation& group);
 [[nodiscard]] std::string span_of(const Explanation& group);

@@ -1,0 +1,35 @@
+#pragma once
+// Internal to audit: what "the same payload" compares (run.cpp hashes it
+// per record), and the payloads of a few records read again, whole, for
+// the report's path-level differences (differences.hpp).
+
+#include "idem/audit/run.hpp"
+#include "idem/record/key.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <set>
+#include <string>
+
+namespace idem::audit::detail {
+
+// The fields a payload is compared on: --payload's, or every field but the
+// key, time, source, status, route, attempt counters, the volatile fields
+// (record/volatile_fields.hpp, and --volatile) and `row_identity`.
+[[nodiscard]] record::KeySpec payload_spec(const AuditRunOptions& options,
+                                           const std::vector<record::FieldPath>& row_identity = {});
+
+// A query's primary-key columns as field paths: they tell rows apart and
+// say nothing of the event.
+[[nodiscard]] std::vector<record::FieldPath> row_identity_of(const AuditRunOptions& options);
+
+// The payloads, as payload_spec() compares them, of the records at
+// `positions` ("events.ndjson:12", "service.db:row 3"), read again from
+// their files, CSV files and query. Standard input cannot be read twice:
+// `unread` then says so, and its records are missing from the answer.
+[[nodiscard]] std::map<std::string, nlohmann::json>
+read_payloads_again(const AuditRunOptions& options, const std::set<std::string>& positions,
+                    std::string& unread);
+
+} // namespace idem::audit::detail

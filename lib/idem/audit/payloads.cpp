@@ -1,0 +1,155 @@
+#include "idem/audit/detail/payloads.hpp"
+
+#include "idem/record/input.hpp"
+#include "idem/record/parser.hpp"
+#include "idem/record/rows.hpp"
+#include "idem/record/volatile_fields.hpp"
+
+namespace idem::audit::detail {
+
+namespace {
+
+// A column name as one JSON Pointer segment: '~' and '/' escaped.
+std::string json_pointer_escape(std::string_view name) {
+    std::string out;
+    for (char c : name) {
+        if (c == '~')
+            out += "~0";
+        else if (c == '/')
+            out += "~1";
+        else
+            out += c;
+    }
+    return out;
+}
+
+// The payload of the record `parser` holds, as JSON: the --payload values by
+// path, or the canonical event minus what is ignored.
+std::optional<nlohmann::json> payload_of(record::RecordParser& parser, const record::KeySpec& spec,
+                                         const record::IgnoredPaths& ignored) {
+    if (!spec.key_paths.empty()) {
+        auto values = nlohmann::json::object();
+        for (const auto& path : spec.key_paths) {
+            auto value = parser.find(path);
+            if (!value) continue;
+            values[path.text()] = value->type == record::FieldValue::Type::string
+                                      ? nlohmann::json(std::string(value->text))
+                                      : nlohmann::json::parse(value->text, nullptr, false);
+        }
+        return values;
+    }
+    auto canonical = parser.canonical_event(ignored);
+    if (!canonical) return std::nullopt;
+    auto json = nlohmann::json::parse(*canonical, nullptr, false);
+    if (json.is_discarded()) return std::nullopt;
+    return json;
+}
+
+} // namespace
+
+record::KeySpec payload_spec(const AuditRunOptions& options,
+                             const std::vector<record::FieldPath>& row_identity) {
+    record::KeySpec spec;
+    if (!options.payload_fields.empty()) {
+        spec.key_paths = options.payload_fields;
+        return spec;
+    }
+    spec.ignore_paths = options.ignore_fields;
+    spec.ignore_paths.insert(spec.ignore_paths.end(), options.key_fields.begin(),
+                             options.key_fields.end());
+    if (options.time_field) spec.ignore_paths.push_back(*options.time_field);
+    if (options.source_field) spec.ignore_paths.push_back(*options.source_field);
+    if (options.status_field) spec.ignore_paths.push_back(*options.status_field);
+    // Where a copy went and which attempt it was differ between copies of
+    // one event by design.
+    if (options.route_field) spec.ignore_paths.push_back(*options.route_field);
+    spec.ignore_paths.insert(spec.ignore_paths.end(), options.attempt_fields.begin(),
+                             options.attempt_fields.end());
+    // Fields that differ between deliveries of one request, whatever was
+    // sent: counted as payload, every retried group would read as key-reuse
+    // (docs/audit.md lists them; --payload chooses exactly what counts).
+    for (const char* name : record::k_volatile_fields)
+        spec.ignore_paths.push_back(record::FieldPath::parse(name));
+    spec.ignore_paths.insert(spec.ignore_paths.end(), options.volatile_fields.begin(),
+                             options.volatile_fields.end());
+    spec.ignore_paths.insert(spec.ignore_paths.end(), row_identity.begin(), row_identity.end());
+    return spec;
+}
+
+std::vector<record::FieldPath> row_identity_of(const AuditRunOptions& options) {
+    std::vector<record::FieldPath> paths;
+    if (!options.sqlite_path.empty())
+        for (const auto& column :
+             record::sqlite_primary_key_columns(options.sqlite_path, options.sqlite_query))
+            paths.push_back(record::FieldPath::parse("/" + json_pointer_escape(column)));
+    return paths;
+}
+
+std::map<std::string, nlohmann::json> read_payloads_again(const AuditRunOptions& options,
+                                                          const std::set<std::string>& positions,
+                                                          std::string& unread) {
+    std::map<std::string, nlohmann::json> payloads;
+    if (positions.empty()) return payloads;
+    auto file_of = [](const std::string& position) {
+        auto colon = position.rfind(':');
+        return position.substr(0, colon);
+    };
+    std::set<std::string> files;
+    for (const auto& position : positions)
+        files.insert(file_of(position));
+    record::RecordParser parser;
+    std::string at;
+    auto take = [&](const record::KeySpec& spec, const record::IgnoredPaths& ignored,
+                    std::string_view line, std::string position) {
+        if (!positions.count(position)) return;
+        if (parser.parse(line)) return;
+        if (auto payload = payload_of(parser, spec, ignored))
+            payloads.emplace(std::move(position), std::move(*payload));
+    };
+
+    if (options.read_records) {
+        auto spec = payload_spec(options);
+        record::IgnoredPaths ignored(spec.ignore_paths);
+        record::InputOptions input = options.input;
+        input.paths.clear();
+        for (const auto& path :
+             options.input.paths.empty() ? std::vector<std::string>{"-"} : options.input.paths) {
+            // Records from standard input are named "<stdin>" (record/input.cpp).
+            if (!files.count(path == "-" ? "<stdin>" : path)) continue;
+            if (path == "-") {
+                unread = "standard input cannot be read twice: give the log as a file to see "
+                         "which fields differ";
+                continue;
+            }
+            input.paths.push_back(path);
+        }
+        if (!input.paths.empty()) {
+            record::InputStream stream(input, nullptr);
+            while (auto record = stream.next()) {
+                if (record->oversized_bytes) continue;
+                at.assign(*record->source);
+                at += ':';
+                at += std::to_string(record->line);
+                take(spec, ignored, record->bytes, at);
+            }
+        }
+    }
+    auto row_spec = payload_spec(options, row_identity_of(options));
+    record::IgnoredPaths row_ignored(row_spec.ignore_paths);
+    std::string padded;
+    auto take_row = [&](std::string_view json, const record::RowPosition& position) {
+        padded.assign(json);
+        padded.append(io::k_padding_bytes, ' ');
+        at.assign(position.input);
+        at += position.row ? ":row " : ":";
+        at += std::to_string(position.number);
+        take(row_spec, row_ignored, std::string_view(padded).substr(0, json.size()), at);
+    };
+    for (const auto& path : options.csv_paths)
+        if (files.count(path)) record::read_csv_rows(path, take_row);
+    if (!options.sqlite_path.empty() && files.count(options.sqlite_path))
+        record::read_sqlite_rows(options.sqlite_path, options.sqlite_query, take_row);
+    return payloads;
+}
+
+} // namespace idem::audit::detail
