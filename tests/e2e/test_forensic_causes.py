@@ -1,9 +1,12 @@
 """Causes that never mislead (docs/audit.md, "Retry, replay or tampering"):
 each test is an incident the wrong cause once sent down the wrong path,
 run through the binary as a postmortem would."""
+import calendar
 import json
 import os
+import sqlite3
 import tempfile
+import time
 import unittest
 
 from harness import ROOT, run
@@ -194,6 +197,58 @@ class WhatDiffers(unittest.TestCase):
         code, _, err = run(["audit", "--key", "ticket_id", "--volatile", "delivery.tries", path])
         self.assertEqual(code, 3)
         self.assertIn("--volatile", err)
+
+
+class SqlRows(unittest.TestCase):
+    """`audit --sqlite` on the app's own table gives the causes the same rows
+    give as NDJSON: its times are read, however SQLite keeps them."""
+
+    ROWS = [  # key, created_at, worker, amount
+        ("k-ttl", "2026-11-30 09:00:00", "w1", 5), ("k-ttl", "2026-11-30 09:06:00", "w1", 5),
+        ("k-race", "2026-11-30 09:01:00", "w2", 7), ("k-race", "2026-11-30 09:01:00.300", "w3", 7),
+        ("k-reuse", "2026-11-30 09:02:00", "w1", 1), ("k-reuse", "2026-11-30 09:03:00", "w1", 2),
+        ("k-storm", "2026-11-30 10:00:00", "w4", 9), ("k-storm", "2026-11-30 10:00:01", "w4", 9),
+        ("k-storm", "2026-11-30 10:00:03", "w4", 9), ("k-storm", "2026-11-30 10:00:07", "w4", 9),
+    ]
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def causes(self, args):
+        code, out, err = run(["audit", "--key", "key", "--time-field", "created_at", "--source-field", "worker",
+                              "--ttl", "5m", "--format", "json", "-q", *args])
+        self.assertEqual(code, 1, err)
+        return {g["key"]: g["causes"] for g in json.loads(out)["groups"]}
+
+    def test_sqlite_rows_give_the_causes_their_ndjson_gives(self):
+        def epoch(text):  # SQLite's other habit: seconds since 1970, a number
+            whole = calendar.timegm(time.strptime(text[:19], "%Y-%m-%d %H:%M:%S"))
+            return whole + (0.3 if text.endswith(".300") else 0)
+
+        for kind, spell in (("text", lambda text: text), ("epoch", epoch)):
+            with self.subTest(created_at=kind):
+                db = os.path.join(self.tmp.name, f"app-{kind}.db")
+                with sqlite3.connect(db) as conn:
+                    conn.execute("create table events(id integer primary key, key text, created_at, worker text,"
+                                 " amount integer)")
+                    conn.executemany("insert into events(key, created_at, worker, amount) values (?,?,?,?)",
+                                     [(k, spell(t), w, a) for k, t, w, a in self.ROWS])
+                conn.close()
+                ndjson = os.path.join(self.tmp.name, f"app-{kind}.ndjson")
+                with open(ndjson, "w") as f:
+                    for n, (k, t, w, a) in enumerate(self.ROWS, 1):
+                        f.write(json.dumps({"id": n, "key": k, "created_at": spell(t), "worker": w,
+                                            "amount": a}) + "\n")
+                from_sql = self.causes(["--sqlite", db, "--query", "select * from events"])
+                from_ndjson = self.causes(["--ignore", "id", ndjson])
+                self.assertEqual(from_sql, from_ndjson)
+                self.assertEqual(from_sql["k-ttl"], ["ttl-expired"])
+                self.assertEqual(from_sql["k-race"], ["concurrent"])
+                self.assertEqual(from_sql["k-reuse"], ["key-reuse"])
+                self.assertIn("retry-storm", from_sql["k-storm"])
 
 
 def sample(*parts):
