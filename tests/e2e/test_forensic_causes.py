@@ -251,6 +251,72 @@ class SqlRows(unittest.TestCase):
                 self.assertIn("retry-storm", from_sql["k-storm"])
 
 
+class StatesMatrix(unittest.TestCase):
+    """The matrix, the table, Mermaid and DOT count what the findings say:
+    one judgement (docs/states.md, "Reports")."""
+
+    MACHINE = "samples/orders-machine.yaml"
+    # One log with every kind a transition can be judged.
+    EVENTS = [
+        ("o1", "pending", "", 1), ("o1", "paid", "confirm", 2),          # allowed
+        ("o2", "pending", "", 1), ("o2", "paid", "hack", 2),             # illegal: the wrong operation
+        ("o3", "pending", "", 1), ("o3", "refunded", "", 3),             # versions 2 never came: not judged
+        ("o4", "pending", "", 1), ("o4", "shipped", "", 2),              # illegal: not in the machine
+        ("o5", "pending", "", 1), ("o5", "cancelled", "cancel", 2), ("o5", "paid", "confirm", 3),  # after final
+        ("o6", "pending", "", 1), ("o6", "paid", "confirm", 2), ("o6", "refunded", "refund", 2),  # version conflict
+        ("o7", "pending", "", 1), ("o7", "lost", "", 2),                 # unknown state
+    ]
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.log = os.path.join(self.tmp.name, "orders.ndjson")
+        with open(self.log, "w") as f:
+            for n, (order, status, op, version) in enumerate(self.EVENTS):
+                event = {"order_id": order, "status": status, "version": version,
+                         "ts": f"2026-11-30T08:{n:02}:00Z"}
+                if op:
+                    event["op"] = op
+                f.write(json.dumps(event) + "\n")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def report(self, fmt):
+        code, out, err = run(["states", "--entity", "order_id", "--state", "status", "--event", "op",
+                              "--version-field", "version", "--machine", os.path.join(ROOT, self.MACHINE),
+                              "--store", ":memory:", "--format", fmt, "-q", self.log])
+        self.assertEqual(code, 1, err)
+        return out.decode()
+
+    def test_every_count_in_the_matrix_is_a_finding_s_count(self):
+        report = json.loads(self.report("json"))
+        edges = {(e["from"], e["to"]): e for e in report["transitions"]}
+        totals = {}
+        for edge in report["transitions"]:
+            for verdict, count in edge["judged"].items():
+                totals[verdict] = totals.get(verdict, 0) + count
+            self.assertEqual(edge["seen"], sum(edge["judged"].values()))
+        for finding in ("illegal", "after-final", "unknown-state"):
+            self.assertEqual(totals.get(finding, 0), report["findings"][finding], finding)
+        # o6's second version 2 waited beside the first to be put in order
+        # and was never applied: a finding, and no transition.
+        self.assertEqual(report["findings"]["version-conflict"], 1)
+        self.assertNotIn("version-conflict", totals)
+        self.assertEqual(totals["after-gap"], report["findings"]["version-gap"])
+        # pending -> paid: allowed by confirm, illegal by hack; the jump over
+        # the gap is not judged, whatever the machine says of the edge.
+        self.assertEqual(edges[("pending", "paid")]["judged"], {"allowed": 2, "illegal": 1})
+        self.assertEqual(edges[("pending", "refunded")]["judged"], {"after-gap": 1})
+        mermaid = self.report("mermaid")
+        self.assertRegex(mermaid, r"s0 --> s1 : 2 allowed, 1 illegal\n")
+        self.assertIn("1 after-gap (not judged) NOT IN THE MACHINE", mermaid)
+        dot = self.report("dot")
+        self.assertIn('"pending" -> "paid" [label="2 allowed, 1 illegal", color=red]', dot)
+        table = self.report("table")
+        self.assertRegex(table, r"pending +-> paid +3  2 allowed, 1 illegal\n")
+        self.assertRegex(table, r"pending +-> refunded +1  1 after-gap \(not judged\)  \(not in the machine\)")
+
+
 def sample(*parts):
     return os.path.join(ROOT, "samples", *parts)
 

@@ -37,7 +37,7 @@ Checker::Checker(const Machine& machine, bool track_changes)
     }
     m_dense = static_cast<std::uint32_t>(m_names.size());
     m_dense_allowed.assign(std::size_t{m_dense} * m_dense, 0);
-    m_dense_transitions.assign(std::size_t{m_dense} * m_dense, 0);
+    m_dense_transitions.assign(std::size_t{m_dense} * m_dense, TransitionCounts{});
 }
 
 std::uint32_t Checker::intern(std::string_view name) {
@@ -70,12 +70,36 @@ Checker::Allowed Checker::allowed_edge(std::uint32_t from, std::uint32_t to) {
     return found->second;
 }
 
-void Checker::count_transition(std::uint32_t from, std::uint32_t to) {
-    if (from < m_dense && to < m_dense)
-        ++m_dense_transitions[std::size_t{from} * m_dense + to];
-    else
-        ++m_transitions[(static_cast<std::uint64_t>(from) << 32) | to];
+void Checker::count_transition(std::uint32_t from, std::uint32_t to, Verdict verdict) {
+    auto& counts = from < m_dense && to < m_dense
+                       ? m_dense_transitions[std::size_t{from} * m_dense + to]
+                       : m_transitions[(static_cast<std::uint64_t>(from) << 32) | to];
+    ++counts.by_verdict[static_cast<std::size_t>(verdict)];
 }
+
+namespace {
+
+// The verdict on a transition, from its event's judgement: its first
+// finding (each speaks of the transition), else allowed, or not judged.
+Verdict verdict_of(const Judgement& judgement, bool judged) {
+    if (judgement.findings.empty()) return judged ? Verdict::allowed : Verdict::after_gap;
+    switch (judgement.findings.front()) {
+    case Finding::illegal:
+        return Verdict::illegal;
+    case Finding::repeated:
+        return Verdict::repeated;
+    case Finding::after_final:
+        return Verdict::after_final;
+    case Finding::version_conflict:
+        return Verdict::version_conflict;
+    case Finding::unknown_state:
+        return Verdict::unknown_state;
+    default:
+        return judged ? Verdict::allowed : Verdict::after_gap;
+    }
+}
+
+} // namespace
 
 void Checker::count_operation(std::uint32_t from, std::uint32_t to, std::string_view operation) {
     auto edge = (static_cast<std::uint64_t>(from) << 32) | to;
@@ -143,9 +167,9 @@ Judgement Checker::judge(const Event& event, std::uint32_t id) {
                             quote(event.entity), quote(event.state)));
     } else {
         judgement.from = from_name;
-        count_transition(state.state, to);
         if (!event.operation.empty()) count_operation(state.state, to, event.operation);
         bool after_final = m_facts[state.state].final;
+        bool judged = true;
         if (after_final)
             add(judgement, Finding::after_final,
                 fmt::format("{} came after the final state {}", quote(event.state),
@@ -162,6 +186,7 @@ Judgement Checker::judge(const Event& event, std::uint32_t id) {
         } else if (state.after_gap) {
             // Versions went missing just before: the transitions they made
             // are unknown, so this one is not judged (the gap was reported).
+            judged = false;
         } else if (!after_final && to == state.state) {
             // The seed's "a repeated 'start processing' on a ticket already
             // processing": allowed only where the machine says so.
@@ -173,6 +198,8 @@ Judgement Checker::judge(const Event& event, std::uint32_t id) {
                 fmt::format("{} -> {}{} is not allowed", from_name, event.state,
                             with_operation(event.operation)));
         }
+        // The matrix counts what the findings say: one judgement.
+        count_transition(state.state, to, verdict_of(judgement, judged));
     }
     // After a final state the entity stays there: what follows is judged
     // as after-final, not as a life that went on.
@@ -319,9 +346,10 @@ Observed Checker::observed() const {
     Observed observed;
     for (std::uint32_t from = 0; from < m_dense; ++from)
         for (std::uint32_t to = 0; to < m_dense; ++to)
-            if (auto count = m_dense_transitions[std::size_t{from} * m_dense + to])
+            if (const auto& counts = m_dense_transitions[std::size_t{from} * m_dense + to];
+                counts.total() > 0)
                 observed.transitions[{std::string(m_names[from]), std::string(m_names[to])}] +=
-                    count;
+                    counts;
     for (const auto& [edge, count] : m_transitions)
         observed.transitions[{std::string(m_names[edge >> 32]),
                               std::string(m_names[edge & 0xffffffffU])}] += count;

@@ -176,7 +176,7 @@ private:
     std::uint32_t intern(std::string_view name);
     [[nodiscard]] bool allows(std::uint32_t from, std::uint32_t to, std::string_view operation);
     [[nodiscard]] Allowed allowed_edge(std::uint32_t from, std::uint32_t to);
-    void count_transition(std::uint32_t from, std::uint32_t to);
+    void count_transition(std::uint32_t from, std::uint32_t to, Verdict verdict);
     void count_operation(std::uint32_t from, std::uint32_t to, std::string_view operation);
     void add(Judgement& judgement, Finding finding, std::string detail);
     void changed(std::uint32_t id);
@@ -199,10 +199,10 @@ private:
     // are kept in from * m_dense + to tables; others in the maps below.
     std::uint32_t m_dense = 0;
     std::vector<std::uint8_t> m_dense_allowed; // Allowed + 1; 0: not asked yet
-    std::vector<std::uint64_t> m_dense_transitions;
+    std::vector<TransitionCounts> m_dense_transitions;
     std::unordered_map<std::uint64_t, Allowed> m_allowed; // from << 32 | to
     std::vector<std::uint32_t> m_changed;
-    std::unordered_map<std::uint64_t, std::uint64_t> m_transitions; // from << 32 | to
+    std::unordered_map<std::uint64_t, TransitionCounts> m_transitions; // from << 32 | to
     // Transitions made by an event naming its operation (--event): from and
     // to as in m_transitions, then the operation's id in m_operation_ids.
     // Operations are not interned with the states: interning moves m_names,

@@ -222,6 +222,26 @@ Machine parse_allow(std::string_view spec, const std::vector<std::string>& initi
     return machine;
 }
 
+std::string_view verdict_name(Verdict verdict) {
+    switch (verdict) {
+    case Verdict::allowed:
+        return "allowed";
+    case Verdict::illegal:
+        return "illegal";
+    case Verdict::repeated:
+        return "repeated";
+    case Verdict::after_final:
+        return "after-final";
+    case Verdict::version_conflict:
+        return "version-conflict";
+    case Verdict::unknown_state:
+        return "unknown-state";
+    case Verdict::after_gap:
+        return "after-gap";
+    }
+    return "allowed";
+}
+
 std::string learned_machine_yaml(const Observed& observed) {
     std::set<std::string> states;
     for (const auto& [edge, count] : observed.transitions) {
@@ -261,8 +281,9 @@ std::string learned_machine_yaml(const Observed& observed) {
     auto times = [](std::uint64_t count) {
         return fmt::format("{} time{}", count, count == 1 ? "" : "s");
     };
-    for (const auto& [edge, count] : observed.transitions) {
+    for (const auto& [edge, counts] : observed.transitions) {
         const auto& [from, to] = edge;
+        auto count = counts.total();
         // With --event, one transition per operation that made it; events
         // without one need the edge open to any operation.
         std::uint64_t labelled = 0;

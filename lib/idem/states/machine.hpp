@@ -3,6 +3,7 @@
 // states, which are initial and final, and the transitions allowed, each
 // optionally labelled with the operation that makes it (the seed's table).
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -68,8 +69,45 @@ private:
 
 // What a log showed (`states --learn`): every transition seen with its
 // count, as a machine file to review and commit.
+// How the checker judged a transition it saw, the one judgement its
+// findings come from: the event's first finding when it speaks of the
+// transition, else allowed, or not judged when versions went missing just
+// before it (the path between is unknown; the gap is the finding).
+enum class Verdict : std::uint8_t {
+    allowed,
+    illegal,
+    repeated,
+    after_final,
+    version_conflict,
+    unknown_state,
+    after_gap
+};
+inline constexpr std::size_t k_verdicts = 7;
+// "allowed", "illegal", ..., "after-gap": for reports.
+[[nodiscard]] std::string_view verdict_name(Verdict verdict);
+
+// A transition's count, by verdict.
+struct TransitionCounts {
+    std::array<std::uint64_t, k_verdicts> by_verdict{};
+    [[nodiscard]] std::uint64_t total() const {
+        std::uint64_t sum = 0;
+        for (auto count : by_verdict)
+            sum += count;
+        return sum;
+    }
+    [[nodiscard]] std::uint64_t operator[](Verdict verdict) const {
+        return by_verdict[static_cast<std::size_t>(verdict)];
+    }
+    bool operator==(const TransitionCounts&) const = default;
+    TransitionCounts& operator+=(const TransitionCounts& other) {
+        for (std::size_t i = 0; i < k_verdicts; ++i)
+            by_verdict[i] += other.by_verdict[i];
+        return *this;
+    }
+};
+
 struct Observed {
-    std::map<std::pair<std::string, std::string>, std::uint64_t> transitions;
+    std::map<std::pair<std::string, std::string>, TransitionCounts> transitions;
     // Of those, the ones an event naming its operation made (--event):
     // from, to, operation.
     std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> operations;

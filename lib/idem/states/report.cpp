@@ -22,7 +22,7 @@ std::vector<std::string> all_states(const ReportData& data) {
     auto add = [&](const std::string& state) {
         if (std::find(states.begin(), states.end(), state) == states.end()) states.push_back(state);
     };
-    for (const auto& [edge, count] : data.observed.transitions) {
+    for (const auto& [edge, counts] : data.observed.transitions) {
         add(edge.first);
         add(edge.second);
     }
@@ -33,9 +33,25 @@ std::vector<std::string> all_states(const ReportData& data) {
 
 struct Edge {
     std::string from, to;
-    bool allowed = false;
-    std::uint64_t seen = 0;
+    bool allowed = false;    // the machine declares it, for some operation
+    TransitionCounts judged; // what the findings say of each time it was seen
+    [[nodiscard]] std::uint64_t seen() const { return judged.total(); }
+    // Seen, and judged anything but allowed: drawn red.
+    [[nodiscard]] bool faulted() const { return seen() > judged[Verdict::allowed]; }
 };
+
+// "3", or "1 allowed, 1 illegal", "1 after-gap (not judged)": the counts
+// by verdict, as the findings count them.
+std::string judged_label(const Edge& edge) {
+    if (!edge.faulted()) return std::to_string(edge.seen());
+    std::vector<std::string> parts;
+    for (std::size_t v = 0; v < k_verdicts; ++v)
+        if (auto count = edge.judged.by_verdict[v])
+            parts.push_back(
+                fmt::format("{} {}{}", count, verdict_name(static_cast<Verdict>(v)),
+                            static_cast<Verdict>(v) == Verdict::after_gap ? " (not judged)" : ""));
+    return fmt::format("{}", fmt::join(parts, ", "));
+}
 
 // Allowed transitions and seen ones, each once.
 std::vector<Edge> edges_of(const ReportData& data) {
@@ -46,11 +62,11 @@ std::vector<Edge> edges_of(const ReportData& data) {
         edge.to = transition.to;
         edge.allowed = true;
     }
-    for (const auto& [pair, count] : data.observed.transitions) {
+    for (const auto& [pair, counts] : data.observed.transitions) {
         auto& edge = edges[pair];
         edge.from = pair.first;
         edge.to = pair.second;
-        edge.seen += count;
+        edge.judged += counts;
     }
     std::vector<Edge> list;
     for (auto& [key, edge] : edges)
@@ -73,8 +89,11 @@ void render_dot(const ReportData& data, std::string& out) {
         out += fmt::format("  {} [label={}{}];\n", dot_quoted(state), dot_quoted(state), style);
     }
     for (const auto& edge : edges_of(data)) {
-        auto label = edge.seen > 0 ? std::to_string(edge.seen) : std::string();
-        auto style = edge.allowed ? (edge.seen ? "" : ", color=gray") : ", color=red, style=dashed";
+        auto label = edge.seen() > 0 ? judged_label(edge) : std::string();
+        auto style = !edge.allowed    ? ", color=red, style=dashed"
+                     : edge.faulted() ? ", color=red"
+                     : edge.seen()    ? ""
+                                      : ", color=gray";
         out += fmt::format("  {} -> {} [label={}{}];\n", dot_quoted(edge.from), dot_quoted(edge.to),
                            dot_quoted(label), style);
     }
@@ -97,8 +116,8 @@ void render_mermaid(const ReportData& data, std::string& out) {
     for (const auto& state : data.machine->final)
         out += fmt::format("    {} --> [*]\n", mermaid_id(states, state));
     for (const auto& edge : edges_of(data)) {
-        std::string label = edge.seen > 0 ? fmt::format("{}", edge.seen) : std::string("0");
-        if (!edge.allowed) label += " NOT ALLOWED";
+        auto label = judged_label(edge);
+        if (!edge.allowed) label += " NOT IN THE MACHINE";
         out += fmt::format("    {} --> {} : {}\n", mermaid_id(states, edge.from),
                            mermaid_id(states, edge.to), label);
     }
@@ -126,7 +145,7 @@ std::string svg_of(const ReportData& data) {
     for (const auto& edge : edges_of(data)) {
         auto [x1, y1] = at[edge.from];
         auto [x2, y2] = at[edge.to];
-        auto colour = edge.allowed ? (edge.seen ? "#333" : "#bbb") : "#d62728";
+        auto colour = !edge.allowed || edge.faulted() ? "#d62728" : edge.seen() ? "#333" : "#bbb";
         auto dash = edge.allowed ? "" : " stroke-dasharray=\"6 4\"";
         auto css = edge.allowed ? "edge allowed" : "edge forbidden";
         if (edge.from == edge.to) {
@@ -134,9 +153,9 @@ std::string svg_of(const ReportData& data) {
                 "<circle class=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"16\" fill=\"none\" "
                 "stroke=\"{}\"{}/>",
                 css, x1, y1 - node - 10, colour, dash);
-            if (edge.seen > 0)
+            if (edge.seen() > 0)
                 out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", x1 + 18,
-                                   y1 - node - 22, edge.seen);
+                                   y1 - node - 22, judged_label(edge));
             continue;
         }
         double dx = x2 - x1, dy = y2 - y1, length = std::max(1.0, std::hypot(dx, dy));
@@ -148,10 +167,10 @@ std::string svg_of(const ReportData& data) {
         out += fmt::format("<path class=\"{}\" d=\"M {:.1f} {:.1f} Q {:.1f} {:.1f} {:.1f} {:.1f}\" "
                            "fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"{} "
                            "marker-end=\"url(#arrow)\"/>",
-                           css, sx, sy, mx, my, ex, ey, colour, edge.seen ? 2 : 1, dash);
-        if (edge.seen > 0 || !edge.allowed)
+                           css, sx, sy, mx, my, ex, ey, colour, edge.seen() ? 2 : 1, dash);
+        if (edge.seen() > 0 || !edge.allowed)
             out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{}</text>", mx, my,
-                               colour, edge.seen);
+                               colour, judged_label(edge));
     }
     for (const auto& state : states) {
         auto [x, y] = at[state];
@@ -177,9 +196,17 @@ nlohmann::ordered_json json_of(const ReportData& data) {
     for (std::size_t i = 0; i < k_finding_kinds; ++i)
         findings[std::string(finding_name(static_cast<Finding>(i)))] = data.counts[i];
     auto& matrix = json["transitions"] = nlohmann::ordered_json::array();
-    for (const auto& edge : edges_of(data))
-        matrix.push_back(
-            {{"from", edge.from}, {"to", edge.to}, {"allowed", edge.allowed}, {"seen", edge.seen}});
+    for (const auto& edge : edges_of(data)) {
+        auto judged = nlohmann::ordered_json::object();
+        for (std::size_t v = 0; v < k_verdicts; ++v)
+            if (auto count = edge.judged.by_verdict[v])
+                judged[std::string(verdict_name(static_cast<Verdict>(v)))] = count;
+        matrix.push_back({{"from", edge.from},
+                          {"to", edge.to},
+                          {"allowed", edge.allowed},
+                          {"seen", edge.seen()},
+                          {"judged", std::move(judged)}});
+    }
     auto& worst = json["worst"] = nlohmann::ordered_json::array();
     for (const auto& entity : data.worst) {
         nlohmann::ordered_json item;
@@ -219,14 +246,18 @@ void render_text(const ReportData& data, std::string& out, bool markdown) {
         out += markdown ? fmt::format("| {} | {} |\n", name, data.counts[i])
                         : fmt::format("  {:<18} {}\n", name, data.counts[i]);
     }
-    out += markdown ? "\n## Transitions\n\n| from | to | seen | allowed |\n|---|---|---|---|\n"
-                    : "\ntransitions (seen / allowed)\n";
+    out += markdown ? "\n## Transitions\n\n| from | to | seen | judged | in the machine |\n"
+                      "|---|---|---|---|---|\n"
+                    : "\ntransitions (seen, as the findings judged them)\n";
     for (const auto& edge : edges_of(data)) {
         auto from = text(edge.from), to = text(edge.to);
-        out += markdown ? fmt::format("| {} | {} | {} | {} |\n", from, to, edge.seen,
+        auto judged = edge.seen() == 0 ? std::string("-") : judged_label(edge);
+        out += markdown ? fmt::format("| {} | {} | {} | {} | {} |\n", from, to, edge.seen(),
+                                      edge.faulted() ? "**" + judged + "**" : judged,
                                       edge.allowed ? "yes" : "**no**")
-                        : fmt::format("  {:<16} -> {:<16} {:>8}  {}\n", from, to, edge.seen,
-                                      edge.allowed ? "" : "NOT ALLOWED");
+                        : fmt::format("  {:<16} -> {:<16} {:>8}{}{}\n", from, to, edge.seen(),
+                                      edge.faulted() ? "  " + judged : std::string(),
+                                      edge.allowed ? "" : "  (not in the machine)");
     }
     if (data.worst.empty()) return;
     out += markdown ? "\n## Worst entities\n" : "\nworst entities\n";
@@ -278,10 +309,13 @@ void render_html(const ReportData& data, std::string& out) {
     out += "</tbody></table><h2>The machine, with what the log did</h2>";
     out += svg_of(data);
     out += "<table id=\"transitions-table\"><thead><tr><th>from</th><th>to</th><th>seen</th>"
-           "<th>allowed</th></tr></thead><tbody>";
+           "<th>judged</th><th>in the machine</th></tr></thead><tbody>";
     for (const auto& edge : edges_of(data))
-        out += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td{}>{}</td></tr>",
-                           html_escape(edge.from), html_escape(edge.to), edge.seen,
+        out += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td{}>{}</td>"
+                           "<td{}>{}</td></tr>",
+                           html_escape(edge.from), html_escape(edge.to), edge.seen(),
+                           edge.faulted() ? " class=\"no\"" : "",
+                           edge.seen() ? judged_label(edge) : "-",
                            edge.allowed ? "" : " class=\"no\"", edge.allowed ? "yes" : "no");
     out += "</tbody></table>";
     if (!data.worst.empty()) {

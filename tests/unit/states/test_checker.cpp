@@ -56,7 +56,7 @@ TEST_CASE("each finding, judged in order") {
     CHECK(feed("o5", "pending") == Findings{Finding::repeated});
     CHECK(checker.counts()[static_cast<std::size_t>(Finding::after_final)] == 2);
     auto observed = checker.observed();
-    CHECK(observed.transitions.at({"pending", "paid"}) == 2);
+    CHECK(observed.transitions.at({"pending", "paid"}).total() == 2);
     CHECK(observed.first_states.at("pending") == 3);
 }
 
@@ -144,8 +144,8 @@ TEST_CASE("a state the worker resolved is judged as the same name the checker in
     }
     CHECK(resolved.observed().transitions == named.observed().transitions);
     // Transitions between undeclared names are counted too.
-    CHECK(resolved.observed().transitions.at({"lost", "found"}) == 1);
-    CHECK(resolved.observed().transitions.at({"paid", "lost"}) == 1);
+    CHECK(resolved.observed().transitions.at({"lost", "found"}).total() == 1);
+    CHECK(resolved.observed().transitions.at({"paid", "lost"}).total() == 1);
 }
 
 TEST_CASE("a judgement's previous state outlives the names interned after it") {
@@ -223,4 +223,25 @@ TEST_CASE("a machine learned from hostile names checks its own log with no findi
     auto learned = parse_machine_text(yaml, "learned.yaml");
     Checker checker(learned, false);
     CHECK(feed(checker) == 0);
+}
+
+TEST_CASE("each transition is counted under the verdict its findings give it") {
+    auto machine = orders();
+    Checker checker(machine, false);
+    Feed feed{checker};
+    feed("o1", "pending", "", 1);
+    feed("o1", "paid", "confirm", 2);
+    feed("o2", "pending", "", 1);
+    CHECK(feed("o2", "paid", "hack", 2) == Findings{Finding::illegal}); // the wrong operation
+    feed("o3", "pending", "", 1);
+    checker.gap("o3", 2, 2);
+    CHECK(feed("o3", "shipped", "", 3) == Findings{}); // not judged: the path is unknown
+    auto pending_paid = checker.observed().transitions.at({"pending", "paid"});
+    CHECK(pending_paid[Verdict::allowed] == 1);
+    CHECK(pending_paid[Verdict::illegal] == 1);
+    auto across_gap = checker.observed().transitions.at({"pending", "shipped"});
+    CHECK(across_gap[Verdict::after_gap] == 1);
+    CHECK(across_gap.total() == 1);
+    CHECK(checker.counts()[static_cast<std::size_t>(Finding::illegal)] ==
+          pending_paid[Verdict::illegal]);
 }

@@ -62,8 +62,8 @@ TEST_CASE("the inline form finds where entities start and end") {
 
 TEST_CASE("a learned machine reads back as a machine") {
     Observed observed;
-    observed.transitions[{"pending", "paid"}] = 5;
-    observed.transitions[{"paid", "shipped"}] = 4;
+    observed.transitions[{"pending", "paid"}].by_verdict[0] = 5;
+    observed.transitions[{"paid", "shipped"}].by_verdict[0] = 4;
     observed.first_states["pending"] = 5;
     observed.last_states["shipped"] = 4;
     observed.last_states["paid"] = 1;
@@ -76,9 +76,9 @@ TEST_CASE("a learned machine reads back as a machine") {
 
 TEST_CASE("a learned machine keeps each transition's operation") {
     Observed observed;
-    observed.transitions[{"pending", "paid"}] = 3;
+    observed.transitions[{"pending", "paid"}].by_verdict[0] = 3;
     observed.operations[{"pending", "paid", "confirm"}] = 2;
-    observed.transitions[{"paid", "refunded"}] = 1;
+    observed.transitions[{"paid", "refunded"}].by_verdict[0] = 1;
     observed.operations[{"paid", "refunded", "refund"}] = 1;
     observed.first_states["pending"] = 3;
     observed.last_states["refunded"] = 1;
