@@ -39,6 +39,7 @@ struct ReconcileOptions {
     std::vector<std::string> filters;
     std::string store;
     std::string scope;
+    std::string remember;
     std::string lock_timeout = "60s";
     std::uint64_t spill_after = 2'000'000;
     std::string spill_dir;
@@ -195,6 +196,14 @@ int run_reconcile_command(const ReconcileOptions& options) {
     }
     if (!options.scope.empty() && options.store.empty())
         throw UsageError("--scope names the flow's pending keys in a --store: give --store too");
+    if (!options.remember.empty()) {
+        if (options.store.empty())
+            throw UsageError("--remember keeps settled keys in a --store: give --store too");
+        run.remember = parse_duration(options.remember);
+        if (run.remember.count() < 0)
+            throw UsageError(fmt::format("--remember {}: give a duration (7d; 0 for none)",
+                                         quote(options.remember)));
+    }
     run.lock_timeout = parse_duration(options.lock_timeout);
     run.spill_after = options.spill_after;
     if (!options.spill_dir.empty()) run.spill_directory = options.spill_dir;
@@ -338,6 +347,11 @@ void register_reconcile(CLI::App& app, std::function<int()>& action) {
                         "T+1: keep the keys still within --grace at the end in this store (PATH "
                         "to SQLite, redis://host:port), and match them in the next run; each "
                         "loss is then reported once");
+    command->add_option("--remember", options->remember,
+                        "with --store: remember the keys each run settled this long (default 7d; "
+                        "0: not), so a key seen again in a later run is 'duplicated (first "
+                        "processed DATE)', and one seen only downstream an orphan only when no "
+                        "earlier run saw it upstream");
     command->add_option("--scope", options->scope,
                         "the flow's name in the --store (default: the stage names, a>b>c)");
     add_lock_timeout_option(*command, options->lock_timeout);

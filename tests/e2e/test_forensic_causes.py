@@ -317,6 +317,61 @@ class StatesMatrix(unittest.TestCase):
         self.assertRegex(table, r"pending +-> refunded +1  1 after-gap \(not judged\)  \(not in the machine\)")
 
 
+class ReconcileNextDay(unittest.TestCase):
+    """T+1: a key an earlier run processed is not new when it comes again."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.store = os.path.join(self.tmp.name, "reconcile.db")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def day(self, name, sent, charged, *args):
+        paths = []
+        for stage, events in (("sent", sent), ("charges", charged)):
+            path = os.path.join(self.tmp.name, f"{name}-{stage}.ndjson")
+            with open(path, "w") as f:
+                f.writelines(json.dumps({"order": order, "ts": ts}) + "\n" for order, ts in events)
+            paths.append(path)
+        code, out, err = run(["reconcile", "--stage", f"sent={paths[0]}", "--stage", f"charges={paths[1]}",
+                              "--key", "order", "--time", "ts", "--grace", "1h", "--store", self.store,
+                              "--report", "json", "-q", *args])
+        self.assertIn(code, (0, 1), err)
+        return code, json.loads(out)
+
+    def test_an_order_charged_again_the_next_day_is_a_duplicate_not_an_orphan(self):
+        # Day 1: ord_1 and ord_2 sent and charged. Day 2: ord_3 sent and
+        # charged, and ord_1 charged again with no new send (the workflow
+        # resumed overnight with a regenerated idempotency key).
+        self.day("d1", [("ord_1", "2026-11-30T09:00:00Z"), ("ord_2", "2026-11-30T09:05:00Z")],
+                 [("ord_1", "2026-11-30T09:00:02Z"), ("ord_2", "2026-11-30T09:05:02Z")])
+        code, report = self.day("d2", [("ord_3", "2026-12-01T09:00:00Z")],
+                                [("ord_3", "2026-12-01T09:00:02Z"), ("ord_1", "2026-12-01T08:10:00Z")])
+        self.assertEqual(code, 1)
+        self.assertEqual(report["findings"]["orphan"]["count"], 0, report)
+        self.assertEqual(report["findings"]["duplicated"]["count"], 1)
+        (example,) = report["findings"]["duplicated"]["examples"]
+        self.assertEqual((example["key"], example["stage"]), ("ord_1", "charges"))
+        self.assertIn("first processed there 2026-11-30T09:00:02", example["why"])
+
+    def test_a_redelivery_of_an_order_processed_yesterday_is_no_loss(self):
+        self.day("d1", [("ord_1", "2026-11-30T09:00:00Z")], [("ord_1", "2026-11-30T09:00:02Z")])
+        code, report = self.day("d2", [("ord_1", "2026-12-01T09:00:00Z"), ("ord_4", "2026-12-01T09:00:00Z")],
+                                [("ord_4", "2026-12-01T12:00:02Z")])
+        self.assertEqual(report["findings"]["lost"]["count"], 0, report)
+        self.assertEqual(report["findings"]["duplicated"]["count"], 1)
+
+    def test_past_remember_a_key_seen_again_is_new(self):
+        self.day("d1", [("ord_1", "2026-11-30T09:00:00Z")], [("ord_1", "2026-11-30T09:00:02Z")],
+                 "--remember", "1h")
+        code, report = self.day("d2", [("ord_3", "2026-12-01T09:00:00Z")],
+                                [("ord_3", "2026-12-01T09:00:02Z"), ("ord_1", "2026-12-01T08:10:00Z")],
+                                "--remember", "1h")
+        self.assertEqual(report["findings"]["orphan"]["count"], 1)
+        self.assertEqual(report["findings"]["duplicated"]["count"], 0)
+
+
 def sample(*parts):
     return os.path.join(ROOT, "samples", *parts)
 

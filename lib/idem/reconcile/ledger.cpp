@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <iterator>
 #include <tuple>
 
 namespace idem::reconcile {
@@ -80,6 +81,57 @@ std::optional<CarriedKey> decode_carried(std::string key, std::string_view bytes
         return std::nullopt;
     carried.group = std::string(bytes);
     return carried;
+}
+
+std::string encode_remembered(const RememberedKey& remembered) {
+    std::string out;
+    auto put = [&](auto number) {
+        out.append(reinterpret_cast<const char*>(&number), sizeof number);
+    };
+    put(static_cast<std::uint8_t>(1)); // layout version
+    put(static_cast<std::uint8_t>(remembered.stages.size()));
+    for (const auto& stage : remembered.stages) {
+        put(stage.count);
+        put(stage.first_us);
+    }
+    put(remembered.settled_us);
+    put(remembered.run);
+    return out;
+}
+
+std::optional<RememberedKey> decode_remembered(std::string_view bytes, std::size_t stages) {
+    auto take = [&](auto& number) {
+        if (bytes.size() < sizeof number) return false;
+        std::memcpy(&number, bytes.data(), sizeof number);
+        bytes.remove_prefix(sizeof number);
+        return true;
+    };
+    std::uint8_t layout = 0, count = 0;
+    if (!take(layout) || layout != 1 || !take(count) || count != stages) return std::nullopt;
+    RememberedKey remembered;
+    remembered.stages.resize(count);
+    for (auto& stage : remembered.stages)
+        if (!take(stage.count) || !take(stage.first_us)) return std::nullopt;
+    if (!take(remembered.settled_us) || !take(remembered.run) || !bytes.empty())
+        return std::nullopt;
+    return remembered;
+}
+
+void RememberedKeys::add(std::string_view key, const RememberedKey& remembered) {
+    auto [index, added] = m_keys.find_or_add(key);
+    if (added) {
+        m_stage_rows.resize(m_stage_rows.size() + m_stages);
+        m_settled_us.push_back(0);
+    }
+    for (std::size_t s = 0; s < m_stages && s < remembered.stages.size(); ++s)
+        m_stage_rows[std::size_t{index} * m_stages + s] = remembered.stages[s];
+    m_settled_us[index] = remembered.settled_us;
+}
+
+std::optional<RememberedKeys::View> RememberedKeys::find(std::string_view key) const {
+    auto index = m_keys.find(key);
+    if (!index) return std::nullopt;
+    return View{m_stage_rows.data() + std::size_t{*index} * m_stages, m_settled_us[*index]};
 }
 
 Ledger::Ledger(LedgerOptions options)
@@ -196,13 +248,37 @@ Reconciliation Ledger::judge(std::optional<Timestamp> now) const {
         reported_now = 0;
         bool pending = false;
         std::size_t first_stage = stages;
+        // What earlier runs settled of this key, if they did.
+        std::optional<RememberedKeys::View> before;
+        if (m_options.remembered) {
+            before = m_options.remembered->find(key);
+            if (before && have_now && before->settled_us != 0 &&
+                now_us - before->settled_us > m_options.remember.count())
+                before.reset(); // remembered too long ago: new again
+        }
+        if (before) ++result.seen_before;
+        auto earlier_at = [&](std::size_t s) { return before && before->stages[s].count > 0; };
+        auto processed_on = [&](std::size_t s) {
+            auto first_us = before->stages[s].first_us;
+            return first_us != 0 ? format_rfc3339(Timestamp(Duration(first_us)))
+                                 : std::string("in an earlier run");
+        };
         for (std::size_t s = 0; s < stages; ++s) {
             const auto& seen = at(index, s);
             if (seen.count == 0) continue;
             if (first_stage == stages) first_stage = s;
             auto& figures = result.stages[s];
             ++figures.keys;
-            if (seen.count > 1 && !already(1U << s)) {
+            if (earlier_at(s) && !already(1U << s)) {
+                // Settled by an earlier run, and here again.
+                ++figures.duplicated_keys;
+                figures.extra_copies += seen.count;
+                note(Finding::duplicated, key, s,
+                     fmt::format("{} more cop{} at {}, first processed there {} (an earlier "
+                                 "run)",
+                                 seen.count, seen.count == 1 ? "y" : "ies", m_options.stages[s],
+                                 processed_on(s)));
+            } else if (seen.count > 1 && !already(1U << s)) {
                 ++figures.duplicated_keys;
                 figures.extra_copies += seen.count - 1;
                 auto upstream = s > 0 ? at(index, s - 1).count : 0;
@@ -213,7 +289,11 @@ Reconciliation Ledger::judge(std::optional<Timestamp> now) const {
                          : fmt::format("{} copies at {}", seen.count, m_options.stages[s]));
             }
         }
-        if (first_stage > 0 && first_stage < stages && !already(k_reported_orphan)) {
+        bool seen_upstream_before = false;
+        for (std::size_t s = 0; s < first_stage && s < stages; ++s)
+            seen_upstream_before = seen_upstream_before || earlier_at(s);
+        if (first_stage > 0 && first_stage < stages && !seen_upstream_before &&
+            !already(k_reported_orphan)) {
             ++result.stages[first_stage].orphans;
             note(Finding::orphan, key, first_stage,
                  fmt::format("first seen at {}, in no earlier stage",
@@ -230,6 +310,10 @@ Reconciliation Ledger::judge(std::optional<Timestamp> now) const {
                                               : -((-here.first_us - 1) / k_hour_us) - 1];
             auto group = index < m_group_of.size() ? m_group_of[index] : 0;
             if (group > 0) ++groups[s][group - 1].first;
+            if (next.count == 0 && earlier_at(s + 1)) {
+                ++hop.reached; // it got there in an earlier run
+                continue;
+            }
             if (next.count == 0) {
                 bool past_grace =
                     !here.timed || !have_now || now_us - here.last_us >= m_options.grace.count();
@@ -271,6 +355,25 @@ Reconciliation Ledger::judge(std::optional<Timestamp> now) const {
                                  m_options.stages[s]));
             }
         }
+        if (!pending && m_options.report_settled) {
+            RememberedKey settled;
+            settled.stages.resize(stages);
+            std::int64_t latest_us = 0;
+            for (std::size_t s = 0; s < stages; ++s) {
+                const auto& seen = at(index, s);
+                auto& stage = settled.stages[s];
+                stage.count = seen.count;
+                stage.first_us = seen.count > 0 && seen.timed ? seen.first_us : 0;
+                if (earlier_at(s)) { // the first processing is the one to name
+                    stage.count += before->stages[s].count;
+                    if (before->stages[s].first_us != 0)
+                        stage.first_us = before->stages[s].first_us;
+                }
+                if (seen.count > 0 && seen.timed) latest_us = std::max(latest_us, seen.last_us);
+            }
+            settled.settled_us = latest_us != 0 ? latest_us : (have_now ? now_us : 0);
+            result.settled.emplace_back(key, encode_remembered(settled), settled.settled_us);
+        }
         if (pending && m_options.carry_pending) {
             CarriedKey carried;
             carried.key = key;
@@ -309,6 +412,8 @@ void add_reconciliation(Reconciliation& total, Reconciliation&& part) {
     }
     total.keys += part.keys;
     total.carried_in += part.carried_in;
+    total.seen_before += part.seen_before;
+    std::move(part.settled.begin(), part.settled.end(), std::back_inserter(total.settled));
     for (std::size_t s = 0; s < total.stages.size() && s < part.stages.size(); ++s) {
         auto& into = total.stages[s];
         const auto& from = part.stages[s];

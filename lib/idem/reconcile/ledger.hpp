@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -34,6 +35,48 @@ inline constexpr std::size_t k_finding_kinds = 5;
 [[nodiscard]] std::string_view finding_name(Finding finding);
 [[nodiscard]] std::optional<Finding> parse_finding(std::string_view name);
 
+// A key an earlier run settled (seen through, or lost past the grace),
+// remembered for --remember so that a later run tells a key seen again
+// from a new one: where it was seen and when, and when it settled.
+struct RememberedKey {
+    struct Stage {
+        std::uint32_t count = 0;
+        std::int64_t first_us = 0; // 0: seen without a time
+    };
+    std::vector<Stage> stages;
+    std::int64_t settled_us = 0; // its latest event time
+    std::uint64_t run = 0;       // which run settled it (its inputs' digest)
+};
+// The bytes a store keeps for a remembered key (18 + 12 per stage), and back.
+[[nodiscard]] std::string encode_remembered(const RememberedKey& remembered);
+[[nodiscard]] std::optional<RememberedKey> decode_remembered(std::string_view bytes,
+                                                             std::size_t stages);
+
+// Remembered keys in memory, compactly: a week of keys is millions, so a
+// key costs its name, an index slot and 12 bytes per stage, not a node.
+class RememberedKeys {
+public:
+    explicit RememberedKeys(std::size_t stages = 1) : m_stages(std::max<std::size_t>(stages, 1)) {}
+    void add(std::string_view key, const RememberedKey& remembered);
+    struct View {
+        const RememberedKey::Stage* stages;
+        std::int64_t settled_us;
+    };
+    [[nodiscard]] std::optional<View> find(std::string_view key) const;
+    [[nodiscard]] std::size_t size() const { return m_keys.size(); }
+    // Each key with when it settled.
+    template <typename Visit> void for_each(Visit visit) const {
+        for (std::uint32_t i = 0; i < m_keys.size(); ++i)
+            visit(m_keys.name(i), m_settled_us[i]);
+    }
+
+private:
+    std::size_t m_stages;
+    KeyIndex m_keys;
+    std::vector<RememberedKey::Stage> m_stage_rows; // m_stages per key
+    std::vector<std::int64_t> m_settled_us;
+};
+
 struct LedgerOptions {
     std::vector<std::string> stages; // in flow order
     // Hand back the keys still pending at the end (Reconciliation::carry),
@@ -42,6 +85,13 @@ struct LedgerOptions {
     Duration grace = std::chrono::minutes(15); // absent downstream this long (event time): lost
     std::optional<Duration> sla;               // a hop slower than this: late
     std::size_t examples = 20;                 // keys kept per finding, for the report
+    // With a store: keys earlier runs settled (none: not remembered). A key
+    // of this run seen there at a stage is duplicated there; one seen
+    // there upstream is no orphan, and one seen there downstream no loss.
+    const RememberedKeys* remembered = nullptr;
+    Duration remember{}; // how long they count after they settled, by event time
+    // Hand back the keys this run settled (Reconciliation::settled).
+    bool report_settled = false;
 };
 
 // The figures of one hop, stage N to N+1.
@@ -122,8 +172,13 @@ struct Reconciliation {
     std::unordered_map<std::string, std::size_t> missing;
     std::vector<ServiceFigures> services; // stages from traces only
     std::vector<CarriedKey> carry;        // with carry_pending: the keys still pending
-    std::uint64_t carried_in = 0;         // keys a previous run handed to this one
-    bool carried = false;                 // T+1: a store keeps the pending keys
+    // With report_settled: the keys this run settled, to remember, and
+    // when they settled (encode_remembered's bytes, run 0 for the caller to
+    // name).
+    std::vector<std::tuple<std::string, std::string, std::int64_t>> settled;
+    std::uint64_t seen_before = 0; // keys of this run an earlier run settled
+    std::uint64_t carried_in = 0;  // keys a previous run handed to this one
+    bool carried = false;          // T+1: a store keeps the pending keys
     // Until finish_reconciliation(): each hop's latencies (microseconds).
     std::vector<std::vector<std::int64_t>> latencies;
 };

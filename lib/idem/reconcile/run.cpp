@@ -14,9 +14,11 @@
 #include "idem/util/text.hpp"
 
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -503,7 +505,8 @@ class PendingStore {
 public:
     explicit PendingStore(const ReconcileRunOptions& options)
         : m_current("reconcile " + options.scope), m_before(m_current + " (before)"),
-          m_inputs(fingerprint(options)) {
+          m_settled(m_current + " (settled)"), m_inputs(fingerprint(options)),
+          m_run(std::hash<std::string>{}(m_inputs) | 1) {
         auto location = store::parse_store_uri(options.store_uri);
         if (location.kind == store::StoreKind::memory)
             throw UsageError("reconcile --store keeps pending keys for the next run: a file or "
@@ -556,6 +559,45 @@ public:
         m_store->commit();
     }
 
+    // The keys earlier runs settled (--remember), but those these very
+    // inputs settled when they were judged before.
+    RememberedKeys load_settled(std::size_t stages) {
+        std::string meta;
+        RememberedKeys remembered(stages);
+        for (auto& [key, bytes] : m_store->open_windows().load_windows(m_settled, meta)) {
+            auto decoded = decode_remembered(bytes, stages);
+            if (!decoded)
+                throw StoreError(fmt::format("store {}: the settled keys of {} were kept for "
+                                             "another set of stages (or are damaged); use "
+                                             "another --scope for this flow",
+                                             m_store->describe(), quote(m_current)));
+            if (decoded->run == m_run) continue;
+            remembered.add(key, *decoded);
+        }
+        return remembered;
+    }
+
+    // This run's settled keys in; those settled longer than `remember`
+    // before `now` (the latest event time) out.
+    void save_settled(std::vector<std::tuple<std::string, std::string, std::int64_t>>& settled,
+                      const RememberedKeys& remembered, std::optional<Timestamp> now,
+                      Duration remember) {
+        store::WindowChanges changes;
+        auto cutoff = now ? now->time_since_epoch().count() - remember.count()
+                          : std::numeric_limits<std::int64_t>::min();
+        remembered.for_each([&](std::string_view key, std::int64_t settled_us) {
+            if (settled_us != 0 && settled_us < cutoff) changes.removed.emplace_back(key);
+        });
+        for (auto& [key, bytes, settled_us] : settled) {
+            if (settled_us != 0 && settled_us < cutoff) continue;
+            // The run that settled it: the last 8 bytes (encode_remembered).
+            std::memcpy(bytes.data() + bytes.size() - sizeof m_run, &m_run, sizeof m_run);
+            changes.saved.emplace_back(std::move(key), std::move(bytes));
+        }
+        m_store->open_windows().save_windows(m_settled, changes);
+        m_store->commit();
+    }
+
     [[nodiscard]] bool rerun() const { return m_rerun; }
 
 private:
@@ -587,7 +629,8 @@ private:
     }
 
     std::unique_ptr<store::Store> m_store;
-    std::string m_current, m_before, m_inputs;
+    std::string m_current, m_before, m_settled, m_inputs;
+    std::uint64_t m_run; // this run's inputs, as settled keys name them
     bool m_rerun = false;
     std::vector<std::pair<std::string, std::string>> m_previous;
     std::string m_previous_meta;
@@ -605,11 +648,20 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
     ledger_options.sla = options.sla;
     ledger_options.examples = options.examples;
     ledger_options.carry_pending = !options.store_uri.empty();
-    Ledger ledger(ledger_options);
-    std::optional<Timestamp> latest;
     std::optional<PendingStore> pending;
+    RememberedKeys remembered(options.stages.size());
     if (!options.store_uri.empty()) {
         pending.emplace(options);
+        if (options.remember.count() > 0) {
+            remembered = pending->load_settled(options.stages.size());
+            ledger_options.remembered = &remembered;
+            ledger_options.remember = options.remember;
+            ledger_options.report_settled = true;
+        }
+    }
+    Ledger ledger(ledger_options);
+    std::optional<Timestamp> latest;
+    if (pending) {
         for (const auto& carried : pending->load(options.stages.size())) {
             ledger.carry_in(carried);
             // Their times count towards "now": a run with nothing newer
@@ -697,7 +749,11 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
                               });
     }
     reconciliation.carried = pending.has_value();
-    if (pending) pending->save(reconciliation.carry);
+    if (pending) {
+        pending->save(reconciliation.carry);
+        if (ledger_options.report_settled)
+            pending->save_settled(reconciliation.settled, remembered, latest, options.remember);
+    }
     // The missing-span ratio per service: of the traces that reached the
     // stage before a span stage, how many lack that stage's span.
     std::map<std::string, ServiceFigures> by_service;
@@ -805,6 +861,8 @@ ReconcileResult run_reconcile(const ReconcileRunOptions& options, io::Sink& outp
     if (pending) {
         summary.counts.emplace_back("carried_in", reconciliation.carried_in);
         summary.counts.emplace_back("carried_out", reconciliation.carry.size());
+        if (options.remember.count() > 0)
+            summary.counts.emplace_back("seen_before", reconciliation.seen_before);
     }
     if (spill)
         summary.facts.emplace_back("grouped",

@@ -62,6 +62,10 @@ struct ReconcileRunOptions {
     // kept for the next run of the same flow (`scope`), and found there.
     std::string store_uri;
     std::string scope;
+    // With a store: keys settled (seen through, or lost) are remembered this
+    // long after their latest event time, so a later run tells a key seen
+    // again (duplicated, first processed DATE) from a new one (0: not).
+    Duration remember = std::chrono::hours(24 * 7);
     Duration lock_timeout = std::chrono::seconds(60);
     // Past this many keys in memory, keys go to partition files under
     // spill_directory and are judged a partition at a time (0: never).

@@ -209,3 +209,37 @@ TEST_CASE("a spill hands back each key's parts, merged as one ledger would have 
     for (std::size_t i = 0; i < total.examples[0].size(); ++i)
         CHECK(total.examples[0][i].key == expected.examples[0][i].key);
 }
+
+TEST_CASE("T+1: a key an earlier run settled is duplicated when it comes again, not an orphan") {
+    LedgerOptions options;
+    options.stages = {"sent", "charged"};
+    options.grace = std::chrono::minutes(15);
+    options.report_settled = true;
+    Ledger day1(options);
+    day1.see(0, "ord_1", at(0), 1);
+    day1.see(1, "ord_1", at(2), 1);
+    auto first = day1.reconcile(at(10));
+    REQUIRE(first.settled.size() == 1);
+    RememberedKeys remembered(2);
+    auto decoded = decode_remembered(std::get<1>(first.settled.front()), 2);
+    REQUIRE(decoded);
+    CHECK(decoded->stages[1].first_us == at(2).time_since_epoch().count());
+    remembered.add("ord_1", *decoded);
+
+    options.remembered = &remembered;
+    options.remember = std::chrono::hours(24 * 7);
+    Ledger day2(options);
+    day2.see(1, "ord_1", at(86'400), 1); // charged again, not sent again
+    auto second = day2.reconcile(at(86'400));
+    CHECK(count(second, Finding::orphan) == 0);
+    CHECK(count(second, Finding::duplicated) == 1);
+    CHECK(second.seen_before == 1);
+    CHECK(second.examples[static_cast<std::size_t>(Finding::duplicated)].front().detail.find(
+              "first processed there") != std::string::npos);
+
+    // Past --remember it is new again: an orphan.
+    options.remember = std::chrono::hours(1);
+    Ledger later(options);
+    later.see(1, "ord_1", at(86'400), 1);
+    CHECK(count(later.reconcile(at(86'400)), Finding::orphan) == 1);
+}
