@@ -140,6 +140,38 @@ class Mutations(unittest.TestCase):
                                env={"GH_SECRET": "gh-secret\n"})
         self.assertEqual(diagnosis["key"], "GH_SECRET")
 
+    def test_a_timestamp_signed_in_milliseconds(self):
+        # A sender that signs Date.now(): Stripe-Signature t=1796000000000,
+        # HMAC over "1796000000000.{body}" (Stripe's rule with the ms text).
+        record = stripe(COMPACT, t=RECEIVED * 1000)
+        diagnosis = self.check(record, "timestamp-milliseconds", "--secret", SECRET, "--scheme", "stripe")
+        self.assertIn("milliseconds", diagnosis["detail"])
+        # Slack's and Standard Webhooks' timestamps likewise.
+        ms = str(RECEIVED * 1000)
+        signature = "v0=" + hmac.new(b"slack-secret", f"v0:{ms}:{COMPACT}".encode(), hashlib.sha256).hexdigest()
+        record = envelope(COMPACT, {"X-Slack-Request-Timestamp": ms, "X-Slack-Signature": signature})
+        self.check(record, "timestamp-milliseconds", "--secret", "slack-secret", "--scheme", "slack")
+        # A forged one with a millisecond timestamp stays unexplained.
+        forged = stripe(COMPACT, t=RECEIVED * 1000, secret="not-the-secret")
+        self.check(forged, "unexplained", "--secret", SECRET, "--scheme", "stripe", proven=False)
+
+    def test_a_whsec_secret_used_as_text_by_the_sender(self):
+        # Standard Webhooks: v1 = base64 HMAC-SHA256(base64-decoded key,
+        # "{id}.{timestamp}.{body}") (https://www.standardwebhooks.com/,
+        # "Verifying"). A sender that keys it with the secret's text, whole
+        # or after whsec_, is told apart from a forgery.
+        secret = "whsec_" + base64.b64encode(b"planted-standard-key-32-bytes!!").decode()
+        for key, scheme in ((secret, "standard"), (secret[len("whsec_"):], "svix")):
+            with self.subTest(scheme=scheme, whole=key == secret):
+                names = ("webhook", "svix")[scheme == "svix"]
+                message = f"msg_1.{RECEIVED}.{COMPACT}".encode()
+                signature = base64.b64encode(hmac.new(key.encode(), message, hashlib.sha256).digest()).decode()
+                record = envelope(COMPACT, {f"{names}-id": "msg_1", f"{names}-timestamp": str(RECEIVED),
+                                            f"{names}-signature": f"v1,{signature}"})
+                diagnosis = self.check(record, "secret-as-text", "--secret", secret, "--scheme", scheme)
+                self.assertIn("text", diagnosis["detail"])
+                self.assertNotIn(secret, json.dumps(diagnosis))
+
     def test_another_scheme_or_algorithm(self):
         self.check(github(COMPACT), "scheme", "--scheme", "stripe", "--secret", "gh-secret")
         diagnosis = self.check(github(COMPACT, sha1_only=True), "algorithm", "--scheme", "github",

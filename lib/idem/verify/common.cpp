@@ -49,7 +49,13 @@ const std::vector<PreparedKey>& KeyRing::hmac(KeyDerivation derivation,
                         scheme_name(scheme)));
     std::vector<PreparedKey> keys;
     for (const auto& secret : m_config.secrets) {
-        auto key = derive_key(secret, derivation);
+        auto key = derivation == KeyDerivation::standard_base64 &&
+                           m_config.standard_key != StandardKey::decoded
+                       ? std::string(m_config.standard_key == StandardKey::text_after_prefix &&
+                                             secret.value.starts_with("whsec_")
+                                         ? std::string_view(secret.value).substr(6)
+                                         : std::string_view(secret.value))
+                       : derive_key(secret, derivation);
         keys.push_back({secret.label, crypto::HmacKey(algorithm, key)});
         crypto::cleanse(key); // the HMAC states hold it from here
     }
@@ -189,6 +195,17 @@ std::optional<Timestamp> parse_unix_seconds(std::string_view text) {
         return std::nullopt;
     if (seconds < 0 || seconds > 253402300799LL) return std::nullopt; // up to year 9999
     return Timestamp(std::chrono::seconds(seconds));
+}
+
+std::optional<Timestamp> parse_signed_time(const VerifyConfig& config, std::string_view text) {
+    if (config.timestamp_unit == TimestampUnit::seconds) return parse_unix_seconds(text);
+    text = trim(text);
+    long long millis = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), millis);
+    if (error != std::errc{} || end != text.data() + text.size() || text.empty() || millis < 0 ||
+        millis > 253402300799999LL)
+        return std::nullopt;
+    return Timestamp(std::chrono::milliseconds(millis));
 }
 
 std::optional<std::string> check_age(const Input& input, Timestamp signed_at, ClockSides sides) {

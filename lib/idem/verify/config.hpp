@@ -70,6 +70,14 @@ struct LabelledReference {
                                                      const std::string& label);
 
 enum class TimestampCheck { enforce, ignore };
+// What a signed timestamp counts: seconds, as every built-in scheme's
+// provider sends it; milliseconds only as `verify --explain` tries it (a
+// sender that signs Date.now()).
+enum class TimestampUnit { seconds, milliseconds };
+// What a Standard Webhooks / Svix secret's HMAC key is: the bytes its
+// base64 spells after whsec_ (the specification); or, as `--explain` tries
+// it, the secret's text, as a sender that skipped the decoding keys it.
+enum class StandardKey { decoded, text, text_after_prefix };
 enum class Sha1Policy { reject, allow };
 // base64 decodes either alphabet; base64url is the URL-safe one, unpadded,
 // and matters when signing.
@@ -147,6 +155,8 @@ struct VerifyConfig {
     std::vector<PublicKey> public_keys;
     Duration tolerance = std::chrono::minutes(5);
     TimestampCheck timestamp_check = TimestampCheck::enforce;
+    TimestampUnit timestamp_unit = TimestampUnit::seconds;
+    StandardKey standard_key = StandardKey::decoded;
     Sha1Policy sha1 = Sha1Policy::reject;
     std::string url;      // the full public URL (twilio, square)
     std::string url_base; // https://host[:port], the envelope's path appended

@@ -30,7 +30,7 @@ Verdict verify_standard_family(Input& input, Scheme scheme) {
     if (!signatures) return invalid(scheme, missing_header(names.signature));
     if (!id) return invalid(scheme, missing_header(names.id));
     if (!timestamp_text) return invalid(scheme, missing_header(names.timestamp));
-    auto signed_at = parse_unix_seconds(*timestamp_text);
+    auto signed_at = parse_signed_time(input.config, *timestamp_text);
     if (!signed_at)
         return invalid(scheme, fmt::format("malformed header '{}': {} is not a Unix timestamp",
                                            names.timestamp, quote(*timestamp_text, 20)));
@@ -113,7 +113,7 @@ Verdict verify_discord(Input& input) {
         if (!key.key.verify(message, decoded.bytes->view())) continue;
         // Discord's own library checks no freshness; idem applies the
         // tolerance both ways (docs/verify.md) unless --ignore-timestamp.
-        auto signed_at = parse_unix_seconds(*timestamp_text);
+        auto signed_at = parse_signed_time(input.config, *timestamp_text);
         if (!signed_at && input.config.timestamp_check == TimestampCheck::enforce)
             return invalid(Scheme::discord,
                            fmt::format("malformed header 'X-Signature-Timestamp': {} is not "

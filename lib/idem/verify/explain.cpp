@@ -276,6 +276,36 @@ struct Explainer::Impl {
                 [](const Secret& s) -> std::optional<std::string> {
                     return strip_trailing_whitespace(s.value);
                 });
+        // A Standard Webhooks / Svix secret keyed as text by the sender.
+        if (!config.secrets.empty() &&
+            (config.scheme == Scheme::standard || config.scheme == Scheme::svix ||
+             config.scheme == Scheme::auto_detect)) {
+            for (auto form : {StandardKey::text, StandardKey::text_after_prefix}) {
+                auto changed = config;
+                changed.standard_key = form;
+                add("secret-as-text",
+                    form == StandardKey::text
+                        ? "the sender keys its HMAC with the secret's text, whsec_ and all, not "
+                          "the bytes its base64 spells (Standard Webhooks and Svix key with the "
+                          "decoded bytes): a bug in the sender's signing"
+                        : "the sender keys its HMAC with the text after whsec_, not the bytes "
+                          "that base64 spells (Standard Webhooks and Svix key with the decoded "
+                          "bytes): a bug in the sender's signing",
+                    std::move(changed));
+            }
+        }
+        // A timestamp signed in milliseconds where the scheme's is seconds
+        // (Date.now()): judged without the clock, which that unit cannot
+        // be trusted for.
+        if (!config.secrets.empty() || !config.public_keys.empty()) {
+            auto changed = config;
+            changed.timestamp_unit = TimestampUnit::milliseconds;
+            changed.timestamp_check = TimestampCheck::ignore;
+            add("timestamp-milliseconds",
+                "the signed timestamp is in milliseconds, not the seconds the scheme counts: "
+                "the sender signs Date.now() (or the like); the signature over it is genuine",
+                std::move(changed));
+        }
         // Another provider's format than the one checked.
         for (auto scheme : {Scheme::stripe, Scheme::github, Scheme::slack, Scheme::standard,
                             Scheme::svix, Scheme::shopify, Scheme::pagerduty}) {

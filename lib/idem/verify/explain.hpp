@@ -20,7 +20,8 @@ namespace idem::verify {
 struct Diagnosis {
     // "body-reserialized", "trailing-newline", "line-endings",
     // "form-reencoded", "secret-prefix", "secret-encoding",
-    // "secret-whitespace", "other-secret", "scheme", "algorithm",
+    // "secret-whitespace", "secret-as-text", "timestamp-milliseconds",
+    // "other-secret", "scheme", "algorithm",
     // "encoding", "clock-skew", "stale", "url-scheme", "url-port",
     // "url-trailing-slash", "url-query-order", "url-host", "truncated",
     // "decompressed", or "unexplained".

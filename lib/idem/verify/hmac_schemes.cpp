@@ -78,7 +78,7 @@ Verdict verify_stripe(Input& input) {
     }
     if (!timestamp_text)
         return invalid(Scheme::stripe, "malformed header 'Stripe-Signature': no t= timestamp");
-    auto signed_at = parse_unix_seconds(*timestamp_text);
+    auto signed_at = parse_signed_time(input.config, *timestamp_text);
     if (!signed_at)
         return invalid(Scheme::stripe,
                        fmt::format("malformed header 'Stripe-Signature': t={} is not a "
@@ -102,7 +102,7 @@ Verdict verify_slack(Input& input) {
     if (!signature) return invalid(Scheme::slack, missing_header("X-Slack-Signature"));
     auto timestamp_text = envelope.header("X-Slack-Request-Timestamp");
     if (!timestamp_text) return invalid(Scheme::slack, missing_header("X-Slack-Request-Timestamp"));
-    auto signed_at = parse_unix_seconds(*timestamp_text);
+    auto signed_at = parse_signed_time(input.config, *timestamp_text);
     if (!signed_at)
         return invalid(Scheme::slack,
                        fmt::format("malformed header 'X-Slack-Request-Timestamp': {} is "
@@ -211,7 +211,7 @@ Verdict verify_hmac(Input& input) {
         auto found = envelope.header(spec.timestamp_header);
         if (!found) return invalid(Scheme::hmac, missing_header(spec.timestamp_header));
         timestamp_text = *found;
-        signed_at = parse_unix_seconds(timestamp_text);
+        signed_at = parse_signed_time(input.config, timestamp_text);
         if (!signed_at) signed_at = parse_timestamp(timestamp_text);
         if (!signed_at)
             return invalid(Scheme::hmac,

@@ -143,6 +143,9 @@ struct DecodedSet {
 enum class ClockSides { past_only, both };
 // Parses whole seconds since the epoch (as providers send them).
 [[nodiscard]] std::optional<Timestamp> parse_unix_seconds(std::string_view text);
+// A signed timestamp in the unit `config` says (parse_unix_seconds for seconds).
+[[nodiscard]] std::optional<Timestamp> parse_signed_time(const VerifyConfig& config,
+                                                         std::string_view text);
 // A reason when `signed_at` is outside the tolerance, else nullopt.
 [[nodiscard]] std::optional<std::string> check_age(const Input& input, Timestamp signed_at,
                                                    ClockSides sides);
