@@ -305,7 +305,7 @@ bool SqliteFingerprintLog::load_saved_index(std::string_view scope, ScopeIndex& 
     bind_text(row.get(), 1, scope);
     std::optional<SavedSlots> saved;
     SavedSlotsIdentity identity;
-    if (sqlite3_step(row.get()) == SQLITE_ROW) {
+    if (step_row(row.get(), m_name)) {
         auto* columns = row.get();
         identity.covers_seq = sqlite3_column_int64(columns, 0);
         identity.gc_generation = sqlite3_column_int64(columns, 1);
@@ -353,13 +353,13 @@ bool SqliteFingerprintLog::apply_saved_deltas(std::string_view scope, ScopeIndex
                          m_name);
         bind_text(coming.get(), 1, scope);
         sqlite3_bind_int64(coming.get(), 2, index.last_seq);
-        if (sqlite3_step(coming.get()) == SQLITE_ROW)
+        if (step_row(coming.get(), m_name))
             index.slots.reserve(index.slots.size() + room_ahead(index.slots, index.expected) +
                                 static_cast<std::size_t>(sqlite3_column_int64(coming.get(), 0)));
     }
     std::vector<FingerprintSlots::Change> buffer; // a part of a delta at a time
     std::uint64_t replayed = 0;
-    while (sqlite3_step(deltas.get()) == SQLITE_ROW) {
+    while (step_row(deltas.get(), m_name)) {
         auto* row = deltas.get();
         auto after = sqlite3_column_int64(row, 0), covers = sqlite3_column_int64(row, 1);
         auto bytes = static_cast<std::size_t>(sqlite3_column_int64(row, 4));
@@ -425,7 +425,7 @@ bool SqliteFingerprintLog::first_look(std::string_view scope, ScopeIndex& index,
             sample.get(), 1,
             1 + static_cast<sqlite3_int64>(state % static_cast<std::uint64_t>(span)));
         bind_text(sample.get(), 2, scope);
-        if (sqlite3_step(sample.get()) != SQLITE_ROW) continue;
+        if (!step_row(sample.get(), m_name)) continue;
         ++sampled;
         expired += sqlite3_column_int64(sample.get(), 0) <= now.time_since_epoch().count();
     }
@@ -591,7 +591,7 @@ SqliteFingerprintLog::SavedChain SqliteFingerprintLog::saved_chain(std::string_v
                         m_name);
         bind_text(slots.get(), 1, scope);
         sqlite3_bind_int64(slots.get(), 2, generation);
-        if (sqlite3_step(slots.get()) == SQLITE_ROW) {
+        if (step_row(slots.get(), m_name)) {
             chain.end = sqlite3_column_int64(slots.get(), 0);
             chain.slots = true;
         }
@@ -603,7 +603,7 @@ SqliteFingerprintLog::SavedChain SqliteFingerprintLog::saved_chain(std::string_v
                      m_name);
     bind_text(deltas.get(), 1, scope);
     sqlite3_bind_int64(deltas.get(), 2, generation);
-    while (sqlite3_step(deltas.get()) == SQLITE_ROW) {
+    while (step_row(deltas.get(), m_name)) {
         auto after = sqlite3_column_int64(deltas.get(), 0);
         auto covers = sqlite3_column_int64(deltas.get(), 1);
         if (covers <= chain.end) continue;
@@ -691,7 +691,7 @@ bool SqliteFingerprintLog::save_slots(std::string_view scope, ScopeIndex& index)
     std::vector<std::uint64_t> named;
     {
         Statement tokens(m_db, "SELECT token FROM fingerprint_index", m_name);
-        while (sqlite3_step(tokens.get()) == SQLITE_ROW)
+        while (step_row(tokens.get(), m_name))
             named.push_back(static_cast<std::uint64_t>(sqlite3_column_int64(tokens.get(), 0)));
     }
     remove_saved_slots_except(m_path, named);
@@ -837,7 +837,7 @@ const std::string& SqliteFingerprintLog::source_path(sqlite3_int64 id) {
     auto* lookup = m_source_path.get();
     sqlite3_reset(lookup);
     sqlite3_bind_int64(lookup, 1, id);
-    std::string path = sqlite3_step(lookup) == SQLITE_ROW
+    std::string path = step_row(lookup, m_name)
                            ? reinterpret_cast<const char*>(sqlite3_column_text(lookup, 0))
                            : std::string("?");
     sqlite3_reset(lookup);

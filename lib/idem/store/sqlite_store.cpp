@@ -133,7 +133,7 @@ public:
         detail::bind_text(lookup, 1, scope);
         detail::bind_text(lookup, 2, nonce);
         std::optional<NonceEntry> kept;
-        if (sqlite3_step(lookup) == SQLITE_ROW)
+        if (detail::step_row(lookup, m_name))
             kept = NonceEntry{Timestamp(Duration(sqlite3_column_int64(lookup, 0))),
                               std::string(detail::column_bytes(lookup, 1)),
                               static_cast<std::uint64_t>(sqlite3_column_int64(lookup, 2))};
@@ -185,7 +185,7 @@ public:
             m_db, "SELECT records_done, file_bytes FROM checkpoints WHERE name = ?1", m_name);
         sqlite3_bind_text(statement.get(), 1, name.data(), static_cast<int>(name.size()),
                           SQLITE_STATIC);
-        if (sqlite3_step(statement.get()) != SQLITE_ROW) return std::nullopt;
+        if (!detail::step_row(statement.get(), m_name)) return std::nullopt;
         Checkpoint checkpoint;
         checkpoint.records_done =
             static_cast<std::uint64_t>(sqlite3_column_int64(statement.get(), 0));

@@ -280,6 +280,20 @@ inline std::string column_bytes(sqlite3_stmt* statement, int column) {
     return data ? std::string(data, static_cast<std::size_t>(size)) : std::string();
 }
 
+// Steps `statement` once: true for a row, false when it is done. Anything
+// else (a busy or corrupt file, an I/O error, an error in the query)
+// throws StoreError naming the store, and resets the statement: a failed
+// read never reads as "not found" (for a nonce, "never seen" would let a
+// replay through).
+inline bool step_row(sqlite3_stmt* statement, const std::string& store_name) {
+    int result = sqlite3_step(statement);
+    if (result == SQLITE_ROW) return true;
+    if (result == SQLITE_DONE) return false;
+    std::string message = sqlite3_errmsg(sqlite3_db_handle(statement));
+    sqlite3_reset(statement);
+    throw StoreError(fmt::format("store {}: {}", quote(store_name), message));
+}
+
 // Steps a statement whose rows, if any, are not read, and resets it;
 // throws StoreError naming the store when SQLite failed.
 inline void step_done(sqlite3* db, const std::string& store_name, sqlite3_stmt* statement) {
