@@ -29,7 +29,7 @@ def run(args, stdin=None, env=None):
     return result.returncode, result.stdout, result.stderr.decode("utf-8", "replace")
 
 
-# Where the HTML reports are rendered (make deps installs it).
+# Where the HTML reports are rendered (make test-deps installs it).
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 

@@ -355,7 +355,7 @@ class StoreEvidence(unittest.TestCase):
         self.assertEqual(run(["audit", "--store", ":memory:"])[0], 2)
 
 
-@unittest.skipUnless(CHROMIUM, "chromium is not installed (make deps installs it)")
+@unittest.skipUnless(CHROMIUM, "chromium is not installed (make test-deps installs it)")
 class ReplayLedger(unittest.TestCase):
     """replay's ledger beside the receiver's capture: each key group shows
     how many requests replay made for its key, and how it ended."""

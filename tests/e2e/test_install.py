@@ -55,7 +55,7 @@ class Install(unittest.TestCase):
         self.assertEqual(list(summary)[0], "version")
         self.assertEqual(summary["version"], result.stdout.strip())
 
-    @unittest.skipUnless(shutil.which("groff"), "groff is needed (make deps installs groff-base)")
+    @unittest.skipUnless(shutil.which("groff"), "groff is needed (make test-deps installs groff-base)")
     def test_every_man_page_renders_without_a_warning(self):
         pages = glob.glob(os.path.join(self.prefix, "share/man/man1/*.1"))
         self.assertEqual(len(pages), len(COMMANDS) + 1)
@@ -89,7 +89,7 @@ COMP_WORDS=(idem verify --scheme st); COMP_CWORD=3; _idem; echo "4:${{COMPREPLY[
         self.assertIn("3:first last", result.stdout)
         self.assertRegex(result.stdout, r"4:.*stripe")
 
-    @unittest.skipUnless(shutil.which("fish"), "fish is needed (make deps installs it)")
+    @unittest.skipUnless(shutil.which("fish"), "fish is needed (make test-deps installs it)")
     def test_fish_completes_commands_and_flags(self):
         script = os.path.join(self.prefix, "share/fish/vendor_completions.d/idem.fish")
         result = subprocess.run(["fish", "--no-config", "-c",
@@ -103,7 +103,7 @@ COMP_WORDS=(idem verify --scheme st); COMP_CWORD=3; _idem; echo "4:${{COMPREPLY[
         self.assertIn("--keep", flags)
         self.assertEqual(sorted(line.split("\t")[0] for line in values.strip().splitlines()), ["first", "last"])
 
-    @unittest.skipUnless(shutil.which("zsh"), "zsh is needed (make deps installs it)")
+    @unittest.skipUnless(shutil.which("zsh"), "zsh is needed (make test-deps installs it)")
     def test_zsh_loads_the_completion_and_it_knows_the_commands(self):
         script = os.path.join(self.prefix, "share/zsh/site-functions/_idem")
         result = subprocess.run(["zsh", "-n", script], capture_output=True, text=True)
@@ -136,7 +136,7 @@ COMP_WORDS=(idem verify --scheme st); COMP_CWORD=3; _idem; echo "4:${{COMPREPLY[
 
 
 @unittest.skipUnless(shutil.which("cpack") and shutil.which("dpkg-deb") and shutil.which("dpkg-shlibdeps"),
-                     "cpack and dpkg-dev are needed (make deps installs them)")
+                     "cpack and dpkg-dev are needed (make test-deps installs them)")
 class Package(unittest.TestCase):
     def test_the_deb_holds_the_files_declares_its_libraries_and_runs(self):
         result = subprocess.run(["cpack", "-G", "DEB"], cwd=BUILD, capture_output=True, text=True, timeout=600)
