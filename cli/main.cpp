@@ -1,5 +1,5 @@
-// idem: webhook and event-stream forensics. This file is the table of
-// subcommands and the one place where failures become exit codes.
+// idem: webhook and event-stream forensics. This file is the one place
+// where failures become exit codes; the table of subcommands is app.cpp's.
 
 #include "app.hpp"
 #include "common.hpp"

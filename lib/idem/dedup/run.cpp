@@ -26,11 +26,11 @@ using detail::BlockOutcome;
 using detail::Outcome;
 using detail::WorkerState;
 
-// `"dedup":{...}` for the _idem annotation.
 // Whether a record was judged by the shared store or, after it failed
 // (--on-store-error pass|local), only within this process.
 enum class Judged { by_store, in_process };
 
+// `"dedup":{...}` for the _idem annotation.
 void append_annotation(std::string& out, const Outcome& outcome,
                        const store::FingerprintResult* claim, Judged judged = Judged::by_store) {
     out += "\"dedup\":{";
