@@ -6,6 +6,7 @@
 
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
+#include "idem/util/unique_fd.hpp"
 
 #include <algorithm>
 #include <arpa/inet.h>
@@ -144,9 +145,7 @@ struct Completion {
 } // namespace
 
 struct HttpServer::Impl {
-    int listen_fd = -1;
-    int epoll_fd = -1;
-    int wake_fd = -1;
+    UniqueFd listen_fd, epoll_fd, wake_fd;
     ServerLimits limits;
     const ServerCallbacks* callbacks = nullptr;
     bool stopping = false;
@@ -207,14 +206,14 @@ HttpServer::HttpServer(const std::string& bind_address, int port, ServerLimits l
         throw UsageError(
             fmt::format("cannot bind to {}: {}", quote(bind_address), gai_strerror(rc)));
     std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addresses(found, freeaddrinfo);
-    int fd = ::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                      found->ai_protocol);
+    UniqueFd socket(::socket(found->ai_family, found->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                             found->ai_protocol));
+    int fd = socket.get();
     if (fd < 0) throw NetworkError(fmt::format("cannot open a socket: {}", std::strerror(errno)));
     int on = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     if (::bind(fd, found->ai_addr, found->ai_addrlen) != 0 || ::listen(fd, 4096) != 0) {
         int error = errno;
-        ::close(fd);
         throw NetworkError(
             fmt::format("cannot listen on {}:{}: {}", bind_address, port, std::strerror(error)));
     }
@@ -223,10 +222,10 @@ HttpServer::HttpServer(const std::string& bind_address, int port, ServerLimits l
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &length);
     m_port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                                          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-    m_impl->listen_fd = fd;
-    m_impl->epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
-    m_impl->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (m_impl->epoll_fd < 0 || m_impl->wake_fd < 0)
+    m_impl->listen_fd = std::move(socket);
+    m_impl->epoll_fd.reset(::epoll_create1(EPOLL_CLOEXEC));
+    m_impl->wake_fd.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!m_impl->epoll_fd.valid() || !m_impl->wake_fd.valid())
         throw NetworkError(fmt::format("cannot start the event loop: {}", std::strerror(errno)));
 }
 
@@ -234,8 +233,7 @@ HttpServer::~HttpServer() {
     m_impl->stop_handlers();
     for (auto& [id, connection] : m_impl->connections)
         ::close(connection->fd);
-    for (int fd : {m_impl->listen_fd, m_impl->epoll_fd, m_impl->wake_fd})
-        if (fd >= 0) ::close(fd);
+    // The listening socket, the epoll and the eventfd close with m_impl.
 }
 
 // ---- the handler pool -------------------------------------------------------
@@ -293,7 +291,7 @@ void HttpServer::Impl::run_handler() {
             completions.push_back(std::move(done));
         }
         std::uint64_t one = 1;
-        [[maybe_unused]] auto written = ::write(wake_fd, &one, sizeof one);
+        [[maybe_unused]] auto written = ::write(wake_fd.get(), &one, sizeof one);
     }
 }
 
@@ -305,7 +303,7 @@ void HttpServer::Impl::watch(Connection& connection, std::uint32_t events) {
     event.events = events;
     event.data.u64 = connection.id;
     int op = connection.registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-    if (::epoll_ctl(epoll_fd, op, connection.fd, &event) == 0) {
+    if (::epoll_ctl(epoll_fd.get(), op, connection.fd, &event) == 0) {
         connection.registered = true;
         connection.events = events;
     }
@@ -364,7 +362,7 @@ void HttpServer::Impl::accept_all() {
     for (int batch = 0; batch < 256; ++batch) {
         sockaddr_storage peer{};
         socklen_t peer_length = sizeof peer;
-        int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &peer_length,
+        int fd = ::accept4(listen_fd.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length,
                            SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd >= 0) {
             admit(fd, describe_peer(peer));
@@ -379,7 +377,7 @@ void HttpServer::Impl::accept_all() {
             if (evict_idle() || evict_slowest_head()) continue;
             notice(fmt::format("cannot accept connections: {}; pausing for {} ms",
                                std::strerror(error), k_accept_backoff.count()));
-            ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
+            ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, listen_fd.get(), nullptr);
             accept_paused_until = Clock::now() + k_accept_backoff;
             return;
         }
@@ -419,7 +417,7 @@ void HttpServer::Impl::admit(int fd, std::string remote) {
 
 void HttpServer::Impl::close_connection(Connection& connection) {
     mark_busy(connection);
-    if (connection.registered) ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, connection.fd, nullptr);
+    if (connection.registered) ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, connection.fd, nullptr);
     ::close(connection.fd);
     buffered_body_bytes -= connection.body_budget;
     connections.erase(connection.id); // destroys `connection`
@@ -578,7 +576,7 @@ void HttpServer::Impl::dispatch(Connection& connection) {
 
 void HttpServer::Impl::finish_requests() {
     std::uint64_t count = 0;
-    [[maybe_unused]] auto got = ::read(wake_fd, &count, sizeof count);
+    [[maybe_unused]] auto got = ::read(wake_fd.get(), &count, sizeof count);
     std::vector<Completion> done;
     {
         std::lock_guard lock(pool_mutex);
@@ -684,11 +682,11 @@ void HttpServer::serve(const ServerCallbacks& callbacks, const std::atomic<bool>
     epoll_event listen_event{};
     listen_event.events = EPOLLIN;
     listen_event.data.u64 = k_listen_tag;
-    ::epoll_ctl(impl.epoll_fd, EPOLL_CTL_ADD, impl.listen_fd, &listen_event);
+    ::epoll_ctl(impl.epoll_fd.get(), EPOLL_CTL_ADD, impl.listen_fd.get(), &listen_event);
     epoll_event wake_event{};
     wake_event.events = EPOLLIN;
     wake_event.data.u64 = k_wake_tag;
-    ::epoll_ctl(impl.epoll_fd, EPOLL_CTL_ADD, impl.wake_fd, &wake_event);
+    ::epoll_ctl(impl.epoll_fd.get(), EPOLL_CTL_ADD, impl.wake_fd.get(), &wake_event);
 
     auto last_tick = Clock::now();
     std::vector<epoll_event> events(512);
@@ -696,7 +694,7 @@ void HttpServer::serve(const ServerCallbacks& callbacks, const std::atomic<bool>
         if (stop.load() && !impl.stopping) {
             // Stop accepting and close what is idle; requests already begun finish.
             impl.stopping = true;
-            ::epoll_ctl(impl.epoll_fd, EPOLL_CTL_DEL, impl.listen_fd, nullptr);
+            ::epoll_ctl(impl.epoll_fd.get(), EPOLL_CTL_DEL, impl.listen_fd.get(), nullptr);
             while (!impl.idle_order.empty()) {
                 auto found = impl.connections.find(impl.idle_order.front());
                 if (found == impl.connections.end())
@@ -706,8 +704,9 @@ void HttpServer::serve(const ServerCallbacks& callbacks, const std::atomic<bool>
             }
         }
         if (impl.stopping && impl.connections.empty() && impl.pending_requests == 0) break;
-        int ready = ::epoll_wait(impl.epoll_fd, events.data(), static_cast<int>(events.size()),
-                                 static_cast<int>(k_tick_interval.count()));
+        int ready =
+            ::epoll_wait(impl.epoll_fd.get(), events.data(), static_cast<int>(events.size()),
+                         static_cast<int>(k_tick_interval.count()));
         for (int i = 0; i < ready; ++i) {
             const auto& event = events[static_cast<std::size_t>(i)];
             if (event.data.u64 == k_listen_tag) {
@@ -724,7 +723,7 @@ void HttpServer::serve(const ServerCallbacks& callbacks, const std::atomic<bool>
             if (connection.state == Connection::State::handling) {
                 // The sender hung up while its request is in the handler:
                 // stop watching, and close once the handler is done.
-                ::epoll_ctl(impl.epoll_fd, EPOLL_CTL_DEL, connection.fd, nullptr);
+                ::epoll_ctl(impl.epoll_fd.get(), EPOLL_CTL_DEL, connection.fd, nullptr);
                 connection.registered = false;
                 connection.peer_gone = true;
                 continue;
@@ -741,7 +740,7 @@ void HttpServer::serve(const ServerCallbacks& callbacks, const std::atomic<bool>
         auto now = Clock::now();
         if (impl.accept_paused_until && now >= *impl.accept_paused_until && !impl.stopping) {
             impl.accept_paused_until.reset();
-            ::epoll_ctl(impl.epoll_fd, EPOLL_CTL_ADD, impl.listen_fd, &listen_event);
+            ::epoll_ctl(impl.epoll_fd.get(), EPOLL_CTL_ADD, impl.listen_fd.get(), &listen_event);
         }
         if (now - last_tick >= k_tick_interval) {
             last_tick = now;
@@ -750,8 +749,7 @@ void HttpServer::serve(const ServerCallbacks& callbacks, const std::atomic<bool>
         }
     }
     impl.stop_handlers();
-    ::close(impl.listen_fd);
-    impl.listen_fd = -1;
+    impl.listen_fd.reset();
 }
 
 } // namespace idem::net
