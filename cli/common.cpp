@@ -314,4 +314,13 @@ std::string require_env(const std::string& name, const std::string& flag) {
     return value;
 }
 
+idem::Duration clock_offset(std::string_view text) {
+    if (text.starts_with('+') || text.starts_with('-')) {
+        auto offset = parse_duration(text.substr(1));
+        return text.front() == '-' ? -offset : offset;
+    }
+    auto at = parse_timestamp_flag("IDEM_NOW", text);
+    return at - std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
+}
+
 } // namespace idem::cli

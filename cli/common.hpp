@@ -6,6 +6,7 @@
 #include "idem/io/summary.hpp"
 #include "idem/record/input.hpp"
 #include "idem/record/rejects.hpp"
+#include "idem/util/time.hpp"
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -119,5 +120,10 @@ private:
 
 // Reads an environment variable for a flag (the library never does).
 [[nodiscard]] std::string require_env(const std::string& name, const std::string& flag);
+
+// IDEM_NOW's value as an offset from the system clock: "+2s", "-1h", or an
+// instant (RFC 3339 or epoch seconds) from which the clock runs on.
+// Throws UsageError.
+[[nodiscard]] idem::Duration clock_offset(std::string_view text);
 
 } // namespace idem::cli

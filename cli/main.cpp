@@ -96,6 +96,17 @@ int main(int argc, char** argv) {
         const char* user = std::getenv("IDEM_REDIS_USER");
         idem::store::set_redis_credentials(user ? user : "", password);
     }
+    // A clock for tests (docs/architecture.md, "Time"): IDEM_NOW=+2s runs
+    // every "now" two seconds ahead, IDEM_NOW=2026-12-01T00:00:00Z from that
+    // instant on; not a flag, so no user meets it by accident.
+    if (const char* now = std::getenv("IDEM_NOW"); now && *now) {
+        try {
+            idem::set_clock_offset(idem::cli::clock_offset(now));
+        } catch (const idem::Error& error) {
+            print_error(error.what());
+            return 2;
+        }
+    }
     // `idem help [COMMAND]` is `idem [COMMAND] --help`, as git and cargo have it.
     std::vector<char*> help_argv;
     if (argc >= 2 && std::string_view(argv[1]) == "help") {

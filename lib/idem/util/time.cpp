@@ -1,5 +1,7 @@
 #include "idem/util/time.hpp"
 
+#include <atomic>
+
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
@@ -308,8 +310,18 @@ void append_rfc3339(std::string& out, Timestamp at) {
     out.append(text, sizeof text);
 }
 
+namespace {
+// Read on every thread that asks the time; set once, before any runs.
+std::atomic<Duration::rep> g_clock_offset{0};
+} // namespace
+
 Timestamp now_utc() {
-    return std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
+    return std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now()) +
+           Duration(g_clock_offset.load(std::memory_order_relaxed));
+}
+
+void set_clock_offset(Duration offset) {
+    g_clock_offset.store(offset.count(), std::memory_order_relaxed);
 }
 
 Duration round_up_to_written_duration(Duration at_least) {

@@ -47,7 +47,12 @@ void append_rfc3339(std::string& out, Timestamp at);
 // "5m", "1h30m", "300ms", "2d3h": the shortest exact spelling.
 [[nodiscard]] std::string format_duration(Duration duration);
 
+// The clock every "now" of the library reads: the system clock, shifted by
+// set_clock_offset(). A shifted clock still runs, so what a TTL, a lease or
+// a store's expiry sees moves as it would; tests move it instead of
+// sleeping (the CLI sets it from IDEM_NOW, docs/architecture.md).
 [[nodiscard]] Timestamp now_utc();
+void set_clock_offset(Duration offset);
 
 // A duration people would write, at least `at_least`: 1s, 5s, 10s, 30s, 1m,
 // 2m, 5m, 10m, 15m, 30m, 1h, 2h, 6h, 12h, 24h, 48h, 72h, 7d, then whole days.
