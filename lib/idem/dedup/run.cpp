@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <map>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace idem::dedup {
@@ -331,13 +332,13 @@ private:
         auto& claims = m_block_claims; // kept for its capacity
         claims.clear();
         for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
-            const auto& outcome = result.outcomes[i];
+            auto& outcome = result.outcomes[i];
             if (outcome.kind != Outcome::Kind::keyed || m_run.done_before(i) || keeps_last())
                 continue;
+            outcome.claim = static_cast<std::uint32_t>(claims.size());
             claims.push_back(claim_for(outcome, m_run.locate(block, outcome.line), m_block_now));
         }
         m_block_answers = claim(claims, m_block_now);
-        m_next_answer = 0;
     }
 
     void route_record(const Outcome& outcome, record::InputRecord& record) {
@@ -346,7 +347,9 @@ private:
             hold(outcome, record, m_block_now);
             return;
         }
-        const auto& answer = m_block_answers[m_next_answer++];
+        if (outcome.claim == Outcome::k_unclaimed)
+            throw std::logic_error("dedup: a keyed record reached routing without a claim");
+        const auto& answer = m_block_answers.at(outcome.claim);
         if (!answer.first) note_first_copy(answer, record);
         route(outcome, record.bytes, answer,
               outcome.line.newline_follows ? InPlace::yes : InPlace::no);
@@ -639,8 +642,7 @@ private:
     Run m_run;
     std::string m_member;
     std::vector<store::FingerprintClaim> m_block_claims;
-    std::vector<store::FingerprintResult> m_block_answers; // for m_block_claims
-    std::size_t m_next_answer = 0;
+    std::vector<store::FingerprintResult> m_block_answers; // for m_block_claims, by Outcome::claim
     Timestamp m_block_now;
     std::uint64_t m_unique = 0, m_duplicates = 0, m_unkeyed = 0, m_unclaimed = 0;
     std::vector<store::FingerprintClaim> m_batch_firsts; // first copies not yet committed

@@ -27,6 +27,10 @@ struct Outcome {
     std::optional<Timestamp> event_time; // none: the time it was read
     bool has_annotations = false;
     std::string encoded_key; // with --print-key
+    // Which of its block's claims is this record's (run.cpp, claim_block);
+    // k_unclaimed for a record the block claimed nothing for.
+    std::uint32_t claim = k_unclaimed;
+    static constexpr std::uint32_t k_unclaimed = 0xFFFFFFFF;
 };
 
 using BlockOutcome = record::BlockOutcomes<Outcome>;
