@@ -2,6 +2,8 @@
 
 #include "idem/states/run.hpp"
 
+#include "idem/states/detail/worker.hpp"
+
 #include "idem/order/order_key.hpp"
 #include "idem/order/sequencer.hpp"
 #include "idem/record/annotate.hpp"
@@ -28,219 +30,15 @@ namespace idem::states {
 
 namespace {
 
-// --- the worker side ------------------------------------------------------
-
-struct Outcome {
-    enum class Kind : std::uint8_t { too_long, failed_to_parse, bad_field, event };
-    io::BlockLine line;
-    Kind kind = Kind::event;
-    bool has_annotations = false;
-    std::uint32_t entity_at = 0, entity_size = 0, state_at = 0, state_size = 0, operation_at = 0,
-                  operation_size = 0; // in BlockResult::texts
-    std::optional<std::int64_t> version;
-    std::uint64_t entity_hash = 0; // KeyIndex::hash_of(entity), computed by the worker
-    std::uint32_t state_id = 0;    // Checker::declared_state(state), likewise
-    store::OrderKey key;           // time and hlc ordering
-    std::optional<Timestamp> time;
-    std::uint64_t column = 0;
-    std::string message;
-};
-
-struct BlockResult {
-    std::vector<Outcome> outcomes;
-    std::uint64_t lines = 0;
-    std::string texts;
-
-    void clear() {
-        outcomes.clear();
-        lines = 0;
-        texts.clear();
-    }
-};
-
-struct WorkerState {
-    record::RecordParser parser;
-};
-
-// A field's text into `texts`: strings unescaped, numbers as written.
-bool take_text(record::RecordParser& parser, const record::FieldPath& path, std::string& texts,
-               std::uint32_t& at, std::uint32_t& size, std::string& problem,
-               std::string_view what) {
-    auto value = parser.find(path);
-    if (!value) {
-        problem = fmt::format("missing {} field '{}'", what, path.text());
-        return false;
-    }
-    if (value->type != record::FieldValue::Type::string &&
-        value->type != record::FieldValue::Type::number) {
-        problem = fmt::format("{} field '{}' is not a string or a number", what, path.text());
-        return false;
-    }
-    at = static_cast<std::uint32_t>(texts.size());
-    texts.append(value->text);
-    size = static_cast<std::uint32_t>(value->text.size());
-    return true;
-}
-
-void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result,
-                WorkerState& state, const StatesRunOptions& options, const Checker& checker) {
-    auto& parser = state.parser;
-    if (!record::parse_line(line, options.input.max_record_bytes, parser, outcome)) return;
-    outcome.has_annotations = parser.has_annotations();
-    auto& texts = result.texts;
-    auto start = texts.size();
-    auto fail = [&](std::string message) {
-        texts.resize(start);
-        outcome.kind = Outcome::Kind::bad_field;
-        outcome.message = std::move(message);
-    };
-    std::string problem;
-    if (!take_text(parser, options.entity_field, texts, outcome.entity_at, outcome.entity_size,
-                   problem, "entity") ||
-        !take_text(parser, options.state_field, texts, outcome.state_at, outcome.state_size,
-                   problem, "state"))
-        return fail(std::move(problem));
-    if (outcome.state_size == 0)
-        return fail(fmt::format("state field '{}' is empty", options.state_field.text()));
-    if (outcome.entity_size == 0)
-        return fail(fmt::format("entity field '{}' is empty", options.entity_field.text()));
-    outcome.entity_hash =
-        KeyIndex::hash_of(std::string_view(texts).substr(outcome.entity_at, outcome.entity_size));
-    outcome.state_id = checker.declared_state(
-        std::string_view(texts).substr(outcome.state_at, outcome.state_size));
-    if (options.operation_field) {
-        if (auto value = parser.find(*options.operation_field)) {
-            outcome.operation_at = static_cast<std::uint32_t>(texts.size());
-            texts.append(value->text);
-            outcome.operation_size = static_cast<std::uint32_t>(value->text.size());
-        }
-    }
-    if (options.order_field) {
-        if (options.order_by == OrderBy::version) {
-            std::optional<record::FieldValue> value;
-            auto version = order::find_sequence(parser, *options.order_field, value);
-            if (!version)
-                return fail(
-                    value ? fmt::format("version field '{}' is not an integer from 0 to "
-                                        "2^63-2",
-                                        options.order_field->text())
-                          : fmt::format("missing version field '{}'", options.order_field->text()));
-            outcome.version = *version;
-            outcome.key = {*version, 0};
-        } else {
-            auto value = parser.find(*options.order_field);
-            auto stamp = value ? order::parse_stamp(*value) : std::nullopt;
-            if (!stamp)
-                return fail(
-                    value ? fmt::format("order field '{}' is not a time (RFC 3339, "
-                                        "epoch, or <physical>.<logical>)",
-                                        options.order_field->text())
-                          : fmt::format("missing order field '{}'", options.order_field->text()));
-            outcome.key = *stamp;
-        }
-    }
-    auto time = record::event_time(parser, options.time_field ? &*options.time_field : nullptr);
-    if (time.failed()) return fail(record::describe_failure(time, *options.time_field));
-    outcome.time = time.time;
-    if (!outcome.time && options.order_by != OrderBy::arrival &&
-        options.order_by != OrderBy::version)
-        outcome.time = Timestamp(Duration(outcome.key.primary)); // the order stamp's physical time
-    outcome.kind = Outcome::Kind::event;
-}
-
-// On a worker thread: `checker` is only asked what never changes.
-void judge_block(const record::InputBlock& block, WorkerState& state,
-                 const StatesRunOptions& options, const Checker& checker, BlockResult& result) {
-    io::LineCursor cursor(block.block.lines());
-    while (auto line = cursor.next()) {
-        auto& outcome = result.outcomes.emplace_back();
-        outcome.line = *line;
-        judge_line(*line, outcome, result, state, options, checker);
-    }
-    result.lines = cursor.lines_seen();
-}
-
-// --- what waits in the sequencer ------------------------------------------
-//
-// An event waiting for its predecessors travels as its record prefixed by
-// what was read from it, so nothing is parsed twice:
-// u32 sizes and texts (entity, state, operation, position), u8 versioned,
-// i64 version, i64 time, u64 entity hash, then the record.
-
-void put_text(std::string& out, std::string_view text) {
-    auto size = static_cast<std::uint32_t>(text.size());
-    out.append(reinterpret_cast<const char*>(&size), sizeof size);
-    out.append(text);
-}
-
-template <typename Number> void put_number(std::string& out, Number number) {
-    out.append(reinterpret_cast<const char*>(&number), sizeof number);
-}
-
-struct Packed {
-    Event event;
-    std::string_view record;
-};
-
-bool take(std::string_view& in, std::string_view& text) {
-    std::uint32_t size = 0;
-    if (in.size() < sizeof size) return false;
-    std::memcpy(&size, in.data(), sizeof size);
-    in.remove_prefix(sizeof size);
-    if (in.size() < size) return false;
-    text = in.substr(0, size);
-    in.remove_prefix(size);
-    return true;
-}
-
-template <typename Number> bool take_number(std::string_view& in, Number& number) {
-    if (in.size() < sizeof number) return false;
-    std::memcpy(&number, in.data(), sizeof number);
-    in.remove_prefix(sizeof number);
-    return true;
-}
-
-std::optional<Packed> unpack(std::string_view in) {
-    Packed packed;
-    std::uint8_t versioned = 0;
-    std::int64_t version = 0, time = 0;
-    if (!take(in, packed.event.entity) || !take(in, packed.event.state) ||
-        !take(in, packed.event.operation) || !take(in, packed.event.position) ||
-        !take_number(in, versioned) || !take_number(in, version) || !take_number(in, time) ||
-        !take_number(in, packed.event.entity_hash))
-        return std::nullopt;
-    if (versioned) packed.event.version = version;
-    packed.event.time = Timestamp(Duration(time));
-    packed.record = in;
-    return packed;
-}
-
-// An entity's state in the store: CBOR of [state, operation, version|null,
-// last_at, events, findings].
-std::string encode_state(const EntityState& state) {
-    nlohmann::json json = nlohmann::json::array(
-        {state.state, state.operation,
-         state.version ? nlohmann::json(*state.version) : nlohmann::json(nullptr),
-         state.last_at.time_since_epoch().count(), state.events, state.findings});
-    auto cbor = nlohmann::json::to_cbor(json);
-    return {cbor.begin(), cbor.end()};
-}
-
-std::optional<EntityState> decode_state(std::string_view bytes) {
-    try {
-        auto json = nlohmann::json::from_cbor(bytes.begin(), bytes.end());
-        EntityState state;
-        state.state = json.at(0).get<std::string>();
-        state.operation = json.at(1).get<std::string>();
-        if (!json.at(2).is_null()) state.version = json.at(2).get<std::int64_t>();
-        state.last_at = Timestamp(Duration(json.at(3).get<std::int64_t>()));
-        state.events = json.at(4).get<std::uint64_t>();
-        state.findings = json.at(5).get<std::uint32_t>();
-        return state;
-    } catch (const nlohmann::json::exception&) {
-        return std::nullopt;
-    }
-}
+using detail::BlockResult;
+using detail::decode_state;
+using detail::encode_state;
+using detail::Outcome;
+using detail::Packed;
+using detail::put_number;
+using detail::put_text;
+using detail::unpack;
+using detail::WorkerState;
 
 // --- the run --------------------------------------------------------------
 
