@@ -266,4 +266,13 @@ private:
     SerialWorker m_appender; // last: stopped first, while the statements it uses exist
 };
 
+// Starts over from what the index now covers: nothing changed since.
+inline void mark_saved(ScopeIndex& index, std::uint64_t saved_changes) {
+    index.saved_seq = index.last_seq;
+    index.rows_since_saved = 0;
+    index.changes.clear();
+    index.changes_kept = true;
+    index.saved_changes = saved_changes;
+}
+
 } // namespace idem::store::detail
