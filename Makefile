@@ -94,9 +94,11 @@ bench: bench-deps build
 	./bench/run_listen_replay.sh $(IDEM)
 	./bench/run_redis_cluster.sh $(IDEM)
 
-# -O1, as the sanitizers' authors advise: the suites run about twice as
-# fast as at -O0 and every report keeps its file and line; a Debug build
-# keeps the library's assertions (_GLIBCXX_ASSERTIONS).
+# -O1, as the sanitizers' authors advise: every report keeps its file and
+# line, and the suites run 1.8x as fast as at -O0 (e2e_audit: 53-54 s
+# against 94-103 s, two runs each in turn, 2 cores); the whole ASan ctest
+# took 774 s. A Debug build keeps the library's assertions
+# (_GLIBCXX_ASSERTIONS).
 asan: test-deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DIDEM_SANITIZE=ON \
 	  "-DCMAKE_CXX_FLAGS_DEBUG=-O1 $(DEBUG_INFO)"
