@@ -135,8 +135,8 @@ namespace detail {
 
 // Every group rendered in order. On several threads past a few hundred
 // groups, a run of them per job, each thread reading the groups through
-// its own reader: a report of tens of thousands of groups took longer
-// alone than grouping a million records on every core.
+// its own reader: one thread rendering tens of thousands of groups takes
+// longer than grouping a million records on every core.
 void render_groups(GroupShelf& groups, ReportOut& report, std::size_t threads,
                    const RenderGroup& render) {
     constexpr std::size_t k_groups_per_job = 256;

@@ -55,8 +55,8 @@ struct Spill::Partitions {
     std::vector<std::FILE*> files;
     std::vector<std::filesystem::path> paths;
     // Rows gathered per partition and written 32 KB at a time: three
-    // fwrite calls per row (each taking the FILE's lock) were most of
-    // the reading thread's own time.
+    // fwrite calls per row (each taking the FILE's lock) cost most of the
+    // reading thread's own time.
     std::vector<std::string> pending = std::vector<std::string>(k_partitions);
     static constexpr std::size_t k_pending_bytes = 32 * 1024;
 

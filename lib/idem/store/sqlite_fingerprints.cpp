@@ -178,10 +178,10 @@ const FingerprintHead* SqliteFingerprintLog::head_at(ScopeIndex& index, sqlite3_
     return found && found->fingerprint == fingerprint ? found : nullptr;
 }
 
-// Read one by one as the claims come, the first copies a batch repeats
-// were a statement each, in no order; read here first, in seq order, they
-// are one pass over the log's pages, and one scan when they lie close
-// together (a rerun of a file repeats its first copies in their order).
+// The first copies a batch repeats, read before its claims in seq order:
+// one pass over the log's pages, and one scan when they lie close together
+// (a rerun of a file repeats its first copies in their order), where one
+// statement per claim, in claim order, would jump about the file.
 void SqliteFingerprintLog::read_heads_ahead(ScopeIndex& index,
                                             const std::vector<FingerprintClaim>& claims) {
     auto& wanted = m_wanted;

@@ -12,8 +12,8 @@ namespace idem {
 
 // Deliberately not noexcept: libstdc++ stores each node's hash code only
 // when the hasher may throw or is marked slow. Without the stored code,
-// every collision step in a lookup re-hashes the node's whole key: with
-// 100k entities that was a third of `idem states`' time (perf, 2026-12).
+// every collision step in a lookup re-hashes the node's whole key, which
+// costs a third of `idem states`' time at 100k entities (measured with perf).
 struct TransparentStringHash {
     using is_transparent = void;
     std::size_t operator()(std::string_view text) const { // NOLINT(performance-noexcept-*)
