@@ -413,9 +413,10 @@ std::string attempt_list(const std::vector<std::uint16_t>& numbers) {
 // again: over the same bytes a replayed-delivery (when it came later than a
 // fresh signing within the same second could: more than 2 s), over bytes
 // that encode the same JSON re-serialized, over other bytes tampered. With
-// --verdicts, a copy verify found stale is a replayed-delivery, and one
-// whose signature did not match is re-serialized or tampered by whether its
-// body's JSON equals a valid copy's. `judged` marks the copies named, which
+// --verdicts, a copy verify found stale (where it found another fresh) is
+// a replayed-delivery, and one whose signature did not match is
+// re-serialized or tampered by whether its body's JSON equals a valid
+// copy's. `judged` marks the copies named, which
 // no provider-retry then counts.
 void find_signed_copies(const Explanation& group, const std::vector<Attempt>& attempts,
                         std::vector<Evidence>& found, std::vector<bool>& judged) {
@@ -465,7 +466,14 @@ void find_signed_copies(const Explanation& group, const std::vector<Attempt>& at
                 continue;
             }
         }
-        if (signing.verdict == SignatureVerdict::stale) {
+        // Stale by verify's clock, where verify found another copy fresh: a
+        // verify run long after the capture finds every copy stale, and
+        // names no replay by that.
+        bool another_fresh = false;
+        for (std::size_t j = 0; j < group.records.size() && !another_fresh; ++j)
+            another_fresh =
+                j != i && copy_of(j).trace.signed_copy.verdict == SignatureVerdict::valid;
+        if (signing.verdict == SignatureVerdict::stale && another_fresh) {
             name(replayed, i, original.value_or(k_no_original));
         } else if (signing.verdict == SignatureVerdict::mismatch) {
             // Compared with a copy whose signature matched, else with any other.

@@ -1,5 +1,6 @@
 #include "idem/audit/explain.hpp"
 
+#include <algorithm>
 #include <doctest/doctest.h>
 #include <tuple>
 
@@ -383,4 +384,21 @@ TEST_CASE("verify's words tell a stale copy from one whose bytes changed") {
     CHECK(signed_seconds("t=1796029200,v1=abc") == 1796029200);
     CHECK(signed_seconds("1796029200") == 1796029200);
     CHECK(signed_seconds("v1=abc") == 0);
+}
+
+TEST_CASE("verify's stale verdict names a replay only where it found another copy fresh") {
+    // A verify run long after the capture finds every copy stale: that is
+    // verify's clock, not a replay.
+    auto attempts = records({{1, 1, 1, 0}, {1, 1, 1, 3600}});
+    for (auto& attempt : attempts) {
+        attempt.trace.provider = Provider::stripe;
+        attempt.trace.signed_copy.verdict = SignatureVerdict::stale;
+    }
+    attempts[0].trace.signed_copy.signed_at = 1796029200;
+    attempts[1].trace.signed_copy.signed_at = 1796032800;
+    for (auto cause : causes_of(GroupKind::key, attempts))
+        CHECK(cause != Cause::replayed_delivery);
+    attempts[0].trace.signed_copy.verdict = SignatureVerdict::valid;
+    auto found = causes_of(GroupKind::key, attempts);
+    CHECK(std::find(found.begin(), found.end(), Cause::replayed_delivery) != found.end());
 }
