@@ -55,11 +55,15 @@ test-deps: deps
 bench-deps: test-deps
 	$(call install_missing,$(BENCH_PACKAGES))
 
+# A configure that fails (a package missing) leaves no cache behind: one
+# left would read as configured, and every later make would fail on the
+# Makefile it never wrote.
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 $(DEBUG_INFO) -DNDEBUG"
+	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 $(DEBUG_INFO) -DNDEBUG" || \
+	  { rm -f $(BUILD)/CMakeCache.txt; exit 1; }
 
-build: $(BUILD)/CMakeCache.txt
+build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: test-deps build
