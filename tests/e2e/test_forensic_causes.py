@@ -199,6 +199,46 @@ class WhatDiffers(unittest.TestCase):
         self.assertIn("--volatile", err)
 
 
+class TtlFromTheClaim(unittest.TestCase):
+    """The 5-minute-key incident: a TTL runs from the key's claim (its first
+    copy), in audit's cause, its --what-if and dedup alike (docs/audit.md,
+    "ttl-expired"; docs/dedup.md, "TTL")."""
+
+    COPIES = ["2026-11-30T09:00:00Z", "2026-11-30T09:04:00Z", "2026-11-30T09:08:00Z"]
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.log = os.path.join(self.tmp.name, "ttl.ndjson")
+        with open(self.log, "w") as f:
+            f.writelines(json.dumps({"key": "k1", "ts": ts, "worker": "a"}) + "\n" for ts in self.COPIES)
+        self.audit = ["audit", "--key", "key", "--time-field", "ts", "--ttl", "5m", "-q"]
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_a_copy_past_the_ttl_from_the_claim_is_ttl_expired_in_every_figure(self):
+        code, out, err = run(self.audit + ["--what-if", "ttl=5m", "--format", "json", self.log])
+        self.assertEqual(code, 1, err)
+        report = json.loads(out)
+        group = report["groups"][0]
+        self.assertEqual(group["causes"], ["ttl-expired"])
+        self.assertEqual(group["evidence"]["ttl-expired"]["gaps_seconds"], [480])
+        setting = report["summary"]["what_if"]["settings"][0]
+        self.assertEqual((setting["caught"], setting["missed"]), (1, 1))
+        self.assertEqual(setting["missed_examples"][0]["after_claim_seconds"], 480.0)
+
+    def test_fail_on_ttl_expired_fails_the_run(self):
+        self.assertEqual(run(self.audit + ["--fail-on", "ttl-expired", self.log])[0], 1)
+        self.assertEqual(run(self.audit + ["--fail-on", "key-reuse", self.log])[0], 0)
+
+    def test_dedup_on_event_time_lets_through_the_copy_audit_names(self):
+        store = os.path.join(self.tmp.name, "idem.db")
+        code, out, err = run(["dedup", "--key", "key", "--time-field", "ts", "--ttl", "5m", "--store",
+                              f"sqlite:{store}", "-q", self.log])
+        self.assertEqual(code, 0, err)
+        self.assertEqual([json.loads(line)["ts"] for line in out.splitlines()], [self.COPIES[0], self.COPIES[2]])
+
+
 class SqlRows(unittest.TestCase):
     """`audit --sqlite` on the app's own table gives the causes the same rows
     give as NDJSON: its times are read, however SQLite keeps them."""
