@@ -1,4 +1,4 @@
-#include "idem/store/detail/redis_cluster.hpp"
+#include "idem/store/redis/redis_cluster.hpp"
 
 #include <doctest/doctest.h>
 

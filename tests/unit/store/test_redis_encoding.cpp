@@ -1,8 +1,8 @@
 // How the Redis store encodes what it keeps in hash fields: every value
 // reads back whole, whatever bytes it holds, and damage is refused.
 
-#include "idem/store/detail/redis_held_copies.hpp"
-#include "idem/store/detail/redis_verdicts.hpp"
+#include "idem/store/redis/redis_held_copies.hpp"
+#include "idem/store/redis/redis_verdicts.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,8 +1,8 @@
 // How the Redis store keeps dedup's first copies, and what a claim does
-// about one it meets (store/detail/redis_fingerprints.hpp).
+// about one it meets (store/redis/redis_fingerprints.hpp).
 
-#include "idem/store/detail/redis_cluster.hpp"
-#include "idem/store/detail/redis_fingerprints.hpp"
+#include "idem/store/redis/redis_cluster.hpp"
+#include "idem/store/redis/redis_fingerprints.hpp"
 
 #include <doctest/doctest.h>
 

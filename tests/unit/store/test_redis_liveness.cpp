@@ -1,4 +1,4 @@
-#include "idem/store/detail/redis_liveness.hpp"
+#include "idem/store/redis/redis_liveness.hpp"
 
 #include <doctest/doctest.h>
 

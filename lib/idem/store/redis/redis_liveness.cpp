@@ -1,6 +1,6 @@
-#include "idem/store/detail/redis_liveness.hpp"
+#include "idem/store/redis/redis_liveness.hpp"
 
-#include "idem/store/detail/redis_cluster.hpp"
+#include "idem/store/redis/redis_cluster.hpp"
 
 #include "idem/util/errors.hpp"
 

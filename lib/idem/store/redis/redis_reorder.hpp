@@ -2,6 +2,7 @@
 // Internal to the Redis store: reorder's state per scope, two hashes (the
 // partitions' progress, the held records) under one hash tag.
 
+#include "idem/store/redis/redis_session.hpp"
 #include "idem/store/sequencer_state.hpp"
 
 #include <optional>
@@ -24,5 +25,21 @@ namespace idem::store::detail {
 [[nodiscard]] std::string encode_held(const HeldRecordRow& row);
 [[nodiscard]] std::optional<HeldRecordRow> decode_held(const std::string& id,
                                                        std::string_view text);
+
+// Reorder's role: the partitions' progress and the records held back.
+class RedisReorderState {
+public:
+    explicit RedisReorderState(RedisSession& session) : m_session(session) {}
+
+    std::vector<std::optional<PartitionProgress>>
+    load_partitions(std::string_view scope, const std::vector<std::string>& partitions);
+    std::vector<HeldRecordRow> load_held(std::string_view scope);
+    // Queued, and applied in one MULTI/EXEC by the store's commit().
+    void save(std::string_view scope, const ReorderChanges& changes);
+    void clear(std::string_view scope);
+
+private:
+    RedisSession& m_session;
+};
 
 } // namespace idem::store::detail

@@ -3,8 +3,10 @@
 // is one Lua script per key, so it is atomic, and the hash tag keeps each
 // script on one Redis Cluster slot.
 
+#include "idem/store/redis/redis_session.hpp"
 #include "idem/store/replay_ledger.hpp"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,5 +54,25 @@ return 0
 // (state) is empty, meaning there was no entry.
 [[nodiscard]] std::optional<ReplayEntry> replay_entry_from(std::string_view key,
                                                            const std::vector<std::string>& values);
+
+// replay's role: the ledger's claims, leases and outcomes.
+class RedisReplayLedger {
+public:
+    explicit RedisReplayLedger(RedisSession& session) : m_session(session) {}
+
+    std::vector<ReplayClaim> claim(std::string_view scope, const std::vector<std::string>& keys,
+                                   std::string_view owner, Timestamp now, Timestamp lease_until,
+                                   ReplayRerun rerun);
+    void renew_leases(std::string_view scope, const std::vector<std::string>& keys,
+                      std::string_view owner, Timestamp lease_until);
+    // Queued, and applied in one MULTI/EXEC by the store's commit().
+    void save(std::string_view scope, const std::vector<ReplayEntry>& entries);
+    void for_each(std::string_view scope, const std::function<void(const ReplayEntry&)>& visit);
+
+private:
+    RedisSession& m_session;
+    std::string m_claim_script; // SHA1 of the loaded script
+    std::string m_renew_script;
+};
 
 } // namespace idem::store::detail

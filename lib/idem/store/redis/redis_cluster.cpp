@@ -1,6 +1,6 @@
 // Routing Redis commands over one node or a Redis Cluster (redis_cluster.hpp).
 
-#include "idem/store/detail/redis_cluster.hpp"
+#include "idem/store/redis/redis_cluster.hpp"
 
 #include "idem/util/errors.hpp"
 #include "idem/util/pipe_signal.hpp"

@@ -1,4 +1,6 @@
-#include "idem/store/detail/redis_held_copies.hpp"
+#include "idem/store/redis/redis_held_copies.hpp"
+
+#include <algorithm>
 
 #include "idem/util/encoding.hpp"
 
@@ -68,6 +70,52 @@ std::optional<HeldCopyRow> held_copy_of_legacy(const HeldRecordRow& legacy) {
     row.event_time = legacy.arrival;
     row.bytes = legacy.bytes;
     return row;
+}
+
+std::vector<HeldCopyRow> RedisHeldCopies::load(std::string_view name) {
+    auto key = held_copies_key(name);
+    auto reply = m_session.redis().command({"HGETALL", key}, key);
+    std::vector<HeldCopyRow> rows;
+    for (std::size_t i = 0; i + 1 < reply->elements; i += 2) {
+        auto row = decode_held_copy(string_of(reply->element[i]), string_of(reply->element[i + 1]));
+        if (!row) throw damaged();
+        rows.push_back(std::move(*row));
+    }
+    for (auto& legacy : m_legacy.load_held(legacy_held_copies_scope(name))) {
+        auto row = held_copy_of_legacy(legacy);
+        if (!row) throw damaged();
+        rows.push_back(std::move(*row));
+    }
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& left, const auto& right) { return left.id < right.id; });
+    return rows;
+}
+
+void RedisHeldCopies::save(std::string_view name, const HeldCopyChanges& changes) {
+    auto key = held_copies_key(name);
+    for (const auto& row : changes.held)
+        m_session.queue({"HSET", key, std::to_string(row.id), encode_held_copy(row)});
+    if (changes.released.empty()) return;
+    ReorderChanges legacy;
+    legacy.released = changes.released;
+    m_legacy.save(legacy_held_copies_scope(name), legacy);
+    for (std::size_t begin = 0; begin < changes.released.size(); begin += k_fields_per_command) {
+        Arguments arguments{"HDEL", key};
+        for (std::size_t i = begin;
+             i < std::min(changes.released.size(), begin + k_fields_per_command); ++i)
+            arguments.push_back(std::to_string(changes.released[i]));
+        m_session.queue(std::move(arguments));
+    }
+}
+
+void RedisHeldCopies::clear(std::string_view name) {
+    m_session.queue({"DEL", held_copies_key(name)});
+    m_legacy.clear(legacy_held_copies_scope(name));
+}
+
+StoreError RedisHeldCopies::damaged() const {
+    return StoreError(
+        fmt::format("store {}: a copy held by dedup --keep last is damaged", m_session.describe()));
 }
 
 } // namespace idem::store::detail

@@ -1,6 +1,6 @@
-#include "idem/store/detail/redis_fingerprints.hpp"
+#include "idem/store/redis/redis_fingerprints.hpp"
 
-#include "idem/store/detail/redis_text.hpp"
+#include "idem/store/redis/redis_text.hpp"
 
 #include <charconv>
 #include <fmt/format.h>
