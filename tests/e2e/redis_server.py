@@ -29,7 +29,8 @@ def start(port, directory, *extra):
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5) as connection:
                 connection.sendall(b"PING\r\n")
-                if connection.recv(64).startswith(b"+PONG"):
+                # A server with a password answers NOAUTH: up, and not loading.
+                if connection.recv(64).startswith((b"+PONG", b"-NOAUTH")):
                     break
         except OSError:
             pass

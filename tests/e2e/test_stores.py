@@ -347,6 +347,9 @@ class Credentials(unittest.TestCase):
                                    env={"IDEM_REDIS_PASSWORD": "wrong-" + password})
                 self.assertEqual(code, 4)
                 self.assertNotIn(password, err)
+                # A refusal is final: said at once, not after --store-timeout.
+                self.assertIn("authentication failed", err)
+                self.assertNotIn("--store-timeout", err)
                 code, _, err = run(["dedup", "--key", "id", "--store", f"redis://user:{password}@127.0.0.1:{port}"],
                                    stdin=stdin)
                 self.assertEqual(code, 2)

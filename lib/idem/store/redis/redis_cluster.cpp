@@ -209,11 +209,17 @@ struct RedisRouter::Impl {
             if (!login.user.empty()) auth.push_back(login.user);
             auth.push_back(login.password);
             auto reply = raw_command(node, auth);
-            if (!reply || reply->type == REDIS_REPLY_ERROR) {
-                // The reply names no secret; the password is never echoed.
-                why = reply ? "authentication failed: " + text_of(reply.get()) : "connection lost";
+            if (!reply) {
+                why = "connection lost";
                 node.close();
                 return false;
+            }
+            // A node that answers refused the credentials: waiting out
+            // --store-timeout would not change its answer. The reply names
+            // no secret; the password is never echoed.
+            if (reply->type == REDIS_REPLY_ERROR) {
+                node.close();
+                fail("authentication failed: " + text_of(reply.get()));
             }
         }
         if (database != 0 && mode_known && !clustered) {
