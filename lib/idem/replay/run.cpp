@@ -32,6 +32,11 @@ constexpr auto k_commit_interval = std::chrono::milliseconds(200);
 constexpr std::size_t k_commit_outcomes = 512;
 constexpr std::size_t k_response_head_bytes = 256;
 
+// How often a key another live run holds is asked about again: that run may
+// finish it (then it is skipped) long before its lease ends, and several
+// replays sharing a ledger then end together instead of a lease apart.
+constexpr auto k_held_key_recheck = std::chrono::seconds(1);
+
 struct Job {
     Candidate candidate;
     store::ReplayEntry entry;
@@ -187,10 +192,11 @@ void Replayer::claim(std::vector<Candidate> candidates) {
                 skip(candidate, "same key as an earlier record in this run");
                 break;
             }
-            // Another run holds it: look again when its lease ends, and take
-            // it over then unless that run finished it.
-            auto wait =
-                std::max(Duration(0), previous.lease_until - now) + std::chrono::milliseconds(50);
+            // Another run holds it: look again soon, and take it over once
+            // its lease ends unless that run finished it.
+            auto wait = std::min<Duration>(
+                std::max(Duration(0), previous.lease_until - now) + std::chrono::milliseconds(50),
+                k_held_key_recheck);
             m_held_elsewhere.emplace_back(Clock::now() +
                                               std::chrono::duration_cast<Clock::duration>(wait),
                                           std::move(candidate));
@@ -448,7 +454,7 @@ void Replayer::renew_leases_if_due() {
 void Replayer::send_all() {
     auto window = m_options.concurrency * 4 + k_claim_batch * 16;
     while (true) {
-        // Re-check keys another run held, once their leases end.
+        // Ask again about keys another run held (k_held_key_recheck).
         std::vector<Candidate> batch;
         auto now = Clock::now();
         std::erase_if(m_held_elsewhere, [&](auto& held) {
