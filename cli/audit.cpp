@@ -55,16 +55,10 @@ std::vector<record::FieldPath> paths(const std::string& list) {
     return list.empty() ? std::vector<record::FieldPath>{} : record::FieldPath::parse_list(list);
 }
 
-Duration positive_duration(const std::string& flag, const std::string& text) {
-    auto duration = parse_duration(text);
-    if (duration.count() <= 0) throw UsageError(fmt::format("{} must be longer than 0", flag));
-    return duration;
-}
-
 // --fail-on: "any" (the default: a judging command exits 1 on what it finds,
 // docs/exit-codes.md), "none", "duplicates" (any group, the same as any),
 // "conflicts" (a key reused for another payload), or cause names.
-bool fails(const std::vector<std::string>& fail_on, const audit::AuditResult& result) {
+bool fails_on_causes(const std::vector<std::string>& fail_on, const audit::AuditResult& result) {
     if (fail_on.empty()) return result.groups > 0;
     for (const auto& item : fail_on) {
         if ((item == "duplicates" || item == "any") && result.groups > 0) return true;
@@ -169,7 +163,7 @@ int run_audit_command(AuditOptions options) {
         auto value = equals == std::string::npos ? std::string() : text.substr(equals + 1);
         if (name == "ttl") {
             for (auto ttl : split(std::string_view(value), ','))
-                run.what_if.ttls.push_back(positive_duration("--what-if ttl", std::string(ttl)));
+                run.what_if.ttls.push_back(positive_duration("--what-if ttl", ttl));
         } else if (name == "key" && !value.empty()) {
             if (run.what_if.keys.size() == audit::k_max_what_if_keys)
                 throw UsageError(fmt::format("--what-if key=...: at most {} alternative keys",
@@ -197,7 +191,7 @@ int run_audit_command(AuditOptions options) {
     auto result = audit::run_audit(run, *output, diagnostics);
     output->publish();
     return finish_run(options.common, diagnostics, result.summary,
-                      fails(options.fail_on, result) ? 1 : 0);
+                      fails_on_causes(options.fail_on, result) ? 1 : 0);
 }
 } // namespace
 

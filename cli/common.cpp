@@ -304,6 +304,12 @@ void StderrDiagnostics::progress(std::uint64_t records, std::uint64_t bytes) {
                  format_bytes(bytes), static_cast<double>(records) / seconds);
 }
 
+idem::Duration positive_duration(std::string_view flag, std::string_view text) {
+    auto duration = parse_duration(text);
+    if (duration.count() <= 0) throw UsageError(fmt::format("{} must be longer than 0", flag));
+    return duration;
+}
+
 std::string require_env(const std::string& name, const std::string& flag) {
     const char* value = std::getenv(name.c_str());
     if (value == nullptr)

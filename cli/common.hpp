@@ -118,6 +118,10 @@ private:
     std::chrono::steady_clock::time_point m_last_progress;
 };
 
+// A duration a flag gives that must be longer than 0. Throws UsageError
+// naming the flag.
+[[nodiscard]] idem::Duration positive_duration(std::string_view flag, std::string_view text);
+
 // Reads an environment variable for a flag (the library never does).
 [[nodiscard]] std::string require_env(const std::string& name, const std::string& flag);
 

@@ -69,8 +69,7 @@ int run_dedup_command(const DedupOptions& options) {
     if (!options.bucket.empty())
         run.bucket = options.bucket == "hour" ? BucketSize::hour : BucketSize::day;
     run.zone = TimeZone::load(options.zone.empty() ? std::string("UTC") : options.zone);
-    run.ttl = parse_duration(options.ttl);
-    if (run.ttl.count() <= 0) throw UsageError("--ttl must be longer than 0");
+    run.ttl = positive_duration("--ttl", options.ttl);
     // A fingerprint that expires while its window is open lets the retry
     // that comes after the TTL through: the incident of the 5-minute key.
     if (!options.window.empty() && run.ttl < run.window)

@@ -52,12 +52,6 @@ struct MergeOptions {
     bool fail_on_late = false;
 };
 
-Duration positive_duration(std::string_view flag, const std::string& text) {
-    auto value = parse_duration(text);
-    if (value.count() <= 0) throw UsageError(fmt::format("{} must be longer than 0", flag));
-    return value;
-}
-
 // The one rule the flags describe (without --rules).
 merge::MergeRule rule_of_flags(const MergeOptions& options) {
     merge::MergeRule rule;
@@ -117,8 +111,7 @@ int run_merge_command(const MergeOptions& options) {
         run.bypass.push_back(merge::parse_condition(condition));
     if (!options.time_field.empty()) run.time_field = record::FieldPath::parse(options.time_field);
     if (!options.max_lateness.empty()) run.max_lateness = parse_duration(options.max_lateness);
-    run.max_future = parse_duration(options.max_future);
-    if (run.max_future.count() <= 0) throw UsageError("--max-future must be longer than 0");
+    run.max_future = positive_duration("--max-future", options.max_future);
     run.now = now_utc();
     if (!options.zone.empty()) run.zone = TimeZone::load(options.zone);
     run.missing =

@@ -77,9 +77,7 @@ int run_reorder_command(const ReorderOptions& options) {
     sequencer.window = options.window;
     sequencer.max_held = options.max_held;
     if (!options.gap_timeout.empty()) {
-        sequencer.gap_timeout = parse_duration(options.gap_timeout);
-        if (sequencer.gap_timeout.count() <= 0)
-            throw UsageError("--gap-timeout must be longer than 0");
+        sequencer.gap_timeout = positive_duration("--gap-timeout", options.gap_timeout);
     }
     if (!options.partition.empty())
         run.partition_fields = record::FieldPath::parse_list(options.partition);
@@ -87,8 +85,7 @@ int run_reorder_command(const ReorderOptions& options) {
     run.at_end = options.hold ? reorder::AtEnd::hold : reorder::AtEnd::flush;
     run.gaps_path = options.gaps_path;
     run.late_path = options.late_path;
-    run.max_future = parse_duration(options.max_future);
-    if (run.max_future.count() <= 0) throw UsageError("--max-future must be longer than 0");
+    run.max_future = positive_duration("--max-future", options.max_future);
     run.now = now_utc();
     run.drop_late = options.drop_late;
     if (options.drop_late && !options.late_path.empty())

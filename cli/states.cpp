@@ -63,8 +63,8 @@ states::ReportFormat report_format(const std::string& name) {
 }
 
 // --fail-on: which findings make the exit 1 (default any).
-bool fails(const std::vector<std::string>& fail_on,
-           const std::array<std::uint64_t, states::k_finding_kinds>& findings) {
+bool fails_on_findings(const std::vector<std::string>& fail_on,
+                       const std::array<std::uint64_t, states::k_finding_kinds>& findings) {
     std::vector<std::string> names = fail_on.empty() ? std::vector<std::string>{"any"} : fail_on;
     for (const auto& list : names)
         for (auto name : split(list, ',')) {
@@ -158,13 +158,14 @@ int run_states_command(const StatesOptions& options) {
     run.lock_timeout = parse_duration(options.lock_timeout);
     run.threads = options.threads;
     run.batch = std::max<std::uint64_t>(options.batch, 1);
-    (void)fails(options.fail_on, {}); // a typo in --fail-on fails before the run
+    (void)fails_on_findings(options.fail_on, {}); // a typo in --fail-on fails before the run
     apply_store_timeout(options.common, std::chrono::milliseconds(10000));
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = io::Sink::standard_output();
     auto result = states::run_states(run, *output, diagnostics);
     return finish_run(options.common, diagnostics, result.summary,
-                      !options.learn && fails(options.fail_on, result.findings) ? 1 : 0);
+                      !options.learn && fails_on_findings(options.fail_on, result.findings) ? 1
+                                                                                            : 0);
 }
 } // namespace
 

@@ -87,8 +87,7 @@ int run_verify_command(const VerifyOptions& options) {
         if (!options.nonce)
             throw UsageError("--nonce-window sets how long --nonce remembers a message id: add "
                              "--nonce, or drop --nonce-window");
-        run.nonce_window = parse_duration(options.nonce_window);
-        if (run.nonce_window.count() <= 0) throw UsageError("--nonce-window must be longer than 0");
+        run.nonce_window = positive_duration("--nonce-window", options.nonce_window);
     }
     run.keep_verdicts = options.keep_verdicts;
     // The message id is what a kept verdict names the delivery by.
