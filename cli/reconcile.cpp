@@ -69,8 +69,43 @@ double fraction(std::string_view flag, std::string text) {
     return percent ? value / 100 : value;
 }
 
-int run_reconcile_command(const ReconcileOptions& options) {
-    reconcile::ReconcileRunOptions run;
+// A flag given per stage, NAME=VALUE, or VALUE for every stage.
+struct PerStage {
+    std::string flag;
+    std::string every;
+    std::map<std::string, std::string> by_stage;
+
+    [[nodiscard]] const std::string& of(const std::string& stage) const {
+        auto found = by_stage.find(stage);
+        return found == by_stage.end() ? every : found->second;
+    }
+
+    // A typo'd stage name is an error, not a flag that silently applies
+    // to no stage.
+    void check_stages(const std::set<std::string>& names) const {
+        for (const auto& [stage, value] : by_stage)
+            if (!names.count(stage))
+                throw UsageError(
+                    fmt::format("{} {}=...: no stage is named {}", flag, stage, quote(stage)));
+    }
+};
+
+// `every_allowed` false: each value must name its stage (--query NAME=SQL).
+PerStage per_stage(std::string flag, const std::vector<std::string>& texts,
+                   bool every_allowed = true, std::string_view shape = {}) {
+    PerStage values{std::move(flag), {}, {}};
+    for (const auto& text : texts) {
+        auto [stage, value] = named(text);
+        if (stage.empty() && !every_allowed)
+            throw UsageError(fmt::format("{} {} is not {}", values.flag, quote(text), shape));
+        (stage.empty() ? values.every : values.by_stage[stage]) = value;
+    }
+    return values;
+}
+
+// The stages in flow order, each with its key, time, payload, query and
+// --by, from --stage NAME=FILE and the per-stage flags.
+std::vector<reconcile::StageInput> stages_of(const ReconcileOptions& options) {
     if (!options.common.inputs.empty())
         throw UsageError("reconcile reads its stages from --stage NAME=FILE, in flow order");
     if (options.stages.size() < 2)
@@ -78,59 +113,23 @@ int run_reconcile_command(const ReconcileOptions& options) {
                          "processed...)");
     if (options.stages.size() > reconcile::k_max_stages)
         throw UsageError(fmt::format("at most {} stages", reconcile::k_max_stages));
-    std::string default_key;
-    std::map<std::string, std::string> stage_keys, stage_times, stage_payloads, stage_queries,
-        stage_by;
-    std::string default_by;
-    for (const auto& text : options.by) {
-        auto [stage, path] = named(text);
-        (stage.empty() ? default_by : stage_by[stage]) = path;
-    }
-    for (const auto& text : options.queries) {
-        auto [stage, query] = named(text);
-        if (stage.empty()) throw UsageError(fmt::format("--query {} is not NAME=SQL", quote(text)));
-        stage_queries[stage] = query;
-    }
-    std::string default_time, default_payload;
-    for (const auto& text : options.keys) {
-        auto [stage, path] = named(text);
-        (stage.empty() ? default_key : stage_keys[stage]) = path;
-    }
-    for (const auto& text : options.times) {
-        auto [stage, path] = named(text);
-        (stage.empty() ? default_time : stage_times[stage]) = path;
-    }
-    for (const auto& text : options.payloads) {
-        auto [stage, paths] = named(text);
-        (stage.empty() ? default_payload : stage_payloads[stage]) = paths;
-    }
+    auto by = per_stage("--by", options.by);
+    auto queries = per_stage("--query", options.queries, false, "NAME=SQL");
+    auto keys = per_stage("--key", options.keys);
+    auto times = per_stage("--time", options.times);
+    auto payloads = per_stage("--payload", options.payloads);
     std::set<std::string> names;
     for (const auto& text : options.stages)
         names.insert(named(text).first);
-    for (const auto& [stage, path] : stage_keys)
-        if (!names.count(stage))
-            throw UsageError(
-                fmt::format("--key {}=...: no stage is named {}", stage, quote(stage)));
-    for (const auto& [stage, path] : stage_by)
-        if (!names.count(stage))
-            throw UsageError(fmt::format("--by {}=...: no stage is named {}", stage, quote(stage)));
-    for (const auto& [stage, query] : stage_queries)
-        if (!names.count(stage))
-            throw UsageError(
-                fmt::format("--query {}=...: no stage is named {}", stage, quote(stage)));
-    for (const auto& [stage, paths] : stage_payloads)
-        if (!names.count(stage))
-            throw UsageError(
-                fmt::format("--payload {}=...: no stage is named {}", stage, quote(stage)));
-    for (const auto& [stage, path] : stage_times)
-        if (!names.count(stage))
-            throw UsageError(
-                fmt::format("--time {}=...: no stage is named {}", stage, quote(stage)));
+    for (const auto* values : {&keys, &by, &queries, &payloads, &times})
+        values->check_stages(names);
+
+    std::vector<reconcile::StageInput> stages;
     for (const auto& text : options.stages) {
         auto [name, path] = named(text);
         if (name.empty() || path.empty())
             throw UsageError(fmt::format("--stage {} is not NAME=FILE", quote(text)));
-        for (const auto& earlier : run.stages)
+        for (const auto& earlier : stages)
             if (earlier.name == name)
                 throw UsageError(fmt::format("two stages are named {}", quote(name)));
         reconcile::StageInput stage;
@@ -144,37 +143,29 @@ int run_reconcile_command(const ReconcileOptions& options) {
                                              "(OTLP JSON): give both",
                                              name));
             stage.key = record::FieldPath::parse("traceId");
-            run.stages.push_back(std::move(stage));
+            stages.push_back(std::move(stage));
             continue;
         }
-        auto key = stage_keys.count(name) ? stage_keys[name] : default_key;
+        const auto& key = keys.of(name);
         if (key.empty())
             throw UsageError(fmt::format("stage {} has no key: give --key PATH (every stage) or "
                                          "--key {}=PATH",
                                          quote(name), name));
         stage.key = record::FieldPath::parse(key);
-        auto time = stage_times.count(name) ? stage_times[name] : default_time;
-        if (!time.empty()) stage.time = record::FieldPath::parse(time);
-        auto payload = stage_payloads.count(name) ? stage_payloads[name] : default_payload;
-        if (!payload.empty()) stage.payload = record::FieldPath::parse_list(payload);
-        if (stage_queries.count(name)) stage.query = stage_queries[name];
-        auto by = stage_by.count(name) ? stage_by[name] : default_by;
-        if (!by.empty()) stage.by = record::FieldPath::parse(by);
-        run.stages.push_back(std::move(stage));
+        if (const auto& time = times.of(name); !time.empty())
+            stage.time = record::FieldPath::parse(time);
+        if (const auto& payload = payloads.of(name); !payload.empty())
+            stage.payload = record::FieldPath::parse_list(payload);
+        stage.query = queries.of(name);
+        if (const auto& path_by = by.of(name); !path_by.empty())
+            stage.by = record::FieldPath::parse(path_by);
+        stages.push_back(std::move(stage));
     }
-    run.max_record_bytes = input_options(options.common).max_record_bytes;
-    run.allow_absent = input_options(options.common).allow_absent;
-    run.reject_path = options.common.reject_path;
-    run.strictness = strictness(options.common);
-    run.threads = options.threads;
-    run.grace = parse_duration(options.grace);
-    if (!options.sla.empty()) run.sla = parse_duration(options.sla);
-    run.examples = options.examples;
-    run.report = options.report == "json"       ? reconcile::ReportFormat::json
-                 : options.report == "markdown" ? reconcile::ReportFormat::markdown
-                 : options.report == "html"     ? reconcile::ReportFormat::html
-                                                : reconcile::ReportFormat::table;
-    run.table_width = stdout_table_width(options.wide, options.output_path.empty());
+    return stages;
+}
+
+// --missing FILE and its --filter PATH=VALUE.
+void add_missing_options(const ReconcileOptions& options, reconcile::ReconcileRunOptions& run) {
     run.missing_path = options.missing_path;
     for (const auto& filter : options.filters) {
         auto equals = filter.find('=');
@@ -185,7 +176,10 @@ int run_reconcile_command(const ReconcileOptions& options) {
     }
     if (!run.missing_filters.empty() && run.missing_path.empty())
         throw UsageError("--filter narrows the --missing file: give --missing FILE too");
-    run.traces_path = options.traces_path;
+}
+
+// T+1: --store, --scope, --remember.
+void add_store_options(const ReconcileOptions& options, reconcile::ReconcileRunOptions& run) {
     run.store_uri = options.store;
     if (!options.scope.empty()) {
         run.scope = options.scope;
@@ -205,27 +199,60 @@ int run_reconcile_command(const ReconcileOptions& options) {
                                          quote(options.remember)));
     }
     run.lock_timeout = parse_duration(options.lock_timeout);
+}
+
+reconcile::ReconcileRunOptions run_options_of(const ReconcileOptions& options) {
+    reconcile::ReconcileRunOptions run;
+    run.stages = stages_of(options);
+    run.max_record_bytes = input_options(options.common).max_record_bytes;
+    run.allow_absent = input_options(options.common).allow_absent;
+    run.reject_path = options.common.reject_path;
+    run.strictness = strictness(options.common);
+    run.threads = options.threads;
+    run.grace = parse_duration(options.grace);
+    if (!options.sla.empty()) run.sla = parse_duration(options.sla);
+    run.examples = options.examples;
+    run.report = options.report == "json"       ? reconcile::ReportFormat::json
+                 : options.report == "markdown" ? reconcile::ReportFormat::markdown
+                 : options.report == "html"     ? reconcile::ReportFormat::html
+                                                : reconcile::ReportFormat::table;
+    run.table_width = stdout_table_width(options.wide, options.output_path.empty());
+    add_missing_options(options, run);
+    run.traces_path = options.traces_path;
+    add_store_options(options, run);
     run.spill_after = options.spill_after;
     if (!options.spill_dir.empty()) run.spill_directory = options.spill_dir;
     if (!run.traces_path.empty() &&
         std::none_of(run.stages.begin(), run.stages.end(),
                      [](const auto& stage) { return !stage.span.empty(); }))
         throw UsageError("--traces is read for stages given as NAME=span:SPAN_NAME: none is");
-    // A judging command exits 1 on what it finds (docs/exit-codes.md): every
-    // finding by default; --fail-on narrows (none: never), and --max-loss or
-    // --max-duplicate-ratio set the bar instead.
-    std::vector<reconcile::Finding> fail_on;
-    bool fail_on_unmatched = false, fail_on_given = !options.fail_on.empty();
+    return run;
+}
+
+// A judging command exits 1 on what it finds (docs/exit-codes.md): every
+// finding by default; --fail-on narrows (none: never), and --max-loss or
+// --max-duplicate-ratio set the bar instead.
+struct FailRule {
+    std::vector<reconcile::Finding> findings;
+    bool unmatched = false;
+    std::optional<double> max_loss, max_duplicates;
+};
+
+FailRule fail_rule_of(const ReconcileOptions& options) {
+    FailRule rule;
+    auto every_finding = [&] {
+        for (std::size_t i = 0; i < reconcile::k_finding_kinds; ++i)
+            rule.findings.push_back(static_cast<reconcile::Finding>(i));
+    };
     for (const auto& list : options.fail_on)
         for (auto name : split(list, ',')) {
             if (name == "unmatched") {
-                fail_on_unmatched = true;
+                rule.unmatched = true;
                 continue;
             }
             if (name == "none") continue;
             if (name == "any") {
-                for (std::size_t i = 0; i < reconcile::k_finding_kinds; ++i)
-                    fail_on.push_back(static_cast<reconcile::Finding>(i));
+                every_finding();
                 continue;
             }
             auto finding = reconcile::parse_finding(name);
@@ -233,43 +260,54 @@ int run_reconcile_command(const ReconcileOptions& options) {
                 throw UsageError(fmt::format("--fail-on: unknown finding {} (any, none, lost, "
                                              "duplicated, late, orphan, changed, unmatched)",
                                              quote(name)));
-            fail_on.push_back(*finding);
+            rule.findings.push_back(*finding);
         }
-    std::optional<double> max_loss, max_duplicates;
-    if (!options.max_loss.empty()) max_loss = fraction("--max-loss", options.max_loss);
+    if (!options.max_loss.empty()) rule.max_loss = fraction("--max-loss", options.max_loss);
     if (!options.max_duplicate_ratio.empty())
-        max_duplicates = fraction("--max-duplicate-ratio", options.max_duplicate_ratio);
-    if (!fail_on_given && !max_loss && !max_duplicates)
-        for (std::size_t i = 0; i < reconcile::k_finding_kinds; ++i)
-            fail_on.push_back(static_cast<reconcile::Finding>(i));
+        rule.max_duplicates = fraction("--max-duplicate-ratio", options.max_duplicate_ratio);
+    if (options.fail_on.empty() && !rule.max_loss && !rule.max_duplicates) every_finding();
+    return rule;
+}
+
+// Whether the run fails its rule; each bar a hop or stage is over is said.
+bool fails(const FailRule& rule, const reconcile::ReconcileResult& result,
+           io::Diagnostics& diagnostics) {
+    const auto& reconciliation = result.reconciliation;
+    bool fails = false;
+    for (auto finding : rule.findings)
+        if (reconciliation.counts[static_cast<std::size_t>(finding)] > 0) fails = true;
+    for (const auto& hop : reconciliation.hops)
+        if (rule.max_loss && hop.loss_rate > *rule.max_loss) {
+            diagnostics.warning({}, fmt::format("{} -> {} lost {:.4f}% of its keys, above "
+                                                "--max-loss {:.4f}%",
+                                                hop.from, hop.to, hop.loss_rate * 100,
+                                                *rule.max_loss * 100));
+            fails = true;
+        }
+    for (const auto& stage : reconciliation.stages)
+        if (rule.max_duplicates && stage.duplicate_ratio > *rule.max_duplicates) {
+            diagnostics.warning({}, fmt::format("{} has {:.4f}% extra copies, above "
+                                                "--max-duplicate-ratio {:.4f}%",
+                                                stage.name, stage.duplicate_ratio * 100,
+                                                *rule.max_duplicates * 100));
+            fails = true;
+        }
+    if (rule.unmatched && result.summary.count("unmatched_values") > 0) fails = true;
+    return fails;
+}
+
+int run_reconcile_command(const ReconcileOptions& options) {
+    auto run = run_options_of(options);
+    auto rule = fail_rule_of(options);
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = options.output_path.empty() ? io::Sink::standard_output()
                                               : io::Sink::replace_file(options.output_path);
     auto result = reconcile::run_reconcile(run, *output, diagnostics);
     output->publish();
-    const auto& reconciliation = result.reconciliation;
-    bool fails = false;
-    for (auto finding : fail_on)
-        if (reconciliation.counts[static_cast<std::size_t>(finding)] > 0) fails = true;
-    for (const auto& hop : reconciliation.hops)
-        if (max_loss && hop.loss_rate > *max_loss) {
-            diagnostics.warning({}, fmt::format("{} -> {} lost {:.4f}% of its keys, above "
-                                                "--max-loss {:.4f}%",
-                                                hop.from, hop.to, hop.loss_rate * 100,
-                                                *max_loss * 100));
-            fails = true;
-        }
-    for (const auto& stage : reconciliation.stages)
-        if (max_duplicates && stage.duplicate_ratio > *max_duplicates) {
-            diagnostics.warning({}, fmt::format("{} has {:.4f}% extra copies, above "
-                                                "--max-duplicate-ratio {:.4f}%",
-                                                stage.name, stage.duplicate_ratio * 100,
-                                                *max_duplicates * 100));
-            fails = true;
-        }
-    if (fail_on_unmatched && result.summary.count("unmatched_values") > 0) fails = true;
-    return finish_run(options.common, diagnostics, result.summary, fails ? 1 : 0);
+    return finish_run(options.common, diagnostics, result.summary,
+                      fails(rule, result, diagnostics) ? 1 : 0);
 }
+
 } // namespace
 
 void register_reconcile(CLI::App& app, std::function<int()>& action) {
