@@ -194,9 +194,9 @@ void Replayer::claim(std::vector<Candidate> candidates) {
             }
             // Another run holds it: look again soon, and take it over once
             // its lease ends unless that run finished it.
-            auto wait = std::min<Duration>(
-                std::max(Duration(0), previous.lease_until - now) + std::chrono::milliseconds(50),
-                k_held_key_recheck);
+            auto wait = std::min<Duration>(std::max(Duration(0), previous.lease_until - now) +
+                                               std::chrono::milliseconds(50),
+                                           k_held_key_recheck);
             m_held_elsewhere.emplace_back(Clock::now() +
                                               std::chrono::duration_cast<Clock::duration>(wait),
                                           std::move(candidate));
