@@ -40,7 +40,7 @@ std::optional<std::int64_t> find_sequence(record::RecordParser& parser,
     return found ? parse_sequence(*found) : std::nullopt;
 }
 
-std::optional<store::OrderKey> parse_stamp(const record::FieldValue& value) {
+std::optional<order::OrderKey> parse_stamp(const record::FieldValue& value) {
     using Type = record::FieldValue::Type;
     if (value.type != Type::number && value.type != Type::string) return std::nullopt;
     auto text = value.text;
@@ -55,11 +55,11 @@ std::optional<store::OrderKey> parse_stamp(const record::FieldValue& value) {
             std::from_chars(text.data() + dot + 1, text.data() + text.size(), logical);
         if (physical_error != std::errc{} || logical_error != std::errc{}) return std::nullopt;
         auto at = timestamp_from_epoch_number(static_cast<double>(physical));
-        return store::OrderKey{at.time_since_epoch().count(), logical};
+        return order::OrderKey{at.time_since_epoch().count(), logical};
     }
     auto at = parse_timestamp(text);
     if (!at) return std::nullopt;
-    return store::OrderKey{at->time_since_epoch().count(), 0};
+    return order::OrderKey{at->time_since_epoch().count(), 0};
 }
 
 const record::FieldPath* encode_partition(record::RecordParser& parser,

@@ -3,9 +3,9 @@
 // sequence numbers, time stamps and hybrid logical clock stamps read from a
 // record's fields, and the partition a record belongs to.
 
+#include "idem/order/sequencer_state.hpp"
 #include "idem/record/field_path.hpp"
 #include "idem/record/parser.hpp"
-#include "idem/store/sequencer_state.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -34,7 +34,7 @@ inline constexpr std::int64_t k_last_sequence = INT64_MAX - 1;
 // An RFC 3339 time or epoch number ({microseconds, 0}), or a hybrid logical
 // clock stamp "<physical>.<logical>" whose physical part has 12 or more
 // digits (epoch milliseconds or finer): {its microseconds, logical}.
-[[nodiscard]] std::optional<store::OrderKey> parse_stamp(const record::FieldValue& value);
+[[nodiscard]] std::optional<order::OrderKey> parse_stamp(const record::FieldValue& value);
 
 // The partition key: the values at `paths`, encoded unambiguously (idem-key/1
 // values, docs/dedup.md) into `out`. Returns the first missing path, if any.

@@ -25,7 +25,7 @@ Partition* Sequencer::find(std::string_view key) {
 }
 
 Partition& Sequencer::add(std::string key,
-                          const std::optional<store::PartitionProgress>& progress) {
+                          const std::optional<order::PartitionProgress>& progress) {
     auto [slot, inserted] = m_partitions.try_emplace(std::move(key));
     auto& partition = slot->second;
     if (!inserted) return partition;
@@ -44,7 +44,7 @@ Partition& Sequencer::add(std::string key,
     return partition;
 }
 
-void Sequencer::restore(std::vector<store::HeldRecordRow> rows) {
+void Sequencer::restore(std::vector<order::HeldRecordRow> rows) {
     std::vector<Partition*> touched;
     for (auto& row : rows) {
         auto* partition = find(row.partition);
@@ -309,9 +309,9 @@ void Sequencer::flush() {
     }
 }
 
-void Sequencer::drain_changes(const std::function<void(const store::ReorderChanges&)>& save,
+void Sequencer::drain_changes(const std::function<void(const order::ReorderChanges&)>& save,
                               std::size_t chunk) {
-    store::ReorderChanges changes;
+    order::ReorderChanges changes;
     auto hand_over = [&](bool only_when_full) {
         auto items = changes.progress.size() + changes.held.size() + changes.released.size();
         if (items == 0 || (only_when_full && items < chunk)) return;
@@ -343,10 +343,10 @@ void Sequencer::drain_changes(const std::function<void(const store::ReorderChang
     hand_over(false);
 }
 
-store::ReorderChanges Sequencer::take_changes() {
-    store::ReorderChanges all;
+order::ReorderChanges Sequencer::take_changes() {
+    order::ReorderChanges all;
     drain_changes(
-        [&](const store::ReorderChanges& changes) {
+        [&](const order::ReorderChanges& changes) {
             all.progress.insert(all.progress.end(), changes.progress.begin(),
                                 changes.progress.end());
             all.held.insert(all.held.end(), changes.held.begin(), changes.held.end());

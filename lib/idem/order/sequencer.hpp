@@ -6,7 +6,7 @@
 // duplicates. It does no I/O: releases and gaps go to the SequencerEvents the
 // caller gives, and what must persist is taken out with take_changes().
 
-#include "idem/store/sequencer_state.hpp"
+#include "idem/order/sequencer_state.hpp"
 #include "idem/util/time.hpp"
 
 #include "idem/util/string_map.hpp"
@@ -23,8 +23,6 @@
 #include <vector>
 
 namespace idem::order {
-
-using store::OrderKey;
 
 // sequence: by an integer sequence per partition, with gaps; time: by event
 // time (or hybrid logical clock) under a watermark.
@@ -119,10 +117,10 @@ public:
     [[nodiscard]] Partition* find(std::string_view key);
     // A partition seen for the first time in this run, with what the store
     // knows of it.
-    Partition& add(std::string key, const std::optional<store::PartitionProgress>& progress);
+    Partition& add(std::string key, const std::optional<order::PartitionProgress>& progress);
     // Records a previous run held (their partitions added first). What can
     // go is released at once.
-    void restore(std::vector<store::HeldRecordRow> rows);
+    void restore(std::vector<order::HeldRecordRow> rows);
 
     // The caller writes nothing for an accepted record: it is released (now
     // or later) through the events. Late and duplicate records are the
@@ -154,10 +152,10 @@ public:
     // the last call: what the caller saves with its next commit. Handed to
     // `save` in pieces of at most `chunk` items, so that a commit never
     // copies the whole state at once.
-    void drain_changes(const std::function<void(const store::ReorderChanges&)>& save,
+    void drain_changes(const std::function<void(const order::ReorderChanges&)>& save,
                        std::size_t chunk = 4096);
     // The same, in one piece (for tests).
-    store::ReorderChanges take_changes();
+    order::ReorderChanges take_changes();
     // Forgets partitions with nothing held and nothing unsaved (the store
     // knows them); returns how many.
     std::size_t forget_idle();

@@ -341,7 +341,7 @@ private:
     // A :memory: store outlives no run: the sequencer's own state is all
     // there is, and a copy in the store would only double the memory.
     void save_changes() {
-        m_sequencer.drain_changes([&](const store::ReorderChanges& changes) {
+        m_sequencer.drain_changes([&](const order::ReorderChanges& changes) {
             if (m_persistent) m_state.save_reorder_changes(m_options.scope, changes);
         });
     }

@@ -247,7 +247,7 @@ private:
 
     void load_entities(const std::vector<std::string>& entities) {
         auto states = m_store->entity_states().load_entities(m_options.scope, entities);
-        std::vector<std::optional<store::PartitionProgress>> progress(entities.size());
+        std::vector<std::optional<order::PartitionProgress>> progress(entities.size());
         if (m_sequencer)
             progress = m_store->sequencer().load_partitions(m_sequencer_scope, entities);
         for (std::size_t i = 0; i < entities.size(); ++i) {
@@ -313,7 +313,7 @@ private:
     }
 
     // The state each waiting (entity, version) claims, for a duplicate.
-    static std::string waiting_key(const Event& event, store::OrderKey key) {
+    static std::string waiting_key(const Event& event, order::OrderKey key) {
         return fmt::format("{}\n{}.{}", event.entity, key.primary, key.secondary);
     }
     void remember_waiting(const Event& event) {
@@ -422,7 +422,7 @@ private:
     }
 
     void offer_to_sequencer(Event& event, const Outcome& outcome, const record::InputRecord& record,
-                            order::Partition& partition, store::OrderKey key) {
+                            order::Partition& partition, order::OrderKey key) {
         set_position(event, record);
         m_packed.clear();
         put_text(m_packed, event.entity);
@@ -583,7 +583,7 @@ private:
         m_store->entity_states().save_entities(m_options.scope, states);
         if (m_sequencer) {
             settle_in_order();
-            m_sequencer->drain_changes([&](const store::ReorderChanges& changes) {
+            m_sequencer->drain_changes([&](const order::ReorderChanges& changes) {
                 m_store->sequencer().save_reorder_changes(m_sequencer_scope, changes);
             });
         }

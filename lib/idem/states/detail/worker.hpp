@@ -29,7 +29,7 @@ struct Outcome {
     std::optional<std::int64_t> version;
     std::uint64_t entity_hash = 0; // KeyIndex::hash_of(entity), computed by the worker
     std::uint32_t state_id = 0;    // Checker::declared_state(state), likewise
-    store::OrderKey key;           // time and hlc ordering
+    order::OrderKey key;           // time and hlc ordering
     std::optional<Timestamp> time;
     std::uint64_t column = 0;
     std::string message;

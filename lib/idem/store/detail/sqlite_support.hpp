@@ -51,8 +51,8 @@ inline constexpr const char* k_migrations[] = {
     ");",
     // v3: reorder. Per scope and partition (its encoded key), where the
     // partition stands; and the records held for a later run (--hold) or
-    // until the run's next commit. Columns per store::PartitionProgress and
-    // store::HeldRecordRow.
+    // until the run's next commit. Columns per order::PartitionProgress and
+    // order::HeldRecordRow.
     "CREATE TABLE reorder_partitions ("
     "  scope TEXT NOT NULL,"
     "  partition BLOB NOT NULL,"
