@@ -1,5 +1,5 @@
 """A store that fails to answer is an error, never "not found": every SQLite
-read goes through one checked step (lib/idem/store/detail/sqlite_support.hpp,
+read goes through one checked step (lib/idem/store/sqlite/sqlite_support.hpp,
 step_row). Each test makes a real SQLite file fail at the moment idem reads
 it: the table is swapped for a view whose rows raise SQLite's own "integer
 overflow" when read (abs() of the smallest integer), while writes still go

@@ -3,10 +3,10 @@
 // as deltas: schema v11), repeats kept
 // as evidence up to a bound, and seqs that are never given twice.
 
-#include "idem/store/detail/fingerprint_slots.hpp"
-#include "idem/store/detail/saved_slots_file.hpp"
-#include "idem/store/detail/sqlite_fingerprints.hpp"
 #include "idem/store/fingerprints.hpp"
+#include "idem/store/sqlite/fingerprint_slots.hpp"
+#include "idem/store/sqlite/saved_slots_file.hpp"
+#include "idem/store/sqlite/sqlite_fingerprints.hpp"
 #include "idem/store/store.hpp"
 
 #include "temp_store.hpp"

@@ -1,9 +1,9 @@
 // A store written by an older idem opens in this one: its schema migrates
 // in place and what it held reads back through the roles of today.
 
-#include "idem/store/detail/sqlite_support.hpp"
 #include "idem/store/held_copies.hpp"
 #include "idem/store/sequencer_state.hpp"
+#include "idem/store/sqlite/sqlite_support.hpp"
 #include "idem/store/store.hpp"
 
 #include <doctest/doctest.h>

@@ -3,8 +3,8 @@
 // the transaction (BEGIN IMMEDIATE: other processes wait, so a claim is
 // atomic); these statements run inside it.
 
-#include "idem/store/detail/sqlite_support.hpp"
 #include "idem/store/replay_ledger.hpp"
+#include "idem/store/sqlite/sqlite_support.hpp"
 
 #include <functional>
 #include <optional>

@@ -1,7 +1,7 @@
-#include "idem/store/detail/sqlite_fingerprints.hpp"
+#include "idem/store/sqlite/sqlite_fingerprints.hpp"
 
 #include "idem/store/detail/fingerprint_table.hpp"
-#include "idem/store/detail/saved_slots_file.hpp"
+#include "idem/store/sqlite/saved_slots_file.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "idem/store/detail/sqlite_held_copies.hpp"
+#include "idem/store/sqlite/sqlite_held_copies.hpp"
 
 #include "idem/util/encoding.hpp"
 #include "idem/util/errors.hpp"

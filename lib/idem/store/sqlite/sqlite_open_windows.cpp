@@ -1,4 +1,4 @@
-#include "idem/store/detail/sqlite_open_windows.hpp"
+#include "idem/store/sqlite/sqlite_open_windows.hpp"
 
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"

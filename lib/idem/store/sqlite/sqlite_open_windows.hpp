@@ -3,8 +3,8 @@
 // merge_windows; the meta is the row whose key is empty). The store owns
 // the transaction; these statements run inside it.
 
-#include "idem/store/detail/sqlite_support.hpp"
 #include "idem/store/open_windows.hpp"
+#include "idem/store/sqlite/sqlite_support.hpp"
 
 #include <string>
 #include <vector>

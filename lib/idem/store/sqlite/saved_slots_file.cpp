@@ -1,4 +1,4 @@
-#include "idem/store/detail/saved_slots_file.hpp"
+#include "idem/store/sqlite/saved_slots_file.hpp"
 
 #include <algorithm>
 #include <cerrno>

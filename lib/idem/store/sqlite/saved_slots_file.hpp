@@ -13,7 +13,7 @@
 // and counts: any difference, and the slots are not used (the log is read
 // instead).
 
-#include "idem/store/detail/fingerprint_slots.hpp"
+#include "idem/store/sqlite/fingerprint_slots.hpp"
 
 #include <cstdint>
 #include <functional>

@@ -1,7 +1,7 @@
-#include "idem/store/detail/sqlite_evidence.hpp"
+#include "idem/store/sqlite/sqlite_evidence.hpp"
 
-#include "idem/store/detail/sqlite_fingerprints.hpp"
-#include "idem/store/detail/sqlite_support.hpp"
+#include "idem/store/sqlite/sqlite_fingerprints.hpp"
+#include "idem/store/sqlite/sqlite_support.hpp"
 
 #include <cstring>
 #include <fmt/format.h>

@@ -3,8 +3,8 @@
 // the fingerprint log so each can be read on its own. The store owns the
 // transaction; these statements run inside it.
 
-#include "idem/store/detail/sqlite_support.hpp"
 #include "idem/store/sequencer_state.hpp"
+#include "idem/store/sqlite/sqlite_support.hpp"
 
 #include <memory>
 #include <optional>

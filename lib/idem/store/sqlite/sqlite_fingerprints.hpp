@@ -16,10 +16,10 @@
 // copies on a read-only connection of its own. The store owns the write
 // transaction; these statements run inside it.
 
-#include "idem/store/detail/fingerprint_slots.hpp"
-#include "idem/store/detail/serial_worker.hpp"
-#include "idem/store/detail/sqlite_support.hpp"
 #include "idem/store/fingerprints.hpp"
+#include "idem/store/sqlite/fingerprint_slots.hpp"
+#include "idem/store/sqlite/serial_worker.hpp"
+#include "idem/store/sqlite/sqlite_support.hpp"
 
 #include <chrono>
 #include <memory>

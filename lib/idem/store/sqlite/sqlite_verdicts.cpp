@@ -1,4 +1,4 @@
-#include "idem/store/detail/sqlite_verdicts.hpp"
+#include "idem/store/sqlite/sqlite_verdicts.hpp"
 
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"

@@ -17,8 +17,8 @@
 // size.
 
 #include "idem/store/detail/fingerprint_table.hpp" // map_zeroed
-#include "idem/store/detail/slot_order.hpp"
 #include "idem/store/fingerprints.hpp"
+#include "idem/store/sqlite/slot_order.hpp"
 #include "idem/util/prefetch.hpp"
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // `verify --keep-verdicts` for `audit --verdicts`. The store owns the
 // transaction; these statements run inside it.
 
-#include "idem/store/detail/sqlite_support.hpp"
+#include "idem/store/sqlite/sqlite_support.hpp"
 #include "idem/store/verdicts.hpp"
 
 #include <functional>

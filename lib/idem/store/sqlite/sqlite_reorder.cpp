@@ -1,4 +1,4 @@
-#include "idem/store/detail/sqlite_reorder.hpp"
+#include "idem/store/sqlite/sqlite_reorder.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "idem/store/detail/sqlite_replay.hpp"
+#include "idem/store/sqlite/sqlite_replay.hpp"
 
 #include <fmt/format.h>
 

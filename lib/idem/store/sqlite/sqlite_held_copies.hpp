@@ -3,8 +3,8 @@
 // holds (schema v7, table dedup_held). The store owns the transaction;
 // these statements run inside it.
 
-#include "idem/store/detail/sqlite_support.hpp"
 #include "idem/store/held_copies.hpp"
+#include "idem/store/sqlite/sqlite_support.hpp"
 
 #include <string>
 #include <vector>
