@@ -151,10 +151,10 @@ void apply_store_timeout(const CommonOptions& options, std::chrono::milliseconds
     store::set_store_timeout(timeout);
 }
 
-record::InputOptions input_options(const CommonOptions& options) {
-    record::InputOptions input;
+run::InputOptions input_options(const CommonOptions& options) {
+    run::InputOptions input;
     input.paths = options.inputs;
-    input.format = record::parse_input_format(options.input_format);
+    input.format = run::parse_input_format(options.input_format);
     input.max_record_bytes = parse_byte_size(options.max_record_size);
     if (input.max_record_bytes == 0) throw UsageError("--max-record-size must be at least 1 byte");
     for (const auto& text : options.allow_absent)
@@ -163,8 +163,8 @@ record::InputOptions input_options(const CommonOptions& options) {
     return input;
 }
 
-record::Strictness strictness(const CommonOptions& options) {
-    return options.strict ? record::Strictness::strict : record::Strictness::lenient;
+run::Strictness strictness(const CommonOptions& options) {
+    return options.strict ? run::Strictness::strict : run::Strictness::lenient;
 }
 
 void write_stderr(std::string_view text) {

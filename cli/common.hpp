@@ -4,8 +4,8 @@
 
 #include "idem/io/diagnostics.hpp"
 #include "idem/io/summary.hpp"
-#include "idem/record/input.hpp"
-#include "idem/record/rejects.hpp"
+#include "idem/run/input.hpp"
+#include "idem/run/rejects.hpp"
 #include "idem/util/time.hpp"
 
 #include <CLI/CLI.hpp>
@@ -57,13 +57,13 @@ void apply_store_timeout(const CommonOptions& options, std::chrono::milliseconds
 
 // --threads: worker threads, 0 (default) one per core, at most 8.
 // `busy_ordered_stage`: the command judges in order on a thread of its own
-// (record::worker_count), and the default is one worker fewer than cores.
+// (run::worker_count), and the default is one worker fewer than cores.
 void add_threads_option(CLI::App& command, std::size_t& threads, bool busy_ordered_stage = false);
 // --lock-timeout: how long to wait for a SQLite store another process holds.
 void add_lock_timeout_option(CLI::App& command, std::string& lock_timeout);
 
-[[nodiscard]] record::InputOptions input_options(const CommonOptions& options);
-[[nodiscard]] record::Strictness strictness(const CommonOptions& options);
+[[nodiscard]] run::InputOptions input_options(const CommonOptions& options);
+[[nodiscard]] run::Strictness strictness(const CommonOptions& options);
 
 // Writes to stderr and ignores failure: a diagnostic that cannot be
 // written (stderr on a full disk or a closed pipe) must never end the run,

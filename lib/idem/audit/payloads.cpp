@@ -1,9 +1,9 @@
 #include "idem/audit/detail/payloads.hpp"
 
-#include "idem/record/input.hpp"
 #include "idem/record/parser.hpp"
-#include "idem/record/rows.hpp"
 #include "idem/record/volatile_fields.hpp"
+#include "idem/run/input.hpp"
+#include "idem/run/rows.hpp"
 
 namespace idem::audit::detail {
 
@@ -80,7 +80,7 @@ std::vector<record::FieldPath> row_identity_of(const AuditRunOptions& options) {
     std::vector<record::FieldPath> paths;
     if (!options.sqlite_path.empty())
         for (const auto& column :
-             record::sqlite_primary_key_columns(options.sqlite_path, options.sqlite_query))
+             run::sqlite_primary_key_columns(options.sqlite_path, options.sqlite_query))
             paths.push_back(record::FieldPath::parse("/" + json_pointer_escape(column)));
     return paths;
 }
@@ -110,7 +110,7 @@ std::map<std::string, nlohmann::json> read_payloads_again(const AuditRunOptions&
     if (options.read_records) {
         auto spec = payload_spec(options);
         record::IgnoredPaths ignored(spec.ignore_paths);
-        record::InputOptions input = options.input;
+        run::InputOptions input = options.input;
         input.paths.clear();
         for (const auto& path :
              options.input.paths.empty() ? std::vector<std::string>{"-"} : options.input.paths) {
@@ -124,7 +124,7 @@ std::map<std::string, nlohmann::json> read_payloads_again(const AuditRunOptions&
             input.paths.push_back(path);
         }
         if (!input.paths.empty()) {
-            record::InputStream stream(input, nullptr);
+            run::InputStream stream(input, nullptr);
             while (auto record = stream.next()) {
                 if (record->oversized_bytes) continue;
                 at.assign(*record->source);
@@ -137,7 +137,7 @@ std::map<std::string, nlohmann::json> read_payloads_again(const AuditRunOptions&
     auto row_spec = payload_spec(options, row_identity_of(options));
     record::IgnoredPaths row_ignored(row_spec.ignore_paths);
     std::string padded;
-    auto take_row = [&](std::string_view json, const record::RowPosition& position) {
+    auto take_row = [&](std::string_view json, const run::RowPosition& position) {
         padded.assign(json);
         padded.append(io::k_padding_bytes, ' ');
         at.assign(position.input);
@@ -146,9 +146,9 @@ std::map<std::string, nlohmann::json> read_payloads_again(const AuditRunOptions&
         take(row_spec, row_ignored, std::string_view(padded).substr(0, json.size()), at);
     };
     for (const auto& path : options.csv_paths)
-        if (files.count(path)) record::read_csv_rows(path, take_row);
+        if (files.count(path)) run::read_csv_rows(path, take_row);
     if (!options.sqlite_path.empty() && files.count(options.sqlite_path))
-        record::read_sqlite_rows(options.sqlite_path, options.sqlite_query, take_row);
+        run::read_sqlite_rows(options.sqlite_path, options.sqlite_query, take_row);
     return payloads;
 }
 

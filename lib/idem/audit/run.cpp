@@ -8,8 +8,8 @@
 #include "idem/record/annotate.hpp"
 #include "idem/record/event_time.hpp"
 #include "idem/record/key.hpp"
-#include "idem/record/record_run.hpp"
-#include "idem/record/rows.hpp"
+#include "idem/run/record_run.hpp"
+#include "idem/run/rows.hpp"
 #include "idem/store/fingerprints.hpp"
 #include "idem/store/replay_ledger.hpp"
 #include "idem/store/store.hpp"
@@ -235,7 +235,7 @@ void read_line(const io::BlockLine& line, Reading& reading, std::string& texts, 
     read_trace(parser, reading, texts, state.nothing_ignored, options);
 }
 
-void read_block(const record::InputBlock& block, WorkerState& state, const AuditRunOptions& options,
+void read_block(const run::InputBlock& block, WorkerState& state, const AuditRunOptions& options,
                 BlockReadings& result) {
     io::LineCursor cursor(block.block.lines());
     while (auto line = cursor.next()) {
@@ -275,8 +275,8 @@ public:
         // Rows (--csv, --sqlite) are never rejected: the file is made empty.
         m_reject_sink = io::Sink::create_file_if_named(options.reject_path);
         if (options.read_records)
-            m_run.emplace(record::RecordRunSetup{options.input, m_reject_sink.get(),
-                                                 options.strictness, options.threads},
+            m_run.emplace(run::RecordRunSetup{options.input, m_reject_sink.get(),
+                                              options.strictness, options.threads},
                           diagnostics);
     }
 
@@ -303,7 +303,7 @@ public:
             // The input is read: the calling thread, which read it, is
             // free to explain partitions beside the workers.
             m_shelf = m_spill->explain_groups(std::move(context), summary,
-                                              record::worker_count(m_options.threads) + 1);
+                                              run::worker_count(m_options.threads) + 1);
             return *m_shelf;
         }
         m_findings = explain_in_memory();
@@ -406,12 +406,13 @@ private:
         for (auto& state : states) // records and rows, one census
             state->parser.report_paths_to(&m_census);
         Run::Steps steps;
-        steps.judge = [&](const record::InputBlock& block, WorkerState& state,
-                          BlockReadings& result) { read_block(block, state, m_options, result); };
-        auto route = [&](Reading& reading, record::InputRecord& record, std::size_t) {
+        steps.judge = [&](const run::InputBlock& block, WorkerState& state, BlockReadings& result) {
+            read_block(block, state, m_options, result);
+        };
+        auto route = [&](Reading& reading, run::InputRecord& record, std::size_t) {
             take_record(reading, record);
         };
-        steps.prepare = [&](const record::InputBlock&, BlockReadings& result) {
+        steps.prepare = [&](const run::InputBlock&, BlockReadings& result) {
             m_block_texts = &result.texts;
         };
         m_run->run(states, steps, route);
@@ -422,7 +423,7 @@ private:
         WorkerState state(detail::payload_spec(m_options, detail::row_identity_of(m_options)));
         state.parser.report_paths_to(&m_census);
         std::string padded, texts;
-        auto take_row = [&](std::string_view json, const record::RowPosition& position) {
+        auto take_row = [&](std::string_view json, const run::RowPosition& position) {
             padded.assign(json);
             padded.append(io::k_padding_bytes, ' ');
             io::BlockLine line;
@@ -434,9 +435,9 @@ private:
             take(reading, texts, {input_index(position.input), position.row, position.number});
         };
         for (const auto& path : m_options.csv_paths)
-            record::read_csv_rows(path, take_row);
+            run::read_csv_rows(path, take_row);
         if (!m_options.sqlite_path.empty())
-            record::read_sqlite_rows(m_options.sqlite_path, m_options.sqlite_query, take_row);
+            run::read_sqlite_rows(m_options.sqlite_path, m_options.sqlite_query, take_row);
         if (!m_options.store_uri.empty()) read_store(take_row);
     }
 
@@ -579,7 +580,7 @@ private:
     }
 
     // Every copy dedup recorded, first copies and repeats, as records.
-    void read_store(const record::RowHandler& take_row) {
+    void read_store(const run::RowHandler& take_row) {
         auto store = open_kept_store(m_options.store_uri, "--store", "dedup");
         std::string json;
         std::uint64_t not_kept = 0, events_not_kept = 0;
@@ -693,7 +694,7 @@ private:
         return static_cast<std::uint32_t>(inputs.size() - 1);
     }
 
-    void take_record(const Reading& reading, const record::InputRecord& record) {
+    void take_record(const Reading& reading, const run::InputRecord& record) {
         if (!reading.parsed) {
             // Too long to hold: the run frame set it aside.
             if (!reading.message.empty())
@@ -744,7 +745,7 @@ private:
 
     const AuditRunOptions& m_options;
     io::Diagnostics& m_diagnostics;
-    using Run = record::RecordRun<WorkerState, BlockReadings>;
+    using Run = run::RecordRun<WorkerState, BlockReadings>;
     std::unique_ptr<io::Sink> m_reject_sink; // --reject, outliving the frame's reads
     std::optional<Run> m_run;                // when records are read (not only rows)
     record::PathCensus m_census;
@@ -804,7 +805,7 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
     // which would say "no record happened more than once" of nothing.
     if (summary.records > 0 || run.rejected() == 0)
         write_report(groups, summary, options.format, output,
-                     record::worker_count(options.threads) + 1, options.table_width);
+                     run::worker_count(options.threads) + 1, options.table_width);
     output.flush();
     AuditResult result;
     result.causes = summary.causes;

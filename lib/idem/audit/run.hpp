@@ -10,8 +10,8 @@
 #include "idem/io/sink.hpp"
 #include "idem/io/summary.hpp"
 #include "idem/record/field_path.hpp"
-#include "idem/record/input.hpp"
-#include "idem/record/rejects.hpp"
+#include "idem/run/input.hpp"
+#include "idem/run/rejects.hpp"
 
 #include <filesystem>
 #include <optional>
@@ -21,7 +21,7 @@
 namespace idem::audit {
 
 struct AuditRunOptions {
-    record::InputOptions input;
+    run::InputOptions input;
     // NDJSON (or HAR) inputs are read unless only CSV files or a query are
     // given.
     bool read_records = true;
@@ -40,7 +40,7 @@ struct AuditRunOptions {
     // shown with its verdict, found by file and line.
     std::string verdicts_uri;
     std::string reject_path;
-    record::Strictness strictness = record::Strictness::lenient;
+    run::Strictness strictness = run::Strictness::lenient;
     std::vector<record::FieldPath> key_fields;         // --key
     std::vector<record::FieldPath> fingerprint_fields; // --fingerprint
     std::optional<record::FieldPath> time_field;       // default: an envelope's received_at

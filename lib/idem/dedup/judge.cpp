@@ -14,7 +14,7 @@ namespace {
 void judge_line(const io::BlockLine& line, Outcome& outcome, WorkerState& state,
                 const DedupRunOptions& options) {
     auto& parser = state.parser;
-    if (!record::parse_line(line, options.input.max_record_bytes, parser, outcome)) return;
+    if (!run::parse_line(line, options.input.max_record_bytes, parser, outcome)) return;
     outcome.has_annotations = parser.has_annotations();
     auto time = record::event_time(parser, options.time_field ? &*options.time_field : nullptr,
                                    &options.zone);
@@ -41,8 +41,8 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, WorkerState& state,
 
 } // namespace
 
-void judge_block(const record::InputBlock& block, WorkerState& state,
-                 const DedupRunOptions& options, BlockOutcome& result) {
+void judge_block(const run::InputBlock& block, WorkerState& state, const DedupRunOptions& options,
+                 BlockOutcome& result) {
     io::LineCursor cursor(block.block.lines());
     while (auto line = cursor.next()) {
         auto& outcome = result.outcomes.emplace_back();

@@ -5,7 +5,7 @@
 #include "idem/dedup/detail/judge.hpp"
 
 #include "idem/record/annotate.hpp"
-#include "idem/record/record_run.hpp"
+#include "idem/run/record_run.hpp"
 #include "idem/store/fingerprints.hpp"
 #include "idem/store/held_copies.hpp"
 #include "idem/store/owned_outputs.hpp"
@@ -129,12 +129,13 @@ public:
         if (m_options.time_field) census.expect_path("--time-field", *m_options.time_field);
         auto states = m_run.states([&] { return std::make_unique<WorkerState>(m_options.key); });
         Run::Steps steps;
-        steps.judge = [&](const record::InputBlock& block, WorkerState& state,
-                          BlockOutcome& result) { judge_block(block, state, m_options, result); };
-        steps.prepare = [&](const record::InputBlock& block, BlockOutcome& result) {
+        steps.judge = [&](const run::InputBlock& block, WorkerState& state, BlockOutcome& result) {
+            judge_block(block, state, m_options, result);
+        };
+        steps.prepare = [&](const run::InputBlock& block, BlockOutcome& result) {
             claim_block(block, result);
         };
-        auto route = [&](Outcome& outcome, record::InputRecord& record, std::size_t) {
+        auto route = [&](Outcome& outcome, run::InputRecord& record, std::size_t) {
             route_record(outcome, record);
         };
         // The block's memory is reused next: records written from it in
@@ -166,7 +167,7 @@ public:
     }
 
 private:
-    using Run = record::RecordRun<WorkerState, BlockOutcome>;
+    using Run = run::RecordRun<WorkerState, BlockOutcome>;
 
     // The shared store as --store, --lock-timeout and the fingerprints' cache
     // ask: for the run and for --on-store-error local's write-back alike.
@@ -295,7 +296,7 @@ private:
         return claim;
     }
 
-    store::FingerprintClaim claim_for(const Outcome& outcome, const record::InputRecord& record,
+    store::FingerprintClaim claim_for(const Outcome& outcome, const run::InputRecord& record,
                                       Timestamp now) const {
         return claim_for(outcome, *record.source, record.line, now);
     }
@@ -326,7 +327,7 @@ private:
 
     // Claims for the whole block in one call: one round trip to Redis, one
     // pass over the SQLite log's index. Answered in route_record().
-    void claim_block(const record::InputBlock& block, BlockOutcome& result) {
+    void claim_block(const run::InputBlock& block, BlockOutcome& result) {
         if (m_run.records() == 0) expect_records(block, result);
         m_block_now = now_utc();
         auto& claims = m_block_claims; // kept for its capacity
@@ -341,7 +342,7 @@ private:
         m_block_answers = claim(claims, m_block_now);
     }
 
-    void route_record(const Outcome& outcome, record::InputRecord& record) {
+    void route_record(const Outcome& outcome, run::InputRecord& record) {
         if (!set_aside(outcome, record)) return;
         if (keeps_last()) {
             hold(outcome, record, m_block_now);
@@ -357,7 +358,7 @@ private:
 
     // From the first block's records per byte and the input's size: the
     // store's table is then sized once (the table caps what it reserves).
-    void expect_records(const record::InputBlock& block, const BlockOutcome& first) {
+    void expect_records(const run::InputBlock& block, const BlockOutcome& first) {
         auto total = m_run.input().total_bytes();
         auto block_bytes = block.block.lines().size();
         if (!m_store || !total || block_bytes == 0 || first.outcomes.empty()) return;
@@ -369,8 +370,7 @@ private:
 
     // A repeat whose first copy this run never read (another input, or this
     // record itself at the same line) was first seen by an earlier run.
-    void note_first_copy(const store::FingerprintResult& answer,
-                         const record::InputRecord& record) {
+    void note_first_copy(const store::FingerprintResult& answer, const run::InputRecord& record) {
         if (answer.first_source.empty()) return;
         if (m_sources_read.empty() || m_sources_read.back() != *record.source)
             m_sources_read.push_back(*record.source);
@@ -393,7 +393,7 @@ private:
     }
 
     // Rejects and unkeyed records; true when the record goes on to the store.
-    bool set_aside(const Outcome& outcome, record::InputRecord& record) {
+    bool set_aside(const Outcome& outcome, run::InputRecord& record) {
         switch (outcome.kind) {
         case Outcome::Kind::too_long: // the run frame set it aside
             return false;
@@ -452,7 +452,7 @@ private:
 
     [[nodiscard]] bool keeps_last() const { return m_options.keep == KeepCopy::last; }
 
-    void hold(const Outcome& outcome, const record::InputRecord& record, Timestamp now) {
+    void hold(const Outcome& outcome, const run::InputRecord& record, Timestamp now) {
         auto event_time = outcome.event_time.value_or(now);
         // Windows that closed before this record are let go first, so that a
         // copy beyond its event's window starts a new event.

@@ -6,9 +6,9 @@
 #include "idem/io/diagnostics.hpp"
 #include "idem/io/sink.hpp"
 #include "idem/io/summary.hpp"
-#include "idem/record/input.hpp"
 #include "idem/record/key.hpp"
-#include "idem/record/rejects.hpp"
+#include "idem/run/input.hpp"
+#include "idem/run/rejects.hpp"
 #include "idem/util/time.hpp"
 #include "idem/util/time_zone.hpp"
 
@@ -34,9 +34,9 @@ enum class KeepCopy { first, last };
 enum class StoreFailure { fail, pass, local };
 
 struct DedupRunOptions {
-    record::InputOptions input;
+    run::InputOptions input;
     std::string reject_path;
-    record::Strictness strictness = record::Strictness::lenient;
+    run::Strictness strictness = run::Strictness::lenient;
     record::KeySpec key;
     MissingKey missing = MissingKey::reject;
     std::optional<record::FieldPath> time_field; // default: received_at, else the time read

@@ -6,7 +6,7 @@
 #include "idem/record/annotate.hpp"
 #include "idem/record/event_time.hpp"
 #include "idem/record/key.hpp"
-#include "idem/record/record_run.hpp"
+#include "idem/run/record_run.hpp"
 #include "idem/store/checkpoints.hpp"
 #include "idem/store/open_windows.hpp"
 #include "idem/store/owned_outputs.hpp"
@@ -108,7 +108,7 @@ std::optional<std::string> read_value(record::RecordParser& parser, std::string_
 void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result,
                 WorkerState& state, const MergeRunOptions& options) {
     auto& parser = state.parser;
-    if (!record::parse_line(line, options.input.max_record_bytes, parser, outcome)) return;
+    if (!run::parse_line(line, options.input.max_record_bytes, parser, outcome)) return;
     outcome.has_annotations = parser.has_annotations();
     const auto& rules = options.rules;
     std::size_t rule = 0;
@@ -178,8 +178,8 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result
     outcome.kind = Outcome::Kind::member;
 }
 
-void judge_block(const record::InputBlock& block, WorkerState& state,
-                 const MergeRunOptions& options, BlockResult& result) {
+void judge_block(const run::InputBlock& block, WorkerState& state, const MergeRunOptions& options,
+                 BlockResult& result) {
     io::LineCursor cursor(block.block.lines());
     while (auto line = cursor.next()) {
         auto& outcome = result.outcomes.emplace_back();
@@ -460,13 +460,14 @@ public:
         expect_paths();
         auto states = m_run.states([] { return std::make_unique<WorkerState>(); });
         Run::Steps steps;
-        steps.judge = [&](const record::InputBlock& block, WorkerState& state,
-                          BlockResult& result) { judge_block(block, state, m_options, result); };
-        steps.prepare = [&](const record::InputBlock&, BlockResult& result) {
+        steps.judge = [&](const run::InputBlock& block, WorkerState& state, BlockResult& result) {
+            judge_block(block, state, m_options, result);
+        };
+        steps.prepare = [&](const run::InputBlock&, BlockResult& result) {
             m_block = &result;
             m_block_now = now_utc();
         };
-        auto route = [&](Outcome& outcome, record::InputRecord& record, std::size_t) {
+        auto route = [&](Outcome& outcome, run::InputRecord& record, std::size_t) {
             route_record(outcome, record);
         };
         steps.block_done = [&](std::uint64_t new_records) {
@@ -503,7 +504,7 @@ public:
     }
 
 private:
-    using Run = record::RecordRun<WorkerState, BlockResult>;
+    using Run = run::RecordRun<WorkerState, BlockResult>;
 
     static std::unique_ptr<store::Store> open_store(const MergeRunOptions& options) {
         // Open windows need a store only to survive a kill, with -o.
@@ -525,7 +526,7 @@ private:
         return merger;
     }
 
-    void route_record(const Outcome& outcome, record::InputRecord& record) {
+    void route_record(const Outcome& outcome, run::InputRecord& record) {
         switch (outcome.kind) {
         case Outcome::Kind::too_long: // the run frame set it aside
             return;
@@ -568,7 +569,7 @@ private:
         }
     }
 
-    void merge(const Outcome& outcome, const record::InputRecord& record) {
+    void merge(const Outcome& outcome, const run::InputRecord& record) {
         const auto& rule = m_options.rules[outcome.rule];
         auto& counts = m_counts[outcome.rule];
         ++counts.in;
@@ -601,8 +602,8 @@ private:
         m_merger.advance(member.time);
     }
 
-    void route_late(const Outcome& outcome, const record::InputRecord& record,
-                    const MergeRule& rule, Timestamp time) {
+    void route_late(const Outcome& outcome, const run::InputRecord& record, const MergeRule& rule,
+                    Timestamp time) {
         auto watermark = m_merger.watermark();
         // Nothing is lost unasked: without --late FILE a late record goes to
         // the output as a window of its own, marked; --drop-late drops it.

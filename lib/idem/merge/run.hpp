@@ -5,8 +5,8 @@
 #include "idem/io/sink.hpp"
 #include "idem/io/summary.hpp"
 #include "idem/merge/rules.hpp"
-#include "idem/record/input.hpp"
-#include "idem/record/rejects.hpp"
+#include "idem/run/input.hpp"
+#include "idem/run/rejects.hpp"
 #include "idem/util/time.hpp"
 #include "idem/util/time_zone.hpp"
 
@@ -21,9 +21,9 @@ enum class MissingGroup { reject, pass };
 enum class PreviewFormat { ndjson, table };
 
 struct MergeRunOptions {
-    record::InputOptions input;
+    run::InputOptions input;
     std::string reject_path;
-    record::Strictness strictness = record::Strictness::lenient;
+    run::Strictness strictness = run::Strictness::lenient;
     // Tried in order; a record goes to the first whose match holds.
     std::vector<MergeRule> rules;
     // Records that pass through at once, unmerged (--bypass).

@@ -97,7 +97,7 @@ public:
     void read_stages() {
         m_reader.emplace(m_options, m_diagnostics);
         if (!m_options.traces_path.empty())
-            m_services = m_reader->read_other([&](record::RejectRouter& rejects) {
+            m_services = m_reader->read_other([&](run::RejectRouter& rejects) {
                 return detail::read_traces(
                     m_options, rejects,
                     [&](std::size_t s, std::string_view trace, Timestamp span_start) {

@@ -7,7 +7,7 @@
 #include "idem/io/summary.hpp"
 #include "idem/reconcile/ledger.hpp"
 #include "idem/record/field_path.hpp"
-#include "idem/record/rejects.hpp"
+#include "idem/run/rejects.hpp"
 #include "idem/util/render.hpp"
 
 #include <filesystem>
@@ -40,7 +40,7 @@ struct ReconcileRunOptions {
     std::vector<StageInput> stages; // in flow order, 2 to k_max_stages
     std::uint64_t max_record_bytes = 16ULL << 20;
     std::string reject_path;
-    record::Strictness strictness = record::Strictness::lenient;
+    run::Strictness strictness = run::Strictness::lenient;
     std::size_t threads = 0;
     Duration grace = std::chrono::minutes(15);
     std::optional<Duration> sla;

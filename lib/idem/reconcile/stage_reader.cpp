@@ -2,8 +2,8 @@
 
 #include "idem/record/event_time.hpp"
 #include "idem/record/key.hpp"
-#include "idem/record/record_run.hpp"
-#include "idem/record/rows.hpp"
+#include "idem/run/record_run.hpp"
+#include "idem/run/rows.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
@@ -171,20 +171,19 @@ void StageReader::read(const StageInput& stage, const Take& take) {
 }
 
 void StageReader::read_lines(const StageInput& stage, const Take& take) {
-    record::InputOptions input;
+    run::InputOptions input;
     input.paths = {stage.path};
-    input.format = format_of(stage) == StageFormat::har ? record::InputFormat::har
-                                                        : record::InputFormat::ndjson;
+    input.format =
+        format_of(stage) == StageFormat::har ? run::InputFormat::har : run::InputFormat::ndjson;
     input.max_record_bytes = m_options.max_record_bytes;
-    record::RecordRunSetup setup{input, m_reject_sink.get(), m_options.strictness,
-                                 m_options.threads};
-    record::RecordRun<WorkerState, BlockResult> run(setup, m_diagnostics);
+    run::RecordRunSetup setup{input, m_reject_sink.get(), m_options.strictness, m_options.threads};
+    run::RecordRun<WorkerState, BlockResult> run(setup, m_diagnostics);
     Reader reader(stage);
     auto states = run.states([] { return std::make_unique<WorkerState>(); });
     for (auto& state : states) // the stage's census, over every format it comes in
         state->parser.report_paths_to(m_census);
     decltype(run)::Steps steps;
-    steps.judge = [&](const record::InputBlock& block, WorkerState& state, BlockResult& result) {
+    steps.judge = [&](const run::InputBlock& block, WorkerState& state, BlockResult& result) {
         io::LineCursor cursor(block.block.lines());
         while (auto line = cursor.next()) {
             auto& outcome = result.outcomes.emplace_back();
@@ -217,8 +216,8 @@ void StageReader::read_lines(const StageInput& stage, const Take& take) {
         result.lines = cursor.lines_seen();
     };
     const BlockResult* block_result = nullptr;
-    steps.prepare = [&](const record::InputBlock&, BlockResult& result) { block_result = &result; };
-    auto route = [&](Outcome& outcome, record::InputRecord& record, std::size_t) {
+    steps.prepare = [&](const run::InputBlock&, BlockResult& result) { block_result = &result; };
+    auto route = [&](Outcome& outcome, run::InputRecord& record, std::size_t) {
         if (outcome.kind == Outcome::Kind::too_long) return;
         if (outcome.kind == Outcome::Kind::failed) {
             if (m_first_problem.empty()) m_first_problem = outcome.message;
@@ -234,8 +233,8 @@ void StageReader::read_lines(const StageInput& stage, const Take& take) {
 }
 
 void StageReader::read_rows(const StageInput& stage, const Take& take, StageFormat format) {
-    record::RejectRouter rejects(m_reject_sink.get(), m_options.strictness, m_diagnostics,
-                                 m_options.max_record_bytes);
+    run::RejectRouter rejects(m_reject_sink.get(), m_options.strictness, m_diagnostics,
+                              m_options.max_record_bytes);
     Reader reader(stage);
     record::RecordParser parser;
     parser.report_paths_to(m_census);
@@ -243,7 +242,7 @@ void StageReader::read_rows(const StageInput& stage, const Take& take, StageForm
     auto take_item = [&](std::string_view json, std::uint64_t line) {
         padded.assign(json);
         padded.append(io::k_padding_bytes, ' ');
-        record::InputRecord record;
+        run::InputRecord record;
         record.bytes = std::string_view(padded).substr(0, json.size());
         record.source = &stage.path;
         record.line = line;
@@ -260,13 +259,13 @@ void StageReader::read_rows(const StageInput& stage, const Take& take, StageForm
         }
         take(found.key, found.time, found.payload, record.bytes, found.by);
     };
-    auto take_row = [&](std::string_view json, const record::RowPosition& at) {
+    auto take_row = [&](std::string_view json, const run::RowPosition& at) {
         take_item(json, at.number);
     };
     if (format == StageFormat::csv) {
-        record::read_csv_rows(stage.path, take_row);
+        run::read_csv_rows(stage.path, take_row);
     } else if (format == StageFormat::sqlite) {
-        record::read_sqlite_rows(stage.path, stage.query, take_row);
+        run::read_sqlite_rows(stage.path, stage.query, take_row);
     } else {
         std::ifstream in(stage.path, std::ios::binary);
         nlohmann::json document;

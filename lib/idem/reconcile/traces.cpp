@@ -74,7 +74,7 @@ std::string service_of(const nlohmann::json& resource) {
 } // namespace
 
 std::vector<std::set<std::string>> read_traces(
-    const ReconcileRunOptions& options, record::RejectRouter& rejects,
+    const ReconcileRunOptions& options, run::RejectRouter& rejects,
     const std::function<void(std::size_t stage, std::string_view trace, Timestamp start)>& take) {
     std::vector<std::set<std::string>> services(options.stages.size());
     std::ifstream in(options.traces_path, std::ios::binary);
@@ -87,7 +87,7 @@ std::vector<std::set<std::string>> read_traces(
     std::uint64_t offset = 0;
     while (std::getline(in, line)) {
         ++line_number;
-        record::InputRecord record;
+        run::InputRecord record;
         record.source = &options.traces_path;
         record.line = line_number;
         record.byte_offset = offset;

@@ -83,8 +83,8 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockOutcome& resul
 
 } // namespace
 
-void judge_block(const record::InputBlock& block, WorkerState& state,
-                 const ReorderRunOptions& options, BlockOutcome& result) {
+void judge_block(const run::InputBlock& block, WorkerState& state, const ReorderRunOptions& options,
+                 BlockOutcome& result) {
     // Exactly one outcome per line: no growth, no slack (small records make
     // tens of thousands per block).
     auto lines = block.block.lines();

@@ -4,8 +4,8 @@
 
 #include "idem/order/order_key.hpp"
 #include "idem/record/annotate.hpp"
-#include "idem/record/record_run.hpp"
 #include "idem/reorder/detail/judge.hpp"
+#include "idem/run/record_run.hpp"
 #include "idem/store/checkpoints.hpp"
 #include "idem/store/owned_outputs.hpp"
 #include "idem/store/sequencer_state.hpp"
@@ -76,17 +76,16 @@ public:
         if (m_options.time_field) census.expect_path("--time-field", *m_options.time_field);
         auto states = m_run.states([] { return std::make_unique<WorkerState>(); });
         Run::Steps steps;
-        steps.judge = [&](const record::InputBlock& block, WorkerState& state,
-                          BlockOutcome& result) {
+        steps.judge = [&](const run::InputBlock& block, WorkerState& state, BlockOutcome& result) {
             detail::judge_block(block, state, m_options, result);
         };
-        steps.prepare = [&](const record::InputBlock&, BlockOutcome& result) {
+        steps.prepare = [&](const run::InputBlock&, BlockOutcome& result) {
             m_block_partitions = resolve_partitions(result);
             m_block_failures = &result;
             m_block_now = now_utc();
             m_next_failure = 0;
         };
-        auto route = [&](Outcome& outcome, record::InputRecord& record, std::size_t index) {
+        auto route = [&](Outcome& outcome, run::InputRecord& record, std::size_t index) {
             route_record(outcome, record, index);
         };
         steps.block_done = [&](std::uint64_t new_records) {
@@ -126,7 +125,7 @@ public:
     }
 
 private:
-    using Run = record::RecordRun<WorkerState, BlockOutcome>;
+    using Run = run::RecordRun<WorkerState, BlockOutcome>;
 
     static std::unique_ptr<store::Store> open_store(const ReorderRunOptions& options) {
         auto location = store::parse_store_uri(options.store_uri);
@@ -190,7 +189,7 @@ private:
         return slot->second;
     }
 
-    void route_record(const Outcome& outcome, record::InputRecord& record, std::size_t index) {
+    void route_record(const Outcome& outcome, run::InputRecord& record, std::size_t index) {
         const detail::Failure* failure = nullptr;
         const auto& failures = m_block_failures->failures;
         // Failures are listed in outcome order; skipped records skip theirs.
@@ -243,7 +242,7 @@ private:
 
     // Rejects; true when the record goes on to the sequencer.
     bool set_aside(const Outcome& outcome, const detail::Failure* failure,
-                   record::InputRecord& record) {
+                   run::InputRecord& record) {
         switch (outcome.kind) {
         case Outcome::Kind::too_long: // the run frame set it aside
             return false;
@@ -259,7 +258,7 @@ private:
     }
 
     // A late or duplicate record: to --late FILE with the reason, or a warning.
-    void route_late(const record::InputRecord& record, const Partition& partition,
+    void route_late(const run::InputRecord& record, const Partition& partition,
                     const Outcome& outcome, const Offer& offer) {
         bool duplicate = offer.verdict == Verdict::duplicate;
         auto mode = m_options.sequencer.mode;

@@ -10,8 +10,8 @@
 #include "idem/io/summary.hpp"
 #include "idem/order/sequencer.hpp"
 #include "idem/record/field_path.hpp"
-#include "idem/record/input.hpp"
-#include "idem/record/rejects.hpp"
+#include "idem/run/input.hpp"
+#include "idem/run/rejects.hpp"
 
 #include <optional>
 #include <string>
@@ -36,9 +36,9 @@ using order::Verdict;
 enum class AtEnd { flush, hold };
 
 struct ReorderRunOptions {
-    record::InputOptions input;
+    run::InputOptions input;
     std::string reject_path;
-    record::Strictness strictness = record::Strictness::lenient;
+    run::Strictness strictness = run::Strictness::lenient;
     SequencerOptions sequencer;
     std::optional<record::FieldPath> sequence_field; // sequence mode
     std::optional<record::FieldPath> order_by;       // time mode

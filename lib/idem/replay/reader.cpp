@@ -25,7 +25,7 @@ CandidateReader::CandidateReader(const ReplayOptions& options, io::Diagnostics& 
     m_input.emplace(options.input, &*m_rejects);
 }
 
-bool CandidateReader::selected(const record::InputRecord& raw, std::optional<Timestamp>& time) {
+bool CandidateReader::selected(const run::InputRecord& raw, std::optional<Timestamp>& time) {
     auto& parser = m_parser;
     const auto& selection = m_options.selection;
     for (const auto& [path, value] : selection.filters) {

@@ -6,12 +6,12 @@
 
 #include "idem/io/diagnostics.hpp"
 #include "idem/net/http_client.hpp"
-#include "idem/record/input.hpp"
 #include "idem/record/parser.hpp"
 #include "idem/record/path_census.hpp"
-#include "idem/record/rejects.hpp"
 #include "idem/replay/request.hpp"
 #include "idem/replay/run.hpp"
+#include "idem/run/input.hpp"
+#include "idem/run/rejects.hpp"
 
 #include <memory>
 #include <optional>
@@ -49,14 +49,14 @@ public:
     [[nodiscard]] const record::PathCensus& census() const { return m_census; }
 
 private:
-    bool selected(const record::InputRecord& raw, std::optional<Timestamp>& time);
+    bool selected(const run::InputRecord& raw, std::optional<Timestamp>& time);
 
     const ReplayOptions& m_options;
     net::Target m_target;
     KeyMaker m_keys;
     std::unique_ptr<io::Sink> m_reject_sink;
-    std::optional<record::RejectRouter> m_rejects;
-    std::optional<record::InputStream> m_input;
+    std::optional<run::RejectRouter> m_rejects;
+    std::optional<run::InputStream> m_input;
     record::RecordParser m_parser;
     record::PathCensus m_census;
     ReadCounts m_counts;

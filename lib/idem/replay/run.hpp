@@ -8,9 +8,9 @@
 #include "idem/io/summary.hpp"
 #include "idem/net/http_client.hpp"
 #include "idem/record/field_path.hpp"
-#include "idem/record/input.hpp"
-#include "idem/record/rejects.hpp"
 #include "idem/replay/policy.hpp"
+#include "idem/run/input.hpp"
+#include "idem/run/rejects.hpp"
 #include "idem/store/replay_ledger.hpp"
 #include "idem/verify/config.hpp"
 
@@ -32,8 +32,8 @@ struct Selection {
 };
 
 struct ReplayOptions {
-    record::InputOptions input;
-    record::Strictness strictness = record::Strictness::lenient;
+    run::InputOptions input;
+    run::Strictness strictness = run::Strictness::lenient;
     std::string reject_path;
 
     std::string to;

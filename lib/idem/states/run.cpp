@@ -8,7 +8,7 @@
 #include "idem/order/sequencer.hpp"
 #include "idem/record/annotate.hpp"
 #include "idem/record/event_time.hpp"
-#include "idem/record/record_run.hpp"
+#include "idem/run/record_run.hpp"
 #include "idem/states/report.hpp"
 #include "idem/store/checkpoints.hpp"
 #include "idem/store/entity_states.hpp"
@@ -105,16 +105,15 @@ public:
         if (m_options.time_field) census.expect_path("--time-field", *m_options.time_field);
         auto states = m_run.states([] { return std::make_unique<WorkerState>(); });
         Run::Steps steps;
-        steps.judge = [&](const record::InputBlock& block, WorkerState& state,
-                          BlockResult& result) {
+        steps.judge = [&](const run::InputBlock& block, WorkerState& state, BlockResult& result) {
             judge_block(block, state, m_options, m_checker, result);
         };
-        steps.prepare = [&](const record::InputBlock&, BlockResult& result) {
+        steps.prepare = [&](const run::InputBlock&, BlockResult& result) {
             m_block = &result;
             m_block_now = now_utc();
             if (m_persistent) load_unknown(result);
         };
-        auto route = [&](Outcome& outcome, record::InputRecord& record, std::size_t index) {
+        auto route = [&](Outcome& outcome, run::InputRecord& record, std::size_t index) {
             look_ahead(index);
             route_record(outcome, record);
         };
@@ -194,7 +193,7 @@ public:
     }
 
 private:
-    using Run = record::RecordRun<WorkerState, BlockResult>;
+    using Run = run::RecordRun<WorkerState, BlockResult>;
 
     // Where an entity's next event is judged, by the checker's entity
     // index. While its events come in version order it needs no partition
@@ -325,7 +324,7 @@ private:
         m_waiting.erase(waiting_key(event, {*event.version, 0}));
     }
 
-    void route_record(const Outcome& outcome, record::InputRecord& record) {
+    void route_record(const Outcome& outcome, run::InputRecord& record) {
         switch (outcome.kind) {
         case Outcome::Kind::too_long: // the run frame set it aside
             return;
@@ -356,20 +355,20 @@ private:
 
     // "file:line", written only for an event that needs it (evidence, or
     // waiting in the sequencer): most events are fine and never do.
-    void set_position(Event& event, const record::InputRecord& record) {
+    void set_position(Event& event, const run::InputRecord& record) {
         m_position.clear();
         fmt::format_to(std::back_inserter(m_position), "{}:{}", *record.source, record.line);
         event.position = m_position;
     }
 
-    void judge_now(Event& event, const record::InputRecord& record, bool has_annotations,
+    void judge_now(Event& event, const run::InputRecord& record, bool has_annotations,
                    std::optional<std::uint32_t> id = std::nullopt) {
         auto judgement = id ? m_checker.judge(event, *id) : m_checker.judge(event);
         if (!judgement.findings.empty()) set_position(event, record);
         emit(event, record.bytes, judgement, has_annotations);
     }
 
-    void offer(Event& event, const Outcome& outcome, const record::InputRecord& record) {
+    void offer(Event& event, const Outcome& outcome, const run::InputRecord& record) {
         auto id = m_checker.index_of(event);
         if (id >= m_in_order.size()) m_in_order.resize(id + 1);
         auto& in_order = m_in_order[id];
@@ -421,7 +420,7 @@ private:
         m_passed.clear();
     }
 
-    void offer_to_sequencer(Event& event, const Outcome& outcome, const record::InputRecord& record,
+    void offer_to_sequencer(Event& event, const Outcome& outcome, const run::InputRecord& record,
                             order::Partition& partition, order::OrderKey key) {
         set_position(event, record);
         m_packed.clear();

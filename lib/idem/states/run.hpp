@@ -5,8 +5,8 @@
 #include "idem/io/sink.hpp"
 #include "idem/io/summary.hpp"
 #include "idem/record/field_path.hpp"
-#include "idem/record/input.hpp"
-#include "idem/record/rejects.hpp"
+#include "idem/run/input.hpp"
+#include "idem/run/rejects.hpp"
 #include "idem/states/checker.hpp"
 #include "idem/states/machine.hpp"
 #include "idem/util/render.hpp"
@@ -32,9 +32,9 @@ enum class OrderBy {
 enum class ReportFormat { none, table, json, markdown, html, dot, mermaid };
 
 struct StatesRunOptions {
-    record::InputOptions input;
+    run::InputOptions input;
     std::string reject_path;
-    record::Strictness strictness = record::Strictness::lenient;
+    run::Strictness strictness = run::Strictness::lenient;
     Machine machine;
     bool learn = false; // print the machine the log shows instead
     record::FieldPath entity_field;

@@ -4,7 +4,7 @@
 #include "idem/states/detail/worker.hpp"
 #include "idem/order/order_key.hpp"
 #include "idem/record/event_time.hpp"
-#include "idem/record/record_run.hpp"
+#include "idem/run/record_run.hpp"
 #include "idem/util/key_index.hpp"
 
 #include <fmt/format.h>
@@ -36,7 +36,7 @@ bool take_text(record::RecordParser& parser, const record::FieldPath& path, std:
 void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result,
                 WorkerState& state, const StatesRunOptions& options, const Checker& checker) {
     auto& parser = state.parser;
-    if (!record::parse_line(line, options.input.max_record_bytes, parser, outcome)) return;
+    if (!run::parse_line(line, options.input.max_record_bytes, parser, outcome)) return;
     outcome.has_annotations = parser.has_annotations();
     auto& texts = result.texts;
     auto start = texts.size();
@@ -101,8 +101,8 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result
 
 } // namespace
 
-void judge_block(const record::InputBlock& block, WorkerState& state,
-                 const StatesRunOptions& options, const Checker& checker, BlockResult& result) {
+void judge_block(const run::InputBlock& block, WorkerState& state, const StatesRunOptions& options,
+                 const Checker& checker, BlockResult& result) {
     io::LineCursor cursor(block.block.lines());
     while (auto line = cursor.next()) {
         auto& outcome = result.outcomes.emplace_back();

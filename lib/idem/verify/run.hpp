@@ -5,8 +5,8 @@
 #include "idem/io/diagnostics.hpp"
 #include "idem/io/sink.hpp"
 #include "idem/io/summary.hpp"
-#include "idem/record/input.hpp"
-#include "idem/record/rejects.hpp"
+#include "idem/run/input.hpp"
+#include "idem/run/rejects.hpp"
 #include "idem/verify/config.hpp"
 
 #include <optional>
@@ -20,13 +20,13 @@ enum class InvalidRouting { keep_in_output, divert };
 enum class NonceCheck { off, on };
 
 struct VerifyRunOptions {
-    record::InputOptions input;
+    run::InputOptions input;
     VerifyConfig config;
     std::optional<Timestamp> now; // default: each envelope's received_at, else the clock
     InvalidRouting invalid_routing = InvalidRouting::keep_in_output;
     std::string invalid_path; // with divert: where invalid records go ("" = counted and dropped)
     std::string reject_path;
-    record::Strictness strictness = record::Strictness::lenient;
+    run::Strictness strictness = run::Strictness::lenient;
     NonceCheck nonce = NonceCheck::off;
     // How far apart, in received_at, two deliveries of one message id are
     // still a replay. Long: GitHub's "Redeliver" works for three days, and
@@ -58,11 +58,11 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
                      io::Diagnostics& diagnostics);
 
 struct SignRunOptions {
-    record::InputOptions input;
+    run::InputOptions input;
     VerifyConfig config;
     std::optional<Timestamp> timestamp; // default: the clock, per record
     std::string reject_path;
-    record::Strictness strictness = record::Strictness::lenient;
+    run::Strictness strictness = run::Strictness::lenient;
 };
 
 RunResult run_sign(const SignRunOptions& options, io::Sink& output, io::Diagnostics& diagnostics);

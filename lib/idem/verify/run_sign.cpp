@@ -31,9 +31,9 @@ RunResult run_sign(const SignRunOptions& options, io::Sink& output, io::Diagnost
     auto start = std::chrono::steady_clock::now();
     std::unique_ptr<io::Sink> reject_sink;
     if (!options.reject_path.empty()) reject_sink = io::Sink::create_file(options.reject_path);
-    record::RejectRouter rejects(reject_sink.get(), options.strictness, diagnostics,
-                                 options.input.max_record_bytes);
-    record::InputStream input(options.input, &rejects);
+    run::RejectRouter rejects(reject_sink.get(), options.strictness, diagnostics,
+                              options.input.max_record_bytes);
+    run::InputStream input(options.input, &rejects);
     record::RecordParser parser;
     record::RecordParser envelope_parser;
     Signer signer(options.config);

@@ -7,7 +7,7 @@
 #include "idem/record/annotate.hpp"
 #include "idem/record/event_time.hpp"
 #include "idem/record/parser.hpp"
-#include "idem/record/record_run.hpp"
+#include "idem/run/record_run.hpp"
 #include "idem/store/nonces.hpp"
 #include "idem/store/store.hpp"
 #include "idem/store/verdicts.hpp"
@@ -181,7 +181,7 @@ struct Outcome {
     std::optional<Diagnosis> diagnosis; // --explain, for an invalid verdict
 };
 
-using BlockOutcome = record::BlockOutcomes<Outcome>;
+using BlockOutcome = run::BlockOutcomes<Outcome>;
 
 // One per worker thread: parsers and prepared keys are not shared.
 struct WorkerState {
@@ -193,8 +193,8 @@ struct WorkerState {
     }
 };
 
-void judge_block(const record::InputBlock& block, WorkerState& state,
-                 const VerifyRunOptions& options, Timestamp clock_now, BlockOutcome& result) {
+void judge_block(const run::InputBlock& block, WorkerState& state, const VerifyRunOptions& options,
+                 Timestamp clock_now, BlockOutcome& result) {
     io::LineCursor cursor(block.block.lines());
     while (auto line = cursor.next()) {
         auto& outcome = result.outcomes.emplace_back();
@@ -252,7 +252,7 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     };
 
     auto reject_sink = io::Sink::create_file_if_named(options.reject_path);
-    record::RecordRun<WorkerState, BlockOutcome> run(
+    run::RecordRun<WorkerState, BlockOutcome> run(
         {options.input, reject_sink.get(), options.strictness, options.threads}, diagnostics);
     auto clock_now = now_utc();
     auto states = run.states([&] { return std::make_unique<WorkerState>(options); });
@@ -264,11 +264,11 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
                   judged_in_process = 0;
 
     decltype(run)::Steps steps;
-    steps.judge = [&](const record::InputBlock& block, WorkerState& state, BlockOutcome& result) {
+    steps.judge = [&](const run::InputBlock& block, WorkerState& state, BlockOutcome& result) {
         judge_block(block, state, options, clock_now, result);
     };
     // The ordered stage: rejects, nonces and output happen here, in input order.
-    auto route = [&](Outcome& outcome, record::InputRecord& record, std::size_t) {
+    auto route = [&](Outcome& outcome, run::InputRecord& record, std::size_t) {
         if (outcome.kind == Outcome::Kind::too_long) return; // the run frame set it aside
         if (outcome.kind == Outcome::Kind::failed_to_parse) {
             run.rejects().reject(record, outcome.column, outcome.message);

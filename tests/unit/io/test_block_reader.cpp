@@ -1,5 +1,5 @@
 #include "idem/io/block_reader.hpp"
-#include "idem/record/input.hpp"
+#include "idem/run/input.hpp"
 
 #include <doctest/doctest.h>
 #include <string>
@@ -99,11 +99,11 @@ TEST_CASE(
 TEST_CASE("records know their line and byte offset across blocks and oversized lines") {
     std::string big(2 << 20, 'z');
     TempInput input("{\"a\":1}\n\n" + big + "\n{\"b\":2}\r\n{\"c\":3}");
-    record::InputOptions options;
+    run::InputOptions options;
     options.paths = {input.path};
     options.max_record_bytes = 1 << 20;
     Collector collector;
-    record::InputStream stream(options, &collector);
+    run::InputStream stream(options, &collector);
     auto a = stream.next();
     CHECK(a->line == 1);
     CHECK(a->byte_offset == 0);
@@ -122,10 +122,10 @@ TEST_CASE("records know their line and byte offset across blocks and oversized l
 
 TEST_CASE("a whole line over the limit but within a block is flagged with its bytes") {
     TempInput input("{\"a\":1}\n{\"long\":\"" + std::string(200, 'x') + "\"}\n{\"b\":2}\n");
-    record::InputOptions options;
+    run::InputOptions options;
     options.paths = {input.path};
     options.max_record_bytes = 100;
-    record::InputStream stream(options, nullptr);
+    run::InputStream stream(options, nullptr);
     CHECK(stream.next()->oversized_bytes == 0);
     auto long_line = stream.next();
     CHECK(long_line->oversized_bytes == 211);

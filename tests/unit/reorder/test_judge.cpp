@@ -12,8 +12,8 @@ using namespace idem::reorder::detail;
 
 namespace {
 
-record::InputBlock block_of(std::string_view lines) {
-    record::InputBlock block;
+run::InputBlock block_of(std::string_view lines) {
+    run::InputBlock block;
     block.block.bytes.reserve(lines.size() + io::k_padding_bytes, 0);
     std::memcpy(block.block.bytes.data(), lines.data(), lines.size());
     std::memset(block.block.bytes.data() + lines.size(), ' ', io::k_padding_bytes);

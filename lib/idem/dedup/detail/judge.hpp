@@ -5,10 +5,10 @@
 
 #include "idem/dedup/run.hpp"
 #include "idem/io/block_reader.hpp"
-#include "idem/record/input.hpp"
 #include "idem/record/key.hpp"
 #include "idem/record/parser.hpp"
-#include "idem/record/record_run.hpp"
+#include "idem/run/input.hpp"
+#include "idem/run/record_run.hpp"
 
 #include <optional>
 #include <string>
@@ -33,7 +33,7 @@ struct Outcome {
     static constexpr std::uint32_t k_unclaimed = 0xFFFFFFFF;
 };
 
-using BlockOutcome = record::BlockOutcomes<Outcome>;
+using BlockOutcome = run::BlockOutcomes<Outcome>;
 
 // One per worker thread: parsers are not shared.
 struct WorkerState {
@@ -43,8 +43,8 @@ struct WorkerState {
 };
 
 // Fills `result`, which comes empty.
-void judge_block(const record::InputBlock& block, WorkerState& state,
-                 const DedupRunOptions& options, BlockOutcome& result);
+void judge_block(const run::InputBlock& block, WorkerState& state, const DedupRunOptions& options,
+                 BlockOutcome& result);
 
 // One record alone: for copies --keep last held in the store, judged again
 // when a run resumes.

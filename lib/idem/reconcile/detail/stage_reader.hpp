@@ -9,7 +9,7 @@
 #include "idem/io/summary.hpp"
 #include "idem/reconcile/run.hpp"
 #include "idem/record/path_census.hpp"
-#include "idem/record/rejects.hpp"
+#include "idem/run/rejects.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -45,8 +45,8 @@ public:
     // `read(rejects)` sets aside into the same reject file what it reads
     // outside a stage (--traces); its rejects count in rejected().
     template <typename Read> auto read_other(Read read) {
-        record::RejectRouter rejects(m_reject_sink.get(), m_options.strictness, m_diagnostics,
-                                     m_options.max_record_bytes);
+        run::RejectRouter rejects(m_reject_sink.get(), m_options.strictness, m_diagnostics,
+                                  m_options.max_record_bytes);
         auto count = [&] { m_rejected += rejects.count(); };
         try {
             auto result = read(rejects);

@@ -3,7 +3,7 @@
 // (--traces), a span of a stage's name being that stage's record.
 
 #include "idem/reconcile/run.hpp"
-#include "idem/record/rejects.hpp"
+#include "idem/run/rejects.hpp"
 
 #include <cstddef>
 #include <functional>
@@ -21,7 +21,7 @@ namespace idem::reconcile::detail {
 // nanoseconds): each counts as a record, so in = reached + rejected.
 // Returns the services that sent each stage's spans.
 std::vector<std::set<std::string>> read_traces(
-    const ReconcileRunOptions& options, record::RejectRouter& rejects,
+    const ReconcileRunOptions& options, run::RejectRouter& rejects,
     const std::function<void(std::size_t stage, std::string_view trace, Timestamp start)>& take);
 
 } // namespace idem::reconcile::detail

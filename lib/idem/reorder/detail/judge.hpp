@@ -4,9 +4,9 @@
 // offers them to the sequencer in input order.
 
 #include "idem/io/block_reader.hpp"
-#include "idem/record/input.hpp"
 #include "idem/record/parser.hpp"
 #include "idem/reorder/run.hpp"
+#include "idem/run/input.hpp"
 
 #include <optional>
 #include <string>
@@ -58,7 +58,7 @@ struct WorkerState {
 };
 
 // Fills `result`, which comes empty.
-void judge_block(const record::InputBlock& block, WorkerState& state,
-                 const ReorderRunOptions& options, BlockOutcome& result);
+void judge_block(const run::InputBlock& block, WorkerState& state, const ReorderRunOptions& options,
+                 BlockOutcome& result);
 
 } // namespace idem::reorder::detail

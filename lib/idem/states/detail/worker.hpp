@@ -5,8 +5,8 @@
 // judges what these read.
 
 #include "idem/io/block_reader.hpp"
-#include "idem/record/input.hpp"
 #include "idem/record/parser.hpp"
+#include "idem/run/input.hpp"
 #include "idem/states/checker.hpp"
 #include "idem/states/run.hpp"
 #include "idem/store/sequencer_state.hpp"
@@ -52,8 +52,8 @@ struct WorkerState {
 };
 
 // On a worker thread: `checker` is only asked what never changes.
-void judge_block(const record::InputBlock& block, WorkerState& state,
-                 const StatesRunOptions& options, const Checker& checker, BlockResult& result);
+void judge_block(const run::InputBlock& block, WorkerState& state, const StatesRunOptions& options,
+                 const Checker& checker, BlockResult& result);
 
 // --- what waits in the sequencer ------------------------------------------
 //

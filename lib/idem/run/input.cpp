@@ -1,4 +1,4 @@
-#include "idem/record/input.hpp"
+#include "idem/run/input.hpp"
 
 #include "idem/record/har.hpp"
 #include "idem/util/errors.hpp"
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace idem::record {
+namespace idem::run {
 
 InputFormat parse_input_format(std::string_view name) {
     if (name == "ndjson" || name == "jsonl") return InputFormat::ndjson;
@@ -116,7 +116,7 @@ void InputStream::Impl::load_har(const OpenInput& input, InputBlock& out) {
     }
     finished_bytes += document.size();
     std::string lines;
-    for (const auto& envelope : har_to_envelopes(document, input.name)) {
+    for (const auto& envelope : record::har_to_envelopes(document, input.name)) {
         lines.append(envelope);
         lines.push_back('\n');
     }
@@ -204,4 +204,4 @@ std::optional<std::uint64_t> InputStream::total_bytes() const {
     return total;
 }
 
-} // namespace idem::record
+} // namespace idem::run

@@ -8,8 +8,8 @@
 // file as it is read. Memory is bounded by the blocks in flight, whatever
 // the input's length.
 
-#include "idem/record/input.hpp"
-#include "idem/record/read_ahead.hpp"
+#include "idem/run/input.hpp"
+#include "idem/run/read_ahead.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/ordered_workers.hpp"
 
@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-namespace idem::record {
+namespace idem::run {
 
 // A block is about this many bytes of whole lines. Each costs a handoff
 // between threads, and each holds one result per record while in flight.
@@ -142,4 +142,4 @@ void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>&
     }
 }
 
-} // namespace idem::record
+} // namespace idem::run

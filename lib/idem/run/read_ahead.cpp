@@ -1,9 +1,9 @@
-#include "idem/record/read_ahead.hpp"
+#include "idem/run/read_ahead.hpp"
 
 #include <algorithm>
 #include <utility>
 
-namespace idem::record {
+namespace idem::run {
 
 ReadAhead::ReadAhead(InputStream& input, std::size_t target_bytes, std::size_t depth)
     : m_input(input), m_target_bytes(target_bytes), m_depth(std::max<std::size_t>(depth, 1)),
@@ -62,4 +62,4 @@ void ReadAhead::recycle(InputBlock&& block) {
     m_spare.push_back(std::move(block));
 }
 
-} // namespace idem::record
+} // namespace idem::run

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace idem::record {
+namespace idem::run {
 
 // Where a row came from: "orders.csv:12" (the line it starts on) or
 // "service.db:row 3".
@@ -39,4 +39,4 @@ void read_sqlite_rows(const std::string& path, const std::string& query, const R
 [[nodiscard]] std::vector<std::string> sqlite_primary_key_columns(const std::string& path,
                                                                   const std::string& query);
 
-} // namespace idem::record
+} // namespace idem::run

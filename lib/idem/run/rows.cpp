@@ -1,4 +1,4 @@
-#include "idem/record/rows.hpp"
+#include "idem/run/rows.hpp"
 
 #include "idem/util/encoding.hpp"
 #include "idem/util/errors.hpp"
@@ -10,7 +10,7 @@
 #include <sqlite3.h>
 #include <vector>
 
-namespace idem::record {
+namespace idem::run {
 
 namespace {
 
@@ -179,4 +179,4 @@ void read_sqlite_rows(const std::string& path, const std::string& query, const R
                          fmt::format("the query failed: {}", sqlite3_errmsg(database.db)));
 }
 
-} // namespace idem::record
+} // namespace idem::run

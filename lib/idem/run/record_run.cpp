@@ -1,6 +1,6 @@
-#include "idem/record/record_run.hpp"
+#include "idem/run/record_run.hpp"
 
-namespace idem::record {
+namespace idem::run {
 
 RecordRunFrame::RecordRunFrame(const RecordRunSetup& setup, io::Diagnostics& diagnostics)
     : m_diagnostics(diagnostics), m_max_record_bytes(setup.input.max_record_bytes),
@@ -24,4 +24,4 @@ void RecordRunFrame::reject_too_long(InputRecord& record) {
     m_rejects->reject_oversized(record);
 }
 
-} // namespace idem::record
+} // namespace idem::run

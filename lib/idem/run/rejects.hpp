@@ -7,13 +7,13 @@
 #include "idem/io/block_reader.hpp"
 #include "idem/io/diagnostics.hpp"
 #include "idem/io/sink.hpp"
-#include "idem/record/input.hpp"
+#include "idem/run/input.hpp"
 
 #include <cstdint>
 #include <mutex>
 #include <string>
 
-namespace idem::record {
+namespace idem::run {
 
 enum class Strictness { lenient, strict };
 
@@ -55,4 +55,4 @@ private:
     std::unique_lock<std::mutex> m_streaming{m_mutex, std::defer_lock};
 };
 
-} // namespace idem::record
+} // namespace idem::run

@@ -5,7 +5,7 @@
 // a fifth of its time. Only for inputs that are regular files: a file never
 // goes quiet, so nothing needs to wait on the wall clock for it.
 
-#include "idem/record/input.hpp"
+#include "idem/run/input.hpp"
 
 #include <condition_variable>
 #include <deque>
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-namespace idem::record {
+namespace idem::run {
 
 class ReadAhead {
 public:
@@ -47,4 +47,4 @@ private:
     std::jthread m_reader; // last: it starts once the rest exists
 };
 
-} // namespace idem::record
+} // namespace idem::run

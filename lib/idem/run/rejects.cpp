@@ -1,10 +1,10 @@
-#include "idem/record/rejects.hpp"
+#include "idem/run/rejects.hpp"
 
 #include "idem/util/text.hpp"
 
 #include <fmt/format.h>
 
-namespace idem::record {
+namespace idem::run {
 
 RejectRouter::RejectRouter(io::Sink* reject_sink, Strictness strictness,
                            io::Diagnostics& diagnostics, std::uint64_t max_record_bytes)
@@ -55,4 +55,4 @@ void RejectRouter::end() {
     m_streaming.unlock();
 }
 
-} // namespace idem::record
+} // namespace idem::run

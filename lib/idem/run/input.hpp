@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace idem::record {
+namespace idem::run {
 
 enum class InputFormat { ndjson, har };
 
@@ -30,7 +30,7 @@ struct InputOptions {
     std::uint64_t max_record_bytes = k_default_max_record_bytes;
     // --allow-absent: paths the run may be given that no record holds
     // (PathCensus).
-    std::vector<FieldPath> allow_absent;
+    std::vector<record::FieldPath> allow_absent;
 };
 
 // A block of whole lines from one input. For HAR, one line per entry.
@@ -97,4 +97,4 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
-} // namespace idem::record
+} // namespace idem::run

@@ -13,11 +13,11 @@
 
 #include "idem/io/diagnostics.hpp"
 #include "idem/io/sink.hpp"
-#include "idem/record/block_pipeline.hpp"
-#include "idem/record/input.hpp"
 #include "idem/record/parser.hpp"
 #include "idem/record/path_census.hpp"
-#include "idem/record/rejects.hpp"
+#include "idem/run/block_pipeline.hpp"
+#include "idem/run/input.hpp"
+#include "idem/run/rejects.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-namespace idem::record {
+namespace idem::run {
 
 // The Result of a block for a subcommand that needs nothing beside its
 // outcomes.
@@ -45,8 +45,8 @@ template <typename Outcome> struct BlockOutcomes {
 // (Kind::failed_to_parse, with the column and why, for the reject file);
 // true when `parser` holds the record.
 template <typename Outcome>
-bool parse_line(const io::BlockLine& line, std::uint64_t max_record_bytes, RecordParser& parser,
-                Outcome& outcome) {
+bool parse_line(const io::BlockLine& line, std::uint64_t max_record_bytes,
+                record::RecordParser& parser, Outcome& outcome) {
     if (line.bytes.size() > max_record_bytes) {
         outcome.kind = Outcome::Kind::too_long;
         return false;
@@ -91,7 +91,7 @@ public:
     [[nodiscard]] InputStream& input() { return *m_input; }
     // The paths and values the run was given, checked against every record
     // its workers parse (states() hands it to each worker's parser).
-    [[nodiscard]] PathCensus& census() { return m_census; }
+    [[nodiscard]] record::PathCensus& census() { return m_census; }
 
     // The first `records` records were done by the run this one resumes
     // (OwnedOutputs): they are read again for their positions, but neither
@@ -136,7 +136,7 @@ protected:
     bool m_busy_ordered_stage;
     std::size_t m_block_bytes;
     std::chrono::milliseconds m_idle_interval;
-    PathCensus m_census;
+    record::PathCensus m_census;
 
 private:
     io::Sink* m_rejects_to = nullptr;
@@ -243,4 +243,4 @@ private:
     }
 };
 
-} // namespace idem::record
+} // namespace idem::run
