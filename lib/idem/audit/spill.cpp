@@ -3,6 +3,7 @@
 #include "idem/audit/spill.hpp"
 
 #include "idem/audit/detail/grouping.hpp"
+#include "idem/io/spill.hpp"
 #include "idem/record/key.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/ordered_workers.hpp"
@@ -51,30 +52,14 @@ struct PartitionRows {
 
 } // namespace
 
+// Rows by the hash of a text (a key, or a fingerprint), on io's spill
+// partitions.
 struct Spill::Partitions {
-    std::vector<std::FILE*> files;
-    std::vector<std::filesystem::path> paths;
-    // Rows gathered per partition and written 32 KB at a time: three
-    // fwrite calls per row (each taking the FILE's lock) cost most of the
-    // reading thread's own time.
-    std::vector<std::string> pending = std::vector<std::string>(k_partitions);
-    static constexpr std::size_t k_pending_bytes = 32 * 1024;
+    io::SpillPartitions files;
+    std::string encoded; // a row as written, reused
 
-    Partitions(const std::filesystem::path& directory, const char* name) {
-        for (std::size_t i = 0; i < k_partitions; ++i) {
-            auto path = directory / fmt::format("{}-{:02}", name, i);
-            auto* file = std::fopen(path.c_str(), "w+b");
-            if (!file)
-                throw FileSystemError(fmt::format("cannot create spill file {}: {}",
-                                                  quote(path.string()), std::strerror(errno)));
-            files.push_back(file);
-            paths.push_back(path);
-        }
-    }
-    ~Partitions() {
-        for (auto* file : files)
-            std::fclose(file);
-    }
+    Partitions(const io::SpillDirectory& directory, const char* name)
+        : files(directory, name, k_partitions) {}
 
     void write(std::string_view partition_text, const SpilledRecord& record) {
         auto index = std::hash<std::string_view>{}(partition_text) % k_partitions;
@@ -91,42 +76,21 @@ struct Spill::Partitions {
         header.fingerprint_size = static_cast<std::uint32_t>(record.fingerprint.size());
         header.source = record.source;
         header.trace = record.trace;
-        auto& rows = pending[index];
-        rows.append(reinterpret_cast<const char*>(&header), sizeof header);
-        rows.append(record.key);
-        rows.append(record.fingerprint);
-        if (rows.size() >= k_pending_bytes) write_pending(index);
-    }
-
-    void write_pending(std::size_t index) {
-        auto& rows = pending[index];
-        if (rows.empty()) return;
-        if (std::fwrite(rows.data(), 1, rows.size(), files[index]) != rows.size())
-            throw FileSystemError(fmt::format("cannot write audit's spill files in {}: {}",
-                                              quote(paths.front().parent_path().string()),
-                                              std::strerror(errno)));
-        rows.clear();
+        encoded.assign(reinterpret_cast<const char*>(&header), sizeof header);
+        encoded.append(record.key);
+        encoded.append(record.fingerprint);
+        files.append(index, encoded);
     }
 
     // Every row of partition `index`, in the order written (input order).
     void read(std::size_t index, PartitionRows& out) {
-        write_pending(index);
-        std::string().swap(pending[index]); // never written to again
-        auto* file = files[index];
-        if (std::fflush(file) != 0 || std::fseek(file, 0, SEEK_END) != 0)
-            throw FileSystemError(fmt::format("cannot read spill file {}: {}",
-                                              quote(paths[index].string()), std::strerror(errno)));
-        auto size = std::ftell(file);
-        out.bytes.resize(size > 0 ? static_cast<std::size_t>(size) : 0);
+        auto& file = files.flushed(index);
+        file.read_all(out.bytes);
         out.rows.clear();
-        if (std::fseek(file, 0, SEEK_SET) != 0 ||
-            std::fread(out.bytes.data(), 1, out.bytes.size(), file) != out.bytes.size())
-            throw FileSystemError(fmt::format("cannot read spill file {}: {}",
-                                              quote(paths[index].string()), std::strerror(errno)));
         std::string_view rest(out.bytes);
         auto cut_short = [&] {
             return FileSystemError(
-                fmt::format("spill file {} is cut short", quote(paths[index].string())));
+                fmt::format("spill file {} is cut short", quote(file.path().string())));
         };
         while (!rest.empty()) {
             auto& row = out.rows.emplace_back();
@@ -143,24 +107,14 @@ struct Spill::Partitions {
     }
 };
 
-Spill::Spill(SpillLayout layout, const std::filesystem::path& directory) : m_layout(layout) {
-    auto pattern = (directory / "idem-audit-XXXXXX").string();
-    if (!::mkdtemp(pattern.data()))
-        throw FileSystemError(fmt::format("cannot create a spill directory in {}: {}",
-                                          quote(directory.string()), std::strerror(errno)));
-    m_directory = pattern;
+Spill::Spill(SpillLayout layout, const std::filesystem::path& directory)
+    : m_layout(layout), m_directory(directory, "audit") {
     m_by_key = std::make_unique<Partitions>(m_directory, "key");
     if (layout.by_fingerprint)
         m_by_fingerprint = std::make_unique<Partitions>(m_directory, "fingerprint");
 }
 
-Spill::~Spill() {
-    if (m_groups_file) std::fclose(m_groups_file);
-    m_by_key.reset();
-    m_by_fingerprint.reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(m_directory, ignored);
-}
+Spill::~Spill() = default;
 
 void Spill::add(const SpilledRecord& record) {
     if (!record.key.empty()) m_by_key->write(record.key, record);
@@ -468,14 +422,11 @@ ExplainedPartition explain_partition(const std::vector<Row>& rows, GroupKind kin
 // adds up the summary.
 class GroupWriter {
 public:
-    GroupWriter(std::FILE* file, const Spill::Context& context, FindingsSummary& summary)
+    GroupWriter(io::SpillFile& file, const Spill::Context& context, FindingsSummary& summary)
         : m_file(file), m_summary(summary), m_counted(context.records, false) {}
 
     void add(const ExplainedPartition& partition) {
-        if (std::fwrite(partition.bytes.data(), 1, partition.bytes.size(), m_file) !=
-            partition.bytes.size())
-            throw FileSystemError(
-                fmt::format("cannot write audit's group file: {}", std::strerror(errno)));
+        m_file.write(partition.bytes);
         for (auto where : partition.index) {
             where.offset += m_offset;
             m_index.push_back(where);
@@ -513,14 +464,11 @@ public:
         std::sort(summary.sources.begin(), summary.sources.end(), [](const auto& a, const auto& b) {
             return a.second != b.second ? a.second > b.second : a.first < b.first;
         });
-        if (std::fflush(m_file) != 0)
-            throw FileSystemError(
-                fmt::format("cannot write audit's group file: {}", std::strerror(errno)));
         return std::move(m_index);
     }
 
 private:
-    std::FILE* m_file;
+    io::SpillFile& m_file;
     FindingsSummary& m_summary;
     std::vector<bool> m_counted; // by input order: a record counts once per source
     std::map<std::uint32_t, std::uint64_t> m_by_source;
@@ -533,12 +481,8 @@ private:
 
 std::unique_ptr<GroupShelf> Spill::explain_groups(Context context, FindingsSummary& summary,
                                                   std::size_t threads) {
-    auto path = m_directory / "groups";
-    m_groups_file = std::fopen(path.c_str(), "w+b");
-    if (!m_groups_file)
-        throw FileSystemError(
-            fmt::format("cannot create {}: {}", quote(path.string()), std::strerror(errno)));
-    GroupWriter writer(m_groups_file, context, summary);
+    m_groups_file.emplace(m_directory.path() / "groups");
+    GroupWriter writer(*m_groups_file, context, summary);
     // Partitions are independent: explained on `threads` workers, written
     // in partition order, so the group file is the same whatever the count.
     struct Job {
@@ -565,7 +509,7 @@ std::unique_ptr<GroupShelf> Spill::explain_groups(Context context, FindingsSumma
         writer.add(finished->output);
     auto shelf = std::make_shared<SpilledGroups::Shelf>();
     shelf->index = writer.finish(context);
-    shelf->file = ::fileno(m_groups_file);
+    shelf->file = m_groups_file->descriptor();
     shelf->layout = m_layout;
     shelf->context = std::move(context);
     return std::make_unique<SpilledGroups>(std::move(shelf));

@@ -7,8 +7,8 @@
 // records that end up in groups come back into memory, for the report.
 
 #include "idem/audit/report.hpp"
+#include "idem/io/spill.hpp"
 
-#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -74,9 +74,11 @@ public:
 private:
     struct Partitions;
     SpillLayout m_layout;
-    std::filesystem::path m_directory;
+    io::SpillDirectory m_directory; // removed last, with every file in it
     std::unique_ptr<Partitions> m_by_key, m_by_fingerprint;
-    std::FILE* m_groups_file = nullptr; // explained groups, read back by the report
+    // Explained groups, read back by the report (through its descriptor):
+    // the Spill outlives the report's shelf.
+    std::optional<io::SpillFile> m_groups_file;
 };
 
 } // namespace idem::audit

@@ -2,32 +2,16 @@
 
 #include "idem/util/errors.hpp"
 #include "idem/util/key_index.hpp"
+#include "idem/util/text.hpp"
 
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
 #include <limits>
-#include <unistd.h>
 
 namespace idem::reconcile {
 
 namespace {
-
-std::FILE* open_file(const std::filesystem::path& path) {
-    auto* file = std::fopen(path.c_str(), "w+b");
-    if (!file)
-        throw FileSystemError(fmt::format("cannot create the spill file {}: {}", path.string(),
-                                          std::strerror(errno)));
-    return file;
-}
-
-void write_all(std::FILE* file, const void* bytes, std::size_t size,
-               const std::filesystem::path& directory) {
-    if (size > 0 && std::fwrite(bytes, 1, size, file) != size)
-        throw FileSystemError(fmt::format("cannot write to the spill directory {} (is the disk "
-                                          "full? --spill-dir puts it elsewhere)",
-                                          directory.string()));
-}
 
 // A key part as the spill keeps it, small because a spill is written and
 // read once per key per stage: most parts hold one stage, one copy, one
@@ -123,57 +107,32 @@ bool decode_part(std::string_view& in, CarriedKey& key, std::size_t stages) {
 
 } // namespace
 
-KeySpill::KeySpill(const std::filesystem::path& directory, std::size_t stages) : m_stages(stages) {
-    std::error_code error;
-    for (int attempt = 0; attempt < 100; ++attempt) {
-        auto candidate = directory / fmt::format("idem-reconcile-{}-{}", ::getpid(), attempt);
-        if (std::filesystem::create_directory(candidate, error)) {
-            m_directory = candidate;
-            break;
-        }
-    }
-    if (m_directory.empty())
-        throw FileSystemError(
-            fmt::format("cannot create a spill directory under {}", directory.string()));
-    try {
-        for (std::size_t p = 0; p < k_partitions; ++p)
-            m_files.push_back(open_file(m_directory / fmt::format("keys-{:02}", p)));
-    } catch (...) {
-        for (auto* file : m_files)
-            std::fclose(file);
-        std::filesystem::remove_all(m_directory, error);
-        throw;
-    }
-}
+KeySpill::KeySpill(const std::filesystem::path& directory, std::size_t stages)
+    : m_directory(directory, "reconcile"), m_keys(m_directory, "keys", k_partitions),
+      m_stages(stages) {}
 
-KeySpill::~KeySpill() {
-    for (auto* file : m_files)
-        std::fclose(file);
-    for (auto* file : m_latencies)
-        if (file) std::fclose(file);
-    std::error_code ignored;
-    std::filesystem::remove_all(m_directory, ignored);
-}
+KeySpill::~KeySpill() = default;
 
 void KeySpill::add(const CarriedKey& key) {
     auto partition = KeyIndex::hash_of(key.key) % k_partitions;
     encode_part(m_encoded, key);
-    write_all(m_files[partition], m_encoded.data(), m_encoded.size(), m_directory);
-    m_bytes += m_encoded.size();
+    m_keys.append(partition, m_encoded);
+}
+
+std::uint64_t KeySpill::bytes_written() const {
+    auto bytes = m_keys.bytes_written();
+    for (const auto& file : m_latencies)
+        if (file) bytes += file->bytes_written();
+    return bytes;
 }
 
 void KeySpill::read(std::size_t partition, const std::function<void(const CarriedKey&)>& take) {
-    auto* file = m_files[partition];
-    if (std::fflush(file) != 0 || std::fseek(file, 0, SEEK_SET) != 0)
-        throw FileSystemError(
-            fmt::format("cannot read back the spill directory {}", m_directory.string()));
-    // Read in large pieces; a part cut by a piece's end waits for the next.
+    auto& file = m_keys.flushed(partition);
+    // A part cut by a piece's end waits for the next.
     std::string buffer;
-    std::vector<char> piece(1 << 20);
     CarriedKey key;
-    std::size_t got = 0;
-    while ((got = std::fread(piece.data(), 1, piece.size(), file)) > 0) {
-        buffer.append(piece.data(), got);
+    file.read_pieces([&](std::string_view piece) {
+        buffer.append(piece);
         std::string_view rest = buffer;
         while (!rest.empty()) {
             auto before = rest;
@@ -184,50 +143,45 @@ void KeySpill::read(std::size_t partition, const std::function<void(const Carrie
             take(key);
         }
         buffer.erase(0, buffer.size() - rest.size());
-    }
+    });
     if (!buffer.empty())
-        throw FileSystemError(fmt::format("the spill file of partition {} in {} is damaged",
-                                          partition, m_directory.string()));
-    // Done with it: its disk space back before the next partition is read.
-    if (std::fflush(file) != 0 || ::ftruncate(::fileno(file), 0) != 0) {
-        // Not fatal: the directory is removed at the end anyway.
-    }
+        throw FileSystemError(
+            fmt::format("the spill file {} is damaged", quote(file.path().string())));
+    file.truncate(); // its disk space back before the next partition is read
 }
 
-std::FILE* KeySpill::latency_file(std::size_t hop) {
-    if (m_latencies.size() <= hop) {
-        m_latencies.resize(hop + 1, nullptr);
-        m_latency_counts.resize(hop + 1, 0);
-    }
+io::SpillFile& KeySpill::latency_file(std::size_t hop) {
+    if (m_latencies.size() <= hop) m_latencies.resize(hop + 1);
     if (!m_latencies[hop])
-        m_latencies[hop] = open_file(m_directory / fmt::format("latencies-{}", hop));
-    return m_latencies[hop];
+        m_latencies[hop] =
+            std::make_unique<io::SpillFile>(m_directory.path() / fmt::format("latencies-{}", hop));
+    return *m_latencies[hop];
 }
 
 void KeySpill::add_latencies(std::size_t hop, const std::vector<std::int64_t>& latencies) {
     if (latencies.empty()) return;
-    write_all(latency_file(hop), latencies.data(), latencies.size() * sizeof(std::int64_t),
-              m_directory);
-    m_latency_counts[hop] += latencies.size();
+    latency_file(hop).write(latencies.data(), latencies.size() * sizeof(std::int64_t));
 }
 
 std::optional<double> KeySpill::latency_percentile(std::size_t hop, double fraction) {
-    if (hop >= m_latencies.size() || !m_latencies[hop] || m_latency_counts[hop] == 0)
+    if (hop >= m_latencies.size() || !m_latencies[hop] || m_latencies[hop]->bytes_written() == 0)
         return std::nullopt;
-    auto* file = m_latencies[hop];
-    auto count = m_latency_counts[hop];
+    auto& file = *m_latencies[hop];
+    auto count = file.bytes_written() / sizeof(std::int64_t);
     auto rank = static_cast<std::uint64_t>(std::ceil(fraction * static_cast<double>(count)));
     rank = std::clamp<std::uint64_t>(rank, 1, count);
     auto value = nth_value(count, rank, [&](const std::function<void(std::int64_t)>& see) {
-        if (std::fflush(file) != 0 || std::fseek(file, 0, SEEK_SET) != 0)
-            throw FileSystemError(
-                fmt::format("cannot read back the spill directory {}", m_directory.string()));
-        std::vector<std::int64_t> chunk(1 << 16);
-        std::size_t got = 0;
-        while ((got = std::fread(chunk.data(), sizeof(std::int64_t), chunk.size(), file)) > 0)
-            for (std::size_t i = 0; i < got; ++i)
-                see(chunk[i]);
-        std::fseek(file, 0, SEEK_END);
+        // Pieces of whole values: a multiple of their size, the last one too.
+        file.read_pieces(
+            [&](std::string_view piece) {
+                for (std::size_t at = 0; at + sizeof(std::int64_t) <= piece.size();
+                     at += sizeof(std::int64_t)) {
+                    std::int64_t latency = 0;
+                    std::memcpy(&latency, piece.data() + at, sizeof latency);
+                    see(latency);
+                }
+            },
+            sizeof(std::int64_t) << 16);
     });
     return static_cast<double>(value) / 1000.0;
 }

@@ -7,11 +7,12 @@
 // (add_reconciliation). Hop latencies go to a file per hop, whose exact
 // percentiles are found in a few passes over it with a bounded table.
 
+#include "idem/io/spill.hpp"
 #include "idem/reconcile/ledger.hpp"
 
-#include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -39,17 +40,15 @@ public:
     // exact, the same as sorting them all would give.
     [[nodiscard]] std::optional<double> latency_percentile(std::size_t hop, double fraction);
 
-    [[nodiscard]] std::uint64_t bytes_written() const { return m_bytes; }
+    [[nodiscard]] std::uint64_t bytes_written() const;
 
 private:
-    std::FILE* latency_file(std::size_t hop);
+    io::SpillFile& latency_file(std::size_t hop);
 
-    std::filesystem::path m_directory;
+    io::SpillDirectory m_directory; // removed last, with every file in it
+    io::SpillPartitions m_keys;
     std::size_t m_stages;
-    std::vector<std::FILE*> m_files;
-    std::vector<std::FILE*> m_latencies;
-    std::vector<std::uint64_t> m_latency_counts;
-    std::uint64_t m_bytes = 0;
+    std::vector<std::unique_ptr<io::SpillFile>> m_latencies; // per hop, once it has one
     std::string m_encoded;
 };
 

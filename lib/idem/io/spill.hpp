@@ -1,0 +1,91 @@
+#pragma once
+// The one spill engine: the files a command writes when what it holds would
+// outgrow memory (audit's and reconcile's --spill-after), and reads back
+// part by part. A run's files live in a fresh directory of their own,
+// removed with them; every file is owned (closed on every path, a throw
+// included), and every failure names the file and what to do about it.
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idem::io {
+
+// "idem-NAME-XXXXXX" under `parent`, made by mkdtemp: never a directory
+// that was there before, whoever else writes to `parent`. Removed with
+// everything in it when destroyed. Throws FileSystemError.
+class SpillDirectory {
+public:
+    SpillDirectory(const std::filesystem::path& parent, std::string_view name);
+    ~SpillDirectory();
+    SpillDirectory(const SpillDirectory&) = delete;
+    SpillDirectory& operator=(const SpillDirectory&) = delete;
+
+    [[nodiscard]] const std::filesystem::path& path() const { return m_path; }
+
+private:
+    std::filesystem::path m_path;
+};
+
+// One file, created empty in a SpillDirectory, written then read back by
+// its owner alone.
+class SpillFile {
+public:
+    // Throws FileSystemError.
+    explicit SpillFile(std::filesystem::path path);
+
+    // Throws FileSystemError (a full disk, say: --spill-dir puts the files
+    // elsewhere).
+    void write(const void* bytes, std::size_t size);
+    void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
+
+    // Everything written so far, in one read.
+    void read_all(std::string& out);
+    // Everything written so far in pieces of `piece_bytes`, the last one
+    // shorter; writing may go on afterwards, at the end.
+    void read_pieces(const std::function<void(std::string_view)>& take,
+                     std::size_t piece_bytes = 1 << 20);
+    // Its disk space back once it is read for the last time.
+    void truncate();
+
+    [[nodiscard]] const std::filesystem::path& path() const { return m_path; }
+    // For reading back at offsets (pread) while the file stays open.
+    [[nodiscard]] int descriptor() const;
+    [[nodiscard]] std::uint64_t bytes_written() const { return m_bytes; }
+
+private:
+    [[nodiscard]] std::string failure(std::string_view what) const;
+
+    struct Closer {
+        void operator()(std::FILE* file) const { std::fclose(file); }
+    };
+    std::filesystem::path m_path;
+    std::unique_ptr<std::FILE, Closer> m_file;
+    std::uint64_t m_bytes = 0;
+};
+
+// `count` files "NAME-NN", appended to by partition, each through a write
+// buffer of its own: one fwrite per small row (each taking the FILE's
+// lock) costs a reading thread most of its time.
+class SpillPartitions {
+public:
+    SpillPartitions(const SpillDirectory& directory, std::string_view name, std::size_t count);
+
+    void append(std::size_t partition, std::string_view bytes);
+    // The partition's file with everything appended to it.
+    SpillFile& flushed(std::size_t partition);
+    [[nodiscard]] std::size_t count() const { return m_files.size(); }
+    [[nodiscard]] std::uint64_t bytes_written() const;
+
+private:
+    static constexpr std::size_t k_pending_bytes = 32 * 1024;
+    std::vector<SpillFile> m_files;
+    std::vector<std::string> m_pending;
+};
+
+} // namespace idem::io

@@ -1,0 +1,69 @@
+#include "idem/io/spill.hpp"
+
+#include <doctest/doctest.h>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using namespace idem::io;
+
+TEST_CASE("a spill directory is new, and goes with every file in it") {
+    auto parent = std::filesystem::temp_directory_path();
+    std::filesystem::path kept;
+    {
+        SpillDirectory first(parent, "unit");
+        SpillDirectory second(parent, "unit");
+        CHECK(first.path() != second.path());
+        CHECK(first.path().parent_path() == parent);
+        CHECK(first.path().filename().string().starts_with("idem-unit-"));
+        SpillFile file(first.path() / "rows");
+        file.write("some bytes");
+        kept = first.path();
+        CHECK(std::filesystem::exists(kept / "rows"));
+    }
+    CHECK_FALSE(std::filesystem::exists(kept));
+}
+
+TEST_CASE("partitions hand back what was appended to each, in order, buffered or not") {
+    SpillDirectory directory(std::filesystem::temp_directory_path(), "unit");
+    SpillPartitions partitions(directory, "part", 4);
+    std::vector<std::string> expected(4);
+    for (int i = 0; i < 20000; ++i) { // past the write buffer several times
+        auto row = "row " + std::to_string(i) + ";";
+        auto partition = static_cast<std::size_t>(i % 3);
+        partitions.append(partition, row);
+        expected[partition] += row;
+    }
+    CHECK(partitions.bytes_written() ==
+          expected[0].size() + expected[1].size() + expected[2].size());
+    for (std::size_t p = 0; p < 4; ++p) {
+        std::string got;
+        partitions.flushed(p).read_all(got);
+        CHECK(got == expected[p]);
+    }
+}
+
+TEST_CASE("a file read in pieces: full pieces, the last shorter, and writing goes on at the end") {
+    SpillDirectory directory(std::filesystem::temp_directory_path(), "unit");
+    SpillFile file(directory.path() / "pieces");
+    file.write(std::string(10, 'a'));
+    std::vector<std::size_t> sizes;
+    std::string seen;
+    file.read_pieces(
+        [&](std::string_view piece) {
+            sizes.push_back(piece.size());
+            seen += piece;
+        },
+        4);
+    CHECK(sizes == std::vector<std::size_t>{4, 4, 2});
+    CHECK(seen == std::string(10, 'a'));
+    file.write("bc");
+    std::string all;
+    file.read_all(all);
+    CHECK(all == std::string(10, 'a') + "bc");
+    file.truncate();
+    CHECK(file.bytes_written() == 0);
+    file.write("z");
+    file.read_all(all);
+    CHECK(all == "z");
+}
