@@ -14,9 +14,11 @@ IDEM       := $(BUILD)/idem
 BUILD_PACKAGES := cmake g++ make pkg-config python3 jq bsdextrautils tzdata \
   libcli11-dev libsqlite3-dev libssl-dev nlohmann-json3-dev libfmt-dev \
   doctest-dev libsimdjson-dev libcurl4-openssl-dev \
-  libhiredis-dev libxxhash-dev libcctz-dev libyaml-cpp-dev libutf8proc-dev
+  libhiredis-dev libxxhash-dev libcctz-dev libyaml-cpp-dev libutf8proc-dev \
+  zlib1g-dev libzstd-dev liblzma-dev libbz2-dev
 TEST_PACKAGES := redis-server redis-tools openssl clang-format time chromium sqlite3 \
-  python3-redis python3-prometheus-client python3-yaml dpkg-dev groff-base man-db zsh fish
+  python3-redis python3-prometheus-client python3-yaml dpkg-dev groff-base man-db zsh fish \
+  zstd xz-utils bzip2
 BENCH_PACKAGES := wrk
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -97,6 +99,7 @@ bench: bench-deps build
 	./bench/run_audit.sh $(IDEM)
 	./bench/run_listen_replay.sh $(IDEM)
 	./bench/run_redis_cluster.sh $(IDEM)
+	./bench/run_compressed.sh $(IDEM)
 
 # -O1, as the sanitizers' authors advise: every report keeps its file and
 # line, and the suites run 1.8x as fast as at -O0 (e2e_audit: 53-54 s

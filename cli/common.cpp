@@ -33,7 +33,9 @@ std::vector<std::pair<std::string, const CommonOptions*>>& registered_report_opt
 } // namespace
 
 void add_common_options(CLI::App& command, CommonOptions& options) {
-    command.add_option("inputs", options.inputs, "NDJSON files to read ('-' or none: stdin)");
+    command.add_option("inputs", options.inputs,
+                       "NDJSON files to read ('-' or none: stdin), plain or gzip, zstd, xz, bzip2 "
+                       "compressed (told by their first bytes)");
     command
         .add_option("--input-format", options.input_format,
                     "ndjson (default) or har (HAR 1.2 export)")

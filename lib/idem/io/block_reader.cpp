@@ -1,5 +1,7 @@
 #include "idem/io/block_reader.hpp"
 
+#include "idem/io/byte_source.hpp"
+
 #include "idem/util/errors.hpp"
 
 #include <algorithm>
@@ -56,6 +58,19 @@ BlockReader::BlockReader(int fd, std::string source, std::uint64_t max_record_by
     // A bigger pipe buffer means fewer, larger reads from a fast writer
     // (cat big.ndjson | idem ...); refused or capped, it changes nothing.
     if (m_streaming && S_ISFIFO(status.st_mode)) (void)::fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+    m_input = open_byte_source(fd, m_source);
+    m_compressed = m_input->compression() != Compression::none;
+}
+
+BlockReader::~BlockReader() = default;
+
+std::uint64_t BlockReader::bytes_read() const {
+    return m_input->raw_bytes_read();
+}
+
+void BlockReader::throw_damage() const {
+    throw InputError({m_source, m_lines, 0, m_offset},
+                     fmt::format("{}: every line up to here was read, nothing after it", m_damage));
 }
 
 bool BlockReader::more_waiting(std::chrono::milliseconds patience) const {
@@ -65,20 +80,20 @@ bool BlockReader::more_waiting(std::chrono::milliseconds patience) const {
            (waiting.revents & (POLLIN | POLLHUP | POLLERR)) != 0;
 }
 
+// A compressed stream's damage ends the input here: m_damage says it.
 std::size_t BlockReader::read_into(char* data, std::size_t capacity) {
-    while (true) {
-        auto got = ::read(m_fd, data, capacity);
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0)
-            throw InputError({m_source, 0, 0, m_bytes_read},
-                             fmt::format("cannot read: {}", std::strerror(errno)));
-        if (got == 0) m_eof = true;
-        m_bytes_read += static_cast<std::uint64_t>(got);
-        return static_cast<std::size_t>(got);
+    std::size_t got = 0;
+    try {
+        got = m_input->read(data, capacity);
+    } catch (const DamagedStream& damage) {
+        m_damage = damage.what;
     }
+    if (got == 0) m_eof = true;
+    return got;
 }
 
 bool BlockReader::next(Block& block, std::size_t target_bytes) {
+    if (!m_damage.empty()) throw_damage();
     block.oversized_line_bytes = 0;
     block.byte_offset = m_offset;
     // Start with the cut line from last time, then read behind it.
@@ -117,14 +132,21 @@ bool BlockReader::next(Block& block, std::size_t target_bytes) {
     // Whole lines stay; the cut line waits for the next block. At the end of
     // the input the last line counts even without its newline.
     std::size_t kept = size;
-    if (block.oversized_line_bytes == 0 && !m_eof) {
+    if (!m_damage.empty()) {
+        // The cut line after the last whole one is never handed out.
+        kept = line_start;
+        m_carry.clear();
+    } else if (block.oversized_line_bytes == 0 && !m_eof) {
         kept = line_start;
         m_carry.assign(bytes.data() + line_start, size - line_start);
     }
     block.size = kept;
+    if (m_compressed)
+        m_lines += static_cast<std::uint64_t>(std::count(bytes.data(), bytes.data() + kept, '\n'));
     std::memset(bytes.data() + kept, ' ', k_padding_bytes);
     m_offset = block.byte_offset + kept;
     if (block.oversized_line_bytes) m_offset += block.oversized_line_bytes + 1;
+    if (kept == 0 && block.oversized_line_bytes == 0 && !m_damage.empty()) throw_damage();
     return kept > 0 || block.oversized_line_bytes > 0;
 }
 

@@ -80,19 +80,30 @@ private:
     std::uint32_t m_index = 0; // a block's lines are fewer than its bytes
 };
 
+class ByteSource;
+
 class BlockReader {
 public:
     // Does not take ownership of fd. `source` names the input in messages.
+    // A compressed input is read decompressed (byte_source.hpp): offsets
+    // and lines are the decompressed stream's.
     BlockReader(int fd, std::string source, std::uint64_t max_record_bytes,
                 OversizeHandler* oversize_handler);
+    ~BlockReader();
+    BlockReader(const BlockReader&) = delete;
+    BlockReader& operator=(const BlockReader&) = delete;
 
     // Fills `block` with about `target_bytes` of whole lines (more when one
     // line is longer). False when the input is exhausted and `block` holds
-    // nothing. Throws InputError when the descriptor cannot be read.
+    // nothing. Throws InputError when the descriptor cannot be read, and
+    // when a compressed stream is cut short or corrupt: once every whole
+    // line before the damage is handed out, naming the last of them; the
+    // cut line after it is never handed out.
     bool next(Block& block, std::size_t target_bytes);
 
     [[nodiscard]] const std::string& source() const { return m_source; }
-    [[nodiscard]] std::uint64_t bytes_read() const { return m_bytes_read; }
+    // Of the descriptor: the compressed bytes of a compressed input.
+    [[nodiscard]] std::uint64_t bytes_read() const;
     // False when reading on would wait for a live writer (a pipe or
     // terminal with nothing in it after `patience`); a file never waits.
     [[nodiscard]] bool ready(std::chrono::milliseconds patience) const {
@@ -106,15 +117,20 @@ private:
     std::uint64_t stream_oversized(std::string_view buffered);
     std::uint64_t stream_oversized_to(OversizeHandler* handler, std::string_view buffered);
 
+    [[noreturn]] void throw_damage() const;
+
     int m_fd;
     std::string m_source;
+    std::unique_ptr<ByteSource> m_input;
+    bool m_compressed = false;
+    std::uint64_t m_lines = 0; // handed out so far, counted for a compressed input
+    std::string m_damage;      // a compressed stream's damage, said at the next call
     std::uint64_t m_max_record_bytes;
     OversizeHandler* m_oversize_handler;
     std::string m_carry;        // the start of a line that the last block cut
     std::uint64_t m_offset = 0; // input offset of m_carry's first byte
     bool m_eof = false;
     bool m_streaming = false; // a pipe or terminal: hand over what arrived
-    std::uint64_t m_bytes_read = 0;
 };
 
 } // namespace idem::io

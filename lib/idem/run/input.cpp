@@ -1,5 +1,7 @@
 #include "idem/run/input.hpp"
 
+#include "idem/io/byte_source.hpp"
+
 #include "idem/record/har.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
@@ -101,14 +103,17 @@ InputStream::~InputStream() = default;
 void InputStream::Impl::load_har(const OpenInput& input, InputBlock& out) {
     std::string document;
     char chunk[1 << 16];
+    auto source = io::open_byte_source(input.fd, input.name); // a .har.gz too
     while (true) {
-        auto got = ::read(input.fd, chunk, sizeof chunk);
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0)
+        std::size_t got = 0;
+        try {
+            got = source->read(chunk, sizeof chunk);
+        } catch (const io::DamagedStream& damage) {
             throw InputError({input.name, 0, 0, 0},
-                             fmt::format("cannot read: {}", std::strerror(errno)));
+                             fmt::format("{}: the HAR document is incomplete", damage.what));
+        }
         if (got == 0) break;
-        document.append(chunk, static_cast<std::size_t>(got));
+        document.append(chunk, got);
         if (document.size() > k_max_har_file_bytes)
             throw InputError(
                 {input.name, 0, 0, 0},

@@ -1,0 +1,50 @@
+#pragma once
+// An input's bytes as the record readers see them: decompressed when the
+// input is compressed — gzip (every member, as `cat a.gz b.gz` makes),
+// zstd (every frame), xz and bzip2 (every stream) — recognised by their
+// first bytes, never by the file's name, on files and pipes alike.
+// Decompression is Debian's zlib, libzstd, liblzma and libbz2.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace idem::io {
+
+enum class Compression { none, gzip, zstd, xz, bzip2 };
+
+// What the first bytes of an input say it is (none: read as it is).
+[[nodiscard]] Compression compression_of(std::string_view first_bytes);
+[[nodiscard]] std::string_view compression_name(Compression compression);
+
+// A compressed stream that is cut short or corrupt. Thrown only once every
+// byte decoded before the damage has been handed out.
+class DamagedStream {
+public:
+    std::string what; // "gzip: the stream ends inside a member (cut short?)"
+};
+
+class ByteSource {
+public:
+    virtual ~ByteSource() = default;
+    // Up to `capacity` bytes of the (decompressed) input, at least one
+    // unless the input has ended (0). Throws InputError when the descriptor
+    // cannot be read, DamagedStream as above.
+    virtual std::size_t read(char* data, std::size_t capacity) = 0;
+    [[nodiscard]] virtual Compression compression() const = 0;
+    // Bytes read from the descriptor: of the compressed stream when there
+    // is one (what a file's size measures progress against).
+    [[nodiscard]] std::uint64_t raw_bytes_read() const { return m_raw_bytes; }
+    // The bytes read before it was opened, to tell what the input is.
+    void count_raw(std::uint64_t bytes) { m_raw_bytes += bytes; }
+
+protected:
+    std::uint64_t m_raw_bytes = 0;
+};
+
+// Reads the input's first bytes to tell what it is. Does not take ownership
+// of `fd`; `source` names it in messages.
+[[nodiscard]] std::unique_ptr<ByteSource> open_byte_source(int fd, const std::string& source);
+
+} // namespace idem::io
