@@ -100,6 +100,19 @@ class CompressedInput(unittest.TestCase):
                 last_good = err.split(f"{path}:", 1)[1].split(":", 1)[0]
                 self.assertEqual(int(last_good), len(lines))
 
+    def test_a_corrupt_zstd_block_is_exit_3_after_every_record_before_it(self):
+        day = "".join(json.dumps({"id": f"evt_{n}", "n": n}) + "\n" for n in range(100000)).encode()
+        data = bytearray(zstd(day))
+        data[len(data) // 2] ^= 0xff
+        path = self.file("day.ndjson.zst", bytes(data))
+        code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", "-q", path])
+        self.assertEqual(code, 3, err)
+        self.assertIn("zstd: ", err)
+        self.assertIn("every line up to here was read, nothing after it", err)
+        kept = [json.loads(line)["n"] for line in out.splitlines()]
+        self.assertEqual(kept, list(range(len(kept))))  # the log's first records, none invented
+        self.assertEqual(int(err.split(f"{path}:", 1)[1].split(":", 1)[0]), len(kept))
+
     def test_rejects_and_warnings_point_into_the_decompressed_stream(self):
         lines = PLAIN.splitlines(keepends=True)
         lines[41] = b'{"id": "evt_41", "n": 41,\n'  # line 42, cut
