@@ -219,13 +219,8 @@ std::string all_rejected_hint(const CommonOptions& options) {
             if (first != std::string::npos && start[first] == '{' &&
                 start.find("\"log\"") != std::string::npos)
                 return "this looks like a HAR file: add --input-format har";
-            // By their first bytes, not their names: gzip's magic number; a
-            // header row of comma-separated names.
-            if (start.size() >= 2 && static_cast<unsigned char>(start[0]) == 0x1f &&
-                static_cast<unsigned char>(start[1]) == 0x8b)
-                return fmt::format("{} is gzip-compressed, not NDJSON: read it through 'zcat {} "
-                                   "| idem ... -'",
-                                   quote(path), path);
+            // By its first bytes, not its name: a header row of
+            // comma-separated names. (Compressed inputs are read decompressed.)
             auto line = std::string_view(start).substr(0, start.find('\n'));
             if (first != std::string::npos && start[first] != '{' && start[first] != '[' &&
                 line.find(',') != std::string::npos)
