@@ -21,7 +21,7 @@ constexpr std::size_t k_buffer_bytes = 1 << 20;
 // can predict, made with O_EXCL | O_NOFOLLOW: a file or symlink planted
 // under a name idem might pick is never opened, let alone truncated.
 struct ExclusiveFile {
-    int fd;
+    UniqueFd fd;
     std::string path;
 };
 ExclusiveFile create_exclusive_beside(const std::string& directory, const std::string& base,
@@ -33,8 +33,9 @@ ExclusiveFile create_exclusive_beside(const std::string& directory, const std::s
             throw FileSystemError(
                 fmt::format("cannot make a temporary name: {}", std::strerror(errno)));
         auto path = fmt::format("{}.{}.{:016x}{}", directory, base, random, suffix);
-        int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd >= 0) return {fd, std::move(path)};
+        UniqueFd fd(
+            ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+        if (fd.valid()) return {std::move(fd), std::move(path)};
         if (errno != EEXIST)
             throw FileSystemError(fmt::format("cannot create {} (beside {}): {}", quote(path),
                                               quote(directory + base), std::strerror(errno)));
@@ -46,34 +47,36 @@ ExclusiveFile create_exclusive_beside(const std::string& directory, const std::s
 constexpr std::size_t k_most_pieces = 1024;
 } // namespace
 
-Sink::Sink(int fd, std::string name, bool owns_fd)
-    : m_fd(fd), m_name(std::move(name)), m_owns_fd(owns_fd),
+Sink::Sink(int fd, std::string name)
+    : m_fd(fd), m_name(std::move(name)), m_buffer(std::make_unique<char[]>(k_buffer_bytes)) {}
+
+Sink::Sink(UniqueFd fd, std::string name)
+    : m_fd(fd.get()), m_owned_fd(std::move(fd)), m_name(std::move(name)),
       m_buffer(std::make_unique<char[]>(k_buffer_bytes)) {}
 
 std::unique_ptr<Sink> Sink::standard_output() {
-    return std::unique_ptr<Sink>(new Sink(STDOUT_FILENO, "<stdout>", false));
+    return std::unique_ptr<Sink>(new Sink(STDOUT_FILENO, "<stdout>"));
 }
 
 std::unique_ptr<Sink> Sink::create_file(const std::string& path) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd.valid())
         throw FileSystemError(
             fmt::format("cannot create {}: {}", quote(path), std::strerror(errno)));
-    return std::unique_ptr<Sink>(new Sink(fd, path, true));
+    return std::unique_ptr<Sink>(new Sink(std::move(fd), path));
 }
 
 std::unique_ptr<Sink> Sink::resume_file(const std::string& path, std::uint64_t committed_bytes) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0)
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    if (!fd.valid())
         throw FileSystemError(fmt::format("cannot open {}: {}", quote(path), std::strerror(errno)));
-    if (::ftruncate(fd, static_cast<off_t>(committed_bytes)) != 0 ||
-        ::lseek(fd, static_cast<off_t>(committed_bytes), SEEK_SET) < 0) {
+    if (::ftruncate(fd.get(), static_cast<off_t>(committed_bytes)) != 0 ||
+        ::lseek(fd.get(), static_cast<off_t>(committed_bytes), SEEK_SET) < 0) {
         int error = errno;
-        ::close(fd);
         throw FileSystemError(fmt::format("cannot cut {} back to {} bytes: {}", quote(path),
                                           committed_bytes, std::strerror(error)));
     }
-    auto sink = std::unique_ptr<Sink>(new Sink(fd, path, true));
+    auto sink = std::unique_ptr<Sink>(new Sink(std::move(fd), path));
     sink->m_flushed_bytes = committed_bytes;
     return sink;
 }
@@ -85,9 +88,9 @@ std::unique_ptr<Sink> Sink::replace_file(const std::string& path) {
     auto slash = path.rfind('/');
     auto directory = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
     auto base = slash == std::string::npos ? path : path.substr(slash + 1);
-    auto [fd, partial] = create_exclusive_beside(directory, base, ".partial");
-    auto sink = std::unique_ptr<Sink>(new Sink(fd, path, true));
-    sink->m_partial_path = std::move(partial);
+    auto file = create_exclusive_beside(directory, base, ".partial");
+    auto sink = std::unique_ptr<Sink>(new Sink(std::move(file.fd), path));
+    sink->m_partial_path = std::move(file.path);
     return sink;
 }
 
@@ -119,7 +122,7 @@ Sink::~Sink() {
         } catch (...) {
         }
     }
-    if (m_owns_fd) ::close(m_fd);
+    m_owned_fd.reset();
     if (!m_partial_path.empty()) ::unlink(m_partial_path.c_str());
 }
 
@@ -202,7 +205,7 @@ std::size_t skip_written(std::vector<iovec>& pieces, std::size_t next, std::size
 void Sink::sync() {
     flush();
     // A device or a pipe (-o /dev/null) has nothing to put on disk: EINVAL.
-    if (m_owns_fd && ::fsync(m_fd) != 0 && errno != EINVAL && errno != EROFS)
+    if (m_owned_fd.valid() && ::fsync(m_fd) != 0 && errno != EINVAL && errno != EROFS)
         throw FileSystemError(
             fmt::format("cannot sync {}: {}", quote(m_name), std::strerror(errno)));
 }

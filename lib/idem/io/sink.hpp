@@ -2,6 +2,8 @@
 // Buffered byte sinks for stdout and output files. Records are written as the
 // exact bytes that came in; a sink adds nothing of its own.
 
+#include "idem/util/unique_fd.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -74,15 +76,16 @@ public:
     void count_record() { ++m_records; }
 
 private:
-    Sink(int fd, std::string name, bool owns_fd);
+    Sink(int fd, std::string name);      // a descriptor the caller keeps (stdout)
+    Sink(UniqueFd fd, std::string name); // a file the sink opened, closed with it
     void write_all(const char* data, std::size_t size);
     void write_pieces(std::vector<iovec>& pieces);
     void add_piece(const char* data, std::size_t size);
 
     int m_fd;
+    UniqueFd m_owned_fd; // m_fd, when the sink opened it
     std::string m_name;
     std::string m_partial_path; // replace_file(): where it is written until published
-    bool m_owns_fd;
     std::unique_ptr<char[]> m_buffer;
     std::size_t m_used = 0; // of m_buffer
     // Once a record is written in place, until the next flush: everything

@@ -20,24 +20,22 @@ CaptureFile::CaptureFile(const std::string& path) {
         m_name = "<stdout>";
         return;
     }
-    m_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (m_fd < 0)
+    m_owned_fd.reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    if (!m_owned_fd.valid())
         throw FileSystemError(
             fmt::format("cannot open capture {}: {}", quote(path), std::strerror(errno)));
-    m_owns_fd = true;
+    m_fd = m_owned_fd.get();
     m_name = path;
 }
 
-CaptureFile::~CaptureFile() {
-    if (m_owns_fd) ::close(m_fd);
-}
+CaptureFile::~CaptureFile() = default;
 
 bool CaptureFile::append_line(std::string_view line) {
     std::lock_guard lock(m_mutex);
     m_line.assign(line);
     m_line += '\n';
     // A file's size before the write, to cut a partial line back off.
-    off_t size_before = m_owns_fd ? ::lseek(m_fd, 0, SEEK_END) : -1;
+    off_t size_before = m_owned_fd.valid() ? ::lseek(m_fd, 0, SEEK_END) : -1;
     std::string_view rest = m_line;
     while (!rest.empty()) {
         auto written = ::write(m_fd, rest.data(), rest.size());

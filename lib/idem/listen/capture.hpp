@@ -4,6 +4,8 @@
 // 2xx is in the file even when the process is killed right after. Safe to
 // call from many connection threads.
 
+#include "idem/util/unique_fd.hpp"
+
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -36,7 +38,7 @@ public:
 
 private:
     int m_fd = -1;
-    bool m_owns_fd = false;
+    UniqueFd m_owned_fd; // m_fd, when it is a file the capture opened
     std::string m_name;
     mutable std::mutex m_mutex;
     std::string m_line;

@@ -105,7 +105,8 @@ void raise_descriptor_limit() {
 struct Connection {
     enum class State { head, body, handling, writing };
     std::uint64_t id = 0;
-    int fd = -1;
+    UniqueFd socket; // closed when the connection goes
+    int fd = -1;     // socket's
     std::string remote;
     State state = State::head;
     std::string in; // received bytes not yet consumed
@@ -172,7 +173,7 @@ struct HttpServer::Impl {
 
     void watch(Connection& connection, std::uint32_t events);
     void accept_all();
-    void admit(int fd, std::string remote);
+    void admit(UniqueFd socket, std::string remote);
     bool evict_idle();
     bool evict_slowest_head();
     void mark_idle(Connection& connection);
@@ -231,9 +232,8 @@ HttpServer::HttpServer(const std::string& bind_address, int port, ServerLimits l
 
 HttpServer::~HttpServer() {
     m_impl->stop_handlers();
-    for (auto& [id, connection] : m_impl->connections)
-        ::close(connection->fd);
-    // The listening socket, the epoll and the eventfd close with m_impl.
+    // The connections, the listening socket, the epoll and the eventfd
+    // close with m_impl.
 }
 
 // ---- the handler pool -------------------------------------------------------
@@ -365,7 +365,8 @@ void HttpServer::Impl::accept_all() {
         int fd = ::accept4(listen_fd.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length,
                            SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd >= 0) {
-            admit(fd, describe_peer(peer));
+            UniqueFd socket(fd);
+            admit(std::move(socket), describe_peer(peer));
             continue;
         }
         if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
@@ -385,7 +386,8 @@ void HttpServer::Impl::accept_all() {
     }
 }
 
-void HttpServer::Impl::admit(int fd, std::string remote) {
+void HttpServer::Impl::admit(UniqueFd socket, std::string remote) {
+    int fd = socket.get();
     int on = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
     if (connections.size() >= limits.max_connections && !evict_idle() && !evict_slowest_head()) {
@@ -393,7 +395,7 @@ void HttpServer::Impl::admit(int fd, std::string remote) {
         auto busy = render_response(error_response(503, "too many connections; retry later"), false,
                                     BodyWanted::yes);
         [[maybe_unused]] auto sent = ::send(fd, busy.data(), busy.size(), MSG_NOSIGNAL);
-        ::close(fd);
+        socket.reset();
         if (callbacks->refused)
             callbacks->refused({std::move(remote), 503,
                                 "connection cap reached (--max-connections), every connection "
@@ -402,6 +404,7 @@ void HttpServer::Impl::admit(int fd, std::string remote) {
     }
     auto connection = std::make_unique<Connection>();
     connection->id = next_id++;
+    connection->socket = std::move(socket);
     connection->fd = fd;
     connection->remote = std::move(remote);
     connection->deadline = Clock::now() + limits.idle_timeout;
@@ -418,7 +421,6 @@ void HttpServer::Impl::admit(int fd, std::string remote) {
 void HttpServer::Impl::close_connection(Connection& connection) {
     mark_busy(connection);
     if (connection.registered) ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, connection.fd, nullptr);
-    ::close(connection.fd);
     buffered_body_bytes -= connection.body_budget;
     connections.erase(connection.id); // destroys `connection`
 }

@@ -2,6 +2,7 @@
 
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
+#include "idem/util/unique_fd.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -12,29 +13,10 @@
 
 namespace idem {
 
-namespace {
-
-// Closes the descriptor on every path out.
-class ReadFd {
-public:
-    explicit ReadFd(int fd) : m_fd(fd) {}
-    ~ReadFd() {
-        if (m_fd >= 0) ::close(m_fd);
-    }
-    ReadFd(const ReadFd&) = delete;
-    ReadFd& operator=(const ReadFd&) = delete;
-    [[nodiscard]] int get() const { return m_fd; }
-
-private:
-    int m_fd;
-};
-
-} // namespace
-
 std::string read_bounded_file(const std::string& path, std::string_view what,
                               std::uint64_t max_bytes) {
-    ReadFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (file.get() < 0)
+    UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!file.valid())
         throw UsageError(
             fmt::format("cannot read {} {}: {}", what, quote(path), std::strerror(errno)));
     struct stat status {};

@@ -27,6 +27,9 @@ public:
         if (m_fd >= 0) ::close(m_fd);
         m_fd = fd;
     }
+    // Closes it now; false when close() failed (for a file just written,
+    // its last write error can show only here).
+    [[nodiscard]] bool close() { return ::close(std::exchange(m_fd, -1)) == 0; }
     // Gives the descriptor up without closing it.
     [[nodiscard]] int release() { return std::exchange(m_fd, -1); }
 

@@ -112,20 +112,14 @@ std::optional<Redirect> redirect_of(const redisReply* reply) {
 // A connection to one node, opened on first use.
 struct Node {
     RedisEndpoint endpoint;
-    redisContext* context = nullptr;
+    Connection context;
     bool has_replicas = false; // as the slot map (or ROLE, on one node) says
 
     [[nodiscard]] std::string name() const {
         return fmt::format("{}:{}", endpoint.host, endpoint.port);
     }
-    void close() {
-        redisFree(context);
-        context = nullptr;
-    }
+    void close() { context.reset(); }
     Node(RedisEndpoint where, redisContext* open) : endpoint(std::move(where)), context(open) {}
-    Node(const Node&) = delete;
-    Node& operator=(const Node&) = delete;
-    ~Node() { close(); } // also when a router's constructor throws
 };
 
 } // namespace
@@ -195,14 +189,14 @@ struct RedisRouter::Impl {
     // False (and the reason in `why`) when the node cannot be reached.
     bool connect(Node& node, std::string& why) {
         if (node.context) return true;
-        node.context =
-            redisConnectWithTimeout(node.endpoint.host.c_str(), node.endpoint.port, k_io_timeout);
+        node.context.reset(
+            redisConnectWithTimeout(node.endpoint.host.c_str(), node.endpoint.port, k_io_timeout));
         if (!node.context || node.context->err) {
             why = node.context ? node.context->errstr : "out of memory";
             node.close();
             return false;
         }
-        redisSetTimeout(node.context, k_io_timeout);
+        redisSetTimeout(node.context.get(), k_io_timeout);
         auto login = credentials();
         if (!login.password.empty()) {
             Arguments auth{"AUTH"};
@@ -278,12 +272,12 @@ struct RedisRouter::Impl {
         PipeSignalHeld held;
         ArgumentView view(arguments);
         return Reply(static_cast<redisReply*>(redisCommandArgv(
-            node.context, view.count(), view.pointers.data(), view.lengths.data())));
+            node.context.get(), view.count(), view.pointers.data(), view.lengths.data())));
     }
 
     void append(Node& node, const Arguments& arguments) {
         ArgumentView view(arguments);
-        if (redisAppendCommandArgv(node.context, view.count(), view.pointers.data(),
+        if (redisAppendCommandArgv(node.context.get(), view.count(), view.pointers.data(),
                                    view.lengths.data()) != REDIS_OK)
             lost(node);
     }
@@ -295,7 +289,7 @@ struct RedisRouter::Impl {
         std::optional<PipeSignalHeld> held;
         if (sdslen(node.context->obuf) > 0) held.emplace();
         void* raw = nullptr;
-        if (redisGetReply(node.context, &raw) != REDIS_OK || raw == nullptr) lost(node);
+        if (redisGetReply(node.context.get(), &raw) != REDIS_OK || raw == nullptr) lost(node);
         return Reply(static_cast<redisReply*>(raw));
     }
 
@@ -338,7 +332,8 @@ struct RedisRouter::Impl {
     }
 
     void append_formatted(Node& node, const std::string& commands) {
-        if (redisAppendFormattedCommand(node.context, commands.data(), commands.size()) != REDIS_OK)
+        if (redisAppendFormattedCommand(node.context.get(), commands.data(), commands.size()) !=
+            REDIS_OK)
             lost(node);
     }
 

@@ -46,6 +46,12 @@ struct ReplyDeleter {
     void operator()(redisReply* reply) const { freeReplyObject(reply); }
 };
 using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+
+// One owner for a connection to one node: freed when it goes.
+struct ContextDeleter {
+    void operator()(redisContext* context) const { redisFree(context); }
+};
+using Connection = std::unique_ptr<redisContext, ContextDeleter>;
 using Arguments = std::vector<std::string>;
 
 // A command and the key that decides its node ("": any node).

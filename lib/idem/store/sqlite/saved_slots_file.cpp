@@ -1,5 +1,7 @@
 #include "idem/store/sqlite/saved_slots_file.hpp"
 
+#include "idem/util/unique_fd.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -68,8 +70,10 @@ bool write_saved_slots(const std::string& store_path, const SavedSlotsIdentity& 
                        const std::function<bool(const FingerprintSlots::PutSlots&)>& fill) {
     auto path = saved_slots_path(store_path, identity.token);
     auto temporary = path + ".tmp";
-    int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
-    if (fd < 0) return false;
+    UniqueFd file(
+        ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666));
+    if (!file.valid()) return false;
+    int fd = file.get();
     char header_page[k_header_bytes] = {};
     Header header{};
     std::memcpy(header.magic, k_magic, sizeof k_magic);
@@ -86,7 +90,7 @@ bool write_saved_slots(const std::string& store_path, const SavedSlotsIdentity& 
     bool written = ::ftruncate(fd, static_cast<off_t>(bytes)) == 0 &&
                    write_all_at(fd, header_page, sizeof header_page, 0) && fill(put) &&
                    ::fsync(fd) == 0;
-    written = ::close(fd) == 0 && written;
+    written = file.close() && written;
     if (!written || ::rename(temporary.c_str(), path.c_str()) != 0) {
         ::unlink(temporary.c_str());
         return false;
@@ -108,8 +112,9 @@ std::optional<SavedSlots> map_saved_slots(const std::string& store_path,
         identity.entries * 5 > identity.capacity * 4)
         return std::nullopt;
     auto path = saved_slots_path(store_path, identity.token);
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return std::nullopt;
+    UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!file.valid()) return std::nullopt;
+    int fd = file.get();
     struct stat status {};
     auto bytes = k_header_bytes + identity.capacity * sizeof(std::uint64_t);
     Header header{};
@@ -121,7 +126,7 @@ std::optional<SavedSlots> map_saved_slots(const std::string& store_path,
                  same_table(header.identity, identity) &&
                  header.identity.covers_seq <= identity.covers_seq;
     void* pages = sound ? ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
-    ::close(fd);
+    file.reset(); // a mapping outlives its descriptor
     if (pages == MAP_FAILED) return std::nullopt;
     // Left to the kernel's read-ahead: a run's probes land all over the
     // slots, and when they are not in the page cache (after a reboot) most

@@ -61,7 +61,8 @@ struct SqliteFingerprintLog::Row {
 };
 
 SqliteFingerprintLog::Reader::Reader(const std::string& path)
-    : db(open_connection(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX)) {
+    : connection(open_connection(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX)),
+      db(connection.get()) {
     sqlite3_busy_timeout(db, 5000);
     // The first copies a run repeats, read back: kept apart from the store's
     // own cache, which holds the pages being appended.
@@ -70,7 +71,6 @@ SqliteFingerprintLog::Reader::Reader(const std::string& path)
 
 SqliteFingerprintLog::Reader::~Reader() {
     if (reading) sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
-    sqlite3_close(db);
 }
 
 sqlite3* SqliteFingerprintLog::reader() {
@@ -186,12 +186,12 @@ void SqliteFingerprintLog::read_heads_ahead(ScopeIndex& index,
                                             const std::vector<FingerprintClaim>& claims) {
     auto& wanted = m_wanted;
     wanted.clear();
-    m_saved_holds_bits.assign(claims.size(), 0);
+    m_saved_slot_holds_claim.assign(claims.size(), 0);
     for (std::size_t i = 0; i < claims.size(); ++i) {
         if (i + k_claims_prefetched_ahead < claims.size())
             index.slots.prefetch(claims[i + k_claims_prefetched_ahead].fingerprint);
         index.slots.for_each_candidate(claims[i].fingerprint, [&](sqlite3_int64 seq, bool saved) {
-            m_saved_holds_bits[i] |= saved ? 1 : 0;
+            m_saved_slot_holds_claim[i] |= saved ? 1 : 0;
             if (!index.heads.find(seq)) wanted.push_back(seq);
         });
     }
@@ -354,7 +354,7 @@ SqliteFingerprintLog::claim(std::string_view scope, ScopeIndex& index,
         auto place = index.slots.find(
             claim.fingerprint,
             [&](sqlite3_int64 seq) { return is_first_copy_of(index, seq, claim.fingerprint); },
-            m_saved_holds_bits[i] != 0);
+            m_saved_slot_holds_claim[i] != 0);
         auto* head = place.seq ? index.heads.find(place.seq) : nullptr;
         auto event_us = claim.event_time.time_since_epoch().count();
         auto line = static_cast<sqlite3_int64>(claim.line);

@@ -224,8 +224,9 @@ private:
     // as committed when the transaction began, which is what a read
     // transaction begun after the write lock sees.
     struct Reader {
-        sqlite3* db = nullptr;
-        bool reading = false; // a read transaction is open
+        UniqueSqlite connection;
+        sqlite3* db = nullptr; // connection's
+        bool reading = false;  // a read transaction is open
         explicit Reader(const std::string& path);
         ~Reader();
         Reader(const Reader&) = delete;
@@ -260,7 +261,7 @@ private:
     // Per claim of the batch, whether a saved slot holds its 32 bits (as
     // read_heads_ahead found): when none does, claim() does not probe the
     // saved slots again, a second miss in a table of the store's size.
-    std::vector<char> m_saved_holds_bits;
+    std::vector<char> m_saved_slot_holds_claim;
     // catch_up's rows, a batch at a time, so their slots are asked for ahead.
     std::vector<std::pair<sqlite3_int64, FingerprintBytes>> m_caught_up;
     SerialWorker m_appender; // last: stopped first, while the statements it uses exist

@@ -87,21 +87,17 @@ bool SqliteFingerprintLog::apply_saved_deltas(std::string_view scope, ScopeIndex
         if (after > index.last_seq || sqlite3_column_int64(row, 2) != index.gc_generation ||
             sqlite3_column_int64(row, 3) != index.slots.base() || bytes % k_change_bytes != 0)
             break;
-        sqlite3_blob* blob = nullptr;
-        if (sqlite3_blob_open(db, "main", "fingerprint_index_delta", "changes",
-                              sqlite3_column_int64(row, 5), 0, &blob) != SQLITE_OK) {
-            sqlite3_blob_close(blob);
-            break;
-        }
+        auto blob =
+            open_blob(db, "fingerprint_index_delta", "changes", sqlite3_column_int64(row, 5));
+        if (!blob) break;
         bool fits = true;
         for (std::size_t offset = 0; fits && offset < bytes;) {
             auto count = std::min(k_changes_per_read, (bytes - offset) / k_change_bytes);
             buffer.resize(count);
-            if (sqlite3_blob_read(blob, buffer.data(), static_cast<int>(count * k_change_bytes),
-                                  static_cast<int>(offset)) != SQLITE_OK) {
-                sqlite3_blob_close(blob);
+            if (sqlite3_blob_read(blob.get(), buffer.data(),
+                                  static_cast<int>(count * k_change_bytes),
+                                  static_cast<int>(offset)) != SQLITE_OK)
                 return false;
-            }
             offset += count * k_change_bytes;
             // Changes up to where the index is are in it already.
             auto first =
@@ -112,7 +108,7 @@ bool SqliteFingerprintLog::apply_saved_deltas(std::string_view scope, ScopeIndex
             fits = fresh == 0 || index.slots.apply(&*first, fresh);
             replayed += fresh;
         }
-        sqlite3_blob_close(blob);
+        blob.reset();
         if (!fits) return false;
         index.last_seq = covers;
     }

@@ -64,8 +64,9 @@ class SqliteStore final
 public:
     explicit SqliteStore(const StoreLocation& location) : m_name(location.path) {
         disable_memory_statistics();
-        m_db = detail::open_connection(m_name, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                                   SQLITE_OPEN_NOMUTEX);
+        m_connection = detail::open_connection(m_name, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                                           SQLITE_OPEN_NOMUTEX);
+        m_db = m_connection.get();
         // A constructor that throws runs no destructor: close what is open.
         try {
             prepare(location);
@@ -120,7 +121,7 @@ public:
         m_entity_save.reset();
         if (m_in_transaction) sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
         m_in_transaction = false;
-        sqlite3_close(m_db);
+        m_connection.reset();
         m_db = nullptr;
     }
 
@@ -562,7 +563,8 @@ private:
     }
 
     std::string m_name;
-    sqlite3* m_db = nullptr;
+    detail::UniqueSqlite m_connection; // closed last: every statement goes first (close())
+    sqlite3* m_db = nullptr;           // m_connection's
     std::unique_ptr<Statement> m_claim;
     std::unique_ptr<Statement> m_lookup;
     std::unique_ptr<detail::SqliteFingerprintLog> m_log;

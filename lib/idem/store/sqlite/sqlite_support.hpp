@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <initializer_list>
+#include <memory>
 #include <sqlite3.h>
 #include <string>
 
@@ -303,17 +304,6 @@ inline void step_done(sqlite3* db, const std::string& store_name, sqlite3_stmt* 
         throw StoreError(fmt::format("store {}: {}", quote(store_name), sqlite3_errmsg(db)));
 }
 
-// Opens the store's file with `flags`; throws StoreError naming it.
-inline sqlite3* open_connection(const std::string& path, int flags) {
-    sqlite3* db = nullptr;
-    if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
-        std::string message = db ? sqlite3_errmsg(db) : "out of memory";
-        sqlite3_close(db);
-        throw StoreError(fmt::format("cannot open store {}: {}", quote(path), message));
-    }
-    return db;
-}
-
 // Runs SQL that returns no rows; throws StoreError naming the store and the SQL.
 inline void execute(sqlite3* db, const std::string& store_name, const char* sql) {
     char* error = nullptr;
@@ -322,6 +312,35 @@ inline void execute(sqlite3* db, const std::string& store_name, const char* sql)
         sqlite3_free(error);
         throw StoreError(fmt::format("store {}: {} (during {})", quote(store_name), message, sql));
     }
+}
+
+// One owner for each SQLite handle: closed when it goes, a throw included.
+struct SqliteCloser {
+    void operator()(sqlite3* db) const { sqlite3_close(db); }
+    void operator()(sqlite3_blob* blob) const { sqlite3_blob_close(blob); }
+};
+using UniqueSqlite = std::unique_ptr<sqlite3, SqliteCloser>;
+using UniqueBlob = std::unique_ptr<sqlite3_blob, SqliteCloser>;
+
+// Opens the store's file with `flags`; throws StoreError naming it.
+inline UniqueSqlite open_connection(const std::string& path, int flags) {
+    sqlite3* db = nullptr;
+    int opened = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+    UniqueSqlite connection(db); // a handle comes back even when the open fails
+    if (opened != SQLITE_OK)
+        throw StoreError(fmt::format("cannot open store {}: {}", quote(path),
+                                     db ? sqlite3_errmsg(db) : "out of memory"));
+    return connection;
+}
+
+// The blob at `row` of `table`.`column`, read-only; null when SQLite
+// cannot open it.
+inline UniqueBlob open_blob(sqlite3* db, const char* table, const char* column, sqlite3_int64 row) {
+    sqlite3_blob* blob = nullptr;
+    int opened = sqlite3_blob_open(db, "main", table, column, row, 0, &blob);
+    UniqueBlob owned(blob); // SQLite may hand a handle back even when it fails
+    if (opened != SQLITE_OK) owned.reset();
+    return owned;
 }
 
 class Statement {
