@@ -32,7 +32,7 @@ struct AuditOptions {
     std::string race_window = "1s";
     std::string ttl = "24h";
     std::string window = "24h";
-    std::string format = "table";
+    audit::ReportFormat format = audit::ReportFormat::table;
     std::vector<std::string> fail_on;
     std::string output_path;
     bool wide = false;
@@ -149,10 +149,7 @@ int run_audit_command(AuditOptions options) {
     run.explain.race_window = positive_duration("--race-window", options.race_window);
     run.explain.ttl = positive_duration("--ttl", options.ttl);
     run.explain.window = positive_duration("--window", options.window);
-    run.format = options.format == "json"       ? audit::ReportFormat::json
-                 : options.format == "markdown" ? audit::ReportFormat::markdown
-                 : options.format == "html"     ? audit::ReportFormat::html
-                                                : audit::ReportFormat::table;
+    run.format = options.format;
     run.table_width = stdout_table_width(options.wide, options.output_path.empty());
     run.threads = options.threads;
     run.spill_after = options.spill_after;
@@ -258,11 +255,13 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
     command->add_option("--window", options->window,
                         "one intent under several keys within this is key-regenerated "
                         "(default 24h)");
-    command
-        ->add_option("--format,--report", options->format,
-                     "table (default), json, markdown, or html (one self-contained file: a "
-                     "timeline of the top groups and a sortable table); --report is the same")
-        ->check(CLI::IsMember({"table", "json", "markdown", "html"}));
+    add_choice_option(*command, "--format,--report", options->format,
+                      "table (default), json, markdown, or html (one self-contained file: a "
+                      "timeline of the top groups and a sortable table); --report is the same",
+                      {{"table", audit::ReportFormat::table},
+                       {"json", audit::ReportFormat::json},
+                       {"markdown", audit::ReportFormat::markdown},
+                       {"html", audit::ReportFormat::html}});
     command
         ->add_option("--fail-on", options->fail_on,
                      "any (default: exit 1 when a record happened more than once), none, "

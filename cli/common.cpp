@@ -5,6 +5,7 @@
 #include "idem/io/metrics.hpp"
 #include "idem/io/sink.hpp"
 #include "idem/store/store.hpp"
+#include "idem/util/crash_point.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/pipe_signal.hpp"
 #include "idem/util/render.hpp"
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <fstream>
@@ -36,10 +38,11 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
     command.add_option("inputs", options.inputs,
                        "NDJSON files to read ('-' or none: stdin), plain or gzip, zstd, xz, bzip2 "
                        "compressed (told by their first bytes)");
-    command
-        .add_option("--input-format", options.input_format,
-                    "ndjson (default) or har (HAR 1.2 export)")
-        ->check(CLI::IsMember({"ndjson", "jsonl", "har"}));
+    add_choice_option(command, "--input-format", options.input_format,
+                      "ndjson (default) or har (HAR 1.2 export)",
+                      {{"ndjson", run::InputFormat::ndjson},
+                       {"jsonl", run::InputFormat::ndjson},
+                       {"har", run::InputFormat::har}});
     command.add_option(
         "--max-record-size", options.max_record_size,
         "longest record accepted; longer ones are rejected unbuffered (default 16MiB)");
@@ -55,10 +58,9 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
 }
 
 void add_report_options(CLI::App& command, CommonOptions& options) {
-    command
-        .add_option("--summary", options.summary_format,
-                    "summary on stderr: text (default) or json")
-        ->check(CLI::IsMember({"text", "json"}));
+    add_choice_option(command, "--summary", options.summary_json,
+                      "summary on stderr: text (default) or json",
+                      {{"text", false}, {"json", true}});
     command.add_flag("-q,--quiet", options.quiet,
                      "no text summary, warnings or progress on stderr");
     command.add_option("--metrics", options.metrics_path,
@@ -156,7 +158,7 @@ void apply_store_timeout(const CommonOptions& options, std::chrono::milliseconds
 run::InputOptions input_options(const CommonOptions& options) {
     run::InputOptions input;
     input.paths = options.inputs;
-    input.format = run::parse_input_format(options.input_format);
+    input.format = options.input_format;
     input.max_record_bytes = parse_byte_size(options.max_record_size);
     if (input.max_record_bytes == 0) throw UsageError("--max-record-size must be at least 1 byte");
     for (const auto& text : options.allow_absent)
@@ -195,8 +197,36 @@ void add_lock_timeout_option(CLI::App& command, std::string& lock_timeout) {
                        "how long to wait for a SQLite store another process holds (default 60s)");
 }
 
+void add_store_option(CLI::App& command, std::string& store, std::string_view what) {
+    store = std::string(k_default_store);
+    command
+        .add_option("--store", store,
+                    fmt::format("{}{}PATH (SQLite, default {}), :memory:, redis://host:port[/db]",
+                                what, what.empty() ? "" : ": ", k_default_store))
+        ->envname("IDEM_STORE")
+        ->transform(CLI::Validator(
+            [](std::string& uri) {
+                if (uri.empty()) uri = std::string(k_default_store);
+                return std::string();
+            },
+            ""));
+}
+
+std::string choice_error(const std::string& word, const std::vector<std::string>& words) {
+    if (std::find(words.begin(), words.end(), word) != words.end()) return {};
+    std::string listed;
+    for (std::size_t i = 0; i < words.size(); ++i) {
+        if (i > 0) listed += i + 1 == words.size() ? " or " : ", ";
+        listed += words[i];
+    }
+    auto close = closest_name(word, words);
+    return fmt::format("{} is not {}{}", quote(word), listed,
+                       close.empty() ? std::string()
+                                     : fmt::format("; did you mean {}?", quote(close)));
+}
+
 void print_summary(const CommonOptions& options, const io::Summary& summary) {
-    if (options.summary_format == "json") {
+    if (options.summary_json) {
         auto versioned = summary;
         versioned.version = version_line();
         print_stderr("{}\n", io::render_summary_json(versioned));
@@ -208,7 +238,7 @@ namespace {
 
 // Why every record may have been rejected, from what the inputs look like.
 std::string all_rejected_hint(const CommonOptions& options) {
-    if (options.input_format != "har") {
+    if (options.input_format != run::InputFormat::har) {
         for (const auto& path : options.inputs) {
             if (path.ends_with(".har")) return "this looks like a HAR file: add --input-format har";
             std::ifstream file(path, std::ios::binary);
@@ -315,6 +345,24 @@ std::string require_env(const std::string& name, const std::string& flag) {
         throw UsageError(
             fmt::format("{}: environment variable {} is set but empty", flag, quote(name)));
     return value;
+}
+
+void set_crash_point_from(std::string_view text) {
+    auto colon = text.find(':');
+    auto where = text.substr(0, colon);
+    auto count_text = colon == std::string_view::npos ? std::string_view() : text.substr(colon + 1);
+    std::uint64_t count = 0;
+    auto [end, error] =
+        std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
+    bool counted = !count_text.empty() && error == std::errc() &&
+                   end == count_text.data() + count_text.size() && count > 0;
+    if (where == "record" && counted)
+        set_crash_point(CrashAt::record, count);
+    else if (where == "commit" && counted)
+        set_crash_point(CrashAt::commit, count);
+    else
+        throw UsageError(
+            fmt::format("IDEM_CRASH_AT {}: record:N or commit:N, N above 0", quote(text)));
 }
 
 idem::Duration clock_offset(std::string_view text) {

@@ -11,6 +11,8 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,11 +22,11 @@ namespace idem::cli {
 
 struct CommonOptions {
     std::vector<std::string> inputs;
-    std::string input_format = "ndjson";
+    run::InputFormat input_format = run::InputFormat::ndjson;
     std::string max_record_size = "16MiB";
     std::string reject_path;
     bool strict = false;
-    std::string summary_format = "text";
+    bool summary_json = false; // --summary json (else text)
     bool quiet = false;
     std::string store_timeout;             // "" : the command's default
     std::string metrics_path;              // --metrics FILE
@@ -61,6 +63,49 @@ void apply_store_timeout(const CommonOptions& options, std::chrono::milliseconds
 void add_threads_option(CLI::App& command, std::size_t& threads, bool busy_ordered_stage = false);
 // --lock-timeout: how long to wait for a SQLite store another process holds.
 void add_lock_timeout_option(CLI::App& command, std::string& lock_timeout);
+
+// The store a command keeps its state in when neither --store nor
+// IDEM_STORE names one.
+inline constexpr std::string_view k_default_store = "idem.db";
+
+// --store (and IDEM_STORE) for a command that keeps state: `what` says
+// what it keeps there. An empty value is the default store.
+void add_store_option(CLI::App& command, std::string& store, std::string_view what);
+
+// "" when `word` is one of `words`; else why not, with the closest.
+[[nodiscard]] std::string choice_error(const std::string& word,
+                                       const std::vector<std::string>& words);
+
+// A flag that takes one of a few words, each naming a value of `Value` (an
+// enum of the run's options): the word is checked once, where it is
+// parsed, and the value stored ("--keep: 'lats' is not first or last; did
+// you mean 'last'?"). Not CLI11's CheckedTransformer: it also takes the
+// enum's numbers ("--keep 1") and names them in its messages. The help's
+// TEXT:{first,last} is IsMember's, which docgen reads for the completions.
+template <typename Target> struct ChoiceOf { using type = Target; };
+template <typename Value> struct ChoiceOf<std::optional<Value>> {
+    using type = Value; // an optional flag: unset until given
+};
+
+template <typename Target>
+CLI::Option*
+add_choice_option(CLI::App& command, const std::string& name, Target& target,
+                  const std::string& help,
+                  std::vector<std::pair<std::string, typename ChoiceOf<Target>::type>> choices) {
+    std::vector<std::string> words;
+    for (const auto& choice : choices)
+        words.push_back(choice.first);
+    auto* option = command.add_option_function<std::string>(
+        name,
+        [&target, choices](const std::string& word) {
+            for (const auto& [choice, value] : choices)
+                if (choice == word) target = value;
+        },
+        help);
+    option->check(CLI::Validator([words](std::string& word) { return choice_error(word, words); },
+                                 fmt::format("{{{}}}", fmt::join(words, ","))));
+    return option;
+}
 
 [[nodiscard]] run::InputOptions input_options(const CommonOptions& options);
 [[nodiscard]] run::Strictness strictness(const CommonOptions& options);
@@ -129,5 +174,8 @@ private:
 // instant (RFC 3339 or epoch seconds) from which the clock runs on.
 // Throws UsageError.
 [[nodiscard]] idem::Duration clock_offset(std::string_view text);
+// IDEM_CRASH_AT's "record:N" or "commit:K" (util/crash_point.hpp); throws
+// UsageError for anything else.
+void set_crash_point_from(std::string_view text);
 
 } // namespace idem::cli

@@ -17,14 +17,14 @@ struct DedupOptions {
     CommonOptions common;
     std::string key;
     std::string ignore;
-    std::string missing = "reject";
+    dedup::MissingKey missing = dedup::MissingKey::reject;
     std::string time_field;
     std::string window;
-    std::string bucket;
+    std::optional<BucketSize> bucket;
     std::string zone; // "" : UTC
     std::string ttl = "24h";
     std::uint64_t allow = 1;
-    std::string keep = "first";
+    dedup::KeepCopy keep = dedup::KeepCopy::first;
     std::string max_held = "256MiB";
     bool mark = false;
     bool count = false;
@@ -34,7 +34,7 @@ struct DedupOptions {
     bool print_key = false;
     std::string store;
     std::string scope = "default";
-    std::string on_store_error = "fail";
+    dedup::StoreFailure on_store_error = dedup::StoreFailure::fail;
     std::string lock_timeout = "60s";
     bool gc = false;
     std::size_t threads = 0;
@@ -55,7 +55,7 @@ int run_dedup_command(const DedupOptions& options) {
         run.key.ignore_paths = record::FieldPath::parse_list(options.ignore);
     if (!options.key.empty() && !options.ignore.empty())
         throw UsageError("--ignore applies to the whole event: it cannot be combined with --key");
-    run.missing = options.missing == "pass" ? dedup::MissingKey::pass : dedup::MissingKey::reject;
+    run.missing = options.missing;
     if (!options.time_field.empty()) run.time_field = record::FieldPath::parse(options.time_field);
     if (!options.window.empty()) {
         run.window = parse_duration(options.window);
@@ -63,11 +63,10 @@ int run_dedup_command(const DedupOptions& options) {
             throw UsageError(fmt::format("--window {} is empty: give a duration such as 24h",
                                          quote(options.window)));
     }
-    if (!options.zone.empty() && options.bucket.empty())
+    if (!options.zone.empty() && !options.bucket)
         throw UsageError("--tz sets the zone of --bucket's calendar days and hours: add --bucket "
                          "day or --bucket hour, or drop --tz");
-    if (!options.bucket.empty())
-        run.bucket = options.bucket == "hour" ? BucketSize::hour : BucketSize::day;
+    run.bucket = options.bucket;
     run.zone = TimeZone::load(options.zone.empty() ? std::string("UTC") : options.zone);
     run.ttl = positive_duration("--ttl", options.ttl);
     // A fingerprint that expires while its window is open lets the retry
@@ -80,7 +79,7 @@ int run_dedup_command(const DedupOptions& options) {
     if (options.allow == 0)
         throw UsageError("--allow must be at least 1 (the first copy always passes)");
     run.allow = options.allow;
-    run.keep = options.keep == "last" ? dedup::KeepCopy::last : dedup::KeepCopy::first;
+    run.keep = options.keep;
     run.max_held_bytes = parse_byte_size(options.max_held);
     if (run.keep == dedup::KeepCopy::last && options.allow != 1)
         throw UsageError(
@@ -99,9 +98,7 @@ int run_dedup_command(const DedupOptions& options) {
     run.store_uri = options.store;
     run.scope = options.scope;
     run.lock_timeout = parse_duration(options.lock_timeout);
-    run.on_store_error = options.on_store_error == "pass"    ? dedup::StoreFailure::pass
-                         : options.on_store_error == "local" ? dedup::StoreFailure::local
-                                                             : dedup::StoreFailure::fail;
+    run.on_store_error = options.on_store_error;
     run.threads = options.threads;
     run.batch = std::max<std::uint64_t>(options.batch, 1);
     apply_store_timeout(options.common, std::chrono::milliseconds(10000));
@@ -124,20 +121,19 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
         "comma-separated field paths that identify an event (default: the whole event)");
     command->add_option("--ignore", options->ignore,
                         "without --key: field paths left out of the whole-event fingerprint");
-    command
-        ->add_option("--missing", options->missing,
-                     "a record without a key field: reject (default) or pass")
-        ->check(CLI::IsMember({"reject", "pass"}));
+    add_choice_option(*command, "--missing", options->missing,
+                      "a record without a key field: reject (default) or pass",
+                      {{"reject", dedup::MissingKey::reject}, {"pass", dedup::MissingKey::pass}});
     command->add_option(
         "--time-field", options->time_field,
         "the event's time (default: an envelope's received_at, else when it was read)");
     command->add_option(
         "--window", options->window,
         "a repeat is a duplicate only within this long of the first copy, by event time");
-    command
-        ->add_option("--bucket", options->bucket,
-                     "fold the event's calendar day or hour into the key (business-day boundaries)")
-        ->check(CLI::IsMember({"day", "hour"}));
+    add_choice_option(
+        *command, "--bucket", options->bucket,
+        "fold the event's calendar day or hour into the key (business-day boundaries)",
+        {{"day", BucketSize::day}, {"hour", BucketSize::hour}});
     command->add_option("--tz", options->zone,
                         "the calendar of --bucket: UTC (default), +08:00, Asia/Shanghai");
     command->add_option("--ttl", options->ttl,
@@ -145,12 +141,11 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
                         "events' clock with --time-field, else on the wall clock");
     command->add_option("--allow", options->allow,
                         "copies of an event that pass before the rest are duplicates (default 1)");
-    command
-        ->add_option(
-            "--keep", options->keep,
-            "which copy is emitted: first (default, as it arrives) or last (the newest, when its "
-            "--window closes or at the end of the input)")
-        ->check(CLI::IsMember({"first", "last"}));
+    add_choice_option(
+        *command, "--keep", options->keep,
+        "which copy is emitted: first (default, as it arrives) or last (the newest, when its "
+        "--window closes or at the end of the input)",
+        {{"first", dedup::KeepCopy::first}, {"last", dedup::KeepCopy::last}});
     command->add_option("--max-held", options->max_held,
                         "--keep last holds at most this much in memory (default 256MiB)");
     command->add_flag("--mark", options->mark,
@@ -165,19 +160,17 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
                       "exit 1 when any duplicate was seen (CI)");
     command->add_flag("--print-key", options->print_key,
                       "annotate each written record with the encoded key that was hashed");
-    command
-        ->add_option("--store", options->store,
-                     "PATH (SQLite, default idem.db), :memory:, redis://host:port[/db]")
-        ->envname("IDEM_STORE");
+    add_store_option(*command, options->store, "");
     command->add_option(
         "--scope", options->scope,
         "namespace of fingerprints in the store, for several streams (default 'default')");
-    command
-        ->add_option("--on-store-error", options->on_store_error,
-                     "fail (default: exit 4, nothing unclaimed let through), pass (judge within "
-                     "this process, counted unclaimed) or local (the same, marked degraded, and "
-                     "written back to the store when it answers again)")
-        ->check(CLI::IsMember({"fail", "pass", "local"}));
+    add_choice_option(*command, "--on-store-error", options->on_store_error,
+                      "fail (default: exit 4, nothing unclaimed let through), pass (judge within "
+                      "this process, counted unclaimed) or local (the same, marked degraded, and "
+                      "written back to the store when it answers again)",
+                      {{"fail", dedup::StoreFailure::fail},
+                       {"pass", dedup::StoreFailure::pass},
+                       {"local", dedup::StoreFailure::local}});
     add_lock_timeout_option(*command, options->lock_timeout);
     command->add_flag("--gc", options->gc, "delete expired fingerprints from the store, then exit");
     add_threads_option(*command, options->threads);
@@ -193,10 +186,8 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
         "  idem dedup --ignore request.id,attempt --window 24h --dups dups.ndjson < events.ndjson\n"
         "  idem dedup --key body.id --store redis://cache:6379/2 --count --fail-on-duplicate "
         "today.ndjson");
-    command->callback([options, &action] {
-        if (options->store.empty()) options->store = "idem.db";
-        action = [options] { return run_dedup_command(*options); };
-    });
+    command->callback(
+        [options, &action] { action = [options] { return run_dedup_command(*options); }; });
 }
 
 } // namespace idem::cli

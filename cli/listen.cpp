@@ -43,10 +43,10 @@ struct ListenCommandOptions {
     bool dedup = false;
     std::string key;
     std::string ignore;
-    std::string store = "idem.db";
+    std::string store;
     std::string scope = "default";
     std::string ttl = "24h";
-    std::string on_store_error = "unavailable";
+    listen::LiveDedup::OnStoreError on_store_error = listen::LiveDedup::OnStoreError::unavailable;
     std::string forward_to;
     std::string forward_timeout = "connect=2s,total=30s";
 };
@@ -105,12 +105,10 @@ listen::ListenOptions listen_options(const ListenCommandOptions& options) {
         dedup.store_uri = options.store;
         dedup.scope = options.scope;
         dedup.ttl = parse_duration(options.ttl);
-        dedup.on_store_error = options.on_store_error == "local"
-                                   ? listen::LiveDedup::OnStoreError::local
-                                   : listen::LiveDedup::OnStoreError::unavailable;
+        dedup.on_store_error = options.on_store_error;
         run.dedup = std::move(dedup);
     } else if (!options.key.empty() || !options.ignore.empty() ||
-               options.on_store_error != "unavailable") {
+               options.on_store_error != listen::LiveDedup::OnStoreError::unavailable) {
         throw UsageError("--key, --ignore and --on-store-error are about what --dedup compares "
                          "and keeps: add --dedup");
     }
@@ -199,19 +197,16 @@ void register_listen(CLI::App& app, std::function<int()>& action) {
                         "headers.X-GitHub-Delivery (default: the whole body)");
     command->add_option("--ignore", options->ignore,
                         "with --dedup and no --key: body paths left out of the comparison");
-    command
-        ->add_option("--store", options->store,
-                     "with --dedup: PATH (SQLite, default idem.db), :memory:, redis://...")
-        ->envname("IDEM_STORE");
+    add_store_option(*command, options->store, "with --dedup");
     command->add_option("--scope", options->scope, "with --dedup: namespace (default 'default')");
     command->add_option("--ttl", options->ttl,
                         "with --dedup: how long a delivery is remembered (default 24h)");
-    command
-        ->add_option("--on-store-error", options->on_store_error,
-                     "with --dedup, when the store fails: unavailable (default: answer 503 with "
-                     "Retry-After) or local (judge in this process, marked degraded, written "
-                     "back when the store answers)")
-        ->check(CLI::IsMember({"unavailable", "local"}));
+    using OnStoreError = listen::LiveDedup::OnStoreError;
+    add_choice_option(*command, "--on-store-error", options->on_store_error,
+                      "with --dedup, when the store fails: unavailable (default: answer 503 with "
+                      "Retry-After) or local (judge in this process, marked degraded, written "
+                      "back when the store answers)",
+                      {{"unavailable", OnStoreError::unavailable}, {"local", OnStoreError::local}});
     command->add_option("--forward-to", options->forward_to,
                         "pass accepted deliveries on to this URL and answer with its status");
     command->add_option("--forward-timeout", options->forward_timeout,

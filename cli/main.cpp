@@ -107,6 +107,16 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
+    // A crash point for the kill tests (docs/architecture.md, "The crash
+    // guarantee"): IDEM_CRASH_AT=record:N or commit:K.
+    if (const char* crash = std::getenv("IDEM_CRASH_AT"); crash && *crash) {
+        try {
+            idem::cli::set_crash_point_from(crash);
+        } catch (const idem::Error& error) {
+            print_error(error.what());
+            return 2;
+        }
+    }
     // `idem help [COMMAND]` is `idem [COMMAND] --help`, as git and cargo have it.
     std::vector<char*> help_argv;
     if (argc >= 2 && std::string_view(argv[1]) == "help") {

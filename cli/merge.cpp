@@ -26,14 +26,14 @@ struct MergeOptions {
     std::string agg;
     std::string action;
     std::string value_field = "value";
-    std::string base;
+    std::optional<merge::Base> base;
     std::uint64_t max_count = 0;
     std::string max_span;
     std::vector<std::string> bypass;
     std::string time_field;
     std::string max_lateness;
     std::string zone;
-    std::string missing = "reject";
+    merge::MissingGroup missing = merge::MissingGroup::reject;
     std::uint64_t max_open = 1'000'000;
     std::string max_open_bytes = "1GiB";
     std::string output_path;
@@ -79,8 +79,7 @@ merge::MergeRule rule_of_flags(const MergeOptions& options) {
     }
     if (!options.agg.empty()) rule.aggregates = merge::parse_aggregates(options.agg);
     if (!options.action.empty()) merge::apply_action(rule, options.action, options.value_field);
-    if (!options.base.empty())
-        rule.base = options.base == "last" ? merge::Base::last : merge::Base::first;
+    if (options.base) rule.base = *options.base;
     rule.max_count = options.max_count;
     if (!options.max_span.empty())
         rule.max_span = positive_duration("--max-span", options.max_span);
@@ -95,8 +94,8 @@ int run_merge_command(const MergeOptions& options) {
     run.reject_path = options.common.reject_path;
     if (!options.rules_path.empty()) {
         for (const auto* flag : {&options.group, &options.window, &options.every, &options.gap,
-                                 &options.agg, &options.action, &options.base, &options.max_span})
-            if (!flag->empty())
+                                 &options.agg, &options.action, &options.max_span})
+            if (!flag->empty() || options.base)
                 throw UsageError("--rules FILE says how each rule groups, windows and merges: "
                                  "leave out --group, --window, --every, --gap, --agg, --action, "
                                  "--base and --max-span");
@@ -114,8 +113,7 @@ int run_merge_command(const MergeOptions& options) {
     run.max_future = positive_duration("--max-future", options.max_future);
     run.now = now_utc();
     if (!options.zone.empty()) run.zone = TimeZone::load(options.zone);
-    run.missing =
-        options.missing == "pass" ? merge::MissingGroup::pass : merge::MissingGroup::reject;
+    run.missing = options.missing;
     if (options.max_open == 0) throw UsageError("--max-open must be at least 1");
     run.max_open = options.max_open;
     run.max_open_bytes = parse_byte_size(options.max_open_bytes);
@@ -181,10 +179,9 @@ void register_merge(CLI::App& app, std::function<int()>& action) {
         ->check(CLI::IsMember({"merge_content", "append", "average", "overwrite", "aggregate"}));
     command->add_option("--value", options->value_field,
                         "the field --action average averages (default value)");
-    command
-        ->add_option("--base", options->base,
-                     "the rest of the merged record: the first member (default) or the last")
-        ->check(CLI::IsMember({"first", "last"}));
+    add_choice_option(*command, "--base", options->base,
+                      "the rest of the merged record: the first member (default) or the last",
+                      {{"first", merge::Base::first}, {"last", merge::Base::last}});
     command->add_option("--max-count", options->max_count,
                         "a window with this many members closes at once (a count trigger)");
     command->add_option("--max-span", options->max_span,
@@ -202,10 +199,10 @@ void register_merge(CLI::App& app, std::function<int()>& action) {
     command->add_option("--tz", options->zone,
                         "align windows to this zone's clock: UTC (default), +08:00, "
                         "Europe/Paris");
-    command
-        ->add_option("--missing", options->missing,
-                     "a record without a group field: reject (default) or pass it through")
-        ->check(CLI::IsMember({"reject", "pass"}));
+    add_choice_option(
+        *command, "--missing", options->missing,
+        "a record without a group field: reject (default) or pass it through",
+        {{"reject", merge::MissingGroup::reject}, {"pass", merge::MissingGroup::pass}});
     command->add_option("--max-open", options->max_open,
                         "open windows held at most (default 1000000): past it the run stops "
                         "(exit 3)");
@@ -233,11 +230,7 @@ void register_merge(CLI::App& app, std::function<int()>& action) {
     command->add_option("--preview-limit", options->preview_limit,
                         "how many groups --preview shows (default 20)");
     command->add_flag("--fail-on-late", options->fail_on_late, "exit 1 when a record was late");
-    command
-        ->add_option("--store", options->store,
-                     "with -o: where open windows are checkpointed: PATH (SQLite, default "
-                     "idem.db), redis://host:port[/db]")
-        ->envname("IDEM_STORE");
+    add_store_option(*command, options->store, "with -o: where open windows are checkpointed");
     command->add_option("--scope", options->scope,
                         "namespace of the checkpoint in the store (default 'default')");
     add_lock_timeout_option(*command, options->lock_timeout);
@@ -256,10 +249,8 @@ void register_merge(CLI::App& app, std::function<int()>& action) {
         "out.ndjson "
         "events.ndjson\n"
         "  idem merge --rules merge.yaml --preview events.ndjson");
-    command->callback([options, &action] {
-        if (options->store.empty()) options->store = "idem.db";
-        action = [options] { return run_merge_command(*options); };
-    });
+    command->callback(
+        [options, &action] { action = [options] { return run_merge_command(*options); }; });
 }
 
 } // namespace idem::cli

@@ -26,7 +26,7 @@ struct ReconcileOptions {
     std::vector<std::string> by;
     std::string grace = "15m";
     std::string sla;
-    std::string report = "table";
+    reconcile::ReportFormat report = reconcile::ReportFormat::table;
     std::string output_path;
     bool wide = false;
     std::string missing_path;
@@ -212,10 +212,7 @@ reconcile::ReconcileRunOptions run_options_of(const ReconcileOptions& options) {
     run.grace = parse_duration(options.grace);
     if (!options.sla.empty()) run.sla = parse_duration(options.sla);
     run.examples = options.examples;
-    run.report = options.report == "json"       ? reconcile::ReportFormat::json
-                 : options.report == "markdown" ? reconcile::ReportFormat::markdown
-                 : options.report == "html"     ? reconcile::ReportFormat::html
-                                                : reconcile::ReportFormat::table;
+    run.report = options.report;
     run.table_width = stdout_table_width(options.wide, options.output_path.empty());
     add_missing_options(options, run);
     run.traces_path = options.traces_path;
@@ -350,11 +347,13 @@ void register_reconcile(CLI::App& app, std::function<int()>& action) {
                         "sooner is pending (default 15m)");
     command->add_option("--sla", options->sla,
                         "a hop slower than this (first copy to first copy) is late");
-    command
-        ->add_option("--report,--format", options->report,
-                     "table (default), json, markdown, or html (the funnel and latency drawn); "
-                     "--format is the same")
-        ->check(CLI::IsMember({"table", "json", "markdown", "html"}));
+    add_choice_option(*command, "--report,--format", options->report,
+                      "table (default), json, markdown, or html (the funnel and latency drawn); "
+                      "--format is the same",
+                      {{"table", reconcile::ReportFormat::table},
+                       {"json", reconcile::ReportFormat::json},
+                       {"markdown", reconcile::ReportFormat::markdown},
+                       {"html", reconcile::ReportFormat::html}});
     command->add_option("-o,--output", options->output_path,
                         "write the report to FILE (whole or not at all)");
     add_wide_option(*command, options->wide);

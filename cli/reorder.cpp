@@ -169,10 +169,7 @@ void register_reorder(CLI::App& app, std::function<int()>& action) {
         ->delimiter(',')
         ->allow_extra_args(false) // one value per --fail-on: the inputs follow
         ->check(CLI::IsMember({"gap", "late"}));
-    command
-        ->add_option("--store", options->store,
-                     "PATH (SQLite, default idem.db), :memory:, redis://host:port[/db]")
-        ->envname("IDEM_STORE");
+    add_store_option(*command, options->store, "");
     command->add_option("--scope", options->scope,
                         "namespace of checkpoints in the store, one per stream (default "
                         "'default')");
@@ -194,10 +191,8 @@ void register_reorder(CLI::App& app, std::function<int()>& action) {
         "  tail -f ledger.ndjson | idem reorder --seq n --partition account --gap-timeout 30s\n"
         "  idem reorder --order-by ts --max-lateness 5s --late late.ndjson < events.ndjson\n"
         "  idem reorder --seq seq --start 1 --fail-on gap --gaps gaps.ndjson ci-events.ndjson");
-    command->callback([options, &action] {
-        if (options->store.empty()) options->store = "idem.db";
-        action = [options] { return run_reorder_command(*options); };
-    });
+    command->callback(
+        [options, &action] { action = [options] { return run_reorder_command(*options); }; });
 }
 
 } // namespace idem::cli

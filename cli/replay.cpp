@@ -28,7 +28,7 @@ struct ReplayCommandOptions {
     std::string time_field;
     std::vector<std::string> filters;
     std::optional<std::uint64_t> limit;
-    std::string store = "idem.db";
+    std::string store;
     std::string lock_timeout = "60s";
     std::string scope;
     bool retry_failed = false;
@@ -43,7 +43,7 @@ struct ReplayCommandOptions {
     std::string timeout = "connect=2s,total=30s";
     std::string resign_scheme;
     bool dry_run = false;
-    std::string timing = "asap";
+    replay::Timing timing = replay::Timing::as_fast_as_allowed;
     std::string speed; // "" : 1x
     std::uint64_t seed = 0;
 };
@@ -123,8 +123,7 @@ replay::ReplayOptions replay_options(const ReplayCommandOptions& options) {
         throw UsageError("--concurrency must be between 1 and 1024");
     run.concurrency = options.concurrency;
     run.timeouts = parse_timeouts("--timeout", options.timeout);
-    run.timing = options.timing == "original" ? replay::Timing::original
-                                              : replay::Timing::as_fast_as_allowed;
+    run.timing = options.timing;
     if (!options.speed.empty() && run.timing != replay::Timing::original)
         throw UsageError("--speed paces --timing original: add --timing original, or drop --speed");
     auto speed = trim(options.speed.empty() ? std::string_view("1x") : options.speed);
@@ -177,10 +176,7 @@ void register_replay(CLI::App& app, std::function<int()>& action) {
     command->add_option("--filter", options->filters, "only records where PATH=VALUE (repeatable)")
         ->allow_extra_args(false);
     command->add_option("--limit", options->limit, "send at most this many records");
-    command
-        ->add_option("--store", options->store,
-                     "the ledger: PATH (SQLite, default idem.db), :memory:, redis://host:port[/db]")
-        ->envname("IDEM_STORE");
+    add_store_option(*command, options->store, "the ledger");
     command->add_option("--lock-timeout", options->lock_timeout,
                         "how long to wait for a SQLite ledger another process holds (default 60s)");
     command->add_option("--scope", options->scope,
@@ -207,10 +203,10 @@ void register_replay(CLI::App& app, std::function<int()>& action) {
     add_key_options_as(*command, options->keys, "Re-signing (--resign)");
     command->add_flag("--dry-run", options->dry_run,
                       "print each request with its key and send nothing (the ledger is not read)");
-    command
-        ->add_option("--timing", options->timing,
-                     "asap (default) or original: keep the capture's pacing")
-        ->check(CLI::IsMember({"asap", "original"}));
+    add_choice_option(
+        *command, "--timing", options->timing,
+        "asap (default) or original: keep the capture's pacing",
+        {{"asap", replay::Timing::as_fast_as_allowed}, {"original", replay::Timing::original}});
     command->add_option("--speed", options->speed,
                         "with --timing original: 10x is ten times faster");
     command->add_option("--seed", options->seed, "seed of the backoff jitter (default: the clock)");

@@ -226,11 +226,7 @@ void register_states(CLI::App& app, std::function<int()>& action) {
                      "findings that make the exit 1: any (default), none, or a list "
                      "(illegal,version-conflict,...)")
         ->allow_extra_args(false);
-    command
-        ->add_option("--store", options->store,
-                     "where each entity's state persists between runs: PATH (SQLite, default "
-                     "idem.db), :memory:, redis://host:port[/db]")
-        ->envname("IDEM_STORE");
+    add_store_option(*command, options->store, "where each entity's state persists between runs");
     command->add_option("--scope", options->scope,
                         "namespace of the entities in the store (default 'default')");
     add_lock_timeout_option(*command, options->lock_timeout);
@@ -248,10 +244,8 @@ void register_states(CLI::App& app, std::function<int()>& action) {
         "  idem states --entity order_id --state status --version-field version --max-lateness "
         "30s --machine orders.yaml --report html > report.html orders.ndjson\n"
         "  idem states --entity order_id --state status --learn orders.ndjson > orders.yaml");
-    command->callback([options, &action] {
-        if (options->store.empty()) options->store = "idem.db";
-        action = [options] { return run_states_command(*options); };
-    });
+    command->callback(
+        [options, &action] { action = [options] { return run_states_command(*options); }; });
 }
 
 } // namespace idem::cli

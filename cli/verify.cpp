@@ -24,7 +24,7 @@ struct VerifyOptions {
     bool ignore_timestamp = false;
     bool nonce = false;
     std::string nonce_window;
-    std::string on_store_error = "fail";
+    verify::StoreFailure on_store_error = verify::StoreFailure::fail;
     bool keep_verdicts = false;
     bool explain = false;
     std::size_t explain_budget = 64;
@@ -32,7 +32,7 @@ struct VerifyOptions {
     bool drop_invalid = false;
     std::string invalid_path;
     bool no_fail = false;
-    std::string fail_on = "any";
+    bool fail_on_any = true; // --fail-on any (true) or none
     std::size_t threads = 0;
 };
 
@@ -94,8 +94,7 @@ int run_verify_command(const VerifyOptions& options) {
     run.config.nonce_capture = options.nonce || options.keep_verdicts ? verify::NonceCapture::keep
                                                                       : verify::NonceCapture::skip;
     run.store_uri = options.store;
-    run.on_store_error = options.on_store_error == "local" ? verify::StoreFailure::local
-                                                           : verify::StoreFailure::fail;
+    run.on_store_error = options.on_store_error;
     run.threads = options.threads;
     run.explain = options.explain;
     run.explain_budget = options.explain_budget;
@@ -106,7 +105,7 @@ int run_verify_command(const VerifyOptions& options) {
     auto result = verify::run_verify(run, *output, diagnostics);
     warn_of_labels_in_secrets(options.keys, result.summary, diagnostics);
     return finish_run(options.common, diagnostics, result.summary,
-                      result.findings > 0 && !options.no_fail && options.fail_on != "none" ? 1 : 0);
+                      result.findings > 0 && !options.no_fail && options.fail_on_any ? 1 : 0);
 }
 } // namespace
 
@@ -126,11 +125,11 @@ void register_verify(CLI::App& app, std::function<int()>& action) {
     command->add_flag("--nonce", options->nonce,
                       "reject a second delivery of the same message id (received later, within "
                       "--nonce-window), remembered in the store across runs");
-    command
-        ->add_option("--on-store-error", options->on_store_error,
-                     "fail (default: exit 4) or local (judge replays within this run from there "
-                     "on, marked, and write back to the store at the end)")
-        ->check(CLI::IsMember({"fail", "local"}));
+    add_choice_option(
+        *command, "--on-store-error", options->on_store_error,
+        "fail (default: exit 4) or local (judge replays within this run from there "
+        "on, marked, and write back to the store at the end)",
+        {{"fail", verify::StoreFailure::fail}, {"local", verify::StoreFailure::local}});
     command->add_option("--nonce-window", options->nonce_window,
                         "how far apart in received_at a second delivery is still a replay "
                         "(default 72h: GitHub's Redeliver works for three days)");
@@ -143,22 +142,16 @@ void register_verify(CLI::App& app, std::function<int()>& action) {
     command->add_flag("--keep-verdicts", options->keep_verdicts,
                       "keep each record's verdict in the store, by file and line, for "
                       "'idem audit --verdicts'");
-    command
-        ->add_option("--store", options->store,
-                     "store for --nonce and --keep-verdicts: PATH (SQLite, default idem.db), "
-                     ":memory:, redis://host:port[/db]")
-        ->envname("IDEM_STORE")
-        ->default_str("idem.db");
+    add_store_option(*command, options->store, "store for --nonce and --keep-verdicts");
     command->add_flag("--drop-invalid", options->drop_invalid,
                       "keep invalid records out of stdout (into --invalid FILE when given)");
     command->add_option("--invalid", options->invalid_path,
                         "write invalid records here instead of stdout (implies --drop-invalid)");
     command->add_flag("--no-fail", options->no_fail, "exit 0 even when records are invalid");
-    command
-        ->add_option("--fail-on", options->fail_on,
-                     "any (default: exit 1 when a delivery is invalid or replayed) or none "
-                     "(the same as --no-fail)")
-        ->check(CLI::IsMember({"any", "none"}));
+    add_choice_option(*command, "--fail-on", options->fail_on_any,
+                      "any (default: exit 1 when a delivery is invalid or replayed) or none "
+                      "(the same as --no-fail)",
+                      {{"any", true}, {"none", false}});
     add_threads_option(*command, options->threads);
     command->footer(
         "Each record is written to stdout with\n"
@@ -172,10 +165,8 @@ void register_verify(CLI::App& app, std::function<int()>& action) {
         "< captures.ndjson\n"
         "  idem verify --scheme github --secret-file gh.secret --now 2026-11-29T08:00:00Z "
         "week.ndjson");
-    command->callback([options, &action] {
-        if (options->store.empty()) options->store = "idem.db";
-        action = [options] { return run_verify_command(*options); };
-    });
+    command->callback(
+        [options, &action] { action = [options] { return run_verify_command(*options); }; });
 }
 
 } // namespace idem::cli

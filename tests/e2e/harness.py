@@ -12,7 +12,6 @@ import os
 import random
 import shutil
 import subprocess
-import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 IDEM = os.environ.get("IDEM_BIN", os.path.join(ROOT, "build", "idem"))
@@ -106,33 +105,44 @@ class KillAndRerun:
         return self.args + store + flags + [self.source]
 
     def clean_run(self):
-        started = time.monotonic()
         code, _, err = run(self.command("clean"))
         self.test.assertEqual(code, self.clean_code, err)
-        return time.monotonic() - started
 
-    def killed_runs(self, clean_seconds, kills_wanted=3, most_kills=60, after_kill=None):
-        """Kills land anywhere within the first third of a clean run's time;
-        returns how many runs were killed before one finished. `after_kill`,
-        if given, checks what each killed run left."""
+    def crash_points(self, points):
+        """Where the killed runs stop, one per run: record counts spread
+        over the input and rising from run to run (a resumed run counts the
+        records it skips, so each one gets further), and every third run at
+        its first commit instead (outputs synced, the checkpoint written,
+        the store not yet committed; the last commit too) when it has a
+        store."""
+        with open(self.source, "rb") as f:
+            records = sum(1 for line in f if line.strip())
+        counts = sorted(self.rng.sample(range(1, records + 1), min(points, records)))
+        return ["commit:1" if i % 3 == 2 and self.store else f"record:{count}" for i, count in enumerate(counts)]
+
+    def killed_runs(self, kills_wanted=3, points=16, after_kill=None):
+        """Runs the command again and again, each killed by the process
+        itself at a crash point (IDEM_CRASH_AT, util/crash_point.hpp) as
+        kill -9 would, resuming what the one before left; then once with
+        none, which must finish. The kills land at record counts, not at
+        wall-clock times, so a slower build is killed at the same points.
+        Returns how many runs were killed; `after_kill`, if given, checks
+        what each killed run left."""
         command = [IDEM] + self.command("killed")
-        kills, finished = 0, False
-        while not finished and kills < most_kills:
-            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            time.sleep(self.rng.uniform(0.001, clean_seconds / 3))
-            killed = process.poll() is None
-            if killed:
-                process.kill()
+        kills = 0
+        for point in self.crash_points(points):
+            process = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     env=dict(os.environ, IDEM_CRASH_AT=point))
+            if process.returncode == -9:
                 kills += 1
-            _, err = process.communicate()
-            if killed and after_kill:
-                after_kill()
-            finished = process.returncode in (0, 1)
-            if process.returncode not in (0, 1, -9):
-                self.test.fail(f"exit {process.returncode}: {err.decode()}")
-        if not finished:
-            code, _, err = run(command[1:])
-            self.test.assertIn(code, (0, 1), err)
+                if after_kill:
+                    after_kill()
+                continue
+            if process.returncode not in (0, 1):
+                self.test.fail(f"exit {process.returncode} at {point}: {process.stderr.decode()}")
+            break  # finished before its crash point: the input is done
+        code, _, err = run(command[1:])
+        self.test.assertIn(code, (0, 1), err)
         self.test.assertGreater(kills, kills_wanted)
         return kills
 
@@ -152,6 +162,7 @@ class KillAndRerun:
 
     def run_through(self, normalize=None):
         """The clean run, the killed ones, and the comparison."""
-        kills = self.killed_runs(self.clean_run())
+        self.clean_run()
+        kills = self.killed_runs()
         self.assert_same_outputs(normalize)
         return kills

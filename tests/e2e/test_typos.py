@@ -428,3 +428,58 @@ class EveryFlagsPathIsChecked(unittest.TestCase):
                                        + extra)
                     self.assertEqual(code, 3, err)
                     self.assertIn(f"{flag}: '{path}'", err)
+
+
+class ChoiceValues(unittest.TestCase):
+    """A flag that takes one of a few words (cli/common.hpp
+    add_choice_option) refuses any other before reading anything, names the
+    words and the closest, and never takes the option's internal number."""
+
+    CASES = [
+        (["dedup", "--keep", "lats"], "--keep", "'last'"),
+        (["dedup", "--missing", "pas"], "--missing", "'pass'"),
+        (["dedup", "--bucket", "hours"], "--bucket", "'hour'"),
+        (["dedup", "--on-store-error", "locla"], "--on-store-error", "'local'"),
+        (["merge", "--group", "user", "--window", "1m", "--base", "frist"], "--base", "'first'"),
+        (["merge", "--group", "user", "--window", "1m", "--missing", "rejct"], "--missing", "'reject'"),
+        (["audit", "--key", "id", "--format", "jsn"], "--format", "'json'"),
+        (["reconcile", "--stage", "a=x", "--stage", "b=y", "--key", "id", "--report", "markdwn"], "--report",
+         "'markdown'"),
+        (["replay", "--to", "http://127.0.0.1:9/", "--timing", "orignal"], "--timing", "'original'"),
+        (["verify", "--scheme", "github", "--secret", "s", "--fail-on", "nne"], "--fail-on", "'none'"),
+        (["verify", "--scheme", "github", "--secret", "s", "--on-store-error", "lcal"], "--on-store-error",
+         "'local'"),
+        (["listen", "--on-store-error", "unavailble"], "--on-store-error", "'unavailable'"),
+        (["dedup", "--summary", "jsn"], "--summary", "'json'"),
+        (["dedup", "--input-format", "hra"], "--input-format", "'har'"),
+    ]
+
+    def test_a_misspelt_word_is_refused_with_the_closest(self):
+        for args, flag, closest in self.CASES:
+            with self.subTest(args=args):
+                code, out, err = run(args + ["/nonexistent.ndjson"])
+                self.assertEqual(code, 2, err)
+                self.assertIn(f"{flag}: ", err)
+                self.assertIn(f"did you mean {closest}?", err)
+                self.assertEqual(out, b"")
+
+    def test_the_option_s_internal_number_is_no_word(self):
+        for args in (["dedup", "--keep", "1"], ["audit", "--key", "id", "--format", "0"]):
+            with self.subTest(args=args):
+                code, _, err = run(args + ["/nonexistent.ndjson"])
+                self.assertEqual(code, 2, err)
+                self.assertIn("is not", err)
+
+    def test_each_word_is_taken(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            log = os.path.join(tmp, "in.ndjson")
+            with open(log, "wb") as f:
+                f.write(ndjson([{"id": "a"}, {"id": "a"}]))
+            for keep in ("first", "last"):
+                code, _, err = run(["dedup", "--key", "id", "--keep", keep, "--store", ":memory:", "--summary",
+                                    "json", log])
+                self.assertEqual(code, 0, err)
+                self.assertEqual(summary_of(err)["duplicates"], 1)
+            code, out, err = run(["audit", "--key", "id", "--format", "json", log])
+            self.assertEqual(code, 1, err)
+            json.loads(out)

@@ -141,21 +141,14 @@ public:
         // The block's memory is reused next: records written from it in
         // place go out first.
         steps.release_block = [&] { m_output->release_in_place(); };
-        steps.block_done = [&](std::uint64_t new_records) {
-            m_since_commit += new_records;
-            if (m_since_commit >= m_options.batch) commit();
-        };
+        steps.commit = [&] { commit(); };
+        steps.commit_every = m_options.batch;
         // Live input gone quiet (tail -f): what was decided goes out now
         // instead of waiting for a full batch.
         steps.idle = [&] {
-            if (m_since_commit > 0) commit();
+            if (m_run.records_since_commit() > 0) m_run.commit();
         };
-        try {
-            m_run.run(states, steps, route);
-        } catch (const InputError&) {
-            commit(); // what was decided before the failure stands
-            throw;
-        }
+        m_run.run(states, steps, route);
         release_held(Timestamp::max());
         finish();
         note_earlier_runs();
@@ -395,9 +388,9 @@ private:
     // Rejects and unkeyed records; true when the record goes on to the store.
     bool set_aside(const Outcome& outcome, run::InputRecord& record) {
         switch (outcome.kind) {
-        case Outcome::Kind::too_long: // the run frame set it aside
+        case Outcome::Kind::too_long:
+        case Outcome::Kind::failed_to_parse: // the run frame set these aside
             return false;
-        case Outcome::Kind::failed_to_parse:
         case Outcome::Kind::bad_time:
             m_run.rejects().reject(record, outcome.column, outcome.message);
             return false;
@@ -569,12 +562,9 @@ private:
     // idem owns are synced and their sizes committed with the claims, which
     // makes a rerun exact.
     void commit() {
-        m_outputs.flush();
-        m_since_commit = 0;
         try {
-            save_held();
-            m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done(), carried_counts());
-            m_store->commit();
+            m_outputs.commit(m_store.get(), m_run.records_done(), carried_counts(),
+                             [&] { save_held(); });
             m_batch_firsts.clear();
         } catch (const StoreError& error) {
             if (m_store_lost) throw; // the store in this process does not fail
@@ -586,11 +576,10 @@ private:
     // same input (this run killed before it could exit) leaves the outputs
     // as they are; a run over another input starts them anew.
     void finish() {
-        m_outputs.flush();
         try {
-            m_outputs.finish(m_store->checkpoints(), m_run.records_done(), carried_counts());
-            if (!m_held_name.empty()) m_store->held_copies().clear_held_copies(m_held_name);
-            m_store->commit();
+            m_outputs.commit_finished(m_store.get(), m_run.records_done(), carried_counts(), [&] {
+                if (!m_held_name.empty()) m_store->held_copies().clear_held_copies(m_held_name);
+            });
             m_batch_firsts.clear();
         } catch (const StoreError& error) {
             if (m_store_lost) throw;
@@ -649,7 +638,6 @@ private:
     std::vector<store::FingerprintClaim> m_local_firsts; // local: to write back
     std::uint64_t m_first_seen_earlier = 0;  // repeats whose first copy an earlier run read
     std::vector<std::string> m_sources_read; // the inputs this run has read, in order
-    std::uint64_t m_since_commit = 0;
     // --keep last
     std::unordered_map<store::FingerprintBytes, HeldCopies, store::FingerprintBytesHash> m_held;
     std::map<std::pair<Timestamp, std::uint64_t>, store::FingerprintBytes> m_release_queue;

@@ -155,13 +155,115 @@ auto parsed_at(const std::string& file, const YAML::Node& node, Parse parse) -> 
     }
 }
 
+// `match:` as a map (field: value) or a list of "field=value".
+void read_match(const std::string& file, const YAML::Node& value, MergeRule& rule) {
+    if (value.IsMap()) {
+        for (const auto& condition : value) {
+            auto text =
+                condition.first.as<std::string>() + "=" + scalar(file, condition.second, "match");
+            rule.match.push_back(
+                parsed_at(file, condition.second, [&] { return parse_condition(text); }));
+        }
+        return;
+    }
+    for (const auto& text : strings_at(file, value, "match"))
+        rule.match.push_back(parsed_at(file, value, [&] { return parse_condition(text); }));
+}
+
+WindowKind window_kind_at(const std::string& file, const YAML::Node& value,
+                          const std::string& key) {
+    auto kind = scalar(file, value, key);
+    if (kind == "tumbling") return WindowKind::tumbling;
+    if (kind == "sliding") return WindowKind::sliding;
+    if (kind == "session") return WindowKind::session;
+    fail_at(file, value,
+            fmt::format("window kind {} is not tumbling, sliding or session", quote(kind)));
+}
+
+// The window's own keys (`every:` and `gap:` may also stand beside it).
+struct WindowKeys {
+    bool given = false;
+    std::optional<Duration> every, gap;
+};
+
+// `window:` as a duration (5m) or a map (kind:, size:, every:, gap:).
+void read_window(const std::string& file, const YAML::Node& value, MergeRule& rule,
+                 WindowKeys& keys) {
+    keys.given = true;
+    if (value.IsScalar()) {
+        rule.window.size = duration_at(file, value, "window");
+        return;
+    }
+    if (!value.IsMap())
+        fail_at(file, value, "window is a duration (5m) or a map (kind:, size:, ...)");
+    for (const auto& part : value) {
+        auto name = part.first.as<std::string>();
+        if (name == "kind" || name == "type")
+            rule.window.kind = window_kind_at(file, part.second, name);
+        else if (name == "size")
+            rule.window.size = duration_at(file, part.second, name);
+        else if (name == "every")
+            keys.every = duration_at(file, part.second, name);
+        else if (name == "gap")
+            keys.gap = duration_at(file, part.second, name);
+        else
+            fail_at(file, part.first,
+                    fmt::format("unknown window key {} (kind, size, every, gap)", quote(name)));
+    }
+}
+
+// `gap:` makes a session window, `every:` a sliding one; a session's gap
+// is its size when it names none.
+void settle_window(const std::string& file, const YAML::Node& node, MergeRule& rule,
+                   const WindowKeys& keys) {
+    if (keys.gap) {
+        rule.window.kind = WindowKind::session;
+        rule.window.gap = *keys.gap;
+    } else if (rule.window.kind == WindowKind::session && !keys.given) {
+        fail_at(file, node, fmt::format("rule {}: a session window needs gap:", rule.name));
+    }
+    if (keys.every) {
+        rule.window.kind = WindowKind::sliding;
+        rule.window.every = *keys.every;
+    }
+    if (rule.window.kind == WindowKind::session && rule.window.gap.count() == 0 &&
+        rule.window.size.count() > 0)
+        rule.window.gap = rule.window.size;
+}
+
+// `aggregate:` as a map (name: "fn(field)") or one "name=fn(field),...".
+void read_aggregates(const std::string& file, const YAML::Node& value, MergeRule& rule) {
+    auto add = [&](const YAML::Node& at, const std::string& text) {
+        auto parsed = parsed_at(file, at, [&] { return parse_aggregates(text); });
+        rule.aggregates.insert(rule.aggregates.end(), parsed.begin(), parsed.end());
+    };
+    if (!value.IsMap()) {
+        add(value, scalar(file, value, "aggregate"));
+        return;
+    }
+    for (const auto& part : value)
+        add(part.second,
+            part.first.as<std::string>() + "=" + scalar(file, part.second, "aggregate"));
+}
+
+std::uint64_t count_at(const std::string& file, const YAML::Node& value, const std::string& key) {
+    auto text = scalar(file, value, key);
+    std::uint64_t count = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+    if (error != std::errc{} || end != text.data() + text.size() || count == 0)
+        fail_at(file, value, fmt::format("{} is a whole number above 0", key));
+    return count;
+}
+
+// One rule of a rules file, key by key; every failure names the file, the
+// line and the column of the value at fault.
 MergeRule rule_of(const std::string& file, const YAML::Node& node, std::size_t index) {
     if (!node.IsMap()) fail_at(file, node, "a rule is a map (type:, fields:, window:, action:)");
     MergeRule rule;
     std::string action, value_field = "value";
     YAML::Node action_node;
-    std::optional<Duration> every, gap;
-    bool has_window = false, has_aggregate = false;
+    WindowKeys window;
+    bool has_aggregate = false;
     for (const auto& item : node) {
         auto key = item.first.as<std::string>();
         const auto& value = item.second;
@@ -172,61 +274,17 @@ MergeRule rule_of(const std::string& file, const YAML::Node& node, std::size_t i
             rule.match.push_back({record::FieldPath::parse("type"), type, "type=" + type});
             if (rule.name.empty()) rule.name = type;
         } else if (key == "match") {
-            if (value.IsMap()) {
-                for (const auto& condition : value) {
-                    auto text = condition.first.as<std::string>() + "=" +
-                                scalar(file, condition.second, "match");
-                    rule.match.push_back(
-                        parsed_at(file, condition.second, [&] { return parse_condition(text); }));
-                }
-            } else {
-                for (const auto& text : strings_at(file, value, key))
-                    rule.match.push_back(
-                        parsed_at(file, value, [&] { return parse_condition(text); }));
-            }
+            read_match(file, value, rule);
         } else if (key == "fields" || key == "group") {
             for (const auto& text : strings_at(file, value, key))
                 rule.group.push_back(
                     parsed_at(file, value, [&] { return record::FieldPath::parse(text); }));
         } else if (key == "window") {
-            has_window = true;
-            if (value.IsScalar()) {
-                rule.window.size = duration_at(file, value, key);
-            } else if (value.IsMap()) {
-                for (const auto& part : value) {
-                    auto name = part.first.as<std::string>();
-                    if (name == "kind" || name == "type") {
-                        auto kind = scalar(file, part.second, name);
-                        if (kind == "tumbling")
-                            rule.window.kind = WindowKind::tumbling;
-                        else if (kind == "sliding")
-                            rule.window.kind = WindowKind::sliding;
-                        else if (kind == "session")
-                            rule.window.kind = WindowKind::session;
-                        else
-                            fail_at(file, part.second,
-                                    fmt::format("window kind {} is not tumbling, sliding or "
-                                                "session",
-                                                quote(kind)));
-                    } else if (name == "size") {
-                        rule.window.size = duration_at(file, part.second, name);
-                    } else if (name == "every") {
-                        every = duration_at(file, part.second, name);
-                    } else if (name == "gap") {
-                        gap = duration_at(file, part.second, name);
-                    } else {
-                        fail_at(file, part.first,
-                                fmt::format("unknown window key {} (kind, size, every, gap)",
-                                            quote(name)));
-                    }
-                }
-            } else {
-                fail_at(file, value, "window is a duration (5m) or a map (kind:, size:, ...)");
-            }
+            read_window(file, value, rule, window);
         } else if (key == "every") {
-            every = duration_at(file, value, key);
+            window.every = duration_at(file, value, key);
         } else if (key == "gap") {
-            gap = duration_at(file, value, key);
+            window.gap = duration_at(file, value, key);
         } else if (key == "action") {
             action = scalar(file, value, key);
             action_node = value; // an unknown action is reported where it is written
@@ -234,30 +292,14 @@ MergeRule rule_of(const std::string& file, const YAML::Node& node, std::size_t i
             value_field = scalar(file, value, key);
         } else if (key == "aggregate") {
             has_aggregate = true;
-            if (value.IsMap()) {
-                for (const auto& part : value) {
-                    auto text =
-                        part.first.as<std::string>() + "=" + scalar(file, part.second, "aggregate");
-                    auto parsed =
-                        parsed_at(file, part.second, [&] { return parse_aggregates(text); });
-                    rule.aggregates.insert(rule.aggregates.end(), parsed.begin(), parsed.end());
-                }
-            } else {
-                auto text = scalar(file, value, key);
-                auto parsed = parsed_at(file, value, [&] { return parse_aggregates(text); });
-                rule.aggregates.insert(rule.aggregates.end(), parsed.begin(), parsed.end());
-            }
+            read_aggregates(file, value, rule);
         } else if (key == "base") {
             auto base = scalar(file, value, key);
             if (base != "first" && base != "last")
                 fail_at(file, value, fmt::format("base {} is not first or last", quote(base)));
             rule.base = base == "first" ? Base::first : Base::last;
         } else if (key == "max_count" || key == "max-count") {
-            auto text = scalar(file, value, key);
-            auto [end, error] =
-                std::from_chars(text.data(), text.data() + text.size(), rule.max_count);
-            if (error != std::errc{} || end != text.data() + text.size() || rule.max_count == 0)
-                fail_at(file, value, fmt::format("{} is a whole number above 0", key));
+            rule.max_count = count_at(file, value, key);
         } else if (key == "max_span" || key == "max-span") {
             rule.max_span = duration_at(file, value, key);
         } else {
@@ -268,19 +310,7 @@ MergeRule rule_of(const std::string& file, const YAML::Node& node, std::size_t i
         }
     }
     if (rule.name.empty()) rule.name = fmt::format("rule {}", index + 1);
-    if (gap) {
-        rule.window.kind = WindowKind::session;
-        rule.window.gap = *gap;
-    } else if (rule.window.kind == WindowKind::session && !has_window) {
-        fail_at(file, node, fmt::format("rule {}: a session window needs gap:", rule.name));
-    }
-    if (every) {
-        rule.window.kind = WindowKind::sliding;
-        rule.window.every = *every;
-    }
-    if (rule.window.kind == WindowKind::session && rule.window.gap.count() == 0 &&
-        rule.window.size.count() > 0)
-        rule.window.gap = rule.window.size;
+    settle_window(file, node, rule, window);
     if (!action.empty()) {
         if (action == "aggregate" && !has_aggregate)
             fail_at(file, node,

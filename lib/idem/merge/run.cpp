@@ -2,6 +2,8 @@
 
 #include "idem/merge/run.hpp"
 
+#include "idem/merge/detail/judge.hpp"
+#include "idem/merge/detail/render.hpp"
 #include "idem/merge/windows.hpp"
 #include "idem/record/annotate.hpp"
 #include "idem/record/event_time.hpp"
@@ -15,385 +17,21 @@
 #include "idem/util/render.hpp"
 #include "idem/util/text.hpp"
 
-#include <cmath>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <simdjson.h>
 #include <utility>
 
 namespace idem::merge {
 
 namespace {
 
+using detail::BlockResult;
+using detail::describe_window;
+using detail::judge_block;
+using detail::Outcome;
+using detail::Renderer;
+using detail::WorkerState;
 using Json = nlohmann::ordered_json;
-
-// What a worker found for one line; the ordered stage acts on it.
-struct Outcome {
-    enum class Kind : std::uint8_t {
-        too_long,
-        failed_to_parse,
-        bad_field, // a time, or an aggregate's value, that is not one
-        bypass,
-        unmatched,
-        unkeyed, // a group field missing, under --missing pass
-        member,
-    };
-    io::BlockLine line;
-    Kind kind = Kind::member;
-    bool has_annotations = false;
-    bool has_rule = false; // a rule matched (its counts include the record)
-    std::uint32_t rule = 0;
-    std::uint32_t group_at = 0, group_size = 0; // in BlockResult::texts
-    std::uint32_t values_at = 0;                // in BlockResult::values
-    std::optional<Timestamp> time;
-    std::uint64_t column = 0;
-    std::string message; // bad_field, failed_to_parse, or the missing group field
-};
-
-struct BlockResult {
-    std::vector<Outcome> outcomes;
-    std::uint64_t lines = 0;
-    std::string texts;
-    std::vector<Value> values;
-
-    void clear() {
-        outcomes.clear();
-        lines = 0;
-        texts.clear();
-        values.clear();
-    }
-};
-
-struct WorkerState {
-    record::RecordParser parser;
-};
-
-// The value an aggregate reads from the record the parser holds; a message
-// when the record cannot be merged by it.
-std::optional<std::string> read_value(record::RecordParser& parser, std::string_view line,
-                                      const Aggregate& aggregate, Value& value) {
-    if (aggregate.function == Function::count) return std::nullopt;
-    if (aggregate.whole_event) {
-        // A plain event as it came (it is JSON already); an envelope's body
-        // in canonical JSON.
-        if (parser.shape() == record::RecordShape::envelope) {
-            static const record::IgnoredPaths k_nothing_ignored;
-            if (auto event = parser.canonical_event(k_nothing_ignored))
-                value.text.assign(*event);
-            else
-                return std::nullopt;
-        } else {
-            value.text.assign(record::event_text(line));
-        }
-        value.present = true;
-        value.type = record::FieldValue::Type::object;
-        return std::nullopt;
-    }
-    auto found = parser.find(*aggregate.input);
-    if (!found) {
-        if (is_numeric(aggregate.function))
-            return fmt::format("missing field '{}' ({}() of {})", aggregate.input->text(),
-                               function_name(aggregate.function), aggregate.output);
-        return std::nullopt;
-    }
-    if (is_numeric(aggregate.function) && found->type != record::FieldValue::Type::number)
-        return fmt::format("field '{}' is not a number ({}() of {})", aggregate.input->text(),
-                           function_name(aggregate.function), aggregate.output);
-    value.present = true;
-    value.type = found->type;
-    value.text.assign(found->text);
-    return std::nullopt;
-}
-
-void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result,
-                WorkerState& state, const MergeRunOptions& options) {
-    auto& parser = state.parser;
-    if (!run::parse_line(line, options.input.max_record_bytes, parser, outcome)) return;
-    outcome.has_annotations = parser.has_annotations();
-    const auto& rules = options.rules;
-    std::size_t rule = 0;
-    for (; rule < rules.size(); ++rule)
-        if (std::all_of(rules[rule].match.begin(), rules[rule].match.end(),
-                        [&](const Condition& condition) { return holds(parser, condition); }))
-            break;
-    if (rule < rules.size()) {
-        outcome.rule = static_cast<std::uint32_t>(rule);
-        outcome.has_rule = true; // a bypassed record counts for the rule it would have gone to
-    }
-    for (const auto& condition : options.bypass)
-        if (holds(parser, condition)) {
-            outcome.kind = Outcome::Kind::bypass;
-            return;
-        }
-    if (rule == rules.size()) {
-        outcome.kind = Outcome::Kind::unmatched;
-        return;
-    }
-    auto time = record::event_time(parser, options.time_field ? &*options.time_field : nullptr,
-                                   options.zone ? &*options.zone : nullptr);
-    if (time.failed()) {
-        outcome.kind = Outcome::Kind::bad_field;
-        outcome.message = record::describe_failure(time, *options.time_field);
-        return;
-    }
-    if (time.time && *time.time > options.now + options.max_future) {
-        outcome.kind = Outcome::Kind::bad_field;
-        outcome.message = fmt::format(
-            "event time {} is more than --max-future {} ahead of the clock ({}): it would close "
-            "every window",
-            format_rfc3339(*time.time), format_duration(options.max_future),
-            format_rfc3339(options.now));
-        return;
-    }
-    outcome.time = time.time;
-    auto& texts = result.texts;
-    auto at = texts.size();
-    for (std::size_t i = 0; i < rules[rule].group.size(); ++i) {
-        auto value = parser.find(rules[rule].group[i]);
-        if (!value) {
-            texts.resize(at);
-            outcome.kind = options.missing == MissingGroup::pass ? Outcome::Kind::unkeyed
-                                                                 : Outcome::Kind::bad_field;
-            outcome.message = fmt::format("missing group field '{}' (rule {})",
-                                          rules[rule].group[i].text(), quote(rules[rule].name));
-            return;
-        }
-        if (i > 0) texts += ' ';
-        record::append_encoded_value(texts, *value);
-    }
-    outcome.group_at = static_cast<std::uint32_t>(at);
-    outcome.group_size = static_cast<std::uint32_t>(texts.size() - at);
-    auto values_at = result.values.size();
-    outcome.values_at = static_cast<std::uint32_t>(values_at);
-    for (const auto& aggregate : rules[rule].aggregates) {
-        auto& value = result.values.emplace_back();
-        if (auto problem = read_value(parser, line.bytes, aggregate, value)) {
-            result.values.resize(values_at);
-            texts.resize(at);
-            outcome.kind = Outcome::Kind::bad_field;
-            outcome.message = std::move(*problem);
-            return;
-        }
-    }
-    outcome.kind = Outcome::Kind::member;
-}
-
-void judge_block(const run::InputBlock& block, WorkerState& state, const MergeRunOptions& options,
-                 BlockResult& result) {
-    io::LineCursor cursor(block.block.lines());
-    while (auto line = cursor.next()) {
-        auto& outcome = result.outcomes.emplace_back();
-        outcome.line = *line;
-        judge_line(*line, outcome, result, state, options);
-    }
-    result.lines = cursor.lines_seen();
-}
-
-// --- rendering ----------------------------------------------------------
-
-void append_value(std::string& out, const KeptValue& value) {
-    if (!value.present) {
-        out += "null";
-        return;
-    }
-    if (value.type == record::FieldValue::Type::string)
-        record::append_json_string(out, value.text.view());
-    else
-        out += value.text.view(); // a number, true/false/null, or JSON text
-}
-
-void append_number(std::string& out, double value) {
-    if (std::isfinite(value))
-        fmt::format_to(std::back_inserter(out), "{}", value);
-    else
-        out += "null";
-}
-
-void append_aggregate(std::string& out, const Aggregate& aggregate,
-                      const Accumulator& accumulator) {
-    switch (aggregate.function) {
-    case Function::count:
-        fmt::format_to(std::back_inserter(out), "{}", accumulator.n);
-        return;
-    case Function::first:
-        append_value(out, accumulator.first);
-        return;
-    case Function::last:
-        append_value(out, accumulator.last);
-        return;
-    case Function::append:
-    case Function::distinct:
-        out += '[';
-        for (std::size_t i = 0; i < accumulator.items.size(); ++i) {
-            if (i > 0) out += ',';
-            append_value(out, accumulator.items[i]);
-        }
-        out += ']';
-        return;
-    case Function::concat:
-        if (accumulator.n == 0)
-            out += "null";
-        else
-            record::append_json_string(out, accumulator.joined);
-        return;
-    case Function::sum:
-        if (accumulator.n == 0)
-            out += "null";
-        else if (accumulator.integral)
-            fmt::format_to(std::back_inserter(out), "{}", accumulator.int_sum);
-        else
-            append_number(out, accumulator.sum);
-        return;
-    case Function::avg:
-        if (accumulator.n == 0)
-            out += "null";
-        else
-            append_number(out, accumulator.sum / static_cast<double>(accumulator.n));
-        return;
-    case Function::min:
-        out += accumulator.min ? accumulator.min_text : std::string("null");
-        return;
-    case Function::max:
-        out += accumulator.max ? accumulator.max_text : std::string("null");
-        return;
-    }
-}
-
-// Renders merged records: the base member with each aggregate's field set
-// (replacing a field of that name), and `_idem.merge` saying what went into
-// it. The base is parsed once per window, never the members.
-class Renderer {
-public:
-    std::string render(const WindowState& window, const MergeRule& rule) {
-        std::string out;
-        out.reserve(window.base.size() + 256);
-        out += '{';
-        bool first = true;
-        auto separator = [&] {
-            if (!first) out += ',';
-            first = false;
-        };
-        std::string_view idem_members; // the base's own "_idem" members, kept
-        simdjson::dom::object base;
-        auto base_bytes = window.base.view();
-        bool parsed =
-            m_parser.parse(base_bytes.data(), base_bytes.size()).get(base) == simdjson::SUCCESS;
-        // An action's figure whose name the record already uses goes under
-        // _idem.merge: the record's own field stays as it was.
-        m_displaced.assign(rule.aggregates.size(), false);
-        if (parsed)
-            for (std::size_t i = 0; i < rule.aggregates.size(); ++i)
-                if (rule.aggregates[i].from_action) {
-                    simdjson::dom::element own;
-                    m_displaced[i] =
-                        base.at_key(rule.aggregates[i].output).get(own) == simdjson::SUCCESS;
-                    if (m_displaced[i] && std::find(m_collided.begin(), m_collided.end(),
-                                                    rule.aggregates[i].output) == m_collided.end())
-                        m_collided.push_back(rule.aggregates[i].output);
-                }
-        if (parsed) {
-            for (auto field : base) {
-                if (field.key == "_idem") {
-                    simdjson::dom::object annotations;
-                    if (field.value.get(annotations) == simdjson::SUCCESS) {
-                        m_annotations.clear();
-                        for (auto annotation : annotations) {
-                            if (annotation.key == "merge") continue;
-                            if (!m_annotations.empty()) m_annotations += ',';
-                            record::append_json_string(m_annotations, annotation.key);
-                            m_annotations += ':';
-                            m_annotations += simdjson::minify(annotation.value);
-                        }
-                        idem_members = m_annotations;
-                    }
-                    continue;
-                }
-                bool replaced = false;
-                for (std::size_t i = 0; i < rule.aggregates.size(); ++i)
-                    if (rule.aggregates[i].output == field.key && !m_displaced[i]) replaced = true;
-                if (replaced) continue;
-                separator();
-                record::append_json_string(out, field.key);
-                out += ':';
-                out += simdjson::minify(field.value);
-            }
-        }
-        std::string displaced;
-        for (std::size_t i = 0; i < rule.aggregates.size(); ++i) {
-            // _idem.merge.count is the window's count already.
-            if (m_displaced[i] && rule.aggregates[i].output == "count" &&
-                rule.aggregates[i].function == Function::count)
-                continue;
-            auto& to = m_displaced[i] ? displaced : out;
-            if (m_displaced[i])
-                to += ',';
-            else
-                separator();
-            record::append_json_string(to, rule.aggregates[i].output);
-            to += ':';
-            append_aggregate(to, rule.aggregates[i], window.accumulators[i]);
-        }
-        separator();
-        out += R"("_idem":{)";
-        if (!idem_members.empty()) {
-            out += idem_members;
-            out += ',';
-        }
-        append_evidence(out, window, rule, displaced);
-        out += "}}";
-        return out;
-    }
-
-    // The names of an action's figures that a record already had as fields
-    // of its own, since the last call (for one warning).
-    std::vector<std::string> take_collisions() { return std::exchange(m_collided, {}); }
-
-private:
-    static void append_evidence(std::string& out, const WindowState& window, const MergeRule& rule,
-                                std::string_view displaced) {
-        auto start = rule.window.kind == WindowKind::session ? window.first_at : window.start;
-        auto end =
-            rule.window.kind == WindowKind::session ? window.last_at + rule.window.gap : window.end;
-        out += R"("merge":{"id":)";
-        record::append_json_string(out, window_id(rule.name, window));
-        out += R"(,"rule":)";
-        record::append_json_string(out, rule.name);
-        out += R"(,"group":)";
-        out += record::encoded_values_json(window.group, rule.group.size());
-        fmt::format_to(std::back_inserter(out), R"(,"window":{{"start":"{}","end":"{}"}})",
-                       format_rfc3339(start), format_rfc3339(end));
-        if (window.part > 0) fmt::format_to(std::back_inserter(out), R"(,"part":{})", window.part);
-        fmt::format_to(std::back_inserter(out), R"(,"count":{},"first_at":"{}","last_at":"{}")",
-                       window.count, format_rfc3339(window.first_at),
-                       format_rfc3339(window.last_at));
-        out += R"(,"members":[)";
-        for (std::size_t i = 0; i < window.positions.size(); ++i) {
-            if (i > 0) out += ',';
-            record::append_json_string(out, window.positions[i]);
-        }
-        out += ']';
-        if (window.count > window.positions.size())
-            fmt::format_to(std::back_inserter(out), R"(,"members_more":{})",
-                           window.count - window.positions.size());
-        out += displaced; // ,"count":3 ... when the record had its own
-        out += '}';
-    }
-
-    simdjson::dom::parser m_parser;
-    std::string m_annotations;
-    std::vector<bool> m_displaced; // per aggregate, for the window being rendered
-    std::vector<std::string> m_collided;
-};
-
-std::string describe_window(const WindowState& window, const MergeRule& rule) {
-    auto end =
-        rule.window.kind == WindowKind::session ? window.last_at + rule.window.gap : window.end;
-    auto start = rule.window.kind == WindowKind::session ? window.first_at : window.start;
-    return fmt::format("rule {} · group {} · {} .. {} · {} member{}", rule.name,
-                       record::encoded_values_json(window.group, rule.group.size()),
-                       format_rfc3339(start), format_rfc3339(end), window.count,
-                       window.count == 1 ? "" : "s");
-}
 
 // --- the run --------------------------------------------------------------
 
@@ -470,25 +108,16 @@ public:
         auto route = [&](Outcome& outcome, run::InputRecord& record, std::size_t) {
             route_record(outcome, record);
         };
-        steps.block_done = [&](std::uint64_t new_records) {
-            emit_closed();
-            m_since_commit += new_records;
-            if (m_since_commit >= m_options.batch) commit();
-        };
+        steps.block_done = [&](std::uint64_t) { emit_closed(); };
+        steps.commit = [&] { commit(); };
+        steps.commit_every = m_options.batch;
         // Live input gone quiet: windows that have waited their span by the
         // wall clock close, and what was merged goes out.
         steps.idle = [&] {
             m_merger.close_idle(std::chrono::steady_clock::now());
-            emit_closed();
-            commit();
+            m_run.commit();
         };
-        try {
-            m_run.run(states, steps, route);
-        } catch (const InputError&) {
-            emit_closed();
-            commit(); // what was merged before the failure stands
-            throw;
-        }
+        m_run.run(states, steps, route);
         m_merger.close_all();
         emit_closed();
         finish();
@@ -511,7 +140,7 @@ private:
         auto location =
             store::parse_store_uri(options.output_path.empty() ? ":memory:" : options.store_uri);
         location.lock_timeout = options.lock_timeout;
-        location.cache_bytes = 4ULL << 20;
+        location.cache_bytes = store::k_commit_only_store_cache_bytes;
         return store::open_store(location);
     }
 
@@ -528,10 +157,8 @@ private:
 
     void route_record(const Outcome& outcome, run::InputRecord& record) {
         switch (outcome.kind) {
-        case Outcome::Kind::too_long: // the run frame set it aside
-            return;
-        case Outcome::Kind::failed_to_parse:
-            m_run.rejects().reject(record, outcome.column, outcome.message);
+        case Outcome::Kind::too_long:
+        case Outcome::Kind::failed_to_parse: // the run frame set these aside
             return;
         case Outcome::Kind::bad_field:
             if (outcome.has_rule) {
@@ -687,15 +314,13 @@ private:
         m_output->write_record(json_report_text(line.dump())); // a report: read on terminals
     }
 
-    // Output first, then the store: with -o the open windows, the output
-    // sizes and the records done commit together.
+    // Output first (the windows closed so far included), then the store:
+    // with -o the open windows, the output sizes and the records done
+    // commit together.
     void commit() {
-        m_outputs.flush();
-        m_since_commit = 0;
-        if (!m_outputs.owned()) return;
-        save_windows();
-        m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done(), carried_counts());
-        m_store->commit();
+        emit_closed();
+        m_outputs.commit(m_outputs.owned() ? m_store.get() : nullptr, m_run.records_done(),
+                         carried_counts(), [&] { save_windows(); });
     }
 
     void save_windows() {
@@ -708,12 +333,9 @@ private:
     }
 
     void finish() {
-        m_outputs.flush();
-        if (m_outputs.owned()) {
-            m_outputs.finish(m_store->checkpoints(), m_run.records_done(), carried_counts());
-            m_store->open_windows().clear_windows(m_outputs.checkpoint_name());
-            m_store->commit();
-        }
+        m_outputs.commit_finished(
+            m_outputs.owned() ? m_store.get() : nullptr, m_run.records_done(), carried_counts(),
+            [&] { m_store->open_windows().clear_windows(m_outputs.checkpoint_name()); });
         m_run.flush_rejects();
     }
 
@@ -800,7 +422,6 @@ private:
     BlockResult* m_block = nullptr;
     Timestamp m_block_now;
     std::string m_member;
-    std::uint64_t m_since_commit = 0;
     std::uint64_t m_bypassed = 0, m_unmatched_count = 0, m_unkeyed = 0, m_restored = 0;
     std::size_t m_previewed = 0;
 };

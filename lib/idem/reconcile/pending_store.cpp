@@ -13,14 +13,6 @@
 
 namespace idem::reconcile::detail {
 
-namespace {
-
-// SQLite's page cache for the pending and settled keys: they are read and
-// written whole, once each per run.
-constexpr std::uint64_t k_cache_bytes = 16ULL << 20;
-
-} // namespace
-
 PendingStore::PendingStore(const ReconcileRunOptions& options)
     : m_current("reconcile " + options.scope), m_before(m_current + " (before)"),
       m_settled(m_current + " (settled)"), m_inputs(fingerprint(options)),
@@ -30,7 +22,7 @@ PendingStore::PendingStore(const ReconcileRunOptions& options)
         throw UsageError("reconcile --store keeps pending keys for the next run: a file or "
                          "redis://, not :memory:");
     location.lock_timeout = options.lock_timeout;
-    location.cache_bytes = k_cache_bytes;
+    location.cache_bytes = store::k_entity_store_cache_bytes;
     m_store = store::open_store(location);
 }
 

@@ -88,18 +88,14 @@ public:
         auto route = [&](Outcome& outcome, run::InputRecord& record, std::size_t index) {
             route_record(outcome, record, index);
         };
-        steps.block_done = [&](std::uint64_t new_records) {
+        steps.block_done = [&](std::uint64_t) {
             if (!m_options.time_field) m_sequencer.advance_clock(now_utc());
-            m_since_commit += new_records;
-            if (m_since_commit >= m_options.batch || too_many_partitions()) commit();
         };
+        steps.commit = [&] { commit(); };
+        steps.commit_every = m_options.batch;
+        steps.commit_due = [&] { return too_many_partitions(); };
         steps.idle = [&] { idle(); };
-        try {
-            m_run.run(states, steps, route);
-        } catch (const InputError&) {
-            commit(); // what was released before the failure stands
-            throw;
-        }
+        m_run.run(states, steps, route);
         if (m_options.at_end == AtEnd::flush) m_sequencer.flush();
         finish();
         note_earlier_runs();
@@ -130,9 +126,7 @@ private:
     static std::unique_ptr<store::Store> open_store(const ReorderRunOptions& options) {
         auto location = store::parse_store_uri(options.store_uri);
         location.lock_timeout = options.lock_timeout;
-        // Commits write what changed, a few pages each: memory is for held
-        // records, not for caching the file.
-        location.cache_bytes = 4ULL << 20;
+        location.cache_bytes = store::k_commit_only_store_cache_bytes;
         return store::open_store(location);
     }
 
@@ -310,25 +304,21 @@ private:
     // have waited long enough by the wall clock are skipped.
     void idle() {
         if (!m_options.time_field) m_sequencer.advance_clock(now_utc());
-        if (m_since_commit > 0 || m_sequencer.counts().released != m_released_at_commit)
-            commit();
+        if (m_run.records_since_commit() > 0 ||
+            m_sequencer.counts().released != m_released_at_commit)
+            m_run.commit();
         else
-            flush_outputs();
+            m_outputs.flush();
     }
-
-    void flush_outputs() { m_outputs.flush(); }
 
     // Output first, then the store: a crash in between makes a rerun repeat
     // what was released since the last commit (at-least-once on stdout),
     // never lose it. Files idem owns are synced and their sizes committed
     // with the sequencer's state, which makes a rerun exact.
     void commit() {
-        flush_outputs();
-        m_since_commit = 0;
         m_released_at_commit = m_sequencer.counts().released;
-        m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done(), carried_counts());
-        save_changes();
-        m_store->commit();
+        m_outputs.commit(m_store.get(), m_run.records_done(), carried_counts(),
+                         [&] { save_changes(); });
         if (too_many_partitions()) {
             m_labels.clear(); // their partitions may be forgotten
             m_sequencer.forget_idle();
@@ -349,10 +339,8 @@ private:
     // same input (this run killed before it could exit) leaves the outputs
     // as they are; a run over another input starts them anew.
     void finish() {
-        flush_outputs();
-        m_outputs.finish(m_store->checkpoints(), m_run.records_done(), carried_counts());
-        save_changes();
-        m_store->commit();
+        m_outputs.commit_finished(m_store.get(), m_run.records_done(), carried_counts(),
+                                  [&] { save_changes(); });
         m_run.flush_rejects();
     }
 
@@ -427,7 +415,6 @@ private:
     std::vector<std::int64_t> m_lateness; // --suggest: microseconds behind, per late-coming record
     std::uint64_t m_resumed_partitions = 0; // with a position an earlier run saved
     bool m_forgot_partitions = false;
-    std::uint64_t m_since_commit = 0;
     std::uint64_t m_released_at_commit = 0;
     std::size_t m_partitions_kept = 0; // after the last forget_idle()
     bool m_persistent = true;          // false: :memory:

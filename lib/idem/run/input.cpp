@@ -5,6 +5,7 @@
 #include "idem/record/har.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
+#include "idem/util/unique_fd.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -15,12 +16,6 @@
 #include <unistd.h>
 
 namespace idem::run {
-
-InputFormat parse_input_format(std::string_view name) {
-    if (name == "ndjson" || name == "jsonl") return InputFormat::ndjson;
-    if (name == "har") return InputFormat::har;
-    throw UsageError(fmt::format("unknown input format {}: use ndjson or har", quote(name)));
-}
 
 void PositionTracker::start_block(const InputBlock& block) {
     if (block.starts_source) m_line_base = 0;
@@ -51,7 +46,7 @@ namespace {
 struct OpenInput {
     std::string name;
     int fd = -1;
-    bool owns_fd = false;
+    UniqueFd owned; // fd, when it is a file the stream opened (not stdin)
 };
 constexpr std::size_t k_record_block_bytes = 1 << 20;
 } // namespace
@@ -73,11 +68,6 @@ struct InputStream::Impl {
     PositionTracker positions;
     bool block_finished = true;
 
-    ~Impl() {
-        for (auto& input : inputs)
-            if (input.owns_fd && input.fd >= 0) ::close(input.fd);
-    }
-
     void load_har(const OpenInput& input, InputBlock& out);
 };
 
@@ -88,13 +78,14 @@ InputStream::InputStream(const InputOptions& options, io::OversizeHandler* overs
     auto paths = options.paths.empty() ? std::vector<std::string>{"-"} : options.paths;
     for (const auto& path : paths) {
         if (path == "-") {
-            m_impl->inputs.push_back({"<stdin>", STDIN_FILENO, false});
+            m_impl->inputs.push_back({"<stdin>", STDIN_FILENO, UniqueFd()});
             continue;
         }
-        int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
+        UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!fd.valid())
             throw InputError({path, 0, 0, 0}, fmt::format("cannot open: {}", std::strerror(errno)));
-        m_impl->inputs.push_back({path, fd, true});
+        int raw = fd.get();
+        m_impl->inputs.push_back({path, raw, std::move(fd)});
     }
 }
 

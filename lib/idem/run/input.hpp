@@ -18,8 +18,6 @@ namespace idem::run {
 
 enum class InputFormat { ndjson, har };
 
-[[nodiscard]] InputFormat parse_input_format(std::string_view name);
-
 inline constexpr std::uint64_t k_default_max_record_bytes = 16ULL << 20;
 // A HAR file is one JSON document and must be held whole to be parsed.
 inline constexpr std::uint64_t k_max_har_file_bytes = 1ULL << 30;

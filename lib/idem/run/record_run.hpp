@@ -18,6 +18,8 @@
 #include "idem/run/block_pipeline.hpp"
 #include "idem/run/input.hpp"
 #include "idem/run/rejects.hpp"
+#include "idem/util/crash_point.hpp"
+#include "idem/util/errors.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -122,6 +124,7 @@ protected:
     // Counts one record; false when the run this one resumes did it.
     bool count_record() {
         ++m_records;
+        if (m_records == m_crash_at_record) crash_now();
         if (m_records % k_progress_every == 0) report_progress();
         return m_records > m_resume_point;
     }
@@ -137,6 +140,7 @@ protected:
     std::size_t m_block_bytes;
     std::chrono::milliseconds m_idle_interval;
     record::PathCensus m_census;
+    std::uint64_t m_crash_at_record = crash_record(); // a test's crash point (IDEM_CRASH_AT)
 
 private:
     io::Sink* m_rejects_to = nullptr;
@@ -162,10 +166,21 @@ public:
         // must be out by then).
         std::function<void()> release_block;
         // After a block: how many of its records this run did (not the
-        // resumed run): the time to commit.
+        // resumed run). Runs before the frame decides whether to commit.
         std::function<void(std::uint64_t new_records)> block_done;
         // Live input gone quiet: the time to flush and act on the wall clock.
         std::function<void()> idle;
+        // The run's commit: its outputs, then its state, its checkpoint
+        // and the store's commit (store::OwnedOutputs::commit keeps that
+        // order). The frame calls it after a block once `commit_every`
+        // records this run did have been routed since the last commit
+        // (--batch), or when `commit_due` says so, and when an input
+        // fails (InputError), so that what was read before the failure
+        // stands; the failure then goes on. The last commit, once the
+        // input ends, is the command's own (its checkpoint is finished).
+        std::function<void()> commit;
+        std::uint64_t commit_every = 0; // 0: only when commit_due says so
+        std::function<bool()> commit_due;
     };
 
     RecordRun(const RecordRunSetup& setup, io::Diagnostics& diagnostics)
@@ -174,17 +189,32 @@ public:
     // Reads every input through the steps, one State per worker thread
     // (parsers and prepared keys are not shared). `route(outcome, record,
     // index)` runs on the calling thread for each record in input order,
-    // except the ones a resumed run skips and lines too long to hold (the
-    // frame rejects those); `index` is the outcome's place in its block. (A
+    // except the ones a resumed run skips, lines too long to hold and
+    // lines that are not one JSON object (the frame rejects those, with the
+    // column and why); `index` is the outcome's place in its block. (A
     // template, not a std::function: it runs once per record.) An input
     // that fails (InputError) is thrown after what was read before it is
     // routed.
     template <typename Route>
     void run(std::vector<std::unique_ptr<State>>& states, const Steps& steps, Route&& route) {
-        run_block_pipeline<State, Result>(
-            input(), states, steps.judge,
-            [&](const InputBlock& block, Result& result) { emit(block, result, steps, route); },
-            steps.idle, m_idle_interval, m_block_bytes);
+        m_commit = steps.commit;
+        try {
+            run_block_pipeline<State, Result>(
+                input(), states, steps.judge,
+                [&](const InputBlock& block, Result& result) { emit(block, result, steps, route); },
+                steps.idle, m_idle_interval, m_block_bytes);
+        } catch (const InputError&) {
+            commit();
+            throw;
+        }
+    }
+
+    // Records this run routed since the last commit.
+    [[nodiscard]] std::uint64_t records_since_commit() const { return m_since_commit; }
+    // Commits now, through Steps::commit (an idle step's flush, say).
+    void commit() {
+        m_since_commit = 0;
+        if (m_commit) m_commit();
     }
 
     // One State per worker, each made by `make`.
@@ -199,6 +229,15 @@ public:
     }
 
 private:
+    // An Outcome that carries its parse failure (parse_line's kind, column
+    // and message) is rejected here, never routed; one that keeps its
+    // failures apart (reorder's) routes them itself.
+    static constexpr bool k_frame_rejects_unparsed = requires(Outcome outcome) {
+        Outcome::Kind::failed_to_parse;
+        outcome.column;
+        outcome.message;
+    };
+
     template <typename Route>
     void emit(const InputBlock& block, Result& result, const Steps& steps, Route& route) {
         if (!steps.release_block) {
@@ -231,16 +270,27 @@ private:
                 reject_too_long(record);
                 continue;
             }
+            if constexpr (k_frame_rejects_unparsed) {
+                if (outcome.kind == Outcome::Kind::failed_to_parse) {
+                    rejects().reject(record, outcome.column, outcome.message);
+                    continue;
+                }
+            }
             route(outcome, record, i);
         }
         if (auto oversized = m_positions.finish_block(block, result.lines))
             if (count_record()) rejects().reject_oversized(*oversized);
-        if (steps.block_done) {
-            auto resumed_before = std::min(before, resume_point());
-            auto resumed_after = std::min(records(), resume_point());
-            steps.block_done((records() - before) - (resumed_after - resumed_before));
-        }
+        auto resumed_before = std::min(before, resume_point());
+        auto resumed_after = std::min(records(), resume_point());
+        auto new_records = (records() - before) - (resumed_after - resumed_before);
+        if (steps.block_done) steps.block_done(new_records);
+        m_since_commit += new_records;
+        bool batch_full = steps.commit_every != 0 && m_since_commit >= steps.commit_every;
+        if (batch_full || (steps.commit_due && steps.commit_due())) commit();
     }
+
+    std::function<void()> m_commit;
+    std::uint64_t m_since_commit = 0;
 };
 
 } // namespace idem::run

@@ -117,21 +117,14 @@ public:
             look_ahead(index);
             route_record(outcome, record);
         };
-        steps.block_done = [&](std::uint64_t new_records) {
-            m_since_commit += new_records;
-            if (m_since_commit >= m_options.batch) commit();
-        };
+        steps.commit = [&] { commit(); };
+        steps.commit_every = m_options.batch;
         steps.idle = [&] {
             if (m_sequencer && m_options.order_by == OrderBy::version && !m_options.time_field)
                 m_sequencer->advance_clock(now_utc());
-            commit();
+            m_run.commit();
         };
-        try {
-            m_run.run(states, steps, route);
-        } catch (const InputError&) {
-            commit();
-            throw;
-        }
+        m_run.run(states, steps, route);
         if (m_sequencer) m_sequencer->flush();
         // Stuck entities are reported once at the end of an input. A rerun
         // that finds the input already judged (a kill after the last commit)
@@ -167,7 +160,7 @@ public:
             auto id = m_checker.prefetch_state(outcomes[index + k_partition].entity_hash);
             // Only an entity whose next event goes to the sequencer.
             if (id && *id < m_in_order.size() && m_in_order[*id].partition &&
-                !m_in_order[*id].clean) {
+                !m_in_order[*id].nothing_held) {
                 const auto* partition = reinterpret_cast<const char*>(m_in_order[*id].partition);
                 idem::prefetch(partition);
                 idem::prefetch(partition + order::Partition::k_hot_bytes - 1);
@@ -208,14 +201,14 @@ private:
         std::int64_t next = 0;    // the version judged at once when it comes
         std::uint32_t passed = 0; // judged here since the partition was told
         bool met = false;
-        bool clean = false; // the partition (or none) holds nothing: `next` may pass
+        bool nothing_held = false; // the partition (or none) holds nothing: `next` may pass
     };
 
     static std::unique_ptr<store::Store> open_store(const StatesRunOptions& options) {
         auto location =
             store::parse_store_uri(options.learn ? std::string(":memory:") : options.store_uri);
         location.lock_timeout = options.lock_timeout;
-        location.cache_bytes = 16ULL << 20;
+        location.cache_bytes = store::k_entity_store_cache_bytes;
         return store::open_store(location);
     }
 
@@ -271,7 +264,7 @@ private:
         auto& in_order = m_in_order[id];
         in_order.partition = &partition;
         in_order.met = true; // its first event asks the sequencer
-        in_order.clean = false;
+        in_order.nothing_held = false;
     }
 
     // The run's own state beside the entities (under the empty name, which
@@ -326,9 +319,9 @@ private:
 
     void route_record(const Outcome& outcome, run::InputRecord& record) {
         switch (outcome.kind) {
-        case Outcome::Kind::too_long: // the run frame set it aside
+        case Outcome::Kind::too_long:
+        case Outcome::Kind::failed_to_parse: // the run frame set these aside
             return;
-        case Outcome::Kind::failed_to_parse:
         case Outcome::Kind::bad_field:
             m_run.rejects().reject(record, outcome.column, outcome.message);
             return;
@@ -377,13 +370,13 @@ private:
             // it): by version, it starts at --first-version like a new
             // partition would, without one.
             in_order.met = true;
-            in_order.clean = m_options.order_by == OrderBy::version;
+            in_order.nothing_held = m_options.order_by == OrderBy::version;
             in_order.next = m_options.first_version;
         }
         auto key = outcome.key;
         if (m_options.order_by == OrderBy::time)
             key.secondary = ++m_arrivals; // ties: arrival order
-        if (in_order.clean && key.primary == in_order.next) {
+        if (in_order.nothing_held && key.primary == in_order.next) {
             // Next in its entity's order, nothing waiting: judged at once.
             ++in_order.next;
             // Only a store saves progress (settle_in_order()); without one a
@@ -396,7 +389,7 @@ private:
         auto& partition = partition_of(id, event.entity);
         offer_to_sequencer(event, outcome, record, partition, key);
         // Whatever the sequencer did, the partition says what comes next.
-        in_order.clean = m_sequencer->passes_in_order(partition);
+        in_order.nothing_held = m_sequencer->passes_in_order(partition);
         in_order.next = partition.next.primary;
     }
 
@@ -566,12 +559,8 @@ private:
     // Output first, then the store: entity states, the sequencer's and the
     // checkpoint in one transaction.
     void commit() {
-        m_outputs.flush();
-        m_since_commit = 0;
-        if (!m_persistent) return;
-        save_state();
-        m_outputs.checkpoint(m_store->checkpoints(), m_run.records_done(), carried_counts());
-        m_store->commit();
+        m_outputs.commit(m_persistent ? m_store.get() : nullptr, m_run.records_done(),
+                         carried_counts(), [&] { save_state(); });
     }
 
     void save_state() {
@@ -614,12 +603,8 @@ private:
                 text = fit_lines(text, m_options.table_width);
             m_output->write(text);
         }
-        m_outputs.flush();
-        if (m_persistent) {
-            save_state();
-            m_outputs.finish(m_store->checkpoints(), m_run.records_done(), carried_counts());
-            m_store->commit();
-        }
+        m_outputs.commit_finished(m_persistent ? m_store.get() : nullptr, m_run.records_done(),
+                                  carried_counts(), [&] { save_state(); });
         m_run.flush_rejects();
     }
 
@@ -687,8 +672,7 @@ private:
     std::string m_position, m_packed, m_member;
     record::RecordParser m_parser;
     std::uint64_t m_evidence_kept = 0;
-    std::uint64_t m_events = 0, m_ok = 0, m_since_commit = 0, m_arrivals = 0,
-                  m_resumed_entities = 0;
+    std::uint64_t m_events = 0, m_ok = 0, m_arrivals = 0, m_resumed_entities = 0;
 };
 
 } // namespace

@@ -41,6 +41,16 @@ struct StoreLocation {
 // records (docs/dedup.md): 32 MiB is as fast, and 240 MiB less RSS.
 inline constexpr std::uint64_t k_fingerprint_store_cache_bytes = 32ULL << 20;
 
+// The page cache of a store whose commits write only what changed, a few
+// pages each (reorder's held records, merge's open windows): memory is for
+// what the run holds, not for caching the file.
+inline constexpr std::uint64_t k_commit_only_store_cache_bytes = 4ULL << 20;
+
+// The page cache of a store read and written an entity or a key at a time
+// (states' entities, reconcile's pending and settled keys), each once per
+// run or per commit.
+inline constexpr std::uint64_t k_entity_store_cache_bytes = 16ULL << 20;
+
 // Throws UsageError for a URI that names no store.
 // `uri` fit for a message, a summary or a metrics label: a user-info
 // part's password ("redis://default:***@host:6379") and the value of a

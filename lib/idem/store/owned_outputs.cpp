@@ -1,7 +1,9 @@
 #include "idem/store/owned_outputs.hpp"
 
 #include "idem/crypto/crypto.hpp"
+#include "idem/store/store.hpp"
 
+#include "idem/util/crash_point.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
@@ -102,14 +104,15 @@ RunCounts only_named(const RunCounts& counts, std::initializer_list<std::string_
 
 OwnedOutputs::OutputLock::OutputLock(const std::string& path, Duration timeout) {
     // Opened without O_TRUNC: the run holding it may be writing it.
-    m_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (m_fd < 0)
+    // Closed (the lock released) when the lock goes, or when this throws.
+    m_fd.reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    if (!m_fd.valid())
         throw FileSystemError(fmt::format("cannot open {}: {}", quote(path), std::strerror(errno)));
     struct stat status {};
-    if (::fstat(m_fd, &status) != 0 || !S_ISREG(status.st_mode)) return; // a device, a FIFO
+    if (::fstat(m_fd.get(), &status) != 0 || !S_ISREG(status.st_mode)) return; // a device, a FIFO
     auto deadline = std::chrono::steady_clock::now() + timeout;
     auto pause = std::chrono::milliseconds(5);
-    while (::flock(m_fd, LOCK_EX | LOCK_NB) != 0) {
+    while (::flock(m_fd.get(), LOCK_EX | LOCK_NB) != 0) {
         if (errno != EWOULDBLOCK && errno != EINTR)
             throw FileSystemError(
                 fmt::format("cannot lock {}: {}", quote(path), std::strerror(errno)));
@@ -121,21 +124,6 @@ OwnedOutputs::OutputLock::OutputLock(const std::string& path, Duration timeout) 
         std::this_thread::sleep_for(pause);
         pause = std::min(pause * 2, std::chrono::milliseconds(200));
     }
-}
-
-OwnedOutputs::OutputLock::~OutputLock() {
-    if (m_fd >= 0) ::close(m_fd); // releases the lock
-}
-
-OwnedOutputs::OutputLock::OutputLock(OutputLock&& other) noexcept
-    : m_fd(std::exchange(other.m_fd, -1)) {}
-
-OwnedOutputs::OutputLock& OwnedOutputs::OutputLock::operator=(OutputLock&& other) noexcept {
-    if (this != &other) {
-        if (m_fd >= 0) ::close(m_fd);
-        m_fd = std::exchange(other.m_fd, -1);
-    }
-    return *this;
 }
 
 OwnedOutputs::OwnedOutputs(CheckpointStore& store, const Owner& owner,
@@ -195,6 +183,27 @@ void OwnedOutputs::finish(CheckpointStore& store, std::uint64_t records_done,
                           const RunCounts& counts) {
     if (!owned()) return;
     save_finished(store, m_checkpoint_name, synced(records_done, counts), m_input_identity);
+}
+
+void OwnedOutputs::commit(Store* store, std::uint64_t records_done, const RunCounts& counts,
+                          const std::function<void()>& save_state) {
+    flush();
+    if (store == nullptr) return;
+    if (save_state) save_state();
+    checkpoint(store->checkpoints(), records_done, counts);
+    reach_commit();
+    store->commit();
+}
+
+void OwnedOutputs::commit_finished(Store* store, std::uint64_t records_done,
+                                   const RunCounts& counts,
+                                   const std::function<void()>& save_state) {
+    flush();
+    if (store == nullptr) return;
+    if (save_state) save_state();
+    finish(store->checkpoints(), records_done, counts);
+    reach_commit();
+    store->commit();
 }
 
 void OwnedOutputs::add_carried(RunCounts& counts) const {

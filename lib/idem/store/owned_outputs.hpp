@@ -10,7 +10,9 @@
 #include "idem/io/sink.hpp"
 #include "idem/store/checkpoints.hpp"
 #include "idem/util/time.hpp"
+#include "idem/util/unique_fd.hpp"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +20,8 @@
 #include <vector>
 
 namespace idem::store {
+
+class Store;
 
 // Where a run of `command` that owns `output_path` keeps its checkpoint.
 [[nodiscard]] std::string checkpoint_name(std::string_view command, std::string_view scope,
@@ -106,6 +110,18 @@ public:
                     const RunCounts& counts = {});
     // The last commit's checkpoint, marked finished for this input.
     void finish(CheckpointStore& store, std::uint64_t records_done, const RunCounts& counts = {});
+
+    // One commit of a run, in the order the crash guarantee needs: every
+    // output flushed first (a crash after it makes a rerun repeat the
+    // batch, never lose it), then, in `store`'s transaction, the run's own
+    // state (`save_state`), the checkpoint and the commit. A null `store`:
+    // the run's state outlives nothing (no -o, a :memory: store), and the
+    // flush is all there is.
+    void commit(Store* store, std::uint64_t records_done, const RunCounts& counts,
+                const std::function<void()>& save_state);
+    // The last commit, as commit(), its checkpoint marked finished.
+    void commit_finished(Store* store, std::uint64_t records_done, const RunCounts& counts,
+                         const std::function<void()>& save_state);
     // Adds to `counts` what the run this one resumes (or repeats) had
     // counted under the same names: the summary then speaks for the whole
     // input, and so does the exit code taken from it.
@@ -119,12 +135,9 @@ private:
     public:
         OutputLock() = default;
         OutputLock(const std::string& path, Duration timeout);
-        ~OutputLock();
-        OutputLock(OutputLock&& other) noexcept;
-        OutputLock& operator=(OutputLock&& other) noexcept;
 
     private:
-        int m_fd = -1;
+        UniqueFd m_fd; // the lock lasts as long as it is open
     };
     OutputLock m_lock;
     std::unique_ptr<io::Sink> m_owned;

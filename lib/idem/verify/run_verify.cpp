@@ -269,11 +269,6 @@ RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
     };
     // The ordered stage: rejects, nonces and output happen here, in input order.
     auto route = [&](Outcome& outcome, run::InputRecord& record, std::size_t) {
-        if (outcome.kind == Outcome::Kind::too_long) return; // the run frame set it aside
-        if (outcome.kind == Outcome::Kind::failed_to_parse) {
-            run.rejects().reject(record, outcome.column, outcome.message);
-            return;
-        }
         auto& verdict = outcome.verdict;
         if (verdict.valid && options.nonce == NonceCheck::on) {
             auto claim = idem_store->claim_nonce(

@@ -81,7 +81,7 @@ long long expiry_ms(const FingerprintClaim& claim) {
 // fingerprint is one `SET NX PXAT GET`; a fingerprint already there
 // comes back with the claim's reply and is judged here
 // (judge_met_first_copy), then counted as a repeat, or claimed anew by
-// a script that first checks it is still what was met (settle_met). A
+// a script that first checks it is still what was met (settle_first_copies_met). A
 // first copy of another process's unconfirmed batch is counted once that
 // owner is known to be alive, and taken over once it is known dead.
 std::vector<FingerprintResult>
@@ -129,7 +129,7 @@ RedisFingerprintClaims::claim(std::string_view scope, const std::vector<Fingerpr
             else
                 throw unexpected_reply("a claim", reply);
         }
-        setting = settle_met(claims, keys, values, met, results);
+        setting = settle_first_copies_met(claims, keys, values, met, results);
         if (!hashes.empty()) {
             convert_earlier_layout(keys, hashes);
             setting.insert(setting.end(), hashes.begin(), hashes.end());
@@ -224,7 +224,7 @@ void RedisFingerprintClaims::confirm_batch() {
 // replaced by the take script, only if it still holds what was met.
 // Answers the claims whose fingerprint vanished meanwhile, to be claimed
 // again.
-std::vector<std::size_t> RedisFingerprintClaims::settle_met(
+std::vector<std::size_t> RedisFingerprintClaims::settle_first_copies_met(
     const std::vector<FingerprintClaim>& claims, const std::vector<std::string>& keys,
     const std::vector<std::string>& values, std::vector<std::pair<std::size_t, std::string>> met,
     std::vector<FingerprintResult>& results) {

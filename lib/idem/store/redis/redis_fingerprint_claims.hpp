@@ -35,11 +35,12 @@ public:
     void confirm_batch();
 
 private:
-    std::vector<std::size_t> settle_met(const std::vector<FingerprintClaim>& claims,
-                                        const std::vector<std::string>& keys,
-                                        const std::vector<std::string>& values,
-                                        std::vector<std::pair<std::size_t, std::string>> met,
-                                        std::vector<FingerprintResult>& results);
+    std::vector<std::size_t>
+    settle_first_copies_met(const std::vector<FingerprintClaim>& claims,
+                            const std::vector<std::string>& keys,
+                            const std::vector<std::string>& values,
+                            std::vector<std::pair<std::size_t, std::string>> met,
+                            std::vector<FingerprintResult>& results);
     void bound_evidence(const std::vector<std::string>& keys, const std::vector<FirstCopy>& firsts,
                         const std::vector<std::pair<std::size_t, std::size_t>>& overflowing,
                         std::vector<FingerprintResult>& results);
