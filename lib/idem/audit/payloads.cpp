@@ -5,6 +5,8 @@
 #include "idem/run/input.hpp"
 #include "idem/run/rows.hpp"
 
+#include <fmt/format.h>
+
 namespace idem::audit::detail {
 
 namespace {
@@ -150,6 +152,55 @@ std::map<std::string, nlohmann::json> read_payloads_again(const AuditRunOptions&
     if (!options.sqlite_path.empty() && files.count(options.sqlite_path))
         run::read_sqlite_rows(options.sqlite_path, options.sqlite_query, take_row);
     return payloads;
+}
+
+// The fields that differ between the payloads of each group that mixes
+// them: its first record against the first record of each other payload
+// (up to three), read again from the files (docs/audit.md, "What
+// differs"). Bounded: the first k_groups_compared such groups.
+void compare_payloads(const AuditRunOptions& options, GroupShelf& groups,
+                      PayloadDifferences& differences_found, io::Diagnostics& diagnostics) {
+    constexpr std::size_t k_payloads_compared = 3, k_groups_compared = 10'000;
+    struct Wanted {
+        std::string first;
+        std::vector<std::string> later;
+    };
+    std::vector<Wanted> wanted;
+    std::set<std::string> positions;
+    for (std::size_t g = 0; g < groups.size() && wanted.size() < k_groups_compared; ++g) {
+        auto [findings, group] = groups.at(g);
+        if (group.payloads < 2) continue;
+        Wanted one{findings.position(group.records.front()), {}};
+        std::set<std::uint64_t> seen{findings.attempts[group.records.front()].payload};
+        for (auto index : group.records)
+            if (one.later.size() < k_payloads_compared &&
+                seen.insert(findings.attempts[index].payload).second)
+                one.later.push_back(findings.position(index));
+        positions.insert(one.first);
+        positions.insert(one.later.begin(), one.later.end());
+        wanted.push_back(std::move(one));
+    }
+    if (wanted.empty()) return;
+    std::string unread;
+    auto payloads = read_payloads_again(options, positions, unread);
+    if (!unread.empty())
+        diagnostics.warning({}, fmt::format("groups mix payloads, but {}", unread));
+    for (const auto& one : wanted) {
+        auto first = payloads.find(one.first);
+        if (first == payloads.end()) continue;
+        auto& comparisons = differences_found.by_first[one.first];
+        for (const auto& at : one.later) {
+            auto later = payloads.find(at);
+            if (later == payloads.end()) continue;
+            PayloadComparison comparison{one.first, at, differences(first->second, later->second),
+                                         0};
+            if (comparison.fields.size() > k_differences_shown) {
+                comparison.more = comparison.fields.size() - k_differences_shown;
+                comparison.fields.resize(k_differences_shown);
+            }
+            comparisons.push_back(std::move(comparison));
+        }
+    }
 }
 
 } // namespace idem::audit::detail

@@ -3,252 +3,32 @@
 #include "idem/audit/run.hpp"
 
 #include "idem/audit/detail/grouping.hpp"
+#include "idem/audit/detail/kept_stores.hpp"
 #include "idem/audit/detail/payloads.hpp"
+#include "idem/audit/detail/reading.hpp"
 #include "idem/audit/spill.hpp"
 #include "idem/record/annotate.hpp"
 #include "idem/record/event_time.hpp"
 #include "idem/record/key.hpp"
 #include "idem/run/record_run.hpp"
 #include "idem/run/rows.hpp"
-#include "idem/store/fingerprints.hpp"
-#include "idem/store/replay_ledger.hpp"
 #include "idem/store/store.hpp"
-#include "idem/store/verdicts.hpp"
-#include "idem/util/encoding.hpp"
 #include "idem/util/text.hpp"
 
-#include <charconv>
 #include <fmt/format.h>
 #include <set>
 #include <unordered_map>
-#include <xxhash.h>
 
 namespace idem::audit {
 
 namespace {
 
-// What a worker read from one line; the ordered stage interns it.
-struct Reading {
-    io::BlockLine line;
-    bool parsed = true;
-    std::uint64_t column = 0;
-    std::string message; // why it was not parsed
-    // Encoded values in BlockReadings::texts; empty: absent. No allocation
-    // per record: a worker reads a block of tens of thousands.
-    struct Span {
-        std::uint32_t at = 0, size = 0;
-    } key, fingerprint, source, endpoint, subscription;
-    std::optional<Timestamp> time;
-    Provider provider = Provider::unknown;
-    std::uint8_t provider_attempt = 0;
-    std::array<std::uint8_t, k_max_layers> layers{};
-    bool route_found = false;                            // --route-field had a value
-    std::array<Span, k_max_what_if_keys> what_if_keys{}; // --what-if key=PATHS
-    std::uint64_t payload = 0; // 0: none (a body that is not JSON, a missing --payload field)
-    std::uint16_t status = 0;  // what the receiver answered (explain.hpp), 0: unknown
-    SignedCopy signed_copy;    // a capture's signature and body digests
-};
-
-struct BlockReadings {
-    std::vector<Reading> outcomes;
-    std::string texts;
-    std::uint64_t lines = 0;
-
-    void clear() {
-        outcomes.clear();
-        texts.clear();
-        lines = 0;
-    }
-};
-
-struct WorkerState {
-    record::RecordParser parser;
-    record::KeySpec payload;
-    record::IgnoredPaths payload_ignored; // payload.ignore_paths, made ready once
-    record::IgnoredPaths nothing_ignored; // a signed body's JSON, whole
-    std::string encoded;                  // --payload values, encoded, reused from record to record
-    explicit WorkerState(record::KeySpec spec)
-        : payload(std::move(spec)), payload_ignored(payload.ignore_paths) {}
-};
-
-std::string_view text_of(const std::string& texts, Reading::Span span) {
-    return std::string_view(texts).substr(span.at, span.size);
-}
-
-// The encoded values at `paths`, appended to `texts`; empty when one is missing.
-Reading::Span encode(record::RecordParser& parser, const std::vector<record::FieldPath>& paths,
-                     std::string& texts) {
-    auto at = texts.size();
-    for (std::size_t i = 0; i < paths.size(); ++i) {
-        auto value = parser.find(paths[i]);
-        if (!value) {
-            texts.resize(at);
-            return {};
-        }
-        if (i > 0) texts += ' ';
-        record::append_encoded_value(texts, *value);
-    }
-    return {static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(texts.size() - at)};
-}
-
-// What "the same payload" compares: a 64-bit hash of the canonical record
-// minus key, time, source and --ignore (no canonical text is written), or
-// of the --payload values' encoding. Payloads are only ever compared
-// within one run, so the hash need not be dedup's stable fingerprint.
-std::uint64_t payload_hash(WorkerState& state) {
-    auto& parser = state.parser;
-    if (state.payload.key_paths.empty())
-        return parser.event_hash(state.payload_ignored).value_or(0);
-    state.encoded.clear();
-    for (const auto& path : state.payload.key_paths) {
-        auto value = parser.find(path);
-        if (!value) return 0;
-        state.encoded += ' ';
-        record::append_encoded_value(state.encoded, *value);
-    }
-    return XXH3_64bits(state.encoded.data(), state.encoded.size());
-}
-
-// A status as a log or a capture writes it: 503, "503", or "timeout".
-std::uint16_t status_of(const record::FieldValue& value) {
-    if (value.type != record::FieldValue::Type::number &&
-        value.type != record::FieldValue::Type::string)
-        return 0;
-    if (iequals(value.text, "timeout") || iequals(value.text, "dropped")) return k_no_answer;
-    unsigned number = 0;
-    auto [end, error] =
-        std::from_chars(value.text.data(), value.text.data() + value.text.size(), number);
-    if (error != std::errc() || end != value.text.data() + value.text.size() || number < 100 ||
-        number > 599)
-        return 0;
-    return static_cast<std::uint16_t>(number);
-}
-
-std::uint16_t answered_status(record::RecordParser& parser, const AuditRunOptions& options) {
-    if (options.status_field) {
-        auto value = parser.find(*options.status_field);
-        return value ? status_of(*value) : 0;
-    }
-    if (parser.shape() != record::RecordShape::envelope || !parser.has_annotations()) return 0;
-    static const auto k_dropped = record::FieldPath::parse("_idem.listen.dropped");
-    static const auto k_status = record::FieldPath::parse("_idem.listen.status");
-    if (auto dropped = parser.find(k_dropped); dropped && dropped->text == "true")
-        return k_no_answer;
-    auto status = parser.find(k_status);
-    return status ? status_of(*status) : 0;
-}
-
-// An attempt counter as a log writes it: 2 or "2"; 0 when it is not one.
-std::uint8_t counter_of(const record::FieldValue& value) {
-    if (value.type != record::FieldValue::Type::number &&
-        value.type != record::FieldValue::Type::string)
-        return 0;
-    unsigned number = 0;
-    auto [end, error] =
-        std::from_chars(value.text.data(), value.text.data() + value.text.size(), number);
-    if (error != std::errc() || end != value.text.data() + value.text.size()) return 0;
-    return static_cast<std::uint8_t>(std::min(number, 255u));
-}
-
-// How a copy was delivered (explain.hpp DeliveryTrace): the provider and
-// its retry counter from a capture's headers (or --provider), the endpoint
-// it was sent to (host and path), the subscription a provider names in a
-// header (or --route-field), and each retry layer's counter.
-// `parts` appended to `texts`, one after another: their span.
-Reading::Span append_span(std::string& texts, std::initializer_list<std::string_view> parts) {
-    auto at = texts.size();
-    for (auto part : parts)
-        texts.append(part);
-    return {static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(texts.size() - at)};
-}
-
-void read_trace(record::RecordParser& parser, Reading& reading, std::string& texts,
-                const record::IgnoredPaths& nothing_ignored, const AuditRunOptions& options) {
-    reading.provider = options.provider;
-    if (parser.shape() == record::RecordShape::envelope) {
-        const auto& envelope = parser.envelope();
-        auto header = [&](std::string_view name) { return envelope.header(name); };
-        std::uint8_t attempt = 0;
-        auto detected = provider_of_headers(header, attempt);
-        if (reading.provider == Provider::unknown) reading.provider = detected;
-        if (detected == reading.provider) reading.provider_attempt = attempt;
-        auto host = header("X-Forwarded-Host");
-        if (!host) host = header("Host");
-        auto path = envelope.path.substr(0, envelope.path.find('?'));
-        if (host || !path.empty())
-            reading.endpoint = append_span(texts, {host.value_or(std::string_view()), path});
-        // The signing: what tells a fresh attempt from a copy sent again.
-        auto signing = signing_headers(header, reading.provider);
-        if (signing.signature) {
-            auto& copy = reading.signed_copy;
-            copy.signature = XXH3_64bits(signing.signature->data(), signing.signature->size()) | 1;
-            if (signing.signed_at) copy.signed_at = signed_seconds(*signing.signed_at);
-            copy.body = XXH3_64bits(envelope.body.data(), envelope.body.size());
-            copy.canonical = parser.event_hash(nothing_ignored).value_or(0);
-        }
-        // Headers that name the subscription, with few values each (never a
-        // per-delivery id: those are as many as the events).
-        for (std::string_view name : {"X-GitHub-Hook-ID", "X-Shopify-API-Version"})
-            if (auto value = header(name); value && !value->empty()) {
-                reading.subscription = append_span(texts, {name, " ", *value});
-                break;
-            }
-    }
-    if (options.route_field)
-        if (auto value = parser.find(*options.route_field); value && !value->text.empty()) {
-            reading.subscription =
-                append_span(texts, {options.route_field->text(), " ", value->text});
-            reading.route_found = true;
-        }
-    for (std::size_t layer = 0; layer < options.attempt_fields.size() && layer < k_max_layers;
-         ++layer)
-        if (auto value = parser.find(options.attempt_fields[layer]))
-            reading.layers[layer] = counter_of(*value);
-}
-
-void read_line(const io::BlockLine& line, Reading& reading, std::string& texts, WorkerState& state,
-               const AuditRunOptions& options) {
-    auto& parser = state.parser;
-    if (auto failure = parser.parse(line.bytes)) {
-        reading.parsed = false;
-        reading.column = failure->column;
-        reading.message = std::move(failure->message);
-        return;
-    }
-    reading.key = encode(parser, options.key_fields, texts);
-    for (std::size_t k = 0; k < options.what_if_key_fields.size() && k < k_max_what_if_keys; ++k)
-        reading.what_if_keys[k] = encode(parser, options.what_if_key_fields[k], texts);
-    reading.fingerprint = encode(parser, options.fingerprint_fields, texts);
-    if (options.source_field) {
-        if (auto value = parser.find(*options.source_field)) {
-            reading.source = {static_cast<std::uint32_t>(texts.size()),
-                              static_cast<std::uint32_t>(value->text.size())};
-            texts.append(value->text);
-        }
-    }
-    // A record without one is counted by the --time-field check
-    // (check_paths), not rejected: it still belongs to its group.
-    reading.time =
-        record::event_time(parser, options.time_field ? &*options.time_field : nullptr).time;
-    reading.payload = payload_hash(state);
-    reading.status = answered_status(parser, options);
-    read_trace(parser, reading, texts, state.nothing_ignored, options);
-}
-
-void read_block(const run::InputBlock& block, WorkerState& state, const AuditRunOptions& options,
-                BlockReadings& result) {
-    io::LineCursor cursor(block.block.lines());
-    while (auto line = cursor.next()) {
-        auto& reading = result.outcomes.emplace_back();
-        reading.line = *line;
-        if (line->bytes.size() > options.input.max_record_bytes) {
-            reading.parsed = false;
-            continue;
-        }
-        read_line(*line, reading, result.texts, state, options);
-    }
-    result.lines = cursor.lines_seen();
-}
+using detail::BlockReadings;
+using detail::read_block;
+using detail::read_line;
+using detail::Reading;
+using detail::text_of;
+using detail::WorkerState;
 
 class AuditRun {
 public:
@@ -287,8 +67,8 @@ public:
         if (m_run) read_records();
         read_rows();
         check_paths();
-        read_replay_ledger();
-        read_verdicts();
+        m_replayed = detail::read_replay_ledger(m_options, m_diagnostics);
+        m_verdicts = detail::read_verdicts(m_options, m_diagnostics);
         if (m_run) m_run->flush_rejects();
         if (m_spill) {
             Spill::Context context;
@@ -316,51 +96,9 @@ public:
     }
 
     // The fields that differ between the payloads of each group that mixes
-    // them: its first record against the first record of each other payload
-    // (up to three), read again from the files (docs/audit.md, "What
-    // differs"). Bounded: the first k_groups_compared such groups.
+    // them (detail::compare_payloads).
     void compare_payloads(GroupShelf& groups) {
-        constexpr std::size_t k_payloads_compared = 3, k_groups_compared = 10'000;
-        struct Wanted {
-            std::string first;
-            std::vector<std::string> later;
-        };
-        std::vector<Wanted> wanted;
-        std::set<std::string> positions;
-        for (std::size_t g = 0; g < groups.size() && wanted.size() < k_groups_compared; ++g) {
-            auto [findings, group] = groups.at(g);
-            if (group.payloads < 2) continue;
-            Wanted one{findings.position(group.records.front()), {}};
-            std::set<std::uint64_t> seen{findings.attempts[group.records.front()].payload};
-            for (auto index : group.records)
-                if (one.later.size() < k_payloads_compared &&
-                    seen.insert(findings.attempts[index].payload).second)
-                    one.later.push_back(findings.position(index));
-            positions.insert(one.first);
-            positions.insert(one.later.begin(), one.later.end());
-            wanted.push_back(std::move(one));
-        }
-        if (wanted.empty()) return;
-        std::string unread;
-        auto payloads = detail::read_payloads_again(m_options, positions, unread);
-        if (!unread.empty())
-            m_diagnostics.warning({}, fmt::format("groups mix payloads, but {}", unread));
-        for (const auto& one : wanted) {
-            auto first = payloads.find(one.first);
-            if (first == payloads.end()) continue;
-            auto& comparisons = m_differences.by_first[one.first];
-            for (const auto& at : one.later) {
-                auto later = payloads.find(at);
-                if (later == payloads.end()) continue;
-                PayloadComparison comparison{one.first, at,
-                                             differences(first->second, later->second), 0};
-                if (comparison.fields.size() > k_differences_shown) {
-                    comparison.more = comparison.fields.size() - k_differences_shown;
-                    comparison.fields.resize(k_differences_shown);
-                }
-                comparisons.push_back(std::move(comparison));
-            }
-        }
+        detail::compare_payloads(m_options, groups, m_differences, m_diagnostics);
     }
 
     [[nodiscard]] std::uint64_t rejected() const { return m_run ? m_run->rejects().count() : 0; }
@@ -438,7 +176,8 @@ private:
             run::read_csv_rows(path, take_row);
         if (!m_options.sqlite_path.empty())
             run::read_sqlite_rows(m_options.sqlite_path, m_options.sqlite_query, take_row);
-        if (!m_options.store_uri.empty()) read_store(take_row);
+        if (!m_options.store_uri.empty())
+            detail::read_dedup_evidence(m_options, m_diagnostics, take_row);
     }
 
     struct MissingCounts {
@@ -532,82 +271,6 @@ private:
                     {}, fmt::format("{} {} is missing in {} of {} records: they {}", check.flag,
                                     check.paths, check.missing, m_records, check.without));
         }
-    }
-
-    // What replay kept per key, by the key as reports show it: a one-field
-    // key's JSON string (a key group of several fields is never replay's).
-    void read_replay_ledger() {
-        if (m_options.replay_ledger_uri.empty()) return;
-        auto store = open_kept_store(m_options.replay_ledger_uri, "--replay-ledger", "replay");
-        store->replay_ledger().for_each_replay_entry(
-            m_options.replay_scope, [&](const store::ReplayEntry& entry) {
-                std::string label;
-                record::append_json_string(label, entry.key);
-                m_replayed.insert_or_assign(std::move(label), entry);
-            });
-        if (m_replayed.empty())
-            m_diagnostics.warning({m_options.replay_ledger_uri, 0, 0, 0},
-                                  fmt::format("the replay ledger has no key under scope {}: "
-                                              "replay's scope is 'replay:' and its --to URL",
-                                              quote(m_options.replay_scope)));
-    }
-
-    // What verify kept, by "file:line" as the report names records.
-    void read_verdicts() {
-        if (m_options.verdicts_uri.empty()) return;
-        auto store =
-            open_kept_store(m_options.verdicts_uri, "--verdicts", "verify --keep-verdicts");
-        store->verdicts().for_each_verdict(
-            store::k_verdict_scope, [&](const store::VerdictRecord& kept) {
-                m_verdicts.insert_or_assign(fmt::format("{}:{}", kept.source, kept.line),
-                                            KeptVerdict{kept.valid, kept.reason});
-            });
-        if (m_verdicts.empty())
-            m_diagnostics.warning({m_options.verdicts_uri, 0, 0, 0},
-                                  "the store holds no verdict: run idem verify with "
-                                  "--keep-verdicts and this --store");
-    }
-
-    // A store another command wrote to: never :memory:, which keeps nothing.
-    static std::unique_ptr<store::Store>
-    open_kept_store(const std::string& uri, std::string_view flag, std::string_view writer) {
-        auto location = store::parse_store_uri(uri);
-        if (location.kind == store::StoreKind::memory)
-            throw UsageError(fmt::format("{} :memory: keeps nothing between runs: give the SQLite "
-                                         "file or redis:// URI that {} used",
-                                         flag, writer));
-        return store::open_store(location);
-    }
-
-    // Every copy dedup recorded, first copies and repeats, as records.
-    void read_store(const run::RowHandler& take_row) {
-        auto store = open_kept_store(m_options.store_uri, "--store", "dedup");
-        std::string json;
-        std::uint64_t not_kept = 0, events_not_kept = 0;
-        store->evidence().for_each_fingerprint_record(
-            m_options.store_scope, [&](const store::FingerprintRecord& record) {
-                if (record.copies_not_kept) {
-                    not_kept += record.copies_not_kept;
-                    ++events_not_kept;
-                }
-                json.assign(R"({"fingerprint":")");
-                json += hex_encode(
-                    std::string_view(reinterpret_cast<const char*>(record.fingerprint.data()),
-                                     record.fingerprint.size()));
-                json += R"(","time":")";
-                json += format_rfc3339(record.event_time);
-                json += R"(","source":)";
-                record::append_json_string(json, record.source);
-                json += '}';
-                take_row(json, {record.source, false, record.line});
-            });
-        if (not_kept)
-            m_diagnostics.warning(
-                {m_options.store_uri, 0, 0, 0},
-                fmt::format("{} more copies of {} events were counted by dedup but not kept as "
-                            "evidence (the store keeps the first repeats of an event and its "
-                            "latest copy): those groups are larger than shown",
-                            not_kept, events_not_kept));
     }
 
     void take(const Reading& reading, const std::string& texts, Findings::Position position) {

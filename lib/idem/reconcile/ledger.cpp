@@ -188,221 +188,296 @@ Reconciliation Ledger::reconcile(std::optional<Timestamp> now) const {
     return result;
 }
 
-Reconciliation Ledger::judge(std::optional<Timestamp> now) const {
-    const auto stages = m_options.stages.size();
-    Reconciliation result;
-    result.keys = m_keys.size();
-    for (std::size_t s = 0; s < stages; ++s) {
-        StageFigures figures;
-        figures.name = m_options.stages[s];
-        figures.records = m_records[s];
-        result.stages.push_back(std::move(figures));
+// One judgement of every key (Ledger::judge): the figures it adds up, and
+// what it knows of the key being judged. Each step is one kind of finding.
+class Ledger::Judgement {
+public:
+    Judgement(const Ledger& ledger, std::optional<Timestamp> now)
+        : m_ledger(ledger), m_options(ledger.m_options), m_stages(m_options.stages.size()),
+          m_have_now(now.has_value()), m_now_us(now ? now->time_since_epoch().count() : 0) {
+        m_result.keys = ledger.m_keys.size();
+        for (std::size_t s = 0; s < m_stages; ++s) {
+            StageFigures figures;
+            figures.name = m_options.stages[s];
+            figures.records = ledger.m_records[s];
+            m_result.stages.push_back(std::move(figures));
+        }
+        auto hops = m_stages > 0 ? m_stages - 1 : 0;
+        for (std::size_t s = 0; s < hops; ++s) {
+            Hop hop;
+            hop.from = m_options.stages[s];
+            hop.to = m_options.stages[s + 1];
+            m_result.hops.push_back(std::move(hop));
+        }
+        m_result.latencies.resize(hops);
+        m_hours.resize(hops);
+        m_groups.assign(hops, std::vector<GroupCount>(ledger.m_groups.size()));
+        m_result.carried_in = ledger.m_carried_in;
     }
-    for (std::size_t s = 0; s + 1 < stages; ++s) {
-        Hop hop;
-        hop.from = m_options.stages[s];
-        hop.to = m_options.stages[s + 1];
-        result.hops.push_back(std::move(hop));
+
+    void judge_key(std::uint32_t index) {
+        start_key(index);
+        judge_repeats();
+        judge_orphan();
+        for (std::size_t s = 0; s + 1 < m_stages; ++s)
+            judge_hop(s);
+        if (!m_pending && m_options.report_settled) remember_settled();
+        if (m_pending && m_options.carry_pending) carry_pending();
     }
-    auto& latencies = result.latencies;
-    latencies.resize(stages > 0 ? stages - 1 : 0);
-    // Keys at each hop's first stage by hour of event time, counted as
-    // numbers and named once at the end (formatting per key would cost).
-    constexpr std::int64_t k_hour_us = 3'600'000'000;
-    std::vector<std::map<std::int64_t, std::uint64_t>> hours(latencies.size());
-    // --by: per hop, per group, keys and lost.
-    std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> groups(
-        stages > 0 ? stages - 1 : 0,
-        std::vector<std::pair<std::uint64_t, std::uint64_t>>(m_groups.size()));
-    result.carried_in = m_carried_in;
+
+    Reconciliation finish() {
+        for (std::size_t s = 0; s + 1 < m_stages; ++s)
+            add_up_hop(s);
+        return std::move(m_result);
+    }
+
+private:
+    // --by: per group, keys and lost.
+    struct GroupCount {
+        std::uint64_t keys = 0, lost = 0;
+    };
+    static constexpr std::int64_t k_hour_us = 3'600'000'000;
+
+    void start_key(std::uint32_t index) {
+        m_index = index;
+        m_key = std::string(m_ledger.m_keys.name(index));
+        m_reported_before = index < m_ledger.m_reported.size() ? m_ledger.m_reported[index] : 0;
+        m_reported_now = 0;
+        m_pending = false;
+        m_first_stage = m_stages;
+        for (std::size_t s = 0; s < m_stages && m_first_stage == m_stages; ++s)
+            if (seen(s).count > 0) m_first_stage = s;
+        m_group = index < m_ledger.m_group_of.size() ? m_ledger.m_group_of[index] : 0;
+        // What earlier runs settled of this key, if they did.
+        m_before.reset();
+        if (m_options.remembered) {
+            m_before = m_options.remembered->find(m_key);
+            if (m_before && m_have_now && m_before->settled_us != 0 &&
+                m_now_us - m_before->settled_us > m_options.remember.count())
+                m_before.reset(); // remembered too long ago: new again
+        }
+        if (m_before) ++m_result.seen_before;
+    }
+
+    [[nodiscard]] const Sighting& seen(std::size_t stage) const {
+        return m_ledger.at(m_index, stage);
+    }
+    [[nodiscard]] bool earlier_at(std::size_t stage) const {
+        return m_before && m_before->stages[stage].count > 0;
+    }
+    [[nodiscard]] std::string processed_on(std::size_t stage) const {
+        auto first_us = m_before->stages[stage].first_us;
+        return first_us != 0 ? format_rfc3339(Timestamp(Duration(first_us)))
+                             : std::string("in an earlier run");
+    }
+
     // The findings on the key being judged: those a previous run reported
     // (carried with it) are not reported again; those of this run are
     // carried on with it if it stays pending.
-    std::uint32_t reported_before = 0, reported_now = 0;
-    auto already = [&](std::uint32_t bit) {
-        reported_now |= bit;
-        return (reported_before & bit) != 0;
-    };
-    auto note = [&](Finding finding, const std::string& key, std::size_t stage,
-                    std::string detail) {
+    bool already(std::uint32_t bit) {
+        m_reported_now |= bit;
+        return (m_reported_before & bit) != 0;
+    }
+
+    void note(Finding finding, std::size_t stage, std::string detail) {
         auto index = static_cast<std::size_t>(finding);
-        ++result.counts[index];
+        ++m_result.counts[index];
         // The smallest keys, whatever order the hash table gives: the same
         // examples in every run.
-        auto& examples = result.examples[index];
+        auto& examples = m_result.examples[index];
         if (examples.size() < m_options.examples) {
-            examples.push_back({key, m_options.stages[stage], std::move(detail)});
+            examples.push_back({m_key, m_options.stages[stage], std::move(detail)});
             return;
         }
         auto largest =
             std::max_element(examples.begin(), examples.end(),
                              [](const Example& a, const Example& b) { return a.key < b.key; });
-        if (largest != examples.end() && key < largest->key)
-            *largest = {key, m_options.stages[stage], std::move(detail)};
-    };
-    bool have_now = now.has_value();
-    std::int64_t now_us = have_now ? now->time_since_epoch().count() : 0;
-    for (std::uint32_t index = 0; index < m_keys.size(); ++index) {
-        std::string key(m_keys.name(index));
-        reported_before = index < m_reported.size() ? m_reported[index] : 0;
-        reported_now = 0;
-        bool pending = false;
-        std::size_t first_stage = stages;
-        // What earlier runs settled of this key, if they did.
-        std::optional<RememberedKeys::View> before;
-        if (m_options.remembered) {
-            before = m_options.remembered->find(key);
-            if (before && have_now && before->settled_us != 0 &&
-                now_us - before->settled_us > m_options.remember.count())
-                before.reset(); // remembered too long ago: new again
-        }
-        if (before) ++result.seen_before;
-        auto earlier_at = [&](std::size_t s) { return before && before->stages[s].count > 0; };
-        auto processed_on = [&](std::size_t s) {
-            auto first_us = before->stages[s].first_us;
-            return first_us != 0 ? format_rfc3339(Timestamp(Duration(first_us)))
-                                 : std::string("in an earlier run");
-        };
-        for (std::size_t s = 0; s < stages; ++s) {
-            const auto& seen = at(index, s);
-            if (seen.count == 0) continue;
-            if (first_stage == stages) first_stage = s;
-            auto& figures = result.stages[s];
+        if (largest != examples.end() && m_key < largest->key)
+            *largest = {m_key, m_options.stages[stage], std::move(detail)};
+    }
+
+    // duplicated: more than one copy at a stage, or a copy of a key an
+    // earlier run settled there.
+    void judge_repeats() {
+        for (std::size_t s = 0; s < m_stages; ++s) {
+            const auto& here = seen(s);
+            if (here.count == 0) continue;
+            auto& figures = m_result.stages[s];
             ++figures.keys;
             if (earlier_at(s) && !already(1U << s)) {
-                // Settled by an earlier run, and here again.
                 ++figures.duplicated_keys;
-                figures.extra_copies += seen.count;
-                note(Finding::duplicated, key, s,
+                figures.extra_copies += here.count;
+                note(Finding::duplicated, s,
                      fmt::format("{} more cop{} at {}, first processed there {} (an earlier "
                                  "run)",
-                                 seen.count, seen.count == 1 ? "y" : "ies", m_options.stages[s],
+                                 here.count, here.count == 1 ? "y" : "ies", m_options.stages[s],
                                  processed_on(s)));
-            } else if (seen.count > 1 && !already(1U << s)) {
+            } else if (here.count > 1 && !already(1U << s)) {
                 ++figures.duplicated_keys;
-                figures.extra_copies += seen.count - 1;
-                auto upstream = s > 0 ? at(index, s - 1).count : 0;
-                note(Finding::duplicated, key, s,
+                figures.extra_copies += here.count - 1;
+                auto upstream = s > 0 ? seen(s - 1).count : 0;
+                note(Finding::duplicated, s,
                      upstream > 0
-                         ? fmt::format("{} copies at {}, {} at {}", seen.count, m_options.stages[s],
+                         ? fmt::format("{} copies at {}, {} at {}", here.count, m_options.stages[s],
                                        upstream, m_options.stages[s - 1])
-                         : fmt::format("{} copies at {}", seen.count, m_options.stages[s]));
+                         : fmt::format("{} copies at {}", here.count, m_options.stages[s]));
             }
-        }
-        bool seen_upstream_before = false;
-        for (std::size_t s = 0; s < first_stage && s < stages; ++s)
-            seen_upstream_before = seen_upstream_before || earlier_at(s);
-        if (first_stage > 0 && first_stage < stages && !seen_upstream_before &&
-            !already(k_reported_orphan)) {
-            ++result.stages[first_stage].orphans;
-            note(Finding::orphan, key, first_stage,
-                 fmt::format("first seen at {}, in no earlier stage",
-                             m_options.stages[first_stage]));
-        }
-        for (std::size_t s = 0; s + 1 < stages; ++s) {
-            const auto& here = at(index, s);
-            const auto& next = at(index, s + 1);
-            if (here.count == 0) continue;
-            auto& hop = result.hops[s];
-            ++hop.keys;
-            if (here.timed)
-                ++hours[s][here.first_us >= 0 ? here.first_us / k_hour_us
-                                              : -((-here.first_us - 1) / k_hour_us) - 1];
-            auto group = index < m_group_of.size() ? m_group_of[index] : 0;
-            if (group > 0) ++groups[s][group - 1].first;
-            if (next.count == 0 && earlier_at(s + 1)) {
-                ++hop.reached; // it got there in an earlier run
-                continue;
-            }
-            if (next.count == 0) {
-                bool past_grace =
-                    !here.timed || !have_now || now_us - here.last_us >= m_options.grace.count();
-                if (!past_grace) {
-                    ++hop.pending;
-                    pending = true;
-                    continue;
-                }
-                ++hop.lost;
-                if (group > 0) ++groups[s][group - 1].second;
-                if (here.timed) ++hop.lost_by_hour[hour_of(here.first_us)];
-                if (!result.missing.count(key)) result.missing.emplace(key, first_stage);
-                note(Finding::lost, key, s,
-                     fmt::format("at {}{}, never at {}", m_options.stages[s],
-                                 here.timed
-                                     ? " " + format_rfc3339(Timestamp(Duration(here.first_us)))
-                                     : std::string(),
-                                 m_options.stages[s + 1]));
-                continue;
-            }
-            ++hop.reached;
-            if (next.count > here.count) ++hop.amplified;
-            if (here.timed && next.timed) {
-                auto latency = next.first_us - here.first_us;
-                latencies[s].push_back(latency);
-                if (m_options.sla && latency > m_options.sla->count() &&
-                    !already(1U << (k_reported_late + s))) {
-                    ++hop.late;
-                    note(Finding::late, key, s,
-                         fmt::format("{} from {} to {}", format_duration(Duration(latency)),
-                                     m_options.stages[s], m_options.stages[s + 1]));
-                }
-            }
-            if (here.payload != 0 && next.payload != 0 && here.payload != next.payload &&
-                !already(1U << (k_reported_changed + s))) {
-                ++hop.changed;
-                note(Finding::changed, key, s + 1,
-                     fmt::format("its payload at {} differs from {}'s", m_options.stages[s + 1],
-                                 m_options.stages[s]));
-            }
-        }
-        if (!pending && m_options.report_settled) {
-            RememberedKey settled;
-            settled.stages.resize(stages);
-            std::int64_t latest_us = 0;
-            for (std::size_t s = 0; s < stages; ++s) {
-                const auto& seen = at(index, s);
-                auto& stage = settled.stages[s];
-                stage.count = seen.count;
-                stage.first_us = seen.count > 0 && seen.timed ? seen.first_us : 0;
-                if (earlier_at(s)) { // the first processing is the one to name
-                    stage.count += before->stages[s].count;
-                    if (before->stages[s].first_us != 0)
-                        stage.first_us = before->stages[s].first_us;
-                }
-                if (seen.count > 0 && seen.timed) latest_us = std::max(latest_us, seen.last_us);
-            }
-            settled.settled_us = latest_us != 0 ? latest_us : (have_now ? now_us : 0);
-            result.settled.emplace_back(key, encode_remembered(settled), settled.settled_us);
-        }
-        if (pending && m_options.carry_pending) {
-            CarriedKey carried;
-            carried.key = key;
-            const auto* first = m_sightings.data() + std::size_t{index} * m_stages;
-            carried.sightings.assign(first, first + m_stages);
-            auto group = index < m_group_of.size() ? m_group_of[index] : 0;
-            if (group > 0) carried.group = std::string(m_groups.name(group - 1));
-            carried.reported = reported_before | reported_now;
-            result.carry.push_back(std::move(carried));
         }
     }
-    constexpr std::int64_t k_bounds_us[7] = {10'000,     100'000,     1'000'000,    10'000'000,
-                                             60'000'000, 600'000'000, 3'600'000'000};
-    for (std::size_t s = 0; s + 1 < stages; ++s) {
-        auto& hop = result.hops[s];
-        for (const auto& [hour, keys] : hours[s])
+
+    // orphan: first seen past the first stage, where no earlier run saw it
+    // upstream either.
+    void judge_orphan() {
+        if (m_first_stage == 0 || m_first_stage >= m_stages) return;
+        for (std::size_t s = 0; s < m_first_stage; ++s)
+            if (earlier_at(s)) return;
+        if (already(k_reported_orphan)) return;
+        ++m_result.stages[m_first_stage].orphans;
+        note(Finding::orphan, m_first_stage,
+             fmt::format("first seen at {}, in no earlier stage", m_options.stages[m_first_stage]));
+    }
+
+    // From stage `s` to the next: reached, pending, lost, amplified, late,
+    // changed.
+    void judge_hop(std::size_t s) {
+        const auto& here = seen(s);
+        const auto& next = seen(s + 1);
+        if (here.count == 0) return;
+        auto& hop = m_result.hops[s];
+        ++hop.keys;
+        if (here.timed)
+            ++m_hours[s][here.first_us >= 0 ? here.first_us / k_hour_us
+                                            : -((-here.first_us - 1) / k_hour_us) - 1];
+        if (m_group > 0) ++m_groups[s][m_group - 1].keys;
+        if (next.count == 0 && earlier_at(s + 1)) {
+            ++hop.reached; // it got there in an earlier run
+            return;
+        }
+        if (next.count == 0) {
+            judge_absent(s, here);
+            return;
+        }
+        ++hop.reached;
+        if (next.count > here.count) ++hop.amplified;
+        if (here.timed && next.timed) {
+            auto latency = next.first_us - here.first_us;
+            m_result.latencies[s].push_back(latency);
+            if (m_options.sla && latency > m_options.sla->count() &&
+                !already(1U << (k_reported_late + s))) {
+                ++hop.late;
+                note(Finding::late, s,
+                     fmt::format("{} from {} to {}", format_duration(Duration(latency)),
+                                 m_options.stages[s], m_options.stages[s + 1]));
+            }
+        }
+        if (here.payload != 0 && next.payload != 0 && here.payload != next.payload &&
+            !already(1U << (k_reported_changed + s))) {
+            ++hop.changed;
+            note(Finding::changed, s + 1,
+                 fmt::format("its payload at {} differs from {}'s", m_options.stages[s + 1],
+                             m_options.stages[s]));
+        }
+    }
+
+    // At stage `s`, never at the next: pending within --grace, else lost.
+    void judge_absent(std::size_t s, const Sighting& here) {
+        auto& hop = m_result.hops[s];
+        bool past_grace =
+            !here.timed || !m_have_now || m_now_us - here.last_us >= m_options.grace.count();
+        if (!past_grace) {
+            ++hop.pending;
+            m_pending = true;
+            return;
+        }
+        ++hop.lost;
+        if (m_group > 0) ++m_groups[s][m_group - 1].lost;
+        if (here.timed) ++hop.lost_by_hour[hour_of(here.first_us)];
+        if (!m_result.missing.count(m_key)) m_result.missing.emplace(m_key, m_first_stage);
+        note(Finding::lost, s,
+             fmt::format("at {}{}, never at {}", m_options.stages[s],
+                         here.timed ? " " + format_rfc3339(Timestamp(Duration(here.first_us)))
+                                    : std::string(),
+                         m_options.stages[s + 1]));
+    }
+
+    // A key no hop waits for is remembered (--remember), with its first
+    // processing at each stage, this run's or an earlier one's.
+    void remember_settled() {
+        RememberedKey settled;
+        settled.stages.resize(m_stages);
+        std::int64_t latest_us = 0;
+        for (std::size_t s = 0; s < m_stages; ++s) {
+            const auto& here = seen(s);
+            auto& stage = settled.stages[s];
+            stage.count = here.count;
+            stage.first_us = here.count > 0 && here.timed ? here.first_us : 0;
+            if (earlier_at(s)) { // the first processing is the one to name
+                stage.count += m_before->stages[s].count;
+                if (m_before->stages[s].first_us != 0)
+                    stage.first_us = m_before->stages[s].first_us;
+            }
+            if (here.count > 0 && here.timed) latest_us = std::max(latest_us, here.last_us);
+        }
+        settled.settled_us = latest_us != 0 ? latest_us : (m_have_now ? m_now_us : 0);
+        m_result.settled.emplace_back(m_key, encode_remembered(settled), settled.settled_us);
+    }
+
+    // A key still pending goes to the next run (T+1) with what was reported.
+    void carry_pending() {
+        CarriedKey carried;
+        carried.key = m_key;
+        const auto* first = m_ledger.m_sightings.data() + std::size_t{m_index} * m_ledger.m_stages;
+        carried.sightings.assign(first, first + m_ledger.m_stages);
+        if (m_group > 0) carried.group = std::string(m_ledger.m_groups.name(m_group - 1));
+        carried.reported = m_reported_before | m_reported_now;
+        m_result.carry.push_back(std::move(carried));
+    }
+
+    // A hop's keys by hour, its latency histogram and its --by groups,
+    // counted as numbers per key and named once here (formatting per key
+    // would cost).
+    void add_up_hop(std::size_t s) {
+        constexpr std::int64_t k_bounds_us[7] = {10'000,     100'000,     1'000'000,    10'000'000,
+                                                 60'000'000, 600'000'000, 3'600'000'000};
+        auto& hop = m_result.hops[s];
+        for (const auto& [hour, keys] : m_hours[s])
             hop.keys_by_hour[hour_of(hour * k_hour_us)] += keys;
-        for (auto latency : latencies[s]) {
+        for (auto latency : m_result.latencies[s]) {
             std::size_t bucket = 0;
             while (bucket < 7 && latency >= k_bounds_us[bucket])
                 ++bucket;
             ++hop.latency_histogram[bucket];
         }
-        for (std::uint32_t g = 0; g < m_groups.size(); ++g)
-            if (groups[s][g].first > 0)
-                hop.by_group.push_back(
-                    {std::string(m_groups.name(g)), groups[s][g].first, groups[s][g].second});
+        for (std::uint32_t g = 0; g < m_ledger.m_groups.size(); ++g)
+            if (m_groups[s][g].keys > 0)
+                hop.by_group.push_back({std::string(m_ledger.m_groups.name(g)), m_groups[s][g].keys,
+                                        m_groups[s][g].lost});
     }
-    return result;
+
+    const Ledger& m_ledger;
+    const LedgerOptions& m_options;
+    std::size_t m_stages;
+    bool m_have_now;
+    std::int64_t m_now_us;
+    Reconciliation m_result;
+    std::vector<std::map<std::int64_t, std::uint64_t>> m_hours; // per hop: keys by hour
+    std::vector<std::vector<GroupCount>> m_groups;              // per hop, per --by group
+
+    // The key being judged.
+    std::uint32_t m_index = 0;
+    std::string m_key;
+    std::uint32_t m_reported_before = 0, m_reported_now = 0;
+    bool m_pending = false;
+    std::size_t m_first_stage = 0;
+    std::uint32_t m_group = 0; // its --by group's index + 1 (0: none)
+    std::optional<RememberedKeys::View> m_before;
+};
+
+Reconciliation Ledger::judge(std::optional<Timestamp> now) const {
+    Judgement judgement(*this, now);
+    for (std::uint32_t index = 0; index < m_keys.size(); ++index)
+        judgement.judge_key(index);
+    return judgement.finish();
 }
 
 void add_reconciliation(Reconciliation& total, Reconciliation&& part) {

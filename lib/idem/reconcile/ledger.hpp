@@ -227,6 +227,8 @@ public:
     void expect_keys(std::size_t keys);
 
 private:
+    class Judgement;
+
     // Each key's sightings, one per stage, side by side in one array: a key
     // costs its name, an index and 32 bytes per stage, not a node as large
     // as the most stages there could be.

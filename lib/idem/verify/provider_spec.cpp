@@ -66,9 +66,7 @@ std::string header_name(const std::string& file, const YAML::Node& node, std::st
     return name;
 }
 
-ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
-    if (!node.IsMap())
-        fail_at(file, node, "a provider spec is a mapping: name, signature_header, message, ...");
+void refuse_unknown_fields(const std::string& file, const YAML::Node& node) {
     for (const auto& field : node) {
         auto key = field.first.as<std::string>();
         if (std::find(std::begin(k_fields), std::end(k_fields), key) == std::end(k_fields))
@@ -79,43 +77,49 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
                                 "future_refused, id_header, detect, construction or secret",
                                 quote(key)));
     }
-    ProviderSpec spec;
-    spec.origin = file;
+}
+
+std::string name_of(const std::string& file, const YAML::Node& node) {
     if (!node["name"]) fail_at(file, node, "a provider spec needs a name");
-    spec.name = scalar(file, node["name"], "name");
-    if (!std::all_of(spec.name.begin(), spec.name.end(), [](char c) {
+    auto name = scalar(file, node["name"], "name");
+    if (!std::all_of(name.begin(), name.end(), [](char c) {
             return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
         }))
-        fail_at(
-            file, node["name"],
-            fmt::format("name {}: use lowercase letters, digits, '-' and '_'", quote(spec.name)));
-    if (node["source"]) spec.source = scalar(file, node["source"], "source");
-    if (!node["signature_header"])
-        fail_at(file, node, fmt::format("provider {} needs a signature_header", spec.name));
-    spec.signature_header = header_name(file, node["signature_header"], "signature_header");
-    if (node["separator"]) {
-        auto separator = scalar(file, node["separator"], "separator");
-        if (separator.size() != 1 || (separator != "," && separator != ";" && separator != " "))
-            fail_at(file, node["separator"], "separator: use ',' or ';' (or ' ')");
-        spec.separator = separator[0];
-        if (node["key_separator"]) {
-            auto key_separator = scalar(file, node["key_separator"], "key_separator");
-            if (key_separator != "=" && key_separator != ",")
-                fail_at(file, node["key_separator"], "key_separator: '=' (v1=...) or ',' (v1,...)");
-            if (key_separator[0] == spec.separator)
-                fail_at(file, node["key_separator"],
-                        "key_separator: the items' separator cannot also split key from value");
-            spec.key_separator = key_separator[0];
-        }
-        if (!node["signature_key"])
-            fail_at(file, node, "with a separator, signature_key names the signature items");
-        spec.signature_key = scalar(file, node["signature_key"], "signature_key");
-        if (node["timestamp_key"])
-            spec.timestamp_key = scalar(file, node["timestamp_key"], "timestamp_key");
-    } else if (node["signature_key"] || node["timestamp_key"] || node["key_separator"]) {
-        fail_at(file, node, "signature_key, timestamp_key and key_separator need a separator");
+        fail_at(file, node["name"],
+                fmt::format("name {}: use lowercase letters, digits, '-' and '_'", quote(name)));
+    return name;
+}
+
+// A signature header of items ("t=...,v1=..."): separator, key_separator,
+// signature_key, timestamp_key.
+void read_signature_items(const std::string& file, const YAML::Node& node, ProviderSpec& spec) {
+    if (!node["separator"]) {
+        if (node["signature_key"] || node["timestamp_key"] || node["key_separator"])
+            fail_at(file, node, "signature_key, timestamp_key and key_separator need a separator");
+        return;
     }
-    if (node["prefix"]) spec.prefix = scalar(file, node["prefix"], "prefix");
+    auto separator = scalar(file, node["separator"], "separator");
+    if (separator.size() != 1 || (separator != "," && separator != ";" && separator != " "))
+        fail_at(file, node["separator"], "separator: use ',' or ';' (or ' ')");
+    spec.separator = separator[0];
+    if (node["key_separator"]) {
+        auto key_separator = scalar(file, node["key_separator"], "key_separator");
+        if (key_separator != "=" && key_separator != ",")
+            fail_at(file, node["key_separator"], "key_separator: '=' (v1=...) or ',' (v1,...)");
+        if (key_separator[0] == spec.separator)
+            fail_at(file, node["key_separator"],
+                    "key_separator: the items' separator cannot also split key from value");
+        spec.key_separator = key_separator[0];
+    }
+    if (!node["signature_key"])
+        fail_at(file, node, "with a separator, signature_key names the signature items");
+    spec.signature_key = scalar(file, node["signature_key"], "signature_key");
+    if (node["timestamp_key"])
+        spec.timestamp_key = scalar(file, node["timestamp_key"], "timestamp_key");
+}
+
+// How the signature is made: algorithm, encoding, construction, secret.
+void read_construction(const std::string& file, const YAML::Node& node, ProviderSpec& spec) {
     try {
         if (node["algorithm"])
             spec.algorithm = parse_hash_algorithm(scalar(file, node["algorithm"], "algorithm"));
@@ -141,10 +145,11 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
             spec.construction == ProviderSpec::Construction::digest)
             fail_at(file, node["secret"], "secret: base64 and hex go with construction: hmac");
     }
-    if (node["message"]) {
-        spec.message = scalar(file, node["message"], "message");
-        check_template(file, node["message"], spec.message);
-    }
+}
+
+// The signed time: timestamp_header, timestamp_unit, future_refused (after
+// the message, which may sign it).
+void read_timestamp(const std::string& file, const YAML::Node& node, ProviderSpec& spec) {
     if (node["timestamp_header"]) {
         spec.timestamp_header = header_name(file, node["timestamp_header"], "timestamp_header");
         if (!spec.timestamp_key.empty())
@@ -171,38 +176,67 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
             fail_at(file, node["future_refused"], "future_refused: true or false");
         spec.future_refused = value == "true";
     }
+}
+
+// One `detect:` item: "Name" or "Name: value".
+ProviderSpec::DetectHeader detect_header_at(const std::string& file, const YAML::Node& item) {
+    auto text = scalar(file, item, "detect");
+    ProviderSpec::DetectHeader header;
+    auto colon = text.find(':');
+    header.name = std::string(trim(std::string_view(text).substr(0, colon)));
+    if (colon != std::string::npos) {
+        header.value = std::string(trim(std::string_view(text).substr(colon + 1)));
+        if (header.value.empty())
+            fail_at(file, item, fmt::format("detect: {} names no value after ':'", quote(text)));
+    }
+    if (!is_header_name(header.name))
+        fail_at(file, item, fmt::format("detect: {} is not a header name", quote(header.name)));
+    return header;
+}
+
+// The headers that tell a delivery is this provider's (by default, its
+// signature header).
+void read_detect(const std::string& file, const YAML::Node& node, ProviderSpec& spec) {
+    if (!node["detect"]) {
+        spec.detect.push_back({spec.signature_header, {}});
+        return;
+    }
+    const auto& detect = node["detect"];
+    if (detect.IsScalar()) {
+        spec.detect.push_back(detect_header_at(file, detect));
+    } else if (detect.IsSequence() && detect.size() > 0) {
+        for (const auto& item : detect)
+            spec.detect.push_back(detect_header_at(file, item));
+    } else {
+        fail_at(file, detect, "detect: a header name or a list of them");
+    }
+}
+
+// One provider spec, field by field; every failure names the file, line
+// and column of the value at fault.
+ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
+    if (!node.IsMap())
+        fail_at(file, node, "a provider spec is a mapping: name, signature_header, message, ...");
+    refuse_unknown_fields(file, node);
+    ProviderSpec spec;
+    spec.origin = file;
+    spec.name = name_of(file, node);
+    if (node["source"]) spec.source = scalar(file, node["source"], "source");
+    if (!node["signature_header"])
+        fail_at(file, node, fmt::format("provider {} needs a signature_header", spec.name));
+    spec.signature_header = header_name(file, node["signature_header"], "signature_header");
+    read_signature_items(file, node, spec);
+    if (node["prefix"]) spec.prefix = scalar(file, node["prefix"], "prefix");
+    read_construction(file, node, spec);
+    if (node["message"]) {
+        spec.message = scalar(file, node["message"], "message");
+        check_template(file, node["message"], spec.message);
+    }
+    read_timestamp(file, node, spec);
     if (node["id_header"]) spec.id_header = header_name(file, node["id_header"], "id_header");
     if (spec.message.find("{id}") != std::string::npos && spec.id_header.empty())
         fail_at(file, node["message"], "message signs {id}: give id_header");
-    // "Name" or "Name: value".
-    auto detect_header = [&](const YAML::Node& item) {
-        auto text = scalar(file, item, "detect");
-        ProviderSpec::DetectHeader header;
-        auto colon = text.find(':');
-        header.name = std::string(trim(std::string_view(text).substr(0, colon)));
-        if (colon != std::string::npos) {
-            header.value = std::string(trim(std::string_view(text).substr(colon + 1)));
-            if (header.value.empty())
-                fail_at(file, item,
-                        fmt::format("detect: {} names no value after ':'", quote(text)));
-        }
-        if (!is_header_name(header.name))
-            fail_at(file, item, fmt::format("detect: {} is not a header name", quote(header.name)));
-        spec.detect.push_back(std::move(header));
-    };
-    if (node["detect"]) {
-        const auto& detect = node["detect"];
-        if (detect.IsScalar()) {
-            detect_header(detect);
-        } else if (detect.IsSequence() && detect.size() > 0) {
-            for (const auto& item : detect)
-                detect_header(item);
-        } else {
-            fail_at(file, detect, "detect: a header name or a list of them");
-        }
-    } else {
-        spec.detect.push_back({spec.signature_header, {}});
-    }
+    read_detect(file, node, spec);
     return spec;
 }
 

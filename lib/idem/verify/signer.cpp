@@ -34,6 +34,16 @@ struct Signer::Impl {
     std::string mac_base64(std::initializer_list<std::string_view> parts) const {
         return base64_encode(hmac().mac(parts).view());
     }
+
+    // The schemes whose headers take more than a line to make; `seconds`
+    // is the signing time as Unix seconds.
+    [[nodiscard]] HeaderList standard_headers(const record::Envelope& envelope,
+                                              const std::string& seconds) const;
+    [[nodiscard]] HeaderList url_signed_headers(const record::Envelope& envelope) const;
+    [[nodiscard]] HeaderList hmac_headers(const record::Envelope& envelope,
+                                          const std::string& seconds) const;
+    [[nodiscard]] HeaderList provider_headers(const record::Envelope& envelope, Timestamp at,
+                                              const std::string& seconds) const;
 };
 
 namespace {
@@ -123,6 +133,116 @@ std::string_view Signer::signature_kind() const {
     return m_impl->signature_kind;
 }
 
+// Standard Webhooks and Svix: the message id (the capture's, else one made
+// from the body), the time, and a space-separated list of signatures, one
+// per secret (v1a for an ed25519 key).
+HeaderList Signer::Impl::standard_headers(const record::Envelope& envelope,
+                                          const std::string& seconds) const {
+    auto body = envelope.body;
+    auto names = detail::standard_header_names(scheme);
+    std::string id(envelope.header(names.id).value_or(envelope.id));
+    if (id.empty())
+        id = "msg_" + hex_encode(crypto::hash(HashAlgorithm::sha256, body).view()).substr(0, 24);
+    std::string signature;
+    for (const auto& key : keys) {
+        if (!signature.empty()) signature += ' ';
+        if (key.private_key) {
+            std::string message = fmt::format("{}.{}.", id, seconds);
+            message.append(body);
+            signature += "v1a," + base64_encode(key.private_key->sign(message));
+        } else {
+            signature += "v1," + base64_encode(key.hmac->mac({id, ".", seconds, ".", body}).view());
+        }
+    }
+    return {{std::string(names.id), id},
+            {std::string(names.timestamp), seconds},
+            {std::string(names.signature), signature}};
+}
+
+// Twilio and Square sign the URL the delivery was sent to.
+HeaderList Signer::Impl::url_signed_headers(const record::Envelope& envelope) const {
+    auto body = envelope.body;
+    auto url = detail::signed_url(config, envelope);
+    if (!url)
+        throw UsageError(
+            fmt::format("signing with {} needs --url or --url-base", scheme_name(scheme)));
+    if (scheme == Scheme::square)
+        return {{"X-Square-HmacSha256-Signature", mac_base64({*url, body})}};
+    std::string suffix;
+    auto type = envelope.header("Content-Type");
+    if (!detail::query_parameter(*url, "bodySHA256") && type &&
+        type->starts_with("application/x-www-form-urlencoded"))
+        suffix = detail::twilio_form_suffix(body);
+    return {{"X-Twilio-Signature", mac_base64({*url, suffix})}};
+}
+
+// --scheme hmac: the generic spec's message, header and prefix.
+HeaderList Signer::Impl::hmac_headers(const record::Envelope& envelope,
+                                      const std::string& seconds) const {
+    const auto& spec = config.hmac;
+    std::string id(spec.id_header.empty() ? ""
+                                          : envelope.header(spec.id_header).value_or(envelope.id));
+    auto message = detail::generic_hmac_message(spec, envelope.body, seconds, id);
+    auto mac = hmac().mac({message});
+    auto encoded = detail::encode_signature(mac.view(), spec.encoding);
+    HeaderList headers{{spec.header, spec.prefix + encoded}};
+    if (!spec.timestamp_header.empty()) headers.emplace_back(spec.timestamp_header, seconds);
+    if (!spec.id_header.empty() && !envelope.header(spec.id_header))
+        headers.emplace_back(spec.id_header, id);
+    return headers;
+}
+
+// A provider spec: the same message the verifier checks
+// (provider_message), with the timestamp in the spec's unit, and the
+// headers its `detect:` names, so that --scheme auto finds it.
+HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Timestamp at,
+                                          const std::string& seconds) const {
+    const auto& spec = config.providers.at(config.provider);
+    using Unit = ProviderSpec::TimestampUnit;
+    auto stamp = spec.timestamp_unit == Unit::milliseconds
+                     ? std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          at.time_since_epoch())
+                                          .count())
+                 : spec.timestamp_unit == Unit::rfc3339   ? format_rfc3339(at)
+                 : spec.timestamp_unit == Unit::http_date ? format_http_date(at)
+                                                          : seconds;
+    std::string id(spec.id_header.empty() ? ""
+                                          : envelope.header(spec.id_header).value_or(envelope.id));
+    std::string url;
+    if (spec.message.find("{url}") != std::string::npos) {
+        auto signed_at_url = detail::signed_url(config, envelope);
+        if (!signed_at_url)
+            throw UsageError(
+                fmt::format("provider {} signs the URL: pass --url or --url-base", spec.name));
+        url = std::move(*signed_at_url);
+    }
+    auto message = detail::provider_message(spec, envelope, stamp, id, url);
+    auto mac = spec.construction == ProviderSpec::Construction::digest
+                   ? crypto::hash(spec.algorithm, config.secrets.front().value + message)
+                   : hmac().mac({message});
+    auto encoded = detail::encode_signature(mac.view(), spec.encoding);
+    HeaderList headers;
+    if (spec.separator) {
+        std::string value;
+        if (!spec.timestamp_key.empty())
+            value = fmt::format("{}{}{}{}", spec.timestamp_key, spec.key_separator, stamp,
+                                spec.separator);
+        value +=
+            fmt::format("{}{}{}{}", spec.signature_key, spec.key_separator, spec.prefix, encoded);
+        headers.emplace_back(spec.signature_header, value);
+    } else {
+        headers.emplace_back(spec.signature_header, spec.prefix + encoded);
+    }
+    if (!spec.timestamp_header.empty()) headers.emplace_back(spec.timestamp_header, stamp);
+    if (!spec.id_header.empty() && !envelope.header(spec.id_header) && !id.empty())
+        headers.emplace_back(spec.id_header, id);
+    for (const auto& wanted : spec.detect)
+        if (wanted.name != spec.signature_header && wanted.name != spec.timestamp_header &&
+            wanted.name != spec.id_header && !envelope.header(wanted.name))
+            headers.emplace_back(wanted.name, wanted.value.empty() ? "idem-sign" : wanted.value);
+    return headers;
+}
+
 HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp at) const {
     const auto& impl = *m_impl;
     auto body = envelope.body;
@@ -143,29 +263,8 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
         return {{"X-Slack-Request-Timestamp", seconds},
                 {"X-Slack-Signature", "v0=" + impl.mac_hex({"v0:", seconds, ":", body})}};
     case Scheme::standard:
-    case Scheme::svix: {
-        auto names = detail::standard_header_names(impl.scheme);
-        std::string id(envelope.header(names.id).value_or(envelope.id));
-        if (id.empty())
-            id =
-                "msg_" + hex_encode(crypto::hash(HashAlgorithm::sha256, body).view()).substr(0, 24);
-        // A space-separated list, one signature per secret.
-        std::string signature;
-        for (const auto& key : impl.keys) {
-            if (!signature.empty()) signature += ' ';
-            if (key.private_key) {
-                std::string message = fmt::format("{}.{}.", id, seconds);
-                message.append(body);
-                signature += "v1a," + base64_encode(key.private_key->sign(message));
-            } else {
-                signature +=
-                    "v1," + base64_encode(key.hmac->mac({id, ".", seconds, ".", body}).view());
-            }
-        }
-        return {{std::string(names.id), id},
-                {std::string(names.timestamp), seconds},
-                {std::string(names.signature), signature}};
-    }
+    case Scheme::svix:
+        return impl.standard_headers(envelope, seconds);
     case Scheme::shopify:
         return {{"X-Shopify-Hmac-Sha256", impl.mac_base64({body})}};
     case Scheme::discord: {
@@ -175,85 +274,14 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
                 {"X-Signature-Timestamp", seconds}};
     }
     case Scheme::twilio:
-    case Scheme::square: {
-        auto url = detail::signed_url(impl.config, envelope);
-        if (!url)
-            throw UsageError(
-                fmt::format("signing with {} needs --url or --url-base", scheme_name(impl.scheme)));
-        if (impl.scheme == Scheme::square)
-            return {{"X-Square-HmacSha256-Signature", impl.mac_base64({*url, body})}};
-        std::string suffix;
-        auto type = envelope.header("Content-Type");
-        if (!detail::query_parameter(*url, "bodySHA256") && type &&
-            type->starts_with("application/x-www-form-urlencoded"))
-            suffix = detail::twilio_form_suffix(body);
-        return {{"X-Twilio-Signature", impl.mac_base64({*url, suffix})}};
-    }
+    case Scheme::square:
+        return impl.url_signed_headers(envelope);
     case Scheme::pagerduty:
         return {{"X-PagerDuty-Signature", "v1=" + impl.mac_hex({body})}};
-    case Scheme::hmac: {
-        const auto& spec = impl.config.hmac;
-        std::string id(
-            spec.id_header.empty() ? "" : envelope.header(spec.id_header).value_or(envelope.id));
-        auto message = detail::generic_hmac_message(spec, body, seconds, id);
-        auto mac = impl.hmac().mac({message});
-        auto encoded = detail::encode_signature(mac.view(), spec.encoding);
-        HeaderList headers{{spec.header, spec.prefix + encoded}};
-        if (!spec.timestamp_header.empty()) headers.emplace_back(spec.timestamp_header, seconds);
-        if (!spec.id_header.empty() && !envelope.header(spec.id_header))
-            headers.emplace_back(spec.id_header, id);
-        return headers;
-    }
-    case Scheme::provider: {
-        // The same message the verifier checks (provider_message), with the
-        // timestamp in the spec's unit.
-        const auto& spec = impl.config.providers.at(impl.config.provider);
-        using Unit = ProviderSpec::TimestampUnit;
-        auto stamp = spec.timestamp_unit == Unit::milliseconds
-                         ? std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                              at.time_since_epoch())
-                                              .count())
-                     : spec.timestamp_unit == Unit::rfc3339   ? format_rfc3339(at)
-                     : spec.timestamp_unit == Unit::http_date ? format_http_date(at)
-                                                              : seconds;
-        std::string id(
-            spec.id_header.empty() ? "" : envelope.header(spec.id_header).value_or(envelope.id));
-        std::string url;
-        if (spec.message.find("{url}") != std::string::npos) {
-            auto signed_at_url = detail::signed_url(impl.config, envelope);
-            if (!signed_at_url)
-                throw UsageError(
-                    fmt::format("provider {} signs the URL: pass --url or --url-base", spec.name));
-            url = std::move(*signed_at_url);
-        }
-        auto message = detail::provider_message(spec, envelope, stamp, id, url);
-        auto mac = spec.construction == ProviderSpec::Construction::digest
-                       ? crypto::hash(spec.algorithm, impl.config.secrets.front().value + message)
-                       : impl.hmac().mac({message});
-        auto encoded = detail::encode_signature(mac.view(), spec.encoding);
-        HeaderList headers;
-        if (spec.separator) {
-            std::string value;
-            if (!spec.timestamp_key.empty())
-                value = fmt::format("{}{}{}{}", spec.timestamp_key, spec.key_separator, stamp,
-                                    spec.separator);
-            value += fmt::format("{}{}{}{}", spec.signature_key, spec.key_separator, spec.prefix,
-                                 encoded);
-            headers.emplace_back(spec.signature_header, value);
-        } else {
-            headers.emplace_back(spec.signature_header, spec.prefix + encoded);
-        }
-        if (!spec.timestamp_header.empty()) headers.emplace_back(spec.timestamp_header, stamp);
-        if (!spec.id_header.empty() && !envelope.header(spec.id_header) && !id.empty())
-            headers.emplace_back(spec.id_header, id);
-        for (const auto& wanted : spec.detect)
-            if (wanted.name != spec.signature_header && wanted.name != spec.timestamp_header &&
-                wanted.name != spec.id_header && !envelope.header(wanted.name))
-                // So that auto detects it.
-                headers.emplace_back(wanted.name,
-                                     wanted.value.empty() ? "idem-sign" : wanted.value);
-        return headers;
-    }
+    case Scheme::hmac:
+        return impl.hmac_headers(envelope, seconds);
+    case Scheme::provider:
+        return impl.provider_headers(envelope, at, seconds);
     case Scheme::auto_detect:
         break;
     }

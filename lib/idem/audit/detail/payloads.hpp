@@ -3,7 +3,10 @@
 // per record), and the payloads of a few records read again, whole, for
 // the report's path-level differences (differences.hpp).
 
+#include "idem/audit/differences.hpp"
+#include "idem/audit/report.hpp"
 #include "idem/audit/run.hpp"
+#include "idem/io/diagnostics.hpp"
 #include "idem/record/key.hpp"
 
 #include <nlohmann/json.hpp>
@@ -31,5 +34,12 @@ namespace idem::audit::detail {
 [[nodiscard]] std::map<std::string, nlohmann::json>
 read_payloads_again(const AuditRunOptions& options, const std::set<std::string>& positions,
                     std::string& unread);
+
+// The fields that differ between the payloads of each group that mixes
+// them, into `differences`: its first record against the first record of
+// each other payload (up to three), read again from the files; bounded to
+// the first 10,000 such groups. A warning when some could not be read.
+void compare_payloads(const AuditRunOptions& options, GroupShelf& groups,
+                      PayloadDifferences& differences, io::Diagnostics& diagnostics);
 
 } // namespace idem::audit::detail
