@@ -69,17 +69,8 @@ bool fails_on_causes(const std::vector<std::string>& fail_on, const audit::Audit
     return false;
 }
 
-int run_audit_command(AuditOptions options) {
-    // dedup's evidence has its own field names: they are the defaults.
-    if (!options.store.empty() && options.key.empty() && options.fingerprint.empty()) {
-        options.key = "fingerprint";
-        if (options.time_field.empty()) options.time_field = "time";
-        if (options.source_field.empty()) options.source_field = "source";
-    }
-    if (options.key.empty() && options.fingerprint.empty())
-        throw UsageError("give --key PATHS (the idempotency key) or --fingerprint PATHS (the "
-                         "business intent), or both");
-    for (const auto& item : options.fail_on)
+void check_fail_on(const std::vector<std::string>& fail_on) {
+    for (const auto& item : fail_on)
         if (item != "duplicates" && item != "conflicts" && item != "any" && item != "none" &&
             !audit::parse_cause(item))
             throw UsageError(fmt::format(
@@ -89,9 +80,13 @@ int run_audit_command(AuditOptions options) {
                 "provider-retry, replayed-delivery, tampered, re-serialized, fan-out, "
                 "layered-retry or unexplained",
                 quote(item)));
+}
+
+// Where the records come from: files, CSV, a query, dedup's store, and
+// what other commands kept (replay's ledger, verify's verdicts).
+void read_sources(const AuditOptions& options, audit::AuditRunOptions& run) {
     if (options.sqlite_path.empty() != options.sqlite_query.empty())
         throw UsageError("--sqlite FILE and --query 'SELECT ...' go together");
-    audit::AuditRunOptions run;
     run.input = input_options(options.common);
     run.csv_paths = options.csv_paths;
     run.sqlite_path = options.sqlite_path;
@@ -110,6 +105,11 @@ int run_audit_command(AuditOptions options) {
         (options.csv_paths.empty() && options.sqlite_path.empty() && options.store.empty());
     run.strictness = strictness(options.common);
     run.reject_path = options.common.reject_path;
+}
+
+// The fields each record is read at: key, intent, time, source, status,
+// route, retry layers, and what counts as the payload.
+void read_fields(const AuditOptions& options, audit::AuditRunOptions& run) {
     run.key_fields = paths(options.key);
     run.fingerprint_fields = paths(options.fingerprint);
     if (!options.time_field.empty()) run.time_field = record::FieldPath::parse(options.time_field);
@@ -135,7 +135,6 @@ int run_audit_command(AuditOptions options) {
         run.attempt_fields.push_back(record::FieldPath::parse(field));
         run.explain.layer_names.push_back(field);
     }
-    run.explain.fan_out_window = positive_duration("--fan-out-window", options.fan_out_window);
     run.payload_fields = paths(options.payload);
     run.ignore_fields = paths(options.ignore);
     if (!run.payload_fields.empty() && !run.ignore_fields.empty())
@@ -146,15 +145,11 @@ int run_audit_command(AuditOptions options) {
     if (!run.payload_fields.empty() && !run.volatile_fields.empty())
         throw UsageError("--payload names exactly what counts: --volatile has nothing to take out "
                          "of it; give one");
-    run.explain.race_window = positive_duration("--race-window", options.race_window);
-    run.explain.ttl = positive_duration("--ttl", options.ttl);
-    run.explain.window = positive_duration("--window", options.window);
-    run.format = options.format;
-    run.table_width = stdout_table_width(options.wide, options.output_path.empty());
-    run.threads = options.threads;
-    run.spill_after = options.spill_after;
+}
+
+// --what-if ttl=5m,1h,24h and --what-if key=PATHS (one alternative key each).
+void read_what_if(const AuditOptions& options, audit::AuditRunOptions& run) {
     for (const auto& text : options.what_if) {
-        // "ttl=5m,1h,24h", or "key=PATHS" (one alternative key per --what-if).
         auto equals = text.find('=');
         auto name = equals == std::string::npos ? std::string() : text.substr(0, equals);
         auto value = equals == std::string::npos ? std::string() : text.substr(equals + 1);
@@ -177,6 +172,31 @@ int run_audit_command(AuditOptions options) {
     run.what_if.suggest = options.suggest;
     if ((!run.what_if.ttls.empty() || run.what_if.suggest) && options.key.empty())
         throw UsageError("--what-if ttl=... and --suggest judge a dedup by key again: give --key");
+}
+
+int run_audit_command(AuditOptions options) {
+    // dedup's evidence has its own field names: they are the defaults.
+    if (!options.store.empty() && options.key.empty() && options.fingerprint.empty()) {
+        options.key = "fingerprint";
+        if (options.time_field.empty()) options.time_field = "time";
+        if (options.source_field.empty()) options.source_field = "source";
+    }
+    if (options.key.empty() && options.fingerprint.empty())
+        throw UsageError("give --key PATHS (the idempotency key) or --fingerprint PATHS (the "
+                         "business intent), or both");
+    check_fail_on(options.fail_on);
+    audit::AuditRunOptions run;
+    read_sources(options, run);
+    read_fields(options, run);
+    run.explain.fan_out_window = positive_duration("--fan-out-window", options.fan_out_window);
+    run.explain.race_window = positive_duration("--race-window", options.race_window);
+    run.explain.ttl = positive_duration("--ttl", options.ttl);
+    run.explain.window = positive_duration("--window", options.window);
+    read_what_if(options, run);
+    run.format = options.format;
+    run.table_width = stdout_table_width(options.wide, options.output_path.empty());
+    run.threads = options.threads;
+    run.spill_after = options.spill_after;
     run.spill_directory = options.spill_dir.empty() ? std::filesystem::temp_directory_path()
                                                     : std::filesystem::path(options.spill_dir);
     apply_store_timeout(options.common, std::chrono::milliseconds(10000));
@@ -192,6 +212,9 @@ int run_audit_command(AuditOptions options) {
 }
 } // namespace
 
+// Whole on purpose: one statement per flag, in the order --help and the
+// man page list them (tools/docgen.cpp walks the same app), so the
+// function reads as that table.
 void register_audit(CLI::App& app, std::function<int()>& action) {
     auto options = std::make_shared<AuditOptions>();
     auto* command = app.add_subcommand(

@@ -145,6 +145,9 @@ int run_merge_command(const MergeOptions& options) {
 }
 } // namespace
 
+// Whole on purpose: one statement per flag, in the order --help and the
+// man page list them (tools/docgen.cpp walks the same app), so the
+// function reads as that table.
 void register_merge(CLI::App& app, std::function<int()>& action) {
     auto options = std::make_shared<MergeOptions>();
     auto* command = app.add_subcommand(

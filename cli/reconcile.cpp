@@ -307,6 +307,9 @@ int run_reconcile_command(const ReconcileOptions& options) {
 
 } // namespace
 
+// Whole on purpose: one statement per flag, in the order --help and the
+// man page list them (tools/docgen.cpp walks the same app), so the
+// function reads as that table.
 void register_reconcile(CLI::App& app, std::function<int()>& action) {
     auto options = std::make_shared<ReconcileOptions>();
     auto* command = app.add_subcommand(

@@ -18,7 +18,7 @@ double seconds(Duration duration) {
 std::string short_duration(Duration duration) {
     auto total = seconds(duration);
     if (total < 60)
-        return total == static_cast<long long>(total)
+        return total == static_cast<double>(static_cast<long long>(total))
                    ? fmt::format("{}s", static_cast<long long>(total))
                    : fmt::format("{:.3g}s", total);
     auto whole = static_cast<long long>(total);

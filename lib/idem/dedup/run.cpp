@@ -99,7 +99,12 @@ struct HeldCopies {
 };
 
 // The ordered stage of a dedup run: everything with side effects happens
-// here, on the calling thread, in input order.
+// here, on the calling thread, in input order. One class past ~400 lines,
+// on purpose: a batch's claims, the copies --keep last holds, the output
+// and a store that fails mid-run (--on-store-error) all act on the same
+// batch, and its commit must see them together. What each is lives apart:
+// the worker (judge.cpp), the claims (store/), the outputs
+// (store/owned_outputs.hpp).
 class DedupRun {
 public:
     DedupRun(const DedupRunOptions& options, io::Sink& standard_output,

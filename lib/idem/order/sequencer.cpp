@@ -14,7 +14,7 @@ bool by_key(const HeldRecord& held, const OrderKey& key) {
 } // namespace
 
 Sequencer::Sequencer(SequencerOptions options, SequencerEvents& events)
-    : m_options(std::move(options)), m_events(events) {
+    : m_options(options), m_events(events) {
     m_options.window = std::max<std::size_t>(m_options.window, 1);
     m_options.max_held = std::max<std::size_t>(m_options.max_held, 1);
 }

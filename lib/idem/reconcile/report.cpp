@@ -232,8 +232,7 @@ void render_html(const Reconciliation& r, std::string& out) {
                            hop.lost, hop.loss_rate * 100, hop.late, hop.changed, ms(hop.p50_ms),
                            ms(hop.p95_ms), ms(hop.p99_ms));
     out += "</tbody></table><h2>Latency per hop</h2>";
-    for (std::size_t h = 0; h < r.hops.size(); ++h) {
-        const auto& hop = r.hops[h];
+    for (const auto& hop : r.hops) {
         std::uint64_t most = 1;
         for (auto count : hop.latency_histogram)
             most = std::max(most, count);

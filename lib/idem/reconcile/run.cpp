@@ -299,8 +299,9 @@ io::Summary summary_of(const ReconcileRunOptions& options, const StageJudge& jud
     for (const io::Summary* counts :
          {&reader.census(), static_cast<const io::Summary*>(&missing.filter_counts)})
         for (const auto& [name, count] : counts->counts) {
+            const auto& wanted = name; // a lambda captures no structured binding in clang 14
             auto known = std::find_if(summary.counts.begin(), summary.counts.end(),
-                                      [&](const auto& c) { return c.first == name; });
+                                      [&](const auto& c) { return c.first == wanted; });
             if (known == summary.counts.end())
                 summary.counts.emplace_back(name, count);
             else

@@ -259,12 +259,14 @@ bool is_form_body(const Envelope& envelope) {
 std::string form_as_json(std::string_view body) {
     std::vector<std::pair<std::string, std::vector<std::string>>> fields;
     for (auto& [name, value] : parse_form(body)) {
+        auto& field_name = name; // a lambda captures no structured binding in clang 14
         auto same = std::find_if(fields.begin(), fields.end(),
-                                 [&](const auto& field) { return field.first == name; });
-        if (same == fields.end())
-            fields.push_back({std::move(name), {std::move(value)}});
-        else
-            same->second.push_back(std::move(value));
+                                 [&](const auto& field) { return field.first == field_name; });
+        if (same == fields.end()) {
+            fields.emplace_back(std::move(name), std::vector<std::string>{});
+            same = fields.end() - 1;
+        }
+        same->second.push_back(std::move(value));
     }
     std::string json = "{";
     for (const auto& [name, values] : fields) {

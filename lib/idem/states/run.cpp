@@ -2,6 +2,7 @@
 
 #include "idem/states/run.hpp"
 
+#include "idem/states/detail/in_order.hpp"
 #include "idem/states/detail/worker.hpp"
 
 #include "idem/order/order_key.hpp"
@@ -49,6 +50,13 @@ constexpr std::size_t k_evidence_in_all = 200'000;
 
 constexpr std::size_t k_entities_with_evidence = 100'000;
 
+// The ordered stage of a states run. One class past ~400 lines, on
+// purpose: every event goes through the checker, the sequencer, the
+// in-order entities and the store's entities in one order, and the steps
+// share the run's counters, outputs and evidence. What each of those is
+// lives apart: the worker (worker.cpp), the checker (checker.cpp), the
+// sequencer (order/), the in-order fast path (detail/in_order.hpp), the
+// packing (packed.cpp) and the report (report.cpp).
 class StatesRun final : public order::SequencerEvents {
 public:
     StatesRun(const StatesRunOptions& options, io::Sink& standard_output,
@@ -81,6 +89,7 @@ public:
             sequencer.window = options.window;
             sequencer.max_held = std::max<std::size_t>(options.window * 1000, 1'000'000);
             m_sequencer.emplace(sequencer, *this);
+            m_in_order.emplace(*m_sequencer, m_persistent);
         }
         m_sequencer_scope = "states " + options.scope;
         if (m_persistent) {
@@ -154,14 +163,14 @@ public:
             m_checker.prefetch(outcomes[index + k_slot].entity_hash);
         if (index + k_state < outcomes.size()) {
             auto id = m_checker.prefetch_state(outcomes[index + k_state].entity_hash);
-            if (id && *id < m_in_order.size()) idem::prefetch(&m_in_order[*id]);
+            if (id && m_in_order) m_in_order->prefetch(*id);
         }
         if (m_sequencer && index + k_partition < outcomes.size()) {
             auto id = m_checker.prefetch_state(outcomes[index + k_partition].entity_hash);
             // Only an entity whose next event goes to the sequencer.
-            if (id && *id < m_in_order.size() && m_in_order[*id].partition &&
-                !m_in_order[*id].nothing_held) {
-                const auto* partition = reinterpret_cast<const char*>(m_in_order[*id].partition);
+            const auto* waiting = id ? m_in_order->waiting_partition(*id) : nullptr;
+            if (waiting) {
+                const auto* partition = reinterpret_cast<const char*>(waiting);
                 idem::prefetch(partition);
                 idem::prefetch(partition + order::Partition::k_hot_bytes - 1);
             }
@@ -187,22 +196,6 @@ public:
 
 private:
     using Run = run::RecordRun<WorkerState, BlockResult>;
-
-    // Where an entity's next event is judged, by the checker's entity
-    // index. While its events come in version order it needs no partition
-    // in the sequencer, only its next version here: with 100k entities a
-    // partition each cost an allocation, ~150 bytes and a cache miss per
-    // event. The first event out of order (or the store, which saves
-    // progress by partition) makes one, and what was passed here is told
-    // to it (Sequencer::passed_in_order) before it is offered anything and
-    // before progress is saved.
-    struct InOrder {
-        order::Partition* partition = nullptr;
-        std::int64_t next = 0;    // the version judged at once when it comes
-        std::uint32_t passed = 0; // judged here since the partition was told
-        bool met = false;
-        bool nothing_held = false; // the partition (or none) holds nothing: `next` may pass
-    };
 
     static std::unique_ptr<store::Store> open_store(const StatesRunOptions& options) {
         auto location =
@@ -259,12 +252,7 @@ private:
     void remember_partition(std::string_view entity, order::Partition& partition) {
         Event event;
         event.entity = entity;
-        auto id = m_checker.index_of(event);
-        if (id >= m_in_order.size()) m_in_order.resize(id + 1);
-        auto& in_order = m_in_order[id];
-        in_order.partition = &partition;
-        in_order.met = true; // its first event asks the sequencer
-        in_order.nothing_held = false;
+        m_in_order->restored(m_checker.index_of(event), partition);
     }
 
     // The run's own state beside the entities (under the empty name, which
@@ -363,54 +351,24 @@ private:
 
     void offer(Event& event, const Outcome& outcome, const run::InputRecord& record) {
         auto id = m_checker.index_of(event);
-        if (id >= m_in_order.size()) m_in_order.resize(id + 1);
-        auto& in_order = m_in_order[id];
-        if (!in_order.met) {
-            // Met for the first time (the store, if any, knew nothing of
-            // it): by version, it starts at --first-version like a new
-            // partition would, without one.
-            in_order.met = true;
-            in_order.nothing_held = m_options.order_by == OrderBy::version;
-            in_order.next = m_options.first_version;
-        }
+        m_in_order->meet(id, m_options.order_by == OrderBy::version, m_options.first_version);
         auto key = outcome.key;
         if (m_options.order_by == OrderBy::time)
             key.secondary = ++m_arrivals; // ties: arrival order
-        if (in_order.nothing_held && key.primary == in_order.next) {
+        if (m_in_order->pass(id, key.primary)) {
             // Next in its entity's order, nothing waiting: judged at once.
-            ++in_order.next;
-            // Only a store saves progress (settle_in_order()); without one a
-            // partition is told when it is next offered something.
-            if (in_order.passed++ == 0 && m_persistent) m_passed.push_back(id);
             judge_now(event, record, outcome.has_annotations, id);
             m_sequencer->advance_clock(event.time);
             return;
         }
-        auto& partition = partition_of(id, event.entity);
+        auto& partition = m_in_order->partition_of(id, event.entity);
         offer_to_sequencer(event, outcome, record, partition, key);
-        // Whatever the sequencer did, the partition says what comes next.
-        in_order.nothing_held = m_sequencer->passes_in_order(partition);
-        in_order.next = partition.next.primary;
-    }
-
-    // The entity's partition in the sequencer, made if it has none yet, and
-    // told what this run passed in order without it.
-    order::Partition& partition_of(std::uint32_t id, std::string_view entity) {
-        auto& in_order = m_in_order[id];
-        if (!in_order.partition)
-            in_order.partition = &m_sequencer->add(std::string(entity), std::nullopt);
-        if (in_order.passed > 0) {
-            m_sequencer->passed_in_order(*in_order.partition, in_order.next, in_order.passed);
-            in_order.passed = 0;
-        }
-        return *in_order.partition;
+        m_in_order->offered(id, partition);
     }
 
     // Before progress is saved: every entity passed in order since, told.
     void settle_in_order() {
-        for (auto id : m_passed)
-            if (m_in_order[id].passed > 0) partition_of(id, m_checker.entity_name(id));
-        m_passed.clear();
+        m_in_order->settle([&](std::uint32_t id) { return m_checker.entity_name(id); });
     }
 
     void offer_to_sequencer(Event& event, const Outcome& outcome, const run::InputRecord& record,
@@ -659,9 +617,7 @@ private:
     std::optional<order::Sequencer> m_sequencer;
     std::string m_sequencer_scope;
     std::unordered_map<std::string, std::string> m_waiting; // entity\nversion -> state
-    std::vector<InOrder> m_in_order;                        // by the checker's entity index
-    std::vector<std::uint32_t>
-        m_passed; // with a store: entities passed in order since the last save
+    std::optional<detail::InOrderEntities> m_in_order;      // with a sequencer
     StringMap<WorstEntity> m_evidence;
     const BlockResult* m_block = nullptr;
     Timestamp m_block_now;

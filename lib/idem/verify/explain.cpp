@@ -237,7 +237,13 @@ struct Explainer::Impl {
         timeless_config.timestamp_check = TimestampCheck::ignore;
         variants.reserve(32);
         timeless = std::make_unique<Verifier>(keep(std::move(timeless_config)));
-        // The secret, as users get it wrong.
+        add_secret_variants();
+        add_key_and_time_variants();
+        add_scheme_variants();
+    }
+
+    // The secret, as users get it wrong.
+    void add_secret_variants() {
         auto secrets = [&](std::string kind, std::string detail,
                            const std::function<std::optional<std::string>(const Secret&)>& change) {
             auto changed = config;
@@ -276,7 +282,11 @@ struct Explainer::Impl {
                 [](const Secret& s) -> std::optional<std::string> {
                     return strip_trailing_whitespace(s.value);
                 });
-        // A Standard Webhooks / Svix secret keyed as text by the sender.
+    }
+
+    // A Standard Webhooks / Svix secret keyed as text by the sender, and a
+    // time signed in milliseconds.
+    void add_key_and_time_variants() {
         if (!config.secrets.empty() &&
             (config.scheme == Scheme::standard || config.scheme == Scheme::svix ||
              config.scheme == Scheme::auto_detect)) {
@@ -306,7 +316,11 @@ struct Explainer::Impl {
                 "the sender signs Date.now() (or the like); the signature over it is genuine",
                 std::move(changed));
         }
-        // Another provider's format than the one checked.
+    }
+
+    // Another provider's format than the one checked, and another
+    // algorithm or encoding than --hmac-* says.
+    void add_scheme_variants() {
         for (auto scheme : {Scheme::stripe, Scheme::github, Scheme::slack, Scheme::standard,
                             Scheme::svix, Scheme::shopify, Scheme::pagerduty}) {
             if (scheme == config.scheme || config.secrets.empty()) continue;
@@ -338,11 +352,12 @@ struct Explainer::Impl {
             changed.hmac.encoding = config.hmac.encoding == SignatureEncoding::hex
                                         ? SignatureEncoding::base64
                                         : SignatureEncoding::hex;
-            add("encoding",
-                fmt::format("the signature is {}, not {} as --hmac-encoding says",
-                            encoding_name(changed.hmac.encoding),
-                            encoding_name(config.hmac.encoding)),
-                std::move(changed));
+            // Worded before `changed` is moved into add(): arguments are
+            // evaluated in no set order.
+            auto why = fmt::format("the signature is {}, not {} as --hmac-encoding says",
+                                   encoding_name(changed.hmac.encoding),
+                                   encoding_name(config.hmac.encoding));
+            add("encoding", std::move(why), std::move(changed));
         }
     }
 
@@ -368,11 +383,11 @@ Explainer::Explainer(const VerifyConfig& config, std::size_t budget)
 
 Explainer::~Explainer() = default;
 
-Diagnosis Explainer::explain(const record::Envelope& envelope, Timestamp now,
-                             const Verdict& failed) {
-    auto& impl = *m_impl;
+namespace {
+
+// What the delivery shows by itself: bytes missing, or decompressed.
+std::optional<Diagnosis> read_off(const record::Envelope& envelope) {
     Diagnosis diagnosis;
-    // What the delivery shows by itself: bytes missing, or decompressed.
     if (auto length = envelope.header("Content-Length")) {
         std::uint64_t declared = 0;
         auto text = trim(*length);
@@ -401,101 +416,145 @@ Diagnosis Explainer::explain(const record::Envelope& envelope, Timestamp now,
             return diagnosis;
         }
     }
-    auto out_of_budget = [&] { return diagnosis.tried >= impl.budget; };
-    auto try_with = [&](Verifier& verifier,
-                        const record::Envelope& copy) -> std::optional<Verdict> {
+    return std::nullopt;
+}
+
+// The mutations tried on one delivery, within the budget: the first whose
+// check passes is the diagnosis, proven.
+class Attempts {
+public:
+    Attempts(Timestamp now, std::size_t budget) : m_now(now), m_budget(budget) {}
+
+    [[nodiscard]] bool out_of_budget() const { return m_diagnosis.tried >= m_budget; }
+
+    // The verdict when `copy` verifies with `verifier`.
+    std::optional<Verdict> try_with(Verifier& verifier, const record::Envelope& copy) {
         if (out_of_budget()) return std::nullopt;
-        ++diagnosis.tried;
+        ++m_diagnosis.tried;
         try {
-            auto verdict = verifier.verify(copy, now);
+            auto verdict = verifier.verify(copy, m_now);
             if (!verdict.valid) return std::nullopt;
             return verdict;
         } catch (const Error&) {
             return std::nullopt; // the variant needs a key this run was not given
         }
-    };
-    auto found = [&](std::string kind, std::string detail, const Verdict& verdict) {
-        diagnosis.kind = std::move(kind);
-        diagnosis.detail = std::move(detail);
-        diagnosis.key_label = verdict.key_label;
-        diagnosis.proven = true;
-        return diagnosis;
-    };
-    // The signature is genuine, the time is not.
-    if (auto verdict = try_with(*impl.timeless, envelope); verdict && verdict->signed_at) {
-        auto age = now - *verdict->signed_at;
-        auto tolerance = impl.config.tolerance;
-        auto seconds = [](Duration d) {
-            return format_duration(std::chrono::duration_cast<std::chrono::seconds>(d));
-        };
-        if (age < Duration::zero())
-            return found("clock-skew",
-                         fmt::format("the signature is genuine; it was signed {} after the "
-                                     "delivery was received, {} beyond the {} tolerance: a "
-                                     "clock runs ahead (the sender's or this host's)",
-                                     seconds(-age), seconds(-age - tolerance), seconds(tolerance)),
-                         *verdict);
-        if (age <= 2 * tolerance)
-            return found("clock-skew",
-                         fmt::format("the signature is genuine; signed {} before it was "
-                                     "received, {} beyond the {} tolerance: clock skew or a "
-                                     "slow queue rather than a replay",
-                                     seconds(age), seconds(age - tolerance), seconds(tolerance)),
-                         *verdict);
-        return found("stale",
-                     fmt::format("the signature is genuine but old: signed {} ({} before it was "
-                                 "received); a replay of an earlier delivery, or one held back "
-                                 "— not a forgery",
-                                 format_rfc3339(*verdict->signed_at), seconds(age)),
-                     *verdict);
     }
+
+    Diagnosis found(std::string kind, std::string detail, const Verdict& verdict) {
+        m_diagnosis.kind = std::move(kind);
+        m_diagnosis.detail = std::move(detail);
+        m_diagnosis.key_label = verdict.key_label;
+        m_diagnosis.proven = true;
+        return m_diagnosis;
+    }
+
+    Diagnosis unexplained() {
+        m_diagnosis.kind = "unexplained";
+        m_diagnosis.detail =
+            out_of_budget()
+                ? fmt::format("no mutation explained it within {} tries: treat as forged",
+                              m_diagnosis.tried)
+                : fmt::format("no known mutation explains it ({} tried): treat as forged",
+                              m_diagnosis.tried);
+        return m_diagnosis;
+    }
+
+    [[nodiscard]] Timestamp now() const { return m_now; }
+
+private:
+    Timestamp m_now;
+    std::size_t m_budget;
+    Diagnosis m_diagnosis;
+};
+
+// The signature verified once the time is not checked: skew, or a stale
+// (replayed, held back) delivery.
+Diagnosis explain_time(Attempts& attempts, const Verdict& verdict, Duration tolerance) {
+    auto age = attempts.now() - *verdict.signed_at;
+    auto seconds = [](Duration d) {
+        return format_duration(std::chrono::duration_cast<std::chrono::seconds>(d));
+    };
+    if (age < Duration::zero())
+        return attempts.found("clock-skew",
+                              fmt::format("the signature is genuine; it was signed {} after the "
+                                          "delivery was received, {} beyond the {} tolerance: a "
+                                          "clock runs ahead (the sender's or this host's)",
+                                          seconds(-age), seconds(-age - tolerance),
+                                          seconds(tolerance)),
+                              verdict);
+    if (age <= 2 * tolerance)
+        return attempts.found("clock-skew",
+                              fmt::format("the signature is genuine; signed {} before it was "
+                                          "received, {} beyond the {} tolerance: clock skew or a "
+                                          "slow queue rather than a replay",
+                                          seconds(age), seconds(age - tolerance),
+                                          seconds(tolerance)),
+                              verdict);
+    return attempts.found("stale",
+                          fmt::format("the signature is genuine but old: signed {} ({} before it "
+                                      "was received); a replay of an earlier delivery, or one "
+                                      "held back — not a forgery",
+                                      format_rfc3339(*verdict.signed_at), seconds(age)),
+                          verdict);
+}
+
+// The URL the provider signed (Twilio, Square): --url or --url-base with
+// the delivery's path, as the provider may have written it.
+std::optional<Diagnosis> explain_url(Attempts& attempts, const VerifyConfig& config, Scheme scheme,
+                                     const record::Envelope& envelope) {
+    std::string url = config.url;
+    if (url.empty() && !config.url_base.empty()) {
+        url = config.url_base;
+        while (!url.empty() && url.back() == '/')
+            url.pop_back();
+        std::string path(envelope.path.empty() ? "/" : envelope.path);
+        url += path.front() == '/' ? path : "/" + path;
+    }
+    for (auto& candidate : url_candidates(url, envelope)) {
+        if (attempts.out_of_budget()) break;
+        auto changed = config;
+        changed.url = candidate.url;
+        changed.url_base.clear();
+        changed.scheme = scheme;
+        std::optional<Verifier> verifier;
+        try {
+            verifier.emplace(changed);
+        } catch (const Error&) {
+            continue;
+        }
+        if (auto verdict = attempts.try_with(*verifier, envelope))
+            return attempts.found(std::move(candidate.kind),
+                                  candidate.detail + ": it verifies as " + candidate.url, *verdict);
+    }
+    return std::nullopt;
+}
+
+} // namespace
+
+Diagnosis Explainer::explain(const record::Envelope& envelope, Timestamp now,
+                             const Verdict& failed) {
+    auto& impl = *m_impl;
+    if (auto shown = read_off(envelope)) return *shown;
+    Attempts attempts(now, impl.budget);
+    // The signature is genuine, the time is not.
+    if (auto verdict = attempts.try_with(*impl.timeless, envelope); verdict && verdict->signed_at)
+        return explain_time(attempts, *verdict, impl.config.tolerance);
     // The body as the provider may have signed it.
     record::Envelope copy = envelope;
     for (auto& candidate : body_candidates(envelope)) {
         copy.body = candidate.body;
-        if (auto verdict = try_with(*impl.base, copy))
-            return found(std::move(candidate.kind), std::move(candidate.detail), *verdict);
+        if (auto verdict = attempts.try_with(*impl.base, copy))
+            return attempts.found(std::move(candidate.kind), std::move(candidate.detail), *verdict);
     }
-    copy.body = envelope.body;
     // The secret, the scheme, the algorithm.
     for (auto& variant : impl.variants)
-        if (auto verdict = try_with(*variant.verifier, envelope))
-            return found(variant.kind, variant.detail, *verdict);
-    // The URL the provider signed (Twilio, Square).
+        if (auto verdict = attempts.try_with(*variant.verifier, envelope))
+            return attempts.found(variant.kind, variant.detail, *verdict);
     auto scheme = failed.scheme != Scheme::auto_detect ? failed.scheme : impl.config.scheme;
-    if (signs_url(scheme)) {
-        std::string url = impl.config.url;
-        if (url.empty() && !impl.config.url_base.empty()) {
-            url = impl.config.url_base;
-            while (!url.empty() && url.back() == '/')
-                url.pop_back();
-            std::string path(envelope.path.empty() ? "/" : envelope.path);
-            url += path.front() == '/' ? path : "/" + path;
-        }
-        for (auto& candidate : url_candidates(url, envelope)) {
-            if (out_of_budget()) break;
-            auto changed = impl.config;
-            changed.url = candidate.url;
-            changed.url_base.clear();
-            changed.scheme = scheme;
-            std::optional<Verifier> verifier;
-            try {
-                verifier.emplace(changed);
-            } catch (const Error&) {
-                continue;
-            }
-            if (auto verdict = try_with(*verifier, envelope))
-                return found(std::move(candidate.kind),
-                             candidate.detail + ": it verifies as " + candidate.url, *verdict);
-        }
-    }
-    diagnosis.kind = "unexplained";
-    diagnosis.detail =
-        out_of_budget() ? fmt::format("no mutation explained it within {} tries: treat as forged",
-                                      diagnosis.tried)
-                        : fmt::format("no known mutation explains it ({} tried): treat as forged",
-                                      diagnosis.tried);
-    return diagnosis;
+    if (signs_url(scheme))
+        if (auto diagnosis = explain_url(attempts, impl.config, scheme, envelope))
+            return *diagnosis;
+    return attempts.unexplained();
 }
 
 void append_diagnosis(std::string& out, const Diagnosis& diagnosis) {

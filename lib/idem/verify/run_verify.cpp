@@ -233,149 +233,199 @@ void judge_block(const run::InputBlock& block, WorkerState& state, const VerifyR
 
 } // namespace
 
-RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
-                     io::Diagnostics& diagnostics) {
-    auto start = std::chrono::steady_clock::now();
-    std::unique_ptr<io::Sink> invalid_sink;
-    if (options.invalid_routing == InvalidRouting::divert && !options.invalid_path.empty())
-        invalid_sink = io::Sink::create_file(options.invalid_path);
-    std::optional<VerifyStore> idem_store;
-    if (options.nonce == NonceCheck::on || options.keep_verdicts)
-        idem_store.emplace(options, diagnostics);
+namespace {
+
+// One verify run: the frame reads and the workers judge; here, on the
+// ordered stage, replays are judged against the nonce store, verdicts kept
+// and each record written where its verdict sends it.
+class VerifyRun {
+public:
+    VerifyRun(const VerifyRunOptions& options, io::Sink& output, io::Diagnostics& diagnostics)
+        : m_options(options), m_output(output),
+          m_reject_sink(io::Sink::create_file_if_named(options.reject_path)),
+          m_run({options.input, m_reject_sink.get(), options.strictness, options.threads},
+                diagnostics) {
+        if (options.invalid_routing == InvalidRouting::divert && !options.invalid_path.empty())
+            m_invalid_sink = io::Sink::create_file(options.invalid_path);
+        if (options.nonce == NonceCheck::on || options.keep_verdicts)
+            m_store.emplace(options, diagnostics);
+    }
+
+    RunResult run() {
+        auto start = std::chrono::steady_clock::now();
+        auto clock_now = now_utc();
+        auto states = m_run.states([&] { return std::make_unique<WorkerState>(m_options); });
+        Run::Steps steps;
+        steps.judge = [&](const run::InputBlock& block, WorkerState& state, BlockOutcome& result) {
+            judge_block(block, state, m_options, clock_now, result);
+        };
+        auto route = [&](Outcome& outcome, run::InputRecord& record, std::size_t) {
+            route_record(outcome, record);
+        };
+        try {
+            m_run.run(states, steps, route);
+        } catch (const InputError&) {
+            m_output.flush();
+            throw;
+        }
+        finish();
+        return summarize(start);
+    }
+
+private:
+    using Run = run::RecordRun<WorkerState, BlockOutcome>;
     // --keep-verdicts: saved a batch at a time, committed with the nonces.
-    constexpr std::size_t k_verdicts_per_save = 4096;
-    std::vector<store::VerdictRecord> kept_verdicts;
-    auto save_kept = [&] {
-        if (kept_verdicts.empty()) return;
-        idem_store->save_verdicts(kept_verdicts);
-        kept_verdicts.clear();
-    };
+    static constexpr std::size_t k_verdicts_per_save = 4096;
 
-    auto reject_sink = io::Sink::create_file_if_named(options.reject_path);
-    run::RecordRun<WorkerState, BlockOutcome> run(
-        {options.input, reject_sink.get(), options.strictness, options.threads}, diagnostics);
-    auto clock_now = now_utc();
-    auto states = run.states([&] { return std::make_unique<WorkerState>(options); });
-    std::map<std::string, std::uint64_t> diagnoses; // --explain: by kind
-    std::uint64_t explained = 0, suspected = 0, unexplained = 0;
-
-    std::string member;
-    std::uint64_t valid = 0, invalid = 0, dropped = 0, replayed = 0, already_verified = 0,
-                  judged_in_process = 0;
-
-    decltype(run)::Steps steps;
-    steps.judge = [&](const run::InputBlock& block, WorkerState& state, BlockOutcome& result) {
-        judge_block(block, state, options, clock_now, result);
-    };
-    // The ordered stage: rejects, nonces and output happen here, in input order.
-    auto route = [&](Outcome& outcome, run::InputRecord& record, std::size_t) {
+    // The ordered stage: nonces, kept verdicts and output, in input order.
+    void route_record(Outcome& outcome, const run::InputRecord& record) {
         auto& verdict = outcome.verdict;
-        if (verdict.valid && options.nonce == NonceCheck::on) {
-            auto claim = idem_store->claim_nonce(
-                verdict_scheme_name(verdict), verdict.nonce,
-                {outcome.now, *record.source, record.line}, options.nonce_window,
-                nonce_keep_until(verdict, outcome.now, options.nonce_window));
-            if (claim.verdict == store::NonceVerdict::replay) {
-                verdict.valid = false;
-                ++replayed;
-                verdict.reason = fmt::format(
-                    "replayed: this message was already delivered{}",
-                    claim.first_seen ? " at " + format_rfc3339(*claim.first_seen) : std::string());
-            } else if (claim.verdict == store::NonceVerdict::same_record) {
-                ++already_verified;
-                verdict.reason += " (already verified in an earlier run)";
-            }
-            if (idem_store->lost()) {
-                ++judged_in_process;
-                verdict.reason += " (replays judged within this run only: the store failed)";
-            }
-        }
-        if (options.keep_verdicts) {
-            auto& kept = kept_verdicts.emplace_back();
-            kept.source = *record.source;
-            kept.line = record.line;
-            kept.valid = verdict.valid;
-            kept.scheme = verdict_scheme_name(verdict);
-            kept.message_id = verdict.nonce;
-            kept.reason = verdict.reason;
-            kept.checked_at = outcome.now;
-            if (kept_verdicts.size() >= k_verdicts_per_save) save_kept();
-        }
-        member.clear();
-        append_verdict(member, verdict);
+        if (verdict.valid && m_options.nonce == NonceCheck::on) check_replay(outcome, record);
+        if (m_options.keep_verdicts) keep_verdict(outcome, record);
+        m_member.clear();
+        append_verdict(m_member, verdict);
         if (outcome.diagnosis && !verdict.valid) {
             const auto& diagnosis = *outcome.diagnosis;
-            member.pop_back(); // inside "verify"
-            append_diagnosis(member, diagnosis);
-            member += '}';
-            ++diagnoses[diagnosis.kind];
-            (diagnosis.proven                  ? explained
-             : diagnosis.kind == "unexplained" ? unexplained
-                                               : suspected)++;
+            m_member.pop_back(); // inside "verify"
+            append_diagnosis(m_member, diagnosis);
+            m_member += '}';
+            ++m_diagnoses[diagnosis.kind];
+            (diagnosis.proven                  ? m_explained
+             : diagnosis.kind == "unexplained" ? m_unexplained
+                                               : m_suspected)++;
         }
-        if (verdict.valid) {
-            ++valid;
-            record::write_annotated(output, record.bytes, outcome.has_annotations, member);
-        } else {
-            ++invalid;
-            if (options.invalid_routing == InvalidRouting::keep_in_output)
-                record::write_annotated(output, record.bytes, outcome.has_annotations, member);
-            else if (invalid_sink)
-                record::write_annotated(*invalid_sink, record.bytes, outcome.has_annotations,
-                                        member);
-            else
-                ++dropped;
-        }
-    };
-
-    try {
-        run.run(states, steps, route);
-    } catch (const InputError&) {
-        output.flush();
-        throw;
+        write(outcome, record);
     }
+
+    // A valid delivery whose message id the store has seen is a replay.
+    void check_replay(Outcome& outcome, const run::InputRecord& record) {
+        auto& verdict = outcome.verdict;
+        auto claim = m_store->claim_nonce(
+            verdict_scheme_name(verdict), verdict.nonce, {outcome.now, *record.source, record.line},
+            m_options.nonce_window, nonce_keep_until(verdict, outcome.now, m_options.nonce_window));
+        if (claim.verdict == store::NonceVerdict::replay) {
+            verdict.valid = false;
+            ++m_replayed;
+            verdict.reason = fmt::format(
+                "replayed: this message was already delivered{}",
+                claim.first_seen ? " at " + format_rfc3339(*claim.first_seen) : std::string());
+        } else if (claim.verdict == store::NonceVerdict::same_record) {
+            ++m_already_verified;
+            verdict.reason += " (already verified in an earlier run)";
+        }
+        if (m_store->lost()) {
+            ++m_judged_in_process;
+            verdict.reason += " (replays judged within this run only: the store failed)";
+        }
+    }
+
+    void keep_verdict(const Outcome& outcome, const run::InputRecord& record) {
+        const auto& verdict = outcome.verdict;
+        auto& kept = m_kept_verdicts.emplace_back();
+        kept.source = *record.source;
+        kept.line = record.line;
+        kept.valid = verdict.valid;
+        kept.scheme = verdict_scheme_name(verdict);
+        kept.message_id = verdict.nonce;
+        kept.reason = verdict.reason;
+        kept.checked_at = outcome.now;
+        if (m_kept_verdicts.size() >= k_verdicts_per_save) save_kept();
+    }
+
+    void save_kept() {
+        if (m_kept_verdicts.empty()) return;
+        m_store->save_verdicts(m_kept_verdicts);
+        m_kept_verdicts.clear();
+    }
+
+    // Valid to the output; invalid to it too (--invalid keep), to --invalid
+    // FILE, or dropped.
+    void write(const Outcome& outcome, const run::InputRecord& record) {
+        if (outcome.verdict.valid) {
+            ++m_valid;
+            record::write_annotated(m_output, record.bytes, outcome.has_annotations, m_member);
+            return;
+        }
+        ++m_invalid;
+        if (m_options.invalid_routing == InvalidRouting::keep_in_output)
+            record::write_annotated(m_output, record.bytes, outcome.has_annotations, m_member);
+        else if (m_invalid_sink)
+            record::write_annotated(*m_invalid_sink, record.bytes, outcome.has_annotations,
+                                    m_member);
+        else
+            ++m_dropped;
+    }
+
     // Output first, then the nonces: a crash in between repeats a verdict on
     // rerun rather than losing a record.
-    output.flush();
-    if (invalid_sink) invalid_sink->flush();
-    run.flush_rejects();
-    if (idem_store) {
-        save_kept();
-        idem_store->commit();
-        idem_store->write_back();
+    void finish() {
+        m_output.flush();
+        if (m_invalid_sink) m_invalid_sink->flush();
+        m_run.flush_rejects();
+        if (m_store) {
+            save_kept();
+            m_store->commit();
+            m_store->write_back();
+        }
     }
 
-    RunResult result;
-    result.findings = invalid;
-    auto& summary = result.summary;
-    summary.command = "verify";
-    summary.counts = {{"in", run.records()}, {"valid", valid}, {"invalid", invalid}};
-    if (options.nonce == NonceCheck::on) {
-        summary.counts.emplace_back("replayed", replayed);
-        if (already_verified > 0) summary.counts.emplace_back("already_verified", already_verified);
-        if (judged_in_process > 0) summary.counts.emplace_back("degraded", judged_in_process);
+    RunResult summarize(std::chrono::steady_clock::time_point start) {
+        RunResult result;
+        result.findings = m_invalid;
+        auto& summary = result.summary;
+        summary.command = "verify";
+        summary.counts = {{"in", m_run.records()}, {"valid", m_valid}, {"invalid", m_invalid}};
+        if (m_options.nonce == NonceCheck::on) {
+            summary.counts.emplace_back("replayed", m_replayed);
+            if (m_already_verified > 0)
+                summary.counts.emplace_back("already_verified", m_already_verified);
+            if (m_judged_in_process > 0)
+                summary.counts.emplace_back("degraded", m_judged_in_process);
+        }
+        summary.counts.emplace_back("rejected", m_run.rejects().count());
+        if (m_options.explain) {
+            // Proven: a changed copy verified. Suspected: read off the
+            // delivery (truncated, decompressed). Unexplained: treat as forged.
+            summary.counts.emplace_back("explained", m_explained);
+            summary.counts.emplace_back("suspected", m_suspected);
+            summary.counts.emplace_back("unexplained", m_unexplained);
+            summary.parts_name = "cause";
+            for (const auto& [kind, count] : m_diagnoses)
+                summary.parts.push_back({kind, {{"deliveries", count}}, {}});
+        }
+        summary.counts.emplace_back("out", m_output.records_written());
+        if (m_invalid_sink)
+            summary.counts.emplace_back("invalid_file", m_invalid_sink->records_written());
+        if (m_options.invalid_routing == InvalidRouting::divert && !m_invalid_sink)
+            summary.counts.emplace_back("dropped", m_dropped);
+        const auto& config = m_options.config;
+        summary.facts.emplace_back("scheme", config.scheme == Scheme::provider
+                                                 ? config.providers.at(config.provider).name
+                                                 : std::string(scheme_name(config.scheme)));
+        summary.seconds = io::seconds_since(start);
+        return result;
     }
-    summary.counts.emplace_back("rejected", run.rejects().count());
-    if (options.explain) {
-        // Proven: a changed copy verified. Suspected: read off the delivery
-        // (truncated, decompressed). Unexplained: treat as forged.
-        summary.counts.emplace_back("explained", explained);
-        summary.counts.emplace_back("suspected", suspected);
-        summary.counts.emplace_back("unexplained", unexplained);
-        summary.parts_name = "cause";
-        for (const auto& [kind, count] : diagnoses)
-            summary.parts.push_back({kind, {{"deliveries", count}}, {}});
-    }
-    summary.counts.emplace_back("out", output.records_written());
-    if (invalid_sink) summary.counts.emplace_back("invalid_file", invalid_sink->records_written());
-    if (options.invalid_routing == InvalidRouting::divert && !invalid_sink)
-        summary.counts.emplace_back("dropped", dropped);
-    summary.facts.emplace_back("scheme",
-                               options.config.scheme == Scheme::provider
-                                   ? options.config.providers.at(options.config.provider).name
-                                   : std::string(scheme_name(options.config.scheme)));
-    summary.seconds = io::seconds_since(start);
-    return result;
+
+    const VerifyRunOptions& m_options;
+    io::Sink& m_output;
+    std::unique_ptr<io::Sink> m_reject_sink; // outlives the frame, which writes it
+    Run m_run;
+    std::unique_ptr<io::Sink> m_invalid_sink;
+    std::optional<VerifyStore> m_store; // --nonce, --keep-verdicts
+    std::vector<store::VerdictRecord> m_kept_verdicts;
+    std::string m_member;                             // the record's "verify" annotation, reused
+    std::map<std::string, std::uint64_t> m_diagnoses; // --explain: by kind
+    std::uint64_t m_explained = 0, m_suspected = 0, m_unexplained = 0;
+    std::uint64_t m_valid = 0, m_invalid = 0, m_dropped = 0, m_replayed = 0, m_already_verified = 0,
+                  m_judged_in_process = 0;
+};
+
+} // namespace
+
+RunResult run_verify(const VerifyRunOptions& options, io::Sink& output,
+                     io::Diagnostics& diagnostics) {
+    VerifyRun run(options, output, diagnostics);
+    return run.run();
 }
 
 } // namespace idem::verify

@@ -275,8 +275,7 @@ std::vector<std::size_t> RedisFingerprintClaims::settle_first_copies_met(
         std::vector<std::pair<std::size_t, std::string>> changed;
         std::vector<std::pair<std::size_t, std::size_t>> overflowing; // claim, met
         std::size_t r = 0;
-        for (std::size_t k = 0; k < settling.size(); ++k) {
-            auto n = settling[k];
+        for (auto n : settling) {
             auto i = met[n].first;
             const auto* reply = replies[r++].get();
             if (verdicts[n] == MetFirstCopy::repeat) {

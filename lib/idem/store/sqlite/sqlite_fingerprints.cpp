@@ -262,7 +262,8 @@ void SqliteFingerprintLog::catch_up(std::string_view scope, ScopeIndex& index) {
         for (std::size_t i = 0; i < rows.size(); ++i) {
             if (i + k_claims_prefetched_ahead < rows.size())
                 index.slots.prefetch(rows[i + k_claims_prefetched_ahead].second);
-            const auto& [seq, fingerprint] = rows[i];
+            auto seq = rows[i].first;
+            const auto& fingerprint = rows[i].second;
             auto place = index.slots.find(fingerprint, [&](sqlite3_int64 candidate) {
                 return is_first_copy_of(index, candidate, fingerprint);
             });
@@ -410,10 +411,20 @@ SqliteFingerprintLog::claim(std::string_view scope, ScopeIndex& index,
             result.first_line = static_cast<std::uint64_t>(head->line);
         }
     }
+    append_batch(scope, index, std::move(rows), std::move(changed));
+    return results;
+}
+
+// A claimed batch's rows and the first copies it changed, to the log: the
+// first copies go in with what their batch added to them, written by the
+// appender while the caller writes its output (the index and this
+// transaction's rows already hold the decisions).
+void SqliteFingerprintLog::append_batch(std::string_view scope, ScopeIndex& index,
+                                        std::vector<Row> rows, std::vector<sqlite3_int64> changed) {
     if (rows.empty() && changed.empty()) {
         std::lock_guard lock(m_spare_mutex);
         m_spare_rows.swap(rows);
-        return results;
+        return;
     }
     // First copies go in with what their batch added to them.
     for (auto& row : rows) {
@@ -448,7 +459,6 @@ SqliteFingerprintLog::claim(std::string_view scope, ScopeIndex& index,
         std::lock_guard lock(m_spare_mutex);
         m_spare_rows.swap(rows);
     });
-    return results;
 }
 
 void SqliteFingerprintLog::release(std::string_view, ScopeIndex& index,

@@ -191,6 +191,9 @@ public:
 
 private:
     struct Row; // a row to append
+    // A claimed batch's rows, and the first copies it changed, to the appender.
+    void append_batch(std::string_view scope, ScopeIndex& index, std::vector<Row> rows,
+                      std::vector<sqlite3_int64> changed);
     const FingerprintHead* head_at(ScopeIndex& index, sqlite3_int64 seq,
                                    const FingerprintBytes& fingerprint);
     FingerprintHead* read_head(ScopeIndex& index, sqlite3_int64 seq);

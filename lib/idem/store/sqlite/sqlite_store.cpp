@@ -44,9 +44,6 @@ constexpr std::string_view k_finished_input = "~finished_input";
 // Before a count's name in the same column (a role never starts with it).
 constexpr char k_count_mark = '#';
 
-// Claims are committed in batches: one fsync per batch, not per record.
-constexpr int k_claims_per_transaction = 4096;
-
 // A long run saves its fingerprint index at a commit when this many first
 // copies came since the last save, and this long ago (a run that ends saves
 // it at close).
