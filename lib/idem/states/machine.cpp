@@ -272,10 +272,10 @@ std::string learned_machine_yaml(const Observed& observed) {
     std::vector<std::string> final;
     for (const auto& [state, count] : observed.last_states) {
         const auto& last = state; // a lambda captures no structured binding in clang 14
-        bool leaves = std::any_of(
-            observed.transitions.begin(), observed.transitions.end(), [&](const auto& edge) {
-                return edge.first.first == last && edge.first.second != last;
-            });
+        bool leaves = std::any_of(observed.transitions.begin(), observed.transitions.end(),
+                                  [&](const auto& edge) {
+                                      return edge.first.first == last && edge.first.second != last;
+                                  });
         if (!leaves) final.push_back(state);
     }
     out += "final: " + list(final) + "  # last states that no transition left\ntransitions:\n";
