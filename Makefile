@@ -16,7 +16,7 @@ BUILD_PACKAGES := cmake g++ make pkg-config python3 jq bsdextrautils tzdata \
   doctest-dev libsimdjson-dev libcurl4-openssl-dev \
   libhiredis-dev libxxhash-dev libcctz-dev libyaml-cpp-dev libutf8proc-dev \
   zlib1g-dev libzstd-dev liblzma-dev libbz2-dev
-TEST_PACKAGES := redis-server redis-tools openssl clang-format time chromium sqlite3 \
+TEST_PACKAGES := redis-server redis-tools openssl clang-format clang-tidy time chromium sqlite3 \
   python3-redis python3-prometheus-client python3-yaml dpkg-dev groff-base man-db zsh fish \
   zstd xz-utils bzip2
 BENCH_PACKAGES := wrk
@@ -32,7 +32,7 @@ PREFIX     ?= /usr/local
 # the sanitizer build's ~10%. DEBUG_INFO=-g for a debugging session.
 DEBUG_INFO ?= -g1
 
-.PHONY: all deps test-deps bench-deps build test demo bench asan tsan format format-check clean install uninstall package
+.PHONY: all deps test-deps bench-deps build test demo bench asan tsan tidy format format-check clean install uninstall package
 
 all: build
 
@@ -125,6 +125,13 @@ tsan: test-deps
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target idem idem_unit_tests
 	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 	  ctest --output-on-failure -j $(JOBS) -R '$(TSAN_SUITES)'
+
+# clang-tidy with the checked-in .clang-tidy (every finding an error) over
+# the library, the command line (its unity batches) and the tools, on the
+# release build's compile database.
+tidy: test-deps build
+	run-clang-tidy -quiet -j $(JOBS) -p $(BUILD) '/(lib|cli|tools)/' 'idem_cli\.dir/Unity/' > $(BUILD)/tidy.log 2>&1 || \
+	  { grep -E -A3 'error:' $(BUILD)/tidy.log | head -100; echo "make tidy: findings above (all in $(BUILD)/tidy.log)"; exit 1; }
 
 format:
 	$(call install_missing,clang-format)

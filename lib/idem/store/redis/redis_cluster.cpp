@@ -1,4 +1,8 @@
 // Routing Redis commands over one node or a Redis Cluster (redis_cluster.hpp).
+// One file past ~700 lines, on purpose: the router's connections, its slot
+// map, redirects (MOVED, ASK, TRYAGAIN), retries and WAIT change together,
+// and their helpers and process-wide settings (credentials, the store
+// timeout) stay file-local; each role's commands are in redis_<role>.cpp.
 
 #include "idem/store/redis/redis_cluster.hpp"
 
