@@ -7,7 +7,9 @@
 #                                                 ONLY=REGEX: the commands to run
 #
 # Corpora are the other benchmarks' (generated on first use). Prints, per
-# command, the median seconds and peak RSS of each build and NEW/OLD.
+# command, whether both builds wrote the same bytes, then the median
+# seconds and peak RSS of each build and NEW/OLD; exits 1 when an output
+# differs.
 # Each build runs first in half of the rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -56,6 +58,31 @@ if [ -n "${ONLY:-}" ]; then
 fi
 SPOOL=$(mktemp -d /dev/shm/idem-ab.XXXXXX 2>/dev/null || mktemp -d "$OUT/ab.XXXXXX")
 trap 'rm -rf "$SPOOL"' EXIT
+
+# First what each build writes, byte for byte: stdout, and -o FILE where a
+# case has one. A refactor changes none of it; the summary on stderr is
+# left out (it holds the run's seconds).
+differ=0
+for entry in "${cases[@]}"; do
+    name=${entry%%|*}
+    args=${entry#*|}
+    for build in old new; do
+        binary=$OLD
+        [ "$build" = new ] && binary=$NEW
+        rm -f "$SPOOL"/ab.db* "$SPOOL"/ab.out
+        run=${args//@DB@/$SPOOL/ab.db}
+        run=${run//@OUT@/$SPOOL/ab.out}
+        # shellcheck disable=SC2086
+        "$binary" $run > "$SPOOL/$build.stdout" 2> /dev/null || true
+        [ -f "$SPOOL/ab.out" ] && cat "$SPOOL/ab.out" >> "$SPOOL/$build.stdout"
+    done
+    if cmp -s "$SPOOL/old.stdout" "$SPOOL/new.stdout"; then
+        echo "$name: the same output ($(wc -c < "$SPOOL/new.stdout") bytes)"
+    else
+        echo "$name: OUTPUT DIFFERS"
+        differ=1
+    fi
+done
 times="$OUT/compare-builds.tsv"
 : > "$times"
 for round in $(seq "$ROUNDS"); do
@@ -96,3 +123,4 @@ for name in names:
     print(f"{name:<18} {med['old'][0]:>7.2f} {med['new'][0]:>7.2f} {med['new'][0] / med['old'][0]:>8.2f}"
           f" {med['old'][1]:>8.0f} {med['new'][1]:>8.0f}")
 PY
+exit "$differ"

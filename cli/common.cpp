@@ -4,6 +4,7 @@
 
 #include "idem/io/metrics.hpp"
 #include "idem/io/sink.hpp"
+#include "idem/run/input_paths.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/crash_point.hpp"
 #include "idem/util/errors.hpp"
@@ -37,7 +38,11 @@ std::vector<std::pair<std::string, const CommonOptions*>>& registered_report_opt
 void add_common_options(CLI::App& command, CommonOptions& options) {
     command.add_option("inputs", options.inputs,
                        "NDJSON files to read ('-' or none: stdin), plain or gzip, zstd, xz, bzip2 "
-                       "compressed (told by their first bytes)");
+                       "compressed (told by their first bytes); a quoted pattern "
+                       "('captures/*.ndjson.gz') is expanded by idem, in name order");
+    command.add_flag("--recursive", options.recursive,
+                     "a directory among the inputs: read every file under it, in path order "
+                     "(names starting with '.' left out)");
     add_choice_option(command, "--input-format", options.input_format,
                       "ndjson (default) or har (HAR 1.2 export)",
                       {{"ndjson", run::InputFormat::ndjson},
@@ -157,7 +162,7 @@ void apply_store_timeout(const CommonOptions& options, std::chrono::milliseconds
 
 run::InputOptions input_options(const CommonOptions& options) {
     run::InputOptions input;
-    input.paths = options.inputs;
+    input.paths = run::expand_inputs(options.inputs, options.recursive);
     input.format = options.input_format;
     input.max_record_bytes = parse_byte_size(options.max_record_size);
     if (input.max_record_bytes == 0) throw UsageError("--max-record-size must be at least 1 byte");

@@ -22,6 +22,7 @@ namespace idem::cli {
 
 struct CommonOptions {
     std::vector<std::string> inputs;
+    bool recursive = false; // --recursive: directories among the inputs
     run::InputFormat input_format = run::InputFormat::ndjson;
     std::string max_record_size = "16MiB";
     std::string reject_path;

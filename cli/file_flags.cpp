@@ -1,6 +1,7 @@
 #include "file_flags.hpp"
 
 #include "idem/io/file_paths.hpp"
+#include "idem/run/input_paths.hpp"
 #include "idem/util/errors.hpp"
 
 #include <filesystem>
@@ -87,6 +88,7 @@ void check_file_flags(const CLI::App& app) {
     for (const auto* command : app.get_subcommands()) {
         std::vector<io::NamedPath> inputs;
         std::vector<io::NamedOutput> outputs;
+        const auto* recursive = command->get_option_no_throw("--recursive");
         for (const auto* option : command->get_options()) {
             if (option->count() == 0) continue;
             auto flag = option->get_positional() || option->get_lnames().empty()
@@ -101,6 +103,10 @@ void check_file_flags(const CLI::App& app) {
                     outputs.push_back({flag, file, io::OutputKind::any});
                 else if (entry->kind == FileFlag::replaced_output)
                     outputs.push_back({flag, file, io::OutputKind::regular_only});
+                else if (flag == "inputs") // directories and patterns as the files they name
+                    for (auto& named :
+                         run::expand_inputs({file}, recursive && recursive->count() > 0))
+                        inputs.push_back({flag, named});
                 else
                     inputs.push_back({flag, file});
             }

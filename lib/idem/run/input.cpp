@@ -43,10 +43,15 @@ std::optional<InputRecord> PositionTracker::finish_block(const InputBlock& block
 }
 
 namespace {
+// One input. A regular file is opened when the stream reaches it and
+// closed when it is done, so a run over thousands of files (a directory, a
+// glob) holds one descriptor; anything else (a FIFO, a device) stays open
+// from the start, since opening it twice would wait for a second writer.
 struct OpenInput {
     std::string name;
     int fd = -1;
-    UniqueFd owned; // fd, when it is a file the stream opened (not stdin)
+    UniqueFd owned;       // fd, when the stream opened it (not stdin)
+    bool regular = false; // a regular file, opened when reached
 };
 constexpr std::size_t k_record_block_bytes = 1 << 20;
 } // namespace
@@ -69,6 +74,8 @@ struct InputStream::Impl {
     bool block_finished = true;
 
     void load_har(const OpenInput& input, InputBlock& out);
+    void open(OpenInput& input);  // a regular file, when the stream reaches it
+    void close(OpenInput& input); // ... and when it is done
 };
 
 InputStream::InputStream(const InputOptions& options, io::OversizeHandler* oversize_handler)
@@ -84,8 +91,11 @@ InputStream::InputStream(const InputOptions& options, io::OversizeHandler* overs
         UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
         if (!fd.valid())
             throw InputError({path, 0, 0, 0}, fmt::format("cannot open: {}", std::strerror(errno)));
+        struct stat status {};
+        bool regular = ::fstat(fd.get(), &status) == 0 && S_ISREG(status.st_mode);
+        if (regular) fd.reset(); // opened again when the stream reaches it
         int raw = fd.get();
-        m_impl->inputs.push_back({path, raw, std::move(fd)});
+        m_impl->inputs.push_back({path, raw, std::move(fd), regular});
     }
 }
 
@@ -125,15 +135,32 @@ void InputStream::Impl::load_har(const OpenInput& input, InputBlock& out) {
     out.block.oversized_line_bytes = 0;
 }
 
+void InputStream::Impl::open(OpenInput& input) {
+    if (input.fd >= 0) return;
+    input.owned.reset(::open(input.name.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!input.owned.valid())
+        throw InputError({input.name, 0, 0, 0},
+                         fmt::format("cannot open: {}", std::strerror(errno)));
+    input.fd = input.owned.get();
+}
+
+void InputStream::Impl::close(OpenInput& input) {
+    if (!input.regular) return;
+    input.owned.reset();
+    input.fd = -1;
+}
+
 bool InputStream::next_block(InputBlock& out, std::size_t target_bytes) {
     auto& impl = *m_impl;
     while (impl.current < impl.inputs.size()) {
-        const auto& input = impl.inputs[impl.current];
+        auto& input = impl.inputs[impl.current];
+        impl.open(input);
         out.source = &input.name;
         out.starts_source = !impl.source_started;
         impl.source_started = true;
         if (impl.options.format == InputFormat::har) {
             impl.load_har(input, out);
+            impl.close(input);
             ++impl.current;
             impl.source_started = false;
             return true;
@@ -149,6 +176,7 @@ bool InputStream::next_block(InputBlock& out, std::size_t target_bytes) {
         impl.finished_bytes += impl.reader->bytes_read();
         impl.bytes_so_far.store(impl.finished_bytes, std::memory_order_relaxed);
         impl.reader.reset();
+        impl.close(input);
         impl.source_started = false;
         ++impl.current;
     }
@@ -194,7 +222,9 @@ std::optional<std::uint64_t> InputStream::total_bytes() const {
     std::uint64_t total = 0;
     for (const auto& input : m_impl->inputs) {
         struct stat status {};
-        if (::fstat(input.fd, &status) != 0 || !S_ISREG(status.st_mode)) return std::nullopt;
+        bool read = input.fd >= 0 ? ::fstat(input.fd, &status) == 0
+                                  : ::stat(input.name.c_str(), &status) == 0;
+        if (!read || !S_ISREG(status.st_mode)) return std::nullopt;
         total += static_cast<std::uint64_t>(status.st_size);
     }
     return total;
