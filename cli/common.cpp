@@ -3,6 +3,7 @@
 #include "app.hpp"
 
 #include "idem/io/metrics.hpp"
+#include "idem/io/progress.hpp"
 #include "idem/io/sink.hpp"
 #include "idem/run/input_paths.hpp"
 #include "idem/store/store.hpp"
@@ -325,15 +326,15 @@ void StderrDiagnostics::warning(const SourcePosition& where, std::string_view me
                      escape_for_terminal(message));
 }
 
-void StderrDiagnostics::progress(std::uint64_t records, std::uint64_t bytes) {
+// At most four times a second: a terminal redrawn faster only flickers.
+void StderrDiagnostics::progress(std::uint64_t records, std::uint64_t bytes,
+                                 std::optional<std::uint64_t> total_bytes) {
     if (m_quiet || !m_terminal) return;
     auto now = std::chrono::steady_clock::now();
-    if (now - m_last_progress < std::chrono::seconds(1)) return;
+    if (now - m_last_progress < std::chrono::milliseconds(250)) return;
     m_last_progress = now;
     m_progress_shown = true;
-    double seconds = std::chrono::duration<double>(now - m_start).count();
-    print_stderr("\r\033[Kidem: {} records, {} read, {:.0f} records/s", records,
-                 format_bytes(bytes), static_cast<double>(records) / seconds);
+    print_stderr("\r\033[K{}", io::progress_line(records, bytes, total_bytes, now - m_start));
 }
 
 idem::Duration positive_duration(std::string_view flag, std::string_view text) {

@@ -149,7 +149,8 @@ public:
     explicit StderrDiagnostics(bool quiet, RejectFlag reject_flag = RejectFlag::offered);
     ~StderrDiagnostics() override;
     void warning(const SourcePosition& where, std::string_view message) override;
-    void progress(std::uint64_t records, std::uint64_t bytes) override;
+    void progress(std::uint64_t records, std::uint64_t bytes,
+                  std::optional<std::uint64_t> total_bytes) override;
     // Says how many warnings were not shown (once; before the summary).
     void report_hidden();
 

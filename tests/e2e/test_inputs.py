@@ -114,5 +114,62 @@ class ManyInputs(unittest.TestCase):
         self.assertEqual(summary_of(process.stderr)["duplicates"], 500)
 
 
+def stderr_on_terminal(args):
+    """idem with stderr on a pseudo-terminal, where progress is shown;
+    returns (exit code, what it wrote there)."""
+    import pty
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([IDEM] + args, stdout=subprocess.DEVNULL, stderr=follower)
+    os.close(follower)
+    written = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        written += chunk
+    os.close(leader)
+    return process.wait(timeout=120), written.decode("utf-8", "replace")
+
+
+class Progress(unittest.TestCase):
+    """On a terminal a long run shows records, the share of the inputs read
+    (a compressed one by its compressed bytes) and an ETA, at most four
+    times a second, and erases the line at the end; never in a pipe, or
+    with -q."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.log = os.path.join(self.tmp.name, "day.ndjson.gz")
+        events = [{"key": f"k{n % 50000}", "n": n, "ts": f"2026-11-30T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:"
+                   f"{n % 60:02d}Z", "pad": "x" * 40} for n in range(400000)]
+        with open(self.log, "wb") as f:
+            f.write(gzip.compress(lines(events), compresslevel=1))
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_a_long_run_shows_its_share_and_an_eta_then_erases_them(self):
+        code, written = stderr_on_terminal(["audit", "--key", "key", "--time-field", "ts", "--threads", "1",
+                                            "--format", "json", self.log])
+        self.assertIn(code, (0, 1), written)
+        shown = [part for part in written.split("\r\x1b[K") if part.startswith("idem: ")]
+        self.assertTrue(shown, written)
+        self.assertRegex(shown[0], r"^idem: \d+ records, [\d.]+ [KMG]?i?B of [\d.]+ [KMG]?i?B \(\d+%\), "
+                                   r"\d+ records/s, ETA \S+$")
+        self.assertTrue(written.endswith("\r\x1b[K") or "\r\x1b[K" in written[-200:], written[-200:])
+        self.assertLessEqual(len(shown), 4 * 60)
+
+    def test_never_in_a_pipe_or_with_quiet(self):
+        code, _, err = run(["audit", "--key", "key", "--threads", "1", "--format", "json", self.log])
+        self.assertNotIn("ETA", err)
+        self.assertNotIn("\r", err)
+        code, written = stderr_on_terminal(["audit", "-q", "--key", "key", "--threads", "1", "--format", "json",
+                                            self.log])
+        self.assertNotIn("ETA", written)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -6,6 +6,7 @@
 #include "idem/util/errors.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace idem::io {
@@ -14,10 +15,14 @@ class Diagnostics {
 public:
     virtual ~Diagnostics() = default;
     virtual void warning(const SourcePosition& where, std::string_view message) = 0;
-    // Called every few thousand records with running totals.
-    virtual void progress(std::uint64_t records, std::uint64_t bytes) {
+    // Called every few thousand records with running totals; `total_bytes`
+    // is the inputs' size when every one is a regular file (a compressed
+    // one by its compressed size, as `bytes` counts it).
+    virtual void progress(std::uint64_t records, std::uint64_t bytes,
+                          std::optional<std::uint64_t> total_bytes) {
         (void)records;
         (void)bytes;
+        (void)total_bytes;
     }
 };
 

@@ -96,7 +96,7 @@ public:
     void notice(const std::string& message) { warn("listen", message); }
     void show_progress() {
         std::lock_guard lock(m_diagnostics_mutex);
-        m_diagnostics.progress(m_counters.requests, m_counters.captured_bytes);
+        m_diagnostics.progress(m_counters.requests, m_counters.captured_bytes, std::nullopt);
     }
     [[nodiscard]] const Counters& counters() const { return m_counters; }
     // The endpoint's answer to a scrape.

@@ -377,7 +377,7 @@ void Replayer::collect(Duration wait) {
         judge(id, std::move(result));
     }
     m_diagnostics.progress(m_counts.completed + m_counts.failed + m_counts.skipped,
-                           m_reader.bytes_read());
+                           m_reader.bytes_read(), std::nullopt);
 }
 
 void Replayer::commit_if_due(bool force) {

@@ -16,7 +16,11 @@ void RecordRunFrame::flush_rejects() {
 }
 
 void RecordRunFrame::report_progress() {
-    m_diagnostics.progress(m_records, m_input->bytes_read());
+    if (!m_total_bytes_known) {
+        m_total_bytes = m_input->total_bytes();
+        m_total_bytes_known = true;
+    }
+    m_diagnostics.progress(m_records, m_input->bytes_read(), m_total_bytes);
 }
 
 void RecordRunFrame::reject_too_long(InputRecord& record) {

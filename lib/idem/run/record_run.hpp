@@ -141,6 +141,8 @@ protected:
     std::chrono::milliseconds m_idle_interval;
     record::PathCensus m_census;
     std::uint64_t m_crash_at_record = crash_record(); // a test's crash point (IDEM_CRASH_AT)
+    std::optional<std::uint64_t> m_total_bytes;       // the inputs' size, for progress
+    bool m_total_bytes_known = false;                 // ... asked once, at the first report
 
 private:
     io::Sink* m_rejects_to = nullptr;
