@@ -397,8 +397,13 @@ def received_some(target, replay, count=20, seconds=60):
 
 def ledger_rows(store):
     """key -> (state, attempts) from a SQLite ledger (state 0 in progress, 1 completed, 2 failed)."""
-    out = subprocess.run(["sqlite3", "-separator", " ", store, "SELECT key, state, attempts FROM replay_ledger"],
-                         capture_output=True, text=True, check=True).stdout
+    # A busy timeout: a connection that has just gone (the test's locker, the
+    # replay) may still be checkpointing the WAL, and a read then waits
+    # instead of failing with "database is locked".
+    result = subprocess.run(["sqlite3", "-cmd", ".timeout 5000", "-separator", " ", store,
+                             "SELECT key, state, attempts FROM replay_ledger"], capture_output=True, text=True)
+    assert result.returncode == 0, f"sqlite3 on {store}: {result.stderr}"
+    out = result.stdout
     rows = {}
     for line in out.splitlines():
         key, state, attempts = line.rsplit(" ", 2)
