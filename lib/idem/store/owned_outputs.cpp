@@ -187,21 +187,25 @@ void OwnedOutputs::finish(CheckpointStore& store, std::uint64_t records_done,
 
 void OwnedOutputs::commit(Store* store, std::uint64_t records_done, const RunCounts& counts,
                           const std::function<void()>& save_state) {
-    flush();
-    if (store == nullptr) return;
-    if (save_state) save_state();
-    checkpoint(store->checkpoints(), records_done, counts);
-    reach_commit();
-    store->commit();
+    commit_in_order(store, records_done, counts, save_state, false);
 }
 
 void OwnedOutputs::commit_finished(Store* store, std::uint64_t records_done,
                                    const RunCounts& counts,
                                    const std::function<void()>& save_state) {
+    commit_in_order(store, records_done, counts, save_state, true);
+}
+
+void OwnedOutputs::commit_in_order(Store* store, std::uint64_t records_done,
+                                   const RunCounts& counts, const std::function<void()>& save_state,
+                                   bool finished) {
     flush();
     if (store == nullptr) return;
     if (save_state) save_state();
-    finish(store->checkpoints(), records_done, counts);
+    if (finished)
+        finish(store->checkpoints(), records_done, counts);
+    else
+        checkpoint(store->checkpoints(), records_done, counts);
     reach_commit();
     store->commit();
 }

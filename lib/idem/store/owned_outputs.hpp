@@ -128,6 +128,8 @@ public:
     void add_carried(RunCounts& counts) const;
 
 private:
+    void commit_in_order(Store* store, std::uint64_t records_done, const RunCounts& counts,
+                         const std::function<void()>& save_state, bool finished);
     [[nodiscard]] Checkpoint synced(std::uint64_t records_done, const RunCounts& counts);
 
     // Held while the run owns -o FILE (flock on the file itself).
