@@ -20,6 +20,22 @@ GH = "gh-demo-secret"  # the samples' GitHub secret
 SECRET = "whsec_listen_test"  # what listen and replay tests sign with
 
 
+def read_until_closed(leader):
+    """Everything written to a pseudo-terminal until its last writer is
+    gone (read from its leader side, which this closes)."""
+    written = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the follower side was closed
+            break
+        if not chunk:
+            break
+        written += chunk
+    os.close(leader)
+    return written
+
+
 def run(args, stdin=None, env=None):
     """Runs idem with `args`; returns (exit code, stdout bytes, stderr text)."""
     full_env = dict(os.environ)

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import IDEM, run, summary_of
+from harness import IDEM, read_until_closed, run, summary_of
 
 EVENTS = [{"id": f"evt_{n % 300}", "n": n} for n in range(900)]
 
@@ -121,16 +121,7 @@ def stderr_on_terminal(args):
     leader, follower = pty.openpty()
     process = subprocess.Popen([IDEM] + args, stdout=subprocess.DEVNULL, stderr=follower)
     os.close(follower)
-    written = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        written += chunk
-    os.close(leader)
+    written = read_until_closed(leader)
     return process.wait(timeout=120), written.decode("utf-8", "replace")
 
 

@@ -97,7 +97,7 @@ def run_on_terminal(args, columns=None, env=None):
     import struct
     import subprocess
     import termios
-    from harness import IDEM
+    from harness import IDEM, read_until_closed
     leader, follower = pty.openpty()
     if columns:
         fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
@@ -109,16 +109,7 @@ def run_on_terminal(args, columns=None, env=None):
             full_env[name] = value
     process = subprocess.Popen([IDEM] + args, stdout=follower, stderr=subprocess.PIPE, env=full_env)
     os.close(follower)
-    printed = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        printed += chunk
-    os.close(leader)
+    printed = read_until_closed(leader)
     err = process.communicate(timeout=60)[1].decode("utf-8", "replace")
     return process.returncode, printed.replace(b"\r\n", b"\n"), err
 
