@@ -371,13 +371,4 @@ void set_crash_point_from(std::string_view text) {
             fmt::format("IDEM_CRASH_AT {}: record:N or commit:N, N above 0", quote(text)));
 }
 
-idem::Duration clock_offset(std::string_view text) {
-    if (text.starts_with('+') || text.starts_with('-')) {
-        auto offset = parse_duration(text.substr(1));
-        return text.front() == '-' ? -offset : offset;
-    }
-    auto at = parse_timestamp_flag("IDEM_NOW", text);
-    return at - std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
-}
-
 } // namespace idem::cli

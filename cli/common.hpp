@@ -172,10 +172,6 @@ private:
 // Reads an environment variable for a flag (the library never does).
 [[nodiscard]] std::string require_env(const std::string& name, const std::string& flag);
 
-// IDEM_NOW's value as an offset from the system clock: "+2s", "-1h", or an
-// instant (RFC 3339 or epoch seconds) from which the clock runs on.
-// Throws UsageError.
-[[nodiscard]] idem::Duration clock_offset(std::string_view text);
 // IDEM_CRASH_AT's "record:N" or "commit:K" (util/crash_point.hpp); throws
 // UsageError for anything else.
 void set_crash_point_from(std::string_view text);

@@ -98,10 +98,14 @@ int main(int argc, char** argv) {
     }
     // A clock for tests (docs/architecture.md, "Time"): IDEM_NOW=+2s runs
     // every "now" two seconds ahead, IDEM_NOW=2026-12-01T00:00:00Z from that
-    // instant on; not a flag, so no user meets it by accident.
+    // instant on, IDEM_NOW=@FILE by what FILE says whenever it changes; not
+    // a flag, so no user meets it by accident.
     if (const char* now = std::getenv("IDEM_NOW"); now && *now) {
         try {
-            idem::set_clock_offset(idem::cli::clock_offset(now));
+            if (*now == '@')
+                idem::set_clock_file(now + 1);
+            else
+                idem::set_clock_offset(idem::parse_clock_offset(now));
         } catch (const idem::Error& error) {
             print_error(error.what());
             return 2;

@@ -10,6 +10,31 @@ import subprocess
 from test_cli import IDEM
 
 
+class FakeClock:
+    """A clock the test moves while idem runs (IDEM_NOW=@FILE,
+    docs/architecture.md "Time"): every deadline of the process reads it, so
+    a test passes an idle grace or a header timeout without sleeping."""
+
+    def __init__(self, directory):
+        self.path = os.path.join(directory, "clock")
+        self.offset_ms = 0
+        self._write()
+
+    def env(self):
+        return {"IDEM_NOW": "@" + self.path}
+
+    def advance(self, seconds):
+        self.offset_ms += int(seconds * 1000)
+        self._write()
+
+    def _write(self):
+        # Whole or not at all: the process reads the file when it changes.
+        staged = self.path + ".new"
+        with open(staged, "w") as out:
+            out.write(f"+{self.offset_ms}ms\n")
+        os.replace(staged, self.path)
+
+
 class Listener:
     def __init__(self, process, port, capture):
         self.process = process
@@ -48,10 +73,12 @@ class Listener:
 
 
 @contextlib.contextmanager
-def listening(directory, args=(), name="capture.ndjson", preexec_fn=None):
+def listening(directory, args=(), name="capture.ndjson", preexec_fn=None, clock=None):
     capture = os.path.join(directory, name)
+    env = {**os.environ, **clock.env()} if clock else None
     process = subprocess.Popen([IDEM, "listen", "--port", "0", "-o", capture, "--summary", "json", *args],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=preexec_fn)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=preexec_fn,
+                               env=env)
     first = process.stderr.readline().decode()
     metrics_port = None
     if "metrics at http://" in first:  # --metrics-listen: said before the capture's line

@@ -31,7 +31,7 @@ void HttpServer::Impl::watch(Connection& connection, std::uint32_t events) {
 
 void HttpServer::Impl::mark_idle(Connection& connection) {
     if (connection.idle_position) return;
-    connection.idle_since = Clock::now();
+    connection.idle_since = server_now();
     connection.idle_position = idle_order.insert(idle_order.end(), connection.id);
 }
 
@@ -48,7 +48,7 @@ bool HttpServer::Impl::evict_idle() {
         idle_order.pop_front();
         return true;
     }
-    if (Clock::now() - found->second->idle_since < k_min_idle_before_eviction) return false;
+    if (server_now() - found->second->idle_since < k_min_idle_before_eviction) return false;
     close_connection(*found->second);
     return true;
 }
@@ -65,13 +65,13 @@ bool HttpServer::Impl::evict_slowest_head() {
         if (connection->state == Connection::State::head && connection->request_begun &&
             (!slowest || connection->head_since < slowest->head_since))
             slowest = connection.get();
-    if (!slowest || Clock::now() - slowest->head_since < k_min_slow_head) return false;
+    if (!slowest || server_now() - slowest->head_since < k_min_slow_head) return false;
     close_connection(*slowest);
     return true;
 }
 
 void HttpServer::Impl::notice(const std::string& message) {
-    auto now = Clock::now();
+    auto now = server_now();
     if (last_notice && now - *last_notice < k_notice_interval) return;
     last_notice = now;
     if (callbacks && callbacks->notice) callbacks->notice(message);
@@ -99,7 +99,7 @@ void HttpServer::Impl::accept_all() {
             notice(fmt::format("cannot accept connections: {}; pausing for {} ms",
                                std::strerror(error), k_accept_backoff.count()));
             ::epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, listen_fd.get(), nullptr);
-            accept_paused_until = Clock::now() + k_accept_backoff;
+            accept_paused_until = server_now() + k_accept_backoff;
             return;
         }
         return;
@@ -127,7 +127,7 @@ void HttpServer::Impl::admit(UniqueFd socket, std::string remote) {
     connection->socket = std::move(socket);
     connection->fd = fd;
     connection->remote = std::move(remote);
-    connection->deadline = Clock::now() + limits.idle_timeout;
+    connection->deadline = server_now() + limits.idle_timeout;
     auto& added = *connection;
     connections.emplace(added.id, std::move(connection));
     watch(added, EPOLLIN | EPOLLRDHUP);
@@ -187,7 +187,7 @@ bool HttpServer::Impl::read_head(Connection& connection) {
         // A request has begun: from its first byte the head has --header-timeout.
         connection.request_begun = true;
         mark_busy(connection);
-        connection.head_since = Clock::now();
+        connection.head_since = server_now();
         connection.deadline = connection.head_since + limits.header_timeout;
         connection.request.received_at = now_utc();
     }
@@ -240,7 +240,7 @@ bool HttpServer::Impl::read_head(Connection& connection) {
             ::send(connection.fd, k_continue.data(), k_continue.size(), MSG_NOSIGNAL);
     }
     connection.state = Connection::State::body;
-    connection.deadline = Clock::now() + limits.idle_timeout;
+    connection.deadline = server_now() + limits.idle_timeout;
     return true;
 }
 
@@ -336,7 +336,7 @@ void HttpServer::Impl::answer(Connection& connection, const Response& response, 
     connection.out_sent = 0;
     connection.close_after_write = !keep_alive;
     connection.state = Connection::State::writing;
-    connection.deadline = Clock::now() + limits.idle_timeout;
+    connection.deadline = server_now() + limits.idle_timeout;
     mark_busy(connection);
     flush(connection);
 }
@@ -367,7 +367,7 @@ void HttpServer::Impl::flush(Connection& connection) {
     connection.request_begun = false;
     connection.parsed = HeadParse{};
     connection.chunked.reset();
-    connection.deadline = Clock::now() + limits.idle_timeout;
+    connection.deadline = server_now() + limits.idle_timeout;
     watch(connection, EPOLLIN | EPOLLRDHUP);
     if (connection.in.empty()) {
         mark_idle(connection);
@@ -377,7 +377,7 @@ void HttpServer::Impl::flush(Connection& connection) {
 }
 
 void HttpServer::Impl::check_deadlines() {
-    auto now = Clock::now();
+    auto now = server_now();
     std::vector<std::uint64_t> expired;
     for (const auto& [id, connection] : connections)
         if (connection->state != Connection::State::handling && now >= connection->deadline)

@@ -154,7 +154,7 @@ void HttpServer::serve(const ServerCallbacks& callbacks, const std::atomic<bool>
     wake_event.data.u64 = k_wake_tag;
     ::epoll_ctl(impl.epoll_fd.get(), EPOLL_CTL_ADD, impl.wake_fd.get(), &wake_event);
 
-    auto last_tick = Clock::now();
+    auto last_tick = server_now();
     std::vector<epoll_event> events(512);
     while (true) {
         if (stop.load() && !impl.stopping) {
@@ -203,7 +203,7 @@ void HttpServer::serve(const ServerCallbacks& callbacks, const std::atomic<bool>
             }
             impl.on_readable(connection);
         }
-        auto now = Clock::now();
+        auto now = server_now();
         if (impl.accept_paused_until && now >= *impl.accept_paused_until && !impl.stopping) {
             impl.accept_paused_until.reset();
             ::epoll_ctl(impl.epoll_fd.get(), EPOLL_CTL_ADD, impl.listen_fd.get(), &listen_event);

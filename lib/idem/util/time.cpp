@@ -1,6 +1,10 @@
 #include "idem/util/time.hpp"
 
 #include <atomic>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <sys/stat.h>
 
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
@@ -313,15 +317,89 @@ void append_rfc3339(std::string& out, Timestamp at) {
 namespace {
 // Read on every thread that asks the time; set once, before any runs.
 std::atomic<Duration::rep> g_clock_offset{0};
+
+// IDEM_NOW=@FILE: the offset is FILE's text, read again whenever the file
+// changes (its inode, size or modification time), so a test moves a running
+// process's clock by replacing the file. Off, the clock costs one relaxed
+// load more.
+struct ClockFile {
+    std::mutex mutex;
+    std::string path;
+    struct Version {
+        ino_t inode = 0;
+        off_t size = -1;
+        std::int64_t modified_ns = 0;
+        bool operator==(const Version&) const = default;
+    } seen;
+};
+std::atomic<bool> g_clock_file_on{false};
+
+ClockFile& clock_file() {
+    static ClockFile file;
+    return file;
+}
+
+// A file that cannot be read or parsed leaves the offset as it was: a test
+// replaces the file whole (rename), so a half-written one is never seen.
+void reread_clock_file() {
+    auto& file = clock_file();
+    std::lock_guard lock(file.mutex);
+    struct stat status {};
+    if (::stat(file.path.c_str(), &status) != 0) return;
+    ClockFile::Version version{status.st_ino, status.st_size,
+                               static_cast<std::int64_t>(status.st_mtim.tv_sec) * 1'000'000'000 +
+                                   status.st_mtim.tv_nsec};
+    if (version == file.seen) return;
+    std::ifstream in(file.path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+        set_clock_offset(parse_clock_offset(trim(text)));
+        file.seen = version;
+    } catch (const Error&) {
+    }
+}
+
+Duration clock_offset() {
+    if (g_clock_file_on.load(std::memory_order_acquire)) reread_clock_file();
+    return Duration(g_clock_offset.load(std::memory_order_relaxed));
+}
 } // namespace
 
 Timestamp now_utc() {
     return std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now()) +
-           Duration(g_clock_offset.load(std::memory_order_relaxed));
+           clock_offset();
+}
+
+std::chrono::steady_clock::time_point steady_now() {
+    return std::chrono::steady_clock::now() + clock_offset();
 }
 
 void set_clock_offset(Duration offset) {
     g_clock_offset.store(offset.count(), std::memory_order_relaxed);
+}
+
+Duration parse_clock_offset(std::string_view text) {
+    if (text.starts_with('+') || text.starts_with('-')) {
+        auto offset = parse_duration(text.substr(1));
+        return text.front() == '-' ? -offset : offset;
+    }
+    auto at = parse_timestamp_flag("IDEM_NOW", text);
+    return at - std::chrono::time_point_cast<Duration>(std::chrono::system_clock::now());
+}
+
+void set_clock_file(std::string path) {
+    if (path.empty()) {
+        g_clock_file_on.store(false, std::memory_order_release);
+        return;
+    }
+    {
+        auto& file = clock_file();
+        std::lock_guard lock(file.mutex);
+        file.path = std::move(path);
+        file.seen = {};
+    }
+    g_clock_file_on.store(true, std::memory_order_release);
+    reread_clock_file();
 }
 
 Duration round_up_to_written_duration(Duration at_least) {

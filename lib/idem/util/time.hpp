@@ -47,12 +47,22 @@ void append_rfc3339(std::string& out, Timestamp at);
 // "5m", "1h30m", "300ms", "2d3h": the shortest exact spelling.
 [[nodiscard]] std::string format_duration(Duration duration);
 
-// The clock every "now" of the library reads: the system clock, shifted by
-// set_clock_offset(). A shifted clock still runs, so what a TTL, a lease or
-// a store's expiry sees moves as it would; tests move it instead of
-// sleeping (the CLI sets it from IDEM_NOW, docs/architecture.md).
+// The clocks every "now" of the library reads: the system clock (times that
+// are written down: TTLs, leases, a store's expiry) and the steady clock
+// (intervals inside a run: a server's deadlines), both shifted by one
+// offset. A shifted clock still runs, so what a TTL or a deadline sees moves
+// as it would; tests move it instead of sleeping (the CLI sets it from
+// IDEM_NOW, docs/architecture.md "Time").
 [[nodiscard]] Timestamp now_utc();
+[[nodiscard]] std::chrono::steady_clock::time_point steady_now();
 void set_clock_offset(Duration offset);
+// "+2s", "-1h", or an instant (RFC 3339 or epoch seconds) from which the
+// clock runs on. Throws UsageError.
+[[nodiscard]] Duration parse_clock_offset(std::string_view text);
+// The offset is the text of the file at `path` (parse_clock_offset's forms),
+// read again each time the file changes, so a test moves the clock of a
+// process that is running. An empty path stops reading it (the offset stays).
+void set_clock_file(std::string path);
 
 // A duration people would write, at least `at_least`: 1s, 5s, 10s, 30s, 1m,
 // 2m, 5m, 10m, 15m, 30m, 1h, 2h, 6h, 12h, 24h, 48h, 72h, 7d, then whole days.

@@ -4,6 +4,10 @@
 #include "idem/util/time.hpp"
 
 #include <doctest/doctest.h>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
 
 using namespace idem;
 using namespace std::chrono;
@@ -47,6 +51,33 @@ TEST_CASE("timestamps: RFC 3339 with any offset, and epoch units told apart by m
     CHECK_FALSE(parse_timestamp("2026-13-01T00:00:00Z"));
     CHECK_FALSE(parse_timestamp("2026-11-30 08:00"));
     CHECK_FALSE(parse_timestamp("yesterday"));
+}
+
+TEST_CASE("the clock follows its file: a changed file moves both clocks, a bad one leaves them") {
+    auto path =
+        (std::filesystem::temp_directory_path() / ("idem-clock-" + std::to_string(::getpid())))
+            .string();
+    auto write = [&](const std::string& text) {
+        auto staged = path + ".new";
+        std::ofstream(staged) << text;
+        std::filesystem::rename(staged, path);
+    };
+    write("+0s\n");
+    set_clock_file(path);
+    auto wall = now_utc();
+    auto steady = steady_now();
+    write("+1h\n");
+    CHECK(now_utc() - wall >= hours(1));
+    CHECK(now_utc() - wall < hours(1) + minutes(1));
+    CHECK(steady_now() - steady >= hours(1));
+    write("not a clock");
+    CHECK(now_utc() - wall >= hours(1));
+    write("-1h");
+    CHECK(now_utc() < wall);
+    set_clock_file("");
+    set_clock_offset(Duration(0));
+    CHECK(now_utc() - wall < minutes(1));
+    std::filesystem::remove(path);
 }
 
 TEST_CASE("hex and base64, both alphabets") {

@@ -4,6 +4,7 @@
 // answers and closes connections (http_connections.cpp).
 
 #include "idem/net/http_server.hpp"
+#include "idem/util/time.hpp"
 #include "idem/util/unique_fd.hpp"
 
 #include <arpa/inet.h>
@@ -26,6 +27,11 @@
 namespace idem::net::detail {
 
 using Clock = std::chrono::steady_clock;
+// Every deadline of the server reads this clock, which IDEM_NOW moves in
+// tests (docs/architecture.md, "Time").
+inline Clock::time_point server_now() {
+    return steady_now();
+}
 
 // How often deadlines, the stop flag and the tick callback are looked at.
 constexpr auto k_tick_interval = std::chrono::milliseconds(50);
