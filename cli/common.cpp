@@ -296,7 +296,7 @@ int finish_run(const CommonOptions& options, StderrDiagnostics& diagnostics,
 
 StderrDiagnostics::StderrDiagnostics(bool quiet, RejectFlag reject_flag)
     : m_quiet(quiet), m_reject_flag(reject_flag), m_terminal(::isatty(STDERR_FILENO) == 1),
-      m_start(std::chrono::steady_clock::now()), m_last_progress(m_start) {}
+      m_start(std::chrono::steady_clock::now()) {}
 
 StderrDiagnostics::~StderrDiagnostics() {
     report_hidden(); // clears the progress line too
@@ -326,13 +326,11 @@ void StderrDiagnostics::warning(const SourcePosition& where, std::string_view me
                      escape_for_terminal(message));
 }
 
-// At most four times a second: a terminal redrawn faster only flickers.
 void StderrDiagnostics::progress(std::uint64_t records, std::uint64_t bytes,
                                  std::optional<std::uint64_t> total_bytes) {
     if (m_quiet || !m_terminal) return;
     auto now = std::chrono::steady_clock::now();
-    if (now - m_last_progress < std::chrono::milliseconds(250)) return;
-    m_last_progress = now;
+    if (!m_progress_pacer.due(now)) return;
     m_progress_shown = true;
     print_stderr("\r\033[K{}", io::progress_line(records, bytes, total_bytes, now - m_start));
 }

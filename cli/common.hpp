@@ -3,6 +3,7 @@
 // summary, and the stderr diagnostics a person sees.
 
 #include "idem/io/diagnostics.hpp"
+#include "idem/io/progress.hpp"
 #include "idem/io/summary.hpp"
 #include "idem/run/input.hpp"
 #include "idem/run/rejects.hpp"
@@ -162,7 +163,7 @@ private:
     bool m_progress_shown = false;
     bool m_hidden_reported = false;
     std::chrono::steady_clock::time_point m_start;
-    std::chrono::steady_clock::time_point m_last_progress;
+    io::ProgressPacer m_progress_pacer;
 };
 
 // A duration a flag gives that must be longer than 0. Throws UsageError

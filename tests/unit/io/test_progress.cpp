@@ -25,3 +25,14 @@ TEST_CASE("read past the size it had when the run began (a growing file): 100%, 
     CHECK(line.find("(100%)") != std::string::npos);
     CHECK(line.find("ETA 0s") != std::string::npos);
 }
+
+TEST_CASE("the first report draws the line, however soon it comes; then at most one per interval") {
+    io::ProgressPacer pacer(250ms);
+    io::ProgressPacer::Clock::time_point start{};
+    CHECK(pacer.due(start + 10ms));
+    CHECK_FALSE(pacer.due(start + 100ms));
+    CHECK_FALSE(pacer.due(start + 259ms));
+    CHECK(pacer.due(start + 260ms));
+    CHECK_FALSE(pacer.due(start + 300ms));
+    CHECK(pacer.due(start + 2s));
+}
