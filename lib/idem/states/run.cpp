@@ -3,6 +3,7 @@
 #include "idem/states/run.hpp"
 
 #include "idem/states/detail/in_order.hpp"
+#include "idem/states/detail/saved_entities.hpp"
 #include "idem/states/detail/worker.hpp"
 
 #include "idem/order/order_key.hpp"
@@ -12,9 +13,7 @@
 #include "idem/run/record_run.hpp"
 #include "idem/states/report.hpp"
 #include "idem/store/checkpoints.hpp"
-#include "idem/store/entity_states.hpp"
 #include "idem/store/owned_outputs.hpp"
-#include "idem/store/sequencer_state.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/key_index.hpp"
@@ -24,16 +23,12 @@
 
 #include <cstring>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
-#include <unordered_set>
 
 namespace idem::states {
 
 namespace {
 
 using detail::BlockResult;
-using detail::decode_state;
-using detail::encode_state;
 using detail::Outcome;
 using detail::Packed;
 using detail::put_number;
@@ -56,7 +51,8 @@ constexpr std::size_t k_entities_with_evidence = 100'000;
 // share the run's counters, outputs and evidence. What each of those is
 // lives apart: the worker (worker.cpp), the checker (checker.cpp), the
 // sequencer (order/), the in-order fast path (detail/in_order.hpp), the
-// packing (packed.cpp) and the report (report.cpp).
+// entities in the store (saved_entities.cpp), the packing (packed.cpp) and
+// the report (report.cpp).
 class StatesRun final : public order::SequencerEvents {
 public:
     StatesRun(const StatesRunOptions& options, io::Sink& standard_output,
@@ -91,9 +87,11 @@ public:
             m_sequencer.emplace(sequencer, *this);
             m_in_order.emplace(*m_sequencer, m_persistent);
         }
-        m_sequencer_scope = "states " + options.scope;
         if (m_persistent) {
-            load_meta();
+            m_saved.emplace(*m_store, options.scope, "states " + options.scope, m_checker,
+                            m_sequencer ? &*m_sequencer : nullptr,
+                            m_in_order ? &*m_in_order : nullptr);
+            m_progress = m_saved->load_progress();
             if (m_sequencer) restore_held();
         }
     }
@@ -120,7 +118,7 @@ public:
         steps.prepare = [&](const run::InputBlock&, BlockResult& result) {
             m_block = &result;
             m_block_now = now_utc();
-            if (m_persistent) load_unknown(result);
+            if (m_saved) m_saved->load_unmet(result);
         };
         auto route = [&](Outcome& outcome, run::InputRecord& record, std::size_t index) {
             look_ahead(index);
@@ -138,9 +136,10 @@ public:
         // Stuck entities are reported once at the end of an input. A rerun
         // that finds the input already judged (a kill after the last commit)
         // reads nothing new, and must not report them again.
-        bool already_reported = m_persistent && m_events == 0 && m_run.records_done() == m_stuck_at;
+        bool already_reported =
+            m_persistent && m_events == 0 && m_run.records_done() == m_progress.stuck_at;
         if (!already_reported) report_stuck();
-        m_stuck_at = m_run.records_done();
+        m_progress.stuck_at = m_run.records_done();
         finish();
         auto result = summarize(start);
         m_outputs.add_carried(result.summary.counts);
@@ -205,88 +204,10 @@ private:
         return store::open_store(location);
     }
 
-    // Entities this run has not met: their state and order from the store,
-    // for the whole block in one call.
-    void load_unknown(const BlockResult& result) {
-        std::vector<std::string> unknown;
-        std::unordered_set<std::string_view> asked;
-        const auto& outcomes = result.outcomes;
-        constexpr std::size_t k_prefetch_ahead = 16; // as when judging: the index is not cached
-        for (std::size_t i = 0; i < outcomes.size(); ++i) {
-            if (i + k_prefetch_ahead < outcomes.size())
-                m_checker.prefetch(outcomes[i + k_prefetch_ahead].entity_hash);
-            const auto& outcome = outcomes[i];
-            if (outcome.kind != Outcome::Kind::event) continue;
-            auto entity =
-                std::string_view(result.texts).substr(outcome.entity_at, outcome.entity_size);
-            // Every entity loaded is in the checker (remember_partition):
-            // the sequencer is asked only about one met for the first time.
-            if (m_checker.known(entity, outcome.entity_hash) ||
-                (m_sequencer && m_sequencer->find(entity)))
-                continue;
-            if (asked.insert(entity).second) unknown.emplace_back(entity);
-        }
-        if (unknown.empty()) return;
-        load_entities(unknown);
-    }
-
-    void load_entities(const std::vector<std::string>& entities) {
-        auto states = m_store->entity_states().load_entities(m_options.scope, entities);
-        std::vector<std::optional<order::PartitionProgress>> progress(entities.size());
-        if (m_sequencer)
-            progress = m_store->sequencer().load_partitions(m_sequencer_scope, entities);
-        for (std::size_t i = 0; i < entities.size(); ++i) {
-            if (states[i]) {
-                auto state = decode_state(*states[i]);
-                if (!state)
-                    throw StoreError(fmt::format("store {}: the state of entity {} is damaged",
-                                                 m_store->describe(), quote(entities[i])));
-                m_checker.restore(entities[i], *state);
-                ++m_resumed_entities;
-            }
-            if (m_sequencer)
-                remember_partition(entities[i], m_sequencer->add(entities[i], progress[i]));
-        }
-    }
-
-    void remember_partition(std::string_view entity, order::Partition& partition) {
-        Event event;
-        event.entity = entity;
-        m_in_order->restored(m_checker.index_of(event), partition);
-    }
-
-    // The run's own state beside the entities (under the empty name, which
-    // no entity has): the latest event time (stuck is measured from it)
-    // and the arrival counter that breaks ties in time order.
-    void load_meta() {
-        auto meta = m_store->entity_states().load_entities(m_options.scope, {std::string()});
-        if (!meta.front()) return;
-        try {
-            auto json = nlohmann::json::from_cbor(meta.front()->begin(), meta.front()->end());
-            m_latest = Timestamp(Duration(json.at(0).get<std::int64_t>()));
-            m_arrivals = json.at(1).get<std::uint64_t>();
-            if (json.size() > 2) m_stuck_at = json.at(2).get<std::uint64_t>();
-        } catch (const nlohmann::json::exception&) {
-            throw StoreError(fmt::format("store {}: the state of scope {} is damaged",
-                                         m_store->describe(), quote(m_options.scope)));
-        }
-    }
-
-    [[nodiscard]] std::string encode_meta() const {
-        auto cbor = nlohmann::json::to_cbor(
-            nlohmann::json::array({m_latest.time_since_epoch().count(), m_arrivals, m_stuck_at}));
-        return {cbor.begin(), cbor.end()};
-    }
-
     // With a store: what a run killed with -o left waiting, back in order.
     void restore_held() {
-        auto rows = m_store->sequencer().load_held(m_sequencer_scope);
+        auto rows = m_saved->load_held();
         if (rows.empty()) return;
-        std::vector<std::string> entities;
-        std::unordered_set<std::string_view> seen;
-        for (const auto& row : rows)
-            if (seen.insert(row.partition).second) entities.push_back(row.partition);
-        load_entities(entities);
         for (const auto& row : rows)
             if (auto packed = unpack(row.bytes)) remember_waiting(packed->event);
         m_sequencer->restore(std::move(rows));
@@ -326,7 +247,7 @@ private:
         event.entity_hash = outcome.entity_hash;
         event.state_id = outcome.state_id;
         event.time = outcome.time.value_or(m_block_now);
-        if (event.time > m_latest) m_latest = event.time;
+        if (event.time > m_progress.latest) m_progress.latest = event.time;
         if (!m_sequencer) {
             judge_now(event, record, outcome.has_annotations);
             return;
@@ -354,7 +275,7 @@ private:
         m_in_order->meet(id, m_options.order_by == OrderBy::version, m_options.first_version);
         auto key = outcome.key;
         if (m_options.order_by == OrderBy::time)
-            key.secondary = ++m_arrivals; // ties: arrival order
+            key.secondary = ++m_progress.arrivals; // ties: arrival order
         if (m_in_order->pass(id, key.primary)) {
             // Next in its entity's order, nothing waiting: judged at once.
             judge_now(event, record, outcome.has_annotations, id);
@@ -364,11 +285,6 @@ private:
         auto& partition = m_in_order->partition_of(id, event.entity);
         offer_to_sequencer(event, outcome, record, partition, key);
         m_in_order->offered(id, partition);
-    }
-
-    // Before progress is saved: every entity passed in order since, told.
-    void settle_in_order() {
-        m_in_order->settle([&](std::uint32_t id) { return m_checker.entity_name(id); });
     }
 
     void offer_to_sequencer(Event& event, const Outcome& outcome, const run::InputRecord& record,
@@ -499,14 +415,14 @@ private:
 
     void report_stuck() {
         if (!m_options.stuck_after) return;
-        for (const auto& stuck : m_checker.stuck(m_latest, *m_options.stuck_after)) {
+        for (const auto& stuck : m_checker.stuck(m_progress.latest, *m_options.stuck_after)) {
             m_checker.count(Finding::stuck);
             Judgement judgement;
             judgement.from = stuck.state;
             judgement.findings.push_back(Finding::stuck);
-            judgement.detail =
-                fmt::format("still {} since {}, {} before the last event time", stuck.state,
-                            format_rfc3339(stuck.since), format_duration(m_latest - stuck.since));
+            judgement.detail = fmt::format("still {} since {}, {} before the last event time",
+                                           stuck.state, format_rfc3339(stuck.since),
+                                           format_duration(m_progress.latest - stuck.since));
             Event event;
             event.entity = stuck.entity;
             emit_finding_only(event, judgement,
@@ -521,19 +437,7 @@ private:
                          carried_counts(), [&] { save_state(); });
     }
 
-    void save_state() {
-        std::vector<std::pair<std::string, std::string>> states;
-        for (auto& [entity, state] : m_checker.take_changed())
-            states.emplace_back(std::move(entity), encode_state(state));
-        if (m_latest != Timestamp::min()) states.emplace_back(std::string(), encode_meta());
-        m_store->entity_states().save_entities(m_options.scope, states);
-        if (m_sequencer) {
-            settle_in_order();
-            m_sequencer->drain_changes([&](const order::ReorderChanges& changes) {
-                m_store->sequencer().save_reorder_changes(m_sequencer_scope, changes);
-            });
-        }
-    }
+    void save_state() { m_saved->save(m_progress); }
 
     void finish() {
         if (m_options.learn) {
@@ -587,7 +491,8 @@ private:
         if (m_run.resume_point() > 0) summary.counts.emplace_back("resumed", m_run.skipped());
         summary.counts.emplace_back("events", m_events);
         summary.counts.emplace_back("entities", m_checker.entities());
-        if (m_resumed_entities > 0) summary.counts.emplace_back("known_before", m_resumed_entities);
+        if (m_saved && m_saved->resumed() > 0)
+            summary.counts.emplace_back("known_before", m_saved->resumed());
         summary.counts.emplace_back("ok", m_ok);
         if (!m_options.learn)
             for (std::size_t i = 0; i < k_finding_kinds; ++i)
@@ -615,20 +520,18 @@ private:
     Checker m_checker;
     Run m_run;
     std::optional<order::Sequencer> m_sequencer;
-    std::string m_sequencer_scope;
     std::unordered_map<std::string, std::string> m_waiting; // entity\nversion -> state
     std::optional<detail::InOrderEntities> m_in_order;      // with a sequencer
     StringMap<WorstEntity> m_evidence;
     const BlockResult* m_block = nullptr;
     Timestamp m_block_now;
-    Timestamp m_latest = Timestamp::min();
-    // Where in the input the last stuck report was made (saved in the meta,
-    // committed with the output that holds it).
-    std::uint64_t m_stuck_at = 0;
+    // Saved with the entities, committed with the output that reflects it.
+    detail::RunProgress m_progress;
+    std::optional<detail::SavedEntities> m_saved; // with a store
     std::string m_position, m_packed, m_member;
     record::RecordParser m_parser;
     std::uint64_t m_evidence_kept = 0;
-    std::uint64_t m_events = 0, m_ok = 0, m_arrivals = 0, m_resumed_entities = 0;
+    std::uint64_t m_events = 0, m_ok = 0;
 };
 
 } // namespace
