@@ -46,10 +46,10 @@ class ReplayScratch(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def replay(self, url, args, inputs=None, store=None):
+    def replay(self, url, args, inputs=None, store=None, env=None):
         backoff = [] if "--backoff" in args else ["--backoff", "20ms..200ms"]
         return run(["replay", "--to", url, "--store", store or self.store, "--summary", "json",
-                    *backoff, "--seed", "1", *args, *(inputs or [self.events])])
+                    *backoff, "--seed", "1", *args, *(inputs or [self.events])], env=env)
 
 
 class Replay(ReplayScratch):
@@ -76,12 +76,19 @@ class Replay(ReplayScratch):
             process = subprocess.Popen([IDEM, "replay", "--to", target.url, "--store", self.store, "--key", "id",
                                         "--concurrency", "4", "--lease", "1s", self.events],
                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-            time.sleep(0.25)
+            # Killed once its first committed outcomes reach stdout (a count
+            # the process reports, not a wall-clock guess): the rest are
+            # in flight or not yet sent.
+            first = process.stdout.readline()
             process.send_signal(signal.SIGKILL)
-            killed_out = process.communicate()[0].decode()
+            killed_out = first.decode() + process.communicate()[0].decode()
             done_before = {o["key"] for o in outcomes(killed_out) if o["outcome"] == "completed"}
+            self.assertTrue(done_before, killed_out)
             self.assertLess(len(done_before), 300, "the kill came too late to test anything")
-            code, out, err = self.replay(target.url, ["--key", "id", "--concurrency", "4", "--lease", "1s"])
+            # The killed run's 1 s leases have run out on the rerun's clock
+            # (IDEM_NOW two seconds on), so nothing waits for them.
+            code, out, err = self.replay(target.url, ["--key", "id", "--concurrency", "4", "--lease", "1s"],
+                                         env={"IDEM_NOW": "+2s"})
             self.assertEqual(code, 0, err)
             target.stop()
         after = outcomes(out)
