@@ -127,10 +127,10 @@ tsan: test-deps
 	  ctest --output-on-failure -j $(JOBS) -R '$(TSAN_SUITES)'
 
 # clang-tidy with the checked-in .clang-tidy (every finding an error) over
-# the library, the command line (its unity batches) and the tools, on the
+# the library and the command line (their unity batches) and the tools, on the
 # release build's compile database.
 tidy: test-deps build
-	run-clang-tidy -quiet -j $(JOBS) -p $(BUILD) '/(lib|cli|tools)/' 'idem_cli\.dir/Unity/' > $(BUILD)/tidy.log 2>&1 || \
+	run-clang-tidy -quiet -j $(JOBS) -p $(BUILD) '/(lib|cli|tools)/' 'idem_(core|cli)\.dir/Unity/' > $(BUILD)/tidy.log 2>&1 || \
 	  { grep -E -A3 'error:' $(BUILD)/tidy.log | head -100; echo "make tidy: findings above (all in $(BUILD)/tidy.log)"; exit 1; }
 
 format:

@@ -11,8 +11,8 @@ namespace idem::merge {
 
 namespace {
 
-using detail::fail_at;
-using detail::scalar;
+using idem::detail::fail_at;
+using idem::detail::scalar;
 
 struct FunctionName {
     std::string_view name;
@@ -429,7 +429,7 @@ void validate(const MergeRule& rule) {
 }
 
 std::vector<MergeRule> parse_rules_text(std::string_view text, const std::string& name) {
-    auto document = detail::load_yaml(text, name);
+    auto document = idem::detail::load_yaml(text, name);
     YAML::Node rules = document;
     if (document.IsMap()) {
         auto merger = document["message_merger"];
@@ -458,7 +458,7 @@ std::vector<MergeRule> parse_rules_text(std::string_view text, const std::string
 }
 
 std::vector<MergeRule> parse_rules_file(const std::string& path) {
-    return parse_rules_text(detail::read_config_file(path, "rules"), path);
+    return parse_rules_text(idem::detail::read_config_file(path, "rules"), path);
 }
 
 } // namespace idem::merge

@@ -31,7 +31,7 @@ using detail::judge_block;
 using detail::Outcome;
 using detail::Renderer;
 using detail::WorkerState;
-using Json = nlohmann::ordered_json;
+using OrderedJson = nlohmann::ordered_json;
 
 // --- the run --------------------------------------------------------------
 
@@ -303,12 +303,12 @@ private:
             m_output->write("  => " + terminal_text(merged) + "\n\n");
             return;
         }
-        Json line;
+        OrderedJson line;
         line["preview"] = window_id(rule.name, window);
-        line["merged"] = Json::parse(merged);
-        line["members"] = Json::array();
+        line["merged"] = OrderedJson::parse(merged);
+        line["members"] = OrderedJson::array();
         for (const auto& member : window.held)
-            line["members"].push_back(Json::parse(member));
+            line["members"].push_back(OrderedJson::parse(member));
         if (window.count > window.held.size())
             line["members_more"] = window.count - window.held.size();
         m_output->write_record(json_report_text(line.dump())); // a report: read on terminals

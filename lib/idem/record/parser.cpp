@@ -268,24 +268,24 @@ std::string form_as_json(std::string_view body) {
         }
         same->second.push_back(std::move(value));
     }
-    std::string json = "{";
+    std::string object = "{";
     for (const auto& [name, values] : fields) {
-        if (json.size() > 1) json += ',';
-        append_json_string(json, name);
-        json += ':';
+        if (object.size() > 1) object += ',';
+        append_json_string(object, name);
+        object += ':';
         if (values.size() == 1) {
-            append_json_string(json, values.front());
+            append_json_string(object, values.front());
             continue;
         }
-        json += '[';
+        object += '[';
         for (std::size_t i = 0; i < values.size(); ++i) {
-            if (i > 0) json += ',';
-            append_json_string(json, values[i]);
+            if (i > 0) object += ',';
+            append_json_string(object, values[i]);
         }
-        json += ']';
+        object += ']';
     }
-    json += '}';
-    return json;
+    object += '}';
+    return object;
 }
 
 } // namespace

@@ -9,7 +9,7 @@ using namespace idem::audit;
 
 namespace {
 
-Timestamp at(double seconds) {
+Timestamp at_seconds(double seconds) {
     return Timestamp(Duration(static_cast<Duration::rep>(seconds * 1e6)));
 }
 
@@ -22,7 +22,7 @@ std::vector<Attempt> records(std::initializer_list<std::tuple<int, int, int, dou
         attempt.fingerprint = 1;
         attempt.source = static_cast<std::uint32_t>(source);
         attempt.payload = static_cast<std::uint32_t>(payload);
-        attempt.time = at(seconds);
+        attempt.time = at_seconds(seconds);
         attempts.push_back(attempt);
     }
     return attempts;
@@ -142,8 +142,8 @@ TEST_CASE("a group's facts: time order, gaps, sources, first and last") {
     CHECK(group.records == std::vector<std::size_t>{1, 2, 0});
     CHECK(group.sources == std::vector<std::uint32_t>{1, 2});
     CHECK(group.gaps == std::vector<Duration>{std::chrono::seconds(10), std::chrono::seconds(10)});
-    CHECK(group.first == at(10));
-    CHECK(group.last == at(30));
+    CHECK(group.first == at_seconds(10));
+    CHECK(group.last == at_seconds(30));
     CHECK(parse_cause("ttl-expired") == Cause::ttl_expired);
     CHECK_FALSE(parse_cause("ttl_expired"));
 }
@@ -183,7 +183,7 @@ std::vector<Attempt> deliveries(Provider provider,
         Attempt attempt;
         attempt.key = 1;
         attempt.payload = 1;
-        attempt.time = at(seconds);
+        attempt.time = at_seconds(seconds);
         attempt.status = status;
         attempt.trace.provider = provider;
         attempt.trace.endpoint = 1;
@@ -278,7 +278,7 @@ TEST_CASE("fan-out: one event to several endpoints at nearly the same time") {
     REQUIRE(fan_out);
     CHECK(fan_out->detail == "subscription");
     // Far apart, it is not one fan-out.
-    attempts[1].time = at(600);
+    attempts[1].time = at_seconds(600);
     CHECK_FALSE(evidence_of(explained(attempts), Cause::fan_out));
 }
 
@@ -291,7 +291,7 @@ TEST_CASE("layered-retry: retry layers multiply") {
         Attempt attempt;
         attempt.key = 1;
         attempt.payload = 1;
-        attempt.time = at(static_cast<double>(i) * 20);
+        attempt.time = at_seconds(static_cast<double>(i) * 20);
         for (std::size_t layer = 0; layer < 3; ++layer)
             attempt.trace.layers[layer] = counters[i][layer];
         attempts.push_back(attempt);
@@ -354,7 +354,7 @@ TEST_CASE("a copy carrying an earlier copy's signing is no provider's retry") {
     CHECK(replayed->originals == std::vector<std::size_t>{0});
     CHECK(replayed->gaps == std::vector<Duration>{std::chrono::minutes(40)});
     // The same signing within 2 s may be a fresh one in the same second.
-    attempts[2].time = at(301.5);
+    attempts[2].time = at_seconds(301.5);
     attempts[2].trace.signed_copy.signed_at = 1796029500;
     attempts[2].trace.signed_copy.signature = 1796029500;
     for (const auto& evidence : explain(GroupKind::key, {0, 1, 2}, attempts, {}).causes)

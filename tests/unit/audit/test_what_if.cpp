@@ -9,7 +9,7 @@ using namespace idem::audit;
 using namespace std::chrono;
 
 namespace {
-Timestamp at(long long s) {
+Timestamp seconds_after_base(long long s) {
     return Timestamp(duration_cast<Duration>(seconds(1'796'000'000 + s)));
 }
 } // namespace
@@ -20,8 +20,9 @@ TEST_CASE("a copy past the TTL is missed and claims anew; one within it is caugh
     options.suggest = true;
     WhatIfJudge judge(options);
     // 0, 6m (past 5m: a new claim), 10m (4m after that claim: caught at 5m)
-    judge.add_key_group("\"k1\"", {at(600), at(0), at(360)});
-    auto result = judge.finish(at(0), at(3600), 60);
+    judge.add_key_group("\"k1\"",
+                        {seconds_after_base(600), seconds_after_base(0), seconds_after_base(360)});
+    auto result = judge.finish(seconds_after_base(0), seconds_after_base(3600), 60);
     REQUIRE(result.settings.size() == 2);
     CHECK(result.settings[0].duplicates == 2);
     CHECK(result.settings[0].caught == 1);

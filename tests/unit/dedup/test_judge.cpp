@@ -15,7 +15,7 @@ namespace {
 // A record with the padding the parser reads past its end.
 struct Line {
     std::string bytes;
-    explicit Line(std::string_view json) : bytes(json) { bytes.append(io::k_padding_bytes, ' '); }
+    explicit Line(std::string_view text) : bytes(text) { bytes.append(io::k_padding_bytes, ' '); }
     [[nodiscard]] std::string_view view() const {
         return std::string_view(bytes).substr(0, bytes.size() - io::k_padding_bytes);
     }
@@ -28,9 +28,9 @@ DedupRunOptions keyed_by(std::initializer_list<const char*> paths) {
     return options;
 }
 
-Outcome judged(std::string_view json, const DedupRunOptions& options) {
+Outcome judged(std::string_view text, const DedupRunOptions& options) {
     WorkerState state(options.key);
-    Line line(json);
+    Line line(text);
     return judge_record(line.view(), state, options);
 }
 

@@ -4,6 +4,7 @@
 
 #include "idem/merge/windows.hpp"
 #include "idem/util/errors.hpp"
+#include "support/instants.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,10 +12,6 @@ using namespace idem;
 using namespace idem::merge;
 
 namespace {
-
-Timestamp at(const char* text) {
-    return *parse_timestamp(text);
-}
 
 MergeRule rule_with(WindowSpec window, std::string_view aggregates = "n=count(),total=sum(v)") {
     MergeRule rule;
@@ -41,7 +38,7 @@ struct Feeder {
             member_values[i] = {true, record::FieldValue::Type::number, v};
         Member member;
         member.group = group;
-        member.time = at(time);
+        member.time = test::instant(time);
         member.bytes = R"({"g":"x"})";
         member.source = &source;
         member.line = static_cast<std::uint64_t>(++line);
@@ -226,7 +223,7 @@ TEST_CASE("a member of several sliding windows gives every one of them its value
             value = {true, record::FieldValue::Type::string, v};
         Member member;
         member.group = "x";
-        member.time = at(time);
+        member.time = test::instant(time);
         member.bytes = R"({"g":"x"})";
         member.source = &source;
         member.values = member_values.data();
@@ -262,7 +259,7 @@ TEST_CASE("the windows a member joins share one copy of it, and the byte bound s
             member_values[0] = {true, record::FieldValue::Type::object, big};
             Member member;
             member.group = "x";
-            member.time = at("2026-11-30T08:00:00Z") + std::chrono::seconds(i);
+            member.time = test::instant("2026-11-30T08:00:00Z") + std::chrono::seconds(i);
             member.bytes = big;
             member.source = &source;
             member.line = static_cast<std::uint64_t>(i + 1);

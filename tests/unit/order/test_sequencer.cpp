@@ -6,6 +6,7 @@
 #include "idem/store/sequencer_state.hpp"
 #include "idem/store/store.hpp"
 #include "idem/store/verdicts.hpp"
+#include "support/instants.hpp"
 
 #include <algorithm>
 #include <doctest/doctest.h>
@@ -31,10 +32,6 @@ struct Recorder final : SequencerEvents {
     }
 };
 
-Timestamp at(long long seconds) {
-    return Timestamp(std::chrono::seconds(seconds));
-}
-
 struct Harness {
     Recorder recorder;
     Sequencer sequencer;
@@ -48,7 +45,8 @@ struct Harness {
 
     void offer(const std::string& key, std::int64_t sequence, long long second = 0) {
         auto bytes = key + ":" + std::to_string(sequence);
-        auto result = sequencer.offer(partition(key), {sequence, 0}, bytes, at(second));
+        auto result =
+            sequencer.offer(partition(key), {sequence, 0}, bytes, test::unix_seconds(second));
         if (result.verdict == Verdict::late) late.push_back(bytes);
         if (result.verdict == Verdict::duplicate) duplicates.push_back(bytes);
     }
@@ -128,10 +126,10 @@ TEST_CASE("--gap-timeout skips a gap that has waited long enough by the given cl
     run.offer("a", 1, 0);
     run.offer("a", 3, 10); // waiting for 2 since second 10
     run.offer("a", 4, 20);
-    run.sequencer.advance_clock(at(39));
+    run.sequencer.advance_clock(test::unix_seconds(39));
     CHECK(run.recorder.said == Said{"a:1"});
-    CHECK(run.sequencer.next_deadline() == at(40));
-    run.sequencer.advance_clock(at(40));
+    CHECK(run.sequencer.next_deadline() == test::unix_seconds(40));
+    run.sequencer.advance_clock(test::unix_seconds(40));
     CHECK(run.recorder.said == Said{"a:1", "gap a 2-2", "a:3", "a:4"});
     CHECK(run.sequencer.counts().timeouts == 1);
     CHECK_FALSE(run.sequencer.next_deadline());
@@ -156,8 +154,9 @@ TEST_CASE("time mode releases under a watermark, keeps ties in arrival order, ro
     Sequencer sequencer(options, recorder);
     auto& partition = sequencer.add("", std::nullopt);
     auto offer = [&](long long second, const std::string& name) {
-        return sequencer.offer(partition, {at(second).time_since_epoch().count(), 0}, name,
-                               at(second));
+        return sequencer.offer(partition,
+                               {test::unix_seconds(second).time_since_epoch().count(), 0}, name,
+                               test::unix_seconds(second));
     };
     offer(10, "t10");
     offer(8, "t8");
@@ -181,9 +180,9 @@ TEST_CASE("hybrid logical clock stamps order by physical time, then the counter"
     Recorder recorder;
     Sequencer sequencer(options, recorder);
     auto& partition = sequencer.add("", std::nullopt);
-    sequencer.offer(partition, {1000, 2}, "1000.2", at(0));
-    sequencer.offer(partition, {1000, 1}, "1000.1", at(0));
-    sequencer.offer(partition, {999, 7}, "999.7", at(0));
+    sequencer.offer(partition, {1000, 2}, "1000.2", test::unix_seconds(0));
+    sequencer.offer(partition, {1000, 1}, "1000.1", test::unix_seconds(0));
+    sequencer.offer(partition, {999, 7}, "999.7", test::unix_seconds(0));
     sequencer.flush();
     CHECK(recorder.said == Said{"999.7", "1000.1", "1000.2"});
 }

@@ -10,7 +10,7 @@ using namespace idem;
 using namespace idem::reconcile;
 
 namespace {
-Timestamp at(int seconds) {
+Timestamp seconds_into_the_day(int seconds) {
     return Timestamp(std::chrono::seconds(1'764'489'600 + seconds));
 }
 std::uint64_t count(const Reconciliation& r, Finding finding) {
@@ -26,7 +26,7 @@ TEST_CASE("every finding between three stages") {
     Ledger ledger(options);
     auto see = [&](std::size_t stage, const char* key, int seconds, std::uint64_t payload = 7) {
         ledger.count_record(stage);
-        ledger.see(stage, key, at(seconds), payload);
+        ledger.see(stage, key, seconds_into_the_day(seconds), payload);
     };
     see(0, "ok", 0);
     see(1, "ok", 1);
@@ -46,7 +46,7 @@ TEST_CASE("every finding between three stages") {
     see(2, "changed", 2, 8);
     see(2, "orphan", 5);    // processed, sent by no one
     see(0, "pending", 100); // not received yet, but within the grace
-    auto r = ledger.reconcile(at(120));
+    auto r = ledger.reconcile(seconds_into_the_day(120));
     CHECK(count(r, Finding::lost) == 2);
     CHECK(count(r, Finding::duplicated) == 1);
     CHECK(count(r, Finding::late) == 1);
@@ -106,14 +106,15 @@ TEST_CASE("T+1: pending keys are carried with what was reported, and reported on
     options.sla = std::chrono::seconds(10);
     options.carry_pending = true;
     Ledger day1(options);
-    day1.see(0, "late-dup", at(0), 1, "acct_1");
-    day1.see(0, "late-dup", at(1), 1);  // duplicated at sent: reported today
-    day1.see(1, "late-dup", at(30), 1); // late at sent -> received: reported today
-    day1.see(0, "done", at(0), 1);
-    day1.see(1, "done", at(1), 1);
-    day1.see(2, "done", at(2), 1);
-    day1.see(0, "lost", at(-100), 1); // past the grace: lost today, not carried
-    auto first = day1.reconcile(at(40));
+    day1.see(0, "late-dup", seconds_into_the_day(0), 1, "acct_1");
+    day1.see(0, "late-dup", seconds_into_the_day(1), 1); // duplicated at sent: reported today
+    day1.see(1, "late-dup", seconds_into_the_day(30),
+             1); // late at sent -> received: reported today
+    day1.see(0, "done", seconds_into_the_day(0), 1);
+    day1.see(1, "done", seconds_into_the_day(1), 1);
+    day1.see(2, "done", seconds_into_the_day(2), 1);
+    day1.see(0, "lost", seconds_into_the_day(-100), 1); // past the grace: lost today, not carried
+    auto first = day1.reconcile(seconds_into_the_day(40));
     CHECK(count(first, Finding::duplicated) == 1);
     CHECK(count(first, Finding::late) == 1);
     CHECK(count(first, Finding::lost) == 1);
@@ -135,8 +136,9 @@ TEST_CASE("T+1: pending keys are carried with what was reported, and reported on
 
     Ledger day2(options);
     day2.carry_in(*decoded);
-    day2.see(2, "late-dup", at(200), 2); // processed the next day, another payload
-    auto second = day2.reconcile(at(300));
+    day2.see(2, "late-dup", seconds_into_the_day(200),
+             2); // processed the next day, another payload
+    auto second = day2.reconcile(seconds_into_the_day(300));
     CHECK(second.carried_in == 1);
     CHECK(count(second, Finding::duplicated) == 0); // reported yesterday
     CHECK(count(second, Finding::late) == 1);       // received -> processed: new today
@@ -180,7 +182,7 @@ TEST_CASE("a spill hands back each key's parts, merged as one ledger would have 
     auto see = [&](Ledger& ledger, std::size_t stage, const std::string& key, int seconds,
                    std::uint64_t payload) {
         ledger.count_record(stage);
-        ledger.see(stage, key, at(seconds), payload);
+        ledger.see(stage, key, seconds_into_the_day(seconds), payload);
     };
     KeySpill spill(std::filesystem::temp_directory_path(), 2);
     for (int i = 0; i < 300; ++i) {
@@ -195,11 +197,11 @@ TEST_CASE("a spill hands back each key's parts, merged as one ledger would have 
     for (std::size_t p = 0; p < KeySpill::k_partitions; ++p) {
         Ledger part(options);
         spill.read(p, [&](const CarriedKey& key) { part.merge_in(key); });
-        auto judged = part.judge(at(1000));
+        auto judged = part.judge(seconds_into_the_day(1000));
         add_reconciliation(total, std::move(judged));
     }
     finish_reconciliation(total, options);
-    auto expected = whole.reconcile(at(1000));
+    auto expected = whole.reconcile(seconds_into_the_day(1000));
     CHECK(total.keys == expected.keys);
     CHECK(total.counts == expected.counts);
     CHECK(total.hops[0].lost == expected.hops[0].lost);
@@ -216,21 +218,21 @@ TEST_CASE("T+1: a key an earlier run settled is duplicated when it comes again, 
     options.grace = std::chrono::minutes(15);
     options.report_settled = true;
     Ledger day1(options);
-    day1.see(0, "ord_1", at(0), 1);
-    day1.see(1, "ord_1", at(2), 1);
-    auto first = day1.reconcile(at(10));
+    day1.see(0, "ord_1", seconds_into_the_day(0), 1);
+    day1.see(1, "ord_1", seconds_into_the_day(2), 1);
+    auto first = day1.reconcile(seconds_into_the_day(10));
     REQUIRE(first.settled.size() == 1);
     RememberedKeys remembered(2);
     auto decoded = decode_remembered(std::get<1>(first.settled.front()), 2);
     REQUIRE(decoded);
-    CHECK(decoded->stages[1].first_us == at(2).time_since_epoch().count());
+    CHECK(decoded->stages[1].first_us == seconds_into_the_day(2).time_since_epoch().count());
     remembered.add("ord_1", *decoded);
 
     options.remembered = &remembered;
     options.remember = std::chrono::hours(24 * 7);
     Ledger day2(options);
-    day2.see(1, "ord_1", at(86'400), 1); // charged again, not sent again
-    auto second = day2.reconcile(at(86'400));
+    day2.see(1, "ord_1", seconds_into_the_day(86'400), 1); // charged again, not sent again
+    auto second = day2.reconcile(seconds_into_the_day(86'400));
     CHECK(count(second, Finding::orphan) == 0);
     CHECK(count(second, Finding::duplicated) == 1);
     CHECK(second.seen_before == 1);
@@ -240,6 +242,6 @@ TEST_CASE("T+1: a key an earlier run settled is duplicated when it comes again, 
     // Past --remember it is new again: an orphan.
     options.remember = std::chrono::hours(1);
     Ledger later(options);
-    later.see(1, "ord_1", at(86'400), 1);
-    CHECK(count(later.reconcile(at(86'400)), Finding::orphan) == 1);
+    later.see(1, "ord_1", seconds_into_the_day(86'400), 1);
+    CHECK(count(later.reconcile(seconds_into_the_day(86'400)), Finding::orphan) == 1);
 }

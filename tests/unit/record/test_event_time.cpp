@@ -2,6 +2,7 @@
 
 #include "idem/io/block_reader.hpp"
 #include "idem/record/event_time.hpp"
+#include "support/instants.hpp"
 
 #include <doctest/doctest.h>
 
@@ -21,21 +22,17 @@ EventTime time_of(const std::string& json, const char* time_field) {
     return event_time(parser, &path);
 }
 
-Timestamp at(const char* text) {
-    return *parse_timestamp(text);
-}
-
 } // namespace
 
 TEST_CASE("a time field holds an RFC 3339 string or an epoch number, as a string or a number") {
     auto rfc = time_of(R"({"ts":"2026-11-30T08:00:00Z"})", "ts");
     CHECK(rfc.status == EventTime::Status::found);
-    CHECK(rfc.time == at("2026-11-30T08:00:00Z"));
-    CHECK(time_of(R"({"ts":1764489600})", "ts").time == at("2025-11-30T08:00:00Z"));
-    CHECK(time_of(R"({"ts":1764489600000})", "ts").time == at("2025-11-30T08:00:00Z"));
-    CHECK(time_of(R"({"ts":"1764489600"})", "ts").time == at("2025-11-30T08:00:00Z"));
+    CHECK(rfc.time == test::instant("2026-11-30T08:00:00Z"));
+    CHECK(time_of(R"({"ts":1764489600})", "ts").time == test::instant("2025-11-30T08:00:00Z"));
+    CHECK(time_of(R"({"ts":1764489600000})", "ts").time == test::instant("2025-11-30T08:00:00Z"));
+    CHECK(time_of(R"({"ts":"1764489600"})", "ts").time == test::instant("2025-11-30T08:00:00Z"));
     CHECK(time_of(R"({"a":{"ts":"2026-11-30T08:00:00+01:00"}})", "a.ts").time ==
-          at("2026-11-30T07:00:00Z"));
+          test::instant("2026-11-30T07:00:00Z"));
 }
 
 TEST_CASE("a missing or malformed time field fails, worded the same for every subcommand") {
@@ -61,7 +58,7 @@ TEST_CASE(
         R"("headers":[],"body":"{}"})",
         nullptr);
     CHECK(envelope.status == EventTime::Status::found);
-    CHECK(envelope.time == at("2026-11-30T08:00:01Z"));
+    CHECK(envelope.time == test::instant("2026-11-30T08:00:01Z"));
     auto plain = time_of(R"({"id":1,"ts":"2026-11-30T08:00:00Z"})", nullptr);
     CHECK(plain.status == EventTime::Status::none);
     CHECK_FALSE(plain.failed());

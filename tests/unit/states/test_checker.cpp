@@ -237,11 +237,11 @@ TEST_CASE("each transition is counted under the verdict its findings give it") {
     checker.gap("o3", 2, 2);
     CHECK(feed("o3", "shipped", "", 3) == Findings{}); // not judged: the path is unknown
     auto pending_paid = checker.observed().transitions.at({"pending", "paid"});
-    CHECK(pending_paid[Verdict::allowed] == 1);
-    CHECK(pending_paid[Verdict::illegal] == 1);
+    CHECK(pending_paid[states::Verdict::allowed] == 1);
+    CHECK(pending_paid[states::Verdict::illegal] == 1);
     auto across_gap = checker.observed().transitions.at({"pending", "shipped"});
-    CHECK(across_gap[Verdict::after_gap] == 1);
+    CHECK(across_gap[states::Verdict::after_gap] == 1);
     CHECK(across_gap.total() == 1);
     CHECK(checker.counts()[static_cast<std::size_t>(Finding::illegal)] ==
-          pending_paid[Verdict::illegal]);
+          pending_paid[states::Verdict::illegal]);
 }

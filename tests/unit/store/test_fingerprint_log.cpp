@@ -8,6 +8,7 @@
 #include "idem/store/sqlite/saved_slots_file.hpp"
 #include "idem/store/sqlite/sqlite_fingerprints.hpp"
 #include "idem/store/store.hpp"
+#include "support/instants.hpp"
 
 #include "temp_store.hpp"
 #include <algorithm>
@@ -26,10 +27,6 @@ using idem::test::TempStore;
 
 namespace {
 
-Timestamp at(long long seconds) {
-    return Timestamp(std::chrono::seconds(seconds));
-}
-
 FingerprintBytes key(std::uint32_t n) {
     FingerprintBytes bytes{};
     // The first 32 bits are what the slots keep: spread them.
@@ -43,8 +40,8 @@ FingerprintClaim claim_of(const FingerprintBytes& fingerprint, long long seconds
                           std::uint64_t line, long long expires = 1'000'000) {
     FingerprintClaim c;
     c.fingerprint = fingerprint;
-    c.event_time = at(seconds);
-    c.expires_at = at(expires);
+    c.event_time = test::unix_seconds(seconds);
+    c.expires_at = test::unix_seconds(expires);
     c.source = "events.ndjson";
     c.line = line;
     return c;
@@ -78,7 +75,8 @@ std::size_t claim_in_a_new_process(const std::string& path, std::uint32_t from, 
     std::vector<FingerprintClaim> claims;
     for (std::uint32_t n = from; n < to; ++n)
         claims.push_back(claim_of(key(n), seconds, n + 1, expires));
-    auto results = store->fingerprints().claim_fingerprints("s", claims, at(seconds));
+    auto results =
+        store->fingerprints().claim_fingerprints("s", claims, test::unix_seconds(seconds));
     store->commit();
     std::size_t firsts = 0;
     for (const auto& result : results)
@@ -251,7 +249,7 @@ TEST_CASE("repeats are kept as rows up to the bound; the first copy counts them 
         std::vector<FingerprintClaim> claims;
         for (std::uint64_t line = 1; line <= k_copies; ++line)
             claims.push_back(claim_of(key(1), static_cast<long long>(line), line));
-        auto results = store->fingerprints().claim_fingerprints("s", claims, at(1));
+        auto results = store->fingerprints().claim_fingerprints("s", claims, test::unix_seconds(1));
         CHECK(results.back().seen_count == k_copies);
         store->commit();
     }
@@ -261,8 +259,8 @@ TEST_CASE("repeats are kept as rows up to the bound; the first copy counts them 
           static_cast<long long>(k_copies - 1));
     auto store = open_store(parse_store_uri(file.path));
     // The next process goes on counting.
-    auto again =
-        store->fingerprints().claim_fingerprints("s", {claim_of(key(1), 100, 31)}, at(100));
+    auto again = store->fingerprints().claim_fingerprints("s", {claim_of(key(1), 100, 31)},
+                                                          test::unix_seconds(100));
     CHECK(again[0].seen_count == k_copies + 1);
     CHECK(again[0].first_line == 1);
     store->commit();
@@ -275,7 +273,7 @@ TEST_CASE("repeats are kept as rows up to the bound; the first copy counts them 
     CHECK(records.front().first);
     CHECK(records[1].line == 2);
     CHECK(records.back().line == 31);
-    CHECK(records.back().event_time == at(100));
+    CHECK(records.back().event_time == test::unix_seconds(100));
     CHECK(records.back().copies_not_kept == k_copies - 1 - k_kept_repeats);
     CHECK(records.back().fingerprint == key(1));
 }
@@ -288,7 +286,7 @@ TEST_CASE("the next process maps the saved index, and ignores one it cannot trus
         std::vector<FingerprintClaim> claims;
         for (std::uint32_t n = 0; n < k_keys; ++n)
             claims.push_back(claim_of(key(n), 10, n + 1));
-        store->fingerprints().claim_fingerprints("s", claims, at(10));
+        store->fingerprints().claim_fingerprints("s", claims, test::unix_seconds(10));
         store->commit();
     } // saved at close
     CHECK(count(file.path, "SELECT covers_seq FROM fingerprint_index") == k_keys);
@@ -399,7 +397,8 @@ TEST_CASE("two processes' overlapping deltas replay as one") {
             std::vector<FingerprintClaim> claims;
             for (auto n = from; n < to; ++n)
                 claims.push_back(claim_of(key(n), 20, n + 1));
-            auto results = store.fingerprints().claim_fingerprints("s", claims, at(20));
+            auto results =
+                store.fingerprints().claim_fingerprints("s", claims, test::unix_seconds(20));
             store.commit();
             return results;
         };
@@ -429,27 +428,32 @@ TEST_CASE("read back from the log, a fingerprint claimed anew after expiry keeps
     CHECK(claim_all(30, 100) == 0);                      // the second copies, alive until 100, hold
     auto store = open_store(parse_store_uri(file.path));
     std::vector<FingerprintClaim> claims{claim_of(key(7), 40, 1, 100)};
-    auto results = store->fingerprints().claim_fingerprints("s", claims, at(40));
+    auto results = store->fingerprints().claim_fingerprints("s", claims, test::unix_seconds(40));
     REQUIRE(results.size() == 1);
     CHECK_FALSE(results[0].first);
-    CHECK(results[0].first_seen == at(20)); // the copy claimed anew, not the expired one
+    CHECK(results[0].first_seen ==
+          test::unix_seconds(20)); // the copy claimed anew, not the expired one
 }
 
 TEST_CASE("a seq is never given twice, even after the highest rows were collected") {
     TempStore file("log");
     auto one = open_store(parse_store_uri(file.path));
     auto two = open_store(parse_store_uri(file.path));
-    one->fingerprints().claim_fingerprints("s", {claim_of(key(1), 10, 1)}, at(10));
+    one->fingerprints().claim_fingerprints("s", {claim_of(key(1), 10, 1)}, test::unix_seconds(10));
     one->commit();
     // The highest row expires early and is collected; `two` has seen it.
-    two->fingerprints().claim_fingerprints("s", {claim_of(key(2), 10, 1, 50)}, at(10));
+    two->fingerprints().claim_fingerprints("s", {claim_of(key(2), 10, 1, 50)},
+                                           test::unix_seconds(10));
     two->commit();
-    CHECK(one->collect_garbage(at(60)) == 1);
+    CHECK(one->collect_garbage(test::unix_seconds(60)) == 1);
     // A fingerprint claimed now must reach `two` when it catches up.
-    CHECK(one->fingerprints().claim_fingerprints("s", {claim_of(key(3), 70, 1)}, at(70))[0].first);
+    CHECK(one->fingerprints()
+              .claim_fingerprints("s", {claim_of(key(3), 70, 1)}, test::unix_seconds(70))[0]
+              .first);
     one->commit();
-    CHECK_FALSE(
-        two->fingerprints().claim_fingerprints("s", {claim_of(key(3), 71, 2)}, at(71))[0].first);
+    CHECK_FALSE(two->fingerprints()
+                    .claim_fingerprints("s", {claim_of(key(3), 71, 2)}, test::unix_seconds(71))[0]
+                    .first);
     two->commit();
 }
 

@@ -3,22 +3,23 @@
 
 #include "idem/store/redis/redis_held_copies.hpp"
 #include "idem/store/redis/redis_verdicts.hpp"
+#include "support/instants.hpp"
 
 #include <doctest/doctest.h>
 
 using namespace idem;
 using namespace idem::store;
 
-namespace {
-Timestamp at(long long seconds) {
-    return Timestamp(std::chrono::seconds(seconds));
-}
-} // namespace
+namespace {} // namespace
 
 TEST_CASE("a verdict's Redis encoding reads back, whatever its texts hold") {
-    VerdictRecord verdict{
-        "dir with space/cap:ture.ndjson", 42,   false, "github", "id with\nnewline",
-        "bad signature: \"x\" 1 2",       at(7)};
+    VerdictRecord verdict{"dir with space/cap:ture.ndjson",
+                          42,
+                          false,
+                          "github",
+                          "id with\nnewline",
+                          "bad signature: \"x\" 1 2",
+                          test::unix_seconds(7)};
     auto decoded =
         detail::decode_verdict(detail::verdict_field(verdict), detail::encode_verdict(verdict));
     REQUIRE(decoded);
@@ -28,7 +29,7 @@ TEST_CASE("a verdict's Redis encoding reads back, whatever its texts hold") {
     CHECK(decoded->scheme == "github");
     CHECK(decoded->message_id == verdict.message_id);
     CHECK(decoded->reason == verdict.reason);
-    CHECK(decoded->checked_at == at(7));
+    CHECK(decoded->checked_at == test::unix_seconds(7));
     CHECK_FALSE(detail::decode_verdict("x", "1 2 3 4\nab"));
     CHECK_FALSE(detail::decode_verdict("1 f", "1 2 30 4\nab"));
 }
@@ -40,7 +41,7 @@ TEST_CASE("a held copy's Redis encoding reads back, whatever its source and reco
         row.fingerprint[i] = static_cast<std::uint8_t>(i == 3 ? '\n' : 250 - i);
     row.source = "dir with space/\ncap 12 34.ndjson";
     row.line = 9;
-    row.event_time = at(-5);
+    row.event_time = test::unix_seconds(-5);
     row.bytes = std::string("{\"id\":1}\r\0x", 11);
     auto decoded = detail::decode_held_copy("17", detail::encode_held_copy(row));
     REQUIRE(decoded);
@@ -48,7 +49,7 @@ TEST_CASE("a held copy's Redis encoding reads back, whatever its source and reco
     CHECK(decoded->fingerprint == row.fingerprint);
     CHECK(decoded->source == row.source);
     CHECK(decoded->line == 9);
-    CHECK(decoded->event_time == at(-5));
+    CHECK(decoded->event_time == test::unix_seconds(-5));
     CHECK(decoded->bytes == row.bytes);
     CHECK_FALSE(detail::decode_held_copy("x", detail::encode_held_copy(row)));
     CHECK_FALSE(detail::decode_held_copy("17", "9 1 400\nshort"));
@@ -59,8 +60,8 @@ TEST_CASE("a copy an older idem held as a reorder row reads as a held copy") {
     HeldRecordRow legacy;
     legacy.id = 4;
     legacy.partition = "000102030405060708090a0b0c0d0e0f logs/a b.ndjson";
-    legacy.key = {at(30).time_since_epoch().count(), 12};
-    legacy.arrival = at(30);
+    legacy.key = {test::unix_seconds(30).time_since_epoch().count(), 12};
+    legacy.arrival = test::unix_seconds(30);
     legacy.bytes = "{\"id\":\"x\"}";
     auto row = detail::held_copy_of_legacy(legacy);
     REQUIRE(row);
@@ -68,7 +69,7 @@ TEST_CASE("a copy an older idem held as a reorder row reads as a held copy") {
     CHECK(row->fingerprint[15] == 15);
     CHECK(row->source == "logs/a b.ndjson");
     CHECK(row->line == 12);
-    CHECK(row->event_time == at(30));
+    CHECK(row->event_time == test::unix_seconds(30));
     CHECK(row->bytes == legacy.bytes);
     CHECK(detail::legacy_held_copies_scope("dedup x /o") == "dedup held dedup x /o");
     legacy.partition = "nothex logs/a.ndjson";

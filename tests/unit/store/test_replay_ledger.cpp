@@ -5,6 +5,7 @@
 #include "idem/store/sequencer_state.hpp"
 #include "idem/store/store.hpp"
 #include "idem/store/verdicts.hpp"
+#include "support/instants.hpp"
 
 #include <doctest/doctest.h>
 #include <filesystem>
@@ -14,10 +15,6 @@ using namespace idem;
 using namespace idem::store;
 
 namespace {
-
-Timestamp at(int seconds) {
-    return Timestamp(std::chrono::seconds(seconds));
-}
 
 ReplayEntry finished(std::string key, ReplayState state, bool permanent = false) {
     ReplayEntry entry;
@@ -31,7 +28,7 @@ ReplayEntry finished(std::string key, ReplayState state, bool permanent = false)
     entry.error = state == ReplayState::failed ? "http 422" : "";
     entry.response_digest = "ab12";
     entry.response_head = std::string("{\"ok\":\0}", 8);
-    entry.updated_at = at(100);
+    entry.updated_at = test::unix_seconds(100);
     return entry;
 }
 
@@ -44,7 +41,8 @@ std::vector<bool> granted(const std::vector<ReplayClaim>& claims) {
 
 void check_ledger(Store& store) {
     auto first = store.replay_ledger().claim_replays("r", {"k1", "k2", "k3", "k4"}, "run-a",
-                                                     at(100), at(160), ReplayRerun::resume);
+                                                     test::unix_seconds(100),
+                                                     test::unix_seconds(160), ReplayRerun::resume);
     CHECK(granted(first) == std::vector<bool>{true, true, true, true});
     CHECK_FALSE(first[0].previous);
     store.replay_ledger().save_replay_entries("r", {finished("k1", ReplayState::completed),
@@ -54,7 +52,8 @@ void check_ledger(Store& store) {
 
     // Another run, while run-a's lease on k4 holds: only the transient failure.
     auto second = store.replay_ledger().claim_replays("r", {"k1", "k2", "k3", "k4", "k5"}, "run-b",
-                                                      at(120), at(180), ReplayRerun::resume);
+                                                      test::unix_seconds(120),
+                                                      test::unix_seconds(180), ReplayRerun::resume);
     CHECK(granted(second) == std::vector<bool>{false, false, true, false, true});
     REQUIRE(second[0].previous);
     CHECK(second[0].previous->state == ReplayState::completed);
@@ -65,25 +64,26 @@ void check_ledger(Store& store) {
     store.commit();
 
     // run-a died: once its lease runs out, k4 is taken over.
-    CHECK(granted(store.replay_ledger().claim_replays("r", {"k4"}, "run-c", at(159), at(220),
-                                                      ReplayRerun::resume)) ==
-          std::vector<bool>{false});
-    CHECK(granted(store.replay_ledger().claim_replays("r", {"k4"}, "run-c", at(160), at(220),
-                                                      ReplayRerun::resume)) ==
-          std::vector<bool>{true});
-    store.replay_ledger().renew_replay_leases("r", {"k4"}, "run-c", at(400));
-    store.replay_ledger().renew_replay_leases("r", {"k5"}, "run-c", at(400)); // run-b's: untouched
+    CHECK(granted(store.replay_ledger().claim_replays(
+              "r", {"k4"}, "run-c", test::unix_seconds(159), test::unix_seconds(220),
+              ReplayRerun::resume)) == std::vector<bool>{false});
+    CHECK(granted(store.replay_ledger().claim_replays(
+              "r", {"k4"}, "run-c", test::unix_seconds(160), test::unix_seconds(220),
+              ReplayRerun::resume)) == std::vector<bool>{true});
+    store.replay_ledger().renew_replay_leases("r", {"k4"}, "run-c", test::unix_seconds(400));
+    store.replay_ledger().renew_replay_leases("r", {"k5"}, "run-c",
+                                              test::unix_seconds(400)); // run-b's: untouched
     store.commit();
-    CHECK(granted(store.replay_ledger().claim_replays("r", {"k4", "k5"}, "run-d", at(300), at(360),
-                                                      ReplayRerun::resume)) ==
-          std::vector<bool>{false, true});
+    CHECK(granted(store.replay_ledger().claim_replays(
+              "r", {"k4", "k5"}, "run-d", test::unix_seconds(300), test::unix_seconds(360),
+              ReplayRerun::resume)) == std::vector<bool>{false, true});
 
-    CHECK(granted(store.replay_ledger().claim_replays("r", {"k1", "k2"}, "run-e", at(500), at(560),
-                                                      ReplayRerun::retry_failed)) ==
-          std::vector<bool>{false, true});
-    CHECK(granted(store.replay_ledger().claim_replays("r", {"k1"}, "run-e", at(500), at(560),
-                                                      ReplayRerun::force)) ==
-          std::vector<bool>{true});
+    CHECK(granted(store.replay_ledger().claim_replays(
+              "r", {"k1", "k2"}, "run-e", test::unix_seconds(500), test::unix_seconds(560),
+              ReplayRerun::retry_failed)) == std::vector<bool>{false, true});
+    CHECK(granted(store.replay_ledger().claim_replays(
+              "r", {"k1"}, "run-e", test::unix_seconds(500), test::unix_seconds(560),
+              ReplayRerun::force)) == std::vector<bool>{true});
     store.commit();
 
     std::vector<std::string> keys;
@@ -97,18 +97,19 @@ void check_ledger(Store& store) {
 } // namespace
 
 TEST_CASE("the claim rule: who may send a key now") {
-    CHECK(may_claim_replay(std::nullopt, at(1), ReplayRerun::resume));
+    CHECK(may_claim_replay(std::nullopt, test::unix_seconds(1), ReplayRerun::resume));
     auto held = finished("k", ReplayState::in_progress);
-    held.lease_until = at(10);
-    CHECK_FALSE(may_claim_replay(held, at(9), ReplayRerun::force));
-    CHECK(may_claim_replay(held, at(10), ReplayRerun::resume));
+    held.lease_until = test::unix_seconds(10);
+    CHECK_FALSE(may_claim_replay(held, test::unix_seconds(9), ReplayRerun::force));
+    CHECK(may_claim_replay(held, test::unix_seconds(10), ReplayRerun::resume));
     auto done = finished("k", ReplayState::completed);
-    CHECK_FALSE(may_claim_replay(done, at(1), ReplayRerun::retry_failed));
-    CHECK(may_claim_replay(done, at(1), ReplayRerun::force));
+    CHECK_FALSE(may_claim_replay(done, test::unix_seconds(1), ReplayRerun::retry_failed));
+    CHECK(may_claim_replay(done, test::unix_seconds(1), ReplayRerun::force));
     auto gone = finished("k", ReplayState::failed, true);
-    CHECK_FALSE(may_claim_replay(gone, at(1), ReplayRerun::resume));
-    CHECK(may_claim_replay(gone, at(1), ReplayRerun::retry_failed));
-    CHECK(may_claim_replay(finished("k", ReplayState::failed), at(1), ReplayRerun::resume));
+    CHECK_FALSE(may_claim_replay(gone, test::unix_seconds(1), ReplayRerun::resume));
+    CHECK(may_claim_replay(gone, test::unix_seconds(1), ReplayRerun::retry_failed));
+    CHECK(may_claim_replay(finished("k", ReplayState::failed), test::unix_seconds(1),
+                           ReplayRerun::resume));
 }
 
 TEST_CASE("the replay ledger in the memory store") {

@@ -6,6 +6,7 @@
 #include "idem/store/store.hpp"
 #include "idem/store/verdicts.hpp"
 #include "idem/util/errors.hpp"
+#include "support/instants.hpp"
 
 #include <atomic>
 #include <doctest/doctest.h>
@@ -20,9 +21,6 @@ using namespace idem::store;
 using namespace std::chrono;
 
 namespace {
-Timestamp at(long long seconds) {
-    return Timestamp(std::chrono::seconds(seconds));
-}
 
 std::string temp_db() {
     auto path = std::filesystem::temp_directory_path() /
@@ -46,18 +44,20 @@ TEST_CASE("store URIs") {
 TEST_CASE("a nonce seen in one run is judged by the same rule in the next") {
     auto path = temp_db();
     auto window = std::chrono::seconds(300);
-    auto keep = at(2'000'000'000);
+    auto keep = test::unix_seconds(2'000'000'000);
     {
         auto store = open_store(parse_store_uri(path));
         CHECK(store->nonces()
-                  .claim_nonce("stripe", "sig-1", {at(100), "a.ndjson", 1}, window, keep)
+                  .claim_nonce("stripe", "sig-1", {test::unix_seconds(100), "a.ndjson", 1}, window,
+                               keep)
                   .verdict == NonceVerdict::fresh);
-        auto again =
-            store->nonces().claim_nonce("stripe", "sig-1", {at(200), "a.ndjson", 2}, window, keep);
+        auto again = store->nonces().claim_nonce(
+            "stripe", "sig-1", {test::unix_seconds(200), "a.ndjson", 2}, window, keep);
         CHECK(again.verdict == NonceVerdict::replay);
-        CHECK(again.first_seen == at(100));
+        CHECK(again.first_seen == test::unix_seconds(100));
         CHECK(store->nonces()
-                  .claim_nonce("github", "sig-1", {at(200), "a.ndjson", 2}, window, keep)
+                  .claim_nonce("github", "sig-1", {test::unix_seconds(200), "a.ndjson", 2}, window,
+                               keep)
                   .verdict == NonceVerdict::fresh); // scopes are apart
         store->commit();
     }
@@ -65,14 +65,17 @@ TEST_CASE("a nonce seen in one run is judged by the same rule in the next") {
         auto store = open_store(parse_store_uri(path));
         // The same record again (a rerun over the same file): never its own replay.
         CHECK(store->nonces()
-                  .claim_nonce("stripe", "sig-1", {at(100), "a.ndjson", 1}, window, keep)
+                  .claim_nonce("stripe", "sig-1", {test::unix_seconds(100), "a.ndjson", 1}, window,
+                               keep)
                   .verdict == NonceVerdict::same_record);
         CHECK(store->nonces()
-                  .claim_nonce("stripe", "sig-1", {at(200), "a.ndjson", 2}, window, keep)
+                  .claim_nonce("stripe", "sig-1", {test::unix_seconds(200), "a.ndjson", 2}, window,
+                               keep)
                   .verdict == NonceVerdict::replay);
         // Beyond the window of the kept sighting, by event time: fresh again.
         CHECK(store->nonces()
-                  .claim_nonce("stripe", "sig-1", {at(401), "b.ndjson", 1}, window, keep)
+                  .claim_nonce("stripe", "sig-1", {test::unix_seconds(401), "b.ndjson", 1}, window,
+                               keep)
                   .verdict == NonceVerdict::fresh);
         store->commit();
     }
@@ -113,12 +116,15 @@ TEST_CASE("processes creating the same store file at once all open it") {
 
 TEST_CASE("verdicts are kept by file and line, a second one for a record replacing the first") {
     auto check = [](Store& store) {
-        VerdictRecord valid{"capture.ndjson",    1,      true, "stripe", "evt_1",
-                            "signature matches", at(100)};
-        VerdictRecord replayed{
-            "capture.ndjson", 3,       false,
-            "stripe",         "evt_1", "replayed: this message was already delivered",
-            at(101)};
+        VerdictRecord valid{"capture.ndjson",       1, true, "stripe", "evt_1", "signature matches",
+                            test::unix_seconds(100)};
+        VerdictRecord replayed{"capture.ndjson",
+                               3,
+                               false,
+                               "stripe",
+                               "evt_1",
+                               "replayed: this message was already delivered",
+                               test::unix_seconds(101)};
         store.verdicts().save_verdicts("verify", {valid, replayed});
         replayed.reason = "replayed: again";
         store.verdicts().save_verdicts("verify", {replayed});
@@ -131,7 +137,7 @@ TEST_CASE("verdicts are kept by file and line, a second one for a record replaci
         CHECK(seen[0].line == 1);
         CHECK(seen[0].valid);
         CHECK(seen[0].message_id == "evt_1");
-        CHECK(seen[0].checked_at == at(100));
+        CHECK(seen[0].checked_at == test::unix_seconds(100));
         CHECK(seen[1].line == 3);
         CHECK_FALSE(seen[1].valid);
         CHECK(seen[1].reason == "replayed: again");

@@ -1,6 +1,7 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/time.hpp"
 #include "idem/util/time_zone.hpp"
+#include "support/instants.hpp"
 
 #include <cstdlib>
 #include <doctest/doctest.h>
@@ -12,26 +13,24 @@
 using namespace idem;
 using namespace std::chrono;
 
-namespace {
-Timestamp at(std::string_view text) {
-    return *parse_timestamp(text);
-}
-} // namespace
+namespace {} // namespace
 
 TEST_CASE("IANA zones come from the system's TZif files, daylight saving included") {
     auto new_york = TimeZone::load("America/New_York");
-    CHECK(new_york.offset_at(at("2026-07-01T12:00:00Z")) == hours(-4));
-    CHECK(new_york.offset_at(at("2026-12-01T12:00:00Z")) == hours(-5));
+    CHECK(new_york.offset_at(test::instant("2026-07-01T12:00:00Z")) == hours(-4));
+    CHECK(new_york.offset_at(test::instant("2026-12-01T12:00:00Z")) == hours(-5));
     // The 2026 spring change: 2026-03-08 07:00 UTC.
-    CHECK(new_york.offset_at(at("2026-03-08T06:59:59Z")) == hours(-5));
-    CHECK(new_york.offset_at(at("2026-03-08T07:00:00Z")) == hours(-4));
-    CHECK(TimeZone::load("Asia/Shanghai").offset_at(at("2026-11-30T00:00:00Z")) == hours(8));
+    CHECK(new_york.offset_at(test::instant("2026-03-08T06:59:59Z")) == hours(-5));
+    CHECK(new_york.offset_at(test::instant("2026-03-08T07:00:00Z")) == hours(-4));
+    CHECK(TimeZone::load("Asia/Shanghai").offset_at(test::instant("2026-11-30T00:00:00Z")) ==
+          hours(8));
 }
 
 TEST_CASE("UTC and fixed offsets need no zone file") {
-    CHECK(TimeZone::load("UTC").offset_at(at("2026-11-30T00:00:00Z")) == seconds(0));
-    CHECK(TimeZone::load("+05:30").offset_at(at("2026-11-30T00:00:00Z")) == minutes(330));
-    CHECK(TimeZone::load("-08:00").offset_at(at("2026-11-30T00:00:00Z")) == hours(-8));
+    CHECK(TimeZone::load("UTC").offset_at(test::instant("2026-11-30T00:00:00Z")) == seconds(0));
+    CHECK(TimeZone::load("+05:30").offset_at(test::instant("2026-11-30T00:00:00Z")) ==
+          minutes(330));
+    CHECK(TimeZone::load("-08:00").offset_at(test::instant("2026-11-30T00:00:00Z")) == hours(-8));
     CHECK(TimeZone::load("+05:30").name() == "+05:30");
 }
 
@@ -47,29 +46,33 @@ TEST_CASE("an unknown zone is a usage error that names it") {
 
 TEST_CASE("calendar buckets follow the zone's local date and hour") {
     auto shanghai = TimeZone::load("Asia/Shanghai");
-    CHECK(calendar_bucket(at("2026-11-30T15:59:59Z"), shanghai, BucketSize::day) == "2026-11-30");
-    CHECK(calendar_bucket(at("2026-11-30T16:00:00Z"), shanghai, BucketSize::day) == "2026-12-01");
-    CHECK(calendar_bucket(at("2026-11-30T16:30:00Z"), shanghai, BucketSize::hour) ==
+    CHECK(calendar_bucket(test::instant("2026-11-30T15:59:59Z"), shanghai, BucketSize::day) ==
+          "2026-11-30");
+    CHECK(calendar_bucket(test::instant("2026-11-30T16:00:00Z"), shanghai, BucketSize::day) ==
+          "2026-12-01");
+    CHECK(calendar_bucket(test::instant("2026-11-30T16:30:00Z"), shanghai, BucketSize::hour) ==
           "2026-12-01T00");
-    CHECK(calendar_bucket(at("2026-11-30T23:30:00Z"), TimeZone::utc(), BucketSize::hour) ==
-          "2026-11-30T23");
+    CHECK(calendar_bucket(test::instant("2026-11-30T23:30:00Z"), TimeZone::utc(),
+                          BucketSize::hour) == "2026-11-30T23");
 }
 
 TEST_CASE("after 2037 the zone's rules still hold, in both hemispheres") {
     // The case: 04:30 UTC on 2040-07-01 is 00:30 EDT, the same day in New York.
     auto new_york = TimeZone::load("America/New_York");
-    CHECK(new_york.offset_at(at("2040-07-01T04:30:00Z")) == hours(-4));
-    CHECK(calendar_bucket(at("2040-07-01T04:30:00Z"), new_york, BucketSize::day) == "2040-07-01");
-    CHECK(new_york.offset_at(at("2045-12-01T12:00:00Z")) == hours(-5));
+    CHECK(new_york.offset_at(test::instant("2040-07-01T04:30:00Z")) == hours(-4));
+    CHECK(calendar_bucket(test::instant("2040-07-01T04:30:00Z"), new_york, BucketSize::day) ==
+          "2040-07-01");
+    CHECK(new_york.offset_at(test::instant("2045-12-01T12:00:00Z")) == hours(-5));
     // Sydney: summer time in January, standard time in July; the 2026 change
     // back is 03:00 AEDT on 5 April, 16:00 UTC the day before.
     auto sydney = TimeZone::load("Australia/Sydney");
-    CHECK(sydney.offset_at(at("2026-01-15T00:00:00Z")) == hours(11));
-    CHECK(sydney.offset_at(at("2026-07-15T00:00:00Z")) == hours(10));
-    CHECK(sydney.offset_at(at("2026-04-04T15:59:59Z")) == hours(11));
-    CHECK(sydney.offset_at(at("2026-04-04T16:00:00Z")) == hours(10));
-    CHECK(sydney.offset_at(at("2045-01-15T00:00:00Z")) == hours(11));
-    CHECK(calendar_bucket(at("2045-01-14T13:30:00Z"), sydney, BucketSize::day) == "2045-01-15");
+    CHECK(sydney.offset_at(test::instant("2026-01-15T00:00:00Z")) == hours(11));
+    CHECK(sydney.offset_at(test::instant("2026-07-15T00:00:00Z")) == hours(10));
+    CHECK(sydney.offset_at(test::instant("2026-04-04T15:59:59Z")) == hours(11));
+    CHECK(sydney.offset_at(test::instant("2026-04-04T16:00:00Z")) == hours(10));
+    CHECK(sydney.offset_at(test::instant("2045-01-15T00:00:00Z")) == hours(11));
+    CHECK(calendar_bucket(test::instant("2045-01-14T13:30:00Z"), sydney, BucketSize::day) ==
+          "2045-01-15");
 }
 
 TEST_CASE("a slim zone file, from TZDIR, is read through its POSIX rule") {
@@ -115,9 +118,10 @@ TEST_CASE("a slim zone file, from TZDIR, is read through its POSIX rule") {
         ::setenv("TZDIR", saved.c_str(), 1);
     else
         ::unsetenv("TZDIR");
-    CHECK(slim.offset_at(at("2030-07-01T12:00:00Z")) == hours(-4));
-    CHECK(slim.offset_at(at("2030-12-01T12:00:00Z")) == hours(-5));
-    CHECK(calendar_bucket(at("2040-07-01T04:30:00Z"), slim, BucketSize::day) == "2040-07-01");
+    CHECK(slim.offset_at(test::instant("2030-07-01T12:00:00Z")) == hours(-4));
+    CHECK(slim.offset_at(test::instant("2030-12-01T12:00:00Z")) == hours(-5));
+    CHECK(calendar_bucket(test::instant("2040-07-01T04:30:00Z"), slim, BucketSize::day) ==
+          "2040-07-01");
     std::filesystem::remove_all(dir);
 }
 

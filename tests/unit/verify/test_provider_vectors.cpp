@@ -4,6 +4,7 @@
 // algorithm in the provider's documentation, and the test says so.
 
 #include "idem/verify/verifier.hpp"
+#include "support/instants.hpp"
 
 #include <doctest/doctest.h>
 
@@ -20,10 +21,6 @@ VerifyConfig config_for(Scheme scheme, std::vector<std::string> secrets) {
     for (std::size_t i = 0; i < secrets.size(); ++i)
         config.secrets.push_back({"#" + std::to_string(i + 1), secrets[i]});
     return config;
-}
-
-Timestamp at_unix(long long seconds) {
-    return Timestamp(std::chrono::seconds(seconds));
 }
 
 Envelope envelope(std::vector<Header> headers, std::string_view body, std::string_view path = "/") {
@@ -45,13 +42,13 @@ TEST_CASE("github: the example in GitHub's 'Validating webhook deliveries' docs 
                         "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"},
                        {"X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958"}},
                       "Hello, World!");
-    auto verdict = verifier.verify(e, at_unix(0));
+    auto verdict = verifier.verify(e, test::unix_seconds(0));
     CHECK(verdict.valid);
     CHECK(verdict.key_label == "#1");
     CHECK(verdict.nonce == "72d3162e-cc78-11e3-81ab-4c9367dc0958");
 
     auto tampered = envelope(e.headers, "Hello, World?");
-    CHECK_FALSE(verifier.verify(tampered, at_unix(0)).valid);
+    CHECK_FALSE(verifier.verify(tampered, test::unix_seconds(0)).valid);
 }
 
 TEST_CASE("github: the legacy sha1 header needs --allow-sha1") {
@@ -59,7 +56,7 @@ TEST_CASE("github: the legacy sha1 header needs --allow-sha1") {
     Verifier verifier(config);
     auto e = envelope({{"X-Hub-Signature", "sha1=01dc10d0c83e72ed246219cdd91669667fe2ca59"}},
                       "Hello, World!");
-    auto verdict = verifier.verify(e, at_unix(0));
+    auto verdict = verifier.verify(e, test::unix_seconds(0));
     CHECK_FALSE(verdict.valid);
     CHECK(verdict.reason ==
           "only the legacy SHA-1 'X-Hub-Signature' is present; pass --allow-sha1 to accept it");
@@ -80,16 +77,16 @@ TEST_CASE("slack: the example in Slack's 'Verifying requests from Slack' docs ve
                        {"X-Slack-Signature",
                         "v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503"}},
                       body);
-    CHECK(verifier.verify(e, at_unix(1531420618 + 60)).valid);
+    CHECK(verifier.verify(e, test::unix_seconds(1531420618 + 60)).valid);
 
     SUBCASE("a timestamp older than the tolerance is rejected") {
-        auto verdict = verifier.verify(e, at_unix(1531420618 + 301));
+        auto verdict = verifier.verify(e, test::unix_seconds(1531420618 + 301));
         CHECK_FALSE(verdict.valid);
         CHECK(verdict.reason ==
               "timestamp 2018-07-12T18:36:58.000Z is 5m1s old, beyond the 5m tolerance");
     }
     SUBCASE("Slack checks both sides of the clock") {
-        auto verdict = verifier.verify(e, at_unix(1531420618 - 600));
+        auto verdict = verifier.verify(e, test::unix_seconds(1531420618 - 600));
         CHECK_FALSE(verdict.valid);
         CHECK(verdict.reason ==
               "timestamp 2018-07-12T18:36:58.000Z is 10m in the future, beyond the 5m tolerance");
@@ -104,7 +101,7 @@ TEST_CASE("standard webhooks: the reference vector of the specification verifies
                        {"webhook-timestamp", "1614265330"},
                        {"webhook-signature", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="}},
                       "{\"test\": 2432232314}");
-    auto verdict = verifier.verify(e, at_unix(1614265330));
+    auto verdict = verifier.verify(e, test::unix_seconds(1614265330));
     CHECK(verdict.valid);
     CHECK(verdict.nonce == "msg_p5jXN8AQM9LWM0D4loKWxJek");
 
@@ -115,7 +112,7 @@ TEST_CASE("standard webhooks: the reference vector of the specification verifies
                       {"webhook-signature", "v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc= "
                                             "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="}},
                      e.body);
-        CHECK(verifier.verify(several, at_unix(1614265330)).valid);
+        CHECK(verifier.verify(several, test::unix_seconds(1614265330)).valid);
     }
     SUBCASE("the svix- headers carry the same scheme") {
         auto svix_config = config_for(Scheme::svix, {"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"});
@@ -124,10 +121,10 @@ TEST_CASE("standard webhooks: the reference vector of the specification verifies
                            {"svix-timestamp", "1614265330"},
                            {"svix-signature", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="}},
                           e.body);
-        CHECK(svix.verify(s, at_unix(1614265330)).valid);
+        CHECK(svix.verify(s, test::unix_seconds(1614265330)).valid);
     }
     SUBCASE("a future timestamp beyond the tolerance is rejected") {
-        CHECK_FALSE(verifier.verify(e, at_unix(1614265330 - 301)).valid);
+        CHECK_FALSE(verifier.verify(e, test::unix_seconds(1614265330 - 301)).valid);
     }
 }
 
@@ -144,9 +141,9 @@ TEST_CASE("standard webhooks v1a: an ed25519 signature verifies with the whpk_ p
                        {"webhook-signature", "v1a,vviQXkRN/b1H6tEsfiHZSmWG0SplaRdhL8oqbkKC7O1/"
                                              "IvGDgYhp1SHS38uH5bRaAeXTJAXxCeoFvCrWrcrXCw=="}},
                       "{\"a\":1}");
-    CHECK(verifier.verify(e, at_unix(1700000000)).valid);
+    CHECK(verifier.verify(e, test::unix_seconds(1700000000)).valid);
     auto tampered = envelope(e.headers, "{\"a\":2}");
-    CHECK_FALSE(verifier.verify(tampered, at_unix(1700000000)).valid);
+    CHECK_FALSE(verifier.verify(tampered, test::unix_seconds(1700000000)).valid);
 }
 
 TEST_CASE("stripe: t= and v1= over '{t}.{body}', several v1 entries, v0 ignored") {
@@ -161,28 +158,28 @@ TEST_CASE("stripe: t= and v1= over '{t}.{body}', several v1 entries, v0 ignored"
           "v1=0000000000000000000000000000000000000000000000000000000000000000,"
           "v1=4f1cd7feda9826e746b7d482c4badebb657398df1099e1046364f6196a230150"}},
         body);
-    CHECK(verifier.verify(e, at_unix(1700000000 + 299)).valid);
+    CHECK(verifier.verify(e, test::unix_seconds(1700000000 + 299)).valid);
     SUBCASE("Stripe rejects only old timestamps, not future ones") {
-        CHECK(verifier.verify(e, at_unix(1700000000 - 3600)).valid);
-        auto old = verifier.verify(e, at_unix(1700000000 + 301));
+        CHECK(verifier.verify(e, test::unix_seconds(1700000000 - 3600)).valid);
+        auto old = verifier.verify(e, test::unix_seconds(1700000000 + 301));
         CHECK_FALSE(old.valid);
         CHECK(old.reason.find("old, beyond the 5m tolerance") != std::string::npos);
     }
     SUBCASE("reformatting the JSON body breaks the signature: it is over bytes") {
         auto compact = envelope(e.headers, "{\"id\":\"evt_test_webhook\",\"object\":\"event\"}");
-        CHECK_FALSE(verifier.verify(compact, at_unix(1700000000)).valid);
+        CHECK_FALSE(verifier.verify(compact, test::unix_seconds(1700000000)).valid);
         auto escaped = envelope(
             e.headers, "{\n  \"id\": \"evt_test_webhook\",\n  \"object\": \"\\u0065vent\"\n}");
-        CHECK_FALSE(verifier.verify(escaped, at_unix(1700000000)).valid);
+        CHECK_FALSE(verifier.verify(escaped, test::unix_seconds(1700000000)).valid);
     }
     SUBCASE("a header without t= is malformed") {
         auto no_t = envelope({{"Stripe-Signature", "v1=4f1c"}}, body);
-        CHECK(verifier.verify(no_t, at_unix(0)).reason ==
+        CHECK(verifier.verify(no_t, test::unix_seconds(0)).reason ==
               "malformed header 'Stripe-Signature': no t= timestamp");
     }
     SUBCASE("a header with only v0 has no v1 signature") {
         auto only_v0 = envelope({{"Stripe-Signature", "t=1700000000,v0=abcd"}}, body);
-        CHECK(verifier.verify(only_v0, at_unix(0)).reason ==
+        CHECK(verifier.verify(only_v0, test::unix_seconds(0)).reason ==
               "no v1 signature in header 'Stripe-Signature'");
     }
 }
@@ -195,7 +192,7 @@ TEST_CASE("rotation: the verdict names the secret that matched") {
         {{"Stripe-Signature",
           "t=1700000000,v1=4f1cd7feda9826e746b7d482c4badebb657398df1099e1046364f6196a230150"}},
         "{\n  \"id\": \"evt_test_webhook\",\n  \"object\": \"event\"\n}");
-    auto verdict = verifier.verify(e, at_unix(1700000000));
+    auto verdict = verifier.verify(e, test::unix_seconds(1700000000));
     CHECK(verdict.valid);
     CHECK(verdict.key_label == "new");
 }
@@ -207,10 +204,10 @@ TEST_CASE("shopify: base64 HMAC-SHA256 of the body") {
     auto e = envelope({{"X-Shopify-Hmac-Sha256", "qBvrsZF7RfB1iS6BX6IHqJTp5L911P7intnPeTPsH0I="},
                        {"X-Shopify-Webhook-Id", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"}},
                       "{\"id\":820982911946154508}");
-    CHECK(verifier.verify(e, at_unix(0)).valid);
+    CHECK(verifier.verify(e, test::unix_seconds(0)).valid);
     auto wrong = config_for(Scheme::shopify, {"other"});
     Verifier wrong_verifier(wrong);
-    CHECK(wrong_verifier.verify(e, at_unix(0)).reason ==
+    CHECK(wrong_verifier.verify(e, test::unix_seconds(0)).reason ==
           "signature does not match: 1 signature checked against 1 key");
 }
 
@@ -222,7 +219,7 @@ TEST_CASE("pagerduty: comma-separated v1= entries") {
                         "v1=00000000000000000000000000000000000000000000000000000000000000ff,"
                         "v1=5dfbb69d65dea346201b4c2af4f3e6b963a805bcfe94589f41ceb84b27302c76"}},
                       "{\"event\":{\"id\":\"01DEN4HPBQAAAG05V5QQYBRZMF\"}}");
-    CHECK(verifier.verify(e, at_unix(0)).valid);
+    CHECK(verifier.verify(e, test::unix_seconds(0)).valid);
 }
 
 TEST_CASE("discord: ed25519 over timestamp followed by body") {
@@ -238,9 +235,9 @@ TEST_CASE("discord: ed25519 over timestamp followed by body") {
                                  "abed319656685a311beeb741a33ee88a5e14858e3aa0c3d1efc66804188b00e"},
          {"X-Signature-Timestamp", "1700000000"}},
         "{\"type\":1}");
-    CHECK(verifier.verify(e, at_unix(1700000000)).valid);
+    CHECK(verifier.verify(e, test::unix_seconds(1700000000)).valid);
     auto tampered = envelope(e.headers, "{\"type\":2}");
-    CHECK_FALSE(verifier.verify(tampered, at_unix(1700000000)).valid);
+    CHECK_FALSE(verifier.verify(tampered, test::unix_seconds(1700000000)).valid);
 }
 
 TEST_CASE("twilio: the form example from Twilio's security docs verifies") {
@@ -252,13 +249,13 @@ TEST_CASE("twilio: the form example from Twilio's security docs verifies") {
                        {"X-Twilio-Signature", "0/KCTR6DLpKmkAf8muzZqo1nDgQ="}},
                       "To=%2B18005551212&CallSid=CA1234567890ABCDE&Digits=1234&From=%2B12349013030&"
                       "Caller=%2B12349013030");
-    CHECK(verifier.verify(e, at_unix(0)).valid);
+    CHECK(verifier.verify(e, test::unix_seconds(0)).valid);
 
     SUBCASE("the port rules of Twilio's libraries: the default port may be added or removed") {
         auto with_port = config;
         with_port.url = "https://mycompany.com:443/myapp.php?foo=1&bar=2";
         Verifier v(with_port);
-        CHECK(v.verify(e, at_unix(0)).valid);
+        CHECK(v.verify(e, test::unix_seconds(0)).valid);
     }
     SUBCASE("--url-base gets the envelope's path and query appended") {
         auto base = config;
@@ -266,12 +263,12 @@ TEST_CASE("twilio: the form example from Twilio's security docs verifies") {
         base.url_base = "https://mycompany.com";
         Verifier v(base);
         auto routed = envelope(e.headers, e.body, "/myapp.php?foo=1&bar=2");
-        CHECK(v.verify(routed, at_unix(0)).valid);
+        CHECK(v.verify(routed, test::unix_seconds(0)).valid);
     }
     SUBCASE("a changed parameter fails") {
         auto changed = envelope(e.headers, "To=%2B18005551212&CallSid=CA1234567890ABCDE&Digits="
                                            "9999&From=%2B12349013030&Caller=%2B12349013030");
-        CHECK_FALSE(verifier.verify(changed, at_unix(0)).valid);
+        CHECK_FALSE(verifier.verify(changed, test::unix_seconds(0)).valid);
     }
 }
 
@@ -288,7 +285,7 @@ TEST_CASE("twilio: a repeated parameter's values are sorted and repeats dropped"
     auto e = envelope({{"Content-Type", "application/x-www-form-urlencoded"},
                        {"X-Twilio-Signature", "xvxzJ7dFxZg6CzvevjfwbPcNNjM="}},
                       "Digits=5678&CallSid=CA1234567890ABCDE&Digits=1234&Digits=1234");
-    CHECK(verifier.verify(e, at_unix(0)).valid);
+    CHECK(verifier.verify(e, test::unix_seconds(0)).valid);
 }
 
 TEST_CASE("twilio: the bodySHA256 variant for JSON bodies") {
@@ -300,9 +297,9 @@ TEST_CASE("twilio: the bodySHA256 variant for JSON bodies") {
     auto e = envelope({{"Content-Type", "application/json"},
                        {"X-Twilio-Signature", "a9nBmqA0ju/hNViExpshrM61xv4="}},
                       "{\"property\": \"value\", \"boolean\": true}");
-    CHECK(verifier.verify(e, at_unix(0)).valid);
+    CHECK(verifier.verify(e, test::unix_seconds(0)).valid);
     auto other_body = envelope(e.headers, "{\"property\": \"value\", \"boolean\": false}");
-    CHECK(verifier.verify(other_body, at_unix(0)).reason ==
+    CHECK(verifier.verify(other_body, test::unix_seconds(0)).reason ==
           "the bodySHA256 in the URL does not match the body");
 }
 
@@ -317,11 +314,11 @@ TEST_CASE("square: the vector of Square's SDK tests verifies") {
         "\"ac3ac95b-f97d-458c-a6e6-18981597e05f\",\"created_at\":\"2022-07-13T20:30:59."
         "037339943Z\","
         "\"data\":{\"type\":\"webhooks\",\"id\":\"bc368e64-01aa-407e-b46e-3231809b1129\"}}");
-    CHECK(verifier.verify(e, at_unix(0)).valid);
+    CHECK(verifier.verify(e, test::unix_seconds(0)).valid);
     auto moved = config;
     moved.url = "https://webhook.site/elsewhere";
     Verifier v(moved);
-    CHECK_FALSE(v.verify(e, at_unix(0)).valid);
+    CHECK_FALSE(v.verify(e, test::unix_seconds(0)).valid);
 }
 
 TEST_CASE("hmac: a generic scheme described by flags") {
@@ -338,8 +335,8 @@ TEST_CASE("hmac: a generic scheme described by flags") {
                                  "jipsmk9t8+3on/F04UwnEUUHu4oVQ=="},
                        {"X-Time", "1700000000"}},
                       "{\"a\":1}");
-    CHECK(verifier.verify(e, at_unix(1700000000)).valid);
-    CHECK_FALSE(verifier.verify(e, at_unix(1700000000 + 3600)).valid);
+    CHECK(verifier.verify(e, test::unix_seconds(1700000000)).valid);
+    CHECK_FALSE(verifier.verify(e, test::unix_seconds(1700000000 + 3600)).valid);
 }
 
 TEST_CASE("auto: the scheme comes from the headers present, and the verdict says which") {
@@ -348,10 +345,10 @@ TEST_CASE("auto: the scheme comes from the headers present, and the verdict says
     auto e = envelope({{"x-hub-signature-256",
                         "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"}},
                       "Hello, World!");
-    auto verdict = verifier.verify(e, at_unix(0));
+    auto verdict = verifier.verify(e, test::unix_seconds(0));
     CHECK(verdict.valid);
     CHECK(verdict.scheme == Scheme::github);
     auto unknown = envelope({{"X-Other", "1"}}, "x");
-    CHECK(verifier.verify(unknown, at_unix(0)).reason ==
+    CHECK(verifier.verify(unknown, test::unix_seconds(0)).reason ==
           "no known signature header: cannot tell the scheme (pass --scheme)");
 }

@@ -4,6 +4,7 @@
 #include "idem/util/errors.hpp"
 #include "idem/verify/signer.hpp"
 #include "idem/verify/verifier.hpp"
+#include "support/instants.hpp"
 
 #include <doctest/doctest.h>
 #include <new>
@@ -27,10 +28,6 @@ struct OwnedEnvelope {
         return e;
     }
 };
-
-Timestamp at_unix(long long seconds) {
-    return Timestamp(std::chrono::seconds(seconds));
-}
 
 struct SchemeCase {
     Scheme scheme;
@@ -73,7 +70,8 @@ TEST_CASE("every scheme: sign then verify round-trips, and a changed body fails"
         Signer signer(sign_config);
         OwnedEnvelope e;
         e.body = R"({"id":"evt_1","amount":100})";
-        for (auto& [name, value] : signer.signature_headers(e.view(), at_unix(1700000000)))
+        for (auto& [name, value] :
+             signer.signature_headers(e.view(), test::unix_seconds(1700000000)))
             e.headers.emplace_back(name, value);
 
         VerifyConfig verify_config = sign_config;
@@ -83,7 +81,7 @@ TEST_CASE("every scheme: sign then verify round-trips, and a changed body fails"
         if (!c.verify_secret.empty()) verify_config.secrets = {{"#1", c.verify_secret}};
         if (!c.public_key.empty()) verify_config.public_keys = {parse_public_key(c.public_key, 1)};
         Verifier verifier(verify_config);
-        auto verdict = verifier.verify(e.view(), at_unix(1700000060));
+        auto verdict = verifier.verify(e.view(), test::unix_seconds(1700000060));
         CHECK(verdict.valid);
         if (c.scheme == Scheme::twilio) {
             // Twilio covers a JSON body only through bodySHA256 in the URL.
@@ -95,7 +93,7 @@ TEST_CASE("every scheme: sign then verify round-trips, and a changed body fails"
         if (c.scheme != Scheme::svix) CHECK(verdict.scheme == c.scheme);
 
         e.body = R"({"id":"evt_1","amount":101})";
-        CHECK_FALSE(verifier.verify(e.view(), at_unix(1700000060)).valid);
+        CHECK_FALSE(verifier.verify(e.view(), test::unix_seconds(1700000060)).valid);
     }
 }
 
@@ -109,7 +107,7 @@ TEST_CASE("missing and malformed headers each get their own reason") {
         OwnedEnvelope e;
         e.body = "{}";
         e.headers = std::move(headers);
-        return verifier.verify(e.view(), at_unix(1700000000)).reason;
+        return verifier.verify(e.view(), test::unix_seconds(1700000000)).reason;
     };
     CHECK(reason(Scheme::github, {}) == "missing header 'X-Hub-Signature-256'");
     CHECK(reason(Scheme::github, {{"X-Hub-Signature-256", "md5=00"}}) ==
@@ -146,7 +144,7 @@ TEST_CASE("missing and malformed headers each get their own reason") {
     Verifier no_url(config);
     OwnedEnvelope e;
     e.headers = {{"X-Square-HmacSha256-Signature", "AAAA"}};
-    CHECK(no_url.verify(e.view(), at_unix(0)).reason ==
+    CHECK(no_url.verify(e.view(), test::unix_seconds(0)).reason ==
           "square signs the notification URL: pass --url or --url-base");
 }
 
@@ -157,7 +155,7 @@ TEST_CASE("a scheme that needs a key says which flag is missing, without echoing
     OwnedEnvelope e;
     e.headers = {{"X-Signature-Ed25519", std::string(128, '0')}, {"X-Signature-Timestamp", "1"}};
     // A record of a scheme whose key is missing is invalid, never a run abort.
-    auto verdict = verifier.verify(e.view(), at_unix(0));
+    auto verdict = verifier.verify(e.view(), test::unix_seconds(0));
     CHECK_FALSE(verdict.valid);
     CHECK(verdict.reason == "no public key configured for discord: pass --public-key");
     config.scheme = Scheme::standard;
@@ -165,7 +163,7 @@ TEST_CASE("a scheme that needs a key says which flag is missing, without echoing
     Verifier standard(config);
     e.headers = {{"webhook-signature", "v1,AAAA"}, {"webhook-id", "m"}, {"webhook-timestamp", "1"}};
     try {
-        (void)standard.verify(e.view(), at_unix(0));
+        (void)standard.verify(e.view(), test::unix_seconds(0));
         FAIL("expected a usage error");
     } catch (const UsageError& error) {
         std::string message = error.what();
@@ -243,7 +241,8 @@ TEST_CASE(
         OwnedEnvelope e;
         e.headers = {{"Content-Type", "application/x-www-form-urlencoded"}};
         e.body = "a=1&b=2";
-        for (auto& [name, value] : signer.signature_headers(e.view(), at_unix(signed_at)))
+        for (auto& [name, value] :
+             signer.signature_headers(e.view(), test::unix_seconds(signed_at)))
             e.headers.emplace_back(name, value);
 
         VerifyConfig wrong = config;
@@ -256,7 +255,7 @@ TEST_CASE(
             wrong.public_keys = {parse_public_key(std::string(64, 'a'), 1)};
         }
         Verifier wrong_verifier(wrong);
-        auto forged = wrong_verifier.verify(e.view(), at_unix(signed_at));
+        auto forged = wrong_verifier.verify(e.view(), test::unix_seconds(signed_at));
         CHECK_FALSE(forged.valid);
         CHECK(forged.reason.starts_with("signature does not match"));
 
@@ -266,8 +265,8 @@ TEST_CASE(
             right.public_keys = {parse_public_key(c.public_key, 1)};
         }
         Verifier verifier(right);
-        auto old = verifier.verify(e.view(), at_unix(signed_at + 600));
-        auto future = verifier.verify(e.view(), at_unix(signed_at - 600));
+        auto old = verifier.verify(e.view(), test::unix_seconds(signed_at + 600));
+        auto future = verifier.verify(e.view(), test::unix_seconds(signed_at - 600));
         if (!c.has_timestamp) {
             CHECK(old.valid);
             CHECK(future.valid);

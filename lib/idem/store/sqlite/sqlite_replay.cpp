@@ -6,7 +6,7 @@ namespace idem::store::detail {
 
 namespace {
 
-constexpr const char* k_columns =
+constexpr const char* k_ledger_columns =
     "key, state, owner, lease_until_us, attempts, status, latency_ms, "
     "permanent, error, response_digest, response_head, updated_us";
 
@@ -36,13 +36,14 @@ ReplayEntry entry_of(sqlite3_stmt* statement) {
 SqliteReplayLedger::SqliteReplayLedger(sqlite3* db, const std::string& store_name)
     : m_db(db), m_name(store_name),
       m_find(db,
-             fmt::format("SELECT {} FROM replay_ledger WHERE scope = ?1 AND key = ?2", k_columns)
+             fmt::format("SELECT {} FROM replay_ledger WHERE scope = ?1 AND key = ?2",
+                         k_ledger_columns)
                  .c_str(),
              store_name),
       m_save(db,
              fmt::format("INSERT OR REPLACE INTO replay_ledger(scope, {}) VALUES(?1, ?2, ?3, ?4, "
                          "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                         k_columns)
+                         k_ledger_columns)
                  .c_str(),
              store_name),
       m_renew(db,
@@ -50,7 +51,8 @@ SqliteReplayLedger::SqliteReplayLedger(sqlite3* db, const std::string& store_nam
               "owner = ?3 AND state = 0",
               store_name),
       m_all(db,
-            fmt::format("SELECT {} FROM replay_ledger WHERE scope = ?1 ORDER BY key", k_columns)
+            fmt::format("SELECT {} FROM replay_ledger WHERE scope = ?1 ORDER BY key",
+                        k_ledger_columns)
                 .c_str(),
             store_name) {}
 
