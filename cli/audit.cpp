@@ -188,6 +188,8 @@ int run_audit_command(AuditOptions options) {
     audit::AuditRunOptions run;
     read_sources(options, run);
     read_fields(options, run);
+    run.input.window = time_window(options.common, run.input,
+                                   run.time_field ? &*run.time_field : nullptr, nullptr);
     run.explain.fan_out_window = positive_duration("--fan-out-window", options.fan_out_window);
     run.explain.race_window = positive_duration("--race-window", options.race_window);
     run.explain.ttl = positive_duration("--ttl", options.ttl);
@@ -220,6 +222,7 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
     auto* command = app.add_subcommand(
         "audit", "group records by idempotency key or intent, and explain every duplicate");
     add_common_options(*command, options->common);
+    add_time_window_options(*command, options->common);
     add_store_timeout_option(*command, options->common);
     command->add_option("--key", options->key,
                         "comma-separated field paths of the idempotency key");

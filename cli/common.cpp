@@ -6,6 +6,7 @@
 #include "idem/io/progress.hpp"
 #include "idem/io/sink.hpp"
 #include "idem/run/input_paths.hpp"
+#include "idem/run/newest_time.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/crash_point.hpp"
 #include "idem/util/errors.hpp"
@@ -173,6 +174,51 @@ run::InputOptions input_options(const CommonOptions& options) {
     return input;
 }
 
+void add_time_window_options(CLI::App& command, CommonOptions& options) {
+    command.add_option("--since", options.since,
+                       "only records whose event time is at or after this: a time (RFC 3339, "
+                       "epoch seconds), or a duration back from the newest record's (2h: the "
+                       "last two hours of the log; files only); others are counted as "
+                       "outside_range");
+    command.add_option("--until", options.until,
+                       "only records whose event time is before this: a time, or a duration back "
+                       "from the newest record's");
+}
+
+record::TimeWindow time_window(const CommonOptions& options, const run::InputOptions& input,
+                               const record::FieldPath* time_field, const TimeZone* zone) {
+    std::optional<std::optional<Timestamp>> newest; // read once, when a duration asks for it
+    auto resolve = [&](std::string_view flag, const std::string& text) -> std::optional<Timestamp> {
+        if (text.empty()) return std::nullopt;
+        if (auto at = parse_timestamp(text)) {
+            if (zone && lacks_utc_offset(text)) return zone->from_local(*at);
+            return at;
+        }
+        Duration back{};
+        try {
+            back = parse_duration(text);
+        } catch (const UsageError&) {
+            throw UsageError(fmt::format("{}: {} is neither a time (RFC 3339, or epoch seconds) "
+                                         "nor a duration back from the newest record (2h, 30m, 1d)",
+                                         flag, quote(text)));
+        }
+        if (!newest) newest = run::newest_event_time(input, time_field, zone);
+        if (!*newest)
+            throw UsageError(fmt::format("{} {}: no record has an event time to count back from{}",
+                                         flag, text,
+                                         time_field ? "" : " (a plain event needs --time-field)"));
+        return **newest - back;
+    };
+    record::TimeWindow window;
+    window.since = resolve("--since", options.since);
+    window.until = resolve("--until", options.until);
+    if (window.since && window.until && *window.until <= *window.since)
+        throw UsageError(fmt::format("--until ({}) must come after --since ({}): the window holds "
+                                     "no time",
+                                     format_rfc3339(*window.until), format_rfc3339(*window.since)));
+    return window;
+}
+
 run::Strictness strictness(const CommonOptions& options) {
     return options.strict ? run::Strictness::strict : run::Strictness::lenient;
 }
@@ -277,6 +323,14 @@ int finish_run(const CommonOptions& options, StderrDiagnostics& diagnostics,
     auto in = summary.count("in");
     auto rejected = summary.count("rejected");
     bool all_rejected = rejected > 0 && rejected >= in;
+    // A window no record falls in is a typo (a year, a zone) until the
+    // counts say otherwise: as a path no record holds, it fails the run.
+    auto outside = summary.count("outside_range");
+    bool none_in_window = outside > 0 && outside >= in;
+    if (none_in_window && !options.quiet)
+        print_stderr("idem: error: no record's event time is in --since/--until (all {} "
+                     "outside it)\n",
+                     in);
     // The summary stays the last line: scripts read it from there.
     if (all_rejected && !options.quiet)
         print_stderr("idem: error: every record was rejected ({} of {}): {}\n", rejected, in,
@@ -284,7 +338,7 @@ int finish_run(const CommonOptions& options, StderrDiagnostics& diagnostics,
     print_summary(options, summary);
     // A path no record held is a typo until --allow-absent says otherwise
     // (PathCensus): the answer was computed from nothing.
-    if (all_rejected || summary.count("absent_paths") > 0)
+    if (all_rejected || none_in_window || summary.count("absent_paths") > 0)
         code = static_cast<int>(ExitCode::bad_input);
     else if (rejected > 0)
         code = std::max(code, static_cast<int>(ExitCode::findings));

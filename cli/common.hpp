@@ -8,6 +8,7 @@
 #include "idem/run/input.hpp"
 #include "idem/run/rejects.hpp"
 #include "idem/util/time.hpp"
+#include "idem/util/time_zone.hpp"
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -34,6 +35,7 @@ struct CommonOptions {
     std::string metrics_path;              // --metrics FILE
     std::vector<std::string> allow_absent; // --allow-absent PATH (PathCensus)
     bool fail_on_unmatched = false;        // --fail-on unmatched
+    std::string since, until;              // --since/--until (add_time_window_options)
 };
 
 // Takes "unmatched" out of a command's --fail-on list (every judging
@@ -110,6 +112,16 @@ add_choice_option(CLI::App& command, const std::string& name, Target& target,
 }
 
 [[nodiscard]] run::InputOptions input_options(const CommonOptions& options);
+
+// --since/--until, for the commands that read event times.
+void add_time_window_options(CLI::App& command, CommonOptions& options);
+// The window they give: each a time, or a duration back from the newest
+// event time in `input` (read once first; files only). A time without a UTC
+// offset is read in `zone` (--tz) when given. Throws UsageError.
+[[nodiscard]] record::TimeWindow time_window(const CommonOptions& options,
+                                             const run::InputOptions& input,
+                                             const record::FieldPath* time_field,
+                                             const TimeZone* zone);
 [[nodiscard]] run::Strictness strictness(const CommonOptions& options);
 
 // Writes to stderr and ignores failure: a diagnostic that cannot be

@@ -68,6 +68,8 @@ int run_dedup_command(const DedupOptions& options) {
                          "day or --bucket hour, or drop --tz");
     run.bucket = options.bucket;
     run.zone = TimeZone::load(options.zone.empty() ? std::string("UTC") : options.zone);
+    run.input.window = time_window(options.common, run.input,
+                                   run.time_field ? &*run.time_field : nullptr, &run.zone);
     run.ttl = positive_duration("--ttl", options.ttl);
     // A fingerprint that expires while its window is open lets the retry
     // that comes after the TTL through: the incident of the 5-minute key.
@@ -115,6 +117,7 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
     auto* command =
         app.add_subcommand("dedup", "drop, mark or count duplicate events, remembered across runs");
     add_common_options(*command, options->common);
+    add_time_window_options(*command, options->common);
     add_store_timeout_option(*command, options->common);
     command->add_option(
         "--key", options->key,

@@ -113,6 +113,9 @@ int run_merge_command(const MergeOptions& options) {
     run.max_future = positive_duration("--max-future", options.max_future);
     run.now = now_utc();
     if (!options.zone.empty()) run.zone = TimeZone::load(options.zone);
+    run.input.window =
+        time_window(options.common, run.input, run.time_field ? &*run.time_field : nullptr,
+                    run.zone ? &*run.zone : nullptr);
     run.missing = options.missing;
     if (options.max_open == 0) throw UsageError("--max-open must be at least 1");
     run.max_open = options.max_open;
@@ -154,6 +157,7 @@ void register_merge(CLI::App& app, std::function<int()>& action) {
         "merge", "coalesce a group's records within a time window into one (notifications, "
                  "metrics)");
     add_common_options(*command, options->common);
+    add_time_window_options(*command, options->common);
     add_fail_on_unmatched_option(*command, options->common);
     add_store_timeout_option(*command, options->common);
     command->add_option("--rules", options->rules_path,

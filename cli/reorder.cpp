@@ -82,6 +82,8 @@ int run_reorder_command(const ReorderOptions& options) {
     if (!options.partition.empty())
         run.partition_fields = record::FieldPath::parse_list(options.partition);
     if (!options.time_field.empty()) run.time_field = record::FieldPath::parse(options.time_field);
+    run.input.window = time_window(options.common, run.input,
+                                   run.time_field ? &*run.time_field : nullptr, nullptr);
     run.at_end = options.hold ? reorder::AtEnd::hold : reorder::AtEnd::flush;
     run.gaps_path = options.gaps_path;
     run.late_path = options.late_path;
@@ -117,6 +119,7 @@ void register_reorder(CLI::App& app, std::function<int()>& action) {
     auto* command = app.add_subcommand(
         "reorder", "put records back in order per partition, report gaps and late records");
     add_common_options(*command, options->common);
+    add_time_window_options(*command, options->common);
     add_store_timeout_option(*command, options->common);
     command->add_option("--seq", options->seq,
                         "field path of an integer sequence: release in strictly increasing order");

@@ -140,6 +140,8 @@ int run_states_command(const StatesOptions& options) {
                                      options.first_version));
     run.first_version = options.first_version;
     if (!options.time_field.empty()) run.time_field = record::FieldPath::parse(options.time_field);
+    run.input.window = time_window(options.common, run.input,
+                                   run.time_field ? &*run.time_field : nullptr, nullptr);
     if (!options.stuck_after.empty()) run.stuck_after = parse_duration(options.stuck_after);
     run.output_path = options.output_path;
     run.invalid_path = options.invalid_path;
@@ -175,6 +177,7 @@ void register_states(CLI::App& app, std::function<int()>& action) {
         "states", "check status streams against a state machine and versions: illegal "
                   "transitions, repeats, lost updates, gaps, stuck entities");
     add_common_options(*command, options->common);
+    add_time_window_options(*command, options->common);
     add_store_timeout_option(*command, options->common);
     command->add_option("--entity", options->entity, "field path of what has the state (order_id)");
     command->add_option("--state", options->state, "field path of the state (status)");

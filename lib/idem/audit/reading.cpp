@@ -167,8 +167,20 @@ void read_line(const io::BlockLine& line, Reading& reading, std::string& texts, 
     }
     // A record without one is counted by the --time-field check
     // (check_paths), not rejected: it still belongs to its group.
-    reading.time =
-        record::event_time(parser, options.time_field ? &*options.time_field : nullptr).time;
+    auto time = record::event_time(parser, options.time_field ? &*options.time_field : nullptr);
+    reading.time = time.time;
+    if (options.input.window.active()) {
+        if (!time.time) {
+            reading.parsed = false;
+            reading.message = time.failed() ? record::describe_failure(time, *options.time_field)
+                                            : std::string(record::k_untimed_in_window);
+            return;
+        }
+        if (!options.input.window.contains(*time.time)) {
+            reading.outside_range = true;
+            return;
+        }
+    }
     reading.payload = payload_hash(state);
     reading.status = answered_status(parser, options);
     read_trace(parser, reading, texts, state.nothing_ignored, options);

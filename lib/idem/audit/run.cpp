@@ -102,6 +102,7 @@ public:
     }
 
     [[nodiscard]] std::uint64_t rejected() const { return m_run ? m_run->rejects().count() : 0; }
+    [[nodiscard]] std::uint64_t outside_range() const { return m_run ? m_run->outside_range() : 0; }
     [[nodiscard]] const record::PathCensus& census() const { return m_census; }
     [[nodiscard]] bool spilled() const { return m_spill.has_value(); }
     [[nodiscard]] std::optional<Timestamp> first_time() const { return m_first_time; }
@@ -480,6 +481,8 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
                      {"rejected", run.rejected()},
                      {"groups", summary.groups},
                      {"duplicates", summary.duplicates}};
+    if (options.input.window.active())
+        counts.counts.insert(counts.counts.begin() + 3, {"outside_range", run.outside_range()});
     for (auto cause : k_all_causes)
         if (summary.causes.count(cause))
             counts.counts.emplace_back(std::string(cause_name(cause)), summary.causes.at(cause));

@@ -395,6 +395,7 @@ private:
         switch (outcome.kind) {
         case Outcome::Kind::too_long:
         case Outcome::Kind::failed_to_parse: // the run frame set these aside
+        case Outcome::Kind::outside_range:   // ... and counted these
             return false;
         case Outcome::Kind::bad_time:
             m_run.rejects().reject(record, outcome.column, outcome.message);
@@ -597,8 +598,8 @@ private:
     // What this run counted that a run resuming it carries on from.
     store::RunCounts carried_counts() const {
         return store::only_named(summarize({}).summary.counts,
-                                 {"unique", "duplicates", "unkeyed", "rejected", "out", "dups_file",
-                                  "degraded", "unclaimed"});
+                                 {"unique", "duplicates", "unkeyed", "rejected", "outside_range",
+                                  "out", "dups_file", "degraded", "unclaimed"});
     }
 
     // This run's own counts (add_carried() makes them the whole input's).
@@ -614,6 +615,7 @@ private:
         if (m_options.missing == MissingKey::pass)
             summary.counts.emplace_back("unkeyed", m_unkeyed);
         summary.counts.emplace_back("rejected", m_run.rejects().count());
+        m_run.add_window_count(summary.counts);
         summary.counts.emplace_back("out", m_output->records_written());
         if (m_dups) summary.counts.emplace_back("dups_file", m_dups->records_written());
         if (m_options.on_store_error != StoreFailure::fail)

@@ -159,6 +159,7 @@ private:
         switch (outcome.kind) {
         case Outcome::Kind::too_long:
         case Outcome::Kind::failed_to_parse: // the run frame set these aside
+        case Outcome::Kind::outside_range:   // ... and counted these
             return;
         case Outcome::Kind::bad_field:
             if (outcome.has_rule) {
@@ -343,7 +344,7 @@ private:
     store::RunCounts carried_counts() const {
         return store::only_named(summarize({}).summary.counts,
                                  {"merged", "merged_away", "out", "bypassed", "late", "unmatched",
-                                  "unkeyed", "rejected"});
+                                  "unkeyed", "rejected", "outside_range"});
     }
 
     // This run's own counts (add_carried() makes them the whole input's).
@@ -371,6 +372,7 @@ private:
         if (m_options.missing == MissingGroup::pass)
             summary.counts.emplace_back("unkeyed", m_unkeyed);
         summary.counts.emplace_back("rejected", m_run.rejects().count());
+        m_run.add_window_count(summary.counts);
         summary.counts.emplace_back("peak_open_windows", m_merger.peak_open());
         summary.counts.emplace_back("peak_open_bytes", m_merger.peak_open_bytes());
         auto in = m_run.records();

@@ -13,11 +13,13 @@
 
 #include "idem/record/field_path.hpp"
 #include "idem/record/parser.hpp"
+#include "idem/record/time_window.hpp"
 #include "idem/util/time.hpp"
 #include "idem/util/time_zone.hpp"
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace idem::record {
 
@@ -42,6 +44,19 @@ struct EventTime {
 // (otherwise as UTC).
 [[nodiscard]] EventTime event_time(RecordParser& parser, const FieldPath* time_field,
                                    const TimeZone* zone = nullptr);
+
+// Where a record's event time falls in --since/--until. A failed event
+// time is each command's own rejection, before this is asked; one with
+// none (a plain event without --time-field) cannot be placed.
+enum class Placement { inside, outside, untimed };
+[[nodiscard]] inline Placement place(const TimeWindow& window, const EventTime& time) {
+    if (!window.active()) return Placement::inside;
+    if (!time.time) return Placement::untimed;
+    return window.contains(*time.time) ? Placement::inside : Placement::outside;
+}
+// Why an untimed record is rejected under --since/--until.
+inline constexpr std::string_view k_untimed_in_window =
+    "no event time to place in --since/--until (a plain event needs --time-field)";
 
 // Why a failed event time failed, for the reject file and warnings:
 // "missing time field 'ts'", "time field 'ts' is not a timestamp ...".

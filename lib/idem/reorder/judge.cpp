@@ -62,12 +62,23 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockOutcome& resul
                             format_rfc3339(options.now)));
         outcome.key = *stamp;
     }
-    if (options.time_field) {
-        auto time = record::event_time(parser, &*options.time_field);
+    if (options.time_field || options.input.window.active()) {
+        const auto* time_field = options.time_field ? &*options.time_field : nullptr;
+        auto time = record::event_time(parser, time_field);
         if (time.failed())
             return set_aside(result, outcome, Outcome::Kind::bad_field, 0,
                              record::describe_failure(time, *options.time_field));
-        outcome.event_time = *time.time;
+        switch (record::place(options.input.window, time)) {
+        case record::Placement::inside:
+            break;
+        case record::Placement::outside:
+            outcome.kind = Outcome::Kind::outside_range;
+            return;
+        case record::Placement::untimed:
+            return set_aside(result, outcome, Outcome::Kind::bad_field, 0,
+                             std::string(record::k_untimed_in_window));
+        }
+        if (time_field) outcome.event_time = *time.time;
     }
     auto& partitions = result.partitions;
     auto offset = partitions.size();

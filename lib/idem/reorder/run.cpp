@@ -238,7 +238,8 @@ private:
     bool set_aside(const Outcome& outcome, const detail::Failure* failure,
                    run::InputRecord& record) {
         switch (outcome.kind) {
-        case Outcome::Kind::too_long: // the run frame set it aside
+        case Outcome::Kind::too_long:      // the run frame set it aside
+        case Outcome::Kind::outside_range: // ... or counted it
             return false;
         case Outcome::Kind::failed_to_parse:
         case Outcome::Kind::bad_field:
@@ -347,8 +348,8 @@ private:
     // What this run counted that a run resuming it carries on from.
     store::RunCounts carried_counts() const {
         return store::only_named(summarize({}).summary.counts,
-                                 {"released", "late", "duplicates", "rejected", "gaps", "missing",
-                                  "timed_out", "out", "gaps_file", "late_file"});
+                                 {"released", "late", "duplicates", "rejected", "outside_range",
+                                  "gaps", "missing", "timed_out", "out", "gaps_file", "late_file"});
     }
 
     // This run's own counts (add_carried() makes them the whole input's).
@@ -367,6 +368,7 @@ private:
         summary.counts.emplace_back("duplicates", counts.duplicates);
         summary.counts.emplace_back("held", counts.held);
         summary.counts.emplace_back("rejected", m_run.rejects().count());
+        m_run.add_window_count(summary.counts);
         if (m_options.sequencer.mode == OrderMode::sequence) {
             summary.counts.emplace_back("gaps", counts.gaps);
             summary.counts.emplace_back("missing", counts.missing);

@@ -6,6 +6,7 @@
 
 #include "idem/io/block_reader.hpp"
 #include "idem/record/field_path.hpp"
+#include "idem/record/time_window.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -29,6 +30,9 @@ struct InputOptions {
     // --allow-absent: paths the run may be given that no record holds
     // (PathCensus).
     std::vector<record::FieldPath> allow_absent;
+    // --since/--until: each command's worker places a record's event time
+    // in it; the run frame counts the ones outside (outside_range).
+    record::TimeWindow window;
 };
 
 // A block of whole lines from one input. For HAR, one line per entry.

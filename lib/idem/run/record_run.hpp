@@ -120,6 +120,14 @@ public:
     // The reject file has everything set aside so far (at the end of a run).
     void flush_rejects();
 
+    // Records whose event time lies outside --since/--until: counted, not
+    // routed. With a window, a summary states them ("outside_range"), so
+    // that in = out + side outputs + rejected + outside_range.
+    [[nodiscard]] std::uint64_t outside_range() const { return m_outside_range; }
+    void add_window_count(std::vector<std::pair<std::string, std::uint64_t>>& counts) const {
+        if (m_window_active) counts.emplace_back("outside_range", m_outside_range);
+    }
+
 protected:
     // Counts one record; false when the run this one resumes did it.
     bool count_record() {
@@ -142,7 +150,9 @@ protected:
     record::PathCensus m_census;
     std::uint64_t m_crash_at_record = crash_record(); // a test's crash point (IDEM_CRASH_AT)
     std::optional<std::uint64_t> m_total_bytes;       // the inputs' size, for progress
-    bool m_total_bytes_known = false;                 // ... asked once, at the first report
+    bool m_window_active = false;                     // --since/--until given
+    std::uint64_t m_outside_range = 0;
+    bool m_total_bytes_known = false; // ... asked once, at the first report
 
 private:
     io::Sink* m_rejects_to = nullptr;
@@ -240,6 +250,17 @@ private:
         outcome.message;
     };
 
+    // A worker marks a record outside --since/--until by its kind, or (an
+    // Outcome without kinds) by a flag.
+    static bool outside_window(const Outcome& outcome) {
+        if constexpr (requires { Outcome::Kind::outside_range; })
+            return outcome.kind == Outcome::Kind::outside_range;
+        else if constexpr (requires { outcome.outside_range; })
+            return outcome.outside_range;
+        else
+            return false;
+    }
+
     template <typename Route>
     void emit(const InputBlock& block, Result& result, const Steps& steps, Route& route) {
         if (!steps.release_block) {
@@ -277,6 +298,10 @@ private:
                     rejects().reject(record, outcome.column, outcome.message);
                     continue;
                 }
+            }
+            if (outside_window(outcome)) {
+                ++m_outside_range;
+                continue;
             }
             route(outcome, record, i);
         }

@@ -230,6 +230,7 @@ private:
         switch (outcome.kind) {
         case Outcome::Kind::too_long:
         case Outcome::Kind::failed_to_parse: // the run frame set these aside
+        case Outcome::Kind::outside_range:   // ... and counted these
             return;
         case Outcome::Kind::bad_field:
             m_run.rejects().reject(record, outcome.column, outcome.message);
@@ -499,6 +500,7 @@ private:
                 summary.counts.emplace_back(std::string(finding_name(static_cast<Finding>(i))),
                                             result.findings[i]);
         summary.counts.emplace_back("rejected", m_run.rejects().count());
+        m_run.add_window_count(summary.counts);
         if (m_options.report == ReportFormat::none && !m_options.learn) {
             summary.counts.emplace_back("out", m_output->records_written());
             if (m_invalid)

@@ -20,6 +20,7 @@ namespace idem::audit::detail {
 struct Reading {
     io::BlockLine line;
     bool parsed = true;
+    bool outside_range = false; // --since/--until: counted by the run frame
     std::uint64_t column = 0;
     std::string message; // why it was not parsed
     // Encoded values in BlockReadings::texts; empty: absent. No allocation

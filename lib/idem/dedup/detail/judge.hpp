@@ -18,7 +18,7 @@ namespace idem::dedup::detail {
 
 // What a worker found for one line; the ordered stage acts on it.
 struct Outcome {
-    enum class Kind { too_long, failed_to_parse, bad_time, missing_key, keyed };
+    enum class Kind { too_long, failed_to_parse, bad_time, outside_range, missing_key, keyed };
     io::BlockLine line;
     Kind kind = Kind::keyed;
     std::uint64_t column = 0;

@@ -20,7 +20,8 @@ struct Outcome {
     enum class Kind : std::uint8_t {
         too_long,
         failed_to_parse,
-        bad_field, // a time, or an aggregate's value, that is not one
+        bad_field,     // a time, or an aggregate's value, that is not one
+        outside_range, // --since/--until
         bypass,
         unmatched,
         unkeyed, // a group field missing, under --missing pass

@@ -16,7 +16,7 @@ namespace idem::reorder::detail {
 
 // Kept small: a block of short records has tens of thousands of them.
 struct Outcome {
-    enum class Kind : std::uint8_t { too_long, failed_to_parse, bad_field, ordered };
+    enum class Kind : std::uint8_t { too_long, failed_to_parse, bad_field, outside_range, ordered };
     io::BlockLine line;
     OrderKey key;
     Timestamp event_time; // with --time-field

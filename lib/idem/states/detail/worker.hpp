@@ -20,7 +20,7 @@
 namespace idem::states::detail {
 
 struct Outcome {
-    enum class Kind : std::uint8_t { too_long, failed_to_parse, bad_field, event };
+    enum class Kind : std::uint8_t { too_long, failed_to_parse, bad_field, outside_range, event };
     io::BlockLine line;
     Kind kind = Kind::event;
     bool has_annotations = false;
