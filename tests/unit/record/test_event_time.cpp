@@ -64,3 +64,20 @@ TEST_CASE(
     CHECK_FALSE(plain.failed());
     CHECK_FALSE(plain.time);
 }
+
+TEST_CASE("--since/--until hold [since, until): the first instant in, the last out") {
+    record::TimeWindow window{test::instant("2026-11-30T05:00:00Z"),
+                              test::instant("2026-11-30T09:30:00Z")};
+    auto placed = [&](const char* text) {
+        record::EventTime time;
+        time.status = record::EventTime::Status::found;
+        time.time = test::instant(text);
+        return record::place(window, time);
+    };
+    CHECK(placed("2026-11-30T05:00:00Z") == record::Placement::inside);
+    CHECK(placed("2026-11-30T09:29:59.999Z") == record::Placement::inside);
+    CHECK(placed("2026-11-30T09:30:00Z") == record::Placement::outside);
+    CHECK(placed("2026-11-30T04:59:59Z") == record::Placement::outside);
+    CHECK(record::place(window, record::EventTime{}) == record::Placement::untimed);
+    CHECK(record::place(record::TimeWindow{}, record::EventTime{}) == record::Placement::inside);
+}
