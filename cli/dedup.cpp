@@ -29,6 +29,7 @@ struct DedupOptions {
     bool mark = false;
     bool count = false;
     std::string dups_path;
+    std::string counts_path;
     std::string output_path;
     bool fail_on_duplicate = false;
     bool print_key = false;
@@ -92,6 +93,7 @@ int run_dedup_command(const DedupOptions& options) {
                  : options.count ? dedup::DuplicateAction::count
                                  : dedup::DuplicateAction::drop;
     run.dups_path = options.dups_path;
+    run.counts_path = options.counts_path;
     run.output_path = options.output_path;
     if (!run.dups_path.empty() && run.action != dedup::DuplicateAction::drop)
         throw UsageError("--dups goes with the default mode: --mark keeps duplicates in stdout, "
@@ -159,6 +161,9 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
         "write to FILE instead of stdout; a rerun after a crash resumes it exactly");
     command->add_option("--dups", options->dups_path,
                         "write duplicates here (annotated) instead of dropping them");
+    command->add_option("--counts", options->counts_path,
+                        "write one NDJSON line per key to FILE: the encoded key, how many records "
+                        "carried it, and where and when the first and last came (uniq -c)");
     command->add_flag("--fail-on-duplicate", options->fail_on_duplicate,
                       "exit 1 when any duplicate was seen (CI)");
     command->add_flag("--print-key", options->print_key,
@@ -188,7 +193,9 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
         "  idem dedup --key data.object.id,type events.ndjson > unique.ndjson\n"
         "  idem dedup --ignore request.id,attempt --window 24h --dups dups.ndjson < events.ndjson\n"
         "  idem dedup --key body.id --store redis://cache:6379/2 --count --fail-on-duplicate "
-        "today.ndjson");
+        "today.ndjson\n"
+        "  idem dedup --key id --store :memory: --count --counts keys.ndjson day.ndjson.gz && "
+        "jq -c 'select(.count > 2)' keys.ndjson");
     command->callback(
         [options, &action] { action = [options] { return run_dedup_command(*options); }; });
 }

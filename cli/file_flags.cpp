@@ -43,6 +43,7 @@ constexpr FileFlagEntry k_file_flags[] = {
     {"", "--out", FileFlag::output},
     {"", "--reject", FileFlag::output},
     {"", "--dups", FileFlag::output},
+    {"", "--counts", FileFlag::output},
     {"", "--late", FileFlag::output},
     {"", "--unmatched", FileFlag::output},
     {"", "--members", FileFlag::output},

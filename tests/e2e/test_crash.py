@@ -69,6 +69,24 @@ class Dedup(unittest.TestCase):
             self.assertEqual(code, 0, err)
             self.assertEqual(summary_of(err)["out"], 1)  # only the new event: the rest are duplicates now
 
+    def test_key_counts_killed_at_many_points_count_every_record_once(self):
+        # --counts is written at the end: a resumed run counts again the
+        # records the killed ones did, and a rerun of a finished run writes
+        # nothing more.
+        with tempfile.TemporaryDirectory() as tmp:
+            harness = KillAndRerun(
+                self, tmp, self.ARGS + ["--time-field", "at"],
+                dict(self.OUTPUTS, **{"--counts": "keys.ndjson"}),
+                ndjson(dedup_events(sized(30000), 9, with_times=True)), seed=13)
+            harness.run_through()
+            counts = harness.read("clean", "--counts").splitlines()
+            self.assertEqual(sum(json.loads(line)["count"] for line in counts),
+                             len(harness.read("clean", "-o").splitlines()) +
+                             len(harness.read("clean", "--dups").splitlines()))
+            code, _, err = run(harness.command("killed"))
+            self.assertEqual(code, 0, err)
+            harness.assert_same_outputs()
+
     def test_keep_last_killed_at_many_points_holds_again_what_it_held(self):
         # The copies --keep last holds are committed with the checkpoint: a
         # rerun holds them again instead of losing or repeating them.

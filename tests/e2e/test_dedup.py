@@ -219,6 +219,61 @@ class Dedup(unittest.TestCase):
         self.assertEqual(out, b"")
 
 
+class KeyCounts(unittest.TestCase):
+    """--counts FILE: one line per key, in the order the keys first came,
+    with how many records carried it and where and when its first and last
+    copies came: what `jq -r .id | sort | uniq -c` or a GROUP BY gives,
+    with positions."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        rng = random.Random(5)
+        self.events = [{"id": f"k{rng.randint(0, 60)}", "ts": f"2026-11-30T08:{n // 60:02d}:{n % 60:02d}Z"}
+                       for n in range(600)]
+        # One record without the key: rejected, so counted nowhere.
+        self.events.insert(17, {"other": 1, "ts": "2026-11-30T08:00:17Z"})
+        self.log = os.path.join(self.tmp.name, "day.ndjson")
+        with open(self.log, "wb") as f:
+            f.write(ndjson(self.events))
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def expected(self):
+        table = {}
+        for line, event in enumerate(self.events, start=1):
+            if "id" not in event:
+                continue
+            seen = {"at": f"{self.log}:{line}", "time": event["ts"].replace("Z", ".000Z")}
+            entry = table.setdefault(event["id"], {"count": 0, "first": seen})
+            entry["count"] += 1
+            entry["last"] = seen
+        return table
+
+    def test_each_key_once_with_its_count_first_and_last(self):
+        counts = os.path.join(self.tmp.name, "keys.ndjson")
+        code, out, err = run(["dedup", "--key", "id", "--time-field", "ts", "--store", ":memory:",
+                              "--counts", counts, self.log])
+        self.assertEqual(code, 1, err)  # the record without the key is rejected
+        with open(counts) as f:
+            lines = [json.loads(line) for line in f]
+        expected = self.expected()
+        # Keys in the order they first came; the encoded key names the value.
+        self.assertEqual([line["key"] for line in lines],
+                         [f"idem-key/1 key s{len(k)}:{k}" for k in expected])
+        for line, (key, entry) in zip(lines, expected.items()):
+            self.assertEqual({name: line[name] for name in ("count", "first", "last")}, entry, key)
+        self.assertEqual(sum(line["count"] for line in lines), len(self.events) - 1)
+        # The records are dedup's as ever: one per key.
+        self.assertEqual(len(out.splitlines()), len(expected))
+
+    def test_the_counts_file_may_not_be_an_input(self):
+        code, _, err = run(["dedup", "--key", "id", "--store", ":memory:", "--counts", self.log, self.log])
+        self.assertEqual(code, 2, err)
+        with open(self.log, "rb") as f:
+            self.assertEqual(f.read(), ndjson(self.events))
+
+
 class LivePipe(unittest.TestCase):
     def test_records_go_out_while_a_live_input_is_quiet(self):
         process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", ":memory:"], stdin=subprocess.PIPE,

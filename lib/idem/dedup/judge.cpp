@@ -40,7 +40,7 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, WorkerState& state,
         bucket =
             calendar_bucket(outcome.event_time.value_or(now_utc()), options.zone, *options.bucket);
     auto key = state.fingerprinter.fingerprint(parser, bucket);
-    if (options.print_key == KeyPrinting::on)
+    if (options.print_key == KeyPrinting::on || !options.counts_path.empty())
         outcome.encoded_key = state.fingerprinter.encoded_key();
     if (!key.fingerprint) {
         outcome.kind = Outcome::Kind::missing_key;

@@ -3,6 +3,7 @@
 #include "idem/dedup/run.hpp"
 
 #include "idem/dedup/detail/judge.hpp"
+#include "idem/dedup/detail/key_counts.hpp"
 
 #include "idem/record/annotate.hpp"
 #include "idem/run/record_run.hpp"
@@ -33,7 +34,8 @@ enum class Judged { by_store, in_process };
 
 // `"dedup":{...}` for the _idem annotation.
 void append_annotation(std::string& out, const Outcome& outcome,
-                       const store::FingerprintResult* claim, Judged judged = Judged::by_store) {
+                       const store::FingerprintResult* claim, KeyPrinting print_key,
+                       Judged judged = Judged::by_store) {
     out += "\"dedup\":{";
     bool first = true;
     auto separator = [&] {
@@ -52,7 +54,7 @@ void append_annotation(std::string& out, const Outcome& outcome,
                 out, fmt::format("{}:{}", claim->first_source, claim->first_line));
         }
     }
-    if (!outcome.encoded_key.empty()) {
+    if (print_key == KeyPrinting::on && !outcome.encoded_key.empty()) {
         separator();
         out += "\"key\":";
         record::append_json_string(out, outcome.encoded_key);
@@ -114,6 +116,7 @@ public:
                     {"dedup", options.scope, options.input.paths, options.lock_timeout},
                     options.output_path, standard_output, diagnostics),
           m_output(&m_outputs.output()), m_dups(m_outputs.add("dups", options.dups_path)),
+          m_counts_file(m_outputs.add("counts", options.counts_path)),
           m_run({options.input, m_outputs.add("reject", options.reject_path), options.strictness,
                  options.threads},
                 diagnostics) {
@@ -141,8 +144,14 @@ public:
             claim_block(block, result);
         };
         auto route = [&](Outcome& outcome, run::InputRecord& record, std::size_t) {
+            count_key(outcome, record);
             route_record(outcome, record);
         };
+        // A resumed run's counts hold the records the run before it did.
+        if (m_counts_file && !m_outputs.repeats_finished())
+            steps.resumed = [&](const Outcome& outcome, const run::InputRecord& record) {
+                count_key(outcome, record);
+            };
         // The block's memory is reused next: records written from it in
         // place go out first.
         steps.release_block = [&] { m_output->release_in_place(); };
@@ -340,6 +349,13 @@ private:
         m_block_answers = claim(claims, m_block_now);
     }
 
+    // --counts: every keyed record, whatever the store answers for it.
+    void count_key(const Outcome& outcome, const run::InputRecord& record) {
+        if (!m_counts_file || outcome.kind != Outcome::Kind::keyed) return;
+        m_key_counts.add(outcome.fingerprint, outcome.encoded_key, *record.source, record.line,
+                         outcome.event_time);
+    }
+
     void route_record(const Outcome& outcome, run::InputRecord& record) {
         if (!set_aside(outcome, record)) return;
         if (keeps_last()) {
@@ -444,7 +460,7 @@ private:
             return;
         }
         m_member.clear();
-        append_annotation(m_member, outcome, &answer,
+        append_annotation(m_member, outcome, &answer, m_options.print_key,
                           m_store_lost ? Judged::in_process : Judged::by_store);
         record::write_annotated(*target, bytes, outcome.has_annotations, m_member);
     }
@@ -582,6 +598,7 @@ private:
     // same input (this run killed before it could exit) leaves the outputs
     // as they are; a run over another input starts them anew.
     void finish() {
+        if (m_counts_file && !m_outputs.repeats_finished()) m_key_counts.write(*m_counts_file);
         try {
             m_outputs.commit_finished(m_store.get(), m_run.records_done(), carried_counts(), [&] {
                 if (!m_held_name.empty()) m_store->held_copies().clear_held_copies(m_held_name);
@@ -635,6 +652,8 @@ private:
     store::OwnedOutputs m_outputs;
     io::Sink* m_output;
     io::Sink* m_dups;
+    io::Sink* m_counts_file;
+    detail::KeyCounts m_key_counts;
     Run m_run;
     std::string m_member;
     std::vector<store::FingerprintClaim> m_block_claims;

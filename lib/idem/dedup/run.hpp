@@ -53,6 +53,8 @@ struct DedupRunOptions {
     // exactly (see store::Checkpoint). Empty: the `output` sink (stdout).
     std::string output_path;
     KeyPrinting print_key = KeyPrinting::off;
+    // --counts FILE: one line per key (detail/key_counts.hpp); empty: none.
+    std::string counts_path;
     std::string store_uri;
     StoreFailure on_store_error = StoreFailure::fail;
     Duration lock_timeout = std::chrono::seconds(60);

@@ -173,6 +173,10 @@ public:
         // On the calling thread, before the block's records are routed (to
         // look up the whole block in a store in one call).
         std::function<void(const InputBlock&, Result&)> prepare;
+        // On the calling thread, for each record the run this one resumes
+        // did (it is not routed again): for what a command builds from the
+        // whole input at its end (dedup --counts).
+        std::function<void(const Outcome&, const InputRecord&)> resumed;
         // After a block's records are routed, even when routing threw: the
         // block's memory is reused next (records written from it in place
         // must be out by then).
@@ -287,7 +291,10 @@ private:
         auto before = records();
         for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
             auto& outcome = result.outcomes[i];
-            if (!count_record()) continue;
+            if (!count_record()) {
+                if (steps.resumed) steps.resumed(outcome, m_positions.locate(block, outcome.line));
+                continue;
+            }
             auto record = m_positions.locate(block, outcome.line);
             if (record.bytes.size() > m_max_record_bytes) {
                 reject_too_long(record);

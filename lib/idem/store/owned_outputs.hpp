@@ -96,6 +96,11 @@ public:
         return m_checkpoint ? m_checkpoint->records_done : 0;
     }
     [[nodiscard]] bool resumed() const { return m_checkpoint.has_value(); }
+    // Whether this run repeats one that finished over the same input: its
+    // outputs stand whole, and what a run writes at its end is there.
+    [[nodiscard]] bool repeats_finished() const {
+        return m_checkpoint && m_checkpoint->finished_input.has_value();
+    }
     // The checkpoint's name: a key for state kept beside it ("" without -o).
     [[nodiscard]] const std::string& checkpoint_name() const { return m_checkpoint_name; }
 
