@@ -1,0 +1,64 @@
+// dedup --counts' table (dedup/detail/key_counts.hpp).
+
+#include "idem/dedup/detail/key_counts.hpp"
+
+#include "support/instants.hpp"
+
+#include <algorithm>
+#include <doctest/doctest.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+using namespace idem;
+
+namespace {
+
+record::Fingerprint fingerprint_of(unsigned char n) {
+    record::Fingerprint fingerprint;
+    fingerprint.bytes.fill(n);
+    return fingerprint;
+}
+
+std::string written_counts(const dedup::detail::KeyCounts& counts) {
+    auto path = std::filesystem::temp_directory_path() /
+                ("idem-key-counts-test-" + std::to_string(::getpid()));
+    {
+        auto sink = io::Sink::create_file(path.string());
+        counts.write(*sink);
+    }
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::filesystem::remove(path);
+    return text.str();
+}
+
+} // namespace
+
+TEST_CASE("one line per key in first-seen order, counting every copy, first and last kept") {
+    dedup::detail::KeyCounts counts;
+    std::string a = "a.ndjson", b = "b.ndjson";
+    counts.add(fingerprint_of(2), "k2", a, 1, test::instant("2026-11-30T08:00:00Z"));
+    counts.add(fingerprint_of(1), "k1", a, 2, std::nullopt);
+    counts.add(fingerprint_of(2), "k2", a, 3, test::instant("2026-11-30T08:00:05Z"));
+    counts.add(fingerprint_of(2), "k2", b, 7, test::instant("2026-11-30T09:00:00Z"));
+    CHECK(counts.keys() == 2);
+    CHECK(written_counts(counts) ==
+          R"({"key":"k2","count":3,"first":{"at":"a.ndjson:1","time":"2026-11-30T08:00:00.000Z"},)"
+          R"("last":{"at":"b.ndjson:7","time":"2026-11-30T09:00:00.000Z"}})"
+          "\n"
+          R"({"key":"k1","count":1,"first":{"at":"a.ndjson:2"},"last":{"at":"a.ndjson:2"}})"
+          "\n");
+}
+
+TEST_CASE("a key or a file name with quotes and controls stays one JSON string") {
+    dedup::detail::KeyCounts counts;
+    std::string source = "odd\"\x1b[2Jname.ndjson";
+    counts.add(fingerprint_of(3), "k\"\n\x1b", source, 4, std::nullopt);
+    auto text = written_counts(counts);
+    CHECK(text.find('\x1b') == std::string::npos);
+    CHECK(text.find("\\\"") != std::string::npos);
+    CHECK(std::count(text.begin(), text.end(), '\n') == 1);
+}
