@@ -52,7 +52,7 @@ Sink::Sink(int fd, std::string name)
 
 Sink::Sink(UniqueFd fd, std::string name)
     : m_fd(fd.get()), m_owned_fd(std::move(fd)), m_name(std::move(name)),
-      m_buffer(std::make_unique<char[]>(k_buffer_bytes)) {}
+      m_buffer(std::make_unique<char[]>(k_buffer_bytes)), m_compressor(compressor_for(m_name)) {}
 
 std::unique_ptr<Sink> Sink::standard_output() {
     return std::unique_ptr<Sink>(new Sink(STDOUT_FILENO, "<stdout>"));
@@ -130,7 +130,10 @@ void Sink::write(std::string_view bytes) {
     if (bytes.empty()) return; // an empty view may carry a null pointer, which memcpy must not see
     if (bytes.size() >= k_buffer_bytes) {
         flush();
-        write_all(bytes.data(), bytes.size());
+        if (m_compressor)
+            write_compressed(bytes);
+        else
+            write_all(bytes.data(), bytes.size());
         return;
     }
     if (k_buffer_bytes - m_used < bytes.size() || m_pieces.size() == k_most_pieces) flush();
@@ -141,6 +144,12 @@ void Sink::write(std::string_view bytes) {
 }
 
 void Sink::write_record_in_place(std::string_view line) {
+    // Compressed, a record is copied into the chunk its member is made of.
+    if (m_compressor) {
+        write(line);
+        count_record();
+        return;
+    }
     if (m_pieces.size() == k_most_pieces) flush();
     // What was buffered before goes out first.
     if (m_pieces.empty() && m_used > 0) add_piece(m_buffer.get(), m_used);
@@ -166,6 +175,10 @@ void Sink::flush() {
     // Emptied first: should the write fail, nothing is written twice later.
     auto used = m_used;
     m_used = 0;
+    if (m_compressor) {
+        if (used > 0) write_compressed({m_buffer.get(), used});
+        return;
+    }
     if (m_pieces.empty()) {
         write_all(m_buffer.get(), used);
         return;
@@ -176,6 +189,11 @@ void Sink::flush() {
     write_pieces(pieces);
     pieces.clear();
     if (m_pieces.empty()) m_pieces.swap(pieces); // keeps the capacity
+}
+
+void Sink::write_compressed(std::string_view bytes) {
+    m_compressor->compress(bytes, m_compressed);
+    write_all(m_compressed.data(), m_compressed.size());
 }
 
 void Sink::write_pieces(std::vector<iovec>& pieces) {

@@ -2,6 +2,7 @@
 // Buffered byte sinks for stdout and output files. Records are written as the
 // exact bytes that came in; a sink adds nothing of its own.
 
+#include "idem/io/compressor.hpp"
 #include "idem/util/unique_fd.hpp"
 
 #include <cstdint>
@@ -71,8 +72,12 @@ public:
 
     [[nodiscard]] const std::string& name() const { return m_name; }
     [[nodiscard]] std::uint64_t records_written() const { return m_records; }
-    // Bytes in the file so far, buffered ones included (from where it was opened).
-    [[nodiscard]] std::uint64_t size() const { return m_flushed_bytes + m_used + m_in_place_bytes; }
+    // Bytes in the file so far, buffered ones included (from where it was
+    // opened). A compressed file (io/compressor.hpp) counts what is flushed:
+    // what it buffers has no compressed size until then.
+    [[nodiscard]] std::uint64_t size() const {
+        return m_compressor ? m_flushed_bytes : m_flushed_bytes + m_used + m_in_place_bytes;
+    }
     void count_record() { ++m_records; }
 
 private:
@@ -81,6 +86,7 @@ private:
     void write_all(const char* data, std::size_t size);
     void write_pieces(std::vector<iovec>& pieces);
     void add_piece(const char* data, std::size_t size);
+    void write_compressed(std::string_view bytes);
 
     int m_fd;
     UniqueFd m_owned_fd; // m_fd, when the sink opened it
@@ -95,6 +101,9 @@ private:
     std::uint64_t m_in_place_bytes = 0;
     std::uint64_t m_flushed_bytes = 0;
     std::uint64_t m_records = 0;
+    // A file named .gz or .zst: each flush writes one member or frame.
+    std::unique_ptr<Compressor> m_compressor;
+    std::string m_compressed;
 };
 
 } // namespace idem::io
