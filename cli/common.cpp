@@ -46,10 +46,15 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                      "a directory among the inputs: read every file under it, in path order "
                      "(names starting with '.' left out)");
     add_choice_option(command, "--input-format", options.input_format,
-                      "ndjson (default) or har (HAR 1.2 export)",
+                      "ndjson (default), har (HAR 1.2 export) or csv (a header row, RFC 4180 "
+                      "quoting; each row a record of string values, at its own line)",
                       {{"ndjson", run::InputFormat::ndjson},
                        {"jsonl", run::InputFormat::ndjson},
-                       {"har", run::InputFormat::har}});
+                       {"har", run::InputFormat::har},
+                       {"csv", run::InputFormat::csv}});
+    command.add_option("--csv-delimiter", options.csv_delimiter,
+                       "with --input-format csv: the character between fields (default ',', "
+                       "'tab' for TSV)");
     command.add_option(
         "--max-record-size", options.max_record_size,
         "longest record accepted; longer ones are rejected unbuffered (default 16MiB)");
@@ -166,6 +171,18 @@ run::InputOptions input_options(const CommonOptions& options) {
     run::InputOptions input;
     input.paths = run::expand_inputs(options.inputs, options.recursive);
     input.format = options.input_format;
+    if (!options.csv_delimiter.empty()) {
+        if (input.format != run::InputFormat::csv)
+            throw UsageError("--csv-delimiter goes with --input-format csv");
+        auto delimiter = options.csv_delimiter == "tab" || options.csv_delimiter == "\\t"
+                             ? std::string("\t")
+                             : options.csv_delimiter;
+        if (delimiter.size() != 1 || delimiter == "\"" || delimiter == "\n" || delimiter == "\r")
+            throw UsageError(fmt::format("--csv-delimiter {}: one character other than a quote or "
+                                         "a line break ('tab' for TSV)",
+                                         quote(options.csv_delimiter)));
+        input.csv_delimiter = delimiter.front();
+    }
     input.max_record_bytes = parse_byte_size(options.max_record_size);
     if (input.max_record_bytes == 0) throw UsageError("--max-record-size must be at least 1 byte");
     for (const auto& text : options.allow_absent)
@@ -290,7 +307,7 @@ namespace {
 
 // Why every record may have been rejected, from what the inputs look like.
 std::string all_rejected_hint(const CommonOptions& options) {
-    if (options.input_format != run::InputFormat::har) {
+    if (options.input_format == run::InputFormat::ndjson) {
         for (const auto& path : options.inputs) {
             if (path.ends_with(".har")) return "this looks like a HAR file: add --input-format har";
             std::ifstream file(path, std::ios::binary);
@@ -306,9 +323,8 @@ std::string all_rejected_hint(const CommonOptions& options) {
             auto line = std::string_view(start).substr(0, start.find('\n'));
             if (first != std::string::npos && start[first] != '{' && start[first] != '[' &&
                 line.find(',') != std::string::npos)
-                return fmt::format("{} looks like CSV, not NDJSON: 'idem audit --csv {}' reads "
-                                   "CSV, and 'idem reconcile --stage NAME={}' a .csv stage",
-                                   quote(path), path, path);
+                return fmt::format("{} looks like CSV, not NDJSON: add --input-format csv",
+                                   quote(path));
         }
     }
     return "check the field paths (--key, --seq, --time-field, ...) against one record, e.g. "

@@ -36,6 +36,7 @@ struct CommonOptions {
     std::vector<std::string> allow_absent; // --allow-absent PATH (PathCensus)
     bool fail_on_unmatched = false;        // --fail-on unmatched
     std::string since, until;              // --since/--until (add_time_window_options)
+    std::string csv_delimiter;             // --csv-delimiter; empty: a comma
 };
 
 // Takes "unmatched" out of a command's --fail-on list (every judging

@@ -3,6 +3,7 @@
 #include "idem/io/byte_source.hpp"
 
 #include "idem/record/har.hpp"
+#include "idem/run/rows.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 #include "idem/util/unique_fd.hpp"
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -73,7 +75,10 @@ struct InputStream::Impl {
     PositionTracker positions;
     bool block_finished = true;
 
+    // A document read whole (HAR, CSV): bounded by k_max_document_bytes.
+    std::string read_document(const OpenInput& input, std::string_view kind);
     void load_har(const OpenInput& input, InputBlock& out);
+    void load_csv(const OpenInput& input, InputBlock& out);
     void open(OpenInput& input);  // a regular file, when the stream reaches it
     void close(OpenInput& input); // ... and when it is done
 };
@@ -101,31 +106,32 @@ InputStream::InputStream(const InputOptions& options, io::OversizeHandler* overs
 
 InputStream::~InputStream() = default;
 
-void InputStream::Impl::load_har(const OpenInput& input, InputBlock& out) {
+std::string InputStream::Impl::read_document(const OpenInput& input, std::string_view kind) {
     std::string document;
     char chunk[1 << 16];
-    auto source = io::open_byte_source(input.fd, input.name); // a .har.gz too
+    auto source = io::open_byte_source(input.fd, input.name); // a .har.gz, a .csv.zst too
     while (true) {
         std::size_t got = 0;
         try {
             got = source->read(chunk, sizeof chunk);
         } catch (const io::DamagedStream& damage) {
             throw InputError({input.name, 0, 0, 0},
-                             fmt::format("{}: the HAR document is incomplete", damage.what));
+                             fmt::format("{}: the {} document is incomplete", damage.what, kind));
         }
         if (got == 0) break;
         document.append(chunk, got);
-        if (document.size() > k_max_har_file_bytes)
+        if (document.size() > k_max_document_bytes)
             throw InputError(
                 {input.name, 0, 0, 0},
-                fmt::format("HAR file is larger than {}", format_bytes(k_max_har_file_bytes)));
+                fmt::format("{} file is larger than {}", kind, format_bytes(k_max_document_bytes)));
     }
     finished_bytes += document.size();
-    std::string lines;
-    for (const auto& envelope : record::har_to_envelopes(document, input.name)) {
-        lines.append(envelope);
-        lines.push_back('\n');
-    }
+    return document;
+}
+
+namespace {
+// `lines` as a block of its own, padded as the parsers need.
+void hold_lines(const std::string& lines, InputBlock& out) {
     auto& bytes = out.block.bytes;
     bytes.reserve(lines.size() + io::k_padding_bytes, 0);
     std::memcpy(bytes.data(), lines.data(), lines.size());
@@ -133,6 +139,36 @@ void InputStream::Impl::load_har(const OpenInput& input, InputBlock& out) {
     out.block.size = lines.size();
     out.block.byte_offset = 0;
     out.block.oversized_line_bytes = 0;
+}
+} // namespace
+
+void InputStream::Impl::load_har(const OpenInput& input, InputBlock& out) {
+    auto document = read_document(input, "HAR");
+    std::string lines;
+    for (const auto& envelope : record::har_to_envelopes(document, input.name)) {
+        lines.append(envelope);
+        lines.push_back('\n');
+    }
+    hold_lines(lines, out);
+}
+
+// Each row a JSON object of its header's names and its values (strings),
+// at the line of the file it starts on: blank lines stand for the header
+// and for the extra lines of quoted fields that hold newlines, so positions
+// are the CSV file's own (orders.csv:12).
+void InputStream::Impl::load_csv(const OpenInput& input, InputBlock& out) {
+    std::istringstream document(read_document(input, "CSV"));
+    std::string lines;
+    std::uint64_t next_line = 1;
+    read_csv_rows(document, input.name, options.csv_delimiter,
+                  [&](std::string_view json, const RowPosition& position) {
+                      for (; next_line < position.number; ++next_line)
+                          lines.push_back('\n');
+                      lines.append(json);
+                      lines.push_back('\n');
+                      ++next_line;
+                  });
+    hold_lines(lines, out);
 }
 
 void InputStream::Impl::open(OpenInput& input) {
@@ -158,8 +194,11 @@ bool InputStream::next_block(InputBlock& out, std::size_t target_bytes) {
         out.source = &input.name;
         out.starts_source = !impl.source_started;
         impl.source_started = true;
-        if (impl.options.format == InputFormat::har) {
-            impl.load_har(input, out);
+        if (impl.options.format != InputFormat::ndjson) {
+            if (impl.options.format == InputFormat::har)
+                impl.load_har(input, out);
+            else
+                impl.load_csv(input, out);
             impl.close(input);
             ++impl.current;
             impl.source_started = false;

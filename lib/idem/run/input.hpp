@@ -17,11 +17,12 @@
 
 namespace idem::run {
 
-enum class InputFormat { ndjson, har };
+enum class InputFormat { ndjson, har, csv };
 
 inline constexpr std::uint64_t k_default_max_record_bytes = 16ULL << 20;
-// A HAR file is one JSON document and must be held whole to be parsed.
-inline constexpr std::uint64_t k_max_har_file_bytes = 1ULL << 30;
+// A HAR or CSV file is one document, held whole to be read (a HAR is one
+// JSON value; a CSV row may span lines inside quotes).
+inline constexpr std::uint64_t k_max_document_bytes = 1ULL << 30;
 
 struct InputOptions {
     std::vector<std::string> paths; // "-" is stdin; empty means stdin
@@ -30,6 +31,8 @@ struct InputOptions {
     // --allow-absent: paths the run may be given that no record holds
     // (PathCensus).
     std::vector<record::FieldPath> allow_absent;
+    // --input-format csv: the character between fields (--csv-delimiter).
+    char csv_delimiter = ',';
     // --since/--until: each command's worker places a record's event time
     // in it; the run frame counts the ones outside (outside_range).
     record::TimeWindow window;

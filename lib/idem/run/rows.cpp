@@ -16,8 +16,8 @@ namespace {
 
 // Reads one CSV record (which may span lines inside quotes) into `fields`.
 // False at the end of the file.
-bool next_csv_record(std::istream& in, std::vector<std::string>& fields, std::uint64_t& line,
-                     const std::string& path) {
+bool next_csv_record(std::istream& in, char delimiter, std::vector<std::string>& fields,
+                     std::uint64_t& line, const std::string& path) {
     fields.clear();
     std::string field;
     bool quoted = false, any = false, was_quoted = false;
@@ -41,7 +41,7 @@ bool next_csv_record(std::istream& in, std::vector<std::string>& fields, std::ui
         }
         if (c == '"' && field.empty() && !was_quoted) {
             quoted = was_quoted = true;
-        } else if (c == ',') {
+        } else if (c == delimiter) {
             fields.push_back(std::move(field));
             field.clear();
             was_quoted = false;
@@ -52,7 +52,7 @@ bool next_csv_record(std::istream& in, std::vector<std::string>& fields, std::ui
             return true;
         } else if (was_quoted && c != '\r') {
             throw InputError({path, line + 1, 0, 0},
-                             "a quoted CSV field must end at a comma or the end of the line");
+                             "a quoted CSV field must end at a delimiter or the end of the line");
         } else {
             field += c;
         }
@@ -70,14 +70,19 @@ bool next_csv_record(std::istream& in, std::vector<std::string>& fields, std::ui
 void read_csv_rows(const std::string& path, const RowHandler& handle) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError({path, 0, 0, 0}, "cannot open the CSV file");
+    read_csv_rows(in, path, ',', handle);
+}
+
+void read_csv_rows(std::istream& in, const std::string& path, char delimiter,
+                   const RowHandler& handle) {
     std::vector<std::string> header, fields;
     std::uint64_t line = 0;
-    if (!next_csv_record(in, header, line, path))
+    if (!next_csv_record(in, delimiter, header, line, path))
         throw InputError({path, 1, 0, 0}, "the CSV file is empty: a header row is needed");
     std::string json;
     while (true) {
         auto row_line = line + 1;
-        if (!next_csv_record(in, fields, line, path)) break;
+        if (!next_csv_record(in, delimiter, fields, line, path)) break;
         if (fields.size() == 1 && fields[0].empty()) continue; // a blank line
         if (fields.size() != header.size())
             throw InputError(

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <istream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,9 @@ using RowHandler = std::function<void(std::string_view json, const RowPosition& 
 // newlines, "" for a quote inside them. Values are strings. Throws
 // InputError naming the file and line for a row that does not parse.
 void read_csv_rows(const std::string& path, const RowHandler& handle);
+// The same over `in`, named `name`, fields split at `delimiter`.
+void read_csv_rows(std::istream& in, const std::string& name, char delimiter,
+                   const RowHandler& handle);
 
 // Runs `query` on the database at `path`, opened read-only. Integers and
 // reals become numbers, text strings, NULL null, blobs base64 strings.

@@ -1,0 +1,132 @@
+"""--input-format csv (docs/records.md, "CSV"): every command that reads
+records reads a CSV file with a header row as the same records in NDJSON --
+each row an object of its header's names and its values as strings -- and
+gives the same answer; positions are the CSV file's own lines, quoted
+fields spanning lines included."""
+import csv
+import gzip
+import io
+import json
+import os
+import re
+import tempfile
+import unittest
+
+from harness import run, summary_of
+from test_time_window import MACHINE, RULES, STATUSES
+
+POSITION = re.compile(rb'"[^"]*\.(?:ndjson|csv):\d+"')
+COLUMNS = ["id", "order_id", "status", "type", "user_id", "alert_type", "content", "ts"]
+
+
+def rows(count=900):
+    made = []
+    for n in range(count):
+        made.append({"id": f"evt_{n % 500}", "order_id": f"o{n % 30}", "status": STATUSES[(n // 30) % 5],
+                     "type": "notification", "user_id": f"u{n % 7}", "alert_type": "disk",
+                     # a comma, a quote, and now and then a line break inside one field
+                     "content": f'c{n}, "q"' + ("\nmore" if n % 97 == 0 else ""),
+                     "ts": f"2026-11-30T{n // 60 % 24:02d}:{n % 60:02d}:00Z"})
+    return made
+
+
+def as_csv(records, delimiter=","):
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, delimiter=delimiter, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    return out.getvalue().encode()
+
+
+def as_ndjson(records):
+    # As idem makes each row: names in order, values as strings, compact.
+    return "".join(json.dumps(r, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+                   for r in records).encode()
+
+
+class CsvInput(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.records = rows()
+        self.csv = self.path("day.csv")
+        with open(self.csv, "wb") as f:
+            f.write(as_csv(self.records))
+        self.ndjson = self.path("day.ndjson")
+        with open(self.ndjson, "wb") as f:
+            f.write(as_ndjson(self.records))
+        with open(self.path("machine.yaml"), "w") as f:
+            f.write(MACHINE)
+        with open(self.path("rules.yaml"), "w") as f:
+            f.write(RULES)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def test_every_command_finds_in_csv_what_it_finds_in_the_same_ndjson(self):
+        commands = {
+            "dedup": ["dedup", "--key", "id", "--store", ":memory:"],
+            "reorder": ["reorder", "--order-by", "ts", "--max-lateness", "2m", "--store", ":memory:"],
+            "merge": ["merge", "--rules", self.path("rules.yaml"), "--time-field", "ts", "--max-lateness", "2m",
+                      "--store", ":memory:"],
+            "states": ["states", "--entity", "order_id", "--state", "status", "--machine",
+                       self.path("machine.yaml"), "--store", ":memory:"],
+            "audit": ["audit", "--key", "id", "--time-field", "ts", "--format", "json"],
+            "verify": ["verify", "--scheme", "github", "--secret", "s", "--drop-invalid"],
+        }
+        for name, args in commands.items():
+            with self.subTest(command=name):
+                code, out, err = run(args + ["--summary", "json", "--input-format", "csv", self.csv])
+                code_nd, out_nd, err_nd = run(args + ["--summary", "json", self.ndjson])
+                self.assertEqual(code, code_nd, err + err_nd)
+                summary, summary_nd = summary_of(err), summary_of(err_nd)
+                self.assertEqual(summary["in"], len(self.records))
+                for count, value in summary_nd.items():
+                    if count not in ("seconds", "version"):
+                        self.assertEqual(summary[count], value, count)
+                if name != "audit":  # audit's evidence names lines; its counts are compared
+                    self.assertEqual(POSITION.sub(b'"@"', out), POSITION.sub(b'"@"', out_nd))
+
+    def test_positions_are_the_csv_files_own_lines(self):
+        broken = [dict(r) for r in self.records[:200]]
+        broken[150]["ts"] = "not a time"
+        with open(self.csv, "wb") as f:
+            f.write(as_csv(broken))
+        code, out, err = run(["dedup", "--key", "id", "--time-field", "ts", "--store", ":memory:",
+                              "--input-format", "csv", self.csv])
+        self.assertEqual(code, 1, err)
+        # Row 150 starts on line 154: the header, then rows 0 and 97 take
+        # two lines each (a line break inside a quoted field).
+        self.assertIn("day.csv:154:", err)
+        self.assertIn("time field 'ts' is not a timestamp", err)
+
+    def test_a_tab_separated_file_and_a_compressed_one(self):
+        tsv = self.path("day.tsv.gz")
+        with open(tsv, "wb") as f:
+            f.write(gzip.compress(as_csv(self.records, delimiter="\t")))
+        code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", "--input-format", "csv",
+                              "--csv-delimiter", "tab", tsv])
+        self.assertEqual(code, 0, err)
+        code_nd, out_nd, _ = run(["dedup", "--key", "id", "--store", ":memory:", self.ndjson])
+        self.assertEqual(out, out_nd)
+
+    def test_a_delimiter_without_csv_or_of_two_characters_is_a_usage_error(self):
+        code, _, err = run(["dedup", "--key", "id", "--store", ":memory:", "--csv-delimiter", ";", self.ndjson])
+        self.assertEqual(code, 2, err)
+        self.assertIn("--csv-delimiter goes with --input-format csv", err)
+        code, _, err = run(["dedup", "--key", "id", "--store", ":memory:", "--input-format", "csv",
+                            "--csv-delimiter", ";;", self.csv])
+        self.assertEqual(code, 2, err)
+
+    def test_a_row_with_too_many_fields_names_its_line(self):
+        with open(self.csv, "ab") as f:
+            f.write(b"a,b,c,d,e,f,g,h,i\n")
+        code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", "--input-format", "csv", self.csv])
+        self.assertEqual(code, 3, err)
+        self.assertRegex(err, r"day\.csv:\d+: 9 fields where the header has 8")
+
+
+if __name__ == "__main__":
+    unittest.main()
