@@ -46,15 +46,20 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                      "a directory among the inputs: read every file under it, in path order "
                      "(names starting with '.' left out)");
     add_choice_option(command, "--input-format", options.input_format,
-                      "ndjson (default), har (HAR 1.2 export) or csv (a header row, RFC 4180 "
-                      "quoting; each row a record of string values, at its own line)",
+                      "ndjson, json (an array, or a page with a \"data\" array), har (HAR 1.2 "
+                      "export) or csv (a header row; each row a record of string values); "
+                      "default: told by each input's first bytes",
                       {{"ndjson", run::InputFormat::ndjson},
+                       {"json", run::InputFormat::json},
                        {"jsonl", run::InputFormat::ndjson},
                        {"har", run::InputFormat::har},
                        {"csv", run::InputFormat::csv}});
     command.add_option("--csv-delimiter", options.csv_delimiter,
                        "with --input-format csv: the character between fields (default ',', "
                        "'tab' for TSV)");
+    command.add_flag("--csv-types", options.csv_types,
+                     "CSV values that are unquoted numbers or true/false become JSON numbers and "
+                     "booleans (default: every value a string, as the file has it)");
     command.add_option(
         "--max-record-size", options.max_record_size,
         "longest record accepted; longer ones are rejected unbuffered (default 16MiB)");
@@ -172,8 +177,9 @@ run::InputOptions input_options(const CommonOptions& options) {
     input.paths = run::expand_inputs(options.inputs, options.recursive);
     input.format = options.input_format;
     if (!options.csv_delimiter.empty()) {
-        if (input.format != run::InputFormat::csv)
-            throw UsageError("--csv-delimiter goes with --input-format csv");
+        if (input.format != run::InputFormat::csv && input.format != run::InputFormat::detect)
+            throw UsageError("--csv-delimiter goes with CSV input, not --input-format ndjson, "
+                             "json or har");
         auto delimiter = options.csv_delimiter == "tab" || options.csv_delimiter == "\\t"
                              ? std::string("\t")
                              : options.csv_delimiter;
@@ -182,6 +188,12 @@ run::InputOptions input_options(const CommonOptions& options) {
                                          "a line break ('tab' for TSV)",
                                          quote(options.csv_delimiter)));
         input.csv_delimiter = delimiter.front();
+    }
+    if (options.csv_types) {
+        if (input.format != run::InputFormat::csv && input.format != run::InputFormat::detect)
+            throw UsageError("--csv-types goes with CSV input, not --input-format ndjson, json "
+                             "or har");
+        input.csv_values = run::CsvValues::typed;
     }
     input.max_record_bytes = parse_byte_size(options.max_record_size);
     if (input.max_record_bytes == 0) throw UsageError("--max-record-size must be at least 1 byte");
@@ -307,24 +319,32 @@ namespace {
 
 // Why every record may have been rejected, from what the inputs look like.
 std::string all_rejected_hint(const CommonOptions& options) {
+    // Told by their first bytes, HAR, CSV and JSON documents are read as
+    // such: the hint is for inputs read as NDJSON because --input-format
+    // said so, by the same rule (compressed inputs are not looked into).
     if (options.input_format == run::InputFormat::ndjson) {
         for (const auto& path : options.inputs) {
-            if (path.ends_with(".har")) return "this looks like a HAR file: add --input-format har";
             std::ifstream file(path, std::ios::binary);
-            std::string start(256, '\0');
+            std::string start(run::k_detect_bytes, '\0');
             file.read(start.data(), static_cast<std::streamsize>(start.size()));
             start.resize(static_cast<std::size_t>(file.gcount()));
-            auto first = start.find_first_not_of(" \t\r\n");
-            if (first != std::string::npos && start[first] == '{' &&
-                start.find("\"log\"") != std::string::npos)
-                return "this looks like a HAR file: add --input-format har";
-            // By its first bytes, not its name: a header row of
-            // comma-separated names. (Compressed inputs are read decompressed.)
-            auto line = std::string_view(start).substr(0, start.find('\n'));
-            if (first != std::string::npos && start[first] != '{' && start[first] != '[' &&
-                line.find(',') != std::string::npos)
-                return fmt::format("{} looks like CSV, not NDJSON: add --input-format csv",
+            switch (run::detect_input_format(start, ',')) {
+            case run::InputFormat::har:
+                return fmt::format("{} looks like a HAR file: drop --input-format ndjson, or "
+                                   "say --input-format har",
                                    quote(path));
+            case run::InputFormat::csv:
+                return fmt::format("{} looks like CSV, not NDJSON: drop --input-format ndjson, "
+                                   "or say --input-format csv",
+                                   quote(path));
+            case run::InputFormat::json:
+                return fmt::format("{} looks like one JSON document, not NDJSON: drop "
+                                   "--input-format ndjson, or say --input-format json",
+                                   quote(path));
+            case run::InputFormat::ndjson:
+            case run::InputFormat::detect:
+                break;
+            }
         }
     }
     return "check the field paths (--key, --seq, --time-field, ...) against one record, e.g. "

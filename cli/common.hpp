@@ -25,7 +25,7 @@ namespace idem::cli {
 struct CommonOptions {
     std::vector<std::string> inputs;
     bool recursive = false; // --recursive: directories among the inputs
-    run::InputFormat input_format = run::InputFormat::ndjson;
+    run::InputFormat input_format = run::InputFormat::detect;
     std::string max_record_size = "16MiB";
     std::string reject_path;
     bool strict = false;
@@ -37,6 +37,7 @@ struct CommonOptions {
     bool fail_on_unmatched = false;        // --fail-on unmatched
     std::string since, until;              // --since/--until (add_time_window_options)
     std::string csv_delimiter;             // --csv-delimiter; empty: a comma
+    bool csv_types = false;                // --csv-types
 };
 
 // Takes "unmatched" out of a command's --fail-on list (every judging

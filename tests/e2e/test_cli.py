@@ -376,9 +376,11 @@ class NeverSilentlyGreen(unittest.TestCase):
         self.assertIn("check the field paths", err)
         code, _, err = run(["reorder", "--seq", "id", "--store", ":memory:", events])
         self.assertEqual(code, 3, err)
-        code, _, err = run(["verify", "--secret", GH, capture("deliveries.har")])
+        # A HAR export is told by its first bytes; read as NDJSON because
+        # the user said so, every line is rejected, and the hint says why.
+        code, _, err = run(["verify", "--input-format", "ndjson", "--secret", GH, capture("deliveries.har")])
         self.assertEqual(code, 3, err)
-        self.assertIn("this looks like a HAR file: add --input-format har", err)
+        self.assertIn("looks like a HAR file: drop --input-format ndjson, or say --input-format har", err)
         code, _, err = run(["replay", "--to", "http://127.0.0.1:9", "--dry-run", "--timing", "original",
                             "--store", ":memory:", events])
         self.assertEqual(code, 3, err)

@@ -113,11 +113,29 @@ class CsvInput(unittest.TestCase):
         self.assertEqual(out, out_nd)
 
     def test_a_delimiter_without_csv_or_of_two_characters_is_a_usage_error(self):
-        code, _, err = run(["dedup", "--key", "id", "--store", ":memory:", "--csv-delimiter", ";", self.ndjson])
+        code, _, err = run(["dedup", "--key", "id", "--store", ":memory:", "--input-format", "ndjson",
+                            "--csv-delimiter", ";", self.ndjson])
         self.assertEqual(code, 2, err)
-        self.assertIn("--csv-delimiter goes with --input-format csv", err)
+        self.assertIn("--csv-delimiter goes with CSV input", err)
         code, _, err = run(["dedup", "--key", "id", "--store", ":memory:", "--input-format", "csv",
                             "--csv-delimiter", ";;", self.csv])
+        self.assertEqual(code, 2, err)
+
+    def test_csv_types_makes_unquoted_numbers_and_booleans_json_ones(self):
+        table = self.path("typed.csv")
+        with open(table, "wb") as f:
+            f.write(b'id,amount,paid,code,note\na,10,true,"007",1.50\nb,-2.5e3,false,12,x\n')
+        code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", "--csv-types", table])
+        self.assertEqual(code, 0, err)
+        first, second = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual(first, {"amount": 10, "code": "007", "id": "a", "note": 1.5, "paid": True})
+        self.assertEqual(second["amount"], -2500.0)
+        self.assertEqual(second["paid"], False)
+        # Without it, every value is the file's text.
+        code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", table])
+        self.assertEqual(json.loads(out.splitlines()[0])["amount"], "10")
+        code, _, err = run(["dedup", "--key", "id", "--store", ":memory:", "--csv-types",
+                            "--input-format", "ndjson", self.ndjson])
         self.assertEqual(code, 2, err)
 
     def test_a_row_with_too_many_fields_names_its_line(self):
@@ -130,3 +148,74 @@ class CsvInput(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Detected(unittest.TestCase):
+    """Without --input-format, each input is told by its first bytes
+    (decompressed): NDJSON, a JSON array, a page with a "data" array, a HAR
+    export and CSV give the same records, in one run over a folder of all
+    five; a log whose first line was cut short is still NDJSON."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.records = rows(200)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, data):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def test_each_format_is_told_by_its_first_bytes(self):
+        plain = self.write("plain.ndjson", as_ndjson(self.records))
+        forms = {
+            "array.json": json.dumps(self.records, indent=2).encode(),
+            "array-one-line.json": json.dumps(self.records).encode(),
+            "page.json": json.dumps({"object": "list", "data": self.records, "has_more": False}, indent=1).encode(),
+            "page-one-line.json": json.dumps({"object": "list", "data": self.records}).encode(),
+            "rows.csv.gz": gzip.compress(as_csv(self.records)),
+            "rows.txt": as_csv(self.records),
+        }
+        _, expected, _ = run(["dedup", "--key", "order_id,status", "--store", ":memory:", plain])
+        ids = [json.loads(line)["id"] for line in expected.splitlines()]
+        for name, data in forms.items():
+            with self.subTest(form=name):
+                path = self.write(name, data)
+                code, out, err = run(["dedup", "--key", "order_id,status", "--store", ":memory:", path])
+                self.assertEqual(code, 0, err)
+                self.assertEqual([json.loads(line)["id"] for line in out.splitlines()], ids)
+
+    def test_a_har_export_without_the_flag(self):
+        from harness import CAPTURES
+        code, out, err = run(["dedup", "--key", "method", "--store", ":memory:", "--summary", "json",
+                              os.path.join(CAPTURES, "deliveries.har")])
+        self.assertEqual(code, 0, err)
+        code_flag, out_flag, _ = run(["dedup", "--key", "method", "--store", ":memory:", "--input-format", "har",
+                                      os.path.join(CAPTURES, "deliveries.har")])
+        self.assertEqual(out, out_flag)
+        self.assertGreater(len(out), 0)
+
+    def test_a_log_whose_first_line_was_cut_is_ndjson_that_loses_one_line(self):
+        lines = as_ndjson(self.records)
+        cut = self.write("rotated.ndjson", lines[25:])  # starts mid-record, commas and all
+        code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", "--summary", "json", cut])
+        self.assertEqual(code, 1, err)
+        self.assertEqual(summary_of(err)["rejected"], 1)
+        self.assertEqual(summary_of(err)["in"], len(self.records))
+        self.assertIn("rotated.ndjson:1:", err)
+
+    def test_an_explicit_format_still_wins(self):
+        path = self.write("rows.csv", as_csv(self.records))
+        code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", "--input-format", "ndjson", path])
+        self.assertEqual(code, 3, err)
+        self.assertIn("looks like CSV", err)
+
+    def test_a_json_object_that_is_no_page_is_a_clear_error(self):
+        path = self.write("config.json", json.dumps({"name": "x", "items": self.records}, indent=2).encode())
+        code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", path])
+        self.assertEqual(code, 3, err)
+        self.assertIn("neither a HAR export nor a page with a \"data\" array", err)
+        self.assertIn("--input-format", err)

@@ -241,9 +241,15 @@ class TimesAndFormats(unittest.TestCase):
             table = os.path.join(tmp, "events.txt")
             with open(table, "w") as f:
                 f.write("id,type\na,x\n")
-            code, out, err = run(["audit", "--key", "id", table])
+            # Told by its first bytes, whatever its name: read as CSV.
+            code, out, err = run(["audit", "--key", "id", "--format", "json", "-q", table])
+            self.assertEqual(code, 0, err)
+            self.assertEqual(json.loads(out)["summary"]["records"], 1)
+            # Read as NDJSON because the user said so: every line rejected,
+            # and the hint names what it looks like.
+            code, out, err = run(["audit", "--key", "id", "--input-format", "ndjson", table])
             self.assertEqual(code, 3, err)
-            self.assertIn("looks like CSV", err)
+            self.assertIn("looks like CSV, not NDJSON: drop --input-format ndjson", err)
             self.assertEqual(out, b"")  # no report of nothing
 
 

@@ -49,6 +49,10 @@ std::optional<BlockLine> LineCursor::next() {
 
 BlockReader::BlockReader(int fd, std::string source, std::uint64_t max_record_bytes,
                          OversizeHandler* oversize_handler)
+    : BlockReader(nullptr, fd, std::move(source), max_record_bytes, oversize_handler) {}
+
+BlockReader::BlockReader(std::unique_ptr<ByteSource> input, int fd, std::string source,
+                         std::uint64_t max_record_bytes, OversizeHandler* oversize_handler)
     : m_fd(fd), m_source(std::move(source)), m_max_record_bytes(max_record_bytes),
       m_oversize_handler(oversize_handler) {
     // A pipe or terminal (tail -f | idem ...) hands over whole lines as soon
@@ -58,7 +62,7 @@ BlockReader::BlockReader(int fd, std::string source, std::uint64_t max_record_by
     // A bigger pipe buffer means fewer, larger reads from a fast writer
     // (cat big.ndjson | idem ...); refused or capped, it changes nothing.
     if (m_streaming && S_ISFIFO(status.st_mode)) (void)::fcntl(fd, F_SETPIPE_SZ, 1 << 20);
-    m_input = open_byte_source(fd, m_source);
+    m_input = input ? std::move(input) : open_byte_source(fd, m_source);
     m_compressed = m_input->compression() != Compression::none;
 }
 

@@ -89,6 +89,10 @@ public:
     // and lines are the decompressed stream's.
     BlockReader(int fd, std::string source, std::uint64_t max_record_bytes,
                 OversizeHandler* oversize_handler);
+    // The same over `input`, already opened on `fd` (its first bytes read
+    // and handed back, byte_source.hpp's with_prefix).
+    BlockReader(std::unique_ptr<ByteSource> input, int fd, std::string source,
+                std::uint64_t max_record_bytes, OversizeHandler* oversize_handler);
     ~BlockReader();
     BlockReader(const BlockReader&) = delete;
     BlockReader& operator=(const BlockReader&) = delete;

@@ -2,6 +2,7 @@
 
 #include "idem/util/errors.hpp"
 
+#include <algorithm>
 #include <array>
 #include <bzlib.h>
 #include <cerrno>
@@ -309,6 +310,40 @@ std::string_view compression_name(Compression compression) {
         break;
     }
     return "none";
+}
+
+namespace {
+class PrefixedSource final : public ByteSource {
+public:
+    PrefixedSource(std::unique_ptr<ByteSource> inner, std::string prefix)
+        : m_inner(std::move(inner)), m_prefix(std::move(prefix)) {
+        m_raw_bytes = m_inner->raw_bytes_read();
+    }
+    std::size_t read(char* data, std::size_t capacity) override {
+        if (m_given < m_prefix.size()) {
+            auto size = std::min(capacity, m_prefix.size() - m_given);
+            std::memcpy(data, m_prefix.data() + m_given, size);
+            m_given += size;
+            if (m_given == m_prefix.size()) std::string().swap(m_prefix);
+            if (m_prefix.empty()) m_given = 0;
+            return size;
+        }
+        auto got = m_inner->read(data, capacity);
+        m_raw_bytes = m_inner->raw_bytes_read();
+        return got;
+    }
+    [[nodiscard]] Compression compression() const override { return m_inner->compression(); }
+
+private:
+    std::unique_ptr<ByteSource> m_inner;
+    std::string m_prefix;
+    std::size_t m_given = 0;
+};
+} // namespace
+
+std::unique_ptr<ByteSource> with_prefix(std::unique_ptr<ByteSource> inner, std::string prefix) {
+    if (prefix.empty()) return inner;
+    return std::make_unique<PrefixedSource>(std::move(inner), std::move(prefix));
 }
 
 std::unique_ptr<ByteSource> open_byte_source(int fd, const std::string& source) {

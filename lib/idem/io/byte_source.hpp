@@ -47,4 +47,10 @@ protected:
 // of `fd`; `source` names it in messages.
 [[nodiscard]] std::unique_ptr<ByteSource> open_byte_source(int fd, const std::string& source);
 
+// `inner`, with `prefix` (the bytes already read from it, decompressed)
+// handed out again first: for a reader that looked at an input's first
+// bytes to tell its format.
+[[nodiscard]] std::unique_ptr<ByteSource> with_prefix(std::unique_ptr<ByteSource> inner,
+                                                      std::string prefix);
+
 } // namespace idem::io

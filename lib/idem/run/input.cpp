@@ -8,12 +8,15 @@
 #include "idem/util/text.hpp"
 #include "idem/util/unique_fd.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,8 +55,9 @@ namespace {
 struct OpenInput {
     std::string name;
     int fd = -1;
-    UniqueFd owned;       // fd, when the stream opened it (not stdin)
-    bool regular = false; // a regular file, opened when reached
+    UniqueFd owned;                    // fd, when the stream opened it (not stdin)
+    bool regular = false;              // a regular file, opened when reached
+    std::optional<InputFormat> format; // decided when reached
 };
 constexpr std::size_t k_record_block_bytes = 1 << 20;
 } // namespace
@@ -75,10 +79,18 @@ struct InputStream::Impl {
     PositionTracker positions;
     bool block_finished = true;
 
-    // A document read whole (HAR, CSV): bounded by k_max_document_bytes.
+    // The input's source, when telling its format opened it (its first
+    // bytes are handed out again).
+    std::unique_ptr<io::ByteSource> opened;
+
+    void decide_format(OpenInput& input);
+    std::unique_ptr<io::ByteSource> take_source(const OpenInput& input);
+    // A document read whole (HAR, CSV, JSON): bounded by k_max_document_bytes.
     std::string read_document(const OpenInput& input, std::string_view kind);
+    void load_document(const OpenInput& input, InputBlock& out);
     void load_har(const OpenInput& input, InputBlock& out);
     void load_csv(const OpenInput& input, InputBlock& out);
+    void load_json(const OpenInput& input, InputBlock& out);
     void open(OpenInput& input);  // a regular file, when the stream reaches it
     void close(OpenInput& input); // ... and when it is done
 };
@@ -90,7 +102,7 @@ InputStream::InputStream(const InputOptions& options, io::OversizeHandler* overs
     auto paths = options.paths.empty() ? std::vector<std::string>{"-"} : options.paths;
     for (const auto& path : paths) {
         if (path == "-") {
-            m_impl->inputs.push_back({"<stdin>", STDIN_FILENO, UniqueFd()});
+            m_impl->inputs.push_back({"<stdin>", STDIN_FILENO, UniqueFd(), false, std::nullopt});
             continue;
         }
         UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -100,16 +112,44 @@ InputStream::InputStream(const InputOptions& options, io::OversizeHandler* overs
         bool regular = ::fstat(fd.get(), &status) == 0 && S_ISREG(status.st_mode);
         if (regular) fd.reset(); // opened again when the stream reaches it
         int raw = fd.get();
-        m_impl->inputs.push_back({path, raw, std::move(fd), regular});
+        m_impl->inputs.push_back({path, raw, std::move(fd), regular, std::nullopt});
     }
 }
 
 InputStream::~InputStream() = default;
 
+// --input-format, or what the input's first bytes say (input_format.hpp).
+void InputStream::Impl::decide_format(OpenInput& input) {
+    if (options.format != InputFormat::detect) {
+        input.format = options.format;
+        return;
+    }
+    auto source = io::open_byte_source(input.fd, input.name);
+    std::string first;
+    char chunk[1 << 12];
+    while (first.size() < k_detect_bytes && std::count(first.begin(), first.end(), '\n') < 2) {
+        std::size_t got = 0;
+        try {
+            got = source->read(chunk, sizeof chunk);
+        } catch (const io::DamagedStream& damage) {
+            throw InputError({input.name, 1, 0, 0}, damage.what);
+        }
+        if (got == 0) break;
+        first.append(chunk, got);
+    }
+    input.format = detect_input_format(first, options.csv_delimiter);
+    opened = io::with_prefix(std::move(source), std::move(first));
+}
+
+std::unique_ptr<io::ByteSource> InputStream::Impl::take_source(const OpenInput& input) {
+    if (opened) return std::move(opened);
+    return io::open_byte_source(input.fd, input.name); // a .har.gz, a .csv.zst too
+}
+
 std::string InputStream::Impl::read_document(const OpenInput& input, std::string_view kind) {
     std::string document;
     char chunk[1 << 16];
-    auto source = io::open_byte_source(input.fd, input.name); // a .har.gz, a .csv.zst too
+    auto source = take_source(input);
     while (true) {
         std::size_t got = 0;
         try {
@@ -142,6 +182,47 @@ void hold_lines(const std::string& lines, InputBlock& out) {
 }
 } // namespace
 
+void InputStream::Impl::load_document(const OpenInput& input, InputBlock& out) {
+    switch (*input.format) {
+    case InputFormat::har:
+        return load_har(input, out);
+    case InputFormat::csv:
+        return load_csv(input, out);
+    case InputFormat::json:
+        return load_json(input, out);
+    case InputFormat::ndjson:
+    case InputFormat::detect:
+        break;
+    }
+    throw std::logic_error("load_document: not a document format");
+}
+
+// A JSON array of records, or a page of them (`{"data": [...]}`, as list
+// APIs and exports write): each element one record, on a line of its own
+// (re-serialised compact, member order kept). Positions give the element's
+// number where other inputs give a line.
+void InputStream::Impl::load_json(const OpenInput& input, InputBlock& out) {
+    auto document = nlohmann::ordered_json::parse(read_document(input, "JSON"), nullptr, false);
+    if (document.is_discarded())
+        throw InputError({input.name, 0, 0, 0}, "not a JSON document (and not NDJSON: its first "
+                                                "line is not a whole object)");
+    const nlohmann::ordered_json* records = &document;
+    if (document.is_object()) {
+        auto data = document.find("data");
+        if (data == document.end() || !data->is_array())
+            throw InputError({input.name, 0, 0, 0},
+                             "a JSON object over several lines that is neither a HAR export nor "
+                             "a page with a \"data\" array of records: give --input-format");
+        records = &*data;
+    }
+    std::string lines;
+    for (const auto& element : *records) {
+        lines.append(element.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        lines.push_back('\n');
+    }
+    hold_lines(lines, out);
+}
+
 void InputStream::Impl::load_har(const OpenInput& input, InputBlock& out) {
     auto document = read_document(input, "HAR");
     std::string lines;
@@ -160,7 +241,7 @@ void InputStream::Impl::load_csv(const OpenInput& input, InputBlock& out) {
     std::istringstream document(read_document(input, "CSV"));
     std::string lines;
     std::uint64_t next_line = 1;
-    read_csv_rows(document, input.name, options.csv_delimiter,
+    read_csv_rows(document, input.name, options.csv_delimiter, options.csv_values,
                   [&](std::string_view json, const RowPosition& position) {
                       for (; next_line < position.number; ++next_line)
                           lines.push_back('\n');
@@ -194,11 +275,9 @@ bool InputStream::next_block(InputBlock& out, std::size_t target_bytes) {
         out.source = &input.name;
         out.starts_source = !impl.source_started;
         impl.source_started = true;
-        if (impl.options.format != InputFormat::ndjson) {
-            if (impl.options.format == InputFormat::har)
-                impl.load_har(input, out);
-            else
-                impl.load_csv(input, out);
+        if (!input.format) impl.decide_format(input);
+        if (*input.format != InputFormat::ndjson) {
+            impl.load_document(input, out);
             impl.close(input);
             ++impl.current;
             impl.source_started = false;
@@ -206,7 +285,8 @@ bool InputStream::next_block(InputBlock& out, std::size_t target_bytes) {
         }
         if (!impl.reader)
             impl.reader = std::make_unique<io::BlockReader>(
-                input.fd, input.name, impl.options.max_record_bytes, impl.oversize_handler);
+                impl.take_source(input), input.fd, input.name, impl.options.max_record_bytes,
+                impl.oversize_handler);
         if (impl.reader->next(out.block, target_bytes)) {
             impl.bytes_so_far.store(impl.finished_bytes + impl.reader->bytes_read(),
                                     std::memory_order_relaxed);

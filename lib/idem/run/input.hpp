@@ -7,6 +7,8 @@
 #include "idem/io/block_reader.hpp"
 #include "idem/record/field_path.hpp"
 #include "idem/record/time_window.hpp"
+#include "idem/run/input_format.hpp"
+#include "idem/run/rows.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -16,8 +18,6 @@
 #include <vector>
 
 namespace idem::run {
-
-enum class InputFormat { ndjson, har, csv };
 
 inline constexpr std::uint64_t k_default_max_record_bytes = 16ULL << 20;
 // A HAR or CSV file is one document, held whole to be read (a HAR is one
@@ -33,6 +33,7 @@ struct InputOptions {
     std::vector<record::FieldPath> allow_absent;
     // --input-format csv: the character between fields (--csv-delimiter).
     char csv_delimiter = ',';
+    CsvValues csv_values = CsvValues::text; // --csv-types: typed
     // --since/--until: each command's worker places a record's event time
     // in it; the run frame counts the ones outside (outside_range).
     record::TimeWindow window;

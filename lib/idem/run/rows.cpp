@@ -17,8 +17,10 @@ namespace {
 // Reads one CSV record (which may span lines inside quotes) into `fields`.
 // False at the end of the file.
 bool next_csv_record(std::istream& in, char delimiter, std::vector<std::string>& fields,
-                     std::uint64_t& line, const std::string& path) {
+                     std::vector<bool>& quoted_fields, std::uint64_t& line,
+                     const std::string& path) {
     fields.clear();
+    quoted_fields.clear();
     std::string field;
     bool quoted = false, any = false, was_quoted = false;
     auto start_line = line + 1;
@@ -42,12 +44,14 @@ bool next_csv_record(std::istream& in, char delimiter, std::vector<std::string>&
         if (c == '"' && field.empty() && !was_quoted) {
             quoted = was_quoted = true;
         } else if (c == delimiter) {
+            quoted_fields.push_back(was_quoted);
             fields.push_back(std::move(field));
             field.clear();
             was_quoted = false;
         } else if (c == '\n') {
             ++line;
             if (!field.empty() && field.back() == '\r') field.pop_back();
+            quoted_fields.push_back(was_quoted);
             fields.push_back(std::move(field));
             return true;
         } else if (was_quoted && c != '\r') {
@@ -61,8 +65,23 @@ bool next_csv_record(std::istream& in, char delimiter, std::vector<std::string>&
     if (!any) return false;
     ++line;
     if (!field.empty() && field.back() == '\r') field.pop_back();
+    quoted_fields.push_back(was_quoted);
     fields.push_back(std::move(field));
     return true;
+}
+
+// An unquoted field that is a JSON number or boolean, as one; else text.
+nlohmann::json typed_value(std::string& field, bool quoted) {
+    if (!quoted && !field.empty()) {
+        if (field == "true") return true;
+        if (field == "false") return false;
+        auto first = field.front();
+        if (first == '-' || (first >= '0' && first <= '9')) {
+            auto number = nlohmann::json::parse(field, nullptr, false);
+            if (number.is_number()) return number;
+        }
+    }
+    return std::move(field);
 }
 
 } // namespace
@@ -70,19 +89,20 @@ bool next_csv_record(std::istream& in, char delimiter, std::vector<std::string>&
 void read_csv_rows(const std::string& path, const RowHandler& handle) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError({path, 0, 0, 0}, "cannot open the CSV file");
-    read_csv_rows(in, path, ',', handle);
+    read_csv_rows(in, path, ',', CsvValues::text, handle);
 }
 
-void read_csv_rows(std::istream& in, const std::string& path, char delimiter,
+void read_csv_rows(std::istream& in, const std::string& path, char delimiter, CsvValues values,
                    const RowHandler& handle) {
     std::vector<std::string> header, fields;
+    std::vector<bool> quoted;
     std::uint64_t line = 0;
-    if (!next_csv_record(in, delimiter, header, line, path))
+    if (!next_csv_record(in, delimiter, header, quoted, line, path))
         throw InputError({path, 1, 0, 0}, "the CSV file is empty: a header row is needed");
     std::string json;
     while (true) {
         auto row_line = line + 1;
-        if (!next_csv_record(in, delimiter, fields, line, path)) break;
+        if (!next_csv_record(in, delimiter, fields, quoted, line, path)) break;
         if (fields.size() == 1 && fields[0].empty()) continue; // a blank line
         if (fields.size() != header.size())
             throw InputError(
@@ -90,7 +110,8 @@ void read_csv_rows(std::istream& in, const std::string& path, char delimiter,
                 fmt::format("{} fields where the header has {}", fields.size(), header.size()));
         nlohmann::json object = nlohmann::json::object();
         for (std::size_t i = 0; i < header.size(); ++i)
-            object[header[i]] = fields[i];
+            object[header[i]] = values == CsvValues::typed ? typed_value(fields[i], quoted[i])
+                                                           : nlohmann::json(std::move(fields[i]));
         json = object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         handle(json, {path, false, row_line});
     }

@@ -28,8 +28,13 @@ using RowHandler = std::function<void(std::string_view json, const RowPosition& 
 // newlines, "" for a quote inside them. Values are strings. Throws
 // InputError naming the file and line for a row that does not parse.
 void read_csv_rows(const std::string& path, const RowHandler& handle);
+// How a CSV row's values become JSON: all strings (as the file has them),
+// or, typed (--csv-types), an unquoted number a JSON number and an unquoted
+// true or false a boolean.
+enum class CsvValues { text, typed };
+
 // The same over `in`, named `name`, fields split at `delimiter`.
-void read_csv_rows(std::istream& in, const std::string& name, char delimiter,
+void read_csv_rows(std::istream& in, const std::string& name, char delimiter, CsvValues values,
                    const RowHandler& handle);
 
 // Runs `query` on the database at `path`, opened read-only. Integers and

@@ -1,0 +1,110 @@
+#include "idem/run/input_format.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace idem::run {
+
+namespace {
+
+std::string_view trimmed(std::string_view text) {
+    if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+    auto first = text.find_first_not_of(" \t\r\n");
+    return first == std::string_view::npos ? std::string_view() : text.substr(first);
+}
+
+std::string_view line_at(std::string_view text, std::size_t& from) {
+    auto end = text.find('\n', from);
+    auto line = text.substr(from, end == std::string_view::npos ? text.npos : end - from);
+    from = end == std::string_view::npos ? text.size() : end + 1;
+    return line;
+}
+
+nlohmann::json object_on(std::string_view line) {
+    auto parsed = nlohmann::json::parse(line, nullptr, false);
+    return parsed.is_object() ? parsed : nlohmann::json();
+}
+
+// A one-line document that is a page of records, not one record: Stripe's
+// and most APIs' list pages say so ("object": "list"), besides "data".
+bool is_list_page(const nlohmann::json& object) {
+    auto data = object.find("data");
+    auto kind = object.find("object");
+    return data != object.end() && data->is_array() && kind != object.end() && *kind == "list";
+}
+
+// Whether `text` is the start of one JSON value, cut short: what a
+// document written over several lines is, and a run of broken NDJSON lines
+// (`{"id": 1` twice) is not.
+class PrefixCheck final : public nlohmann::json_sax<nlohmann::json> {
+public:
+    explicit PrefixCheck(std::size_t size) : m_size(size) {}
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override { return true; }
+    bool key(string_t&) override { return true; }
+    bool end_object() override { return true; }
+    bool start_array(std::size_t) override { return true; }
+    bool end_array() override { return true; }
+    bool parse_error(std::size_t position, const std::string&,
+                     const nlohmann::detail::exception&) override {
+        m_cut_short = position >= m_size;
+        return false;
+    }
+    [[nodiscard]] bool cut_short() const { return m_cut_short; }
+
+private:
+    std::size_t m_size;
+    bool m_cut_short = false;
+};
+
+bool starts_one_value(std::string_view text) {
+    PrefixCheck check(text.size());
+    nlohmann::json::sax_parse(text, &check);
+    return check.cut_short();
+}
+
+bool is_har(const nlohmann::json& object) {
+    auto log = object.find("log");
+    return log != object.end() && log->is_object() && log->contains("entries");
+}
+
+} // namespace
+
+InputFormat detect_input_format(std::string_view first, char csv_delimiter) {
+    auto text = trimmed(first);
+    if (text.empty()) return InputFormat::ndjson;
+    if (text.front() == '[') return InputFormat::json;
+    std::size_t at = 0;
+    auto first_line = line_at(text, at);
+    bool has_second_line = at < text.size();
+    auto second_line = trimmed(line_at(text, at));
+    // A whole object on the second line: NDJSON, whatever the first holds
+    // (a line cut short by a log rotation, a comma in it or not).
+    if (second_line.starts_with('{') && object_on(second_line).is_object())
+        return InputFormat::ndjson;
+    if (text.front() == '{') {
+        auto object = object_on(first_line);
+        if (object.is_object()) {
+            // One whole object on its first line: NDJSON, unless it is a
+            // whole HAR export or a list page written on one line.
+            if (is_har(object)) return InputFormat::har;
+            if (is_list_page(object)) return InputFormat::json;
+            return InputFormat::ndjson;
+        }
+        // An object over several lines: a JSON document. Its first lines
+        // are the start of one value; broken lines of a log are not, nor
+        // is a first line too long to see the end of (a record to reject).
+        if (!has_second_line || !starts_one_value(text.substr(0, at))) return InputFormat::ndjson;
+        return text.find("\"log\"") != std::string_view::npos ? InputFormat::har
+                                                              : InputFormat::json;
+    }
+    if (first_line.find(csv_delimiter) != std::string_view::npos) return InputFormat::csv;
+    return InputFormat::ndjson;
+}
+
+} // namespace idem::run

@@ -1,0 +1,40 @@
+// Telling an input's format by its first bytes (run/input_format.hpp).
+
+#include "idem/run/input_format.hpp"
+
+#include <doctest/doctest.h>
+
+using namespace idem::run;
+
+TEST_CASE("NDJSON, arrays, pages, HAR and CSV are told apart by their first lines") {
+    CHECK(detect_input_format("{\"id\":1}\n{\"id\":2}\n", ',') == InputFormat::ndjson);
+    CHECK(detect_input_format("\xEF\xBB\xBF{\"id\":1}", ',') == InputFormat::ndjson);
+    CHECK(detect_input_format("  [\n  {\"id\": 1},\n", ',') == InputFormat::json);
+    CHECK(detect_input_format("{\n  \"object\": \"list\",\n", ',') == InputFormat::json);
+    CHECK(detect_input_format("{\"object\":\"list\",\"data\":[{\"id\":1}]}\n", ',') ==
+          InputFormat::json);
+    CHECK(detect_input_format("{\n  \"log\": {\n", ',') == InputFormat::har);
+    CHECK(detect_input_format("{\"log\":{\"entries\":[]}}", ',') == InputFormat::har);
+    CHECK(detect_input_format("id,type\na,x\n", ',') == InputFormat::csv);
+    CHECK(detect_input_format("id;type\na;x\n", ';') == InputFormat::csv);
+}
+
+TEST_CASE("what could be one record is one: a one-line object with a data array, no list") {
+    CHECK(detect_input_format("{\"data\":[1,2]}\n", ',') == InputFormat::ndjson);
+    CHECK(detect_input_format("", ',') == InputFormat::ndjson);
+    CHECK(detect_input_format("hello\n", ',') == InputFormat::ndjson); // rejected line by line
+}
+
+TEST_CASE("a log whose first line a rotation cut is NDJSON, commas in that line or not") {
+    CHECK(detect_input_format("unt\":10,\"id\":\"x\"}\n{\"id\":\"y\"}\n", ',') ==
+          InputFormat::ndjson);
+    CHECK(detect_input_format("{\"amount\":10,\"id\n{\"id\":\"y\"}\n", ',') == InputFormat::ndjson);
+}
+
+TEST_CASE("broken lines that start like objects are NDJSON to reject, not a document") {
+    CHECK(detect_input_format("{\"broken\": 0xxx\n{\"broken\": 1xxx\n", ',') ==
+          InputFormat::ndjson);
+    CHECK(detect_input_format("{\n  \"data\": [\n", ',') == InputFormat::json);
+    CHECK(detect_input_format("{ \"log\": {\n    \"version\": \"1.2\",\n", ',') ==
+          InputFormat::har);
+}
