@@ -2,6 +2,7 @@
 #include "idem/audit/report.hpp"
 
 #include "idem/io/sink.hpp"
+#include "support/sink_text.hpp"
 
 #include <doctest/doctest.h>
 #include <filesystem>
@@ -47,17 +48,8 @@ Findings many_groups() {
 
 std::string written(GroupShelf& groups, const FindingsSummary& summary, ReportFormat format,
                     std::size_t threads) {
-    auto path =
-        std::filesystem::temp_directory_path() / ("idem-report-test-" + std::to_string(::getpid()));
-    {
-        auto sink = io::Sink::create_file(path.string());
-        write_report(groups, summary, format, *sink, threads);
-    }
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    std::filesystem::remove(path);
-    return text.str();
+    return test::written_through_sink(
+        [&](io::Sink& sink) { write_report(groups, summary, format, sink, threads); });
 }
 
 } // namespace

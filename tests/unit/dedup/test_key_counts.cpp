@@ -3,13 +3,10 @@
 #include "idem/dedup/detail/key_counts.hpp"
 
 #include "support/instants.hpp"
+#include "support/sink_text.hpp"
 
 #include <algorithm>
 #include <doctest/doctest.h>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
 
 using namespace idem;
 
@@ -22,17 +19,7 @@ record::Fingerprint fingerprint_of(unsigned char n) {
 }
 
 std::string written_counts(const dedup::detail::KeyCounts& counts) {
-    auto path = std::filesystem::temp_directory_path() /
-                ("idem-key-counts-test-" + std::to_string(::getpid()));
-    {
-        auto sink = io::Sink::create_file(path.string());
-        counts.write(*sink);
-    }
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    std::filesystem::remove(path);
-    return text.str();
+    return test::written_through_sink([&](io::Sink& sink) { counts.write(sink); });
 }
 
 } // namespace
