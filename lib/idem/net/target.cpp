@@ -3,6 +3,8 @@
 
 #include "idem/net/target.hpp"
 
+#include "idem/net/detail/curl_url.hpp"
+
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
@@ -15,24 +17,12 @@ namespace idem::net {
 
 namespace {
 
-struct UrlDeleter {
-    void operator()(CURLU* url) const { curl_url_cleanup(url); }
-};
-using UrlHandle = std::unique_ptr<CURLU, UrlDeleter>;
-
-UrlHandle new_url() {
-    UrlHandle url(curl_url());
-    if (!url) throw std::bad_alloc();
-    return url;
-}
+using detail::new_url;
+using detail::UrlHandle;
 
 // One part of a parsed URL, or "" when it has none.
 std::string url_part(CURLU* url, CURLUPart part) {
-    char* text = nullptr;
-    if (curl_url_get(url, part, &text, 0) != CURLUE_OK || !text) return {};
-    std::string value(text);
-    curl_free(text);
-    return value;
+    return detail::url_part_of(url, part).value_or("");
 }
 
 // The authority as typed: between "://" and the first '/', '?' or '#'.

@@ -1,4 +1,5 @@
 #include "idem/verify/explain.hpp"
+#include "idem/net/url.hpp"
 
 #include "idem/record/annotate.hpp"
 #include "idem/util/encoding.hpp"
@@ -180,18 +181,19 @@ std::vector<UrlCandidate> url_candidates(const std::string& url, const record::E
     auto path_at = rest.find_first_of("/?");
     auto authority = rest.substr(0, path_at);
     auto path = path_at == std::string::npos ? std::string("/") : rest.substr(path_at);
-    auto colon = authority.rfind(':');
-    auto host = colon == std::string::npos ? authority : authority.substr(0, colon);
     auto build = [&](std::string_view s, std::string_view a, std::string_view p) {
         return fmt::format("{}://{}{}", s, a, p);
     };
     add("url-scheme", "the provider called the other scheme (http/https) than the URL checked",
         build(scheme == "https" ? "http" : "https", authority, path));
-    if (colon == std::string::npos)
-        add("url-port", "the provider signed the URL with its default port written out",
-            build(scheme, fmt::format("{}:{}", host, scheme == "https" ? 443 : 80), path));
-    else
-        add("url-port", "the provider signed the URL without the port", build(scheme, host, path));
+    if (auto spellings = net::port_spellings(url)) {
+        if (spellings->with_default_port)
+            add("url-port", "the provider signed the URL with its default port written out",
+                *spellings->with_default_port);
+        if (spellings->without_port)
+            add("url-port", "the provider signed the URL without the port",
+                *spellings->without_port);
+    }
     auto query_at = path.find('?');
     auto bare = path.substr(0, query_at);
     auto query = query_at == std::string::npos ? std::string() : path.substr(query_at);

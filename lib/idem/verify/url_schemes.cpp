@@ -2,6 +2,7 @@
 // A proxy may have rewritten the URL on the way in, so the user supplies it
 // (--url, or --url-base with the envelope's path appended).
 
+#include "idem/net/url.hpp"
 #include "idem/util/encoding.hpp"
 #include "idem/util/text.hpp"
 #include "idem/verify/detail/schemes.hpp"
@@ -10,38 +11,6 @@
 #include <fmt/format.h>
 
 namespace idem::verify::detail {
-
-namespace {
-
-struct UrlParts {
-    std::string scheme;
-    std::string host;
-    std::string port; // empty when absent
-    std::string rest; // path, query
-};
-
-std::optional<UrlParts> split_url(const std::string& url) {
-    auto scheme_end = url.find("://");
-    if (scheme_end == std::string::npos) return std::nullopt;
-    UrlParts parts;
-    parts.scheme = to_lower(url.substr(0, scheme_end));
-    auto authority_start = scheme_end + 3;
-    auto rest_start = url.find_first_of("/?", authority_start);
-    auto authority =
-        url.substr(authority_start, rest_start == std::string::npos ? std::string::npos
-                                                                    : rest_start - authority_start);
-    parts.rest = rest_start == std::string::npos ? "" : url.substr(rest_start);
-    auto colon = authority.rfind(':');
-    if (colon != std::string::npos && authority.find(']', colon) == std::string::npos) {
-        parts.host = authority.substr(0, colon);
-        parts.port = authority.substr(colon + 1);
-    } else {
-        parts.host = authority;
-    }
-    return parts;
-}
-
-} // namespace
 
 std::string twilio_form_suffix(std::string_view body) {
     auto pairs = parse_form(body);
@@ -57,15 +26,10 @@ std::string twilio_form_suffix(std::string_view body) {
 
 std::vector<std::string> twilio_url_variants(const std::string& url) {
     std::vector<std::string> variants{url};
-    auto parts = split_url(url);
-    if (!parts) return variants;
-    std::string default_port = parts->scheme == "https"  ? "443"
-                               : parts->scheme == "http" ? "80"
-                                                         : "";
-    auto prefix = url.substr(0, url.find("://") + 3);
-    if (parts->port.empty() && !default_port.empty())
-        variants.push_back(prefix + parts->host + ":" + default_port + parts->rest);
-    if (!parts->port.empty()) variants.push_back(prefix + parts->host + parts->rest);
+    auto spellings = net::port_spellings(url);
+    if (!spellings) return variants;
+    if (spellings->with_default_port) variants.push_back(*spellings->with_default_port);
+    if (spellings->without_port) variants.push_back(*spellings->without_port);
     return variants;
 }
 

@@ -272,6 +272,56 @@ TEST_CASE("twilio: the form example from Twilio's security docs verifies") {
     }
 }
 
+TEST_CASE("twilio: URLs with user information and ports, as twilio-php's RequestValidatorTest") {
+    // twilio-php tests/Twilio/Unit/Security/RequestValidatorTest.php: token
+    // 12345, these parameters; each URL with the signature the test expects.
+    auto form = "CallSid=CA1234567890ABCDE&Caller=%2B14158675309&Digits=1234&From=%2B14158675309&"
+                "To=%2B18005551212";
+    struct Vector {
+        const char* name;
+        const char* url;
+        const char* signature;
+    };
+    for (auto vector : {
+             Vector{"testValidate", "https://mycompany.com/myapp.php?foo=1&bar=2",
+                    "RSOYDt4T1cUTdK1PDd93/VVr8B8="},
+             Vector{"testValidateRemovesPortHttps",
+                    "https://mycompany.com:1234/myapp.php?foo=1&bar=2",
+                    "RSOYDt4T1cUTdK1PDd93/VVr8B8="},
+             Vector{"testValidateRemovesPortHttp",
+                    "http://mycompany.com:1234/myapp.php?foo=1&bar=2",
+                    "Zmvh+3yNM1Phv2jhDCwEM3q5ebU="},
+             Vector{"testValidateAddsPortHttps", "https://mycompany.com/myapp.php?foo=1&bar=2",
+                    "kvajT1Ptam85bY51eRf/AJRuM3w="},
+             Vector{"testValidateAddsPortHttp", "http://mycompany.com/myapp.php?foo=1&bar=2",
+                    "0ZXoZLH/DfblKGATFgpif+LLRf4="},
+             Vector{"testBuildUrlCreds", "https://user:pass@mycompany.com/myapp.php?foo=1&bar=2",
+                    "CukzLTc1tT5dXEDIHm/tKBanW10="},
+             Vector{"testBuildUrlWithUser", "https://user@mycompany.com/myapp.php?foo=1&bar=2",
+                    "2YRLlVAflCqxaNicjMpJcSTgzSs="},
+             Vector{"testBuildUrlCredsAddsPort",
+                    "https://user:pass@mycompany.com/myapp.php?foo=1&bar=2",
+                    "ZQFR1PTIZXF2MXB8ZnKCvnnA+rI="},
+         }) {
+        CAPTURE(vector.name);
+        auto config = config_for(Scheme::twilio, {"12345"});
+        config.url = vector.url;
+        Verifier verifier(config);
+        auto e = envelope({{"Content-Type", "application/x-www-form-urlencoded"},
+                           {"X-Twilio-Signature", vector.signature}},
+                          form);
+        CHECK(verifier.verify(e, test::unix_seconds(0)).valid);
+    }
+    // testFailsWhenIncorrect
+    auto config = config_for(Scheme::twilio, {"12345"});
+    config.url = "https://user:pass@mycompany.com/myapp.php?foo=1&bar=2";
+    Verifier verifier(config);
+    auto e = envelope(
+        {{"Content-Type", "application/x-www-form-urlencoded"}, {"X-Twilio-Signature", "FAIL"}},
+        form);
+    CHECK_FALSE(verifier.verify(e, test::unix_seconds(0)).valid);
+}
+
 TEST_CASE("twilio: a repeated parameter's values are sorted and repeats dropped") {
     // twilio-python's RequestValidator.compute_signature (current releases)
     // signs `for value in sorted(set(values))` per name, and twilio-node

@@ -1,0 +1,33 @@
+#pragma once
+// Internal to net: one owner for libcurl's parsed URLs (CURLU), and the one
+// way its parts are read, for target.cpp and url.cpp.
+
+#include <curl/curl.h>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+
+namespace idem::net::detail {
+
+struct UrlDeleter {
+    void operator()(CURLU* url) const { curl_url_cleanup(url); }
+};
+using UrlHandle = std::unique_ptr<CURLU, UrlDeleter>;
+
+inline UrlHandle new_url() {
+    UrlHandle url(curl_url());
+    if (!url) throw std::bad_alloc();
+    return url;
+}
+
+// One part of a parsed URL, or nullopt when it has none.
+inline std::optional<std::string> url_part_of(CURLU* url, CURLUPart part, unsigned int flags = 0) {
+    char* text = nullptr;
+    if (curl_url_get(url, part, &text, flags) != CURLUE_OK || !text) return std::nullopt;
+    std::string value(text);
+    curl_free(text);
+    return value;
+}
+
+} // namespace idem::net::detail
