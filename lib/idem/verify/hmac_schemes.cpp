@@ -123,17 +123,30 @@ Verdict verify_slack(Input& input) {
     return matched(input, Scheme::slack, *label, *signature, signed_at);
 }
 
+namespace {
+// Shopify names its headers with "X-" and, in its newer deliveries and
+// SDKs, without it (shopify-hmac-sha256, shopify-webhook-id): either is
+// read, the "X-" one first.
+std::optional<std::string_view> shopify_header(const record::Envelope& envelope,
+                                               std::string_view name) {
+    if (auto value = envelope.header(fmt::format("X-Shopify-{}", name))) return value;
+    return envelope.header(fmt::format("Shopify-{}", name));
+}
+} // namespace
+
 Verdict verify_shopify(Input& input) {
     const auto& envelope = input.envelope;
-    auto signature = envelope.header("X-Shopify-Hmac-Sha256");
-    if (!signature) return invalid(Scheme::shopify, missing_header("X-Shopify-Hmac-Sha256"));
+    auto signature = shopify_header(envelope, "Hmac-Sha256");
+    if (!signature)
+        return invalid(Scheme::shopify,
+                       missing_header("X-Shopify-Hmac-Sha256 (or Shopify-Hmac-Sha256)"));
     auto decoded = decode_signature(*signature, SignatureEncoding::base64, 32, "the signature");
     if (!decoded.bytes) return invalid(Scheme::shopify, decoded.problem);
     const auto& keys = input.keys.hmac(KeyDerivation::raw, HashAlgorithm::sha256, Scheme::shopify);
     auto label = match_hmac(keys, single(*decoded.bytes), {envelope.body});
     if (!label) return invalid(Scheme::shopify, no_match_reason(keys.size(), 1));
     return matched(input, Scheme::shopify, *label,
-                   nonce_or(envelope, "X-Shopify-Webhook-Id", *signature), std::nullopt);
+                   shopify_header(envelope, "Webhook-Id").value_or(*signature), std::nullopt);
 }
 
 Verdict verify_pagerduty(Input& input) {

@@ -36,6 +36,7 @@ constexpr Signature k_signature_headers[] = {
     {"webhook-signature", Scheme::standard, "webhook-id"},
     {"svix-signature", Scheme::svix, "svix-id"},
     {"X-Shopify-Hmac-Sha256", Scheme::shopify},
+    {"Shopify-Hmac-Sha256", Scheme::shopify}, // the names Shopify sends without "X-"
     {"X-Signature-Ed25519", Scheme::discord},
     {"X-Twilio-Signature", Scheme::twilio},
     {"X-Square-HmacSha256-Signature", Scheme::square},

@@ -211,6 +211,25 @@ TEST_CASE("shopify: base64 HMAC-SHA256 of the body") {
           "signature does not match: 1 signature checked against 1 key");
 }
 
+TEST_CASE("shopify: the headers without X- are read, by the scheme and by auto") {
+    // Shopify's newer deliveries name their headers without "X-"
+    // (shopify-hmac-sha256, shopify-webhook-id); the signature is the same
+    // base64 HMAC-SHA256 of the body as above.
+    auto e = envelope({{"shopify-hmac-sha256", "qBvrsZF7RfB1iS6BX6IHqJTp5L911P7intnPeTPsH0I="},
+                       {"shopify-webhook-id", "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043"}},
+                      "{\"id\":820982911946154508}");
+    for (auto scheme : {Scheme::shopify, Scheme::auto_detect}) {
+        auto config = config_for(scheme, {"hush"});
+        Verifier verifier(config);
+        auto verdict = verifier.verify(e, test::unix_seconds(0));
+        CHECK(verdict.valid);
+        CHECK(verdict.scheme == Scheme::shopify);
+    }
+    auto config = config_for(Scheme::shopify, {"hush"});
+    Verifier verifier(config);
+    CHECK_FALSE(verifier.verify(envelope(e.headers, "{\"id\":1}"), test::unix_seconds(0)).valid);
+}
+
 TEST_CASE("pagerduty: comma-separated v1= entries") {
     // Computed with Python's hmac from PagerDuty's "Verifying Signatures" (v1=hex HMAC-SHA256).
     auto config = config_for(Scheme::pagerduty, {"pd-secret"});
