@@ -227,6 +227,51 @@ class PublishedVectors(unittest.TestCase):
         self.assertEqual(verdict["scheme"], "auto")
 
 
+class BoxAsItsSdkJudges(unittest.TestCase):
+    """box/box-node-sdk tests/lib/managers/webhooks-test.js, 'validateMessage()':
+    one delivery signed with SamplePrimaryKey and SampleSecondaryKey, judged
+    by the SDK's fake clock (here the delivery's received_at): valid by
+    either key, ten years before its own timestamp too (Box checks only
+    age, 10 minutes by default); not with two wrong keys, 15 minutes late,
+    or another signature version or algorithm."""
+
+    BODY = ('{"type":"webhook_event","webhook":{"id":"1234567890"},"trigger":"FILE.UPLOADED","source":'
+            '{"id":"1234567890","type":"file","name":"Test.txt"}}')
+    HEADERS = [("box-delivery-id", "f96bb54b-ee16-4fc5-aa65-8c2d9e5b546f"),
+               ("box-delivery-timestamp", "2020-01-01T00:00:00-07:00"),
+               ("box-signature-algorithm", "HmacSHA256"),
+               ("box-signature-primary", "6TfeAW3A1PASkgboxxA5yqHNKOwFyMWuEXny/FPD5hI="),
+               ("box-signature-secondary", "v+1CD1Jdo3muIcbpv5lxxgPglOqMfsNHPV899xWYydo="),
+               ("box-signature-version", "1")]
+    PAST = "2010-01-01T07:00:00Z"      # DATE_IN_PAST: ten years before the delivery's timestamp
+    FUTURE = "2020-01-01T07:15:00Z"    # DATE_IN_FUTURE: 15 minutes after it
+
+    def judged(self, keys, at, headers=None, *extra):
+        secrets = [arg for key in keys for arg in ("--secret", key)]
+        code, verdict, err = verify(envelope(self.BODY, headers or self.HEADERS, at), "--scheme", "box",
+                                    *secrets, *extra)
+        return verdict["valid"], verdict.get("reason", "")
+
+    def test_the_sdks_verdicts(self):
+        primary, secondary, wrong = "SamplePrimaryKey", "SampleSecondaryKey", "IncorrectKey"
+        self.assertEqual(self.judged([primary, secondary], self.PAST)[0], True)   # two good keys
+        self.assertEqual(self.judged([primary, wrong], self.PAST)[0], True)       # good primary key
+        self.assertEqual(self.judged([wrong, secondary], self.PAST)[0], True)     # good secondary key
+        self.assertEqual(self.judged([wrong, wrong], self.PAST)[0], False)        # two wrong keys
+        self.assertEqual(self.judged([primary, secondary], self.FUTURE)[0], False)  # too old
+        self.assertEqual(self.judged([primary, secondary], self.FUTURE, None, "--tolerance", "20m")[0],
+                         True)  # maxMessageAge big enough
+        version_2 = [(n, "2" if n == "box-signature-version" else v) for n, v in self.HEADERS]
+        valid, reason = self.judged([primary, secondary], self.PAST, version_2)
+        self.assertEqual(valid, False)
+        self.assertIn("BOX-SIGNATURE-VERSION", reason.upper())
+        other_algorithm = [(n, "XXX" if n == "box-signature-algorithm" else v) for n, v in self.HEADERS]
+        self.assertEqual(self.judged([primary, secondary], self.PAST, other_algorithm)[0], False)
+        # auto names Box from the same headers, and judges it the same.
+        code, verdict, _ = verify(envelope(self.BODY, self.HEADERS, self.PAST), "--secret", secondary)
+        self.assertEqual((verdict["valid"], verdict["scheme"]), (True, "box"))
+
+
 class SignWithASpec(unittest.TestCase):
     def test_sign_makes_what_verify_accepts_and_matches_the_vector(self):
         for name, secret, body, headers, at, _ in VECTORS:

@@ -105,6 +105,10 @@ struct ProviderSpec {
     std::string source; // where the provider documents it (a URL)
 
     std::string signature_header;
+    // Every header a signature may come in, signature_header first: a
+    // provider that signs with two keys while it rotates them (Box's
+    // BOX-SIGNATURE-PRIMARY and -SECONDARY) is valid by either.
+    std::vector<std::string> signature_headers;
     // The header's value is "key=value" items (Paddle's "ts=...;h1=...",
     // Calendly's "t=...,v1=..."): split by `separator`, the signatures are
     // the items named `signature_key`, the timestamp the one named
@@ -137,6 +141,15 @@ struct ProviderSpec {
     // Whether a timestamp ahead of the clock is refused too (most), or only
     // one too old (Stripe-like libraries).
     bool future_refused = true;
+
+    // Headers whose value must be one of these (Box's BOX-SIGNATURE-VERSION
+    // 1): a delivery without one, or with another value, is invalid, under
+    // --scheme NAME as under auto.
+    struct RequiredHeader {
+        std::string name;
+        std::vector<std::string> values;
+    };
+    std::vector<RequiredHeader> require;
 
     std::string id_header; // the provider's message id, for --nonce
     // For --scheme auto: every one of these headers is present, with the

@@ -5,8 +5,10 @@
 #include "idem/util/text.hpp"
 #include "idem/verify/detail/schemes.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace idem::verify::detail {
 
@@ -110,10 +112,29 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         verdict.provider = spec.name;
         return verdict;
     };
-    auto value = envelope.header(spec.signature_header);
-    if (!value) return fail(missing_header(spec.signature_header));
+    for (const auto& required : spec.require) {
+        auto found = envelope.header(required.name);
+        if (!found) return fail(missing_header(required.name));
+        auto value = trim(*found);
+        if (std::find(required.values.begin(), required.values.end(), value) ==
+            required.values.end())
+            return fail(fmt::format("header '{}' is {}: {} requires {}", required.name,
+                                    quote(value, 40), spec.name,
+                                    fmt::join(required.values, " or ")));
+    }
+    // Every signature header present gives its signatures; any may match.
     SignatureHeader header;
-    if (auto problem = read_header(spec, *value, header)) return fail(*problem);
+    bool any_header = false;
+    const auto& names = spec.signature_headers.empty()
+                            ? std::vector<std::string>{spec.signature_header}
+                            : spec.signature_headers;
+    for (const auto& name : names) {
+        auto value = envelope.header(name);
+        if (!value) continue;
+        any_header = true;
+        if (auto problem = read_header(spec, *value, header)) return fail(*problem);
+    }
+    if (!any_header) return fail(missing_header(spec.signature_header));
     std::string_view timestamp_text;
     std::optional<Timestamp> signed_at;
     if (header.timestamp) timestamp_text = *header.timestamp;

@@ -16,12 +16,11 @@ using idem::detail::fail_at;
 using idem::detail::scalar;
 
 // What a spec may say; anything else is a typo, refused with its place.
-constexpr std::string_view k_fields[] = {"name",           "source",         "signature_header",
-                                         "separator",      "key_separator",  "signature_key",
-                                         "timestamp_key",  "prefix",         "algorithm",
-                                         "encoding",       "message",        "timestamp_header",
-                                         "timestamp_unit", "future_refused", "id_header",
-                                         "detect",         "construction",   "secret"};
+constexpr std::string_view k_fields[] = {
+    "name",          "source",           "signature_header", "separator",      "key_separator",
+    "signature_key", "timestamp_key",    "prefix",           "algorithm",      "encoding",
+    "message",       "timestamp_header", "timestamp_unit",   "future_refused", "id_header",
+    "detect",        "construction",     "secret",           "require"};
 
 // The message template's placeholders.
 constexpr std::string_view k_placeholders[] = {"{body}",   "{timestamp}", "{id}",
@@ -74,7 +73,8 @@ void refuse_unknown_fields(const std::string& file, const YAML::Node& node) {
                     fmt::format("unknown field {}: expected name, source, signature_header, "
                                 "separator, key_separator, signature_key, timestamp_key, prefix, "
                                 "algorithm, encoding, message, timestamp_header, timestamp_unit, "
-                                "future_refused, id_header, detect, construction or secret",
+                                "future_refused, id_header, detect, construction, secret or "
+                                "require",
                                 quote(key)));
     }
 }
@@ -212,6 +212,26 @@ void read_detect(const std::string& file, const YAML::Node& node, ProviderSpec& 
     }
 }
 
+// `require:`, header names each with the value, or the list of values, the
+// provider's SDK insists on.
+void read_require(const std::string& file, const YAML::Node& node, ProviderSpec& spec) {
+    if (!node["require"]) return;
+    const auto& require = node["require"];
+    if (!require.IsMap() || require.size() == 0)
+        fail_at(file, require, "require: header names, each with its value or list of values");
+    for (const auto& entry : require) {
+        ProviderSpec::RequiredHeader required;
+        required.name = header_name(file, entry.first, "require");
+        if (entry.second.IsSequence() && entry.second.size() > 0) {
+            for (const auto& value : entry.second)
+                required.values.push_back(scalar(file, value, "require"));
+        } else {
+            required.values.push_back(scalar(file, entry.second, "require"));
+        }
+        spec.require.push_back(std::move(required));
+    }
+}
+
 // One provider spec, field by field; every failure names the file, line
 // and column of the value at fault.
 ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
@@ -224,7 +244,16 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
     if (node["source"]) spec.source = scalar(file, node["source"], "source");
     if (!node["signature_header"])
         fail_at(file, node, fmt::format("provider {} needs a signature_header", spec.name));
-    spec.signature_header = header_name(file, node["signature_header"], "signature_header");
+    const auto& headers = node["signature_header"];
+    if (headers.IsSequence() && headers.size() > 0) {
+        for (const auto& item : headers)
+            spec.signature_headers.push_back(header_name(file, item, "signature_header"));
+    } else if (headers.IsSequence()) {
+        fail_at(file, headers, "signature_header: a header name or a list of them");
+    } else {
+        spec.signature_headers.push_back(header_name(file, headers, "signature_header"));
+    }
+    spec.signature_header = spec.signature_headers.front();
     read_signature_items(file, node, spec);
     if (node["prefix"]) spec.prefix = scalar(file, node["prefix"], "prefix");
     read_construction(file, node, spec);
@@ -237,6 +266,7 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
     if (spec.message.find("{id}") != std::string::npos && spec.id_header.empty())
         fail_at(file, node["message"], "message signs {id}: give id_header");
     read_detect(file, node, spec);
+    read_require(file, node, spec);
     return spec;
 }
 

@@ -4,6 +4,7 @@
 #include "idem/util/errors.hpp"
 #include "idem/verify/detail/schemes.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace idem::verify {
@@ -236,9 +237,16 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
     if (!spec.timestamp_header.empty()) headers.emplace_back(spec.timestamp_header, stamp);
     if (!spec.id_header.empty() && !envelope.header(spec.id_header) && !id.empty())
         headers.emplace_back(spec.id_header, id);
+    // What the provider's SDK requires (Box's signature version) goes with
+    // it, so that what sign makes verify accepts.
+    for (const auto& required : spec.require)
+        if (!envelope.header(required.name))
+            headers.emplace_back(required.name, required.values.front());
     for (const auto& wanted : spec.detect)
         if (wanted.name != spec.signature_header && wanted.name != spec.timestamp_header &&
-            wanted.name != spec.id_header && !envelope.header(wanted.name))
+            wanted.name != spec.id_header && !envelope.header(wanted.name) &&
+            std::none_of(headers.begin(), headers.end(),
+                         [&](const auto& added) { return added.first == wanted.name; }))
             headers.emplace_back(wanted.name, wanted.value.empty() ? "idem-sign" : wanted.value);
     return headers;
 }
