@@ -272,6 +272,19 @@ class BoxAsItsSdkJudges(unittest.TestCase):
         self.assertEqual((verdict["valid"], verdict["scheme"]), (True, "box"))
 
 
+class RequiredHeaders(unittest.TestCase):
+    def test_sinch_without_its_algorithm_header_is_invalid(self):
+        # sinch/sinch-sdk-java's webhook validation refuses a delivery whose
+        # x-sinch-webhook-signature-algorithm is missing; the vector is the
+        # one of VECTORS, signed right.
+        name, secret, body, headers, at, _ = next(v for v in VECTORS if v[0] == "sinch")
+        without = [(n, v) for n, v in headers if n != "x-sinch-webhook-signature-algorithm"]
+        for scheme in ("sinch", "auto"):
+            code, verdict, _ = verify(envelope(body, without, at), "--scheme", scheme, "--secret", secret)
+            self.assertEqual(code, 1)
+            self.assertIn("x-sinch-webhook-signature-algorithm", verdict["reason"])
+
+
 class SignWithASpec(unittest.TestCase):
     def test_sign_makes_what_verify_accepts_and_matches_the_vector(self):
         for name, secret, body, headers, at, _ in VECTORS:
