@@ -120,7 +120,9 @@ VECTORS = [
      "sinch/sinch-sdk-node packages/sdk-client/tests/utils/authorization.helper.test.ts, 'Webhook signature "
      "(Conversation API)'"),
     # EasyPost's libraries NFKD-normalize the secret ("sécret"): the key is e + U+0301.
-    ("easypost", "se\u0301cret", vector_file("easypost-event-body.json"),
+    # The secret as EasyPost's test types it, with a precomposed "é"; the
+    # spec NFKD-normalises it as EasyPost's libraries do.
+    ("easypost", "s\u00e9cret", vector_file("easypost-event-body.json"),
      [("X-Hmac-Signature", "hmac-sha256-hex=38f3f53c103713df81616a0a186d77141957323ec21d5fe9363db93840f527db")],
      "2026-11-30T08:00:00Z",
      "EasyPost/easypost-python tests/test_webhook.py 'test_validate_webhook', with EasyPost/examples "
@@ -283,6 +285,17 @@ class RequiredHeaders(unittest.TestCase):
             code, verdict, _ = verify(envelope(body, without, at), "--scheme", scheme, "--secret", secret)
             self.assertEqual(code, 1)
             self.assertIn("x-sinch-webhook-signature-algorithm", verdict["reason"])
+
+
+class SecretNormalisation(unittest.TestCase):
+    def test_easypost_keys_a_secret_by_its_nfkd_form_whichever_way_it_was_typed(self):
+        name, secret, body, headers, at, _ = next(v for v in VECTORS if v[0] == "easypost")
+        for typed in ("s\u00e9cret", "se\u0301cret"):  # precomposed, and already decomposed
+            code, verdict, err = verify(envelope(body, headers, at), "--scheme", name, "--secret", typed)
+            self.assertEqual((code, verdict["valid"]), (0, True), (typed, verdict, err))
+        # The same secret with another accent is another key.
+        code, verdict, _ = verify(envelope(body, headers, at), "--scheme", name, "--secret", "s\u00e8cret")
+        self.assertEqual((code, verdict["valid"]), (1, False))
 
 
 class SignWithASpec(unittest.TestCase):

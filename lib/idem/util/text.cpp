@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
+#include <cstring>
 #include <fmt/format.h>
+#include <utf8proc.h>
 
 namespace idem {
 
@@ -243,6 +246,19 @@ std::uint64_t parse_byte_size(std::string_view text) {
     if (number > UINT64_MAX / multiplier)
         throw UsageError(fmt::format("size {} is too large", quote(text)));
     return number * multiplier;
+}
+
+std::optional<std::string> nfkd(std::string_view utf8) {
+    utf8proc_uint8_t* mapped = nullptr;
+    auto size = utf8proc_map(
+        reinterpret_cast<const utf8proc_uint8_t*>(utf8.data()),
+        static_cast<utf8proc_ssize_t>(utf8.size()), &mapped,
+        static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPAT | UTF8PROC_DECOMPOSE));
+    if (size < 0) return std::nullopt;
+    std::string normalized(reinterpret_cast<const char*>(mapped), static_cast<std::size_t>(size));
+    explicit_bzero(mapped, static_cast<std::size_t>(size));
+    std::free(mapped);
+    return normalized;
 }
 
 } // namespace idem

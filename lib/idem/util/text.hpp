@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <concepts>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,11 @@ namespace idem {
 
 [[nodiscard]] bool iequals(std::string_view a, std::string_view b);
 [[nodiscard]] std::string to_lower(std::string_view text);
+
+// Unicode compatibility decomposition (NFKD, by Debian's utf8proc) of UTF-8
+// text; nullopt when the text is not valid UTF-8. Meant for secrets: the
+// library's working copy is wiped before it is freed.
+[[nodiscard]] std::optional<std::string> nfkd(std::string_view utf8);
 [[nodiscard]] std::string_view trim(std::string_view text);
 
 // The script states' and reconcile's pages end with: marks the page ready

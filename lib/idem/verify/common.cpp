@@ -20,6 +20,10 @@ std::string derive_key(const Secret& secret, KeyDerivation derivation) {
         return base64_key(secret);
     case KeyDerivation::hex:
         return hex_key(secret);
+    case KeyDerivation::nfkd:
+        if (auto normalized = nfkd(secret.value)) return *normalized;
+        throw UsageError(
+            fmt::format("secret {} is not UTF-8 text: it cannot be NFKD-normalised", secret.label));
     case KeyDerivation::raw:
         break;
     }
@@ -35,7 +39,7 @@ KeyDerivation key_derivation(const ProviderSpec& spec) {
     case ProviderSpec::SecretForm::raw:
         break;
     }
-    return KeyDerivation::raw;
+    return spec.secret_nfkd ? KeyDerivation::nfkd : KeyDerivation::raw;
 }
 
 const std::vector<PreparedKey>& KeyRing::hmac(KeyDerivation derivation,

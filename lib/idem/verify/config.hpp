@@ -130,6 +130,10 @@ struct ProviderSpec {
     // The HMAC key: the secret's bytes as given, or the bytes it spells in
     // base64 (after an optional "whsec_"; Finch) or in hex (Adyen).
     enum class SecretForm { raw, base64, hex } secret_form = SecretForm::raw;
+    // `secret_normalize: nfkd`: the secret's text is NFKD-normalised first
+    // (EasyPost's libraries), so a secret typed with a precomposed é keys
+    // as its SDK keys it.
+    bool secret_nfkd = false;
 
     std::string timestamp_header; // when the timestamp is a header of its own
     enum class TimestampUnit {

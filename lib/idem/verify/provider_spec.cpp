@@ -20,7 +20,7 @@ constexpr std::string_view k_fields[] = {
     "name",          "source",           "signature_header", "separator",      "key_separator",
     "signature_key", "timestamp_key",    "prefix",           "algorithm",      "encoding",
     "message",       "timestamp_header", "timestamp_unit",   "future_refused", "id_header",
-    "detect",        "construction",     "secret",           "require"};
+    "detect",        "construction",     "secret",           "require",        "secret_normalize"};
 
 // The message template's placeholders.
 constexpr std::string_view k_placeholders[] = {"{body}",   "{timestamp}", "{id}",
@@ -73,8 +73,8 @@ void refuse_unknown_fields(const std::string& file, const YAML::Node& node) {
                     fmt::format("unknown field {}: expected name, source, signature_header, "
                                 "separator, key_separator, signature_key, timestamp_key, prefix, "
                                 "algorithm, encoding, message, timestamp_header, timestamp_unit, "
-                                "future_refused, id_header, detect, construction, secret or "
-                                "require",
+                                "future_refused, id_header, detect, construction, secret, "
+                                "secret_normalize or require",
                                 quote(key)));
     }
 }
@@ -144,6 +144,17 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
         if (spec.secret_form != ProviderSpec::SecretForm::raw &&
             spec.construction == ProviderSpec::Construction::digest)
             fail_at(file, node["secret"], "secret: base64 and hex go with construction: hmac");
+    }
+    if (node["secret_normalize"]) {
+        auto form = scalar(file, node["secret_normalize"], "secret_normalize");
+        if (form != "nfkd")
+            fail_at(file, node["secret_normalize"],
+                    fmt::format("secret_normalize {}: nfkd is the one form", quote(form)));
+        if (spec.secret_form != SecretForm::raw ||
+            spec.construction != ProviderSpec::Construction::hmac)
+            fail_at(file, node["secret_normalize"],
+                    "secret_normalize: goes with a raw secret and construction: hmac");
+        spec.secret_nfkd = true;
     }
 }
 

@@ -133,3 +133,15 @@ TEST_CASE("a value in a text report cannot drive the terminal or break its line"
     // Messages keep their own newlines, and lose the rest likewise.
     CHECK(escape_for_terminal("one\ntwo\xc2\x9b") == "one\ntwo\\u{009B}");
 }
+
+TEST_CASE("nfkd: compatibility decomposition of UTF-8 text, and none of what is not UTF-8") {
+    CHECK(nfkd("s\xC3\xA9"
+               "cret") == std::string("se\xCC\x81"
+                                      "cret")); // é -> e + U+0301
+    CHECK(nfkd("se\xCC\x81"
+               "cret") == std::string("se\xCC\x81"
+                                      "cret"));       // already decomposed
+    CHECK(nfkd("\xEF\xAC\x81") == std::string("fi")); // the ﬁ ligature
+    CHECK(nfkd("plain") == std::string("plain"));
+    CHECK_FALSE(nfkd("\xC3").has_value()); // cut in the middle of a character
+}
