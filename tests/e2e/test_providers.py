@@ -298,6 +298,21 @@ class SecretNormalisation(unittest.TestCase):
         self.assertEqual((code, verdict["valid"]), (1, False))
 
 
+class StrictEncodings(unittest.TestCase):
+    def test_sanity_refuses_a_signature_written_other_than_its_toolkit_writes_it(self):
+        # sanity-io/webhook-toolkit compares the signature's text: the
+        # vector's "...h0N0" with its last character "1" decodes to the same
+        # 32 bytes (the bits after the last byte differ), and is refused there.
+        name, secret, body, headers, at, _ = next(v for v in VECTORS if v[0] == "sanity")
+        value = dict(headers)["sanity-webhook-signature"]
+        odd = [("sanity-webhook-signature", value[:-1] + "1")]
+        code, verdict, _ = verify(envelope(body, odd, at), "--scheme", name, "--secret", secret)
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        self.assertIn("strict_encoding", verdict["reason"])
+        code, verdict, _ = verify(envelope(body, headers, at), "--scheme", name, "--secret", secret)
+        self.assertEqual((code, verdict["valid"]), (0, True))
+
+
 class SignWithASpec(unittest.TestCase):
     def test_sign_makes_what_verify_accepts_and_matches_the_vector(self):
         for name, secret, body, headers, at, _ in VECTORS:

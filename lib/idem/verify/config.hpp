@@ -134,6 +134,11 @@ struct ProviderSpec {
     // (EasyPost's libraries), so a secret typed with a precomposed é keys
     // as its SDK keys it.
     bool secret_nfkd = false;
+    // `strict_encoding: true`: a signature counts only written exactly as
+    // `encoding` writes it (the provider's SDK compares the text: a base64
+    // whose last character carries stray bits decodes to the same bytes
+    // but is another string). Off by default: idem compares bytes.
+    bool strict_encoding = false;
 
     std::string timestamp_header; // when the timestamp is a header of its own
     enum class TimestampUnit {

@@ -167,6 +167,21 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
                 fmt::format("provider {} signs the URL: pass --url or --url-base", spec.name));
         url = std::move(*signed_at_url);
     }
+    if (spec.strict_encoding) {
+        // Only signatures written as the encoding writes them count.
+        SignatureTexts canonical;
+        for (auto text : header.signatures) {
+            auto decoded = decode_signature(text, spec.encoding,
+                                            crypto::digest_size(spec.algorithm), "the signature");
+            if (!decoded.bytes || encode_signature(decoded.bytes->view(), spec.encoding) == text)
+                canonical.push_back(text);
+        }
+        header.signatures = canonical;
+        if (header.signatures.empty())
+            return fail(fmt::format("the signature is not written as {} writes it ({} compares "
+                                    "the text: strict_encoding)",
+                                    encoding_name(spec.encoding), spec.name));
+    }
     auto candidates = decode_all(header.signatures, spec.encoding,
                                  crypto::digest_size(spec.algorithm), "the signature");
     if (candidates.signatures.empty()) return fail(candidates.problem);

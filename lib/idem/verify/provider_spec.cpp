@@ -17,10 +17,11 @@ using idem::detail::scalar;
 
 // What a spec may say; anything else is a typo, refused with its place.
 constexpr std::string_view k_fields[] = {
-    "name",          "source",           "signature_header", "separator",      "key_separator",
-    "signature_key", "timestamp_key",    "prefix",           "algorithm",      "encoding",
-    "message",       "timestamp_header", "timestamp_unit",   "future_refused", "id_header",
-    "detect",        "construction",     "secret",           "require",        "secret_normalize"};
+    "name",           "source",           "signature_header", "separator",      "key_separator",
+    "signature_key",  "timestamp_key",    "prefix",           "algorithm",      "encoding",
+    "message",        "timestamp_header", "timestamp_unit",   "future_refused", "id_header",
+    "detect",         "construction",     "secret",           "require",        "secret_normalize",
+    "strict_encoding"};
 
 // The message template's placeholders.
 constexpr std::string_view k_placeholders[] = {"{body}",   "{timestamp}", "{id}",
@@ -74,7 +75,7 @@ void refuse_unknown_fields(const std::string& file, const YAML::Node& node) {
                                 "separator, key_separator, signature_key, timestamp_key, prefix, "
                                 "algorithm, encoding, message, timestamp_header, timestamp_unit, "
                                 "future_refused, id_header, detect, construction, secret, "
-                                "secret_normalize or require",
+                                "secret_normalize, strict_encoding or require",
                                 quote(key)));
     }
 }
@@ -144,6 +145,12 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
         if (spec.secret_form != ProviderSpec::SecretForm::raw &&
             spec.construction == ProviderSpec::Construction::digest)
             fail_at(file, node["secret"], "secret: base64 and hex go with construction: hmac");
+    }
+    if (node["strict_encoding"]) {
+        auto value = scalar(file, node["strict_encoding"], "strict_encoding");
+        if (value != "true" && value != "false")
+            fail_at(file, node["strict_encoding"], "strict_encoding: true or false");
+        spec.strict_encoding = value == "true";
     }
     if (node["secret_normalize"]) {
         auto form = scalar(file, node["secret_normalize"], "secret_normalize");
