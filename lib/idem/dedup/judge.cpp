@@ -23,17 +23,11 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, WorkerState& state,
         outcome.message = record::describe_failure(time, *options.time_field);
         return;
     }
-    switch (record::place(options.input.window, time)) {
-    case record::Placement::inside:
-        break;
-    case record::Placement::outside:
-        outcome.kind = Outcome::Kind::outside_range;
+    if (!run::placed_in_window(options.input.window, time, outcome, [&](std::string why) {
+            outcome.kind = Outcome::Kind::bad_time;
+            outcome.message = std::move(why);
+        }))
         return;
-    case record::Placement::untimed:
-        outcome.kind = Outcome::Kind::bad_time;
-        outcome.message = record::k_untimed_in_window;
-        return;
-    }
     outcome.event_time = time.time;
     std::string bucket;
     if (options.bucket)

@@ -81,17 +81,11 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result
         outcome.message = record::describe_failure(time, *options.time_field);
         return;
     }
-    switch (record::place(options.input.window, time)) {
-    case record::Placement::inside:
-        break;
-    case record::Placement::outside:
-        outcome.kind = Outcome::Kind::outside_range;
+    if (!run::placed_in_window(options.input.window, time, outcome, [&](std::string why) {
+            outcome.kind = Outcome::Kind::bad_field;
+            outcome.message = std::move(why);
+        }))
         return;
-    case record::Placement::untimed:
-        outcome.kind = Outcome::Kind::bad_field;
-        outcome.message = record::k_untimed_in_window;
-        return;
-    }
     if (time.time && *time.time > options.now + options.max_future) {
         outcome.kind = Outcome::Kind::bad_field;
         outcome.message = fmt::format(

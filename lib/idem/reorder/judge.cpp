@@ -5,6 +5,7 @@
 
 #include "idem/order/order_key.hpp"
 #include "idem/record/event_time.hpp"
+#include "idem/run/record_run.hpp"
 #include "idem/util/time.hpp"
 
 #include <algorithm>
@@ -68,16 +69,10 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockOutcome& resul
         if (time.failed())
             return set_aside(result, outcome, Outcome::Kind::bad_field, 0,
                              record::describe_failure(time, *options.time_field));
-        switch (record::place(options.input.window, time)) {
-        case record::Placement::inside:
-            break;
-        case record::Placement::outside:
-            outcome.kind = Outcome::Kind::outside_range;
+        if (!run::placed_in_window(options.input.window, time, outcome, [&](std::string why) {
+                set_aside(result, outcome, Outcome::Kind::bad_field, 0, std::move(why));
+            }))
             return;
-        case record::Placement::untimed:
-            return set_aside(result, outcome, Outcome::Kind::bad_field, 0,
-                             std::string(record::k_untimed_in_window));
-        }
         if (time_field) outcome.event_time = *time.time;
     }
     auto& partitions = result.partitions;

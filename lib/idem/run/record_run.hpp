@@ -13,6 +13,7 @@
 
 #include "idem/io/diagnostics.hpp"
 #include "idem/io/sink.hpp"
+#include "idem/record/event_time.hpp"
 #include "idem/record/parser.hpp"
 #include "idem/record/path_census.hpp"
 #include "idem/run/block_pipeline.hpp"
@@ -161,6 +162,25 @@ private:
     std::uint64_t m_records = 0;
     std::uint64_t m_resume_point = 0;
 };
+
+// A worker's --since/--until step, for a record it has timed: true when the
+// record goes on; else its outcome is outside_range (the frame counts it),
+// or `reject(why)` set it aside, having no event time to place.
+template <typename Outcome, typename Reject>
+bool placed_in_window(const record::TimeWindow& window, const record::EventTime& time,
+                      Outcome& outcome, Reject&& reject) {
+    switch (record::place(window, time)) {
+    case record::Placement::inside:
+        return true;
+    case record::Placement::outside:
+        outcome.kind = Outcome::Kind::outside_range;
+        return false;
+    case record::Placement::untimed:
+        reject(std::string(record::k_untimed_in_window));
+        return false;
+    }
+    return false;
+}
 
 template <typename State, typename Result> class RecordRun : public RecordRunFrame {
 public:

@@ -92,15 +92,7 @@ void judge_line(const io::BlockLine& line, Outcome& outcome, BlockResult& result
     }
     auto time = record::event_time(parser, options.time_field ? &*options.time_field : nullptr);
     if (time.failed()) return fail(record::describe_failure(time, *options.time_field));
-    switch (record::place(options.input.window, time)) {
-    case record::Placement::inside:
-        break;
-    case record::Placement::outside:
-        outcome.kind = Outcome::Kind::outside_range;
-        return;
-    case record::Placement::untimed:
-        return fail(std::string(record::k_untimed_in_window));
-    }
+    if (!run::placed_in_window(options.input.window, time, outcome, fail)) return;
     outcome.time = time.time;
     if (!outcome.time && options.order_by != OrderBy::arrival &&
         options.order_by != OrderBy::version)
