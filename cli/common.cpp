@@ -39,9 +39,10 @@ std::vector<std::pair<std::string, const CommonOptions*>>& registered_report_opt
 
 void add_common_options(CLI::App& command, CommonOptions& options) {
     command.add_option("inputs", options.inputs,
-                       "NDJSON files to read ('-' or none: stdin), plain or gzip, zstd, xz, bzip2 "
-                       "compressed (told by their first bytes); a quoted pattern "
-                       "('captures/*.ndjson.gz') is expanded by idem, in name order");
+                       "files to read ('-' or none: stdin): NDJSON, a JSON array or page, HAR or "
+                       "CSV, plain or gzip, zstd, xz, bzip2 compressed (each told by its first "
+                       "bytes); a quoted pattern ('captures/*.ndjson.gz') is expanded by idem, in "
+                       "name order");
     command.add_flag("--recursive", options.recursive,
                      "a directory among the inputs: read every file under it, in path order "
                      "(names starting with '.' left out)");
