@@ -275,6 +275,24 @@ class KeyCounts(unittest.TestCase):
 
 
 class LivePipe(unittest.TestCase):
+    def test_a_single_first_line_goes_out_without_waiting_for_a_second(self):
+        # Telling the input's format reads its first bytes: on a live pipe
+        # (tail -f) it must not wait for more lines than have come.
+        process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", ":memory:"], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            process.stdin.write(b'{"id":1}\n')
+            process.stdin.flush()
+            import select
+            ready, _, _ = select.select([process.stdout], [], [], 10)
+            self.assertTrue(ready, "the first record waited for a second line")
+            self.assertEqual(process.stdout.readline(), b'{"id":1}\n')
+        finally:
+            process.stdin.close()
+            process.wait(timeout=10)
+            process.stdout.close()
+            process.stderr.close()
+
     def test_records_go_out_while_a_live_input_is_quiet(self):
         process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", ":memory:"], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)

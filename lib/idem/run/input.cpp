@@ -127,7 +127,14 @@ void InputStream::Impl::decide_format(OpenInput& input) {
     auto source = io::open_byte_source(input.fd, input.name);
     std::string first;
     char chunk[1 << 12];
-    while (first.size() < k_detect_bytes && std::count(first.begin(), first.end(), '\n') < 2) {
+    // A file gives its first two lines at once; a pipe gives what has come,
+    // and a live one (tail -f) may not send a second line for hours: there
+    // the first whole line is told apart alone rather than held back.
+    struct stat status {};
+    bool file = ::fstat(input.fd, &status) == 0 && S_ISREG(status.st_mode);
+    auto lines_wanted = file ? 2 : 1;
+    auto enough = [&] { return std::count(first.begin(), first.end(), '\n') >= lines_wanted; };
+    while (first.size() < k_detect_bytes && !enough()) {
         std::size_t got = 0;
         try {
             got = source->read(chunk, sizeof chunk);
