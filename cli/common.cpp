@@ -220,6 +220,14 @@ record::TimeWindow time_window(const CommonOptions& options, const run::InputOpt
     std::optional<std::optional<Timestamp>> newest; // read once, when a duration asks for it
     auto resolve = [&](std::string_view flag, const std::string& text) -> std::optional<Timestamp> {
         if (text.empty()) return std::nullopt;
+        // A bare number is epoch seconds only when it names a time of this
+        // century: "30" is a duration that lost its unit, not 1970.
+        bool bare_number = !text.empty() && text.find_first_not_of("0123456789.") == text.npos;
+        if (bare_number && text.size() < 9)
+            throw UsageError(fmt::format("{} {}: a bare number would be {} seconds after "
+                                         "1970-01-01; give a duration its unit (30m, 2h) or a "
+                                         "time in RFC 3339",
+                                         flag, text, text));
         if (auto at = parse_timestamp(text)) {
             if (zone && lacks_utc_offset(text)) return zone->from_local(*at);
             return at;

@@ -176,6 +176,18 @@ class Window(unittest.TestCase):
         self.assertEqual(code, 2, err)
         self.assertIn("must come after --since", err)
 
+    def test_a_duration_that_lost_its_unit_is_a_usage_error_not_1970(self):
+        code, _, err = run(["dedup", "--key", "id", "--time-field", "ts", "--store", ":memory:",
+                            "--since", "30", self.log])
+        self.assertEqual(code, 2, err)
+        self.assertIn("--since 30: a bare number", err)
+        # Epoch seconds of this century are a time.
+        code, _, err = run(["dedup", "--key", "id", "--time-field", "ts", "--store", ":memory:",
+                            "--since", str(int(SINCE.timestamp())), "--summary", "json", self.log])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(summary_of(err)["outside_range"],
+                         len([e for e in self.events if not inside(e, SINCE, T0 + timedelta(days=2))]))
+
     def test_a_value_neither_time_nor_duration_is_a_usage_error(self):
         code, _, err = run(["merge", "--rules", self.path("rules.yaml"), "--time-field", "ts",
                             "--store", ":memory:", "--since", "yesterday", self.log])
