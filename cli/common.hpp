@@ -36,6 +36,7 @@ struct CommonOptions {
     std::vector<std::string> allow_absent; // --allow-absent PATH (PathCensus)
     bool fail_on_unmatched = false;        // --fail-on unmatched
     std::string since, until;              // --since/--until (add_time_window_options)
+    bool sorted = false;                   // --sorted: the files are in event-time order
     std::string csv_delimiter;             // --csv-delimiter; empty: a comma
     bool csv_types = false;                // --csv-types
 };
@@ -119,9 +120,10 @@ add_choice_option(CLI::App& command, const std::string& name, Target& target,
 void add_time_window_options(CLI::App& command, CommonOptions& options);
 // The window they give: each a time, or a duration back from the newest
 // event time in `input` (read once first; files only). A time without a UTC
-// offset is read in `zone` (--tz) when given. Throws UsageError.
-[[nodiscard]] record::TimeWindow time_window(const CommonOptions& options,
-                                             const run::InputOptions& input,
+// offset is read in `zone` (--tz) when given. With --sorted, `input` is
+// told to cut its files to the window (run/time_seek.hpp). Throws
+// UsageError.
+[[nodiscard]] record::TimeWindow time_window(const CommonOptions& options, run::InputOptions& input,
                                              const record::FieldPath* time_field,
                                              const TimeZone* zone);
 [[nodiscard]] run::Strictness strictness(const CommonOptions& options);

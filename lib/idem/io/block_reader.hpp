@@ -105,6 +105,11 @@ public:
     // cut line after it is never handed out.
     bool next(Block& block, std::size_t target_bytes);
 
+    // The bytes read begin at `offset` of the input (a file cut to a time
+    // window, run/time_seek.hpp): blocks' offsets count from there. Before
+    // the first next().
+    void start_at(std::uint64_t offset) { m_offset = offset; }
+
     [[nodiscard]] const std::string& source() const { return m_source; }
     // Of the descriptor: the compressed bytes of a compressed input.
     [[nodiscard]] std::uint64_t bytes_read() const;

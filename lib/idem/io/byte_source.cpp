@@ -89,6 +89,24 @@ private:
     RawInput m_raw;
 };
 
+class RangeSource final : public ByteSource {
+public:
+    RangeSource(int fd, const std::string& source, std::uint64_t length)
+        : m_raw(fd, source, {}, m_raw_bytes), m_left(length) {}
+    std::size_t read(char* data, std::size_t capacity) override {
+        if (m_left == 0) return 0;
+        auto got =
+            m_raw.read(data, static_cast<std::size_t>(std::min<std::uint64_t>(capacity, m_left)));
+        m_left -= got;
+        return got;
+    }
+    [[nodiscard]] Compression compression() const override { return Compression::none; }
+
+private:
+    RawInput m_raw;
+    std::uint64_t m_left;
+};
+
 // What one call of a codec did.
 struct Step {
     std::size_t consumed = 0;
@@ -340,6 +358,11 @@ private:
     std::size_t m_given = 0;
 };
 } // namespace
+
+std::unique_ptr<ByteSource> open_plain_range(int fd, const std::string& source,
+                                             std::uint64_t length) {
+    return std::make_unique<RangeSource>(fd, source, length);
+}
 
 std::unique_ptr<ByteSource> with_prefix(std::unique_ptr<ByteSource> inner, std::string prefix) {
     if (prefix.empty()) return inner;

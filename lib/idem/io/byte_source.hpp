@@ -47,6 +47,11 @@ protected:
 // of `fd`; `source` names it in messages.
 [[nodiscard]] std::unique_ptr<ByteSource> open_byte_source(int fd, const std::string& source);
 
+// The next `length` bytes of `fd`, read as they are: a plain file cut to a
+// time window (run/time_seek.hpp), its descriptor already at the cut's start.
+[[nodiscard]] std::unique_ptr<ByteSource> open_plain_range(int fd, const std::string& source,
+                                                           std::uint64_t length);
+
 // `inner`, with `prefix` (the bytes already read from it, decompressed)
 // handed out again first: for a reader that looked at an input's first
 // bytes to tell its format.

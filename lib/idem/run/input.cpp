@@ -19,11 +19,13 @@
 #include <stdexcept>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 namespace idem::run {
 
 void PositionTracker::start_block(const InputBlock& block) {
     if (block.starts_source) m_line_base = 0;
+    m_line_base += block.skipped_lines;
 }
 
 InputRecord PositionTracker::locate(const InputBlock& block, const io::BlockLine& line) const {
@@ -91,8 +93,13 @@ struct InputStream::Impl {
     void load_har(const OpenInput& input, InputBlock& out);
     void load_csv(const OpenInput& input, InputBlock& out);
     void load_json(const OpenInput& input, InputBlock& out);
-    void open(OpenInput& input);  // a regular file, when the stream reaches it
-    void close(OpenInput& input); // ... and when it is done
+    // --sorted: the reader over the part of a plain file the window keeps,
+    // `out` told of the lines before it; false when the file is not cut.
+    bool start_cut(const OpenInput& input, InputBlock& out);
+    std::uint64_t records_after_cut = 0; // said in a block of their own at the file's end
+    std::uint64_t cut_file_bytes = 0;    // the cut file's size, for progress
+    void open(OpenInput& input);         // a regular file, when the stream reaches it
+    void close(OpenInput& input);        // ... and when it is done
 };
 
 InputStream::InputStream(const InputOptions& options, io::OversizeHandler* oversize_handler)
@@ -274,8 +281,36 @@ void InputStream::Impl::close(OpenInput& input) {
     input.fd = -1;
 }
 
+bool InputStream::Impl::start_cut(const OpenInput& input, InputBlock& out) {
+    if (!options.sorted || !options.window.active() || !input.regular) return false;
+    struct stat status {};
+    if (::fstat(input.fd, &status) != 0) return false;
+    auto size = static_cast<std::uint64_t>(status.st_size);
+    auto read_at = read_at_fd(input.fd, input.name);
+    char first[8];
+    auto got = read_at(0, first, sizeof first);
+    if (io::compression_of(std::string_view(first, got)) != io::Compression::none) return false;
+    auto cut = cut_to_window(read_at, size, input.name, options.window, *options.sorted);
+    if (!cut.cuts(size)) return false;
+    opened.reset();
+    if (::lseek(input.fd, static_cast<off_t>(cut.start), SEEK_SET) < 0)
+        throw InputError({input.name, 0, 0, cut.start},
+                         fmt::format("cannot seek: {}", std::strerror(errno)));
+    reader = std::make_unique<io::BlockReader>(
+        io::open_plain_range(input.fd, input.name, cut.end - cut.start), input.fd, input.name,
+        options.max_record_bytes, oversize_handler);
+    reader->start_at(cut.start);
+    out.skipped_lines = cut.lines_before;
+    out.skipped_records = cut.records_before;
+    records_after_cut = cut.records_after;
+    cut_file_bytes = size;
+    return true;
+}
+
 bool InputStream::next_block(InputBlock& out, std::size_t target_bytes) {
     auto& impl = *m_impl;
+    out.skipped_lines = 0;
+    out.skipped_records = 0;
     while (impl.current < impl.inputs.size()) {
         auto& input = impl.inputs[impl.current];
         impl.open(input);
@@ -290,7 +325,7 @@ bool InputStream::next_block(InputBlock& out, std::size_t target_bytes) {
             impl.source_started = false;
             return true;
         }
-        if (!impl.reader)
+        if (!impl.reader && !impl.start_cut(input, out))
             impl.reader = std::make_unique<io::BlockReader>(
                 impl.take_source(input), input.fd, input.name, impl.options.max_record_bytes,
                 impl.oversize_handler);
@@ -299,7 +334,16 @@ bool InputStream::next_block(InputBlock& out, std::size_t target_bytes) {
                                     std::memory_order_relaxed);
             return true;
         }
-        impl.finished_bytes += impl.reader->bytes_read();
+        if (impl.records_after_cut > 0 || out.skipped_records > 0) {
+            // The lines after the cut (or a whole file before the window):
+            // a block with no lines, only their count.
+            out.skipped_records += std::exchange(impl.records_after_cut, 0);
+            out.block.size = 0;
+            out.block.oversized_line_bytes = 0;
+            return true;
+        }
+        impl.finished_bytes += std::max(impl.reader->bytes_read(), impl.cut_file_bytes);
+        impl.cut_file_bytes = 0;
         impl.bytes_so_far.store(impl.finished_bytes, std::memory_order_relaxed);
         impl.reader.reset();
         impl.close(input);

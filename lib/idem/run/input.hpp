@@ -9,6 +9,7 @@
 #include "idem/record/time_window.hpp"
 #include "idem/run/input_format.hpp"
 #include "idem/run/rows.hpp"
+#include "idem/run/time_seek.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -37,6 +38,10 @@ struct InputOptions {
     // --since/--until: each command's worker places a record's event time
     // in it; the run frame counts the ones outside (outside_range).
     record::TimeWindow window;
+    // --sorted: each file is in event-time order, so a plain one is cut to
+    // the window by binary search and the lines outside it are counted,
+    // not read (time_seek.hpp). Compressed files and pipes are read whole.
+    std::optional<TimeOrder> sorted;
 };
 
 // A block of whole lines from one input. For HAR, one line per entry.
@@ -44,6 +49,11 @@ struct InputBlock {
     io::Block block;
     const std::string* source = nullptr;
     bool starts_source = false; // its first line is line 1 of `source`
+    // Lines of `source` before this block that were skipped unread (a file
+    // cut to --since/--until), blank ones too, for positions; and of them,
+    // or after the file's last block, the records: each outside the window.
+    std::uint64_t skipped_lines = 0;
+    std::uint64_t skipped_records = 0;
 };
 
 // One record, for commands that go record by record.

@@ -7,7 +7,12 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
+#include "idem/io/byte_source.hpp"
+#include "idem/run/time_seek.hpp"
+#include "idem/util/unique_fd.hpp"
 #include <fmt/format.h>
+
+#include <fcntl.h>
 #include <sys/stat.h>
 
 namespace idem::run {
@@ -33,12 +38,38 @@ void require_files(const InputOptions& input) {
     }
 }
 
+// --sorted: each plain file's newest record is its last; nullopt when an
+// input is compressed or its last lines have no event time (then every
+// record is read).
+std::optional<std::optional<Timestamp>> newest_at_the_ends(const InputOptions& input) {
+    std::optional<Timestamp> newest;
+    for (const auto& path : input.paths) {
+        UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        struct stat status {};
+        if (!fd.valid() || ::fstat(fd.get(), &status) != 0 || !S_ISREG(status.st_mode))
+            return std::nullopt;
+        auto read_at = read_at_fd(fd.get(), path);
+        char first[8];
+        auto got = read_at(0, first, sizeof first);
+        if (io::compression_of(std::string_view(first, got)) != io::Compression::none)
+            return std::nullopt;
+        auto last =
+            last_event_time(read_at, static_cast<std::uint64_t>(status.st_size), *input.sorted);
+        if (!last) return std::nullopt;
+        if (!newest || *last > *newest) newest = last;
+    }
+    return newest;
+}
+
 } // namespace
 
 std::optional<Timestamp> newest_event_time(const InputOptions& input,
                                            const record::FieldPath* time_field,
                                            const TimeZone* zone) {
     require_files(input);
+    if (input.sorted && input.format != InputFormat::har && input.format != InputFormat::csv &&
+        input.format != InputFormat::json)
+        if (auto newest = newest_at_the_ends(input)) return *newest;
     io::SilentDiagnostics silent;
     RejectRouter passed_over(nullptr, Strictness::lenient, silent, input.max_record_bytes);
     InputStream stream(input, &passed_over);

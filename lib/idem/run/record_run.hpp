@@ -309,6 +309,10 @@ private:
         m_positions.start_block(block);
         if (steps.prepare) steps.prepare(block, result);
         auto before = records();
+        // Lines a file cut to the window skipped unread (--sorted): records
+        // outside it, counted as a worker's outcome would have them counted.
+        for (auto skipped = block.skipped_records; skipped > 0; --skipped)
+            if (count_record()) ++m_outside_range;
         for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
             auto& outcome = result.outcomes[i];
             if (!count_record()) {
