@@ -21,6 +21,20 @@ bool is_blank(std::string_view line) {
                        [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
 }
 constexpr std::size_t k_stream_chunk = 1 << 16;
+
+// memchr is glibc's vector search; a counting loop stays a byte at a time
+// at -O2 and was a fifth of a .zst run's reading thread.
+std::uint64_t count_newlines(const char* data, std::size_t size) {
+    std::uint64_t newlines = 0;
+    const char* end = data + size;
+    while (data < end) {
+        auto* newline = static_cast<const char*>(std::memchr(data, '\n', static_cast<std::size_t>(end - data)));
+        if (!newline) break;
+        ++newlines;
+        data = newline + 1;
+    }
+    return newlines;
+}
 } // namespace
 
 void ByteBuffer::reserve(std::size_t bytes, std::size_t keep) {
@@ -146,7 +160,7 @@ bool BlockReader::next(Block& block, std::size_t target_bytes) {
     }
     block.size = kept;
     if (m_compressed)
-        m_lines += static_cast<std::uint64_t>(std::count(bytes.data(), bytes.data() + kept, '\n'));
+        m_lines += count_newlines(bytes.data(), kept);
     std::memset(bytes.data() + kept, ' ', k_padding_bytes);
     m_offset = block.byte_offset + kept;
     if (block.oversized_line_bytes) m_offset += block.oversized_line_bytes + 1;
