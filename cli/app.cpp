@@ -30,6 +30,7 @@ void build_app(CLI::App& app, std::function<int()>& action) {
     register_audit(app, action);
     register_listen(app, action);
     register_replay(app, action);
+    register_probe(app, action);
 }
 
 } // namespace idem::cli

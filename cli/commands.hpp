@@ -17,5 +17,6 @@ void register_reconcile(CLI::App& app, std::function<int()>& action);
 void register_audit(CLI::App& app, std::function<int()>& action);
 void register_listen(CLI::App& app, std::function<int()>& action);
 void register_replay(CLI::App& app, std::function<int()>& action);
+void register_probe(CLI::App& app, std::function<int()>& action);
 
 } // namespace idem::cli

@@ -44,7 +44,11 @@ constexpr FileFlagEntry k_file_flags[] = {
     {"", "--reject", FileFlag::output},
     {"", "--dups", FileFlag::output},
     {"", "--counts", FileFlag::output},
-    {"", "--late", FileFlag::output},
+    {"reorder", "--late", FileFlag::output}, // probe's --late is a duration
+    {"merge", "--late", FileFlag::output},
+    {"probe", "--template", FileFlag::input},
+    {"probe", "--effects-sqlite", FileFlag::input},
+    {"probe", "--ledger", FileFlag::output},
     {"", "--unmatched", FileFlag::output},
     {"", "--members", FileFlag::output},
     {"", "--gaps", FileFlag::output},

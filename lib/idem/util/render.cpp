@@ -69,6 +69,10 @@ std::string html_escape(std::string_view value) {
                    [](std::string& out, char c) { return append_html_entity(out, c, true); });
 }
 
+std::string xml_text(std::string_view value) {
+    return html_escape(value);
+}
+
 std::string dot_quoted(std::string_view value) {
     return '"' +
            escaped(value,

@@ -57,6 +57,12 @@ namespace idem {
 // and shows as \u{XXXX}), then & < > " ' escaped.
 [[nodiscard]] std::string html_escape(std::string_view value);
 
+// Text for XML 1.0 (probe's JUnit report), in an element or an attribute:
+// terminal_text first (XML 1.0 forbids the C0 controls it replaces; no
+// bidi override reorders a CI page), then & < > " ' as entities, as
+// html_escape writes them, which XML reads alike.
+[[nodiscard]] std::string xml_text(std::string_view value);
+
 // How many terminal columns `text` takes: East Asian wide characters two,
 // combining marks none (utf8proc's widths); an invalid byte one.
 [[nodiscard]] std::size_t display_width(std::string_view text);

@@ -1,0 +1,96 @@
+#pragma once
+// idem probe's checks (docs/probe.md): their names, what each observed and
+// the verdict it gives. Pure: the run (probe/run.hpp) sends and observes,
+// these judge, so every rule is unit-testable without a handler.
+
+#include "idem/util/time.hpp"
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace idem::probe {
+
+enum class Check {
+    sequential_duplicate,
+    concurrent_duplicates,
+    key_reuse,
+    retry_after_drop,
+    retry_after_5xx,
+    late_retry,
+    regenerated_key,
+    forged_signature,
+    stale_replay,
+    out_of_order,
+    slow_answer,
+};
+
+// Every check, in the order a run makes them (slow-answer last: it judges
+// the answers of all the others).
+[[nodiscard]] const std::vector<Check>& all_checks();
+// "sequential-duplicate": the names in reports, --checks and the docs.
+[[nodiscard]] std::string_view check_name(Check check);
+// Throws UsageError with a "did you mean" for a name that is none.
+[[nodiscard]] Check parse_check(std::string_view name);
+
+enum class Verdict { pass, fail, warn, skipped };
+[[nodiscard]] std::string_view verdict_name(Verdict verdict);
+
+// One request probe made and what came of it.
+struct Answer {
+    std::string label; // "copy 1", "retry 2", "forged"
+    std::string key;
+    enum class Outcome {
+        answered,
+        unreachable, // no connection was made
+        no_answer,   // sent, then the connection failed or the time ran out
+        hung_up,     // probe closed the connection before reading (retry-after-drop)
+    } outcome = Outcome::answered;
+    int status = 0;
+    std::string digest; // SHA-256 of the answer's body, hex
+    Duration latency{0};
+    std::string error; // why there was no answer
+    Timestamp sent_at;
+
+    [[nodiscard]] bool answered() const { return outcome == Outcome::answered; }
+    [[nodiscard]] bool success() const { return answered() && status >= 200 && status < 300; }
+    [[nodiscard]] bool refused() const { return answered() && status >= 400 && status < 500; }
+    [[nodiscard]] bool server_error() const { return answered() && status >= 500; }
+};
+
+// What one check observed: its answers, and the side effects its
+// deliveries left when an observer was given (nullopt: unobserved).
+struct Observation {
+    std::vector<Answer> answers;
+    std::optional<std::int64_t> effects;
+    // out-of-order: the observer's reading after the reversed delivery and
+    // after the same events in order.
+    std::optional<std::string> state_reversed, state_in_order;
+    std::string skip_reason; // non-empty: the check did not run, this is why
+};
+
+struct CheckResult {
+    Check check = Check::sequential_duplicate;
+    Verdict verdict = Verdict::skipped;
+    std::string reason;      // one line: why this verdict
+    nlohmann::json evidence; // requests, statuses, digests, effects, timings
+    Duration elapsed{0};
+};
+
+// The rules each check's verdict follows (docs/probe.md, "Checks").
+struct JudgeRules {
+    bool expect_payload_dedup = false; // regenerated-key fails instead of warning
+    Duration deadline = std::chrono::seconds(10);
+};
+
+// The verdict of `check` on what it observed. slow-answer is judged from
+// every other check's answers (judge_slow_answer).
+[[nodiscard]] CheckResult judge(Check check, const Observation& observed, const JudgeRules& rules);
+[[nodiscard]] CheckResult judge_slow_answer(const std::vector<CheckResult>& others,
+                                            const std::vector<Observation>& observed,
+                                            const JudgeRules& rules);
+
+} // namespace idem::probe

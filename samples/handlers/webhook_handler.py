@@ -1,0 +1,211 @@
+"""A small webhook receiver for `idem probe` to judge (docs/probe.md):
+standard library only, its state in SQLite. Three reference handlers run
+it in one of its modes (correct.py, check_after_work.py, short_ttl.py);
+the tests run broken variants of it with the flags marked "for tests".
+
+Every delivery carries an Idempotency-Key. The correct mode keeps a key
+table as the IETF Idempotency-Key draft describes: a key is claimed
+(in_progress) before the work, the work and the key's completion (with the
+stored response) commit together, a copy that comes while the first is in
+progress is answered 409, a completed one gets the stored response again,
+the same key with another payload 422. Side effects are rows of `effects`:
+
+    SELECT count(*) FROM effects WHERE key = :key
+"""
+import argparse
+import hashlib
+import hmac
+import json
+import sqlite3
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MAX_BODY = 1 << 20
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS keys (
+    key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, state TEXT NOT NULL,
+    status INTEGER, response TEXT, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS effects (
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL, event_id TEXT, at REAL NOT NULL);
+"""
+
+
+def options(mode, argv=None):
+    parser = argparse.ArgumentParser(description=f"reference webhook handler ({mode})")
+    parser.add_argument("--port", type=int, default=0, help="0: any free port (printed)")
+    parser.add_argument("--db", required=True, help="the handler's SQLite database")
+    parser.add_argument("--secret", help="verify Stripe-Signature with this secret")
+    parser.add_argument("--tolerance", type=float, default=300, help="signature age limit, seconds")
+    parser.add_argument("--ttl", type=float, default=None, help="a key expires after this many seconds")
+    parser.add_argument("--work-seconds", type=float, default=0.05, help="how long the work takes")
+    parser.add_argument("--fault-header", default="X-Inject-Fault",
+                        help="a delivery with this header is answered 503 (fault injection)")
+    parser.add_argument("--trust-clock-header", default=None,
+                        help="read the time from this header (a test's clock), not the system's")
+    # For tests: handlers broken in one way each.
+    parser.add_argument("--accept-reuse", action="store_true", help="answer 200 to a reused key")
+    parser.add_argument("--skip-signature-check", action="store_true", help="accept forged signatures")
+    parser.add_argument("--delay", type=float, default=0, help="answer this many seconds late")
+    parser.add_argument("--fail-concurrent", action="store_true", help="500 instead of 409")
+    parsed = parser.parse_args(argv)
+    parsed.mode = mode
+    return parsed
+
+
+def now_of(headers, settings):
+    if settings.trust_clock_header and headers.get(settings.trust_clock_header):
+        text = headers[settings.trust_clock_header].replace("Z", "+00:00")
+        return datetime.fromisoformat(text).timestamp()
+    return time.time()
+
+
+def signature_problem(headers, body, now, settings):
+    """Stripe's scheme: t=TIMESTAMP,v1=HMAC-SHA256(secret, "t.body")."""
+    if not settings.secret or settings.skip_signature_check:
+        return None
+    items = dict(part.split("=", 1) for part in headers.get("Stripe-Signature", "").split(",") if "=" in part)
+    if "t" not in items or "v1" not in items:
+        return "missing signature"
+    expected = hmac.new(settings.secret.encode(), items["t"].encode() + b"." + body, hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected, items["v1"]):
+        return "bad signature"
+    if abs(now - int(items["t"])) > settings.tolerance:
+        return "signature timestamp outside the tolerance"
+    return None
+
+
+class Handler(BaseHTTPRequestHandler):
+    settings = None
+    lock = threading.Lock()
+
+    def log_message(self, *args):
+        pass
+
+    def answer(self, status, payload):
+        if self.settings.delay:
+            time.sleep(self.settings.delay)
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the sender hung up: the work stands, a retry gets the stored answer
+
+    def db(self):
+        conn = sqlite3.connect(self.settings.db, timeout=30, isolation_level=None)
+        conn.execute("PRAGMA busy_timeout = 30000")
+        return conn
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            return self.answer(413, {"error": "body too large"})
+        body = self.rfile.read(length)
+        now = now_of(self.headers, self.settings)
+        problem = signature_problem(self.headers, body, now, self.settings)
+        if problem:
+            return self.answer(400, {"error": problem})
+        key = self.headers.get("Idempotency-Key")
+        if not key:
+            return self.answer(400, {"error": "Idempotency-Key is required"})
+        try:
+            event = json.loads(body)
+        except ValueError:
+            return self.answer(400, {"error": "the body is not JSON"})
+        fingerprint = hashlib.sha256(body).hexdigest()
+        faulty = self.settings.fault_header and self.headers.get(self.settings.fault_header)
+        if self.settings.mode == "check-after-work":
+            return self.check_after_work(key, fingerprint, event, now, faulty)
+        return self.claim_then_work(key, fingerprint, event, now, faulty)
+
+    def stored(self, row, fingerprint):
+        """The answer for a key already known, or None to process it."""
+        stored_fingerprint, state, status, response = row
+        if stored_fingerprint != fingerprint and not self.settings.accept_reuse:
+            return 422, {"error": "this Idempotency-Key was used with another payload"}
+        if state == "in_progress":
+            if self.settings.fail_concurrent:
+                return 500, {"error": "database is locked"}
+            return 409, {"error": "a request with this Idempotency-Key is in progress"}
+        return status, json.loads(response)
+
+    def claim_then_work(self, key, fingerprint, event, now, faulty):
+        conn = self.db()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            row = conn.execute("SELECT fingerprint, state, status, response, created_at FROM keys WHERE key = ?",
+                               (key,)).fetchone()
+            if row and self.settings.ttl is not None and row[4] + self.settings.ttl <= now:
+                conn.execute("DELETE FROM keys WHERE key = ?", (key,))
+                row = None
+            if row:
+                conn.execute("COMMIT")
+                return self.answer(*self.stored(row[:4], fingerprint))
+            if faulty:
+                conn.execute("COMMIT")
+                return self.answer(503, {"error": "fault injected"})
+            conn.execute("INSERT INTO keys VALUES (?, ?, 'in_progress', NULL, NULL, ?)", (key, fingerprint, now))
+            conn.execute("COMMIT")
+            time.sleep(self.settings.work_seconds)
+            response = {"received": event.get("id"), "processed": True}
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO effects (key, event_id, at) VALUES (?, ?, ?)", (key, str(event.get("id")), now))
+            conn.execute("UPDATE keys SET state = 'completed', status = 200, response = ? WHERE key = ?",
+                         (json.dumps(response), key))
+            conn.execute("COMMIT")
+            return self.answer(200, response)
+        except Exception:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.execute("DELETE FROM keys WHERE key = ? AND state = 'in_progress'", (key,))
+            return self.answer(500, {"error": "the work failed"})
+        finally:
+            conn.close()
+
+    def check_after_work(self, key, fingerprint, event, now, faulty):
+        """Broken on purpose: the key is looked up, then the work is done,
+        then the key is stored, so copies that come together all work."""
+        conn = self.db()
+        try:
+            row = conn.execute("SELECT fingerprint, state, status, response FROM keys WHERE key = ?",
+                               (key,)).fetchone()
+            if row:
+                return self.answer(*self.stored(row, fingerprint))
+            if faulty:
+                return self.answer(503, {"error": "fault injected"})
+            time.sleep(self.settings.work_seconds)
+            response = {"received": event.get("id"), "processed": True}
+            conn.execute("INSERT INTO effects (key, event_id, at) VALUES (?, ?, ?)", (key, str(event.get("id")), now))
+            conn.execute("INSERT OR REPLACE INTO keys VALUES (?, ?, 'completed', 200, ?, ?)",
+                         (key, fingerprint, json.dumps(response), now))
+            return self.answer(200, response)
+        finally:
+            conn.close()
+
+
+def main(mode, argv=None):
+    settings = options(mode, argv)
+    conn = sqlite3.connect(settings.db)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.executescript(SCHEMA)
+    conn.close()
+    Handler.settings = settings
+    server = ThreadingHTTPServer(("127.0.0.1", settings.port), Handler)
+    server.daemon_threads = True
+    print(f"listening on http://127.0.0.1:{server.server_address[1]}/ ({mode})", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "correct", sys.argv[2:]))
