@@ -144,5 +144,25 @@ echo "why did one key arrive three times? the capture, with replay's ledger besi
 "$IDEM" audit --key headers.Idempotency-Key --replay-ledger "$work/idem.db" \
     --replay-scope "replay:http://127.0.0.1:$port/hooks" "$work/target.ndjson" | sed -n '5,9p'
 
+step "Before production does: probe three handlers, one correct, one that checks its key after the work, one whose keys live 5 minutes" \
+     "idem probe --to \$URL --scheme stripe --secret ... --clock-header X-Idem-Now --effects-sqlite app.db --effects-query ..."
+for handler in correct check_after_work short_ttl; do
+    python3 samples/handlers/$handler.py --db "$work/$handler.db" --secret whsec_demo \
+        --trust-clock-header X-Idem-Now > "$work/$handler.out" 2>&1 &
+    handler_pid=$!
+    for _ in $(seq 100); do
+        url=$(sed -n 's/listening on \(http[^ ]*\).*/\1/p' "$work/$handler.out")
+        [ -n "$url" ] && break
+        sleep 0.05
+    done
+    echo "samples/handlers/$handler.py:"
+    "$IDEM" probe --to "$url" --scheme stripe --secret whsec_demo --clock-header X-Idem-Now --speed 3600 \
+        --fail-first 'X-Inject-Fault: 1' --schedule fixed:1s -q \
+        --effects-sqlite "$work/$handler.db" --effects-query 'SELECT count(*) FROM effects WHERE key = :key' |
+        grep -E 'fail|warn|passed' || true
+    kill -TERM "$handler_pid"
+    wait "$handler_pid" 2> /dev/null || true
+done
+
 echo
-echo "Next: idem --help, idem COMMAND --help (verify, dedup, reorder, merge, states, reconcile, audit, listen, replay), and docs/."
+echo "Next: idem --help, idem COMMAND --help (verify, dedup, reorder, merge, states, reconcile, audit, listen, replay, probe), and docs/."

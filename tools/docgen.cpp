@@ -38,10 +38,10 @@ struct Command {
 // Flags whose value is a file or a directory, by name: what a shell should
 // complete with paths.
 const std::set<std::string> k_path_flags = {
-    "output",       "reject",   "dups",      "gaps",  "late",          "invalid",
-    "invalid-file", "members",  "unmatched", "rules", "machine",       "secret-file",
-    "csv",          "sqlite",   "spill-dir", "store", "replay-ledger", "verdicts",
-    "out",          "key-file", "keys"};
+    "output",       "reject",   "dups",      "gaps",     "late",          "invalid",
+    "invalid-file", "members",  "unmatched", "rules",    "machine",       "secret-file",
+    "csv",          "sqlite",   "spill-dir", "store",    "replay-ledger", "verdicts",
+    "out",          "key-file", "keys",      "template", "ledger",        "effects-sqlite"};
 
 std::vector<std::string> choices_of(const std::string& type_name) {
     auto open = type_name.find('{');

@@ -13,7 +13,7 @@ import unittest
 from harness import IDEM, ROOT, run
 
 BUILD = os.path.dirname(os.path.abspath(IDEM))
-COMMANDS = ["verify", "sign", "dedup", "reorder", "merge", "states", "reconcile", "audit", "listen", "replay"]
+COMMANDS = ["verify", "sign", "dedup", "reorder", "merge", "states", "reconcile", "audit", "listen", "replay", "probe"]
 
 
 def installed_files(prefix):

@@ -55,6 +55,11 @@ class OutputNamesAnInput(unittest.TestCase):
             ["reconcile", "--stage", f"a={log}", "--stage", f"b={log}", "--key", "id", "--missing", log],
             ["reconcile", "--stage", f"a={log}", "--stage", f"b={log}", "--key", "id", "-o", log],
             ["states", "--entity", "id", "--state", "status", "--allow", "pending>paid", "--metrics", log, log],
+            ["reorder", "--seq", "v", "--store", ":memory:", "--late", log, log],
+            ["probe", "--to", "http://127.0.0.1:9/", "--template", log, "-o", log],
+            ["probe", "--to", "http://127.0.0.1:9/", "--template", log, "--ledger", log],
+            ["probe", "--to", "http://127.0.0.1:9/", "--effects-sqlite", log,
+             "--effects-query", "SELECT count(*) FROM effects WHERE key = :key", "--ledger", log],
         ]
 
     def test_an_output_that_names_an_input_is_refused_and_the_input_kept(self):

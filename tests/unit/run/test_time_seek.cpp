@@ -11,8 +11,7 @@
 #include <cstring>
 #include <string>
 
-using namespace idem;
-using namespace idem::run;
+namespace idem::run {
 
 namespace {
 
@@ -124,3 +123,5 @@ TEST_CASE("the newest event time of a file in order is its last timed line's") {
     std::string none = "{\"id\":1}\n";
     CHECK_FALSE(last_event_time(reading(none), none.size(), by_ts()));
 }
+
+} // namespace idem::run

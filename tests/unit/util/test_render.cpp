@@ -42,7 +42,7 @@ TEST_CASE("a YAML scalar reads back as the value it quotes") {
         for (char c : quoted)
             CHECK(static_cast<unsigned char>(c) >= 0x20);
         CHECK(quoted.find('\x7f') == std::string::npos);
-        auto node = detail::load_yaml("v: " + quoted + "\n", "test.yaml");
+        auto node = idem::detail::load_yaml("v: " + quoted + "\n", "test.yaml");
         CHECK(node["v"].as<std::string>() == value);
     }
     CHECK(yaml_quoted("bidi\xe2\x80\xae") == "\"bidi\\u202e\"");

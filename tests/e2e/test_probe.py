@@ -1,0 +1,316 @@
+"""idem probe (docs/probe.md) against real handlers on loopback: the three
+reference handlers of samples/handlers/ and variants broken one way each
+(flags of the same handler, marked "for tests" there). Each test asserts
+exactly which checks pass, fail, warn or are skipped."""
+import http.server
+import json
+import os
+import socketserver
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+import xml.etree.ElementTree as ElementTree
+
+from harness import ROOT, run, summary_of
+
+HANDLERS = os.path.join(ROOT, "samples", "handlers")
+QUERY = "SELECT count(*) FROM effects WHERE key = :key"
+SECRET = "whsec_probe_test"
+CHECKS = ["sequential-duplicate", "concurrent-duplicates", "key-reuse", "retry-after-drop",
+          "retry-after-5xx", "late-retry", "regenerated-key", "forged-signature", "stale-replay",
+          "out-of-order", "slow-answer"]
+
+
+class Handler:
+    """A reference handler in a process of its own, stopped by PID."""
+
+    def __init__(self, script, db, *flags):
+        self.process = subprocess.Popen([sys.executable, os.path.join(HANDLERS, script), "--db", db, *flags],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline()
+        if not line.startswith("listening on "):
+            self.stop()
+            raise RuntimeError(f"{script} did not start: {line}{self.process.stderr.read()}")
+        self.url = line.split()[2]
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        self.process.stdout.close()
+        self.process.stderr.close()
+
+
+class Listener:
+    """A loopback server that counts every connection made to it."""
+
+    def __init__(self, redirect_to=None):
+        self.connections = 0
+        outer = self
+
+        class Handle(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def handle_one(self):
+                outer.connections += 1
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                if redirect_to:
+                    self.send_response(307)
+                    self.send_header("Location", redirect_to)
+                else:
+                    self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_POST = do_GET = handle_one
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handle)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Probe(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.handlers = []
+
+    def tearDown(self):
+        for handler in self.handlers:
+            handler.stop()
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def start(self, script, *flags):
+        db = self.path(f"{script}-{len(self.handlers)}.db")
+        handler = Handler(script, db, *flags)
+        self.handlers.append(handler)
+        return handler, db
+
+    def probe(self, handler, db, *args):
+        """The whole plan against a handler: signed, a fault it injects, its
+        clock set by probe, side effects read from its database."""
+        code, out, err = run(["probe", "--to", handler.url, "--report", "json", "--summary", "json",
+                              "--clock-header", "X-Idem-Now", "--speed", "3600",
+                              "--fail-first", "X-Inject-Fault: 1", "--schedule", "fixed:1s,2s",
+                              "--effects-sqlite", db, "--effects-query", QUERY, *args])
+        self.assertIn(code, (0, 1), err)
+        report = json.loads(out)
+        return code, {c["check"]: c["verdict"] for c in report["checks"]}, report, err
+
+    def expected(self, **changes):
+        """The verdicts of the correct handler, signed, with `changes`."""
+        verdicts = {name: "pass" for name in CHECKS}
+        verdicts["regenerated-key"] = "warn"
+        verdicts["out-of-order"] = "skipped"
+        verdicts.update({name.replace("_", "-"): verdict for name, verdict in changes.items()})
+        return verdicts
+
+    def signed(self, script, *flags):
+        return self.start(script, "--secret", SECRET, "--trust-clock-header", "X-Idem-Now", *flags)
+
+    def test_the_correct_handler_passes_every_check_it_can(self):
+        handler, db = self.signed("correct.py")
+        code, verdicts, report, err = self.probe(handler, db, "--scheme", "stripe", "--secret", SECRET)
+        self.assertEqual(verdicts, self.expected())
+        self.assertEqual(code, 0, err)
+        self.assertEqual(report["effects"], "sqlite")
+        summary = summary_of(err)
+        self.assertEqual((summary["passed"], summary["failed"], summary["warned"], summary["skipped"]), (9, 0, 1, 1))
+        # The evidence names each request's status and the side effects seen.
+        concurrent = next(c for c in report["checks"] if c["check"] == "concurrent-duplicates")
+        self.assertEqual(len(concurrent["evidence"]["requests"]), 8)
+        self.assertEqual(concurrent["evidence"]["effects"], 1)
+        self.assertTrue(all(r["status"] in (200, 409) for r in concurrent["evidence"]["requests"]))
+
+    def test_a_handler_that_checks_its_key_after_the_work_fails_concurrent_duplicates(self):
+        handler, db = self.signed("check_after_work.py")
+        code, verdicts, _, _ = self.probe(handler, db, "--scheme", "stripe", "--secret", SECRET)
+        self.assertEqual(verdicts, self.expected(concurrent_duplicates="fail"))
+        self.assertEqual(code, 1)
+
+    def test_a_handler_whose_keys_live_five_minutes_fails_late_retry(self):
+        handler, db = self.signed("short_ttl.py")
+        code, verdicts, report, _ = self.probe(handler, db, "--scheme", "stripe", "--secret", SECRET)
+        self.assertEqual(verdicts, self.expected(late_retry="fail"))
+        late = next(c for c in report["checks"] if c["check"] == "late-retry")
+        self.assertIn("2 side effects", late["reason"])
+        self.assertEqual(code, 1)
+
+    def test_a_handler_answering_200_to_a_reused_key_fails_key_reuse(self):
+        handler, db = self.signed("correct.py", "--accept-reuse")
+        code, verdicts, _, _ = self.probe(handler, db, "--scheme", "stripe", "--secret", SECRET)
+        self.assertEqual(verdicts, self.expected(key_reuse="fail"))
+        self.assertEqual(code, 1)
+
+    def test_a_handler_accepting_forged_signatures_fails_forgery_and_replay(self):
+        handler, db = self.signed("correct.py", "--skip-signature-check")
+        code, verdicts, _, _ = self.probe(handler, db, "--scheme", "stripe", "--secret", SECRET)
+        self.assertEqual(verdicts, self.expected(forged_signature="fail", stale_replay="fail"))
+        self.assertEqual(code, 1)
+
+    def test_a_handler_500ing_on_concurrent_copies_fails_concurrent_duplicates(self):
+        handler, db = self.signed("correct.py", "--fail-concurrent")
+        code, verdicts, report, _ = self.probe(handler, db, "--scheme", "stripe", "--secret", SECRET,
+                                               "--checks", "concurrent-duplicates,sequential-duplicate")
+        self.assertEqual(verdicts, {"sequential-duplicate": "pass", "concurrent-duplicates": "fail"})
+        concurrent = next(c for c in report["checks"] if c["check"] == "concurrent-duplicates")
+        self.assertIn("500", concurrent["reason"])
+        self.assertEqual(code, 1)
+
+    def test_a_handler_answering_after_12_seconds_fails_slow_answer(self):
+        handler, db = self.signed("correct.py", "--delay", "12")
+        code, verdicts, report, _ = self.probe(handler, db, "--scheme", "stripe", "--secret", SECRET,
+                                               "--checks", "forged-signature,slow-answer")
+        self.assertEqual(verdicts, {"forged-signature": "pass", "slow-answer": "fail"})
+        slow = next(c for c in report["checks"] if c["check"] == "slow-answer")
+        self.assertIn("10s deadline", slow["reason"])
+        self.assertEqual(code, 1)
+
+    def test_without_a_signature_or_effects_the_checks_say_what_they_could_not_judge(self):
+        handler, _ = self.start("correct.py")
+        code, out, err = run(["probe", "--to", handler.url, "--report", "json"])
+        self.assertEqual(code, 0, err)
+        report = json.loads(out)
+        verdicts = {c["check"]: c["verdict"] for c in report["checks"]}
+        for name in ("retry-after-5xx", "late-retry", "forged-signature", "stale-replay", "out-of-order"):
+            self.assertEqual(verdicts[name], "skipped", name)
+        self.assertEqual(report["effects"], "unobserved")
+        self.assertIn("statuses only", err)
+        reasons = {c["check"]: c["reason"] for c in report["checks"]}
+        self.assertIn("--fail-first", reasons["retry-after-5xx"])
+        self.assertIn("--clock-header", reasons["late-retry"])
+        self.assertIn("--scheme", reasons["forged-signature"])
+
+    def test_probe_sends_only_to_the_to_origin(self):
+        elsewhere = Listener()
+        redirecting = Listener(redirect_to=elsewhere.url)
+        try:
+            # Templates that try to steer: an envelope whose path and Host
+            # name the other listener, and a redirect from the target.
+            template = self.path("steer.ndjson")
+            with open(template, "w") as f:
+                f.write(json.dumps({"idem": 1, "method": "POST", "path": elsewhere.url,
+                                    "headers": [["Host", elsewhere.url[7:-1]], ["X-Forwarded-Host", "evil"]],
+                                    "body": json.dumps({"id": "evt_1", "url": elsewhere.url})}) + "\n")
+            code, out, err = run(["probe", "--to", redirecting.url, "--template", template,
+                                  "--report", "json", "-q"])
+            self.assertEqual(code, 1, err)  # 307 is no 2xx
+            self.assertGreater(redirecting.connections, 10)
+            self.assertEqual(elsewhere.connections, 0)
+        finally:
+            redirecting.stop()
+            elsewhere.stop()
+
+    def test_the_junit_report_has_a_test_case_per_check(self):
+        handler, db = self.signed("check_after_work.py")
+        report = self.path("probe.xml")
+        code, out, err = run(["probe", "--to", handler.url, "--scheme", "stripe", "--secret", SECRET,
+                              "--effects-sqlite", db, "--effects-query", QUERY,
+                              "--report", "junit", "-o", report, "-q"])
+        self.assertEqual(code, 1, err)
+        self.assertEqual(out, b"")
+        suites = ElementTree.parse(report).getroot()
+        self.assertEqual(suites.tag, "testsuites")
+        cases = {case.get("name"): case for case in suites.iter("testcase")}
+        self.assertEqual(sorted(cases), sorted(CHECKS))
+        failed = sorted(name for name, case in cases.items() if case.find("failure") is not None)
+        skipped = sorted(name for name, case in cases.items() if case.find("skipped") is not None)
+        self.assertEqual(failed, ["concurrent-duplicates"])
+        self.assertEqual(skipped, ["late-retry", "out-of-order", "retry-after-5xx"])
+        self.assertEqual(suites.get("failures"), "1")
+        self.assertEqual(suites.get("tests"), str(len(CHECKS)))
+
+    def test_markdown_and_table_reports_name_each_check(self):
+        handler, _ = self.start("correct.py")
+        for fmt, marker in (("markdown", r"\| `sequential-duplicate` \| \*\*pass\*\* \|"),
+                            ("table", r"\nsequential-duplicate +pass +answered 200")):
+            code, out, err = run(["probe", "--to", handler.url, "--report", fmt, "-q",
+                                  "--checks", "sequential-duplicate,key-reuse"])
+            self.assertEqual(code, 0, err)
+            self.assertRegex(out.decode(), marker)
+            self.assertNotIn("concurrent-duplicates", out.decode())
+
+    def test_the_ledger_holds_every_request_and_answer(self):
+        handler, db = self.signed("correct.py")
+        ledger = self.path("ledger.ndjson")
+        _, _, report, _ = self.probe(handler, db, "--scheme", "stripe", "--secret", SECRET, "--ledger", ledger)
+        with open(ledger) as f:
+            lines = [json.loads(line) for line in f]
+        self.assertEqual(len(lines), report["requests"])
+        self.assertEqual({line["check"] for line in lines}, set(CHECKS) - {"out-of-order", "slow-answer"})
+        self.assertTrue(all({"key", "sent_at", "outcome", "latency_ms"} <= set(line) for line in lines))
+        # idem audit reads it: the eight concurrent copies are one key's duplicates.
+        code, out, err = run(["audit", "--key", "key", "--time-field", "sent_at", "--summary", "json",
+                              "--format", "json", ledger])
+        self.assertIn(code, (0, 1), err)
+        self.assertEqual(summary_of(err)["records"], len(lines))
+        self.assertGreaterEqual(summary_of(err)["duplicates"], 7)
+
+    def test_an_unreachable_target_is_exit_4(self):
+        listener = Listener()
+        url = listener.url
+        listener.stop()
+        code, out, err = run(["probe", "--to", url, "-q"])
+        self.assertEqual(code, 4, err)
+        self.assertIn("cannot reach", err)
+        self.assertEqual(out, b"")
+
+    def test_typos_and_contradictions_are_usage_errors(self):
+        handler, db = self.start("correct.py")
+        cases = [
+            (["--checks", "sequental-duplicate"], "did you mean sequential-duplicate"),
+            (["--effects-sqlite", db, "--effects-query", "DELETE FROM effects WHERE key = :key"], "only read"),
+            (["--effects-sqlite", db, "--effects-query", "SELECT count(*) FROM effects"], "neither :key nor :id"),
+            (["--effects-sqlite", self.path("missing.db"), "--effects-query", QUERY], "missing.db"),
+            (["--secret", SECRET], "--secret without --scheme"),
+            (["--schedule", "stirpe"], "--schedule"),
+            (["--fail-first", "no colon"], "HEADER: VALUE"),
+            (["--report", "xml"], "--report"),
+            (["--to", "ftp://example.com/"], "--to"),
+        ]
+        for extra, message in cases:
+            with self.subTest(extra=extra):
+                code, out, err = run(["probe", "--to", handler.url, *extra])
+                self.assertEqual(code, 2, err)
+                self.assertIn(message, err)
+                self.assertEqual(out, b"")
+        with open(db, "rb") as f:
+            self.assertTrue(f.read(16).startswith(b"SQLite format 3"))
+
+    def test_out_of_order_with_the_state_read_back(self):
+        handler, db = self.start("correct.py")
+        template = self.path("order.ndjson")
+        with open(template, "w") as f:
+            for seq in (1, 2, 3):
+                f.write(json.dumps({"id": f"evt_{seq}", "order_id": "o1", "seq": seq}) + "\n")
+        # A state reading that does not depend on the order: equal both ways.
+        code, out, err = run(["probe", "--to", handler.url, "--template", template, "--order", "seq",
+                              "--checks", "out-of-order", "--report", "json", "-q",
+                              "--effects-cmd", "echo 1"])
+        self.assertEqual(code, 0, err)
+        check = json.loads(out)["checks"][0]
+        self.assertEqual(check["verdict"], "pass", check)
+        self.assertEqual([r["request"].split(" (")[0] for r in check["evidence"]["requests"]], ["newest first"] * 3)
+        self.assertIn("seq 3", check["evidence"]["requests"][0]["request"])
+        # A reading that shows the last event applied: the oldest, sent last.
+        code, out, err = run(["probe", "--to", handler.url, "--template", template, "--order", "seq",
+                              "--checks", "out-of-order", "--report", "json", "-q",
+                              "--effects-sqlite", db, "--effects-query",
+                              "SELECT count(*) FROM effects WHERE event_id = :id AND id = (SELECT max(id) FROM effects)"])
+        self.assertEqual(code, 1, err)
+        self.assertEqual(json.loads(out)["checks"][0]["verdict"], "fail")
+
+
+if __name__ == "__main__":
+    unittest.main()
