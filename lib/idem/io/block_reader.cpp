@@ -28,7 +28,8 @@ std::uint64_t count_newlines(const char* data, std::size_t size) {
     std::uint64_t newlines = 0;
     const char* end = data + size;
     while (data < end) {
-        auto* newline = static_cast<const char*>(std::memchr(data, '\n', static_cast<std::size_t>(end - data)));
+        auto* newline =
+            static_cast<const char*>(std::memchr(data, '\n', static_cast<std::size_t>(end - data)));
         if (!newline) break;
         ++newlines;
         data = newline + 1;
@@ -159,8 +160,7 @@ bool BlockReader::next(Block& block, std::size_t target_bytes) {
         m_carry.assign(bytes.data() + line_start, size - line_start);
     }
     block.size = kept;
-    if (m_compressed)
-        m_lines += count_newlines(bytes.data(), kept);
+    if (m_compressed) m_lines += count_newlines(bytes.data(), kept);
     std::memset(bytes.data() + kept, ' ', k_padding_bytes);
     m_offset = block.byte_offset + kept;
     if (block.oversized_line_bytes) m_offset += block.oversized_line_bytes + 1;
