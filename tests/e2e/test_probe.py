@@ -257,6 +257,48 @@ class Probe(unittest.TestCase):
         self.assertEqual(summary_of(err)["records"], len(lines))
         self.assertGreaterEqual(summary_of(err)["duplicates"], 7)
 
+    def test_side_effects_read_from_a_url_or_a_command_judge_alike(self):
+        handler, db = self.start("check_after_work.py")
+        asked = []
+
+        class Count(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                from urllib.parse import parse_qs, urlparse
+                key = parse_qs(urlparse(self.path).query)["key"][0]
+                asked.append(key)
+                import sqlite3
+                conn = sqlite3.connect(db)
+                count = conn.execute(QUERY.replace(":key", "?"), (key,)).fetchone()[0]
+                conn.close()
+                body = json.dumps({"count": count}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Count)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            url = f"http://127.0.0.1:{server.server_address[1]}/count?key={{key}}"
+            command = f"sqlite3 -readonly {db} \"SELECT count(*) FROM effects WHERE key = '$IDEM_KEY'\""
+            checks = "sequential-duplicate,concurrent-duplicates"
+            for observer in (["--effects-url", url], ["--effects-cmd", command]):
+                with self.subTest(observer=observer[0]):
+                    code, out, err = run(["probe", "--to", handler.url, "--checks", checks, "--report", "json",
+                                          "-q", *observer])
+                    self.assertEqual(code, 1, err)
+                    report = json.loads(out)
+                    self.assertEqual(report["effects"], observer[0].split("-")[-1])
+                    verdicts = {c["check"]: c["verdict"] for c in report["checks"]}
+                    self.assertEqual(verdicts, {"sequential-duplicate": "pass", "concurrent-duplicates": "fail"})
+            self.assertTrue(asked and all(key.startswith("probe-") for key in asked))
+        finally:
+            server.shutdown()
+            server.server_close()
+
     def test_an_unreachable_target_is_exit_4(self):
         listener = Listener()
         url = listener.url
