@@ -384,6 +384,16 @@ bool InputStream::ready(std::chrono::milliseconds patience) const {
     return !m_impl->reader || m_impl->reader->ready(patience);
 }
 
+bool InputStream::decompresses() const {
+    if (m_impl->inputs.empty() || !m_impl->inputs.front().regular) return false;
+    UniqueFd fd(::open(m_impl->inputs.front().name.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return false;
+    char first[8];
+    auto got = ::pread(fd.get(), first, sizeof first, 0);
+    return got > 0 && io::compression_of(std::string_view(first, static_cast<std::size_t>(got))) !=
+                          io::Compression::none;
+}
+
 std::uint64_t InputStream::bytes_read() const {
     return m_impl->bytes_so_far.load(std::memory_order_relaxed);
 }

@@ -99,6 +99,9 @@ public:
     std::optional<InputRecord> next();
 
     [[nodiscard]] std::uint64_t bytes_read() const;
+    // Whether the first input is a compressed file: its reader then spends
+    // a core decoding (told by its first bytes, none of them consumed).
+    [[nodiscard]] bool decompresses() const;
     // The size of all inputs together, when every one is a regular file
     // (stdin redirected from a file counts): nullopt for pipes and terminals.
     [[nodiscard]] std::optional<std::uint64_t> total_bytes() const;

@@ -256,7 +256,11 @@ public:
     // One State per worker, each made by `make`.
     template <typename Make> [[nodiscard]] std::vector<std::unique_ptr<State>> states(Make make) {
         std::vector<std::unique_ptr<State>> made;
-        for (std::size_t i = 0; i < worker_count(m_threads, m_busy_ordered_stage); ++i) {
+        // A reader that decompresses is a core's work as much as an ordered
+        // stage is: with a worker fewer, .zst and .gz runs on 2 cores took
+        // 0.94 and 0.95 of the time they took with as many as cores.
+        bool busy = m_busy_ordered_stage || input().decompresses();
+        for (std::size_t i = 0; i < worker_count(m_threads, busy); ++i) {
             made.push_back(make());
             if constexpr (requires { made.back()->parser.report_paths_to(&m_census); })
                 made.back()->parser.report_paths_to(&m_census);
