@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
@@ -53,6 +54,11 @@ void add_key_options(CLI::App& command, KeyOptions& options) {
         "https://host[:port] to which each envelope's path is appended (twilio, square)");
     command.add_flag("--allow-sha1", options.allow_sha1,
                      "accept the legacy SHA-1 signatures of GitHub (X-Hub-Signature) and Square");
+    command
+        .add_option("--param", options.params,
+                    "NAME=VALUE a provider file requires of a header ({param:NAME}): "
+                    "pusher's app_key (repeatable)")
+        ->allow_extra_args(false);
     command
         .add_option("--provider-file", options.provider_files,
                     "FILE or DIR: providers described in JSON or YAML (docs/verify.md); "
@@ -113,6 +119,30 @@ verify::VerifyConfig key_config(const KeyOptions& options) {
         keep_secrets_out_of_core_dumps();
     config.providers = verify::load_provider_specs(std::vector<std::filesystem::path>(
         options.provider_files.begin(), options.provider_files.end()));
+    // --param NAME=VALUE: only names some provider file asks for, so a
+    // typo is refused rather than leaving its header unchecked.
+    std::vector<std::string> asked;
+    for (const auto& spec : config.providers)
+        for (const auto& required : spec.require)
+            for (const auto& value : required.values)
+                if (value.starts_with("{param:"))
+                    asked.push_back(value.substr(7, value.size() - 8));
+    for (const auto& param : options.params) {
+        auto equals = param.find('=');
+        if (equals == std::string::npos || equals == 0)
+            throw UsageError(fmt::format("--param: expected NAME=VALUE, got {}", quote(param)));
+        auto name = param.substr(0, equals);
+        if (std::find(asked.begin(), asked.end(), name) == asked.end()) {
+            auto hint = closest_name(name, asked);
+            throw UsageError(fmt::format(
+                "--param {}: no provider file asks for it{}", name,
+                hint.empty()
+                    ? (asked.empty() ? std::string(" (give --provider-file first)")
+                                     : fmt::format(" (they ask for {})", fmt::join(asked, ", ")))
+                    : fmt::format("; did you mean {}?", hint)));
+        }
+        config.params[name] = param.substr(equals + 1);
+    }
     // Provider names never shadow a built-in scheme (load_provider_specs).
     auto named = std::find_if(config.providers.begin(), config.providers.end(),
                               [&](const auto& spec) { return spec.name == options.scheme; });

@@ -27,6 +27,7 @@ struct KeyOptions {
     std::string hmac_id_header;
     bool allow_sha1 = false;
     std::vector<std::string> provider_files;
+    std::vector<std::string> params; // --param NAME=VALUE
 };
 
 void add_key_options(CLI::App& command, KeyOptions& options);

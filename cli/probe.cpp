@@ -84,8 +84,10 @@ probe::ProbeOptions probe_options(const ProbeCommandOptions& options) {
         run.signing = key_config(keys);
         if (run.signing->scheme == verify::Scheme::auto_detect)
             throw UsageError("--scheme auto cannot sign: name the handler's scheme");
-        if (!options.tolerance.empty())
+        if (!options.tolerance.empty()) {
             run.signing->tolerance = positive_duration("--tolerance", options.tolerance);
+            run.signing->tolerance_given = true;
+        }
     } else if (!options.keys.secrets.empty() || !options.keys.secret_envs.empty() ||
                !options.keys.secret_files.empty()) {
         throw UsageError("--secret without --scheme: name the scheme to sign with");

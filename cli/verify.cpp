@@ -19,7 +19,7 @@ namespace {
 struct VerifyOptions {
     CommonOptions common;
     KeyOptions keys;
-    std::string tolerance = "5m";
+    std::string tolerance; // "": 5m, or a provider file's own
     std::string now;
     bool ignore_timestamp = false;
     bool nonce = false;
@@ -65,7 +65,10 @@ int run_verify_command(const VerifyOptions& options) {
     run.strictness = strictness(options.common);
     run.reject_path = options.common.reject_path;
     run.config = key_config(options.keys);
-    run.config.tolerance = parse_duration(options.tolerance);
+    if (!options.tolerance.empty()) {
+        run.config.tolerance = parse_duration(options.tolerance);
+        run.config.tolerance_given = true;
+    }
     if (run.config.secrets.empty() && run.config.public_keys.empty())
         throw UsageError(
             "verify needs a key: --secret, --secret-file, --secret-env or --public-key");

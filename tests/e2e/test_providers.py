@@ -104,7 +104,7 @@ VECTORS = [
     ("pusher", "tofu", '{"time_ms":1403175510755,"events":[{"channel":"test_channel","name":"channel_vacated"}]}',
      [("X-Pusher-Key", "123456789"),
       ("X-Pusher-Signature", "c17257e92037cd7de407ebc1ed174ceb7b2e518db127f44411b9ffc4f5b28cc5")],
-     "2026-11-30T08:00:00Z",
+     "2014-06-19T10:58:31Z",  # the body's time_ms, 1403175510755, as pusher-http-python checks it
      "pusher/pusher-http-node tests/integration/webhook.js, 'should return true for a webhook with correct "
      "signature'"),
     ("sinch", "foo_secret1234",
@@ -287,6 +287,72 @@ class RequiredHeaders(unittest.TestCase):
             self.assertIn("x-sinch-webhook-signature-algorithm", verdict["reason"])
 
 
+class ValuesTheUserGivesAndTimesInTheBody(unittest.TestCase):
+    """pusher/pusher-http-python pusher/pusher_client.py validate_webhook:
+    the X-Pusher-Key must be the client's key, and the body's time_ms
+    within 300,000 ms of its clock (the vector is pusher-http-node's)."""
+
+    def pusher(self, *args, body=None, headers=None, at=None):
+        name, secret, vector_body, vector_headers, vector_at, _ = next(v for v in VECTORS if v[0] == "pusher")
+        record = envelope(body or vector_body, headers or vector_headers, at or vector_at)
+        return verify(record, "--scheme", "pusher", "--secret", secret, *args)
+
+    def test_the_app_key_given_must_be_the_one_sent(self):
+        code, verdict, err = self.pusher("--param", "app_key=123456789")
+        self.assertEqual((code, verdict["valid"]), (0, True), (verdict, err))
+        code, verdict, _ = self.pusher("--param", "app_key=987654321")
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        self.assertIn("requires the app_key given with --param", verdict["reason"])
+        # Without --param the header must only be there.
+        name, secret, body, headers, at, _ = next(v for v in VECTORS if v[0] == "pusher")
+        code, verdict, _ = self.pusher(headers=[(n, v) for n, v in headers if n != "X-Pusher-Key"])
+        self.assertEqual(code, 1)
+        self.assertIn("X-Pusher-Key", verdict["reason"])
+
+    def test_a_param_no_provider_asks_for_is_a_usage_error(self):
+        code, _, err = self.pusher("--param", "app_ky=123456789")
+        self.assertEqual(code, 2, err)
+        self.assertIn("did you mean app_key", err)
+
+    def test_the_time_in_the_body_is_checked_against_the_tolerance(self):
+        code, verdict, _ = self.pusher(at="2014-06-19T11:04:31Z")  # six minutes on
+        self.assertEqual(code, 1)
+        self.assertIn("beyond the 5m tolerance", verdict["reason"])
+        code, verdict, _ = self.pusher("--tolerance", "1h", at="2014-06-19T11:04:31Z")
+        self.assertEqual((code, verdict["valid"]), (0, True))
+        code, verdict, _ = self.pusher(at="2014-06-19T10:52:31Z")  # six minutes early: refused too
+        self.assertEqual(code, 1)
+
+    def test_a_body_without_the_time_is_invalid_and_says_where_it_looked(self):
+        body = '{"events":[]}'
+        import hashlib
+        import hmac as hmac_module
+        signature = hmac_module.new(b"tofu", body.encode(), hashlib.sha256).hexdigest()
+        code, verdict, _ = self.pusher(body=body, headers=[("X-Pusher-Key", "123456789"),
+                                                           ("X-Pusher-Signature", signature)])
+        self.assertEqual(code, 1)
+        self.assertIn("no timestamp at time_ms in the body", verdict["reason"])
+
+    def test_a_spec_s_own_tolerance_yields_to_the_flag(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            spec = os.path.join(tmp, "quick.yaml")
+            with open(spec, "w") as f:
+                f.write("name: quick\nsignature_header: X-Quick\ntimestamp_header: X-Quick-Time\n"
+                        "message: '{timestamp}.{body}'\ntolerance: 1m\n")
+            signed = run(["sign", "--provider-file", spec, "--scheme", "quick", "--secret", "k",
+                          "--timestamp", "2026-11-30T08:00:00Z", "-q"], stdin=b'{"id":1}\n')[1]
+            record = json.loads(signed)
+            record["received_at"] = "2026-11-30T08:02:00Z"
+            line = (json.dumps(record) + "\n").encode()
+            code, out, _ = run(["verify", "--provider-file", spec, "--scheme", "quick", "--secret", "k", "-q"],
+                               stdin=line)
+            self.assertEqual(code, 1)
+            self.assertIn("beyond the 1m tolerance", out.decode())
+            code, _, _ = run(["verify", "--provider-file", spec, "--scheme", "quick", "--secret", "k", "-q",
+                              "--tolerance", "5m"], stdin=line)
+            self.assertEqual(code, 0)
+
+
 class SecretNormalisation(unittest.TestCase):
     def test_easypost_keys_a_secret_by_its_nfkd_form_whichever_way_it_was_typed(self):
         name, secret, body, headers, at, _ = next(v for v in VECTORS if v[0] == "easypost")
@@ -381,13 +447,19 @@ class Malformed(unittest.TestCase):
         self.check_refused("name: acme\nsignature_header: X-Acme\nmesage: '{body}'\n", "p.yaml:3:1: unknown field 'mesage'")
         self.check_refused("name: acme\nsignature_header: X-Acme\nmessage: '{bdy}'\n", "unknown placeholder at '{bdy}'")
         self.check_refused("name: acme\nsignature_header: X-Acme\nmessage: '{timestamp}.{body}'\n",
-                           "give timestamp_header or timestamp_key")
+                           "give timestamp_header, timestamp_key or timestamp_path")
         self.check_refused("name: acme\nsignature_header: X-Acme\nalgorithm: md5\n", "unknown algorithm 'md5'")
         self.check_refused("signature_header: X-Acme\n", "needs a name")
         self.check_refused("- {name: a, signature_header: X-A}\n- {name: a, signature_header: X-B}\n",
                            "provider 'a' is defined twice")
         self.check_refused("name: acme\nsignature_header: 'X Acme'\n", "is not a header name")
         self.check_refused("name: acme\nsignature_header: X-A\nconstruction: rsa\n", "construction 'rsa'")
+        self.check_refused("name: acme\nsignature_header: X-A\ntolerance: soon\ntimestamp_header: X-T\n",
+                           "tolerance 'soon': a duration")
+        self.check_refused("name: acme\nsignature_header: X-A\ntolerance: 1m\n", "signs no timestamp")
+        self.check_refused("name: acme\nsignature_header: X-A\ntimestamp_path: a..b\n", "dotted member names")
+        self.check_refused("name: acme\nsignature_header: X-A\nrequire: {X-K: '{parm:key}'}\n",
+                           "neither a value nor {param:NAME}")
         # A file never changes what a built-in scheme's name means.
         self.check_refused("name: stripe\nsignature_header: X-A\n", "has the name of a built-in scheme")
 

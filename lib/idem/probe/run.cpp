@@ -538,9 +538,18 @@ private:
         first_contact(dropped);
         record(name, made, dropped);
         observed.answers.push_back(dropped);
-        // The handler goes on with what it read; the provider, having seen
-        // no answer, delivers again.
-        pause(std::chrono::milliseconds(100));
+        // The handler goes on with what it read; the provider, its timeout
+        // past, delivers again. With side effects observed, once the
+        // dropped delivery's shows (or 3 s have passed): the check is
+        // whether the handler kept its work when the sender vanished, and
+        // concurrent-duplicates already races copies against each other.
+        if (m_options.effects) {
+            auto until = steady_now() + std::chrono::seconds(3);
+            while (m_options.effects->count(made.key, made.id) == 0 && steady_now() < until)
+                pause(std::chrono::milliseconds(50));
+        } else {
+            pause(std::chrono::milliseconds(300));
+        }
         retry_while_in_progress(name, made, observed, "retry");
         observed.effects = effects(made);
     }

@@ -212,9 +212,11 @@ std::optional<Timestamp> parse_signed_time(const VerifyConfig& config, std::stri
     return Timestamp(std::chrono::milliseconds(millis));
 }
 
-std::optional<std::string> check_age(const Input& input, Timestamp signed_at, ClockSides sides) {
+std::optional<std::string> check_age(const Input& input, Timestamp signed_at, ClockSides sides,
+                                     std::optional<Duration> provider_tolerance) {
     if (input.config.timestamp_check == TimestampCheck::ignore) return std::nullopt;
-    auto tolerance = input.config.tolerance;
+    auto tolerance = provider_tolerance && !input.config.tolerance_given ? *provider_tolerance
+                                                                         : input.config.tolerance;
     auto age = input.now - signed_at;
     if (age > tolerance)
         return fmt::format("timestamp {} is {} old, beyond the {} tolerance",

@@ -8,6 +8,7 @@
 #include "idem/verify/scheme.hpp"
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -141,6 +142,12 @@ struct ProviderSpec {
     bool strict_encoding = false;
 
     std::string timestamp_header; // when the timestamp is a header of its own
+    // `timestamp_path`: the timestamp is a member of the JSON body (Pusher's
+    // time_ms, Linear's webhookTimestamp), dotted; empty: none.
+    std::vector<std::string> timestamp_path;
+    // `tolerance`: the provider's own age limit (its SDK's), used unless
+    // --tolerance is given.
+    std::optional<Duration> tolerance;
     enum class TimestampUnit {
         seconds,
         milliseconds,
@@ -153,7 +160,9 @@ struct ProviderSpec {
 
     // Headers whose value must be one of these (Box's BOX-SIGNATURE-VERSION
     // 1): a delivery without one, or with another value, is invalid, under
-    // --scheme NAME as under auto.
+    // --scheme NAME as under auto. A value written {param:NAME} is the one
+    // the user gives with --param NAME=VALUE (Pusher's app key); without
+    // it, the header must be there, its value unchecked.
     struct RequiredHeader {
         std::string name;
         std::vector<std::string> values;
@@ -176,6 +185,9 @@ struct VerifyConfig {
     std::vector<Secret> secrets;
     std::vector<PublicKey> public_keys;
     Duration tolerance = std::chrono::minutes(5);
+    bool tolerance_given = false; // --tolerance: a provider spec's own then yields
+    // --param NAME=VALUE: values provider specs require ({param:NAME}).
+    std::map<std::string, std::string> params;
     TimestampCheck timestamp_check = TimestampCheck::enforce;
     TimestampUnit timestamp_unit = TimestampUnit::seconds;
     StandardKey standard_key = StandardKey::decoded;

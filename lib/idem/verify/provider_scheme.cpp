@@ -9,6 +9,7 @@
 #include <charconv>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 namespace idem::verify::detail {
 
@@ -105,6 +106,27 @@ std::string provider_message(const ProviderSpec& spec, const record::Envelope& e
     return expand_message_template(spec.message, values);
 }
 
+std::optional<std::string> body_timestamp(const ProviderSpec& spec, std::string_view body) {
+    auto document = nlohmann::json::parse(body, nullptr, false);
+    const nlohmann::json* at = &document;
+    for (const auto& member : spec.timestamp_path) {
+        if (!at->is_object()) return std::nullopt;
+        auto found = at->find(member);
+        if (found == at->end()) return std::nullopt;
+        at = &*found;
+    }
+    if (at->is_number_integer() || at->is_number_unsigned()) return at->dump();
+    if (at->is_string()) return at->get<std::string>();
+    return std::nullopt;
+}
+
+std::optional<std::string> required_value(const VerifyConfig& config, const std::string& value) {
+    if (!value.starts_with("{param:")) return value;
+    auto found = config.params.find(value.substr(7, value.size() - 8));
+    if (found == config.params.end()) return std::nullopt;
+    return found->second;
+}
+
 Verdict verify_provider(Input& input, const ProviderSpec& spec) {
     const auto& envelope = input.envelope;
     auto fail = [&](std::string reason) {
@@ -116,6 +138,15 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         auto found = envelope.header(required.name);
         if (!found) return fail(missing_header(required.name));
         auto value = trim(*found);
+        if (required.values.front().starts_with("{param:")) {
+            auto wanted = required_value(input.config, required.values.front());
+            if (wanted && value != *wanted)
+                return fail(fmt::format(
+                    "header '{}' is {}: {} requires the {} given with --param", required.name,
+                    quote(value, 40), spec.name,
+                    required.values.front().substr(7, required.values.front().size() - 8)));
+            continue;
+        }
         if (std::find(required.values.begin(), required.values.end(), value) ==
             required.values.end())
             return fail(fmt::format("header '{}' is {}: {} requires {}", required.name,
@@ -143,12 +174,22 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         if (!found) return fail(missing_header(spec.timestamp_header));
         timestamp_text = trim(*found);
     }
-    if (!spec.timestamp_header.empty() || !spec.timestamp_key.empty()) {
+    std::optional<std::string> in_body;
+    if (!spec.timestamp_path.empty()) {
+        in_body = body_timestamp(spec, envelope.body);
+        if (!in_body)
+            return fail(fmt::format("no timestamp at {} in the body (a number or a string)",
+                                    fmt::join(spec.timestamp_path, ".")));
+        timestamp_text = *in_body;
+    }
+    if (!spec.timestamp_header.empty() || !spec.timestamp_key.empty() || in_body) {
         signed_at = parse_provider_time(spec, timestamp_text);
         if (!signed_at)
             return fail(fmt::format(
-                "malformed timestamp {} in '{}': expected {}", quote(timestamp_text, 40),
-                spec.timestamp_header.empty() ? spec.signature_header : spec.timestamp_header,
+                "malformed timestamp {} in {}: expected {}", quote(timestamp_text, 40),
+                in_body ? fmt::format("the body's {}", fmt::join(spec.timestamp_path, "."))
+                : spec.timestamp_header.empty() ? fmt::format("'{}'", spec.signature_header)
+                                                : fmt::format("'{}'", spec.timestamp_header),
                 timestamp_unit_wanted(spec.timestamp_unit)));
     }
     std::string_view id;
@@ -207,7 +248,8 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
     if (!label) return fail(no_match_reason(key_count, header.signatures.size()));
     if (signed_at)
         if (auto stale = check_age(input, *signed_at,
-                                   spec.future_refused ? ClockSides::both : ClockSides::past_only))
+                                   spec.future_refused ? ClockSides::both : ClockSides::past_only,
+                                   spec.tolerance))
             return fail(*stale);
     auto verdict = matched(input, Scheme::provider, *label,
                            id.empty() ? header.signatures.front() : id, signed_at);

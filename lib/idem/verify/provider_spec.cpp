@@ -16,12 +16,14 @@ using idem::detail::fail_at;
 using idem::detail::scalar;
 
 // What a spec may say; anything else is a typo, refused with its place.
-constexpr std::string_view k_fields[] = {
-    "name",           "source",           "signature_header", "separator",      "key_separator",
-    "signature_key",  "timestamp_key",    "prefix",           "algorithm",      "encoding",
-    "message",        "timestamp_header", "timestamp_unit",   "future_refused", "id_header",
-    "detect",         "construction",     "secret",           "require",        "secret_normalize",
-    "strict_encoding"};
+constexpr std::string_view k_fields[] = {"name",           "source",           "signature_header",
+                                         "separator",      "key_separator",    "signature_key",
+                                         "timestamp_key",  "prefix",           "algorithm",
+                                         "encoding",       "message",          "timestamp_header",
+                                         "timestamp_unit", "future_refused",   "id_header",
+                                         "detect",         "construction",     "secret",
+                                         "require",        "secret_normalize", "strict_encoding",
+                                         "timestamp_path", "tolerance"};
 
 // The message template's placeholders.
 constexpr std::string_view k_placeholders[] = {"{body}",   "{timestamp}", "{id}",
@@ -59,6 +61,12 @@ bool is_header_name(std::string_view name) {
     });
 }
 
+bool is_param_name(std::string_view name) {
+    return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
+}
+
 std::string header_name(const std::string& file, const YAML::Node& node, std::string_view key) {
     auto name = scalar(file, node, key);
     if (!is_header_name(name))
@@ -75,7 +83,8 @@ void refuse_unknown_fields(const std::string& file, const YAML::Node& node) {
                                 "separator, key_separator, signature_key, timestamp_key, prefix, "
                                 "algorithm, encoding, message, timestamp_header, timestamp_unit, "
                                 "future_refused, id_header, detect, construction, secret, "
-                                "secret_normalize, strict_encoding or require",
+                                "secret_normalize, strict_encoding, require, timestamp_path or "
+                                "tolerance",
                                 quote(key)));
     }
 }
@@ -174,6 +183,28 @@ void read_timestamp(const std::string& file, const YAML::Node& node, ProviderSpe
             fail_at(file, node["timestamp_header"],
                     "give timestamp_header or timestamp_key, not both");
     }
+    if (node["timestamp_path"]) {
+        auto path = scalar(file, node["timestamp_path"], "timestamp_path");
+        for (auto part : split(path, '.')) {
+            if (part.empty())
+                fail_at(file, node["timestamp_path"],
+                        fmt::format("timestamp_path {}: dotted member names", quote(path)));
+            spec.timestamp_path.emplace_back(part);
+        }
+        if (!spec.timestamp_header.empty() || !spec.timestamp_key.empty())
+            fail_at(file, node["timestamp_path"],
+                    "give one of timestamp_header, timestamp_key and timestamp_path");
+    }
+    if (node["tolerance"]) {
+        auto text = scalar(file, node["tolerance"], "tolerance");
+        try {
+            spec.tolerance = parse_duration(text);
+        } catch (const UsageError&) {
+            fail_at(file, node["tolerance"],
+                    fmt::format("tolerance {}: a duration (5m, 60s)", quote(text)));
+        }
+        if (*spec.tolerance <= Duration{0}) fail_at(file, node["tolerance"], "tolerance: above 0");
+    }
     using Unit = ProviderSpec::TimestampUnit;
     if (node["timestamp_unit"])
         spec.timestamp_unit = one_of<Unit>(file, node["timestamp_unit"], "timestamp_unit",
@@ -184,10 +215,14 @@ void read_timestamp(const std::string& file, const YAML::Node& node, ProviderSpe
                                             {"rfc3339", Unit::rfc3339},
                                             {"http-date", Unit::http_date}},
                                            "use s, ms, rfc3339 or http-date");
-    bool has_timestamp = !spec.timestamp_header.empty() || !spec.timestamp_key.empty();
+    bool has_timestamp = !spec.timestamp_header.empty() || !spec.timestamp_key.empty() ||
+                         !spec.timestamp_path.empty();
     if (spec.message.find("{timestamp}") != std::string::npos && !has_timestamp)
         fail_at(file, node["message"],
-                "message signs {timestamp}: give timestamp_header or timestamp_key");
+                "message signs {timestamp}: give timestamp_header, timestamp_key or "
+                "timestamp_path");
+    if (spec.tolerance && !has_timestamp)
+        fail_at(file, node["tolerance"], "tolerance: the provider signs no timestamp");
     if (node["future_refused"]) {
         auto value = scalar(file, node["future_refused"], "future_refused");
         if (value != "true" && value != "false")
@@ -246,6 +281,18 @@ void read_require(const std::string& file, const YAML::Node& node, ProviderSpec&
         } else {
             required.values.push_back(scalar(file, entry.second, "require"));
         }
+        for (const auto& value : required.values)
+            if (value.starts_with("{") &&
+                (!value.starts_with("{param:") || !value.ends_with("}") ||
+                 !is_param_name(std::string_view(value).substr(7, value.size() - 8))))
+                fail_at(file, entry.second,
+                        fmt::format("require: {} is neither a value nor {{param:NAME}} (NAME of "
+                                    "lowercase letters, digits and '_')",
+                                    quote(value)));
+        if (required.values.size() > 1 &&
+            std::any_of(required.values.begin(), required.values.end(),
+                        [](const std::string& value) { return value.starts_with("{param:"); }))
+            fail_at(file, entry.second, "require: a {param:NAME} value stands alone");
         spec.require.push_back(std::move(required));
     }
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace idem::verify {
 
@@ -200,13 +201,22 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
                                           const std::string& seconds) const {
     const auto& spec = config.providers.at(config.provider);
     using Unit = ProviderSpec::TimestampUnit;
-    auto stamp = spec.timestamp_unit == Unit::milliseconds
-                     ? std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                          at.time_since_epoch())
-                                          .count())
-                 : spec.timestamp_unit == Unit::rfc3339   ? format_rfc3339(at)
-                 : spec.timestamp_unit == Unit::http_date ? format_http_date(at)
-                                                          : seconds;
+    std::string stamp = spec.timestamp_unit == Unit::milliseconds
+                            ? std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 at.time_since_epoch())
+                                                 .count())
+                        : spec.timestamp_unit == Unit::rfc3339   ? format_rfc3339(at)
+                        : spec.timestamp_unit == Unit::http_date ? format_http_date(at)
+                                                                 : seconds;
+    if (!spec.timestamp_path.empty()) {
+        // The provider put the time in the body: it is signed as it is there.
+        auto in_body = detail::body_timestamp(spec, envelope.body);
+        if (!in_body)
+            throw UsageError(fmt::format("provider {} takes its timestamp from the body's {}: "
+                                         "the event has none",
+                                         spec.name, fmt::join(spec.timestamp_path, ".")));
+        stamp = *in_body;
+    }
     std::string id(spec.id_header.empty() ? ""
                                           : envelope.header(spec.id_header).value_or(envelope.id));
     std::string url;
@@ -239,9 +249,18 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
         headers.emplace_back(spec.id_header, id);
     // What the provider's SDK requires (Box's signature version) goes with
     // it, so that what sign makes verify accepts.
-    for (const auto& required : spec.require)
-        if (!envelope.header(required.name))
-            headers.emplace_back(required.name, required.values.front());
+    for (const auto& required : spec.require) {
+        if (envelope.header(required.name)) continue;
+        auto value = detail::required_value(config, required.values.front());
+        if (!value)
+            throw UsageError(
+                fmt::format("provider {} requires header '{}' to be the {} you "
+                            "give: pass --param {}=VALUE",
+                            spec.name, required.name,
+                            required.values.front().substr(7, required.values.front().size() - 8),
+                            required.values.front().substr(7, required.values.front().size() - 8)));
+        headers.emplace_back(required.name, *value);
+    }
     for (const auto& wanted : spec.detect)
         if (wanted.name != spec.signature_header && wanted.name != spec.timestamp_header &&
             wanted.name != spec.id_header && !envelope.header(wanted.name) &&

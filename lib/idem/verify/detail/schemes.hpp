@@ -78,6 +78,14 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec);
                                            const record::Envelope& envelope,
                                            std::string_view timestamp, std::string_view id,
                                            std::string_view url);
+// The text of the member at a spec's timestamp_path in a JSON body (a
+// number as it is written, a string's value); nullopt when there is none.
+[[nodiscard]] std::optional<std::string> body_timestamp(const ProviderSpec& spec,
+                                                        std::string_view body);
+// The value a spec's required header must have: the --param a {param:NAME}
+// names (nullopt when not given: presence only), or the value itself.
+[[nodiscard]] std::optional<std::string> required_value(const VerifyConfig& config,
+                                                        const std::string& value);
 
 // ---- shared helpers -------------------------------------------------------
 
@@ -147,8 +155,10 @@ enum class ClockSides { past_only, both };
 [[nodiscard]] std::optional<Timestamp> parse_signed_time(const VerifyConfig& config,
                                                          std::string_view text);
 // A reason when `signed_at` is outside the tolerance, else nullopt.
-[[nodiscard]] std::optional<std::string> check_age(const Input& input, Timestamp signed_at,
-                                                   ClockSides sides);
+// A provider's own `tolerance` counts unless --tolerance was given.
+[[nodiscard]] std::optional<std::string>
+check_age(const Input& input, Timestamp signed_at, ClockSides sides,
+          std::optional<Duration> provider_tolerance = std::nullopt);
 [[nodiscard]] std::string no_match_reason(std::size_t keys, std::size_t candidates);
 [[nodiscard]] std::string missing_header(std::string_view name);
 
