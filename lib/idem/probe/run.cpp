@@ -256,10 +256,11 @@ private:
         if (m_signer) {
             auto at = signature == Signature::stale ? now - stale_age() : now;
             const auto& signer = signature == Signature::forged ? *m_forger : *m_signer;
-            for (auto& [name, value] : sign(signer, request, at)) {
+            for (auto& signed_header : sign(signer, request, at)) {
+                const auto& name = signed_header.first;
                 std::erase_if(request.headers,
                               [&](const auto& header) { return iequals(header.first, name); });
-                request.headers.emplace_back(std::move(name), std::move(value));
+                request.headers.emplace_back(std::move(signed_header));
             }
         }
         return request;
