@@ -89,6 +89,7 @@ demo: deps build
 	./samples/demo.sh $(IDEM)
 
 bench: bench-deps build
+	cmake --build $(BUILD) --target parse_floor
 	./bench/run.sh $(IDEM)
 	./bench/run_dedup.sh $(IDEM)
 	./bench/run_reorder.sh $(IDEM)

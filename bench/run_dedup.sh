@@ -82,6 +82,12 @@ print("yes (counted)" if int(counted) == truth else f"NO ({counted} keys, {truth
     printf '%s\t%s\t%s\t%s\n' "duckdb count(distinct)" "$seconds" "$rss" "$ok" >> "$results"
 fi
 
+# Against the parse floor: simdjson parsing every line on the same cores.
+. bench/floor.sh
+threads=$(nproc)
+floor_fraction "idem dedup :memory: (-o /dev/null)" "$corpus" "$threads" -- \
+    "$IDEM" dedup -q --key data.object.id,type --store :memory: -o /dev/null "$corpus"
+
 python3 - "$COUNT" "$results" <<'PY'
 import sys
 count = int(sys.argv[1])
