@@ -101,6 +101,20 @@ VECTORS = [
      "2026-11-30T08:00:00Z",
      "gocardless/gocardless-pro-python tests/webhooks_test.py with tests/fixtures/webhook_body.json, "
      "'test_it_parses_the_body'"),
+    ("hubspot-v3", "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy", "{'example_field':'example_value'}",
+     [("X-HubSpot-Signature-v3", "K36dawei4A+QBNolUOqo7s91KQDWQ5MXZ/QufNYuk/Y="),
+      ("X-HubSpot-Request-Timestamp", "1693657560000")],
+     "2023-09-02T12:26:01Z",
+     "HubSpot/hubspot-api-python tests/spec/utils/test_signature.py, 'test_get_signature__v3'"),
+    ("workos", "whsec_test_secret",
+     '{"object": "event", "id": "evt_01", "event": "user.created", "data": {"object": "user", "id": "user_01", '
+     '"email": "test@example.com", "email_verified": true, "first_name": null, "last_name": null, '
+     '"profile_picture_url": null, "external_id": null, "last_sign_in_at": null, "created_at": '
+     '"2024-01-01T00:00:00Z", "updated_at": "2024-01-01T00:00:00Z"}, "created_at": "2024-01-01T00:00:00Z"}',
+     [("WorkOS-Signature", "t=1704067200000, v1=2b260893ea8c3f25a72d90d975d330ca41af9fc249252e4e2db488c593a5fec0")],
+     "2024-01-01T00:00:01Z",
+     "workos/workos-python tests/test_webhook_verification.py: SAMPLE_EVENT and SECRET, signed by its "
+     "_make_sig_header at timestamp_ms=1704067200000"),
     ("pusher", "tofu", '{"time_ms":1403175510755,"events":[{"channel":"test_channel","name":"channel_vacated"}]}',
      [("X-Pusher-Key", "123456789"),
       ("X-Pusher-Signature", "c17257e92037cd7de407ebc1ed174ceb7b2e518db127f44411b9ffc4f5b28cc5")],
@@ -168,7 +182,8 @@ VECTORS = [
 # When each timestamped vector was signed (idem sign --timestamp reproduces it).
 SIGNED_AT = {"paddle": "2023-11-01T00:00:00Z", "mux": "2019-08-06T21:08:38Z",
              "sanity": "2021-10-06T11:30:11.129Z", "sinch": "2021-10-18T17:49:13Z",
-             "finch": "2023-02-13T18:19:42Z", "metronome": "2006-01-02T22:04:05Z"}
+             "finch": "2023-02-13T18:19:42Z", "metronome": "2006-01-02T22:04:05Z",
+             "hubspot-v3": "2023-09-02T12:26:00Z", "workos": "2024-01-01T00:00:00Z"}
 # Headers a delivery carries that are no signature: kept when signing.
 NOT_SIGNATURES = {"X-Topic", "X-Pusher-Key", "x-sinch-webhook-signature-nonce", "Finch-Event-Id"}
 

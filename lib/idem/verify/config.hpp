@@ -115,6 +115,9 @@ struct ProviderSpec {
     // the items named `signature_key`, the timestamp the one named
     // `timestamp_key`. With no separator the whole value is one signature.
     char separator = 0;
+    // What `sign` writes between items: the separator, or ", " / "; " when
+    // the spec says so (WorkOS's SDK splits on ", " exactly).
+    std::string separator_text;
     char key_separator = '='; // within an item: "v1=..." ('='), Finch's "v1,..." (',')
     std::string signature_key;
     std::string timestamp_key;

@@ -109,9 +109,11 @@ void read_signature_items(const std::string& file, const YAML::Node& node, Provi
         return;
     }
     auto separator = scalar(file, node["separator"], "separator");
-    if (separator.size() != 1 || (separator != "," && separator != ";" && separator != " "))
-        fail_at(file, node["separator"], "separator: use ',' or ';' (or ' ')");
+    if (separator != "," && separator != ";" && separator != " " && separator != ", " &&
+        separator != "; ")
+        fail_at(file, node["separator"], "separator: use ',' or ';' (or ' ', ', ', '; ')");
     spec.separator = separator[0];
+    spec.separator_text = separator; // items are trimmed when read: ", " reads as ',
     if (node["key_separator"]) {
         auto key_separator = scalar(file, node["key_separator"], "key_separator");
         if (key_separator != "=" && key_separator != ",")

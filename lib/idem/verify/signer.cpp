@@ -237,7 +237,8 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
         std::string value;
         if (!spec.timestamp_key.empty())
             value = fmt::format("{}{}{}{}", spec.timestamp_key, spec.key_separator, stamp,
-                                spec.separator);
+                                spec.separator_text.empty() ? std::string(1, spec.separator)
+                                                            : spec.separator_text);
         value +=
             fmt::format("{}{}{}{}", spec.signature_key, spec.key_separator, spec.prefix, encoded);
         headers.emplace_back(spec.signature_header, value);
