@@ -115,6 +115,17 @@ VECTORS = [
      "2024-01-01T00:00:01Z",
      "workos/workos-python tests/test_webhook_verification.py: SAMPLE_EVENT and SECRET, signed by its "
      "_make_sig_header at timestamp_ms=1704067200000"),
+    ("linear", "SECRET",
+     '{"action":"create","data":{"id":"2174add1-f7c8-44e3-bbf3-2d60b5ea8bc9","createdAt":"2020-01-23T12:53:18.084Z",'
+     '"updatedAt":"2020-01-23T12:53:18.084Z","archivedAt":null,"body":"Indeed, I think this is definitely an '
+     'improvement over the previous version.","edited":false,"issueId":"539068e2-ae88-4d09-bd75-22eb4a59612f",'
+     '"userId":"aacdca22-6266-4c0a-ab3c-8fa70a26765c"},"type":"Comment","url":"https://linear.app/issue/LIN-1778/'
+     'foo-bar#comment-77217de3-fb52-4dad-bb9a-b356beb93de8","createdAt":"2020-01-23T12:53:18.084Z",'
+     '"webhookTimestamp":1579784000000}',
+     [("linear-signature", "9f9fe461cff5e6619c44f1bbe9f1d540e2af8838b8d727b1875bd858b023fac2")],
+     "2020-01-23T12:53:40Z",
+     "linear/linear packages/sdk/src/_tests/LinearWebhooks.test.ts: its requestBody (webhookTimestamp fixed at "
+     "1579784000000) signed with 'SECRET' as the test signs it"),
     ("pusher", "tofu", '{"time_ms":1403175510755,"events":[{"channel":"test_channel","name":"channel_vacated"}]}',
      [("X-Pusher-Key", "123456789"),
       ("X-Pusher-Signature", "c17257e92037cd7de407ebc1ed174ceb7b2e518db127f44411b9ffc4f5b28cc5")],
@@ -366,6 +377,18 @@ class ValuesTheUserGivesAndTimesInTheBody(unittest.TestCase):
             code, _, _ = run(["verify", "--provider-file", spec, "--scheme", "quick", "--secret", "k", "-q",
                               "--tolerance", "5m"], stdin=line)
             self.assertEqual(code, 0)
+
+
+class LinearTimestamps(unittest.TestCase):
+    """@linear/sdk LinearWebhookClient.verify: the body's webhookTimestamp
+    more than 60 s from the clock, either way, is invalid."""
+
+    def test_a_minute_and_more_either_way_is_refused(self):
+        name, secret, body, headers, _, _ = next(v for v in VECTORS if v[0] == "linear")
+        for at, valid in (("2020-01-23T12:54:19Z", True), ("2020-01-23T12:54:21Z", False),
+                          ("2020-01-23T12:52:19Z", False)):
+            code, verdict, _ = verify(envelope(body, headers, at), "--scheme", name, "--secret", secret)
+            self.assertEqual(verdict["valid"], valid, (at, verdict))
 
 
 class SecretNormalisation(unittest.TestCase):
