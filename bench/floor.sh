@@ -2,7 +2,8 @@
 # benchmark scripts (sourced): `floor_fraction NAME FILE THREADS -- CMD...`
 # runs the floor and CMD in turn REPEAT times on FILE and prints
 #   NAME  CMD's median seconds  the floor's median seconds  floor / CMD
-# (1.0: the command costs what parsing every record costs).
+# (1.0: the command costs what parsing every record costs). The floor reads
+# FLOOR_KEYS (default data.object.id,type): the fields the command reads.
 ensure_floor() {
     FLOOR=${FLOOR:-build/parse_floor}
     [ -x "$FLOOR" ] || cmake --build build --target parse_floor > /dev/null
@@ -16,7 +17,7 @@ floor_fraction() {
     times=$(mktemp)
     floors=$(mktemp)
     for _ in $(seq "${REPEAT:-3}"); do
-        "$FLOOR" "$file" --threads "$threads" | python3 -c 'import json, sys; print(json.load(sys.stdin)["seconds"])' >> "$floors"
+        "$FLOOR" "$file" --threads "$threads" --keys "${FLOOR_KEYS:-data.object.id,type}" | python3 -c 'import json, sys; print(json.load(sys.stdin)["seconds"])' >> "$floors"
         /usr/bin/time -f '%e' -o "$times.one" "$@" > /dev/null 2>&1 || true
         tail -n 1 "$times.one" >> "$times"
     done

@@ -52,6 +52,9 @@ read -r py_s py_rss <<< "$py_result"
 py_invalid=$(grep '^invalid:' "$OUT/last.err" | awk '{print $2}')
 openssl_kbs=$(openssl speed -seconds 3 -bytes 1024 -hmac sha256 2>/dev/null | awk '/^hmac\(sha256\)/ {print $2}' | tr -d k)
 
+. bench/floor.sh
+FLOOR_KEYS=headers,body floor_fraction "idem verify" "$corpus" "$(nproc)" -- "$IDEM" verify --scheme stripe --secret "$secret" -q "$corpus"
+
 python3 - "$COUNT" "$idem_s" "$idem_rss" "$idem1_s" "$idem1_rss" "$py_s" "$py_rss" "$openssl_kbs" \
     "$expected_invalid" "$idem_invalid" "$idem1_invalid" "$py_invalid" <<'PY'
 import sys

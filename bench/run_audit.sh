@@ -63,7 +63,7 @@ ensure_duckdb
 # Against the parse floor: simdjson parsing every line on one thread, as
 # the audit above runs (--threads 1), and on every core by default.
 . bench/floor.sh
-floor_fraction "idem audit --threads 1 (json)" "$corpus" 1 -- \
+FLOOR_KEYS=key,ts,worker floor_fraction "idem audit --threads 1 (json)" "$corpus" 1 -- \
     sh -c "$audit --format json '$corpus'"
 floor_fraction "idem audit (json), every core" "$corpus" "$(nproc)" -- \
     sh -c "'$IDEM' audit -q --fail-on none --key key --time-field ts --source-field worker --format json '$corpus'"

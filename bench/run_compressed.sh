@@ -78,6 +78,9 @@ print("yes (counted)" if int(counted) == truth else f"NO ({counted} keys, {truth
     done
 fi
 
+. bench/floor.sh
+floor_fraction "idem .zst (floor on the plain file)" "$corpus" "$(nproc)" -- "$IDEM" dedup "${key[@]}" "$corpus.zst"
+
 python3 - "$COUNT" "$results" <<'PY'
 import sys
 count = int(sys.argv[1])

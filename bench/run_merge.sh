@@ -65,6 +65,9 @@ contend "idem merge -o, sqlite checkpoints" idem_o "$IDEM" "${merge[@]}" --store
     -o "$SPOOL/idem_o.o" "$corpus"
 contend "python dict of windows" python python3 bench/merge_python.py --max-lateness 30 "$corpus"
 
+. bench/floor.sh
+FLOOR_KEYS=ts,priority floor_fraction "idem merge" "$corpus" "$(nproc)" -- "$IDEM" "${merge[@]}" "$corpus"
+
 python3 - "$results" "$SPOOL" "$COUNT" <<'PY'
 import json, sys
 results, spool, count = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -65,6 +65,9 @@ if [ "$PYTHON" = 1 ]; then
     contend "python3 load+sort" python_sort --whole-file sh -c "python3 bench/reorder_python_sort.py < '$corpus'"
 fi
 
+. bench/floor.sh
+FLOOR_KEYS=seq,p floor_fraction "idem reorder :memory:" "$corpus" "$(nproc)" -- "$IDEM" "${reorder[@]}" --store :memory: "$corpus"
+
 python3 - "$COUNT" "$results" <<'PY'
 import sys
 count = int(sys.argv[1])

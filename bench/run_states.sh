@@ -46,6 +46,9 @@ for _ in $(seq "$ROUNDS"); do
         --store "$OUT/idem_sqlite.db" "$corpus"
 done
 
+. bench/floor.sh
+FLOOR_KEYS=order_id,status floor_fraction "idem states, arrival order" "$corpus" "$(nproc)" -- "$IDEM" "${states[@]}" --store :memory: "$corpus"
+
 python3 - "$results" "$OUT" "$(wc -l < "$corpus")" "$ENTITIES" "$ROUNDS" <<'PY'
 import json, statistics, sys
 results, out, count, entities, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
