@@ -51,6 +51,8 @@ def options(mode, argv=None):
     parser.add_argument("--skip-signature-check", action="store_true", help="accept forged signatures")
     parser.add_argument("--delay", type=float, default=0, help="answer this many seconds late")
     parser.add_argument("--fail-concurrent", action="store_true", help="500 instead of 409")
+    parser.add_argument("--act-after-answer", action="store_true",
+                        help="answer 202 once the key is claimed, then do the work (a queue)")
     parsed = parser.parse_args(argv)
     parsed.mode = mode
     return parsed
@@ -153,6 +155,9 @@ class Handler(BaseHTTPRequestHandler):
                 return self.answer(503, {"error": "fault injected"})
             conn.execute("INSERT INTO keys VALUES (?, ?, 'in_progress', NULL, NULL, ?)", (key, fingerprint, now))
             conn.execute("COMMIT")
+            if self.settings.act_after_answer:
+                threading.Thread(target=self.work_later, args=(key, event, now), daemon=True).start()
+                return self.answer(202, {"queued": event.get("id")})
             time.sleep(self.settings.work_seconds)
             response = {"received": event.get("id"), "processed": True}
             conn.execute("BEGIN IMMEDIATE")
@@ -166,6 +171,19 @@ class Handler(BaseHTTPRequestHandler):
                 conn.execute("ROLLBACK")
             conn.execute("DELETE FROM keys WHERE key = ? AND state = 'in_progress'", (key,))
             return self.answer(500, {"error": "the work failed"})
+        finally:
+            conn.close()
+
+    def work_later(self, key, event, now):
+        time.sleep(max(self.settings.work_seconds, 0.3))
+        conn = self.db()
+        try:
+            response = {"received": event.get("id"), "processed": True}
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO effects (key, event_id, at) VALUES (?, ?, ?)", (key, str(event.get("id")), now))
+            conn.execute("UPDATE keys SET state = 'completed', status = 200, response = ? WHERE key = ?",
+                         (json.dumps(response), key))
+            conn.execute("COMMIT")
         finally:
             conn.close()
 

@@ -177,6 +177,21 @@ class Probe(unittest.TestCase):
         self.assertIn("10s deadline", slow["reason"])
         self.assertEqual(code, 1)
 
+    def test_a_handler_that_acts_after_it_answers_is_judged_on_what_it_did(self):
+        # It answers 202 at once and works 0.3 s later: a copy meanwhile is 409
+        # (delivered again, as a provider would), and the side effect shows late.
+        handler, db = self.start("correct.py", "--act-after-answer")
+        code, out, err = run(["probe", "--to", handler.url, "--report", "json", "-q",
+                              "--checks", "sequential-duplicate,concurrent-duplicates,key-reuse",
+                              "--effects-sqlite", db, "--effects-query", QUERY])
+        self.assertEqual(code, 0, err)
+        report = json.loads(out)
+        self.assertEqual({c["check"]: c["verdict"] for c in report["checks"]},
+                         {"sequential-duplicate": "pass", "concurrent-duplicates": "pass", "key-reuse": "pass"})
+        sequential = report["checks"][0]["evidence"]
+        self.assertEqual(sequential["effects"], 1)
+        self.assertIn(409, [r.get("status") for r in sequential["requests"]])
+
     def test_without_a_signature_or_effects_the_checks_say_what_they_could_not_judge(self):
         handler, _ = self.start("correct.py")
         code, out, err = run(["probe", "--to", handler.url, "--report", "json"])

@@ -139,7 +139,7 @@ CheckResult judge_sequential(const Observation& observed) {
     if (auto problem = transport_problem(observed))
         return result(check, Verdict::fail, *problem, observed);
     const auto& first = observed.answers.at(0);
-    const auto& second = observed.answers.at(1);
+    const auto& second = observed.answers.back(); // after any 409s (in progress)
     if (auto refused = first_refused(first))
         return result(check, Verdict::fail, *refused, observed);
     bool replayed = second.status == first.status && second.digest == first.digest;
