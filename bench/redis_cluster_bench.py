@@ -59,6 +59,23 @@ def timed(args, stdin_path, out_path):
     return seconds
 
 
+def redis_cpu_usec(port):
+    """Every command's usec on the server at `port` since its stats were reset."""
+    text = redis_cluster.cli(port, "info", "commandstats")
+    total = 0
+    for line in text.splitlines():
+        if line.startswith("cmdstat_") and "usec=" in line:
+            total += int(line.split("usec=")[1].split(",")[0])
+    return total
+
+
+def memory_per_key(port):
+    used = int(next(line.split(":")[1] for line in redis_cluster.cli(port, "info", "memory").splitlines()
+                    if line.startswith("used_memory:")))
+    keys = int(redis_cluster.cli(port, "dbsize").strip() or 0)
+    return used, keys
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("idem")
@@ -85,6 +102,7 @@ def main():
                 subset_truth.add(event["id"])
 
     times = {"single": [], "cluster": [], "python": []}
+    usec = {"single": [], "cluster": []}  # per run, per server: Redis CPU
     output = args.corpus + ".out"
     with redis_server.running() as single_uri, redis_cluster.running(masters=3) as cluster:
         cluster_port = cluster.ports[0]
@@ -102,11 +120,22 @@ def main():
                     continue
                 uri = single_uri if name == "single" else cluster.uri()
                 scope = f"bench{round_number}"
+                ports = [int(single_uri.rsplit(":", 1)[1])] if name == "single" else cluster.masters()
+                for port in ports:
+                    redis_cluster.cli(port, "config", "resetstat")
                 seconds = timed([args.idem, "dedup", "--key", "data.object.id,type", "--store", uri,
                                  "--scope", scope, "-q"], args.corpus, output)
+                usec[name].append([redis_cpu_usec(port) for port in ports])
                 if ids_of(output) != truth:
                     raise SystemExit(f"idem on {name}: output differs from the truth")
                 times[name].append(seconds)
+        # Every round's fingerprints stay (a scope each): memory per key.
+        single_used, single_keys = memory_per_key(int(single_uri.rsplit(":", 1)[1]))
+    # Redis CPU per record, from INFO commandstats: the single node's, and
+    # the busiest master's and all masters' together for the cluster.
+    single_us = statistics.median(run[0] for run in usec["single"]) / count
+    cluster_total_us = statistics.median(sum(run) for run in usec["cluster"]) / count
+    cluster_max_share = statistics.median(max(run) / max(1, sum(run)) for run in usec["cluster"])
     rate = {
         "single": count / statistics.median(times["single"]),
         "cluster": count / statistics.median(times["cluster"]),
@@ -118,6 +147,11 @@ def main():
     print(f"{'redis-py RedisCluster SET NX loop':42} {args.python_count:9} {statistics.median(times['python']):9.2f} {rate['python']:10.0f}")
     print(f"cluster / single node: {rate['cluster'] / rate['single']:.2f} (target >= 0.7)")
     print(f"cluster / Python loop: {rate['cluster'] / rate['python']:.1f}x (target >= 10x)")
+    print(f"Redis CPU per record (INFO commandstats): one node {single_us:.2f} us; "
+          f"the cluster's masters together {cluster_total_us:.2f} us, the busiest master "
+          f"{cluster_max_share:.0%} of it")
+    print(f"Redis memory per fingerprint (one node, used_memory / keys): "
+          f"{single_used / max(1, single_keys):.0f} bytes over {single_keys} keys")
     print("every output checked against the ground truth")
     os.remove(output)
 
