@@ -227,6 +227,29 @@ class Probe(unittest.TestCase):
             redirecting.stop()
             elsewhere.stop()
 
+    def test_a_template_cannot_add_a_header_line_and_an_unsafe_key_is_digested(self):
+        handler, db = self.start("correct.py")
+        template = self.path("evil.ndjson")
+        with open(template, "w") as f:
+            f.write(json.dumps({"idem": 1, "method": "POST", "path": "/",
+                                "headers": [["X-Note", "a\r\nX-Injected: 1"]], "body": "{\"id\":\"e\"}"}) + "\n")
+        code, out, err = run(["probe", "--to", handler.url, "--template", template, "-q"])
+        self.assertEqual(code, 2, err)
+        self.assertIn("X-Note", err)
+        self.assertEqual(out, b"")
+        # A key taken from the event (--key) that a header cannot carry goes as a digest.
+        with open(template, "w") as f:
+            f.write(json.dumps({"id": "evt 1\r\nX-Injected: 1", "amount": 1}) + "\n")
+        ledger = self.path("ledger.ndjson")
+        code, out, err = run(["probe", "--to", handler.url, "--template", template, "--key", "id",
+                              "--checks", "sequential-duplicate", "--ledger", ledger, "--report", "json", "-q",
+                              "--effects-sqlite", db, "--effects-query", QUERY])
+        self.assertEqual(code, 0, err)
+        with open(ledger) as f:
+            keys = {json.loads(line)["key"] for line in f}
+        self.assertEqual(len(keys), 1)
+        self.assertTrue(next(iter(keys)).startswith("idem-"))
+
     def test_the_junit_report_has_a_test_case_per_check(self):
         handler, db = self.signed("check_after_work.py")
         report = self.path("probe.xml")

@@ -1,10 +1,12 @@
 #include "idem/probe/run.hpp"
 
+#include "idem/crypto/crypto.hpp"
 #include "idem/io/sink.hpp"
 #include "idem/net/hang_up.hpp"
 #include "idem/net/http_client.hpp"
 #include "idem/net/target.hpp"
 #include "idem/record/parser.hpp"
+#include "idem/util/encoding.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 #include "idem/verify/signer.hpp"
@@ -34,6 +36,17 @@ Json built_in_event() {
                        R"("data":{"object":{"id":"obj_idem_probe","amount":100}}})");
 }
 
+// A header name (a token) or value (visible ASCII, spaces and tabs, and
+// UTF-8 bytes; never CR, LF, NUL or another control).
+bool header_safe(std::string_view text, bool value) {
+    if (!value && text.empty()) return false;
+    return std::all_of(text.begin(), text.end(), [value](char c) {
+        auto byte = static_cast<unsigned char>(c);
+        if (value) return byte >= 0x80 || (byte >= 0x20 && byte != 0x7f) || byte == '\t';
+        return byte > 0x20 && byte < 0x7f && byte != ':';
+    });
+}
+
 std::vector<Template> read_templates(const ProbeOptions& options) {
     std::vector<Template> read;
     if (!options.has_templates) {
@@ -55,6 +68,12 @@ std::vector<Template> read_templates(const ProbeOptions& options) {
             for (const auto& header : envelope.headers) {
                 if (net::is_hop_by_hop(header.name) || iequals(header.name, options.key_header))
                     continue;
+                // A template may come from a capture: nothing in it may add
+                // a header line or end the head of the request.
+                if (!header_safe(header.name, false) || !header_safe(header.value, true))
+                    throw UsageError(fmt::format("--template {}: header {} holds a character no "
+                                                 "HTTP header may (a line break, a control)",
+                                                 where, quote(header.name, 40)));
                 made.headers.emplace_back(std::string(header.name), std::string(header.value));
             }
         }
@@ -219,9 +238,16 @@ private:
         auto tag = fmt::format("{}-{}{}", m_tag, check, suffix);
         if (m_options.key_path) {
             auto* value = value_at(made.event, *m_options.key_path);
-            made.key = fmt::format("{}.probe-{}", scalar_text(*value), tag);
-            *value = made.key;
-            made.id = made.key;
+            made.id = fmt::format("{}.probe-{}", scalar_text(*value), tag);
+            *value = made.id;
+            // The event's own value is the key when a header can carry it
+            // as it is (replay's rule); otherwise a digest of it.
+            made.key =
+                header_safe(made.id, false) && made.id.size() <= 200
+                    ? made.id
+                    : "idem-" +
+                          hex_encode(crypto::hash(crypto::HashAlgorithm::sha256, made.id).view())
+                              .substr(0, 32);
             return made;
         }
         made.key = fmt::format("probe-{}", tag);
