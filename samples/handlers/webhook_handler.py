@@ -159,13 +159,7 @@ class Handler(BaseHTTPRequestHandler):
                 threading.Thread(target=self.work_later, args=(key, event, now), daemon=True).start()
                 return self.answer(202, {"queued": event.get("id")})
             time.sleep(self.settings.work_seconds)
-            response = {"received": event.get("id"), "processed": True}
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT INTO effects (key, event_id, at) VALUES (?, ?, ?)", (key, str(event.get("id")), now))
-            conn.execute("UPDATE keys SET state = 'completed', status = 200, response = ? WHERE key = ?",
-                         (json.dumps(response), key))
-            conn.execute("COMMIT")
-            return self.answer(200, response)
+            return self.answer(200, self.complete(conn, key, event, now))
         except Exception:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -174,16 +168,23 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             conn.close()
 
+    @staticmethod
+    def complete(conn, key, event, now):
+        """The work's side effect and the key's completion, with the response
+        a later copy gets, in one transaction."""
+        response = {"received": event.get("id"), "processed": True}
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO effects (key, event_id, at) VALUES (?, ?, ?)", (key, str(event.get("id")), now))
+        conn.execute("UPDATE keys SET state = 'completed', status = 200, response = ? WHERE key = ?",
+                     (json.dumps(response), key))
+        conn.execute("COMMIT")
+        return response
+
     def work_later(self, key, event, now):
         time.sleep(max(self.settings.work_seconds, 0.3))
         conn = self.db()
         try:
-            response = {"received": event.get("id"), "processed": True}
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT INTO effects (key, event_id, at) VALUES (?, ?, ?)", (key, str(event.get("id")), now))
-            conn.execute("UPDATE keys SET state = 'completed', status = 200, response = ? WHERE key = ?",
-                         (json.dumps(response), key))
-            conn.execute("COMMIT")
+            self.complete(conn, key, event, now)
         finally:
             conn.close()
 
