@@ -401,9 +401,12 @@ std::uint64_t InputStream::bytes_read() const {
 std::optional<std::uint64_t> InputStream::total_bytes() const {
     std::uint64_t total = 0;
     for (const auto& input : m_impl->inputs) {
+        // A regular file's descriptor comes and goes on the reading thread
+        // (a read-ahead thread, while this is asked on another): it is
+        // asked by name. Other inputs keep theirs from the start.
         struct stat status {};
-        bool read = input.fd >= 0 ? ::fstat(input.fd, &status) == 0
-                                  : ::stat(input.name.c_str(), &status) == 0;
+        bool read = input.regular ? ::stat(input.name.c_str(), &status) == 0
+                                  : ::fstat(input.fd, &status) == 0;
         if (!read || !S_ISREG(status.st_mode)) return std::nullopt;
         total += static_cast<std::uint64_t>(status.st_size);
     }
