@@ -15,11 +15,12 @@
 
 namespace idem::io {
 
-namespace {
-bool is_blank(std::string_view line) {
+bool is_blank_line(std::string_view line) {
     return std::all_of(line.begin(), line.end(),
                        [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
 }
+
+namespace {
 constexpr std::size_t k_stream_chunk = 1 << 16;
 
 // memchr is glibc's vector search; a counting loop stays a byte at a time
@@ -57,7 +58,7 @@ std::optional<BlockLine> LineCursor::next() {
                        newline != std::string_view::npos};
         // A CRLF line keeps its '\r' (JSON reads it as whitespace), so every
         // output writes the line back as it came: byte for byte means CRLF too.
-        if (!is_blank(line.bytes)) return line;
+        if (!is_blank_line(line.bytes)) return line;
     }
     return std::nullopt;
 }

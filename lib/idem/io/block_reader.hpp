@@ -67,6 +67,10 @@ struct BlockLine {
     bool newline_follows = false;
 };
 
+// Whether a line holds nothing but spaces, tabs and a CR: no record, skipped
+// by LineCursor (and counted as none where lines are counted unread).
+[[nodiscard]] bool is_blank_line(std::string_view line);
+
 // Walks a block's non-blank lines; `lines_seen()` counts blank ones too.
 class LineCursor {
 public:

@@ -314,6 +314,13 @@ Compression compression_of(std::string_view first_bytes) {
     return Compression::none;
 }
 
+Compression compression_of_file(int fd) {
+    char first[8];
+    auto got = ::pread(fd, first, sizeof first, 0);
+    if (got <= 0) return Compression::none;
+    return compression_of(std::string_view(first, static_cast<std::size_t>(got)));
+}
+
 std::string_view compression_name(Compression compression) {
     switch (compression) {
     case Compression::gzip:

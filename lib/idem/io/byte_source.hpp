@@ -16,6 +16,9 @@ enum class Compression { none, gzip, zstd, xz, bzip2 };
 
 // What the first bytes of an input say it is (none: read as it is).
 [[nodiscard]] Compression compression_of(std::string_view first_bytes);
+// The same for a file, read with pread(2) at offset 0 (nothing consumed);
+// none when it cannot be read.
+[[nodiscard]] Compression compression_of_file(int fd);
 [[nodiscard]] std::string_view compression_name(Compression compression);
 
 // A compressed stream that is cut short or corrupt. Thrown only once every

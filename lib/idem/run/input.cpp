@@ -286,10 +286,8 @@ bool InputStream::Impl::start_cut(const OpenInput& input, InputBlock& out) {
     struct stat status {};
     if (::fstat(input.fd, &status) != 0) return false;
     auto size = static_cast<std::uint64_t>(status.st_size);
+    if (io::compression_of_file(input.fd) != io::Compression::none) return false;
     auto read_at = read_at_fd(input.fd, input.name);
-    char first[8];
-    auto got = read_at(0, first, sizeof first);
-    if (io::compression_of(std::string_view(first, got)) != io::Compression::none) return false;
     auto cut = cut_to_window(read_at, size, input.name, options.window, *options.sorted);
     if (!cut.cuts(size)) return false;
     opened.reset();
@@ -387,11 +385,7 @@ bool InputStream::ready(std::chrono::milliseconds patience) const {
 bool InputStream::decompresses() const {
     if (m_impl->inputs.empty() || !m_impl->inputs.front().regular) return false;
     UniqueFd fd(::open(m_impl->inputs.front().name.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return false;
-    char first[8];
-    auto got = ::pread(fd.get(), first, sizeof first, 0);
-    return got > 0 && io::compression_of(std::string_view(first, static_cast<std::size_t>(got))) !=
-                          io::Compression::none;
+    return fd.valid() && io::compression_of_file(fd.get()) != io::Compression::none;
 }
 
 std::uint64_t InputStream::bytes_read() const {

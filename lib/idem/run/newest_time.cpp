@@ -48,11 +48,8 @@ std::optional<std::optional<Timestamp>> newest_at_the_ends(const InputOptions& i
         struct stat status {};
         if (!fd.valid() || ::fstat(fd.get(), &status) != 0 || !S_ISREG(status.st_mode))
             return std::nullopt;
+        if (io::compression_of_file(fd.get()) != io::Compression::none) return std::nullopt;
         auto read_at = read_at_fd(fd.get(), path);
-        char first[8];
-        auto got = read_at(0, first, sizeof first);
-        if (io::compression_of(std::string_view(first, got)) != io::Compression::none)
-            return std::nullopt;
         auto last =
             last_event_time(read_at, static_cast<std::uint64_t>(status.st_size), *input.sorted);
         if (!last) return std::nullopt;

@@ -25,11 +25,6 @@ constexpr std::uint64_t k_scan_bytes = 1 << 18;
 // A probe reads this many lines at most to find one with an event time.
 constexpr int k_probe_lines = 16;
 
-bool is_blank(std::string_view line) {
-    return std::all_of(line.begin(), line.end(),
-                       [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
-}
-
 struct Line {
     std::uint64_t start = 0;
     std::uint64_t next = 0;           // after its newline (or the end of the file)
@@ -120,7 +115,7 @@ public:
             while (!chunk.empty()) {
                 auto newline = chunk.find('\n');
                 auto segment = chunk.substr(0, newline);
-                if (!content && !is_blank(segment)) content = true;
+                if (!content && !io::is_blank_line(segment)) content = true;
                 if (newline == std::string_view::npos) {
                     partial = true;
                     break;
@@ -184,7 +179,7 @@ std::uint64_t first_line_from(Lines& lines, Timestamp threshold, Untimed untimed
     auto at = low;
     while (at < high) {
         auto line = lines.line_at(at);
-        if (line.bytes && is_blank(*line.bytes)) {
+        if (line.bytes && io::is_blank_line(*line.bytes)) {
             at = line.next;
             continue;
         }
@@ -248,7 +243,7 @@ std::optional<Timestamp> last_event_time(const ReadAt& read_at, std::uint64_t si
     int tried = 0;
     for (auto start = starts.rbegin(); start != starts.rend() && tried < k_probe_lines; ++start) {
         auto line = lines.line_at(*start);
-        if (line.bytes && is_blank(*line.bytes)) continue;
+        if (line.bytes && io::is_blank_line(*line.bytes)) continue;
         ++tried;
         if (auto time = lines.time_of(line)) return time;
     }
