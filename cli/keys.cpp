@@ -125,8 +125,8 @@ verify::VerifyConfig key_config(const KeyOptions& options) {
     for (const auto& spec : config.providers)
         for (const auto& required : spec.require)
             for (const auto& value : required.values)
-                if (value.starts_with("{param:"))
-                    asked.push_back(value.substr(7, value.size() - 8));
+                if (auto param = verify::ProviderSpec::required_param(value); !param.empty())
+                    asked.emplace_back(param);
     for (const auto& param : options.params) {
         auto equals = param.find('=');
         if (equals == std::string::npos || equals == 0)

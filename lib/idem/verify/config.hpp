@@ -170,6 +170,12 @@ struct ProviderSpec {
         std::string name;
         std::vector<std::string> values;
     };
+    // The NAME of a required value written {param:NAME}; empty for a value.
+    [[nodiscard]] static std::string_view required_param(std::string_view value) {
+        constexpr std::string_view open = "{param:";
+        if (!value.starts_with(open) || !value.ends_with('}')) return {};
+        return value.substr(open.size(), value.size() - open.size() - 1);
+    }
     std::vector<RequiredHeader> require;
 
     std::string id_header; // the provider's message id, for --nonce

@@ -121,8 +121,9 @@ std::optional<std::string> body_timestamp(const ProviderSpec& spec, std::string_
 }
 
 std::optional<std::string> required_value(const VerifyConfig& config, const std::string& value) {
-    if (!value.starts_with("{param:")) return value;
-    auto found = config.params.find(value.substr(7, value.size() - 8));
+    auto param = ProviderSpec::required_param(value);
+    if (param.empty()) return value;
+    auto found = config.params.find(std::string(param));
     if (found == config.params.end()) return std::nullopt;
     return found->second;
 }
@@ -138,13 +139,11 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         auto found = envelope.header(required.name);
         if (!found) return fail(missing_header(required.name));
         auto value = trim(*found);
-        if (required.values.front().starts_with("{param:")) {
+        if (auto param = ProviderSpec::required_param(required.values.front()); !param.empty()) {
             auto wanted = required_value(input.config, required.values.front());
             if (wanted && value != *wanted)
-                return fail(fmt::format(
-                    "header '{}' is {}: {} requires the {} given with --param", required.name,
-                    quote(value, 40), spec.name,
-                    required.values.front().substr(7, required.values.front().size() - 8)));
+                return fail(fmt::format("header '{}' is {}: {} requires the {} given with --param",
+                                        required.name, quote(value, 40), spec.name, param));
             continue;
         }
         if (std::find(required.values.begin(), required.values.end(), value) ==

@@ -284,16 +284,16 @@ void read_require(const std::string& file, const YAML::Node& node, ProviderSpec&
             required.values.push_back(scalar(file, entry.second, "require"));
         }
         for (const auto& value : required.values)
-            if (value.starts_with("{") &&
-                (!value.starts_with("{param:") || !value.ends_with("}") ||
-                 !is_param_name(std::string_view(value).substr(7, value.size() - 8))))
+            if (value.starts_with("{") && !is_param_name(ProviderSpec::required_param(value)))
                 fail_at(file, entry.second,
                         fmt::format("require: {} is neither a value nor {{param:NAME}} (NAME of "
                                     "lowercase letters, digits and '_')",
                                     quote(value)));
         if (required.values.size() > 1 &&
             std::any_of(required.values.begin(), required.values.end(),
-                        [](const std::string& value) { return value.starts_with("{param:"); }))
+                        [](const std::string& value) {
+                            return !ProviderSpec::required_param(value).empty();
+                        }))
             fail_at(file, entry.second, "require: a {param:NAME} value stands alone");
         spec.require.push_back(std::move(required));
     }

@@ -253,13 +253,12 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
     for (const auto& required : spec.require) {
         if (envelope.header(required.name)) continue;
         auto value = detail::required_value(config, required.values.front());
-        if (!value)
-            throw UsageError(
-                fmt::format("provider {} requires header '{}' to be the {} you "
-                            "give: pass --param {}=VALUE",
-                            spec.name, required.name,
-                            required.values.front().substr(7, required.values.front().size() - 8),
-                            required.values.front().substr(7, required.values.front().size() - 8)));
+        if (!value) {
+            auto param = ProviderSpec::required_param(required.values.front());
+            throw UsageError(fmt::format("provider {} requires header '{}' to be the {} you "
+                                         "give: pass --param {}=VALUE",
+                                         spec.name, required.name, param, param));
+        }
         headers.emplace_back(required.name, *value);
     }
     for (const auto& wanted : spec.detect)
