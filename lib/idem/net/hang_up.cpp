@@ -57,11 +57,14 @@ UniqueFd connect_to(const addrinfo& address, Duration timeout, std::string& why)
 
 } // namespace
 
+std::optional<std::string> hang_up_refused(const Target& target) {
+    if (target.scheme == "http") return std::nullopt;
+    return "a TLS connection cannot be dropped half-way: retry-after-drop needs an http:// target";
+}
+
 std::optional<std::string> send_and_hang_up(const Target& target, const OutgoingRequest& request,
                                             Duration connect_timeout) {
-    if (target.scheme != "http")
-        return "a TLS connection cannot be dropped half-way: retry-after-drop needs an http:// "
-               "target";
+    if (auto refused = hang_up_refused(target)) return refused;
     auto host = target.host;
     if (host.size() > 2 && host.front() == '[' && host.back() == ']')
         host = host.substr(1, host.size() - 2);

@@ -12,6 +12,10 @@
 
 namespace idem::net {
 
+// Why a connection to `target` cannot be dropped half-way (not http://),
+// or nullopt.
+[[nodiscard]] std::optional<std::string> hang_up_refused(const Target& target);
+
 // Sends `request` to `target` (its origin only: the request's path is the
 // target's) and hangs up. Nullopt once sent; otherwise why it was not.
 [[nodiscard]] std::optional<std::string>

@@ -216,11 +216,9 @@ private:
     // probe tells it the time, so only logical/--speed passes for real.
     void wait(Duration logical, bool compressible) {
         auto real = logical;
-        if (compressible && !m_options.clock_header.empty()) {
+        if (compressible) {
             real = std::chrono::duration_cast<Duration>(logical / m_options.speed);
-            m_jump += logical - real;
-        } else if (compressible && m_options.clock_header.empty() && m_options.speed != 1) {
-            real = std::chrono::duration_cast<Duration>(logical / m_options.speed);
+            if (!m_options.clock_header.empty()) m_jump += logical - real;
         }
         pause(real);
     }
@@ -558,6 +556,10 @@ private:
     }
 
     void observe_drop(std::string_view name, Observation& observed) {
+        if (auto refused = net::hang_up_refused(m_target)) {
+            observed.skip_reason = *refused;
+            return;
+        }
         auto made = delivery(name, "dropped");
         auto request = request_for(made, Signature::valid);
         Answer dropped;
@@ -567,10 +569,6 @@ private:
         ++m_requests;
         auto started = steady_now();
         auto problem = net::send_and_hang_up(m_target, request, std::chrono::seconds(2));
-        if (problem && problem->starts_with("a TLS connection")) {
-            observed.skip_reason = *problem;
-            return;
-        }
         dropped.latency = std::chrono::duration_cast<Duration>(steady_now() - started);
         dropped.outcome = problem ? Answer::Outcome::unreachable : Answer::Outcome::hung_up;
         if (problem) dropped.error = *problem;
