@@ -382,10 +382,12 @@ bool InputStream::ready(std::chrono::milliseconds patience) const {
     return !m_impl->reader || m_impl->reader->ready(patience);
 }
 
-bool InputStream::decompresses() const {
+bool InputStream::decoding_takes_a_core() const {
     if (m_impl->inputs.empty() || !m_impl->inputs.front().regular) return false;
     UniqueFd fd(::open(m_impl->inputs.front().name.c_str(), O_RDONLY | O_CLOEXEC));
-    return fd.valid() && io::compression_of_file(fd.get()) != io::Compression::none;
+    if (!fd.valid()) return false;
+    auto compression = io::compression_of_file(fd.get());
+    return compression != io::Compression::none && compression != io::Compression::zstd;
 }
 
 std::uint64_t InputStream::bytes_read() const {

@@ -99,9 +99,11 @@ public:
     std::optional<InputRecord> next();
 
     [[nodiscard]] std::uint64_t bytes_read() const;
-    // Whether the first input is a compressed file: its reader then spends
-    // a core decoding (told by its first bytes, none of them consumed).
-    [[nodiscard]] bool decompresses() const;
+    // Whether the first input is compressed in a format whose decoding is
+    // a core's work of its own (gzip, xz, bzip2: slower than the parse it
+    // feeds), told by its first bytes, none of them consumed. zstd decodes
+    // at several times the parse's speed and is not.
+    [[nodiscard]] bool decoding_takes_a_core() const;
     // The size of all inputs together, when every one is a regular file
     // (stdin redirected from a file counts): nullopt for pipes and terminals.
     [[nodiscard]] std::optional<std::uint64_t> total_bytes() const;

@@ -256,10 +256,11 @@ public:
     // One State per worker, each made by `make`.
     template <typename Make> [[nodiscard]] std::vector<std::unique_ptr<State>> states(Make make) {
         std::vector<std::unique_ptr<State>> made;
-        // A reader that decompresses is a core's work as much as an ordered
-        // stage is: with a worker fewer, .zst and .gz runs on 2 cores took
-        // 0.94 and 0.95 of the time they took with as many as cores.
-        bool busy = m_busy_ordered_stage || input().decompresses();
+        // A reader that inflates gzip is a core's work as much as an ordered
+        // stage is: on 2 cores a .gz run with a worker fewer took 0.94 of
+        // the time it took with two. A zstd reader is not: there one worker
+        // fewer took 1.04 of the time (docs/records.md).
+        bool busy = m_busy_ordered_stage || input().decoding_takes_a_core();
         for (std::size_t i = 0; i < worker_count(m_threads, busy); ++i) {
             made.push_back(make());
             if constexpr (requires { made.back()->parser.report_paths_to(&m_census); })
