@@ -10,14 +10,21 @@ import hmac
 import json
 import os
 import random
+import atexit
 import shutil
 import subprocess
+import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 IDEM = os.environ.get("IDEM_BIN", os.path.join(ROOT, "build", "idem"))
 CAPTURES = os.path.join(ROOT, "samples", "captures")
 GH = "gh-demo-secret"  # the samples' GitHub secret
 SECRET = "whsec_listen_test"  # what listen and replay tests sign with
+
+# The directory idem runs in: a scratch one, so a default path (idem.db,
+# a report's default name) lands there and never in the source tree.
+SCRATCH = tempfile.mkdtemp(prefix="idem-e2e-cwd.")
+atexit.register(shutil.rmtree, SCRATCH, True)
 
 
 def read_until_closed(leader):
@@ -40,7 +47,8 @@ def run(args, stdin=None, env=None):
     """Runs idem with `args`; returns (exit code, stdout bytes, stderr text)."""
     full_env = dict(os.environ)
     full_env.update(env or {})
-    result = subprocess.run([IDEM] + args, input=stdin, capture_output=True, env=full_env, timeout=120)
+    result = subprocess.run([IDEM] + args, input=stdin, capture_output=True, env=full_env, timeout=120,
+                            cwd=SCRATCH)
     return result.returncode, result.stdout, result.stderr.decode("utf-8", "replace")
 
 
