@@ -184,7 +184,8 @@ struct ProviderSpec {
     // header).
     struct DetectHeader {
         std::string name;
-        std::string value; // empty: any value
+        std::string value;   // empty: any value
+        bool prefix = false; // "Name: text*": a value that starts with `value`
     };
     std::vector<DetectHeader> detect;
 };

@@ -233,7 +233,7 @@ void read_timestamp(const std::string& file, const YAML::Node& node, ProviderSpe
     }
 }
 
-// One `detect:` item: "Name" or "Name: value".
+// One `detect:` item: "Name", "Name: value" or "Name: start*".
 ProviderSpec::DetectHeader detect_header_at(const std::string& file, const YAML::Node& item) {
     auto text = scalar(file, item, "detect");
     ProviderSpec::DetectHeader header;
@@ -241,6 +241,10 @@ ProviderSpec::DetectHeader detect_header_at(const std::string& file, const YAML:
     header.name = std::string(trim(std::string_view(text).substr(0, colon)));
     if (colon != std::string::npos) {
         header.value = std::string(trim(std::string_view(text).substr(colon + 1)));
+        if (header.value.ends_with('*')) {
+            header.value.pop_back();
+            header.prefix = true;
+        }
         if (header.value.empty())
             fail_at(file, item, fmt::format("detect: {} names no value after ':'", quote(text)));
     }
@@ -392,17 +396,25 @@ std::vector<ProviderSpec> load_provider_specs(const std::vector<std::filesystem:
     return specs;
 }
 
-const ProviderSpec* detect_provider(const std::vector<ProviderSpec>& specs,
-                                    const record::Envelope& envelope) {
-    const ProviderSpec* best = nullptr;
+ProviderDetection detect_provider(const std::vector<ProviderSpec>& specs,
+                                  const record::Envelope& envelope) {
+    ProviderDetection found;
+    std::size_t most = 0;
     for (const auto& spec : specs) {
         bool all = std::all_of(spec.detect.begin(), spec.detect.end(), [&](const auto& wanted) {
             auto value = envelope.header(wanted.name);
-            return value && (wanted.value.empty() || iequals(trim(*value), wanted.value));
+            if (!value || wanted.value.empty()) return value.has_value();
+            auto text = trim(*value);
+            if (wanted.prefix) text = text.substr(0, wanted.value.size());
+            return iequals(text, wanted.value);
         });
-        if (all && (!best || spec.detect.size() > best->detect.size())) best = &spec;
+        if (!all || spec.detect.size() < most) continue;
+        if (spec.detect.size() > most) found.candidates.clear();
+        most = spec.detect.size();
+        found.candidates.push_back(&spec);
     }
-    return best;
+    if (found.candidates.size() == 1) found.spec = found.candidates.front();
+    return found;
 }
 
 } // namespace idem::verify

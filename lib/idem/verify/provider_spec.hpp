@@ -27,9 +27,15 @@ load_provider_specs(const std::vector<std::filesystem::path>& paths);
 [[nodiscard]] std::vector<ProviderSpec> parse_provider_specs(std::string_view text,
                                                              const std::string& origin);
 
-// The spec whose detection headers a delivery carries (the most specific
-// first: the one that needs the most headers), or nullptr.
-[[nodiscard]] const ProviderSpec* detect_provider(const std::vector<ProviderSpec>& specs,
-                                                  const record::Envelope& envelope);
+// The spec whose detection headers a delivery carries, the most specific
+// (the one that needs the most headers). Specs that tie there are all
+// `candidates` and none is `spec`: a delivery never goes to one by the
+// order the files load in.
+struct ProviderDetection {
+    const ProviderSpec* spec = nullptr;
+    std::vector<const ProviderSpec*> candidates;
+};
+[[nodiscard]] ProviderDetection detect_provider(const std::vector<ProviderSpec>& specs,
+                                                const record::Envelope& envelope);
 
 } // namespace idem::verify

@@ -30,8 +30,10 @@ struct Signature {
 };
 constexpr Signature k_signature_headers[] = {
     {"Stripe-Signature", Scheme::stripe},
-    {"X-Hub-Signature-256", Scheme::github},
-    {"X-Hub-Signature", Scheme::github},
+    // Meta, Bitbucket, Jira and Intercom sign in these headers too; GitHub
+    // alone sends X-GitHub-Event beside them.
+    {"X-Hub-Signature-256", Scheme::github, "X-GitHub-Event"},
+    {"X-Hub-Signature", Scheme::github, "X-GitHub-Event"},
     {"X-Slack-Signature", Scheme::slack},
     {"webhook-signature", Scheme::standard, "webhook-id"},
     {"svix-signature", Scheme::svix, "svix-id"},

@@ -86,9 +86,20 @@ Verdict Verifier::verify(const record::Envelope& envelope, Timestamp now) {
         if (found) detected = found->scheme;
         // The built-in schemes first: a provider file covers the others, and
         // a delivery a built-in scheme would claim by a generic header alone.
-        if ((!found || found->signature_alone) &&
-            (spec = detect_provider(config.providers, envelope)))
-            detected = Scheme::provider;
+        if (!found || found->signature_alone) {
+            auto claimed = detect_provider(config.providers, envelope);
+            if (claimed.candidates.size() > 1) {
+                std::string names;
+                for (const auto* candidate : claimed.candidates)
+                    names += fmt::format("{}{}", names.empty() ? "" : ", ", candidate->name);
+                return detail::invalid(
+                    Scheme::auto_detect,
+                    fmt::format("the headers fit {} alike: cannot tell the provider (pass "
+                                "--scheme)",
+                                names));
+            }
+            if ((spec = claimed.spec)) detected = Scheme::provider;
+        }
         if (!detected)
             return detail::invalid(
                 Scheme::auto_detect,

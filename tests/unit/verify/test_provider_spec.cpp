@@ -79,10 +79,43 @@ TEST_CASE("auto prefers the spec that needs the most headers") {
                                       "two.yaml");
     auto bare = delivery({{"X-Signature", "00"}}, "{}");
     auto topical = delivery({{"X-Signature", "00"}, {"X-Topic", "t"}}, "{}");
-    REQUIRE(detect_provider(specs, bare));
-    CHECK(detect_provider(specs, bare)->name == "plain");
-    CHECK(detect_provider(specs, topical)->name == "topical");
-    CHECK(detect_provider(specs, delivery({}, "{}")) == nullptr);
+    REQUIRE(detect_provider(specs, bare).spec);
+    CHECK(detect_provider(specs, bare).spec->name == "plain");
+    CHECK(detect_provider(specs, topical).spec->name == "topical");
+    CHECK(detect_provider(specs, delivery({}, "{}")).spec == nullptr);
+    CHECK(detect_provider(specs, delivery({}, "{}")).candidates.empty());
+}
+
+TEST_CASE("a detection value ending in '*' is a prefix; specs that tie are all candidates") {
+    auto specs = parse_provider_specs(R"(
+- {name: agent, signature_header: X-Hub-Signature, detect: [X-Hub-Signature, "User-Agent: parrot-client*"]}
+- {name: keyed, signature_header: X-Hub-Signature, detect: [X-Hub-Signature, X-Event-Key]}
+)",
+                                      "hub.yaml");
+    auto parrot =
+        delivery({{"X-Hub-Signature", "sha1=00"}, {"User-Agent", "Parrot-Client/1.0"}}, "{}");
+    REQUIRE(detect_provider(specs, parrot).spec);
+    CHECK(detect_provider(specs, parrot).spec->name == "agent");
+    // The value must start with the text, not merely contain it.
+    auto other =
+        delivery({{"X-Hub-Signature", "sha1=00"}, {"User-Agent", "my-parrot-client"}}, "{}");
+    CHECK(detect_provider(specs, other).spec == nullptr);
+    // Both claim it with two headers each: neither is picked, both are named.
+    auto both = delivery({{"X-Hub-Signature", "sha1=00"},
+                          {"User-Agent", "parrot-client/1.0"},
+                          {"X-Event-Key", "repo:push"}},
+                         "{}");
+    auto found = detect_provider(specs, both);
+    CHECK(found.spec == nullptr);
+    REQUIRE(found.candidates.size() == 2);
+    CHECK(found.candidates[0]->name == "agent");
+    CHECK(found.candidates[1]->name == "keyed");
+    auto config = with(specs, "k");
+    config.scheme = Scheme::auto_detect;
+    auto verdict = Verifier(config).verify(both, Timestamp(std::chrono::seconds(1700000000)));
+    CHECK_FALSE(verdict.valid);
+    CHECK(verdict.reason ==
+          "the headers fit agent, keyed alike: cannot tell the provider (pass --scheme)");
 }
 
 TEST_CASE("a malformed spec is refused with its place") {
@@ -185,4 +218,24 @@ TEST_CASE("a generic signature header alone yields to a provider file that claim
         delivery({{"webhook-signature", "v1,AA=="}, {"webhook-id", "msg_1"}}, "{}"), now);
     CHECK(standard.scheme == Scheme::standard);
     CHECK(standard.provider.empty());
+}
+
+TEST_CASE("GitHub's signature headers without X-GitHub-Event are left to a file that claims them") {
+    auto specs = parse_provider_specs(
+        "{name: hubbed, signature_header: X-Hub-Signature-256, prefix: 'sha256='}", "hub.yaml");
+    auto config = with(specs, "It's a Secret to Everybody");
+    config.scheme = Scheme::auto_detect;
+    Verifier verifier(config);
+    // GitHub's documented example: "Hello, World!" under that secret.
+    const std::string signature =
+        "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
+    auto at = Timestamp(std::chrono::seconds(1700000000));
+    auto meta_like = delivery({{"X-Hub-Signature-256", signature}}, "Hello, World!");
+    CHECK(verifier.verify(meta_like, at).provider == "hubbed");
+    auto github =
+        delivery({{"X-Hub-Signature-256", signature}, {"X-GitHub-Event", "push"}}, "Hello, World!");
+    auto verdict = verifier.verify(github, at);
+    CHECK(verdict.valid);
+    CHECK(verdict.provider.empty());
+    CHECK(verdict_scheme_name(verdict) == "github");
 }
