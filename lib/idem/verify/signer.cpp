@@ -194,6 +194,22 @@ HeaderList Signer::Impl::hmac_headers(const record::Envelope& envelope,
     return headers;
 }
 
+namespace {
+// RFC 3339 with as many fraction digits as `at` needs (none, 3 or 6):
+// "2021-08-17T20:28:32Z" for a whole second, as Zendesk writes its own.
+std::string rfc3339_as_precise_as(Timestamp at) {
+    auto text = format_rfc3339(at); // "...:SS.mmmZ"
+    auto micros = std::chrono::duration_cast<std::chrono::microseconds>(at.time_since_epoch());
+    auto below_milli = ((micros.count() % 1000) + 1000) % 1000;
+    if (below_milli != 0) {
+        text.pop_back();
+        return text + fmt::format("{:03}Z", below_milli);
+    }
+    if (text.ends_with(".000Z")) text.replace(text.size() - 5, 5, "Z");
+    return text;
+}
+} // namespace
+
 // A provider spec: the same message the verifier checks
 // (provider_message), with the timestamp in the spec's unit, and the
 // headers its `detect:` names, so that --scheme auto finds it.
@@ -205,7 +221,7 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
                             ? std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                  at.time_since_epoch())
                                                  .count())
-                        : spec.timestamp_unit == Unit::rfc3339   ? format_rfc3339(at)
+                        : spec.timestamp_unit == Unit::rfc3339   ? rfc3339_as_precise_as(at)
                         : spec.timestamp_unit == Unit::http_date ? format_http_date(at)
                                                                  : seconds;
     if (!spec.timestamp_path.empty()) {
