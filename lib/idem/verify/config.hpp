@@ -92,6 +92,10 @@ struct GenericHmacSpec {
     std::string header = "X-Signature";
     std::string prefix;
     crypto::HashAlgorithm algorithm = crypto::HashAlgorithm::sha256;
+    // `algorithm: [sha1, sha256]`: the account chooses (Cloudinary); the
+    // signature's length tells which. `algorithm` is the first, the one
+    // `sign` uses.
+    std::vector<crypto::HashAlgorithm> other_algorithms;
     SignatureEncoding encoding = SignatureEncoding::hex;
     std::string message_template = "{body}";
     std::string timestamp_header; // where {timestamp} comes from
@@ -124,13 +128,25 @@ struct ProviderSpec {
     std::string prefix; // before each signature ("sha256=", "v0=")
 
     crypto::HashAlgorithm algorithm = crypto::HashAlgorithm::sha256;
+    // `algorithm: [sha1, sha256]`: the account chooses (Cloudinary); the
+    // signature's length tells which. `algorithm` is the first, the one
+    // `sign` uses.
+    std::vector<crypto::HashAlgorithm> other_algorithms;
     SignatureEncoding encoding = SignatureEncoding::hex;
     // How the signature is made from the secret and the message: an HMAC
-    // keyed by the secret (nearly all), or a plain hash of the secret's bytes
-    // followed by the message (HubSpot's v1 and v2).
-    enum class Construction { hmac, digest } construction = Construction::hmac;
+    // keyed by the secret (nearly all); a plain hash of the secret's bytes
+    // followed by the message (HubSpot's v1 and v2), or of the message
+    // followed by the secret when the template ends in {secret}
+    // (Cloudinary); or none at all, `token`: the header carries the shared
+    // secret itself (GitLab, Telegram, HTTP Basic auth).
+    enum class Construction { hmac, digest, token } construction = Construction::hmac;
     // {body} {timestamp} {id} {method} {path} {url}: what is signed.
     std::string message = "{body}";
+    // A digest's template ended in {secret} (removed from `message`).
+    bool secret_last = false;
+    // A token written in base64 (HTTP Basic: "Basic " + base64 of
+    // "user:password"), else as is.
+    bool token_base64 = false;
     // The HMAC key: the secret's bytes as given, or the bytes it spells in
     // base64 (after an optional "whsec_"; Finch) or in hex (Adyen).
     enum class SecretForm { raw, base64, hex } secret_form = SecretForm::raw;

@@ -2,6 +2,8 @@
 // built-in HMAC schemes, driven by the spec. The message is assembled once
 // per record into a buffer the worker keeps.
 
+#include "idem/crypto/crypto.hpp"
+#include "idem/util/encoding.hpp"
 #include "idem/util/text.hpp"
 #include "idem/verify/detail/schemes.hpp"
 
@@ -73,7 +75,14 @@ std::optional<Timestamp> parse_provider_time(const ProviderSpec& spec, std::stri
         if (number > 253402300799999LL) return std::nullopt;
         return Timestamp(std::chrono::duration_cast<Duration>(std::chrono::milliseconds(number)));
     }
-    if (number > 253402300799LL) return std::nullopt;
+    if (number > 253402300799LL) {
+        // Past year 9999 is no time to refuse a delivery by when the
+        // provider refuses only old ones: its SDK compares numbers and
+        // accepts it (cloudinary_npm's own test signs 7952342400000).
+        if (spec.future_refused) return std::nullopt;
+        return Timestamp(
+            std::chrono::duration_cast<Duration>(std::chrono::seconds(253402300799LL)));
+    }
     return Timestamp(std::chrono::duration_cast<Duration>(std::chrono::seconds(number)));
 }
 
@@ -127,6 +136,42 @@ std::optional<std::string> required_value(const VerifyConfig& config, const std:
     if (found == config.params.end()) return std::nullopt;
     return found->second;
 }
+
+namespace {
+// `construction: token`: the header carries the shared secret itself,
+// compared in constant time. The token is never a nonce (nonces are
+// remembered in the store): the id header is, or else the body's SHA-256.
+Verdict verify_token(Input& input, const ProviderSpec& spec, const SignatureHeader& header,
+                     std::string_view id) {
+    std::optional<std::string> label;
+    const auto& secrets = input.config.secrets;
+    for (const auto& secret : secrets) {
+        auto expected = spec.token_base64 ? base64_encode(secret.value) : secret.value;
+        for (auto text : header.signatures)
+            if (crypto::constant_time_equal(text, expected)) label = secret.label;
+        crypto::cleanse(expected);
+        if (label) break;
+    }
+    if (!label) {
+        auto verdict =
+            invalid(Scheme::provider,
+                    secrets.size() == 1
+                        ? std::string("the token is not the secret")
+                        : fmt::format("the token is none of the {} secrets", secrets.size()));
+        verdict.provider = spec.name;
+        return verdict;
+    }
+    std::string nonce(id);
+    if (nonce.empty()) {
+        auto digest = crypto::hash(crypto::HashAlgorithm::sha256, input.envelope.body);
+        nonce = "sha256:" + encode_signature(digest.view(), SignatureEncoding::hex);
+    }
+    auto verdict = matched(input, Scheme::provider, *label, nonce, std::nullopt);
+    verdict.provider = spec.name;
+    verdict.reason = "the token matches (a token signs no body)";
+    return verdict;
+}
+} // namespace
 
 Verdict verify_provider(Input& input, const ProviderSpec& spec) {
     const auto& envelope = input.envelope;
@@ -207,6 +252,8 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
                 fmt::format("provider {} signs the URL: pass --url or --url-base", spec.name));
         url = std::move(*signed_at_url);
     }
+    if (spec.construction == ProviderSpec::Construction::token)
+        return verify_token(input, spec, header, id);
     if (spec.strict_encoding) {
         // Only signatures written as the encoding writes them count.
         SignatureTexts canonical;
@@ -222,8 +269,18 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
                                     "the text: strict_encoding)",
                                     encoding_name(spec.encoding), spec.name));
     }
-    auto candidates = decode_all(header.signatures, spec.encoding,
-                                 crypto::digest_size(spec.algorithm), "the signature");
+    // With several algorithms, the first whose digest size the signature has.
+    auto algorithm = spec.algorithm;
+    auto candidates = decode_all(header.signatures, spec.encoding, crypto::digest_size(algorithm),
+                                 "the signature");
+    for (auto other : spec.other_algorithms) {
+        if (!candidates.signatures.empty()) break;
+        auto decoded = decode_all(header.signatures, spec.encoding, crypto::digest_size(other),
+                                  "the signature");
+        if (decoded.signatures.empty()) continue;
+        algorithm = other;
+        candidates = std::move(decoded);
+    }
     if (candidates.signatures.empty()) return fail(candidates.problem);
     auto message = provider_message(spec, envelope, timestamp_text, id, url);
     std::optional<std::string> label;
@@ -233,14 +290,15 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         const auto& secrets = input.config.secrets;
         key_count = secrets.size();
         for (const auto& secret : secrets) {
-            auto digest = crypto::hash(spec.algorithm, secret.value + message);
+            auto digest = crypto::hash(algorithm, spec.secret_last ? message + secret.value
+                                                                   : secret.value + message);
             for (const auto& candidate : candidates.signatures)
                 if (crypto::constant_time_equal(digest.view(), candidate.view()))
                     label = secret.label;
             if (label) break;
         }
     } else {
-        const auto& keys = input.keys.hmac(key_derivation(spec), spec.algorithm, Scheme::provider);
+        const auto& keys = input.keys.hmac(key_derivation(spec), algorithm, Scheme::provider);
         key_count = keys.size();
         label = match_hmac(keys, candidates.signatures, {message});
     }

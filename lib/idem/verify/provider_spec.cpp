@@ -37,7 +37,8 @@ void check_template(const std::string& file, const YAML::Node& node, const std::
         if (!known)
             fail_at(file, node,
                     fmt::format("message: unknown placeholder at {}: use {{body}}, "
-                                "{{timestamp}}, {{id}}, {{method}}, {{path}} or {{url}}",
+                                "{{timestamp}}, {{id}}, {{method}}, {{path}} or {{url}} "
+                                "({{secret}} only last, with construction: digest)",
                                 quote(rest.substr(0, rest.find('}') + 1))));
     }
 }
@@ -133,8 +134,20 @@ void read_signature_items(const std::string& file, const YAML::Node& node, Provi
 // How the signature is made: algorithm, encoding, construction, secret.
 void read_construction(const std::string& file, const YAML::Node& node, ProviderSpec& spec) {
     try {
-        if (node["algorithm"])
+        if (node["algorithm"] && node["algorithm"].IsSequence() && node["algorithm"].size() > 0) {
+            // Each its own digest size, so a signature's length says which.
+            std::vector<crypto::HashAlgorithm> listed;
+            for (const auto& item : node["algorithm"]) {
+                auto algorithm = parse_hash_algorithm(scalar(file, item, "algorithm"));
+                if (std::find(listed.begin(), listed.end(), algorithm) != listed.end())
+                    fail_at(file, item, "algorithm: each at most once");
+                listed.push_back(algorithm);
+            }
+            spec.algorithm = listed.front();
+            spec.other_algorithms.assign(listed.begin() + 1, listed.end());
+        } else if (node["algorithm"]) {
             spec.algorithm = parse_hash_algorithm(scalar(file, node["algorithm"], "algorithm"));
+        }
         if (node["encoding"])
             spec.encoding = parse_signature_encoding(scalar(file, node["encoding"], "encoding"));
     } catch (const UsageError& error) {
@@ -144,9 +157,24 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
     if (node["construction"])
         spec.construction = one_of<Construction>(
             file, node["construction"], "construction",
-            {{"hmac", Construction::hmac}, {"digest", Construction::digest}},
-            "use hmac (keyed by the secret) or digest (a hash of the secret followed by the "
-            "message)");
+            {{"hmac", Construction::hmac},
+             {"digest", Construction::digest},
+             {"token", Construction::token}},
+            "use hmac (keyed by the secret), digest (a hash of the secret and the message) or "
+            "token (the header carries the secret itself)");
+    if (spec.construction == Construction::token) {
+        for (const char* field : {"algorithm", "message", "timestamp_header", "timestamp_key",
+                                  "timestamp_path", "strict_encoding", "secret_normalize"})
+            if (node[field])
+                fail_at(file, node[field],
+                        fmt::format("{}: construction: token signs nothing (the header is the "
+                                    "secret itself)",
+                                    field));
+        if (node["encoding"] && spec.encoding != SignatureEncoding::base64)
+            fail_at(file, node["encoding"],
+                    "encoding: a token is written as is, or in base64 (HTTP Basic)");
+        spec.token_base64 = node["encoding"].IsDefined();
+    }
     using SecretForm = ProviderSpec::SecretForm;
     if (node["secret"]) {
         spec.secret_form = one_of<SecretForm>(
@@ -154,7 +182,7 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
             {{"raw", SecretForm::raw}, {"base64", SecretForm::base64}, {"hex", SecretForm::hex}},
             "use raw (its bytes as given), base64 or hex (the bytes it spells)");
         if (spec.secret_form != ProviderSpec::SecretForm::raw &&
-            spec.construction == ProviderSpec::Construction::digest)
+            spec.construction != ProviderSpec::Construction::hmac)
             fail_at(file, node["secret"], "secret: base64 and hex go with construction: hmac");
     }
     if (node["strict_encoding"]) {
@@ -330,6 +358,12 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
     read_construction(file, node, spec);
     if (node["message"]) {
         spec.message = scalar(file, node["message"], "message");
+        constexpr std::string_view secret = "{secret}";
+        if (spec.message.ends_with(secret) &&
+            spec.construction == ProviderSpec::Construction::digest) {
+            spec.message.resize(spec.message.size() - secret.size());
+            spec.secret_last = true;
+        }
         check_template(file, node["message"], spec.message);
     }
     read_timestamp(file, node, spec);

@@ -243,11 +243,19 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
                 fmt::format("provider {} signs the URL: pass --url or --url-base", spec.name));
         url = std::move(*signed_at_url);
     }
-    auto message = detail::provider_message(spec, envelope, stamp, id, url);
-    auto mac = spec.construction == ProviderSpec::Construction::digest
-                   ? crypto::hash(spec.algorithm, config.secrets.front().value + message)
-                   : hmac().mac({message});
-    auto encoded = detail::encode_signature(mac.view(), spec.encoding);
+    std::string encoded;
+    const auto& secret = config.secrets.front().value;
+    if (spec.construction == ProviderSpec::Construction::token) {
+        // The provider sends the shared secret itself.
+        encoded = spec.token_base64 ? base64_encode(secret) : secret;
+    } else {
+        auto message = detail::provider_message(spec, envelope, stamp, id, url);
+        auto mac = spec.construction == ProviderSpec::Construction::digest
+                       ? crypto::hash(spec.algorithm,
+                                      spec.secret_last ? message + secret : secret + message)
+                       : hmac().mac({message});
+        encoded = detail::encode_signature(mac.view(), spec.encoding);
+    }
     HeaderList headers;
     if (spec.separator) {
         std::string value;

@@ -131,6 +131,16 @@ TEST_CASE("a malformed spec is refused with its place") {
         {"name: a\nsignature_header: X-A\nsecret: utf16\n", "a.yaml:3:9: secret 'utf16'"},
         {"name: a\nsignature_header: X-A\nconstruction: digest\nsecret: hex\n",
          "go with construction: hmac"},
+        {"name: a\nsignature_header: X-A\nconstruction: token\nmessage: '{body}'\n",
+         "a.yaml:4:10: message: construction: token signs nothing"},
+        {"name: a\nsignature_header: X-A\nconstruction: token\nencoding: hex\n",
+         "a token is written as is, or in base64"},
+        {"name: a\nsignature_header: X-A\nmessage: '{body}{secret}'\n",
+         "unknown placeholder at '{secret}'"},
+        {"name: a\nsignature_header: X-A\nconstruction: digest\nmessage: '{secret}{body}'\n",
+         "({secret} only last, with construction: digest)"},
+        {"name: a\nsignature_header: X-A\nalgorithm: [sha1, sha1]\n",
+         "a.yaml:3:19: algorithm: each at most once"},
         {"name: a\nsignature_header: X-A\ntimestamp_header: X-T\ntimestamp_unit: rfc2822\n",
          "use s, ms, rfc3339 or http-date"},
         {"name: a\nsignature_header: X-A\nencoding: base32\n", "use hex, base64 or base64url"},
@@ -238,4 +248,51 @@ TEST_CASE("GitHub's signature headers without X-GitHub-Event are left to a file 
     CHECK(verdict.valid);
     CHECK(verdict.provider.empty());
     CHECK(verdict_scheme_name(verdict) == "github");
+}
+
+TEST_CASE("a digest may put the secret last and take either of two algorithms by the signature's "
+          "length") {
+    // cloudinary/cloudinary_npm test/utils/utils_spec.js: SHA-256 of body, timestamp, api_secret.
+    auto specs = parse_provider_specs(R"(
+name: cld
+signature_header: X-Cld-Signature
+construction: digest
+algorithm: [sha1, sha256]
+message: "{body}{timestamp}{secret}"
+timestamp_header: X-Cld-Timestamp
+future_refused: false
+)",
+                                      "cld.yaml");
+    REQUIRE(specs.size() == 1);
+    CHECK(specs[0].secret_last);
+    CHECK(specs[0].message == "{body}{timestamp}");
+    auto config = with(specs, "hardcoded");
+    config.scheme = Scheme::provider;
+    config.provider = 0;
+    Verifier verifier(config);
+    const std::string body =
+        R"({"public_id":"b8sjhoslj8cq8ovoa0ma","version":"1555337587","width":1000,"height":800})";
+    auto now = Timestamp(std::chrono::seconds(1700000000));
+    auto sha256 = delivery(
+        {{"X-Cld-Signature", "6c5a29fd8815772fbac2f10ae741e093d0859313947ef8fadeb29126ded6649c"},
+         {"X-Cld-Timestamp", "7952342400000"}},
+        body);
+    CHECK(verifier.verify(sha256, now).valid);
+    // The same under SHA-1 (40 hex digits), signed at 1555337600 with another secret.
+    config.secrets.front().value = "cloudinary-api-secret";
+    Verifier sha1_verifier(config);
+    auto sha1 = delivery({{"X-Cld-Signature", "ca80eecc2dd3becb3e61afffe9c6e9c224ebf4ca"},
+                          {"X-Cld-Timestamp", "1555337600"}},
+                         body);
+    CHECK(sha1_verifier.verify(sha1, Timestamp(std::chrono::seconds(1555337601))).valid);
+    // The secret first is another message.
+    auto first = parse_provider_specs("{name: first, signature_header: X-Cld-Signature, "
+                                      "construction: digest, algorithm: sha1, "
+                                      "message: '{body}{timestamp}', "
+                                      "timestamp_header: X-Cld-Timestamp}",
+                                      "first.yaml");
+    auto secret_first = with(first, "cloudinary-api-secret");
+    secret_first.scheme = Scheme::provider;
+    CHECK_FALSE(
+        Verifier(secret_first).verify(sha1, Timestamp(std::chrono::seconds(1555337601))).valid);
 }
