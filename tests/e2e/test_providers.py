@@ -363,7 +363,8 @@ def verify(record, *args):
 class PublishedVectors(unittest.TestCase):
     def test_every_shipped_spec_verifies_its_providers_vector(self):
         shipped = sorted(name[:-5] for name in os.listdir(PROVIDERS) if name.endswith(".yaml"))
-        self.assertEqual(shipped, sorted(v[0] for v in VECTORS))  # no spec without its vector
+        # No spec without its vector (SendGrid's, checked with a public key, in SendGridAsItsSdkJudges).
+        self.assertEqual(shipped, sorted([v[0] for v in VECTORS] + ["sendgrid"]))
         for name, secret, body, headers, at, source in VECTORS:
             with self.subTest(provider=name, source=source):
                 record = envelope(body, headers, at)
@@ -689,3 +690,90 @@ class HubSignatureFamily(unittest.TestCase):
         self.assertIn("the headers fit bitbucket, jira alike", verdict["reason"])
         code, verdict, _ = verify(envelope(body, both, at), "--scheme", "bitbucket", "--secret", secret)
         self.assertEqual((code, verdict["valid"]), (0, True))
+
+
+class SendGridAsItsSdkJudges(unittest.TestCase):
+    """sendgrid/sendgrid-nodejs packages/eventwebhook/src/eventwebhook.spec.js: an
+    ECDSA P-256 signature over the timestamp header and the body, checked with the
+    account's public key (base64 DER, or PEM); every case of its #verifySignature()."""
+
+    PUBLIC_KEY = ("MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/7dAfSmpqIM8kF9mN1flpVKS3GRqe62gw+"
+                  "2fNNRaINXvVpiglSI8eNEc6wEA3F+g==")
+    SIGNATURE = "MEUCIGHQVtGj+Y3LkG9fLcxf3qfI10QysgDWmMOVmxG0u6ZUAiEAyBiXDWzM+uOe5W0JuG+luQAbPIqHh89M15TluLtEZtM="
+    PAYLOAD = json.dumps([{"email": "hello@world.com", "event": "dropped", "reason": "Bounced Address",
+                           "sg_event_id": "ZHJvcC0xMDk5NDkxOS1MUnpYbF9OSFN0T0doUTRrb2ZTbV9BLTA",
+                           "sg_message_id": "LRzXl_NHStOGhQ4kofSm_A.filterdrecv-p3mdw1-756b745b58-kmzbl-18-"
+                                            "5F5FC76C-9.0",
+                           "smtp-id": "<LRzXl_NHStOGhQ4kofSm_A@ismtpd0039p1iad1.sendgrid.net>",
+                           "timestamp": 1600112492}], separators=(",", ":")) + "\r\n"
+    PUBLIC_KEY_MULTIPLE = ("MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEQ4LIFtWztlsF7skFqOncjD1lun4H5w8XOhyOArHW9RcIx/FfEzx6cikC/"
+                           "yPfUvwaX/JScE7Fc9CJD2afQ9Ok3Q==")
+    SIGNATURE_MULTIPLE = ("MEYCIQC/I4o6vCgqRYrTljjoVWB/GRWNtxeePlLMHr3x9ETeRQIhAIpV+03nREPTTHWSW0wIOA0EoMPdcNgXa70yCaqDJlu5")
+    EVENTS_MULTIPLE = [
+        {"email": "invalid@gmail.com", "event": "processed", "send_at": 0,
+         "sg_event_id": "cHJvY2Vzc2VkLTE5OTQyMTEyLXFOd0JMZ1BRUWpXNkRKdktRd1NBYnctMA",
+         "sg_message_id": "qNwBLgPQQjW6DJvKQwSAbw.filterdrecv-canary-547b64655b-cw6zx-1-6089EA4A-56.0",
+         "smtp-id": "<qNwBLgPQQjW6DJvKQwSAbw@ismtpd0178p1mdw1.sendgrid.net>", "timestamp": 1619651146},
+        {"email": "invalid@gmail.com", "event": "bounce", "ip": "167.89.101.76",
+         "reason": "552 5.2.2 The email account that you tried to reach is over quota and inactive. Please direct "
+                   "the recipient to https://support.google.com/mail/?p=OverQuotaPerm c17si1130468pgv.34 - gsmtp",
+         "sg_event_id": "Ym91bmNlLTAtMTk5NDIxMTItcU53QkxnUFFRalc2REp2S1F3U0Fidy0w",
+         "sg_message_id": "qNwBLgPQQjW6DJvKQwSAbw.filterdrecv-canary-547b64655b-cw6zx-1-6089EA4A-56.0",
+         "smtp-id": "<qNwBLgPQQjW6DJvKQwSAbw@ismtpd0178p1mdw1.sendgrid.net>", "status": "5.2.2",
+         "timestamp": 1619651147, "tls": 1, "type": "blocked"}]
+
+    def delivery(self, payload, signature, timestamp):
+        return envelope(payload, [("X-Twilio-Email-Event-Webhook-Signature", signature),
+                                  ("X-Twilio-Email-Event-Webhook-Timestamp", timestamp)], "2026-11-30T08:00:00Z")
+
+    def judge(self, record, key, *args):
+        code, out, err = run(["verify", "--provider-file", PROVIDERS, "--public-key", key, *args],
+                             stdin=(json.dumps(record) + "\n").encode())
+        lines = out.splitlines()
+        return code, (json.loads(lines[0])["_idem"]["verify"] if lines else None), err
+
+    def test_every_case_of_its_verify_signature(self):
+        multiple = json.dumps(self.EVENTS_MULTIPLE, separators=(",", ":")).replace("},{", "},\r\n{") + "\r\n"
+        other_key = ("MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEqTxd43gyp8IOEto2LdIfjRQrIbsd4SXZkLW6jDutdhXSJCWHw8REntlo7aN"
+                     "Dthvj+y7GjUuFDb/R1NGe1OPzpA==")
+        bad_signature = ("MEUCIQCtIHJeH93Y+qpYeWrySphQgpNGNr/U+UyUlBkU6n7RAwIgJTz2C+8a8xonZGi6BpSzoQsbVRamr2nlxFDWYNH3j/0=")
+        cases = [  # (its case, key, payload, signature, timestamp, valid)
+            ("valid single event", self.PUBLIC_KEY, self.PAYLOAD, self.SIGNATURE, "1600112502", True),
+            ("valid multi event", self.PUBLIC_KEY_MULTIPLE, multiple, self.SIGNATURE_MULTIPLE, "1619651159", True),
+            ("invalid key", other_key, self.PAYLOAD, self.SIGNATURE, "1600112502", False),
+            ("bad payload", self.PUBLIC_KEY, "payload", self.SIGNATURE, "1600112502", False),
+            ("bad signature", self.PUBLIC_KEY, self.PAYLOAD, bad_signature, "1600112502", False),
+            ("bad timestamp", self.PUBLIC_KEY, self.PAYLOAD, self.SIGNATURE, "timestamp", False),
+        ]
+        for case, key, payload, signature, timestamp, valid in cases:
+            with self.subTest(case=case):
+                for scheme in ("sendgrid", "auto"):
+                    code, verdict, err = self.judge(self.delivery(payload, signature, timestamp), key,
+                                                    "--scheme", scheme)
+                    self.assertEqual((code, verdict["valid"], verdict["scheme"]),
+                                     (0 if valid else 1, valid, "sendgrid"), (verdict, err))
+
+    def test_the_key_may_be_pem_and_no_age_is_checked_unless_asked(self):
+        pem = "-----BEGIN PUBLIC KEY-----\n%s\n%s\n-----END PUBLIC KEY-----\n" % (self.PUBLIC_KEY[:64],
+                                                                                self.PUBLIC_KEY[64:])
+        record = self.delivery(self.PAYLOAD, self.SIGNATURE, "1600112502")  # signed in 2020, received in 2026
+        code, verdict, err = self.judge(record, pem)
+        self.assertEqual((code, verdict["valid"]), (0, True), (verdict, err))
+        code, verdict, _ = self.judge(record, pem, "--tolerance", "1h")
+        self.assertEqual(code, 1)
+        self.assertIn("beyond the 1h tolerance", verdict["reason"])
+
+    def test_a_secret_alone_or_a_sign_says_what_is_needed(self):
+        record = self.delivery(self.PAYLOAD, self.SIGNATURE, "1600112502")
+        code, out, err = run(["verify", "--provider-file", PROVIDERS, "--scheme", "sendgrid", "--secret", "s"],
+                             stdin=(json.dumps(record) + "\n").encode())
+        self.assertEqual((code, out), (2, b""))
+        self.assertIn("no ECDSA P-256 public key configured for sendgrid: pass --public-key", err)
+        code, _, err = run(["verify", "--provider-file", PROVIDERS, "--public-key", "not-a-key"],
+                           stdin=(json.dumps(record) + "\n").encode())
+        self.assertEqual(code, 2)
+        self.assertIn("nor an ECDSA P-256 one", err)
+        code, _, err = run(["sign", "--provider-file", PROVIDERS, "--scheme", "sendgrid", "--secret", "s"],
+                           stdin=(json.dumps(record) + "\n").encode())
+        self.assertEqual(code, 2)
+        self.assertIn("signs with its own private key", err)

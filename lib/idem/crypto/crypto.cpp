@@ -17,6 +17,7 @@
 #include <openssl/params.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
+#include <openssl/x509.h>
 #include <variant>
 
 #include <cstring>
@@ -233,6 +234,51 @@ bool Ed25519PublicKey::verify(std::string_view message, std::string_view signatu
     return EVP_DigestVerify(
                m_impl->context, reinterpret_cast<const unsigned char*>(signature.data()),
                signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
+               message.size()) == 1;
+}
+
+struct EcdsaP256PublicKey::Impl {
+    EVP_PKEY* key = nullptr;
+    EVP_MD_CTX* context = nullptr;
+    ~Impl() {
+        EVP_MD_CTX_free(context);
+        EVP_PKEY_free(key);
+    }
+};
+
+EcdsaP256PublicKey::EcdsaP256PublicKey() : m_impl(std::make_unique<Impl>()) {}
+EcdsaP256PublicKey::~EcdsaP256PublicKey() = default;
+EcdsaP256PublicKey::EcdsaP256PublicKey(EcdsaP256PublicKey&&) noexcept = default;
+EcdsaP256PublicKey& EcdsaP256PublicKey::operator=(EcdsaP256PublicKey&&) noexcept = default;
+
+std::optional<EcdsaP256PublicKey> EcdsaP256PublicKey::from_der(std::string_view der) {
+    // A SubjectPublicKeyInfo of P-256 is 91 bytes; far larger is no such key.
+    if (der.empty() || der.size() > 512) return std::nullopt;
+    EcdsaP256PublicKey key;
+    const auto* cursor = reinterpret_cast<const unsigned char*>(der.data());
+    key.m_impl->key = d2i_PUBKEY(nullptr, &cursor, static_cast<long>(der.size()));
+    if (!key.m_impl->key ||
+        cursor != reinterpret_cast<const unsigned char*>(der.data()) + der.size() ||
+        EVP_PKEY_get_base_id(key.m_impl->key) != EVP_PKEY_EC)
+        return std::nullopt;
+    char curve[64] = {};
+    std::size_t length = 0;
+    if (EVP_PKEY_get_utf8_string_param(key.m_impl->key, OSSL_PKEY_PARAM_GROUP_NAME, curve,
+                                       sizeof(curve), &length) != 1 ||
+        std::string_view(curve, length) != "prime256v1")
+        return std::nullopt;
+    key.m_impl->context = EVP_MD_CTX_new();
+    if (!key.m_impl->context) return std::nullopt;
+    return key;
+}
+
+bool EcdsaP256PublicKey::verify(std::string_view message, std::string_view der_signature) const {
+    EVP_MD_CTX_reset(m_impl->context);
+    if (EVP_DigestVerifyInit(m_impl->context, nullptr, EVP_sha256(), nullptr, m_impl->key) != 1)
+        return false;
+    return EVP_DigestVerify(
+               m_impl->context, reinterpret_cast<const unsigned char*>(der_signature.data()),
+               der_signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
                message.size()) == 1;
 }
 

@@ -94,6 +94,24 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
+// An ECDSA public key on P-256 (SendGrid's event webhook), from its DER
+// SubjectPublicKeyInfo; signatures are DER over SHA-256 of the message.
+class EcdsaP256PublicKey {
+public:
+    // nullopt unless `der` is a whole P-256 SubjectPublicKeyInfo.
+    static std::optional<EcdsaP256PublicKey> from_der(std::string_view der);
+    ~EcdsaP256PublicKey();
+    EcdsaP256PublicKey(EcdsaP256PublicKey&&) noexcept;
+    EcdsaP256PublicKey& operator=(EcdsaP256PublicKey&&) noexcept;
+
+    [[nodiscard]] bool verify(std::string_view message, std::string_view der_signature) const;
+
+private:
+    EcdsaP256PublicKey();
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
 class Ed25519PrivateKey {
 public:
     // From the 32-byte seed (RFC 8032 "secret key"); nullopt for other sizes.

@@ -73,13 +73,36 @@ const std::vector<NamedPublicKey>& KeyRing::ed25519(Scheme scheme) {
                                      scheme_name(scheme)));
     std::vector<NamedPublicKey> keys;
     for (const auto& key : m_config.public_keys) {
+        if (key.kind != PublicKey::Kind::ed25519) continue;
         auto prepared = crypto::Ed25519PublicKey::from_raw(key.raw);
         if (!prepared)
             throw UsageError(fmt::format("public key {} is not a valid ed25519 key", key.label));
         keys.push_back({key.label, std::move(*prepared)});
     }
+    if (keys.empty())
+        throw UsageError(fmt::format("scheme {} checks ed25519 signatures: pass an ed25519 "
+                                     "--public-key",
+                                     scheme_name(scheme)));
     m_ed25519 = std::move(keys);
     return *m_ed25519;
+}
+
+const std::vector<NamedEcdsaKey>& KeyRing::ecdsa_p256(std::string_view provider) {
+    if (m_ecdsa_p256) return *m_ecdsa_p256;
+    std::vector<NamedEcdsaKey> keys;
+    for (const auto& key : m_config.public_keys) {
+        if (key.kind != PublicKey::Kind::ecdsa_p256) continue;
+        auto prepared = crypto::EcdsaP256PublicKey::from_der(key.raw);
+        if (!prepared)
+            throw UsageError(fmt::format("public key {} is not a valid P-256 key", key.label));
+        keys.push_back({key.label, std::move(*prepared)});
+    }
+    if (keys.empty())
+        throw UsageError(fmt::format("provider {} checks ECDSA P-256 signatures: pass its public "
+                                     "key with --public-key",
+                                     provider));
+    m_ecdsa_p256 = std::move(keys);
+    return *m_ecdsa_p256;
 }
 
 Verdict invalid(Scheme scheme, std::string reason) {

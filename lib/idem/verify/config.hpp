@@ -28,7 +28,9 @@ struct Secret {
 
 struct PublicKey {
     std::string label;
-    std::string raw; // 32 bytes
+    // ed25519: the 32 raw bytes; ECDSA P-256: its DER SubjectPublicKeyInfo.
+    std::string raw;
+    enum class Kind { ed25519, ecdsa_p256 } kind = Kind::ed25519;
 };
 
 // A secret whose bytes are all of `value`. Throws UsageError (naming the
@@ -139,7 +141,9 @@ struct ProviderSpec {
     // followed by the secret when the template ends in {secret}
     // (Cloudinary); or none at all, `token`: the header carries the shared
     // secret itself (GitLab, Telegram, HTTP Basic auth).
-    enum class Construction { hmac, digest, token } construction = Construction::hmac;
+    // `ecdsa-p256`: an ECDSA signature (DER, in base64) over SHA-256 of the
+    // message, checked with the --public-key (SendGrid's event webhook).
+    enum class Construction { hmac, digest, token, ecdsa_p256 } construction = Construction::hmac;
     // {body} {timestamp} {id} {method} {path} {url}: what is signed.
     std::string message = "{body}";
     // A digest's template ended in {secret} (removed from `message`).
@@ -165,7 +169,7 @@ struct ProviderSpec {
     // time_ms, Linear's webhookTimestamp), dotted; empty: none.
     std::vector<std::string> timestamp_path;
     // `tolerance`: the provider's own age limit (its SDK's), used unless
-    // --tolerance is given.
+    // --tolerance is given; `none` (Duration::max()): its SDK checks no age.
     std::optional<Duration> tolerance;
     enum class TimestampUnit {
         seconds,

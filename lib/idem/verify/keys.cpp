@@ -112,14 +112,32 @@ std::string hex_key(const Secret& secret) {
     return take_key(*decoded);
 }
 
+namespace {
+// A PEM "PUBLIC KEY" block's base64, its armour and line breaks gone.
+std::string without_pem_armour(std::string_view text) {
+    constexpr std::string_view begin = "-----BEGIN PUBLIC KEY-----";
+    constexpr std::string_view end = "-----END PUBLIC KEY-----";
+    text = trim(text);
+    if (!text.starts_with(begin) || !text.ends_with(end)) return std::string(text);
+    text = text.substr(begin.size(), text.size() - begin.size() - end.size());
+    std::string base64;
+    for (char c : text)
+        if (c != '\n' && c != '\r' && c != ' ' && c != '\t') base64 += c;
+    return base64;
+}
+} // namespace
+
 PublicKey parse_public_key(std::string_view text, std::size_t position) {
     auto [label, value] = split_label(text, position);
-    auto raw = decode_key_text(value, "whpk_");
-    if (!raw || raw->size() != crypto::k_ed25519_key_bytes)
-        throw UsageError(fmt::format("public key {} is not an ed25519 public key: expected 64 hex "
-                                     "digits, 32 bytes of base64, or whpk_<base64>",
-                                     label));
-    return {label, *raw};
+    auto raw = decode_key_text(without_pem_armour(value), "whpk_");
+    if (raw && raw->size() == crypto::k_ed25519_key_bytes)
+        return {label, *raw, PublicKey::Kind::ed25519};
+    if (raw && crypto::EcdsaP256PublicKey::from_der(*raw))
+        return {label, *raw, PublicKey::Kind::ecdsa_p256};
+    throw UsageError(fmt::format(
+        "public key {} is neither an ed25519 public key (64 hex digits, 32 bytes of base64, or "
+        "whpk_<base64>) nor an ECDSA P-256 one (its DER SubjectPublicKeyInfo in base64, or PEM)",
+        label));
 }
 
 crypto::HashAlgorithm parse_hash_algorithm(std::string_view name) {

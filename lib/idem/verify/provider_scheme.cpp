@@ -173,6 +173,31 @@ Verdict verify_token(Input& input, const ProviderSpec& spec, const SignatureHead
 }
 } // namespace
 
+namespace {
+// The verdict once the signatures were checked: no key matched, too old
+// (or too far ahead), or valid.
+Verdict settle(const Input& input, const ProviderSpec& spec,
+               const std::optional<std::string>& label, std::size_t key_count,
+               const SignatureHeader& header, std::string_view id,
+               std::optional<Timestamp> signed_at) {
+    auto fail = [&](std::string reason) {
+        auto verdict = invalid(Scheme::provider, std::move(reason));
+        verdict.provider = spec.name;
+        return verdict;
+    };
+    if (!label) return fail(no_match_reason(key_count, header.signatures.size()));
+    if (signed_at)
+        if (auto stale = check_age(input, *signed_at,
+                                   spec.future_refused ? ClockSides::both : ClockSides::past_only,
+                                   spec.tolerance))
+            return fail(*stale);
+    auto verdict = matched(input, Scheme::provider, *label,
+                           id.empty() ? header.signatures.front() : id, signed_at);
+    verdict.provider = spec.name;
+    return verdict;
+}
+} // namespace
+
 Verdict verify_provider(Input& input, const ProviderSpec& spec) {
     const auto& envelope = input.envelope;
     auto fail = [&](std::string reason) {
@@ -254,6 +279,27 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
     }
     if (spec.construction == ProviderSpec::Construction::token)
         return verify_token(input, spec, header, id);
+    std::optional<std::string> label;
+    std::size_t key_count = 0;
+    if (spec.construction == ProviderSpec::Construction::ecdsa_p256) {
+        // DER in base64: a P-256 signature is at most 72 bytes, 96 characters.
+        const auto& keys = input.keys.ecdsa_p256(spec.name);
+        key_count = keys.size();
+        auto message = provider_message(spec, envelope, timestamp_text, id, url);
+        bool any_decoded = false;
+        for (auto text : header.signatures) {
+            auto der = text.size() <= 96 ? base64_decode(text) : std::nullopt;
+            if (!der) continue;
+            any_decoded = true;
+            for (const auto& key : keys)
+                if (!label && key.key.verify(message, *der)) label = key.label;
+        }
+        if (!any_decoded)
+            return fail(fmt::format("malformed header '{}': the signature is not an ECDSA "
+                                    "signature in base64",
+                                    spec.signature_header));
+        return settle(input, spec, label, key_count, header, id, signed_at);
+    }
     if (spec.strict_encoding) {
         // Only signatures written as the encoding writes them count.
         SignatureTexts canonical;
@@ -283,8 +329,6 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
     }
     if (candidates.signatures.empty()) return fail(candidates.problem);
     auto message = provider_message(spec, envelope, timestamp_text, id, url);
-    std::optional<std::string> label;
-    std::size_t key_count = 0;
     if (spec.construction == ProviderSpec::Construction::digest) {
         // HASH(secret || message): the secret's bytes as given.
         const auto& secrets = input.config.secrets;
@@ -302,16 +346,7 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         key_count = keys.size();
         label = match_hmac(keys, candidates.signatures, {message});
     }
-    if (!label) return fail(no_match_reason(key_count, header.signatures.size()));
-    if (signed_at)
-        if (auto stale = check_age(input, *signed_at,
-                                   spec.future_refused ? ClockSides::both : ClockSides::past_only,
-                                   spec.tolerance))
-            return fail(*stale);
-    auto verdict = matched(input, Scheme::provider, *label,
-                           id.empty() ? header.signatures.front() : id, signed_at);
-    verdict.provider = spec.name;
-    return verdict;
+    return settle(input, spec, label, key_count, header, id, signed_at);
 }
 
 } // namespace idem::verify::detail

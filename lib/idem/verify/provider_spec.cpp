@@ -159,9 +159,21 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
             file, node["construction"], "construction",
             {{"hmac", Construction::hmac},
              {"digest", Construction::digest},
-             {"token", Construction::token}},
-            "use hmac (keyed by the secret), digest (a hash of the secret and the message) or "
-            "token (the header carries the secret itself)");
+             {"token", Construction::token},
+             {"ecdsa-p256", Construction::ecdsa_p256}},
+            "use hmac (keyed by the secret), digest (a hash of the secret and the message), "
+            "token (the header carries the secret itself) or ecdsa-p256 (a public key's)");
+    if (spec.construction == Construction::ecdsa_p256) {
+        for (const char* field : {"algorithm", "secret", "strict_encoding", "secret_normalize"})
+            if (node[field])
+                fail_at(file, node[field],
+                        fmt::format("{}: construction: ecdsa-p256 is checked with a public key "
+                                    "over SHA-256",
+                                    field));
+        if (node["encoding"] && spec.encoding != SignatureEncoding::base64)
+            fail_at(file, node["encoding"], "encoding: an ECDSA signature is DER in base64");
+        spec.encoding = SignatureEncoding::base64;
+    }
     if (spec.construction == Construction::token) {
         for (const char* field : {"algorithm", "message", "timestamp_header", "timestamp_key",
                                   "timestamp_path", "strict_encoding", "secret_normalize"})
@@ -228,10 +240,10 @@ void read_timestamp(const std::string& file, const YAML::Node& node, ProviderSpe
     if (node["tolerance"]) {
         auto text = scalar(file, node["tolerance"], "tolerance");
         try {
-            spec.tolerance = parse_duration(text);
+            spec.tolerance = text == "none" ? Duration::max() : parse_duration(text);
         } catch (const UsageError&) {
             fail_at(file, node["tolerance"],
-                    fmt::format("tolerance {}: a duration (5m, 60s)", quote(text)));
+                    fmt::format("tolerance {}: a duration (5m, 60s), or none", quote(text)));
         }
         if (*spec.tolerance <= Duration{0}) fail_at(file, node["tolerance"], "tolerance: above 0");
     }

@@ -216,6 +216,10 @@ std::string rfc3339_as_precise_as(Timestamp at) {
 HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Timestamp at,
                                           const std::string& seconds) const {
     const auto& spec = config.providers.at(config.provider);
+    if (spec.construction == ProviderSpec::Construction::ecdsa_p256)
+        throw UsageError(fmt::format("provider {} signs with its own private key (ECDSA): idem "
+                                     "verifies its deliveries but cannot make them",
+                                     spec.name));
     using Unit = ProviderSpec::TimestampUnit;
     std::string stamp = spec.timestamp_unit == Unit::milliseconds
                             ? std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -3,6 +3,7 @@
 #include "idem/verify/detail/schemes.hpp"
 #include "idem/verify/provider_spec.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace idem::verify {
@@ -49,9 +50,28 @@ detail::VerifyFunction verifier_for(Scheme scheme) {
 }
 } // namespace
 
+namespace {
+std::optional<std::string> missing_provider_key(const ProviderSpec& spec,
+                                                const VerifyConfig& config) {
+    if (spec.construction == ProviderSpec::Construction::ecdsa_p256) {
+        if (std::any_of(
+                config.public_keys.begin(), config.public_keys.end(),
+                [](const PublicKey& key) { return key.kind == PublicKey::Kind::ecdsa_p256; }))
+            return std::nullopt;
+        return fmt::format("no ECDSA P-256 public key configured for {}: pass --public-key",
+                           spec.name);
+    }
+    if (!config.secrets.empty()) return std::nullopt;
+    return fmt::format("no secret configured for {}: pass --secret, --secret-file or --secret-env",
+                       spec.name);
+}
+} // namespace
+
 std::optional<std::string> missing_key(Scheme scheme, const VerifyConfig& config) {
     bool has_secret = !config.secrets.empty();
     bool has_public_key = !config.public_keys.empty();
+    if (scheme == Scheme::provider && config.provider < config.providers.size())
+        return missing_provider_key(config.providers[config.provider], config);
     switch (scheme) {
     case Scheme::discord:
         if (has_public_key) return std::nullopt;
@@ -109,7 +129,7 @@ Verdict Verifier::verify(const record::Envelope& envelope, Timestamp now) {
                       "the scheme (pass --scheme)");
         scheme = *detected;
     }
-    if (auto missing = missing_key(scheme, config)) {
+    if (auto missing = spec ? missing_provider_key(*spec, config) : missing_key(scheme, config)) {
         auto verdict = detail::invalid(scheme, *missing);
         if (spec) verdict.provider = spec->name;
         return verdict;

@@ -54,3 +54,36 @@ TEST_CASE("HMAC with a key longer than the block hashes the key first (RFC 4231 
     CHECK(hex_encode(empty.mac({""}).view()) ==
           "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad");
 }
+
+TEST_CASE("ECDSA P-256 verifies SendGrid's event webhook vector and nothing else") {
+    // sendgrid/sendgrid-nodejs packages/eventwebhook/src/eventwebhook.spec.js:
+    // PUBLIC_KEY, SIGNATURE, TIMESTAMP and PAYLOAD (with its trailing \r\n).
+    auto der = base64_decode("MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE83T4O/n84iotIvIW4mdBgQ/"
+                             "7dAfSmpqIM8kF9mN1flpVKS3GRqe62gw+2fNNRaINXvVpiglSI8eNEc6wEA3F+g==");
+    REQUIRE(der);
+    auto key = EcdsaP256PublicKey::from_der(*der);
+    REQUIRE(key);
+    auto signature = base64_decode("MEUCIGHQVtGj+Y3LkG9fLcxf3qfI10QysgDWmMOVmxG0u6ZUAiEAyBiXDWzM+"
+                                   "uOe5W0JuG+luQAbPIqHh89M15TluLtEZtM=");
+    REQUIRE(signature);
+    const std::string payload =
+        R"([{"email":"hello@world.com","event":"dropped","reason":"Bounced Address",)"
+        R"("sg_event_id":"ZHJvcC0xMDk5NDkxOS1MUnpYbF9OSFN0T0doUTRrb2ZTbV9BLTA",)"
+        R"("sg_message_id":"LRzXl_NHStOGhQ4kofSm_A.filterdrecv-p3mdw1-756b745b58-kmzbl-18-5F5FC76C-9.0",)"
+        R"("smtp-id":"<LRzXl_NHStOGhQ4kofSm_A@ismtpd0039p1iad1.sendgrid.net>","timestamp":1600112492}])"
+        "\r\n";
+    CHECK(key->verify("1600112502" + payload, *signature));
+    // Its 'should reject for bad payload' and 'bad timestamp'.
+    CHECK_FALSE(key->verify("1600112502payload", *signature));
+    CHECK_FALSE(key->verify("timestamp" + payload, *signature));
+    // Its 'should reject for invalid key': another P-256 key.
+    auto other = base64_decode("MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEqTxd43gyp8IOEto2LdIfjRQrIbsd4SX"
+                               "ZkLW6jDutdhXSJCWHw8REntlo7aNDthvj+y7GjUuFDb/R1NGe1OPzpA==");
+    REQUIRE(other);
+    CHECK_FALSE(EcdsaP256PublicKey::from_der(*other)->verify("1600112502" + payload, *signature));
+    // Not a key: garbage, a truncated key, an ed25519 key's raw bytes.
+    CHECK_FALSE(EcdsaP256PublicKey::from_der("not a key"));
+    CHECK_FALSE(EcdsaP256PublicKey::from_der(der->substr(0, 60)));
+    CHECK_FALSE(EcdsaP256PublicKey::from_der(std::string(32, '\x01')));
+    CHECK_FALSE(key->verify("1600112502" + payload, "garbage"));
+}

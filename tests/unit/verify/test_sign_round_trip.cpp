@@ -199,8 +199,9 @@ TEST_CASE("labels come from the reference, never from the secret") {
     CHECK(plain.reference == "STRIPE_SECRET");
     CHECK(parse_labelled_reference("dir with space=x/y").label.empty());
     CHECK_THROWS_WITH_AS((void)parse_public_key("k=abc", 1),
-                         "public key k is not an ed25519 public key: expected 64 hex digits, 32 "
-                         "bytes of base64, or whpk_<base64>",
+                         "public key k is neither an ed25519 public key (64 hex digits, 32 bytes "
+                         "of base64, or whpk_<base64>) nor an ECDSA P-256 one (its DER "
+                         "SubjectPublicKeyInfo in base64, or PEM)",
                          UsageError);
 }
 

@@ -36,6 +36,11 @@ struct NamedPublicKey {
     crypto::Ed25519PublicKey key;
 };
 
+struct NamedEcdsaKey {
+    std::string label;
+    crypto::EcdsaP256PublicKey key;
+};
+
 // Keys prepared once per (derivation, algorithm), on first use.
 class KeyRing {
 public:
@@ -43,13 +48,15 @@ public:
     // Throws UsageError when no secret was given or one cannot be derived.
     const std::vector<PreparedKey>& hmac(KeyDerivation derivation, crypto::HashAlgorithm algorithm,
                                          Scheme scheme);
-    // Throws UsageError when no public key was given.
+    // Throws UsageError when no public key of the kind was given.
     const std::vector<NamedPublicKey>& ed25519(Scheme scheme);
+    const std::vector<NamedEcdsaKey>& ecdsa_p256(std::string_view provider);
 
 private:
     const VerifyConfig& m_config;
     std::map<std::pair<KeyDerivation, crypto::HashAlgorithm>, std::vector<PreparedKey>> m_hmac;
     std::optional<std::vector<NamedPublicKey>> m_ed25519;
+    std::optional<std::vector<NamedEcdsaKey>> m_ecdsa_p256;
 };
 
 struct Input {
