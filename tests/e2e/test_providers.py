@@ -188,6 +188,13 @@ VECTORS = [
      "2026-11-30T08:00:00Z",
      "Adyen/adyen-node-api-library src/__tests__/hmacValidator.spec.ts, 'should validate Banking webhook "
      "correctly', with src/__mocks__/notification/accountHolderCreated.json"),
+    ("recurly", "354fab5bd35f5a0d50845ee7e30165244468b13c2c343f104e4e730a59326d9d",
+     '{"id":"rjxwmwedwqug","object_type":"account","site_id":"qc326l1hl8k9","event_type":"created",'
+     '"event_time":"2022-09-13T21:18:40Z","account_code":"adfas23zzz14123"}',
+     [("recurly-signature", "1663103925004,ad24699f3beaa24c9af2cc7ada3ce4c835da0090194241b9d3add83d27f14bc3")],
+     "2022-09-13T21:18:46Z",
+     "recurly/recurly-client-ruby spec/recurly/webhooks_spec.rb, 'with notification older than five minutes' "
+     "(its fixed header; valid within five minutes of it, as its 'tolerance is large enough' case)"),
     # Providers without an SDK test vector: each is made here as the provider's own
     # documentation constructs it, named beside it.
     ('meta', 'meta_app_secret',
@@ -332,7 +339,8 @@ SIGNED_AT = {"paddle": "2023-11-01T00:00:00Z", "mux": "2019-08-06T21:08:38Z",
              "finch": "2023-02-13T18:19:42Z", "metronome": "2006-01-02T22:04:05Z",
              "hubspot-v3": "2023-09-02T12:26:00Z", "workos": "2024-01-01T00:00:00Z",
              "twitch": "2019-11-16T10:11:12.634234Z", "zoom": "2023-02-01T17:45:05Z",
-             "calendly": "2020-11-23T17:51:19Z", "zendesk": "2021-08-17T20:28:32Z"}
+             "calendly": "2020-11-23T17:51:19Z", "zendesk": "2021-08-17T20:28:32Z",
+             "recurly": "2022-09-13T21:18:45.004Z"}
 # Headers a delivery carries that are no signature: kept when signing.
 NOT_SIGNATURES = {"X-Topic", "X-Gitlab-Event", "X-Gitlab-Event-UUID", "X-Pusher-Key", "x-sinch-webhook-signature-nonce", "Finch-Event-Id", "X-Event-Key",
                   "X-Request-UUID", "X-Atlassian-Webhook-Identifier", "User-Agent", "Twitch-Eventsub-Message-Id",
@@ -777,3 +785,34 @@ class SendGridAsItsSdkJudges(unittest.TestCase):
                            stdin=(json.dumps(record) + "\n").encode())
         self.assertEqual(code, 2)
         self.assertIn("signs with its own private key", err)
+
+
+class RecurlyAsItsSdkJudges(unittest.TestCase):
+    """recurly/recurly-client-ruby spec/recurly/webhooks_spec.rb: the timestamp
+    first, then any number of signatures; five minutes either way."""
+
+    def judge(self, header, received_at="2022-09-13T21:18:46Z", body=None):
+        name, secret, vector_body, _, _, _ = next(v for v in VECTORS if v[0] == "recurly")
+        record = envelope(vector_body if body is None else body, [("recurly-signature", header)], received_at)
+        return verify(record, "--scheme", "recurly", "--secret", secret)
+
+    SIGNATURE = "ad24699f3beaa24c9af2cc7ada3ce4c835da0090194241b9d3add83d27f14bc3"
+
+    def test_its_cases(self):
+        self.assertEqual(self.judge("1663103925004," + self.SIGNATURE)[1]["valid"], True)
+        # 'with multiple signatures in header': one that is not, then the one that is.
+        self.assertEqual(self.judge("1663103925004,de1ec7ab1e," + self.SIGNATURE)[1]["valid"], True)
+        # 'raises by default' when older than five minutes, and when ahead by as much.
+        code, verdict, _ = self.judge("1663103925004," + self.SIGNATURE, received_at="2022-09-13T21:24:46Z")
+        self.assertEqual(code, 1)
+        self.assertIn("beyond the 5m tolerance", verdict["reason"])
+        code, verdict, _ = self.judge("1663103925004," + self.SIGNATURE, received_at="2022-09-13T21:12:40Z")
+        self.assertIn("in the future", verdict["reason"])
+        # 'payload body is altered', 'header timestamp is altered'.
+        self.assertEqual(self.judge("1663103925004," + self.SIGNATURE, body="{}")[0], 1)
+        self.assertEqual(self.judge("1663103926004," + self.SIGNATURE)[0], 1)
+        # 'malformed timestamp header', 'no signatures in header'.
+        code, verdict, _ = self.judge("abc," + self.SIGNATURE)
+        self.assertIn("malformed timestamp 'abc'", verdict["reason"])
+        code, verdict, _ = self.judge("1663103925004,")
+        self.assertIn("no signature after the timestamp", verdict["reason"])

@@ -125,6 +125,9 @@ struct ProviderSpec {
     // the spec says so (WorkOS's SDK splits on ", " exactly).
     std::string separator_text;
     char key_separator = '='; // within an item: "v1=..." ('='), Finch's "v1,..." (',')
+    // `positional: true`: items without keys, the timestamp first and the
+    // signatures after it (Recurly's "<ms>,<sig>,<sig>").
+    bool positional = false;
     std::string signature_key;
     std::string timestamp_key;
     std::string prefix; // before each signature ("sha256=", "v0=")

@@ -35,6 +35,22 @@ std::optional<std::string> read_header(const ProviderSpec& spec, std::string_vie
         return std::nullopt;
     };
     if (!spec.separator) return take(value);
+    if (spec.positional) {
+        bool first = true;
+        for (auto item : split(value, spec.separator)) {
+            item = trim(item);
+            if (first) {
+                out.timestamp = item;
+                first = false;
+            } else if (!item.empty()) {
+                if (auto problem = take(item)) return problem;
+            }
+        }
+        if (out.signatures.empty())
+            return fmt::format("no signature after the timestamp in header '{}'",
+                               spec.signature_header);
+        return std::nullopt;
+    }
     for (auto item : split(value, spec.separator)) {
         item = trim(item);
         auto equals = item.find(spec.key_separator);
@@ -251,7 +267,8 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
                                     fmt::join(spec.timestamp_path, ".")));
         timestamp_text = *in_body;
     }
-    if (!spec.timestamp_header.empty() || !spec.timestamp_key.empty() || in_body) {
+    if (!spec.timestamp_header.empty() || !spec.timestamp_key.empty() || spec.positional ||
+        in_body) {
         signed_at = parse_provider_time(spec, timestamp_text);
         if (!signed_at)
             return fail(fmt::format(

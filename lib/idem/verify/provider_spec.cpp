@@ -23,7 +23,7 @@ constexpr std::string_view k_fields[] = {"name",           "source",           "
                                          "timestamp_unit", "future_refused",   "id_header",
                                          "detect",         "construction",     "secret",
                                          "require",        "secret_normalize", "strict_encoding",
-                                         "timestamp_path", "tolerance"};
+                                         "timestamp_path", "tolerance",        "positional"};
 
 // The message template's placeholders.
 constexpr std::string_view k_placeholders[] = {"{body}",   "{timestamp}", "{id}",
@@ -84,8 +84,8 @@ void refuse_unknown_fields(const std::string& file, const YAML::Node& node) {
                                 "separator, key_separator, signature_key, timestamp_key, prefix, "
                                 "algorithm, encoding, message, timestamp_header, timestamp_unit, "
                                 "future_refused, id_header, detect, construction, secret, "
-                                "secret_normalize, strict_encoding, require, timestamp_path or "
-                                "tolerance",
+                                "secret_normalize, strict_encoding, require, timestamp_path, "
+                                "tolerance or positional",
                                 quote(key)));
     }
 }
@@ -105,8 +105,10 @@ std::string name_of(const std::string& file, const YAML::Node& node) {
 // signature_key, timestamp_key.
 void read_signature_items(const std::string& file, const YAML::Node& node, ProviderSpec& spec) {
     if (!node["separator"]) {
-        if (node["signature_key"] || node["timestamp_key"] || node["key_separator"])
-            fail_at(file, node, "signature_key, timestamp_key and key_separator need a separator");
+        if (node["signature_key"] || node["timestamp_key"] || node["key_separator"] ||
+            node["positional"])
+            fail_at(file, node,
+                    "signature_key, timestamp_key, key_separator and positional need a separator");
         return;
     }
     auto separator = scalar(file, node["separator"], "separator");
@@ -123,6 +125,22 @@ void read_signature_items(const std::string& file, const YAML::Node& node, Provi
             fail_at(file, node["key_separator"],
                     "key_separator: the items' separator cannot also split key from value");
         spec.key_separator = key_separator[0];
+    }
+    if (node["positional"]) {
+        auto value = scalar(file, node["positional"], "positional");
+        if (value != "true" && value != "false")
+            fail_at(file, node["positional"], "positional: true or false");
+        spec.positional = value == "true";
+    }
+    if (spec.positional) {
+        // "<timestamp>,<signature>,<signature>": no keys to name.
+        for (const char* field : {"signature_key", "timestamp_key", "key_separator"})
+            if (node[field])
+                fail_at(file, node[field],
+                        fmt::format("{}: positional items have no keys (the timestamp is the "
+                                    "first, the signatures the rest)",
+                                    field));
+        return;
     }
     if (!node["signature_key"])
         fail_at(file, node, "with a separator, signature_key names the signature items");
@@ -221,9 +239,9 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
 void read_timestamp(const std::string& file, const YAML::Node& node, ProviderSpec& spec) {
     if (node["timestamp_header"]) {
         spec.timestamp_header = header_name(file, node["timestamp_header"], "timestamp_header");
-        if (!spec.timestamp_key.empty())
+        if (!spec.timestamp_key.empty() || spec.positional)
             fail_at(file, node["timestamp_header"],
-                    "give timestamp_header or timestamp_key, not both");
+                    "give timestamp_header or timestamp_key (or positional), not both");
     }
     if (node["timestamp_path"]) {
         auto path = scalar(file, node["timestamp_path"], "timestamp_path");
@@ -233,7 +251,7 @@ void read_timestamp(const std::string& file, const YAML::Node& node, ProviderSpe
                         fmt::format("timestamp_path {}: dotted member names", quote(path)));
             spec.timestamp_path.emplace_back(part);
         }
-        if (!spec.timestamp_header.empty() || !spec.timestamp_key.empty())
+        if (!spec.timestamp_header.empty() || !spec.timestamp_key.empty() || spec.positional)
             fail_at(file, node["timestamp_path"],
                     "give one of timestamp_header, timestamp_key and timestamp_path");
     }
@@ -258,7 +276,7 @@ void read_timestamp(const std::string& file, const YAML::Node& node, ProviderSpe
                                             {"http-date", Unit::http_date}},
                                            "use s, ms, rfc3339 or http-date");
     bool has_timestamp = !spec.timestamp_header.empty() || !spec.timestamp_key.empty() ||
-                         !spec.timestamp_path.empty();
+                         spec.positional || !spec.timestamp_path.empty();
     if (spec.message.find("{timestamp}") != std::string::npos && !has_timestamp)
         fail_at(file, node["message"],
                 "message signs {timestamp}: give timestamp_header, timestamp_key or "

@@ -261,12 +261,15 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
         encoded = detail::encode_signature(mac.view(), spec.encoding);
     }
     HeaderList headers;
-    if (spec.separator) {
+    auto between =
+        spec.separator_text.empty() ? std::string(1, spec.separator) : spec.separator_text;
+    if (spec.positional) {
+        headers.emplace_back(spec.signature_header,
+                             fmt::format("{}{}{}{}", stamp, between, spec.prefix, encoded));
+    } else if (spec.separator) {
         std::string value;
         if (!spec.timestamp_key.empty())
-            value = fmt::format("{}{}{}{}", spec.timestamp_key, spec.key_separator, stamp,
-                                spec.separator_text.empty() ? std::string(1, spec.separator)
-                                                            : spec.separator_text);
+            value = fmt::format("{}{}{}{}", spec.timestamp_key, spec.key_separator, stamp, between);
         value +=
             fmt::format("{}{}{}{}", spec.signature_key, spec.key_separator, spec.prefix, encoded);
         headers.emplace_back(spec.signature_header, value);
