@@ -372,7 +372,8 @@ class PublishedVectors(unittest.TestCase):
     def test_every_shipped_spec_verifies_its_providers_vector(self):
         shipped = sorted(name[:-5] for name in os.listdir(PROVIDERS) if name.endswith(".yaml"))
         # No spec without its vector (SendGrid's, checked with a public key, in SendGridAsItsSdkJudges).
-        self.assertEqual(shipped, sorted([v[0] for v in VECTORS] + ["sendgrid"]))
+        # Clerk's and Resend's, Svix's customers, in SvixCustomers.
+        self.assertEqual(shipped, sorted([v[0] for v in VECTORS] + ["sendgrid", "clerk", "resend"]))
         for name, secret, body, headers, at, source in VECTORS:
             with self.subTest(provider=name, source=source):
                 record = envelope(body, headers, at)
@@ -816,3 +817,63 @@ class RecurlyAsItsSdkJudges(unittest.TestCase):
         self.assertIn("malformed timestamp 'abc'", verdict["reason"])
         code, verdict, _ = self.judge("1663103925004,")
         self.assertIn("no signature after the timestamp", verdict["reason"])
+
+
+class SvixCustomers(unittest.TestCase):
+    """Clerk and Resend send their webhooks through Svix: `--scheme clerk`
+    judges as svix and names Clerk; `auto` names svix, the headers being
+    every Svix customer's. Each delivery is made as its SDK's own test makes
+    one, with the standardwebhooks library's construction at a fixed time:
+    clerk/javascript packages/backend/src/__tests__/webhooks.test.ts (its
+    mockSecret and mockBody) and resend/resend-node src/webhooks/webhooks.spec.ts
+    ('verifies a genuinely signed payload': its webhookSecret, id and payload)."""
+
+    CASES = [
+        ("clerk", "whsec_dGVzdF9zaWduaW5nX3NlY3JldF8zMl9jaGFyc19sb25n", "msg_123",
+         '{"type":"user.created","data":{"id":"user_123"}}', "v1,kLln/mW/qoI9eUisvvoz9O/1VqBkTyNgcAAorkVSisc="),
+        ("resend", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W",
+         '{"type":"email.sent","data":{"id":"msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"}}',
+         "v1,/kogz9U9C0o5CfN1DuIkfGRtaYfCLt0hGH6xssW7mG0="),
+    ]
+
+    def delivery(self, message_id, body, signature):
+        return envelope(body, [("svix-id", message_id), ("svix-timestamp", "1700000000"),
+                               ("svix-signature", signature)], "2023-11-14T22:13:21Z")
+
+    def test_the_scheme_names_the_provider_and_auto_names_svix(self):
+        for name, secret, message_id, body, signature in self.CASES:
+            with self.subTest(provider=name):
+                record = self.delivery(message_id, body, signature)
+                code, verdict, err = verify(record, "--scheme", name, "--secret", secret)
+                self.assertEqual((code, verdict["valid"], verdict["scheme"]), (0, True, name), (verdict, err))
+                code, verdict, _ = verify(record, "--secret", secret)
+                self.assertEqual((code, verdict["scheme"]), (0, "svix"))
+                # resend's 'throws when the signature does not match', and another secret.
+                code, verdict, _ = verify(self.delivery(message_id, body, "v1,not-a-valid-signature"),
+                                          "--scheme", name, "--secret", secret)
+                self.assertEqual((code, verdict["valid"], verdict["scheme"]), (1, False, name))
+                code, verdict, _ = verify(record, "--scheme", name, "--secret", another_secret(secret))
+                self.assertEqual((code, verdict["valid"]), (1, False))
+
+    def test_sign_with_the_provider_makes_the_svix_headers(self):
+        for name, secret, message_id, body, signature in self.CASES:
+            with self.subTest(provider=name):
+                event = envelope(body, [], "2023-11-14T22:13:21Z")
+                event["id"] = message_id
+                code, out, err = run(["sign", "--provider-file", PROVIDERS, "--scheme", name, "--secret", secret,
+                                      "--timestamp", "2023-11-14T22:13:20Z"], stdin=(json.dumps(event) + "\n").encode())
+                self.assertEqual(code, 0, err)
+                headers = dict(map(tuple, json.loads(out.splitlines()[0])["headers"]))
+                self.assertEqual(headers.get("svix-timestamp"), "1700000000", headers)
+                code, verdict, _ = verify(self.delivery(headers["svix-id"], body, headers["svix-signature"]),
+                                          "--scheme", name, "--secret", secret)
+                self.assertEqual((code, verdict["valid"]), (0, True))
+
+    def test_a_spec_with_a_scheme_says_nothing_else(self):
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "x.yaml")
+            with open(path, "w") as out:
+                out.write("name: x\nscheme: svix\nsignature_header: X-S\n")
+            code, _, err = run(["verify", "--provider-file", path, "--secret", "s"], stdin=b"")
+            self.assertEqual(code, 2)
+            self.assertIn("x.yaml:3:1: signature_header: a provider with scheme: signs as that scheme does", err)

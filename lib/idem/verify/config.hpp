@@ -110,6 +110,11 @@ struct ProviderSpec {
     std::string name;   // what --scheme and verdicts call it
     std::string origin; // the file it came from, for messages
     std::string source; // where the provider documents it (a URL)
+    // `scheme: svix`: the provider signs with a built-in scheme (Clerk and
+    // Resend are Svix's customers): `--scheme NAME` verifies and signs with
+    // it and verdicts name the provider. Its deliveries carry that scheme's
+    // headers, so `auto` names the scheme, never such a spec.
+    std::optional<Scheme> builtin;
 
     std::string signature_header;
     // Every header a signature may come in, signature_header first: a

@@ -23,7 +23,8 @@ constexpr std::string_view k_fields[] = {"name",           "source",           "
                                          "timestamp_unit", "future_refused",   "id_header",
                                          "detect",         "construction",     "secret",
                                          "require",        "secret_normalize", "strict_encoding",
-                                         "timestamp_path", "tolerance",        "positional"};
+                                         "timestamp_path", "tolerance",        "positional",
+                                         "scheme"};
 
 // The message template's placeholders.
 constexpr std::string_view k_placeholders[] = {"{body}",   "{timestamp}", "{id}",
@@ -85,7 +86,7 @@ void refuse_unknown_fields(const std::string& file, const YAML::Node& node) {
                                 "algorithm, encoding, message, timestamp_header, timestamp_unit, "
                                 "future_refused, id_header, detect, construction, secret, "
                                 "secret_normalize, strict_encoding, require, timestamp_path, "
-                                "tolerance or positional",
+                                "tolerance, positional or scheme",
                                 quote(key)));
     }
 }
@@ -371,6 +372,30 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
     spec.origin = file;
     spec.name = name_of(file, node);
     if (node["source"]) spec.source = scalar(file, node["source"], "source");
+    if (node["scheme"]) {
+        // A provider that signs as a built-in scheme: nothing else to say.
+        for (const auto& field : node) {
+            auto key = field.first.as<std::string>();
+            if (key != "name" && key != "source" && key != "scheme")
+                fail_at(file, field.first,
+                        fmt::format("{}: a provider with scheme: signs as that scheme does "
+                                    "(give only name, source and scheme)",
+                                    key));
+        }
+        auto word = scalar(file, node["scheme"], "scheme");
+        Scheme scheme{};
+        try {
+            scheme = parse_scheme(word);
+        } catch (const UsageError& error) {
+            fail_at(file, node["scheme"], error.what());
+        }
+        if (scheme == Scheme::auto_detect || scheme == Scheme::hmac)
+            fail_at(file, node["scheme"],
+                    fmt::format("scheme {}: name a provider's scheme (svix, standard, stripe, ...)",
+                                quote(word)));
+        spec.builtin = scheme;
+        return spec;
+    }
     if (!node["signature_header"])
         fail_at(file, node, fmt::format("provider {} needs a signature_header", spec.name));
     const auto& headers = node["signature_header"];
@@ -465,6 +490,7 @@ ProviderDetection detect_provider(const std::vector<ProviderSpec>& specs,
     ProviderDetection found;
     std::size_t most = 0;
     for (const auto& spec : specs) {
+        if (spec.builtin) continue; // its deliveries are the scheme's
         bool all = std::all_of(spec.detect.begin(), spec.detect.end(), [&](const auto& wanted) {
             auto value = envelope.header(wanted.name);
             if (!value || wanted.value.empty()) return value.has_value();

@@ -28,7 +28,11 @@ struct Signer::Impl {
     std::vector<SigningKey> keys;
     std::string signature_kind; // "v1 (HMAC-SHA256)", ... ; "" when the scheme has one kind
 
-    explicit Impl(const VerifyConfig& c) : config(c), scheme(c.scheme) {}
+    // A provider that signs as a built-in scheme is signed as that scheme.
+    explicit Impl(const VerifyConfig& c)
+        : config(c), scheme(c.scheme == Scheme::provider && c.providers.at(c.provider).builtin
+                                ? *c.providers.at(c.provider).builtin
+                                : c.scheme) {}
     [[nodiscard]] const crypto::HmacKey& hmac() const { return *keys.front().hmac; }
     std::string mac_hex(std::initializer_list<std::string_view> parts) const {
         return hex_encode(hmac().mac(parts).view());
@@ -58,8 +62,8 @@ std::optional<crypto::Ed25519PrivateKey> parse_private_key(std::string_view text
     return crypto::Ed25519PrivateKey::from_seed(*seed);
 }
 
-HashAlgorithm signing_algorithm(const VerifyConfig& config) {
-    switch (config.scheme) {
+HashAlgorithm signing_algorithm(const VerifyConfig& config, Scheme scheme) {
+    switch (scheme) {
     case Scheme::twilio:
         return HashAlgorithm::sha1;
     case Scheme::hmac:
@@ -124,7 +128,7 @@ Signer::Signer(const VerifyConfig& config) : m_impl(std::make_unique<Impl>(confi
                               ? detail::key_derivation(config.providers.at(config.provider))
                               : detail::KeyDerivation::raw;
         auto bytes = detail::derive_key(secret, derivation);
-        key.hmac.emplace(signing_algorithm(config), bytes);
+        key.hmac.emplace(signing_algorithm(config, impl.scheme), bytes);
         crypto::cleanse(bytes); // the HMAC states hold it from here
     }
 }

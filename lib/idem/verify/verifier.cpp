@@ -70,8 +70,11 @@ std::optional<std::string> missing_provider_key(const ProviderSpec& spec,
 std::optional<std::string> missing_key(Scheme scheme, const VerifyConfig& config) {
     bool has_secret = !config.secrets.empty();
     bool has_public_key = !config.public_keys.empty();
-    if (scheme == Scheme::provider && config.provider < config.providers.size())
-        return missing_provider_key(config.providers[config.provider], config);
+    if (scheme == Scheme::provider && config.provider < config.providers.size()) {
+        const auto& spec = config.providers[config.provider];
+        return spec.builtin ? missing_key(*spec.builtin, config)
+                            : missing_provider_key(spec, config);
+    }
     switch (scheme) {
     case Scheme::discord:
         if (has_public_key) return std::nullopt;
@@ -128,6 +131,20 @@ Verdict Verifier::verify(const record::Envelope& envelope, Timestamp now) {
                     : "no known signature header, built in or in --provider-file: cannot tell "
                       "the scheme (pass --scheme)");
         scheme = *detected;
+    }
+    if (spec && spec->builtin) {
+        // A provider that signs as a built-in scheme: that scheme judges,
+        // and the verdict names the provider.
+        if (auto missing = missing_key(*spec->builtin, config)) {
+            auto verdict = detail::invalid(Scheme::provider, *missing);
+            verdict.provider = spec->name;
+            return verdict;
+        }
+        detail::Input input{envelope, now, config, m_impl->keys};
+        auto verdict = verifier_for(*spec->builtin)(input);
+        verdict.scheme = Scheme::provider;
+        verdict.provider = spec->name;
+        return verdict;
     }
     if (auto missing = spec ? missing_provider_key(*spec, config) : missing_key(scheme, config)) {
         auto verdict = detail::invalid(scheme, *missing);
