@@ -373,7 +373,9 @@ class PublishedVectors(unittest.TestCase):
         shipped = sorted(name[:-5] for name in os.listdir(PROVIDERS) if name.endswith(".yaml"))
         # No spec without its vector (SendGrid's, checked with a public key, in SendGridAsItsSdkJudges).
         # Clerk's and Resend's, Svix's customers, in SvixCustomers.
-        self.assertEqual(shipped, sorted([v[0] for v in VECTORS] + ["sendgrid", "clerk", "resend"]))
+        # OpenAI's and Replicate's, Standard Webhooks senders, in StandardWebhooksSenders.
+        self.assertEqual(shipped, sorted([v[0] for v in VECTORS] + ["sendgrid", "clerk", "resend", "openai",
+                                                                   "replicate"]))
         for name, secret, body, headers, at, source in VECTORS:
             with self.subTest(provider=name, source=source):
                 record = envelope(body, headers, at)
@@ -877,3 +879,59 @@ class SvixCustomers(unittest.TestCase):
             code, _, err = run(["verify", "--provider-file", path, "--secret", "s"], stdin=b"")
             self.assertEqual(code, 2)
             self.assertIn("x.yaml:3:1: signature_header: a provider with scheme: signs as that scheme does", err)
+
+
+class StandardWebhooksSenders(unittest.TestCase):
+    """OpenAI and Replicate send Standard Webhooks deliveries: auto names
+    them `standard`; `--scheme NAME` judges as each SDK does and names it."""
+
+    # openai/openai-node tests/lib/webhooks.test.ts: its timestamp, webhookID, payload, signature, secret.
+    OPENAI_PAYLOAD = ('{"id": "evt_685c059ae3a481909bdc86819b066fb6", "object": "event", "created_at": 1750861210, '
+                      '"type": "response.completed", "data": {"id": "resp_123"}}')
+    OPENAI_SECRET = "whsec_RdvaYFYUXuIFuEbvZHwMfYFhUf7aMYjYcmM24+Aj40c="
+    OPENAI_SIGNATURE = "gUAg4R2hWouRZqRQG4uJypNS8YK885G838+EHb4nKBY="
+
+    def openai(self, signature_header, payload=None, received_at="2025-06-25T14:20:11Z"):
+        return envelope(self.OPENAI_PAYLOAD if payload is None else payload,
+                        [("webhook-signature", signature_header), ("webhook-timestamp", "1750861210"),
+                         ("webhook-id", "wh_685c059ae39c8190af8c71ed1022a24d")], received_at)
+
+    def test_openai_as_its_sdk_judges(self):
+        record = self.openai("v1," + self.OPENAI_SIGNATURE)
+        code, verdict, err = verify(record, "--scheme", "openai", "--secret", self.OPENAI_SECRET)
+        self.assertEqual((code, verdict["valid"], verdict["scheme"]), (0, True, "openai"), (verdict, err))
+        code, verdict, _ = verify(record, "--secret", self.OPENAI_SECRET)
+        self.assertEqual((code, verdict["scheme"]), (0, "standard"))
+        # 'continues past malformed signatures when another signature is valid', and 'rejects' one alone.
+        code, verdict, _ = verify(self.openai("v1,not-valid-$$$ v1," + self.OPENAI_SIGNATURE), "--scheme", "openai",
+                                  "--secret", self.OPENAI_SECRET)
+        self.assertEqual((code, verdict["valid"]), (0, True))
+        code, verdict, _ = verify(self.openai("v1,not-valid-$$$"), "--scheme", "openai", "--secret",
+                                  self.OPENAI_SECRET)
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        # 'verifies UTF-8 webhook secrets and payloads': a secret without whsec_ keys as its text
+        # (the signature computed as that test computes it, with crypto.subtle's HMAC).
+        code, verdict, err = verify(self.openai("v1,I9mqLHO+vW5Z+K/QrGAiNxPMY1i0jDEnqmn6TZJn/Fk=",
+                                                payload='{"city":"Zürich","key":"🔑"}'),
+                                    "--scheme", "openai", "--secret", "sëcret-✓-🔑")
+        self.assertEqual((code, verdict["valid"]), (0, True), (verdict, err))
+        # Five minutes either way (its tolerance of 300 s).
+        code, verdict, _ = verify(self.openai("v1," + self.OPENAI_SIGNATURE, received_at="2025-06-25T14:26:11Z"),
+                                  "--scheme", "openai", "--secret", self.OPENAI_SECRET)
+        self.assertIn("beyond the 5m tolerance", verdict["reason"])
+
+    def test_replicate_as_its_sdk_judges(self):
+        # replicate/replicate-javascript index.test.ts, 'Can be used to validate webhook'
+        # (the Svix test case it cites), with its Webhook-ID, -Timestamp and -Signature headers.
+        record = envelope('{"test": 2432232314}', [("Webhook-ID", "msg_p5jXN8AQM9LWM0D4loKWxJek"),
+                                                   ("Webhook-Timestamp", "1614265330"),
+                                                   ("Webhook-Signature", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")],
+                          "2021-02-25T15:02:11Z")
+        secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+        code, verdict, err = verify(record, "--scheme", "replicate", "--secret", secret)
+        self.assertEqual((code, verdict["valid"], verdict["scheme"]), (0, True, "replicate"), (verdict, err))
+        code, verdict, _ = verify(record, "--secret", secret)
+        self.assertEqual((code, verdict["scheme"]), (0, "standard"))
+        code, verdict, _ = verify(envelope('{"test": 2432232315}', record["headers"], "2021-02-25T15:02:11Z"),
+                                  "--scheme", "replicate", "--secret", secret)
+        self.assertEqual((code, verdict["valid"]), (1, False))

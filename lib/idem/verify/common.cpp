@@ -20,6 +20,10 @@ std::string derive_key(const Secret& secret, KeyDerivation derivation) {
         return base64_key(secret);
     case KeyDerivation::hex:
         return hex_key(secret);
+    case KeyDerivation::whsec_or_text:
+        // whsec_<base64> is decoded; any other secret keys as its text (OpenAI's SDK).
+        if (secret.value.starts_with("whsec_")) return standard_webhooks_key(secret);
+        break;
     case KeyDerivation::nfkd:
         if (auto normalized = nfkd(secret.value)) return *normalized;
         throw UsageError(
@@ -36,6 +40,8 @@ KeyDerivation key_derivation(const ProviderSpec& spec) {
         return KeyDerivation::base64;
     case ProviderSpec::SecretForm::hex:
         return KeyDerivation::hex;
+    case ProviderSpec::SecretForm::whsec_or_text:
+        return KeyDerivation::whsec_or_text;
     case ProviderSpec::SecretForm::raw:
         break;
     }

@@ -161,7 +161,9 @@ struct ProviderSpec {
     bool token_base64 = false;
     // The HMAC key: the secret's bytes as given, or the bytes it spells in
     // base64 (after an optional "whsec_"; Finch) or in hex (Adyen).
-    enum class SecretForm { raw, base64, hex } secret_form = SecretForm::raw;
+    // `whsec-or-text`: whsec_<base64> decoded, any other secret as its text
+    // (OpenAI's SDK).
+    enum class SecretForm { raw, base64, hex, whsec_or_text } secret_form = SecretForm::raw;
     // `secret_normalize: nfkd`: the secret's text is NFKD-normalised first
     // (EasyPost's libraries), so a secret typed with a precomposed é keys
     // as its SDK keys it.

@@ -210,8 +210,12 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
     if (node["secret"]) {
         spec.secret_form = one_of<SecretForm>(
             file, node["secret"], "secret",
-            {{"raw", SecretForm::raw}, {"base64", SecretForm::base64}, {"hex", SecretForm::hex}},
-            "use raw (its bytes as given), base64 or hex (the bytes it spells)");
+            {{"raw", SecretForm::raw},
+             {"base64", SecretForm::base64},
+             {"hex", SecretForm::hex},
+             {"whsec-or-text", SecretForm::whsec_or_text}},
+            "use raw (its bytes as given), base64 or hex (the bytes it spells), or "
+            "whsec-or-text (whsec_<base64> decoded, else the text)");
         if (spec.secret_form != ProviderSpec::SecretForm::raw &&
             spec.construction != ProviderSpec::Construction::hmac)
             fail_at(file, node["secret"], "secret: base64 and hex go with construction: hmac");

@@ -18,7 +18,7 @@ namespace idem::verify::detail {
 // Stripe uses the secret string itself as the HMAC key; Standard Webhooks
 // decodes the base64 after "whsec_"; a provider file may say `secret: base64`
 // or `secret: hex`.
-enum class KeyDerivation { raw, standard_base64, base64, hex, nfkd };
+enum class KeyDerivation { raw, standard_base64, base64, hex, nfkd, whsec_or_text };
 
 // The HMAC key a secret gives under `derivation` (UsageError naming the
 // secret when it cannot), for verifying and for signing alike.
