@@ -374,8 +374,9 @@ class PublishedVectors(unittest.TestCase):
         # No spec without its vector (SendGrid's, checked with a public key, in SendGridAsItsSdkJudges).
         # Clerk's and Resend's, Svix's customers, in SvixCustomers.
         # OpenAI's and Replicate's, Standard Webhooks senders, in StandardWebhooksSenders.
+        # Mailgun's, signed in the body, in MailgunAsItsSdkJudges.
         self.assertEqual(shipped, sorted([v[0] for v in VECTORS] + ["sendgrid", "clerk", "resend", "openai",
-                                                                   "replicate"]))
+                                                                   "replicate", "mailgun"]))
         for name, secret, body, headers, at, source in VECTORS:
             with self.subTest(provider=name, source=source):
                 record = envelope(body, headers, at)
@@ -935,3 +936,56 @@ class StandardWebhooksSenders(unittest.TestCase):
         code, verdict, _ = verify(envelope('{"test": 2432232315}', record["headers"], "2021-02-25T15:02:11Z"),
                                   "--scheme", "replicate", "--secret", secret)
         self.assertEqual((code, verdict["valid"]), (1, False))
+
+
+class MailgunAsItsSdkJudges(unittest.TestCase):
+    """mailgun/mailgun-php tests/Api/WebhookTest.php: the signature, timestamp and
+    token are members of the JSON body; HMAC-SHA256 of timestamp + token."""
+
+    KEY = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0"
+
+    def delivery(self, timestamp, token, signature):
+        body = json.dumps({"signature": {"timestamp": timestamp, "token": token, "signature": signature},
+                           "event-data": {"event": "delivered", "id": "CPgfbmQMTCKtHW6uIWtuVe"}})
+        return envelope(body, [("Content-Type", "application/json")], "2026-11-30T08:00:00Z")
+
+    def test_its_cases(self):
+        good = self.delivery("1403645220", "5egbgr1vjgqxtrnp65xfznchgdccwh5d6i09vijqi3whgowmn6",
+                             "9cfc5c41582e51246e73c88d34db3af0a3a2692a76fbab81492842f000256d33")
+        code, verdict, err = verify(good, "--scheme", "mailgun", "--secret", self.KEY)
+        self.assertEqual((code, verdict["valid"], verdict["scheme"]), (0, True, "mailgun"), (verdict, err))
+        # testVerifyWebhookBad: another token under the same signature.
+        bad = self.delivery("1403645220", "owyldpe6nxhmrn78epljl6bj0orrki1u3d2v5e6cnlmmuox8jr",
+                            "9cfc5c41582e51246e73c88d34db3af0a3a2692a76fbab81492842f000256d33")
+        self.assertEqual(verify(bad, "--scheme", "mailgun", "--secret", self.KEY)[0], 1)
+        # testVerifyWebhookEmptyRequest.
+        code, verdict, _ = verify(self.delivery(0, "", ""), "--scheme", "mailgun", "--secret", self.KEY)
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        self.assertIn("no signature at signature.signature in the body", verdict["reason"])
+        # A body without the token is refused by name; a body that is no JSON likewise.
+        record = envelope(json.dumps({"signature": {"timestamp": "1403645220", "signature": "00"}}), [],
+                          "2026-11-30T08:00:00Z")
+        code, verdict, _ = verify(record, "--scheme", "mailgun", "--secret", self.KEY)
+        self.assertIn("no signature.token in the body", verdict["reason"])
+        code, verdict, _ = verify(envelope("not json", [], "2026-11-30T08:00:00Z"), "--scheme", "mailgun",
+                                  "--secret", self.KEY)
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        # No header tells Mailgun apart: auto does not guess it.
+        code, verdict, _ = verify(good, "--secret", self.KEY)
+        self.assertEqual((code, verdict["scheme"]), (1, "auto"))
+
+    def test_a_token_that_spells_a_placeholder_is_signed_as_text(self):
+        # The token is the body's text, never read again as a template: "{body}" stays "{body}".
+        import hashlib
+        import hmac as hmac_module
+        token = "{body}{timestamp}"
+        signature = hmac_module.new(self.KEY.encode(), ("1403645220" + token).encode(), hashlib.sha256).hexdigest()
+        code, verdict, err = verify(self.delivery("1403645220", token, signature), "--scheme", "mailgun",
+                                    "--secret", self.KEY)
+        self.assertEqual((code, verdict["valid"]), (0, True), (verdict, err))
+
+    def test_sign_says_it_cannot_write_into_the_body(self):
+        code, _, err = run(["sign", "--provider-file", PROVIDERS, "--scheme", "mailgun", "--secret", self.KEY],
+                           stdin=(json.dumps(self.delivery("1", "t", "s")) + "\n").encode())
+        self.assertEqual(code, 2)
+        self.assertIn("signs inside the body", err)

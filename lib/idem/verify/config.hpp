@@ -178,6 +178,13 @@ struct ProviderSpec {
     // `timestamp_path`: the timestamp is a member of the JSON body (Pusher's
     // time_ms, Linear's webhookTimestamp), dotted; empty: none.
     std::vector<std::string> timestamp_path;
+    // `signature_path`: the signature is a member of the JSON body, dotted
+    // (Mailgun's signature.signature), not a header. Such a provider has no
+    // header to be told by: `--scheme NAME` picks it, never auto.
+    std::vector<std::string> signature_path;
+    // The {json:PATH} placeholders `message` holds (each PATH as written):
+    // the text of that member of the JSON body (Mailgun's token).
+    std::vector<std::string> json_placeholders;
     // `tolerance`: the provider's own age limit (its SDK's), used unless
     // --tolerance is given; `none` (Duration::max()): its SDK checks no age.
     std::optional<Duration> tolerance;

@@ -182,8 +182,14 @@ std::string expand_message_template(std::string_view pattern, const TemplateValu
         if (open == std::string_view::npos) break;
         rest.remove_prefix(open);
         bool replaced = false;
+        for (const auto& [name, value] : values.json)
+            if (!replaced && rest.starts_with(name)) {
+                message.append(value);
+                rest.remove_prefix(name.size());
+                replaced = true;
+            }
         for (const auto& [name, value] : placeholders)
-            if (value->has_value() && rest.starts_with(name)) {
+            if (!replaced && value->has_value() && rest.starts_with(name)) {
                 message.append(**value);
                 rest.remove_prefix(name.size());
                 replaced = true;

@@ -128,13 +128,31 @@ std::string provider_message(const ProviderSpec& spec, const record::Envelope& e
     values.method = envelope.method;
     values.path = envelope.path;
     values.url = url;
+    for (const auto& placeholder : spec.json_placeholders) {
+        // A member the body lacks signs as nothing: verify_provider has
+        // refused such a delivery before, naming the member.
+        auto text = body_member(envelope.body, dotted_path(placeholder));
+        values.json.emplace_back(fmt::format("{{json:{}}}", placeholder), text.value_or(""));
+    }
     return expand_message_template(spec.message, values);
 }
 
+std::vector<std::string> dotted_path(std::string_view text) {
+    std::vector<std::string> path;
+    for (auto part : split(text, '.'))
+        path.emplace_back(part);
+    return path;
+}
+
 std::optional<std::string> body_timestamp(const ProviderSpec& spec, std::string_view body) {
+    return body_member(body, spec.timestamp_path);
+}
+
+std::optional<std::string> body_member(std::string_view body,
+                                       const std::vector<std::string>& path) {
     auto document = nlohmann::json::parse(body, nullptr, false);
     const nlohmann::json* at = &document;
-    for (const auto& member : spec.timestamp_path) {
+    for (const auto& member : path) {
         if (!at->is_object()) return std::nullopt;
         auto found = at->find(member);
         if (found == at->end()) return std::nullopt;
@@ -244,13 +262,26 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
     const auto& names = spec.signature_headers.empty()
                             ? std::vector<std::string>{spec.signature_header}
                             : spec.signature_headers;
+    std::optional<std::string> in_body_signature; // the views below look into it
+    if (!spec.signature_path.empty()) {
+        in_body_signature = body_member(envelope.body, spec.signature_path);
+        if (!in_body_signature || in_body_signature->empty())
+            return fail(
+                fmt::format("no signature at {} in the body", fmt::join(spec.signature_path, ".")));
+        if (auto problem = read_header(spec, *in_body_signature, header)) return fail(*problem);
+        any_header = true;
+    }
     for (const auto& name : names) {
-        auto value = envelope.header(name);
+        auto value = spec.signature_path.empty() ? envelope.header(name) : std::nullopt;
         if (!value) continue;
         any_header = true;
         if (auto problem = read_header(spec, *value, header)) return fail(*problem);
     }
     if (!any_header) return fail(missing_header(spec.signature_header));
+    for (const auto& placeholder : spec.json_placeholders)
+        if (!body_member(envelope.body, dotted_path(placeholder)))
+            return fail(fmt::format("no {} in the body (a number or a string), which {} signs",
+                                    placeholder, spec.name));
     std::string_view timestamp_text;
     std::optional<Timestamp> signed_at;
     if (header.timestamp) timestamp_text = *header.timestamp;

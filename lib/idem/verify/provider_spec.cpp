@@ -3,6 +3,7 @@
 #include "idem/util/detail/yaml_support.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
+#include "idem/verify/detail/schemes.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -24,22 +25,53 @@ constexpr std::string_view k_fields[] = {"name",           "source",           "
                                          "detect",         "construction",     "secret",
                                          "require",        "secret_normalize", "strict_encoding",
                                          "timestamp_path", "tolerance",        "positional",
-                                         "scheme"};
+                                         "scheme",         "signature_path"};
 
 // The message template's placeholders.
 constexpr std::string_view k_placeholders[] = {"{body}",   "{timestamp}", "{id}",
                                                "{method}", "{path}",      "{url}"};
 
+// "{json:a.b}": a member of the JSON body, by its dotted path.
+constexpr std::string_view k_json_placeholder = "{json:";
+
+bool is_dotted_path(std::string_view path) {
+    if (path.empty()) return false;
+    return std::all_of(path.begin(), path.end(), [](char c) { return c != '}' && c != '{'; }) &&
+           !path.starts_with('.') && !path.ends_with('.') &&
+           path.find("..") == std::string_view::npos;
+}
+
+// The message's {json:PATH} placeholders, each PATH as written.
+std::vector<std::string> json_placeholders(const std::string& file, const YAML::Node& node,
+                                           const std::string& text) {
+    std::vector<std::string> found;
+    for (auto open = text.find(k_json_placeholder); open != std::string::npos;
+         open = text.find(k_json_placeholder, open + 1)) {
+        auto close = text.find('}', open);
+        auto path = std::string_view(text).substr(open + k_json_placeholder.size(),
+                                                  close == std::string::npos
+                                                      ? std::string::npos
+                                                      : close - open - k_json_placeholder.size());
+        if (close == std::string::npos || !is_dotted_path(path))
+            fail_at(file, node,
+                    fmt::format("message: {{json:PATH}} takes a dotted member path "
+                                "({{json:signature.token}})"));
+        if (std::find(found.begin(), found.end(), path) == found.end()) found.emplace_back(path);
+    }
+    return found;
+}
+
 void check_template(const std::string& file, const YAML::Node& node, const std::string& text) {
     for (auto open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
         auto rest = std::string_view(text).substr(open);
+        if (rest.starts_with(k_json_placeholder)) continue; // json_placeholders checks it
         bool known = std::any_of(std::begin(k_placeholders), std::end(k_placeholders),
                                  [&](std::string_view name) { return rest.starts_with(name); });
         if (!known)
             fail_at(file, node,
                     fmt::format("message: unknown placeholder at {}: use {{body}}, "
-                                "{{timestamp}}, {{id}}, {{method}}, {{path}} or {{url}} "
-                                "({{secret}} only last, with construction: digest)",
+                                "{{timestamp}}, {{id}}, {{method}}, {{path}}, {{url}} or "
+                                "{{json:PATH}} ({{secret}} only last, with construction: digest)",
                                 quote(rest.substr(0, rest.find('}') + 1))));
     }
 }
@@ -86,7 +118,7 @@ void refuse_unknown_fields(const std::string& file, const YAML::Node& node) {
                                 "algorithm, encoding, message, timestamp_header, timestamp_unit, "
                                 "future_refused, id_header, detect, construction, secret, "
                                 "secret_normalize, strict_encoding, require, timestamp_path, "
-                                "tolerance, positional or scheme",
+                                "tolerance, positional, scheme or signature_path",
                                 quote(key)));
     }
 }
@@ -320,7 +352,7 @@ ProviderSpec::DetectHeader detect_header_at(const std::string& file, const YAML:
 // signature header).
 void read_detect(const std::string& file, const YAML::Node& node, ProviderSpec& spec) {
     if (!node["detect"]) {
-        spec.detect.push_back({spec.signature_header, {}});
+        if (!spec.signature_header.empty()) spec.detect.push_back({spec.signature_header, {}});
         return;
     }
     const auto& detect = node["detect"];
@@ -400,10 +432,25 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
         spec.builtin = scheme;
         return spec;
     }
-    if (!node["signature_header"])
-        fail_at(file, node, fmt::format("provider {} needs a signature_header", spec.name));
+    if (node["signature_path"]) {
+        // The signature is in the JSON body: no header carries it.
+        if (node["signature_header"])
+            fail_at(file, node["signature_path"],
+                    "give signature_header or signature_path, not both");
+        auto path = scalar(file, node["signature_path"], "signature_path");
+        if (!is_dotted_path(path))
+            fail_at(file, node["signature_path"],
+                    fmt::format("signature_path {}: dotted member names", quote(path)));
+        spec.signature_path = detail::dotted_path(path);
+    } else if (!node["signature_header"]) {
+        fail_at(
+            file, node,
+            fmt::format("provider {} needs a signature_header (or a signature_path)", spec.name));
+    }
     const auto& headers = node["signature_header"];
-    if (headers.IsSequence() && headers.size() > 0) {
+    if (!headers) {
+        // Body-signed: nothing for auto to tell it by, unless detect says.
+    } else if (headers.IsSequence() && headers.size() > 0) {
         for (const auto& item : headers)
             spec.signature_headers.push_back(header_name(file, item, "signature_header"));
     } else if (headers.IsSequence()) {
@@ -411,7 +458,7 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
     } else {
         spec.signature_headers.push_back(header_name(file, headers, "signature_header"));
     }
-    spec.signature_header = spec.signature_headers.front();
+    if (!spec.signature_headers.empty()) spec.signature_header = spec.signature_headers.front();
     read_signature_items(file, node, spec);
     if (node["prefix"]) spec.prefix = scalar(file, node["prefix"], "prefix");
     read_construction(file, node, spec);
@@ -424,6 +471,7 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
             spec.secret_last = true;
         }
         check_template(file, node["message"], spec.message);
+        spec.json_placeholders = json_placeholders(file, node["message"], spec.message);
     }
     read_timestamp(file, node, spec);
     if (node["id_header"]) spec.id_header = header_name(file, node["id_header"], "id_header");
@@ -494,7 +542,8 @@ ProviderDetection detect_provider(const std::vector<ProviderSpec>& specs,
     ProviderDetection found;
     std::size_t most = 0;
     for (const auto& spec : specs) {
-        if (spec.builtin) continue; // its deliveries are the scheme's
+        // A built-in scheme's customer, or a body-signed provider: by name only.
+        if (spec.builtin || spec.detect.empty()) continue;
         bool all = std::all_of(spec.detect.begin(), spec.detect.end(), [&](const auto& wanted) {
             auto value = envelope.header(wanted.name);
             if (!value || wanted.value.empty()) return value.has_value();

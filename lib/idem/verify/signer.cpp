@@ -220,6 +220,10 @@ std::string rfc3339_as_precise_as(Timestamp at) {
 HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Timestamp at,
                                           const std::string& seconds) const {
     const auto& spec = config.providers.at(config.provider);
+    if (!spec.signature_path.empty())
+        throw UsageError(fmt::format("provider {} signs inside the body ({}): idem sign writes "
+                                     "headers and leaves the body as it is",
+                                     spec.name, fmt::join(spec.signature_path, ".")));
     if (spec.construction == ProviderSpec::Construction::ecdsa_p256)
         throw UsageError(fmt::format("provider {} signs with its own private key (ECDSA): idem "
                                      "verifies its deliveries but cannot make them",

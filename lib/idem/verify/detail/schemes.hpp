@@ -89,6 +89,11 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec);
 // number as it is written, a string's value); nullopt when there is none.
 [[nodiscard]] std::optional<std::string> body_timestamp(const ProviderSpec& spec,
                                                         std::string_view body);
+// The same for any dotted path ("signature.token").
+[[nodiscard]] std::optional<std::string> body_member(std::string_view body,
+                                                     const std::vector<std::string>& path);
+// A "{json:a.b}" placeholder's dotted path, split.
+[[nodiscard]] std::vector<std::string> dotted_path(std::string_view text);
 // The value a spec's required header must have: the --param a {param:NAME}
 // names (nullopt when not given: presence only), or the value itself.
 [[nodiscard]] std::optional<std::string> required_value(const VerifyConfig& config,
@@ -183,6 +188,8 @@ check_age(const Input& input, Timestamp signed_at, ClockSides sides,
 // left as written.
 struct TemplateValues {
     std::optional<std::string_view> body, timestamp, id, method, path, url;
+    // "{json:PATH}" and the member's text, for a provider file's message.
+    std::vector<std::pair<std::string, std::string>> json;
 };
 [[nodiscard]] std::string expand_message_template(std::string_view pattern,
                                                   const TemplateValues& values);
