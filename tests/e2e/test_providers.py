@@ -331,6 +331,144 @@ VECTORS = [
      [("Authorization", "Basic cG9zdG1hcmstdXNlcjpzM2NyZXQtcGFzc3cwcmQ=")],
      "2026-11-30T08:00:00Z",
      "Postmark's webhooks overview, 'Protecting your webhook' (HTTP Basic auth, RFC 7617)"),
+    ('lemonsqueezy', 'lemon-signing-secret',
+     '{"meta":{"event_name":"order_created","custom_data":{"user_id":"123"}},"data":{"type":"orders","id":'
+     '"1","attributes":{"status":"paid","total":999}}}',
+     [('X-Signature', 'a326d078e52bbff8bc19b89129e4e4df0feee98995e2f8b7390486b7dc9b2be0'),
+      ('X-Event-Name', 'order_created')],
+     '2026-11-30T08:00:00Z',
+     "Lemon Squeezy 'Signing requests' (the hex HMAC-SHA256 of the body): constructed for this test"),
+    ('sentry', 'sentry-client-secret',
+     '{"action":"created","installation":{"uuid":"7a485448-a9e2-4c85-8a3c-4f44175783c9"},"data":{"issue":{'
+     '"id":"1117540176"}},"actor":{"type":"application","id":"sentry","name":"Sentry"}}',
+     [('Sentry-Hook-Signature', 'bc85839aaa00d51bfdc1f54d7a834976620bf7627909f2dc61d045d62d4aa19f'),
+      ('Sentry-Hook-Resource', 'issue'),
+      ('Request-ID', 'a4f2b9c6-2b7e-4f55-9d1e-2c43e6a1b001')],
+     '2026-11-30T08:00:00Z',
+     "Sentry's integration webhooks guide, 'Verifying the signature': constructed for this test"),
+    ('notion', 'secret_notion_verification_token',
+     '{"id":"367cba44-b6f3-4c92-81e7-6a2e9659efd4","timestamp":"2024-12-05T23:55:34.285Z","workspace_id":"'
+     '13950b26-c203-4f3b-b97d-93ec06319565","type":"page.created","entity":{"id":"153104cd-477e-809d-8dc4-'
+     'ff2d96ae3090","type":"page"}}',
+     [('X-Notion-Signature', 'sha256=9bce6379dbdddf7aa5adf649294a10a2fb6c370ffc9de73231193b3052e4a743')],
+     '2026-11-30T08:00:00Z',
+     "Notion's webhooks reference, 'Validating event payloads': constructed for this test"),
+    ('calcom', 'cal-webhook-secret',
+     '{"triggerEvent":"BOOKING_CREATED","createdAt":"2023-05-24T09:30:00.538Z","payload":{"type":"30min","'
+     'title":"30min between A and B","uid":"bFJeNb2uX8ANpT3JL5EfXw"}}',
+     [('X-Cal-Signature-256', '0e83022e6a426752aff2253a5a014c06196e893dd37cbf081cbe77c694df311d')],
+     '2026-11-30T08:00:00Z',
+     "Cal.com's webhooks guide, 'Verifying the authenticity of the received payload': constructed for this test"),
+    ('xero', 'xero-webhook-key',
+     '{"events":[{"resourceUrl":"https://api.xero.com/api.xro/2.0/Contacts/717f2bfc-c6d4-41fd-b238-3f2f0c0'
+     'cf777","resourceId":"717f2bfc-c6d4-41fd-b238-3f2f0c0cf777","eventDateUtc":"2017-06-21T01:15:39.902",'
+     '"eventType":"Update","eventCategory":"CONTACT","tenantId":"c2cc9b6e-9458-4c7d-93cc-f02b81b0594f","te'
+     'nantType":"ORGANISATION"}],"lastEventSequence":1,"firstEventSequence":1,"entropy":"S0m3r4Nd0mt3xt"}',
+     [('x-xero-signature', '1WHQW9TrGtrKLFe1ZBkJC86Q/9uGyNARspusAgpYyOw=')],
+     '2026-11-30T08:00:00Z',
+     "Xero's webhooks guide, 'Signature', with its example event: constructed for this test"),
+    ('airtable', 'YWlydGFibGUtbWFjLXNlY3JldC1ieXRlcy0wMTIzNDU2',
+     '{"base":{"id":"appPSrhBtBGqEjPbf"},"webhook":{"id":"achW8qEALOIRnlaW7"},"timestamp":"2022-02-01T21:2'
+     '5:05.663Z"}',
+     [('X-Airtable-Content-MAC', 'hmac-sha256=926f72468e8e275c5a8297cc2abc65b468d942c02648a0cabbcab3a7443e791c')],
+     '2026-11-30T08:00:00Z',
+     "Airtable's webhooks overview, 'Webhook notification delivery', with its notification: constructed for this test"),
+    ('tally', 'tally-signing-secret',
+     '{"eventId":"a4cb511e-d513-4fa5-baee-b815d718dfd1","eventType":"FORM_RESPONSE","createdAt":"2023-06-2'
+     '8T15:00:21.889Z","data":{"responseId":"2wgx4n","formId":"VwbNEw","formName":"Webhook payload"}}',
+     [('Tally-Signature', 'CbGdEd+7v+Pqq11I914Kxl/3WcWhZTSIDYCa4R+zdEI=')],
+     '2026-11-30T08:00:00Z',
+     "Tally's webhooks help, 'Signature verification', with its example payload: constructed for this test"),
+    ('persona', 'wbhsec_persona_secret',
+     '{"data":{"type":"event","id":"evt_4ssCVQGVnnW2nEbUVwTBnsRv","attributes":{"name":"inquiry.completed"'
+     ',"payload":{"data":{"type":"inquiry","id":"inq_2CVZ4HyVg7qaboXz6ZCWuFxd"}},"created-at":"2023-09-20T'
+     '17:53:32.000Z"}}}',
+     [('Persona-Signature', 't=1695232412,v1=a0e2ac9dacb2c75d97fd3a93dd328e235fb458760892b5eae4c8be00d45e3791')],
+     '2023-09-20T17:53:33Z',
+     "Persona's 'Checking signatures' (t=, v1= over {t}.{body}): constructed for this test"),
+    ('customerio', 'cio-signing-key',
+     '{"data":{"action_id":36,"campaign_id":23,"customer_id":"user-123","delivery_id":"RAECAAFwnUSneIa0ZXk'
+     'mSGKv","identifiers":{"id":"user-123"}},"event_id":"01E4C4CT6YDC7Y5M7FE1GWWPQJ","metric":"sent","obj'
+     'ect_type":"email","timestamp":1613063089}',
+     [('X-CIO-Signature', '44bcbe077567f6d2efcba5fc01c05dff924fd7a7280011cd248bb34e3e1a0547'),
+      ('X-CIO-Timestamp', '1613063089')],
+     '2021-02-11T17:04:50Z',
+     "Customer.io's reporting webhooks, 'Securely verify requests', with its example event: constructed for this test"),
+    ('frameio', 'frameio-secret',
+     '{"type":"asset.ready","resource":{"type":"asset","id":"b4e5c37a-63a0-4b38-b1a5-0e1b7e9c6b33"},"accou'
+     'nt":{"id":"6f70f1bd-7e89-4a7e-b4d3-7c5ce7f1c1a0"},"team":{"id":"35543cd2-954a-c6ee-4aa1-ce9e19602aa9'
+     '"},"user":{"id":"56556a3f-859f-4b38-b6c6-e8625b5da8a5"}}',
+     [('X-Frameio-Signature', 'v0=8a0f8a96900e988ca36a4af7f3eac5c07019e15de7f7d09c068d735c9cf86413'),
+      ('X-Frameio-Request-Timestamp', '1700000000')],
+     '2023-11-14T22:13:21Z',
+     "Frame.io's webhooks overview, 'Security and verification': constructed for this test"),
+    ('webflow', 'webflow-webhook-secret',
+     '{"triggerType":"form_submission","payload":{"name":"Contact Form","siteId":"65427cf400e02b306eaa049c'
+     '","data":{"First Name":"Zaphod","Email":"zaphod@heartofgold.ai"},"submittedAt":"2022-09-14T12:35:16.'
+     '117Z","id":"6321ca84df3949bfc6752327"}}',
+     [('x-webflow-signature', '5b051cfce00187d4d7709a86d358e34b5562b6a3547911e368ed95d8256b5906'),
+      ('x-webflow-timestamp', '1663158916117')],
+     '2022-09-14T12:35:17Z',
+     "Webflow's 'Validating request signatures', with its form_submission example: constructed for this test"),
+    ('docusign', 'docusign-connect-hmac-key',
+     '{"event":"envelope-completed","apiVersion":"v2.1","uri":"/restapi/v2.1/accounts/5cfc3a6b/envelopes/9'
+     '3be49ab","retryCount":0,"configurationId":10418,"generatedDateTime":"2024-01-10T18:43:41.0612164Z","'
+     'data":{"accountId":"5cfc3a6b","envelopeId":"93be49ab-afa0-4adf-933c-f752070d71ec"}}',
+     [('X-DocuSign-Signature-1', '9Ph5QYbxK3kUWLMFOHQaJge5F7cKqCG9eQJczNCEsx4=')],
+     '2026-11-30T08:00:00Z',
+     "DocuSign's 'HMAC security' for Connect, with its JSON envelope-completed event: constructed for this test"),
+    ('launchdarkly', 'ld-webhook-secret',
+     '{"_links":{"canonical":{"href":"/api/v2/flags/default/alternate.page","type":"application/json"}},"_'
+     'id":"5d2b1ff4e3f5d30e2a7b1e67","kind":"flag","name":"Alternate page","description":"turned on the fl'
+     'ag","titleVerb":"turned on the flag","date":1563111412000}',
+     [('X-LD-Signature', 'b99a6beb2ac9879f08325c87aaa60e330fa4c1df90f78847b94c18d58d6ee746')],
+     '2026-11-30T08:00:00Z',
+     "LaunchDarkly's 'Signing webhooks': constructed for this test"),
+    ('circleci', 'circleci-webhook-secret',
+     '{"type":"workflow-completed","id":"3888f21b-eaa7-38e3-8f3d-75a63bba8895","happened_at":"2021-09-01T2'
+     '2:49:34.317Z","webhook":{"id":"cf8c4fdd-0587-4da1-b4ca-4846e9640af9","name":"Sample Webhook"},"workf'
+     'low":{"id":"fda08377-fe7e-46b1-8992-3a7aaecac9c3","name":"build-test-deploy","status":"success"}}',
+     [('circleci-signature', 'v1=b2bad6ed942fa789262e014196582fad1b3d3b53114894694bc2afe053060b95')],
+     '2026-11-30T08:00:00Z',
+     "CircleCI's 'Validate webhooks', with its workflow-completed example: constructed for this test"),
+    ('helpscout', 'helpscout-secret-key',
+     '{"id":12345,"number":349,"type":"email","status":"active","subject":"Need help","mailbox":{"id":1,"n'
+     'ame":"Support"}}',
+     [('X-HelpScout-Signature', 'WwPZ2K29+tkUnxv1Qendrk/qKoY='),
+      ('X-HelpScout-Event', 'convo.created')],
+     '2026-11-30T08:00:00Z',
+     "Help Scout's webhooks, 'Verifying': constructed for this test"),
+    ('checkout', 'checkout-signature-key',
+     '{"id":"evt_az5sblvku4ge3dwpztvyizgcau","type":"payment_approved","version":"1.0.33","created_on":"20'
+     '19-08-24T14:15:22Z","data":{"id":"pay_mbabizu24mvu3mela5njyhpit4","amount":6540,"currency":"USD"}}',
+     [('Cko-Signature', 'f6233f71a52686dfd05dd0f769eec38d04a4029934f2799ff2c70603f566d8ec')],
+     '2026-11-30T08:00:00Z',
+     "Checkout.com's 'Receive webhooks', 'Verify the webhook': constructed for this test"),
+    ('woocommerce', 'woocommerce-webhook-secret',
+     '{"id":727,"status":"processing","currency":"USD","total":"29.35","line_items":[{"id":315,"name":"Woo'
+     ' Single #1","quantity":2}]}',
+     [('X-WC-Webhook-Signature', 'YB4PhPeoPpXL+RB8IBRQTb15909VYTNIDnErKXhEVds='),
+      ('X-WC-Webhook-Delivery-ID', '2b6f01d6c5a8b4c5d1e7f0a9')],
+     '2026-11-30T08:00:00Z',
+     "WooCommerce REST API docs, 'Webhooks' (delivery headers): constructed for this test"),
+    ('paystack', 'sk_test_paystack_secret',
+     '{"event":"charge.success","data":{"id":302961,"domain":"live","status":"success","reference":"qTPrJo'
+     'y9Bx","amount":10000,"currency":"NGN"}}',
+     [('x-paystack-signature', '281d30dedd442d78fdb4ed87aa6c7a94b4bb17fcd458ba7a441745b794e9cf733592f7c3e2b2adc80f6c6f489905ae601c86286ca179bcd776bde1665a8fd02f')],
+     '2026-11-30T08:00:00Z',
+     "Paystack's webhooks, 'Verify event origin', with its charge.success example: constructed for this test"),
+    ('flutterwave', 'flw-secret-hash-value',
+     '{"event":"charge.completed","data":{"id":285959875,"tx_ref":"Links-616626414629","flw_ref":"PeterEke'
+     'ne/FLW270177170","amount":100,"currency":"NGN","status":"successful"}}',
+     [('verif-hash', 'flw-secret-hash-value')],
+     '2026-11-30T08:00:00Z',
+     "Flutterwave's webhooks, 'Verifying webhook signatures' (the verif-hash header is the secret hash)"),
+    ('hookdeck', 'hookdeck-signing-secret',
+     '{"id":"evt_hookdeck_1","type":"order.created","data":{"id":"ord_1"}}',
+     [('x-hookdeck-signature', 'G/23X89LNEE7A2AE1Qf6DuNiWMvYOeCEVvURCzAlY6M='),
+      ('x-hookdeck-eventid', 'evt_9d2f')],
+     '2026-11-30T08:00:00Z',
+     "Hookdeck's authentication docs, 'Hookdeck webhook signature verification': constructed for this test"),
 ]
 
 # When each timestamped vector was signed (idem sign --timestamp reproduces it).
@@ -340,16 +478,21 @@ SIGNED_AT = {"paddle": "2023-11-01T00:00:00Z", "mux": "2019-08-06T21:08:38Z",
              "hubspot-v3": "2023-09-02T12:26:00Z", "workos": "2024-01-01T00:00:00Z",
              "twitch": "2019-11-16T10:11:12.634234Z", "zoom": "2023-02-01T17:45:05Z",
              "calendly": "2020-11-23T17:51:19Z", "zendesk": "2021-08-17T20:28:32Z",
-             "recurly": "2022-09-13T21:18:45.004Z"}
+             "recurly": "2022-09-13T21:18:45.004Z", "persona": "2023-09-20T17:53:32Z",
+             "customerio": "2021-02-11T17:04:49Z", "frameio": "2023-11-14T22:13:20Z",
+             "webflow": "2022-09-14T12:35:16.117Z"}
 # Headers a delivery carries that are no signature: kept when signing.
 NOT_SIGNATURES = {"X-Topic", "X-Gitlab-Event", "X-Gitlab-Event-UUID", "X-Pusher-Key", "x-sinch-webhook-signature-nonce", "Finch-Event-Id", "X-Event-Key",
                   "X-Request-UUID", "X-Atlassian-Webhook-Identifier", "User-Agent", "Twitch-Eventsub-Message-Id",
-                  "Twitch-Eventsub-Message-Type", "X-Zendesk-Webhook-Invocation-Id"}
+                  "Twitch-Eventsub-Message-Type", "X-Zendesk-Webhook-Invocation-Id", "X-Event-Name",
+                  "Sentry-Hook-Resource", "Request-ID", "X-HelpScout-Event", "X-WC-Webhook-Delivery-ID",
+                  "x-hookdeck-eventid"}
 # Signature headers whose name does not say "signature".
 SIGNATURE_HEADERS = {"trello": "X-Trello-Webhook", "gitlab": "X-Gitlab-Token",
-                     "telegram": "X-Telegram-Bot-Api-Secret-Token", "basic-auth": "Authorization"}
+                     "telegram": "X-Telegram-Bot-Api-Secret-Token", "basic-auth": "Authorization",
+                     "xero": "x-xero-signature", "airtable": "X-Airtable-Content-MAC", "flutterwave": "verif-hash"}
 # Providers that send a shared token instead of signing: the body is not covered.
-TOKENS = {"gitlab", "telegram", "basic-auth"}
+TOKENS = {"gitlab", "telegram", "basic-auth", "flutterwave"}
 
 
 def another_secret(secret):
