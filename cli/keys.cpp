@@ -174,8 +174,16 @@ verify::VerifyConfig key_config(const KeyOptions& options) {
             verify::make_secret(require_env(reference.reference, "--secret-env"),
                                 reference.label.empty() ? reference.reference : reference.label));
     }
-    for (const auto& text : options.public_keys)
-        config.public_keys.push_back(verify::parse_public_key(text, config.public_keys.size() + 1));
+    for (const auto& text : options.public_keys) {
+        // A path that names a file (a PEM or a JWK as saved) is read; a public
+        // key is no secret, but the same bound keeps a stray path small.
+        std::error_code error;
+        auto key_text = std::filesystem::is_regular_file(text, error)
+                            ? read_bounded_file(text, "--public-key", k_max_secret_file_bytes)
+                            : text;
+        config.public_keys.push_back(
+            verify::parse_public_key(key_text, config.public_keys.size() + 1));
+    }
     config.url = options.url;
     config.url_base = options.url_base;
     config.sha1 = options.allow_sha1 ? verify::Sha1Policy::allow : verify::Sha1Policy::reject;

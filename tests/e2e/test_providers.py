@@ -4,6 +4,7 @@ its provider publishes in its official SDK's tests, named beside each case,
 under its own name and by `--scheme auto`; a changed byte, another secret or
 a stale timestamp fails; `idem sign` with a spec makes what `verify` accepts;
 and a malformed spec is refused with its file, line and column."""
+import base64
 import json
 import os
 import tempfile
@@ -519,7 +520,7 @@ class PublishedVectors(unittest.TestCase):
         # OpenAI's and Replicate's, Standard Webhooks senders, in StandardWebhooksSenders.
         # Mailgun's, signed in the body, in MailgunAsItsSdkJudges.
         self.assertEqual(shipped, sorted([v[0] for v in VECTORS] + ["sendgrid", "clerk", "resend", "openai",
-                                                                   "replicate", "mailgun"]))
+                                                                   "replicate", "mailgun", "netlify", "plaid"]))
         for name, secret, body, headers, at, source in VECTORS:
             with self.subTest(provider=name, source=source):
                 record = envelope(body, headers, at)
@@ -1132,3 +1133,75 @@ class MailgunAsItsSdkJudges(unittest.TestCase):
                            stdin=(json.dumps(self.delivery("1", "t", "s")) + "\n").encode())
         self.assertEqual(code, 2)
         self.assertIn("signs inside the body", err)
+
+
+class JsonWebTokens(unittest.TestCase):
+    """Netlify (HS256, iss netlify, sha256 of the body) and Plaid (ES256 with the
+    JWK its API returns, request_body_sha256, iat within five minutes). Neither
+    SDK verifies, and neither doc gives a token with its key: each token here is
+    made as the doc describes (Netlify's deploy notifications 'Payload
+    signature'; Plaid's 'Webhook verification'), Plaid's with a fixed P-256 key."""
+
+    NETLIFY_BODY = ('{"id":"5f2ae48e0e0d9d001f8e5a57","site_id":"0d3a9d2f-ef94-4380-93df-27ee400e2048","state":"ready",'
+                    '"name":"idem-demo","deploy_ssl_url":"https://5f2ae48e0e0d9d001f8e5a57--idem-demo.netlify.app"}')
+    NETLIFY_TOKEN = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJuZXRsaWZ5Iiwic2hhMjU2IjoiNjYwNzEyNzBjM2U2Y2NhNDM2NGJlY"
+                     "jhlOWZkNDFmNDE4ZGUyNjNjNjFhYTA0ZmZlZDBjMDg5NWY5N2ZkMmJmOCJ9.EoOAHWzMJ_nXjdPATIlLcwQKXti0cdobhupZp6lVy5Q")
+    PLAID_BODY = ('{"webhook_type":"TRANSACTIONS","webhook_code":"SYNC_UPDATES_AVAILABLE","item_id":'
+                  '"wz666MBjYWTp2PDzzggYhM6oWWmBb","initial_update_complete":true,"historical_update_complete":false,'
+                  '"environment":"sandbox"}')
+    PLAID_TOKEN = ("eyJhbGciOiJFUzI1NiIsImtpZCI6ImJmYmQ1MTExLThlMzMtNDY0My04Y2VkLWIyZTY0MmE3MmYzYyIsInR5cCI6IkpXVCJ9.eyJpY"
+                   "XQiOjE3MDAwMDAwMDAsInJlcXVlc3RfYm9keV9zaGEyNTYiOiI5YmExZTI0OWNjN2E0MTE1M2E2ZWRlYTlhZTljYzE2NmVlYWE2ZWNmYj"
+                   "BiNzIyODNhNDQ4N2Y3ODBmOGE2Mzc4In0.z8P9j0QBdhllrf7iYuFCt0m3oakh7GCwIOf29PN6EB52FQto8FBFbipDyCmzqvzNGupripvpu"
+                   "ilRpZszpQeiJg")
+    PLAID_JWK = {"alg": "ES256", "crv": "P-256", "kid": "bfbd5111-8e33-4643-8ced-b2e642a72f3c", "kty": "EC",
+                 "use": "sig", "x": "ToIZcwqgjB12iu6n_rulACkSuH87-CcVxA0SVc32em4",
+                 "y": "J-hE4BgRwQCWxg2cKPKZrkzZ4wul9RVw5xr2EdgSshU"}
+
+    def judge(self, record, *args):
+        code, out, err = run(["verify", "--provider-file", PROVIDERS, *args], stdin=(json.dumps(record) + "\n").encode())
+        lines = out.splitlines()
+        return code, (json.loads(lines[0])["_idem"]["verify"] if lines else None), err
+
+    def test_netlify(self):
+        record = envelope(self.NETLIFY_BODY, [("X-Webhook-Signature", self.NETLIFY_TOKEN)], "2026-11-30T08:00:00Z")
+        for scheme in ("netlify", "auto"):
+            code, verdict, err = self.judge(record, "--scheme", scheme, "--secret", "netlify-jws-secret-token")
+            self.assertEqual((code, verdict["valid"], verdict["scheme"]), (0, True, "netlify"), (verdict, err))
+        code, verdict, _ = self.judge(record, "--scheme", "netlify", "--secret", "another-token")
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        # Another body under the same token: the hash claim says it is not the one signed.
+        code, verdict, _ = self.judge(envelope(self.NETLIFY_BODY + " ", record["headers"], "2026-11-30T08:00:00Z"),
+                                      "--scheme", "netlify", "--secret", "netlify-jws-secret-token")
+        self.assertIn("the token's sha256 is not the body's SHA-256", verdict["reason"])
+
+    def test_a_token_that_names_another_algorithm_is_refused(self):
+        header, claims, _ = self.NETLIFY_TOKEN.split(".")
+        none = base64.urlsafe_b64encode(b'{"alg":"none","typ":"JWT"}').rstrip(b"=").decode()
+        for token in (none + "." + claims + ".", "a.b", "not a token", header + "." + claims + ".!!"):
+            with self.subTest(token=token):
+                record = envelope(self.NETLIFY_BODY, [("X-Webhook-Signature", token)], "2026-11-30T08:00:00Z")
+                code, verdict, _ = self.judge(record, "--scheme", "netlify", "--secret", "netlify-jws-secret-token")
+                self.assertEqual((code, verdict["valid"]), (1, False))
+
+    def test_plaid_with_its_jwk(self):
+        record = envelope(self.PLAID_BODY, [("Plaid-Verification", self.PLAID_TOKEN)], "2023-11-14T22:13:30Z")
+        with tempfile.TemporaryDirectory() as directory:
+            key_file = os.path.join(directory, "plaid-key.json")
+            with open(key_file, "w") as out:
+                json.dump({"key": self.PLAID_JWK, "request_id": "RZ6Omi1bzzwDaLo"}, out)  # as the API returns it
+            for key in (key_file, json.dumps(self.PLAID_JWK)):
+                for scheme in ("plaid", "auto"):
+                    code, verdict, err = self.judge(record, "--scheme", scheme, "--public-key", key)
+                    self.assertEqual((code, verdict["valid"], verdict["scheme"]), (0, True, "plaid"), (verdict, err))
+            # More than five minutes after iat: refused.
+            late = dict(record, received_at="2023-11-14T22:19:21Z")
+            code, verdict, _ = self.judge(late, "--scheme", "plaid", "--public-key", key_file)
+            self.assertIn("beyond the 5m tolerance", verdict["reason"])
+            # Another body.
+            other = envelope(self.PLAID_BODY.replace("sandbox", "production"), record["headers"], record["received_at"])
+            code, verdict, _ = self.judge(other, "--scheme", "plaid", "--public-key", key_file)
+            self.assertIn("request_body_sha256 is not the body's SHA-256", verdict["reason"])
+            # Another P-256 key (SendGrid's test key): the signature does not match.
+            code, verdict, _ = self.judge(record, "--scheme", "plaid", "--public-key", SendGridAsItsSdkJudges.PUBLIC_KEY)
+            self.assertEqual((code, verdict["valid"]), (1, False))
+            self.assertIn("signature does not match", verdict["reason"])

@@ -11,8 +11,10 @@
 #include "idem/util/errors.hpp"
 
 #include <cassert>
+#include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
+#include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
 #include <openssl/rand.h>
@@ -280,6 +282,28 @@ bool EcdsaP256PublicKey::verify(std::string_view message, std::string_view der_s
                m_impl->context, reinterpret_cast<const unsigned char*>(der_signature.data()),
                der_signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
                message.size()) == 1;
+}
+
+bool EcdsaP256PublicKey::verify_raw(std::string_view message, std::string_view r_and_s) const {
+    if (r_and_s.size() != 64) return false;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(r_and_s.data());
+    ECDSA_SIG* signature = ECDSA_SIG_new();
+    BIGNUM* r = BN_bin2bn(bytes, 32, nullptr);
+    BIGNUM* s = BN_bin2bn(bytes + 32, 32, nullptr);
+    if (!signature || !r || !s || ECDSA_SIG_set0(signature, r, s) != 1) {
+        BN_free(r);
+        BN_free(s);
+        ECDSA_SIG_free(signature);
+        return false;
+    }
+    unsigned char* der = nullptr;
+    int length = i2d_ECDSA_SIG(signature, &der); // r and s belong to the signature now
+    ECDSA_SIG_free(signature);
+    if (length <= 0) return false;
+    bool valid = verify(message, std::string_view(reinterpret_cast<const char*>(der),
+                                                  static_cast<std::size_t>(length)));
+    OPENSSL_free(der);
+    return valid;
 }
 
 struct Ed25519PrivateKey::Impl {

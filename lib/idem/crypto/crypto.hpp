@@ -105,6 +105,8 @@ public:
     EcdsaP256PublicKey& operator=(EcdsaP256PublicKey&&) noexcept;
 
     [[nodiscard]] bool verify(std::string_view message, std::string_view der_signature) const;
+    // A signature written as r and s, 32 bytes each (JWS's ES256).
+    [[nodiscard]] bool verify_raw(std::string_view message, std::string_view r_and_s) const;
 
 private:
     EcdsaP256PublicKey();

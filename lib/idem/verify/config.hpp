@@ -151,7 +151,25 @@ struct ProviderSpec {
     // secret itself (GitLab, Telegram, HTTP Basic auth).
     // `ecdsa-p256`: an ECDSA signature (DER, in base64) over SHA-256 of the
     // message, checked with the --public-key (SendGrid's event webhook).
-    enum class Construction { hmac, digest, token, ecdsa_p256 } construction = Construction::hmac;
+    // `jwt`: the header is a JSON Web Token (JWS compact form) signed with
+    // `jwt_algorithm`: HS256 keyed by the secret (Netlify) or ES256 checked
+    // with a P-256 --public-key (Plaid); its claims are checked below.
+    enum class Construction {
+        hmac,
+        digest,
+        token,
+        ecdsa_p256,
+        jwt
+    } construction = Construction::hmac;
+    enum class JwtAlgorithm { hs256, es256 } jwt_algorithm = JwtAlgorithm::hs256;
+    // Claims that must hold exactly these strings (Netlify's iss: netlify).
+    std::vector<std::pair<std::string, std::string>> jwt_claims;
+    // The claim that holds the hex SHA-256 of the raw body (Netlify's
+    // sha256, Plaid's request_body_sha256): it binds the token to the body.
+    std::string jwt_body_hash;
+    // The claim that holds the signing time in Unix seconds (Plaid's iat),
+    // checked against the tolerance.
+    std::string jwt_time_claim;
     // {body} {timestamp} {id} {method} {path} {url}: what is signed.
     std::string message = "{body}";
     // A digest's template ended in {secret} (removed from `message`).

@@ -4,6 +4,7 @@
 #include "idem/verify/config.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace idem::verify {
 
@@ -127,7 +128,38 @@ std::string without_pem_armour(std::string_view text) {
 }
 } // namespace
 
+namespace {
+// A JWK of an EC P-256 key ({"kty":"EC","crv":"P-256","x":...,"y":...}, as
+// Plaid's webhook_verification_key/get returns it) as the DER
+// SubjectPublicKeyInfo OpenSSL reads: the fixed P-256 prefix, then the
+// uncompressed point 04 || x || y.
+std::optional<std::string> jwk_p256_der(std::string_view text) {
+    auto jwk = nlohmann::json::parse(text, nullptr, false);
+    if (jwk.is_object() && jwk.contains("key") && jwk["key"].is_object()) jwk = jwk["key"];
+    if (!jwk.is_object() || jwk.value("kty", "") != "EC" || jwk.value("crv", "") != "P-256" ||
+        !jwk.contains("x") || !jwk.contains("y") || !jwk["x"].is_string() || !jwk["y"].is_string())
+        return std::nullopt;
+    auto x = base64_decode(jwk["x"].get<std::string>());
+    auto y = base64_decode(jwk["y"].get<std::string>());
+    if (!x || !y || x->size() != 32 || y->size() != 32) return std::nullopt;
+    auto der = hex_decode("3059301306072a8648ce3d020106082a8648ce3d030107034200");
+    if (!der) return std::nullopt;
+    der->push_back('\x04');
+    *der += *x;
+    *der += *y;
+    return der;
+}
+} // namespace
+
 PublicKey parse_public_key(std::string_view text, std::size_t position) {
+    if (trim(text).starts_with('{')) {
+        // A JWK is JSON, no LABEL=: it is named by its position.
+        if (auto der = jwk_p256_der(trim(text)); der && crypto::EcdsaP256PublicKey::from_der(*der))
+            return {fmt::format("#{}", position), *der, PublicKey::Kind::ecdsa_p256};
+        throw UsageError(fmt::format("public key #{} is JSON but no EC P-256 JWK (kty EC, crv "
+                                     "P-256, x and y of 32 bytes each)",
+                                     position));
+    }
     auto [label, value] = split_label(text, position);
     auto raw = decode_key_text(without_pem_armour(value), "whpk_");
     if (raw && raw->size() == crypto::k_ed25519_key_bytes)

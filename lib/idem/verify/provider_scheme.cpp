@@ -232,6 +232,105 @@ Verdict settle(const Input& input, const ProviderSpec& spec,
 }
 } // namespace
 
+namespace {
+// The claim's text: a string's value, an integer as written.
+std::optional<std::string> claim_text(const nlohmann::json& claims, const std::string& name) {
+    auto found = claims.find(name);
+    if (found == claims.end()) return std::nullopt;
+    if (found->is_string()) return found->get<std::string>();
+    if (found->is_number_integer() || found->is_number_unsigned()) return found->dump();
+    return std::nullopt;
+}
+
+// `construction: jwt`: a JSON Web Token in compact form, its signature
+// checked before any claim is believed, the algorithm the spec's (never
+// the token's say: "none" and an HMAC keyed by a public key are refused),
+// the body bound by its hash claim, and its time claim within tolerance.
+Verdict verify_jwt(Input& input, const ProviderSpec& spec, const SignatureHeader& header) {
+    auto fail = [&](std::string reason) {
+        auto verdict = invalid(Scheme::provider, std::move(reason));
+        verdict.provider = spec.name;
+        return verdict;
+    };
+    constexpr std::size_t k_max_token = 16 * 1024;
+    auto token = header.signatures.front();
+    if (token.size() > k_max_token)
+        return fail(
+            fmt::format("the token in '{}' is over {} bytes", spec.signature_header, k_max_token));
+    auto first_dot = token.find('.');
+    auto second_dot =
+        first_dot == std::string_view::npos ? first_dot : token.find('.', first_dot + 1);
+    if (second_dot == std::string_view::npos ||
+        token.find('.', second_dot + 1) != std::string_view::npos)
+        return fail(fmt::format("malformed header '{}': not a JSON Web Token (three parts)",
+                                spec.signature_header));
+    auto signing_input = token.substr(0, second_dot);
+    auto header_json = base64_decode(token.substr(0, first_dot));
+    auto claims_json = base64_decode(token.substr(first_dot + 1, second_dot - first_dot - 1));
+    auto signature = base64_decode(token.substr(second_dot + 1));
+    if (!header_json || !claims_json || !signature)
+        return fail(fmt::format("malformed header '{}': a part of the token is not base64url",
+                                spec.signature_header));
+    auto jose = nlohmann::json::parse(*header_json, nullptr, false);
+    auto wanted = spec.jwt_algorithm == ProviderSpec::JwtAlgorithm::hs256 ? "HS256" : "ES256";
+    if (!jose.is_object() || !jose.contains("alg") || jose["alg"] != wanted)
+        return fail(
+            fmt::format("the token's alg is not {}, which {} signs with", wanted, spec.name));
+    std::optional<std::string> label;
+    std::size_t key_count = 0;
+    if (spec.jwt_algorithm == ProviderSpec::JwtAlgorithm::hs256) {
+        const auto& keys =
+            input.keys.hmac(key_derivation(spec), crypto::HashAlgorithm::sha256, Scheme::provider);
+        key_count = keys.size();
+        for (const auto& key : keys)
+            if (!label &&
+                crypto::constant_time_equal(key.key.mac({signing_input}).view(), *signature))
+                label = key.label;
+    } else {
+        const auto& keys = input.keys.ecdsa_p256(spec.name);
+        key_count = keys.size();
+        for (const auto& key : keys)
+            if (!label && key.key.verify_raw(signing_input, *signature)) label = key.label;
+    }
+    if (!label) return fail(no_match_reason(key_count, 1));
+    auto claims = nlohmann::json::parse(*claims_json, nullptr, false);
+    if (!claims.is_object()) return fail("the token's claims are not a JSON object");
+    for (const auto& [name, value] : spec.jwt_claims) {
+        auto found = claim_text(claims, name);
+        if (!found || *found != value)
+            return fail(fmt::format("the token's {} is {}: {} requires {}", name,
+                                    found ? quote(*found, 40) : std::string("missing"), spec.name,
+                                    quote(value)));
+    }
+    auto body_hash = claim_text(claims, spec.jwt_body_hash);
+    auto digest = crypto::hash(crypto::HashAlgorithm::sha256, input.envelope.body);
+    if (!body_hash ||
+        !crypto::constant_time_equal(to_lower(*body_hash),
+                                     encode_signature(digest.view(), SignatureEncoding::hex)))
+        return fail(fmt::format("the token's {} is not the body's SHA-256: the body is not the "
+                                "one signed",
+                                spec.jwt_body_hash));
+    std::optional<Timestamp> signed_at;
+    if (!spec.jwt_time_claim.empty()) {
+        auto text = claim_text(claims, spec.jwt_time_claim);
+        ProviderSpec seconds_spec;
+        if (text) signed_at = parse_provider_time(seconds_spec, *text);
+        if (!signed_at)
+            return fail(fmt::format("the token's {} is not Unix seconds", spec.jwt_time_claim));
+        if (auto stale = check_age(input, *signed_at,
+                                   spec.future_refused ? ClockSides::both : ClockSides::past_only,
+                                   spec.tolerance))
+            return fail(*stale);
+    }
+    auto nonce = claim_text(claims, "jti");
+    auto verdict =
+        matched(input, Scheme::provider, *label,
+                nonce ? std::string_view(*nonce) : token.substr(second_dot + 1), signed_at);
+    verdict.provider = spec.name;
+    return verdict;
+}
+} // namespace
+
 Verdict verify_provider(Input& input, const ProviderSpec& spec) {
     const auto& envelope = input.envelope;
     auto fail = [&](std::string reason) {
@@ -327,6 +426,8 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
     }
     if (spec.construction == ProviderSpec::Construction::token)
         return verify_token(input, spec, header, id);
+    if (spec.construction == ProviderSpec::Construction::jwt)
+        return verify_jwt(input, spec, header);
     std::optional<std::string> label;
     std::size_t key_count = 0;
     if (spec.construction == ProviderSpec::Construction::ecdsa_p256) {

@@ -25,7 +25,8 @@ constexpr std::string_view k_fields[] = {"name",           "source",           "
                                          "detect",         "construction",     "secret",
                                          "require",        "secret_normalize", "strict_encoding",
                                          "timestamp_path", "tolerance",        "positional",
-                                         "scheme",         "signature_path"};
+                                         "scheme",         "signature_path",   "jwt_algorithm",
+                                         "jwt_claims",     "jwt_body_hash",    "jwt_time_claim"};
 
 // The message template's placeholders.
 constexpr std::string_view k_placeholders[] = {"{body}",   "{timestamp}", "{id}",
@@ -118,7 +119,8 @@ void refuse_unknown_fields(const std::string& file, const YAML::Node& node) {
                                 "algorithm, encoding, message, timestamp_header, timestamp_unit, "
                                 "future_refused, id_header, detect, construction, secret, "
                                 "secret_normalize, strict_encoding, require, timestamp_path, "
-                                "tolerance, positional, scheme or signature_path",
+                                "tolerance, positional, scheme, signature_path, jwt_algorithm, "
+                                "jwt_claims, jwt_body_hash or jwt_time_claim",
                                 quote(key)));
     }
 }
@@ -211,9 +213,50 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
             {{"hmac", Construction::hmac},
              {"digest", Construction::digest},
              {"token", Construction::token},
-             {"ecdsa-p256", Construction::ecdsa_p256}},
+             {"ecdsa-p256", Construction::ecdsa_p256},
+             {"jwt", Construction::jwt}},
             "use hmac (keyed by the secret), digest (a hash of the secret and the message), "
-            "token (the header carries the secret itself) or ecdsa-p256 (a public key's)");
+            "token (the header carries the secret itself), ecdsa-p256 (a public key's) or jwt "
+            "(a JSON Web Token)");
+    bool any_jwt_field = node["jwt_algorithm"] || node["jwt_claims"] || node["jwt_body_hash"] ||
+                         node["jwt_time_claim"];
+    if (spec.construction != Construction::jwt && any_jwt_field)
+        fail_at(file, node,
+                "jwt_algorithm, jwt_claims, jwt_body_hash and jwt_time_claim go with "
+                "construction: jwt");
+    if (spec.construction == Construction::jwt) {
+        for (const char* field :
+             {"algorithm", "encoding", "message", "secret", "strict_encoding", "secret_normalize",
+              "timestamp_header", "timestamp_key", "timestamp_path", "separator"})
+            if (node[field])
+                fail_at(file, node[field],
+                        fmt::format("{}: construction: jwt signs the token's own header and "
+                                    "claims (say what they must hold with jwt_claims, "
+                                    "jwt_body_hash, jwt_time_claim)",
+                                    field));
+        if (!node["jwt_algorithm"])
+            fail_at(file, node, "construction: jwt needs jwt_algorithm (HS256 or ES256)");
+        spec.jwt_algorithm = one_of<ProviderSpec::JwtAlgorithm>(
+            file, node["jwt_algorithm"], "jwt_algorithm",
+            {{"HS256", ProviderSpec::JwtAlgorithm::hs256},
+             {"ES256", ProviderSpec::JwtAlgorithm::es256}},
+            "use HS256 (keyed by the secret) or ES256 (a P-256 --public-key)");
+        if (node["jwt_claims"]) {
+            if (!node["jwt_claims"].IsMap() || node["jwt_claims"].size() == 0)
+                fail_at(file, node["jwt_claims"], "jwt_claims: claim names, each with its value");
+            for (const auto& entry : node["jwt_claims"])
+                spec.jwt_claims.emplace_back(scalar(file, entry.first, "jwt_claims"),
+                                             scalar(file, entry.second, "jwt_claims"));
+        }
+        if (node["jwt_body_hash"])
+            spec.jwt_body_hash = scalar(file, node["jwt_body_hash"], "jwt_body_hash");
+        if (node["jwt_time_claim"])
+            spec.jwt_time_claim = scalar(file, node["jwt_time_claim"], "jwt_time_claim");
+        if (spec.jwt_body_hash.empty())
+            fail_at(file, node,
+                    "construction: jwt needs jwt_body_hash: a token that names no hash of the "
+                    "body proves nothing about it");
+    }
     if (spec.construction == Construction::ecdsa_p256) {
         for (const char* field : {"algorithm", "secret", "strict_encoding", "secret_normalize"})
             if (node[field])
@@ -318,6 +361,7 @@ void read_timestamp(const std::string& file, const YAML::Node& node, ProviderSpe
         fail_at(file, node["message"],
                 "message signs {timestamp}: give timestamp_header, timestamp_key or "
                 "timestamp_path");
+    has_timestamp = has_timestamp || !spec.jwt_time_claim.empty();
     if (spec.tolerance && !has_timestamp)
         fail_at(file, node["tolerance"], "tolerance: the provider signs no timestamp");
     if (node["future_refused"]) {

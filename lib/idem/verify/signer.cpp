@@ -224,10 +224,14 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
         throw UsageError(fmt::format("provider {} signs inside the body ({}): idem sign writes "
                                      "headers and leaves the body as it is",
                                      spec.name, fmt::join(spec.signature_path, ".")));
-    if (spec.construction == ProviderSpec::Construction::ecdsa_p256)
-        throw UsageError(fmt::format("provider {} signs with its own private key (ECDSA): idem "
-                                     "verifies its deliveries but cannot make them",
-                                     spec.name));
+    if (spec.construction == ProviderSpec::Construction::ecdsa_p256 ||
+        spec.construction == ProviderSpec::Construction::jwt)
+        throw UsageError(fmt::format("provider {} signs {}: idem verifies its deliveries but "
+                                     "cannot make them",
+                                     spec.name,
+                                     spec.construction == ProviderSpec::Construction::jwt
+                                         ? "a JSON Web Token"
+                                         : "with its own private key (ECDSA)"));
     using Unit = ProviderSpec::TimestampUnit;
     std::string stamp = spec.timestamp_unit == Unit::milliseconds
                             ? std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(

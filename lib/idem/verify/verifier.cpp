@@ -53,7 +53,9 @@ detail::VerifyFunction verifier_for(Scheme scheme) {
 namespace {
 std::optional<std::string> missing_provider_key(const ProviderSpec& spec,
                                                 const VerifyConfig& config) {
-    if (spec.construction == ProviderSpec::Construction::ecdsa_p256) {
+    if (spec.construction == ProviderSpec::Construction::ecdsa_p256 ||
+        (spec.construction == ProviderSpec::Construction::jwt &&
+         spec.jwt_algorithm == ProviderSpec::JwtAlgorithm::es256)) {
         if (std::any_of(
                 config.public_keys.begin(), config.public_keys.end(),
                 [](const PublicKey& key) { return key.kind == PublicKey::Kind::ecdsa_p256; }))

@@ -148,6 +148,12 @@ TEST_CASE("a malformed spec is refused with its place") {
         {"name: a\nsignature_header: X-A\nmessage: '{json:}{body}'\n",
          "a.yaml:3:10: message: {json:PATH} takes a dotted member path"},
         {"name: a\n", "needs a signature_header (or a signature_path)"},
+        {"name: a\nsignature_header: X-A\nconstruction: jwt\njwt_algorithm: HS256\n",
+         "construction: jwt needs jwt_body_hash"},
+        {"name: a\nsignature_header: X-A\njwt_body_hash: sha256\n", "go with construction: jwt"},
+        {"name: a\nsignature_header: X-A\nconstruction: jwt\njwt_algorithm: none\n"
+         "jwt_body_hash: h\n",
+         "a.yaml:4:16: jwt_algorithm 'none': use HS256"},
         {"name: a\nsignature_header: X-A\nseparator: ','\npositional: true\nsignature_key: v1\n",
          "a.yaml:5:16: signature_key: positional items have no keys"},
         {"name: a\nsignature_header: X-A\ntimestamp_header: X-T\ntimestamp_unit: rfc2822\n",
