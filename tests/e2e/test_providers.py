@@ -520,7 +520,8 @@ class PublishedVectors(unittest.TestCase):
         # OpenAI's and Replicate's, Standard Webhooks senders, in StandardWebhooksSenders.
         # Mailgun's, signed in the body, in MailgunAsItsSdkJudges.
         self.assertEqual(shipped, sorted([v[0] for v in VECTORS] + ["sendgrid", "clerk", "resend", "openai",
-                                                                   "replicate", "mailgun", "netlify", "plaid"]))
+                                                                   "replicate", "mailgun", "netlify", "plaid",
+                                                                   "okta"]))
         for name, secret, body, headers, at, source in VECTORS:
             with self.subTest(provider=name, source=source):
                 record = envelope(body, headers, at)
@@ -1205,3 +1206,19 @@ class JsonWebTokens(unittest.TestCase):
             code, verdict, _ = self.judge(record, "--scheme", "plaid", "--public-key", SendGridAsItsSdkJudges.PUBLIC_KEY)
             self.assertEqual((code, verdict["valid"]), (1, False))
             self.assertIn("signature does not match", verdict["reason"])
+
+
+class OktaToken(unittest.TestCase):
+    """Okta's event hooks send the secret the hook was registered with in
+    Authorization (its 'Event hooks' concepts, 'Header' authentication):
+    `--scheme okta` compares it; auto never guesses an Authorization header."""
+
+    def test_the_token_is_compared_and_auto_does_not_guess(self):
+        body = '{"eventType":"com.okta.event_hook","eventId":"b5a188b9-5ece-4636-b041-482ffda96311","data":{"events":[]}}'
+        record = envelope(body, [("Authorization", "okta-hook-secret-0123")], "2026-11-30T08:00:00Z")
+        code, verdict, err = verify(record, "--scheme", "okta", "--secret", "okta-hook-secret-0123")
+        self.assertEqual((code, verdict["valid"], verdict["scheme"]), (0, True, "okta"), (verdict, err))
+        code, verdict, _ = verify(record, "--scheme", "okta", "--secret", "okta-hook-secret-0124")
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        code, verdict, _ = verify(record, "--secret", "okta-hook-secret-0123")
+        self.assertEqual((code, verdict["scheme"]), (1, "auto"))

@@ -405,8 +405,11 @@ void read_detect(const std::string& file, const YAML::Node& node, ProviderSpec& 
     } else if (detect.IsSequence() && detect.size() > 0) {
         for (const auto& item : detect)
             spec.detect.push_back(detect_header_at(file, item));
+    } else if (detect.IsSequence()) {
+        // `detect: []`: the headers are any sender's (Okta's Authorization
+        // value is the user's choice): --scheme NAME picks it, auto never.
     } else {
-        fail_at(file, detect, "detect: a header name or a list of them");
+        fail_at(file, detect, "detect: a header name or a list of them ([] for none)");
     }
 }
 
