@@ -127,6 +127,8 @@ verify::VerifyConfig key_config(const KeyOptions& options) {
             for (const auto& value : required.values)
                 if (auto param = verify::ProviderSpec::required_param(value); !param.empty())
                     asked.emplace_back(param);
+    for (const auto& spec : config.providers)
+        asked.insert(asked.end(), spec.message_params.begin(), spec.message_params.end());
     for (const auto& param : options.params) {
         auto equals = param.find('=');
         if (equals == std::string::npos || equals == 0)

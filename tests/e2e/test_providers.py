@@ -521,7 +521,7 @@ class PublishedVectors(unittest.TestCase):
         # Mailgun's, signed in the body, in MailgunAsItsSdkJudges.
         self.assertEqual(shipped, sorted([v[0] for v in VECTORS] + ["sendgrid", "clerk", "resend", "openai",
                                                                    "replicate", "mailgun", "netlify", "plaid",
-                                                                   "okta"]))
+                                                                   "okta", "paypal"]))
         for name, secret, body, headers, at, source in VECTORS:
             with self.subTest(provider=name, source=source):
                 record = envelope(body, headers, at)
@@ -798,7 +798,7 @@ class Malformed(unittest.TestCase):
         self.check_refused("- {name: a, signature_header: X-A}\n- {name: a, signature_header: X-B}\n",
                            "provider 'a' is defined twice")
         self.check_refused("name: acme\nsignature_header: 'X Acme'\n", "is not a header name")
-        self.check_refused("name: acme\nsignature_header: X-A\nconstruction: rsa\n", "construction 'rsa'")
+        self.check_refused("name: acme\nsignature_header: X-A\nconstruction: rsa-pss\n", "construction 'rsa-pss'")
         self.check_refused("name: acme\nsignature_header: X-A\ntolerance: soon\ntimestamp_header: X-T\n",
                            "tolerance 'soon': a duration")
         self.check_refused("name: acme\nsignature_header: X-A\ntolerance: 1m\n", "signs no timestamp")
@@ -1222,3 +1222,75 @@ class OktaToken(unittest.TestCase):
         self.assertEqual((code, verdict["valid"]), (1, False))
         code, verdict, _ = verify(record, "--secret", "okta-hook-secret-0123")
         self.assertEqual((code, verdict["scheme"]), (1, "auto"))
+
+
+class PayPalRsa(unittest.TestCase):
+    """PayPal's self-verification ('Verify the signature' under Webhooks,
+    REST): SHA256withRSA over transmission id | time | webhook id | the body's
+    CRC-32 in decimal, by the key of the certificate PAYPAL-CERT-URL names,
+    given here as a file. PayPal's SDKs fetch the certificate online and no
+    test holds one offline: the certificate and signature are made here with
+    a fixed RSA-2048 key, as the doc describes."""
+
+    CERTIFICATE = (
+        '-----BEGIN CERTIFICATE-----\n'
+        'MIIC5TCCAc2gAwIBAgIBATANBgkqhkiG9w0BAQsFADA2MTQwMgYDVQQDDCttZXNz\n'
+        'YWdldmVyaWZpY2F0aW9uY2VydHMuc2FuZGJveC5wYXlwYWwuY29tMB4XDTI0MDEw\n'
+        'MTAwMDAwMFoXDTM0MDEwMTAwMDAwMFowNjE0MDIGA1UEAwwrbWVzc2FnZXZlcmlm\n'
+        'aWNhdGlvbmNlcnRzLnNhbmRib3gucGF5cGFsLmNvbTCCASIwDQYJKoZIhvcNAQEB\n'
+        'BQADggEPADCCAQoCggEBANS87OYg4VU7noQ3vh8wr1YGlFw8sGBfsUbN7XI9E1WR\n'
+        'BRXYVeuGDvVG+xCYAine8w/2mWBED4qWyoRB7XqNoO2noitTHsTjHldtRnUeqwhZ\n'
+        '3lu4Zt94Vf9exlihfHE16PTMM2zqy9ZMuOLNAq5chs++74+mqkEq9HeydW9lDU8U\n'
+        'KQcimfQR1YGVfk/gP0/4cUNczAZvZTn+i6iP8HvI4YH+U3jZTdQr8M4sV92DjcL0\n'
+        'ji1EWrkKJ4n6y6YO43N5Tls84Xkyb+6o37D2EPB2DG7PzfR5gRb5DMAL03WN8vu+\n'
+        'c5NnHSDU6q0vbyfE/Ja62GpLm44h1IKtAQfBRYUcvWUCAwEAATANBgkqhkiG9w0B\n'
+        'AQsFAAOCAQEAdZPa7WGeugIonR/PVN89d+x/m6YDT4VXWaavBFrXJvOdmUylkyoS\n'
+        'VOX1GoD90jsVWAlIcV2cyDKTmJclHx8ywz/z23s9i/RpgKgabFd3/LBtie9ANm1R\n'
+        'SVcXNvTkF+DKB0iVzBBCuIXmUTTigG5OPCjDyB7aS/KGcQH11EZyNmIQgjZuowXh\n'
+        'VWzWibHBX6oNJ4CF/ivnGgbU0dlLBKAlkQ2NqUkzv5ZU0fSS1tvKrqiEnQOL2zeC\n'
+        'BzKaaL+C1saNG3WJGS44mg2bFZ2J0VGvf/5IrTDIN4GXw69kScQKZynpef9NyvjE\n'
+        'yh2bD+Hm3Fmhbn/cYekR9lfBxBpkYjksGw==\n'
+        '-----END CERTIFICATE-----\n'
+    )
+    BODY = '{"id":"WH-2WR32451HC0233532-67976317FL4543714","event_version":"1.0","create_time":"2024-05-01T10:00:00.000Z","resource_type":"capture","event_type":"PAYMENT.CAPTURE.COMPLETED","summary":"Payment completed for $ 10.0 USD","resource":{"id":"42311647XV020574X","status":"COMPLETED"}}'
+    SIGNATURE = (
+        'WlgRlQkgBKGIf3TeviqfuB8vABZLw/DT+hba+YGcAgREZR6braA/nyes4wxaVsqf/m16raWmqAQbT/QkF0b6nHNhKwMv24KQ2/Kt'
+        'Bw1Jtczq9LYI6muqPluv2bO/oepW7adqdd2aXzc2K1Lj3YpnoMz41Ja6wxo4qypTEriQ/tXHn88F31M/wqnwFsXg0ZYUh8EqlAIP'
+        '6Jf2fNas34Wdpu0rsKOPwTdxYPSQ5mqz14ynSl/A+7OHB6w2VSDRd4lV5akZGxbKIviuqfCn8VBmbmXVhEywGSyR/omHBXdsJp4w'
+        'RX2gMFaubqJ4T2NveQ04Kx/Y5rdolN+hL6WbvvYEyw=='
+    )
+
+    def delivery(self, body=None, algo="SHA256withRSA"):
+        return envelope(self.BODY if body is None else body,
+                        [("PAYPAL-TRANSMISSION-ID", '69cd13f0-d67a-11e5-baa3-778b53f4ae55'),
+                         ("PAYPAL-TRANSMISSION-TIME", '2024-05-01T10:00:02Z'),
+                         ("PAYPAL-TRANSMISSION-SIG", self.SIGNATURE),
+                         ("PAYPAL-AUTH-ALGO", algo),
+                         ("PAYPAL-CERT-URL", "https://api.sandbox.paypal.com/v1/notifications/certs/CERT-360caa42")],
+                        "2024-05-01T10:00:05Z")
+
+    def test_the_certificate_and_the_webhook_id_verify_it(self):
+        with tempfile.TemporaryDirectory() as directory:
+            cert = os.path.join(directory, "paypal-cert.pem")
+            with open(cert, "w") as out:
+                out.write(self.CERTIFICATE)
+            args = ["--public-key", cert, "--param", "webhook_id=1JE4291016473214C"]
+            for scheme in ("paypal", "auto"):
+                code, verdict, err = verify(self.delivery(), "--scheme", scheme, *args)
+                self.assertEqual((code, verdict["valid"], verdict["scheme"]), (0, True, "paypal"), (verdict, err))
+            # Another webhook id, another body (its CRC-32), another algorithm: invalid.
+            code, verdict, _ = verify(self.delivery(), "--scheme", "paypal", "--public-key", cert,
+                                      "--param", "webhook_id=8PT597110X687430LKGECATA")
+            self.assertEqual((code, verdict["valid"]), (1, False))
+            code, verdict, _ = verify(self.delivery(body=self.BODY + " "), "--scheme", "paypal", *args)
+            self.assertEqual((code, verdict["valid"]), (1, False))
+            code, verdict, _ = verify(self.delivery(algo="SHA1withRSA"), "--scheme", "paypal", *args)
+            self.assertIn("requires SHA256withRSA", verdict["reason"])
+            # Without the webhook id, the verdict says what to pass.
+            code, verdict, _ = verify(self.delivery(), "--scheme", "paypal", "--public-key", cert)
+            self.assertIn("pass --param webhook_id=VALUE", verdict["reason"])
+            # Without a key: a usage error naming it.
+            code, _, err = run(["verify", "--provider-file", PROVIDERS, "--scheme", "paypal", "--secret", "s"],
+                               stdin=(json.dumps(self.delivery()) + "\n").encode())
+            self.assertEqual(code, 2)
+            self.assertIn("no RSA public key configured for paypal", err)

@@ -306,6 +306,67 @@ bool EcdsaP256PublicKey::verify_raw(std::string_view message, std::string_view r
     return valid;
 }
 
+struct RsaPublicKey::Impl {
+    EVP_PKEY* key = nullptr;
+    EVP_MD_CTX* context = nullptr;
+    ~Impl() {
+        EVP_MD_CTX_free(context);
+        EVP_PKEY_free(key);
+    }
+};
+
+RsaPublicKey::RsaPublicKey() : m_impl(std::make_unique<Impl>()) {}
+RsaPublicKey::~RsaPublicKey() = default;
+RsaPublicKey::RsaPublicKey(RsaPublicKey&&) noexcept = default;
+RsaPublicKey& RsaPublicKey::operator=(RsaPublicKey&&) noexcept = default;
+
+std::optional<RsaPublicKey> RsaPublicKey::from_der(std::string_view der) {
+    // 8192 bits make a SubjectPublicKeyInfo of about 1 KB.
+    if (der.empty() || der.size() > 2048) return std::nullopt;
+    RsaPublicKey key;
+    const auto* cursor = reinterpret_cast<const unsigned char*>(der.data());
+    key.m_impl->key = d2i_PUBKEY(nullptr, &cursor, static_cast<long>(der.size()));
+    if (!key.m_impl->key ||
+        cursor != reinterpret_cast<const unsigned char*>(der.data()) + der.size() ||
+        EVP_PKEY_get_base_id(key.m_impl->key) != EVP_PKEY_RSA ||
+        EVP_PKEY_get_bits(key.m_impl->key) < 2048)
+        return std::nullopt;
+    key.m_impl->context = EVP_MD_CTX_new();
+    if (!key.m_impl->context) return std::nullopt;
+    return key;
+}
+
+bool RsaPublicKey::verify(HashAlgorithm algorithm, std::string_view message,
+                          std::string_view signature) const {
+    const EVP_MD* digest = algorithm == HashAlgorithm::sha1     ? EVP_sha1()
+                           : algorithm == HashAlgorithm::sha512 ? EVP_sha512()
+                                                                : EVP_sha256();
+    EVP_MD_CTX_reset(m_impl->context);
+    if (EVP_DigestVerifyInit(m_impl->context, nullptr, digest, nullptr, m_impl->key) != 1)
+        return false;
+    return EVP_DigestVerify(
+               m_impl->context, reinterpret_cast<const unsigned char*>(signature.data()),
+               signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
+               message.size()) == 1;
+}
+
+std::optional<std::string> certificate_public_key(std::string_view der) {
+    if (der.empty() || der.size() > 64 * 1024) return std::nullopt;
+    const auto* cursor = reinterpret_cast<const unsigned char*>(der.data());
+    X509* certificate = d2i_X509(nullptr, &cursor, static_cast<long>(der.size()));
+    if (!certificate) return std::nullopt;
+    std::optional<std::string> spki;
+    if (cursor == reinterpret_cast<const unsigned char*>(der.data()) + der.size()) {
+        unsigned char* out = nullptr;
+        int length = i2d_PUBKEY(X509_get0_pubkey(certificate), &out);
+        if (length > 0)
+            spki.emplace(reinterpret_cast<const char*>(out), static_cast<std::size_t>(length));
+        OPENSSL_free(out);
+    }
+    X509_free(certificate);
+    return spki;
+}
+
 struct Ed25519PrivateKey::Impl {
     EVP_PKEY* key = nullptr;
     ~Impl() { EVP_PKEY_free(key); }

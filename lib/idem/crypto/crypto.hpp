@@ -114,6 +114,30 @@ private:
     std::unique_ptr<Impl> m_impl;
 };
 
+// An RSA public key (PayPal's, from its certificate), from its DER
+// SubjectPublicKeyInfo; PKCS #1 v1.5 signatures over SHA-1 or SHA-256.
+class RsaPublicKey {
+public:
+    // nullopt unless `der` is a whole RSA SubjectPublicKeyInfo of at least
+    // 2048 bits.
+    static std::optional<RsaPublicKey> from_der(std::string_view der);
+    ~RsaPublicKey();
+    RsaPublicKey(RsaPublicKey&&) noexcept;
+    RsaPublicKey& operator=(RsaPublicKey&&) noexcept;
+
+    [[nodiscard]] bool verify(HashAlgorithm algorithm, std::string_view message,
+                              std::string_view signature) const;
+
+private:
+    RsaPublicKey();
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+// The DER SubjectPublicKeyInfo of the key an X.509 certificate (DER)
+// holds; nullopt when `der` is not one certificate.
+[[nodiscard]] std::optional<std::string> certificate_public_key(std::string_view der);
+
 class Ed25519PrivateKey {
 public:
     // From the 32-byte seed (RFC 8032 "secret key"); nullopt for other sizes.

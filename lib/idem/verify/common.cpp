@@ -93,6 +93,24 @@ const std::vector<NamedPublicKey>& KeyRing::ed25519(Scheme scheme) {
     return *m_ed25519;
 }
 
+const std::vector<NamedRsaKey>& KeyRing::rsa(std::string_view provider) {
+    if (m_rsa) return *m_rsa;
+    std::vector<NamedRsaKey> keys;
+    for (const auto& key : m_config.public_keys) {
+        if (key.kind != PublicKey::Kind::rsa) continue;
+        auto prepared = crypto::RsaPublicKey::from_der(key.raw);
+        if (!prepared)
+            throw UsageError(fmt::format("public key {} is not a valid RSA key", key.label));
+        keys.push_back({key.label, std::move(*prepared)});
+    }
+    if (keys.empty())
+        throw UsageError(fmt::format("provider {} checks RSA signatures: pass its public key or "
+                                     "certificate with --public-key",
+                                     provider));
+    m_rsa = std::move(keys);
+    return *m_rsa;
+}
+
 const std::vector<NamedEcdsaKey>& KeyRing::ecdsa_p256(std::string_view provider) {
     if (m_ecdsa_p256) return *m_ecdsa_p256;
     std::vector<NamedEcdsaKey> keys;

@@ -28,9 +28,10 @@ struct Secret {
 
 struct PublicKey {
     std::string label;
-    // ed25519: the 32 raw bytes; ECDSA P-256: its DER SubjectPublicKeyInfo.
+    // ed25519: the 32 raw bytes; ECDSA P-256 and RSA: the DER
+    // SubjectPublicKeyInfo.
     std::string raw;
-    enum class Kind { ed25519, ecdsa_p256 } kind = Kind::ed25519;
+    enum class Kind { ed25519, ecdsa_p256, rsa } kind = Kind::ed25519;
 };
 
 // A secret whose bytes are all of `value`. Throws UsageError (naming the
@@ -154,12 +155,15 @@ struct ProviderSpec {
     // `jwt`: the header is a JSON Web Token (JWS compact form) signed with
     // `jwt_algorithm`: HS256 keyed by the secret (Netlify) or ES256 checked
     // with a P-256 --public-key (Plaid); its claims are checked below.
+    // `rsa`: a PKCS #1 v1.5 RSA signature (base64) over the message with
+    // `algorithm`, checked with an RSA --public-key or certificate (PayPal).
     enum class Construction {
         hmac,
         digest,
         token,
         ecdsa_p256,
-        jwt
+        jwt,
+        rsa
     } construction = Construction::hmac;
     enum class JwtAlgorithm { hs256, es256 } jwt_algorithm = JwtAlgorithm::hs256;
     // Claims that must hold exactly these strings (Netlify's iss: netlify).
@@ -203,6 +207,9 @@ struct ProviderSpec {
     // The {json:PATH} placeholders `message` holds (each PATH as written):
     // the text of that member of the JSON body (Mailgun's token).
     std::vector<std::string> json_placeholders;
+    // The {param:NAME} placeholders `message` holds: values the user gives
+    // with --param (PayPal's webhook_id).
+    std::vector<std::string> message_params;
     // `tolerance`: the provider's own age limit (its SDK's), used unless
     // --tolerance is given; `none` (Duration::max()): its SDK checks no age.
     std::optional<Duration> tolerance;

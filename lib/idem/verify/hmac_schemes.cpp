@@ -173,7 +173,8 @@ Verdict verify_pagerduty(Input& input) {
 std::string expand_message_template(std::string_view pattern, const TemplateValues& values) {
     const std::pair<std::string_view, const std::optional<std::string_view>*> placeholders[] = {
         {"{body}", &values.body},     {"{timestamp}", &values.timestamp}, {"{id}", &values.id},
-        {"{method}", &values.method}, {"{path}", &values.path},           {"{url}", &values.url}};
+        {"{method}", &values.method}, {"{path}", &values.path},           {"{url}", &values.url},
+        {"{crc32}", &values.crc32}};
     std::string message;
     std::string_view rest = pattern;
     while (!rest.empty()) {
@@ -182,7 +183,7 @@ std::string expand_message_template(std::string_view pattern, const TemplateValu
         if (open == std::string_view::npos) break;
         rest.remove_prefix(open);
         bool replaced = false;
-        for (const auto& [name, value] : values.json)
+        for (const auto& [name, value] : values.extra)
             if (!replaced && rest.starts_with(name)) {
                 message.append(value);
                 rest.remove_prefix(name.size());

@@ -114,17 +114,22 @@ std::string hex_key(const Secret& secret) {
 }
 
 namespace {
-// A PEM "PUBLIC KEY" block's base64, its armour and line breaks gone.
-std::string without_pem_armour(std::string_view text) {
-    constexpr std::string_view begin = "-----BEGIN PUBLIC KEY-----";
-    constexpr std::string_view end = "-----END PUBLIC KEY-----";
+// A PEM block's base64, its armour and line breaks gone; `certificate`
+// says it was a CERTIFICATE block, not a PUBLIC KEY one.
+std::string without_pem_armour(std::string_view text, bool& certificate) {
     text = trim(text);
-    if (!text.starts_with(begin) || !text.ends_with(end)) return std::string(text);
-    text = text.substr(begin.size(), text.size() - begin.size() - end.size());
-    std::string base64;
-    for (char c : text)
-        if (c != '\n' && c != '\r' && c != ' ' && c != '\t') base64 += c;
-    return base64;
+    for (std::string_view kind : {"PUBLIC KEY", "CERTIFICATE"}) {
+        auto begin = fmt::format("-----BEGIN {}-----", kind);
+        auto end = fmt::format("-----END {}-----", kind);
+        if (!text.starts_with(begin) || !text.ends_with(end)) continue;
+        certificate = kind == "CERTIFICATE";
+        text = text.substr(begin.size(), text.size() - begin.size() - end.size());
+        std::string base64;
+        for (char c : text)
+            if (c != '\n' && c != '\r' && c != ' ' && c != '\t') base64 += c;
+        return base64;
+    }
+    return std::string(text);
 }
 } // namespace
 
@@ -161,14 +166,18 @@ PublicKey parse_public_key(std::string_view text, std::size_t position) {
                                      position));
     }
     auto [label, value] = split_label(text, position);
-    auto raw = decode_key_text(without_pem_armour(value), "whpk_");
+    bool certificate = false;
+    auto raw = decode_key_text(without_pem_armour(value, certificate), "whpk_");
+    if (raw && certificate) raw = crypto::certificate_public_key(*raw);
     if (raw && raw->size() == crypto::k_ed25519_key_bytes)
         return {label, *raw, PublicKey::Kind::ed25519};
     if (raw && crypto::EcdsaP256PublicKey::from_der(*raw))
         return {label, *raw, PublicKey::Kind::ecdsa_p256};
+    if (raw && crypto::RsaPublicKey::from_der(*raw)) return {label, *raw, PublicKey::Kind::rsa};
     throw UsageError(fmt::format(
         "public key {} is neither an ed25519 public key (64 hex digits, 32 bytes of base64, or "
-        "whpk_<base64>) nor an ECDSA P-256 one (its DER SubjectPublicKeyInfo in base64, or PEM)",
+        "whpk_<base64>) nor an ECDSA P-256 one (its DER SubjectPublicKeyInfo in base64, or PEM) "
+        "nor an RSA one of 2048 bits or more (PEM, or an X.509 certificate's PEM)",
         label));
 }
 

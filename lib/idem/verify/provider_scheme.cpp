@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 namespace idem::verify::detail {
 
@@ -119,8 +120,8 @@ const char* timestamp_unit_wanted(ProviderSpec::TimestampUnit unit) {
 } // namespace
 
 std::string provider_message(const ProviderSpec& spec, const record::Envelope& envelope,
-                             std::string_view timestamp, std::string_view id,
-                             std::string_view url) {
+                             std::string_view timestamp, std::string_view id, std::string_view url,
+                             const std::map<std::string, std::string>& params) {
     TemplateValues values;
     values.body = envelope.body;
     values.timestamp = timestamp;
@@ -132,7 +133,20 @@ std::string provider_message(const ProviderSpec& spec, const record::Envelope& e
         // A member the body lacks signs as nothing: verify_provider has
         // refused such a delivery before, naming the member.
         auto text = body_member(envelope.body, dotted_path(placeholder));
-        values.json.emplace_back(fmt::format("{{json:{}}}", placeholder), text.value_or(""));
+        values.extra.emplace_back(fmt::format("{{json:{}}}", placeholder), text.value_or(""));
+    }
+    for (const auto& name : spec.message_params) {
+        // verify_provider has refused a run without it before.
+        auto found = params.find(name);
+        values.extra.emplace_back(fmt::format("{{param:{}}}", name),
+                                  found == params.end() ? "" : found->second);
+    }
+    std::string crc;
+    if (spec.message.find("{crc32}") != std::string::npos) {
+        crc = std::to_string(::crc32(::crc32(0L, Z_NULL, 0),
+                                     reinterpret_cast<const Bytef*>(envelope.body.data()),
+                                     static_cast<uInt>(envelope.body.size())));
+        values.crc32 = crc;
     }
     return expand_message_template(spec.message, values);
 }
@@ -428,13 +442,38 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         return verify_token(input, spec, header, id);
     if (spec.construction == ProviderSpec::Construction::jwt)
         return verify_jwt(input, spec, header);
+    for (const auto& param : spec.message_params)
+        if (!input.config.params.contains(param))
+            return fail(
+                fmt::format("{} signs a value of yours: pass --param {}=VALUE", spec.name, param));
     std::optional<std::string> label;
     std::size_t key_count = 0;
+    if (spec.construction == ProviderSpec::Construction::rsa) {
+        // PKCS #1 v1.5 in base64: 8192 bits are 1,368 characters.
+        const auto& keys = input.keys.rsa(spec.name);
+        key_count = keys.size();
+        auto message =
+            provider_message(spec, envelope, timestamp_text, id, url, input.config.params);
+        bool any_decoded = false;
+        for (auto text : header.signatures) {
+            auto signature = text.size() <= 1400 ? base64_decode(text) : std::nullopt;
+            if (!signature) continue;
+            any_decoded = true;
+            for (const auto& key : keys)
+                if (!label && key.key.verify(spec.algorithm, message, *signature))
+                    label = key.label;
+        }
+        if (!any_decoded)
+            return fail(fmt::format("malformed header '{}': the signature is not base64",
+                                    spec.signature_header));
+        return settle(input, spec, label, key_count, header, id, signed_at);
+    }
     if (spec.construction == ProviderSpec::Construction::ecdsa_p256) {
         // DER in base64: a P-256 signature is at most 72 bytes, 96 characters.
         const auto& keys = input.keys.ecdsa_p256(spec.name);
         key_count = keys.size();
-        auto message = provider_message(spec, envelope, timestamp_text, id, url);
+        auto message =
+            provider_message(spec, envelope, timestamp_text, id, url, input.config.params);
         bool any_decoded = false;
         for (auto text : header.signatures) {
             auto der = text.size() <= 96 ? base64_decode(text) : std::nullopt;
@@ -477,7 +516,7 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         candidates = std::move(decoded);
     }
     if (candidates.signatures.empty()) return fail(candidates.problem);
-    auto message = provider_message(spec, envelope, timestamp_text, id, url);
+    auto message = provider_message(spec, envelope, timestamp_text, id, url, input.config.params);
     if (spec.construction == ProviderSpec::Construction::digest) {
         // HASH(secret || message): the secret's bytes as given.
         const auto& secrets = input.config.secrets;

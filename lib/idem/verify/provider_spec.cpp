@@ -29,8 +29,8 @@ constexpr std::string_view k_fields[] = {"name",           "source",           "
                                          "jwt_claims",     "jwt_body_hash",    "jwt_time_claim"};
 
 // The message template's placeholders.
-constexpr std::string_view k_placeholders[] = {"{body}",   "{timestamp}", "{id}",
-                                               "{method}", "{path}",      "{url}"};
+constexpr std::string_view k_placeholders[] = {"{body}", "{timestamp}", "{id}",   "{method}",
+                                               "{path}", "{url}",       "{crc32}"};
 
 // "{json:a.b}": a member of the JSON body, by its dotted path.
 constexpr std::string_view k_json_placeholder = "{json:";
@@ -66,13 +66,15 @@ void check_template(const std::string& file, const YAML::Node& node, const std::
     for (auto open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
         auto rest = std::string_view(text).substr(open);
         if (rest.starts_with(k_json_placeholder)) continue; // json_placeholders checks it
+        if (rest.starts_with("{param:")) continue;          // message_params checks it
         bool known = std::any_of(std::begin(k_placeholders), std::end(k_placeholders),
                                  [&](std::string_view name) { return rest.starts_with(name); });
         if (!known)
             fail_at(file, node,
                     fmt::format("message: unknown placeholder at {}: use {{body}}, "
-                                "{{timestamp}}, {{id}}, {{method}}, {{path}}, {{url}} or "
-                                "{{json:PATH}} ({{secret}} only last, with construction: digest)",
+                                "{{timestamp}}, {{id}}, {{method}}, {{path}}, {{url}}, {{crc32}}, "
+                                "{{json:PATH}} or {{param:NAME}} ({{secret}} only last, with "
+                                "construction: digest)",
                                 quote(rest.substr(0, rest.find('}') + 1))));
     }
 }
@@ -214,10 +216,20 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
              {"digest", Construction::digest},
              {"token", Construction::token},
              {"ecdsa-p256", Construction::ecdsa_p256},
-             {"jwt", Construction::jwt}},
+             {"jwt", Construction::jwt},
+             {"rsa", Construction::rsa}},
             "use hmac (keyed by the secret), digest (a hash of the secret and the message), "
             "token (the header carries the secret itself), ecdsa-p256 (a public key's) or jwt "
             "(a JSON Web Token)");
+    if (spec.construction == Construction::rsa) {
+        for (const char* field : {"secret", "strict_encoding", "secret_normalize"})
+            if (node[field])
+                fail_at(file, node[field],
+                        fmt::format("{}: construction: rsa is checked with a public key", field));
+        if (node["encoding"] && spec.encoding != SignatureEncoding::base64)
+            fail_at(file, node["encoding"], "encoding: an RSA signature is written in base64");
+        spec.encoding = SignatureEncoding::base64;
+    }
     bool any_jwt_field = node["jwt_algorithm"] || node["jwt_claims"] || node["jwt_body_hash"] ||
                          node["jwt_time_claim"];
     if (spec.construction != Construction::jwt && any_jwt_field)
@@ -519,6 +531,19 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
         }
         check_template(file, node["message"], spec.message);
         spec.json_placeholders = json_placeholders(file, node["message"], spec.message);
+        for (auto open = spec.message.find("{param:"); open != std::string::npos;
+             open = spec.message.find("{param:", open + 1)) {
+            auto close = spec.message.find('}', open);
+            auto name = close == std::string::npos
+                            ? std::string_view()
+                            : std::string_view(spec.message).substr(open + 7, close - open - 7);
+            if (!is_param_name(name))
+                fail_at(file, node["message"],
+                        "message: {param:NAME} takes a NAME of lowercase letters, digits and '_'");
+            if (std::find(spec.message_params.begin(), spec.message_params.end(), name) ==
+                spec.message_params.end())
+                spec.message_params.emplace_back(name);
+        }
     }
     read_timestamp(file, node, spec);
     if (node["id_header"]) spec.id_header = header_name(file, node["id_header"], "id_header");

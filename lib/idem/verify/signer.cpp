@@ -225,12 +225,15 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
                                      "headers and leaves the body as it is",
                                      spec.name, fmt::join(spec.signature_path, ".")));
     if (spec.construction == ProviderSpec::Construction::ecdsa_p256 ||
+        spec.construction == ProviderSpec::Construction::rsa ||
         spec.construction == ProviderSpec::Construction::jwt)
         throw UsageError(fmt::format("provider {} signs {}: idem verifies its deliveries but "
                                      "cannot make them",
                                      spec.name,
                                      spec.construction == ProviderSpec::Construction::jwt
                                          ? "a JSON Web Token"
+                                     : spec.construction == ProviderSpec::Construction::rsa
+                                         ? "with its own private key (RSA)"
                                          : "with its own private key (ECDSA)"));
     using Unit = ProviderSpec::TimestampUnit;
     std::string stamp = spec.timestamp_unit == Unit::milliseconds
@@ -265,7 +268,7 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
         // The provider sends the shared secret itself.
         encoded = spec.token_base64 ? base64_encode(secret) : secret;
     } else {
-        auto message = detail::provider_message(spec, envelope, stamp, id, url);
+        auto message = detail::provider_message(spec, envelope, stamp, id, url, config.params);
         auto mac = spec.construction == ProviderSpec::Construction::digest
                        ? crypto::hash(spec.algorithm,
                                       spec.secret_last ? message + secret : secret + message)

@@ -63,6 +63,14 @@ std::optional<std::string> missing_provider_key(const ProviderSpec& spec,
         return fmt::format("no ECDSA P-256 public key configured for {}: pass --public-key",
                            spec.name);
     }
+    if (spec.construction == ProviderSpec::Construction::rsa) {
+        if (std::any_of(config.public_keys.begin(), config.public_keys.end(),
+                        [](const PublicKey& key) { return key.kind == PublicKey::Kind::rsa; }))
+            return std::nullopt;
+        return fmt::format("no RSA public key configured for {}: pass --public-key (a PEM public "
+                           "key or certificate)",
+                           spec.name);
+    }
     if (!config.secrets.empty()) return std::nullopt;
     return fmt::format("no secret configured for {}: pass --secret, --secret-file or --secret-env",
                        spec.name);

@@ -201,7 +201,8 @@ TEST_CASE("labels come from the reference, never from the secret") {
     CHECK_THROWS_WITH_AS((void)parse_public_key("k=abc", 1),
                          "public key k is neither an ed25519 public key (64 hex digits, 32 bytes "
                          "of base64, or whpk_<base64>) nor an ECDSA P-256 one (its DER "
-                         "SubjectPublicKeyInfo in base64, or PEM)",
+                         "SubjectPublicKeyInfo in base64, or PEM) nor an RSA one of 2048 bits or "
+                         "more (PEM, or an X.509 certificate's PEM)",
                          UsageError);
 }
 

@@ -41,6 +41,11 @@ struct NamedEcdsaKey {
     crypto::EcdsaP256PublicKey key;
 };
 
+struct NamedRsaKey {
+    std::string label;
+    crypto::RsaPublicKey key;
+};
+
 // Keys prepared once per (derivation, algorithm), on first use.
 class KeyRing {
 public:
@@ -51,12 +56,14 @@ public:
     // Throws UsageError when no public key of the kind was given.
     const std::vector<NamedPublicKey>& ed25519(Scheme scheme);
     const std::vector<NamedEcdsaKey>& ecdsa_p256(std::string_view provider);
+    const std::vector<NamedRsaKey>& rsa(std::string_view provider);
 
 private:
     const VerifyConfig& m_config;
     std::map<std::pair<KeyDerivation, crypto::HashAlgorithm>, std::vector<PreparedKey>> m_hmac;
     std::optional<std::vector<NamedPublicKey>> m_ed25519;
     std::optional<std::vector<NamedEcdsaKey>> m_ecdsa_p256;
+    std::optional<std::vector<NamedRsaKey>> m_rsa;
 };
 
 struct Input {
@@ -81,10 +88,12 @@ Verdict verify_pagerduty(Input& input);
 Verdict verify_hmac(Input& input);
 Verdict verify_provider(Input& input, const ProviderSpec& spec);
 // The bytes a provider file's spec signs for one delivery.
+// `params`: the --param values a {param:NAME} names.
 [[nodiscard]] std::string provider_message(const ProviderSpec& spec,
                                            const record::Envelope& envelope,
                                            std::string_view timestamp, std::string_view id,
-                                           std::string_view url);
+                                           std::string_view url,
+                                           const std::map<std::string, std::string>& params);
 // The text of the member at a spec's timestamp_path in a JSON body (a
 // number as it is written, a string's value); nullopt when there is none.
 [[nodiscard]] std::optional<std::string> body_timestamp(const ProviderSpec& spec,
@@ -188,8 +197,11 @@ check_age(const Input& input, Timestamp signed_at, ClockSides sides,
 // left as written.
 struct TemplateValues {
     std::optional<std::string_view> body, timestamp, id, method, path, url;
-    // "{json:PATH}" and the member's text, for a provider file's message.
-    std::vector<std::pair<std::string, std::string>> json;
+    // The body's CRC-32 in decimal (PayPal's {crc32}).
+    std::optional<std::string_view> crc32;
+    // A provider file's own placeholders and their text: "{json:PATH}" (the
+    // body member's), "{param:NAME}" (the --param value).
+    std::vector<std::pair<std::string, std::string>> extra;
 };
 [[nodiscard]] std::string expand_message_template(std::string_view pattern,
                                                   const TemplateValues& values);
