@@ -521,7 +521,7 @@ class PublishedVectors(unittest.TestCase):
         # Mailgun's, signed in the body, in MailgunAsItsSdkJudges.
         self.assertEqual(shipped, sorted([v[0] for v in VECTORS] + ["sendgrid", "clerk", "resend", "openai",
                                                                    "replicate", "mailgun", "netlify", "plaid",
-                                                                   "okta", "paypal"]))
+                                                                   "okta", "paypal", "paddle-classic"]))
         for name, secret, body, headers, at, source in VECTORS:
             with self.subTest(provider=name, source=source):
                 record = envelope(body, headers, at)
@@ -1294,3 +1294,52 @@ class PayPalRsa(unittest.TestCase):
                                stdin=(json.dumps(self.delivery()) + "\n").encode())
             self.assertEqual(code, 2)
             self.assertIn("no RSA public key configured for paypal", err)
+
+
+class PaddleClassic(unittest.TestCase):
+    """Paddle Classic's 'Verifying webhooks': p_signature is RSA-SHA1 over the
+    other form fields, sorted and PHP-serialized as strings (its PHP and
+    Python examples: ksort + serialize, phpserialize.dumps of the sorted
+    dict). No SDK test holds a key and a signed alert offline: they are made
+    here with a fixed RSA-2048 key, as the doc's examples do."""
+
+    PUBLIC_KEY = (
+        '-----BEGIN PUBLIC KEY-----\n'
+        'MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAtbjX/xXMIMpi7J1+dowT\n'
+        'mHskseGn1OMDq8mCAZBhQPaUPZ0s3A80v/Yq9LOm0vC6XiTlzoFYE0GcVvaP7y19\n'
+        'Hj6vji0rabK6ogU4sb0b4/gce5dSTApbzEchXQrFtm/Y/wJ3Lk2LEapXv1gylfCm\n'
+        'c+V5ccou2LzE92BiiPR0yZIJHIQYwxGPOk49Y42Zq3W+bM8z0Ni7wszH/xM69E13\n'
+        'ule8Hu2JejDtrrGnj8G2SviHbPc7s2tLYJPNfR7zew6dO6BpRzdM2BIMeK6F4jPW\n'
+        'LP7AfRT/BdWdRhcO+p//TYCVGlqHIehjEqThzxewwkL4gOkpeUvqzjZI4SALZeoA\n'
+        'BQIDAQAB\n'
+        '-----END PUBLIC KEY-----\n'
+    )
+    BODY = (
+        'alert_id=1928374&alert_name=subscription_payment_succeeded&balance_currency=USD&checkout_id=7-df0a1a'
+        '1bb4bd7a4-0f5d3b0f1d&currency=USD&email=jane%40example.com&event_time=2024-05-01+10%3A00%3A00&order_'
+        'id=9-1234567&passthrough=%7B%22user%22%3A+7%7D&sale_gross=12.00&subscription_id=502198&p_signature=P'
+        'EZ9Yd6j30fE5V%2BmeVJb7Z1v922%2BzVvZdm5OBGEERpa1STlYBY%2FPHFHSrCSh2rUgdoILUlFRMC3NyHLlt%2BpNdCbuv7IQg'
+        'FCkoG4OtTAB%2FIqCQe8FvBzH83z%2Fs%2FNzkNrLZJOezYeSvs8HuG7pdCaR9SXuXSkZqQZTcAmG%2F%2B2cRq8pEieADtcw7Ga'
+        'WXndlFLNHdmAjm7dkjYNUpB%2BPaGeIrOnXQaiyMrisxGRyc86JT%2BeRqzTJ%2Fit4bCNReG3qK1KIHcQOxChRuLqOD1OJbhEdK'
+        'n8wMxDgNG3YCZEVyhUrxZAXS0YH0V8UGSBQ9r62GhV%2BXkqOT3yp%2BIh7z5aa8r6pgw%3D%3D'
+    )
+
+    def judge(self, body, key, *args):
+        record = envelope(body, [("Content-Type", "application/x-www-form-urlencoded")], "2026-11-30T08:00:00Z")
+        return verify(record, "--scheme", "paddle-classic", "--public-key", key, *args)
+
+    def test_the_serialized_fields_verify(self):
+        code, verdict, err = self.judge(self.BODY, self.PUBLIC_KEY)
+        self.assertEqual((code, verdict["valid"], verdict["scheme"]), (0, True, "paddle-classic"), (verdict, err))
+        # The fields in another order are the same fields.
+        fields = self.BODY.split("&")
+        code, verdict, _ = self.judge("&".join(reversed(fields)), self.PUBLIC_KEY)
+        self.assertEqual((code, verdict["valid"]), (0, True), verdict)
+        # A changed amount, a missing signature: invalid, the latter named.
+        code, verdict, _ = self.judge(self.BODY.replace("sale_gross=12.00", "sale_gross=1200.00"), self.PUBLIC_KEY)
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        code, verdict, _ = self.judge("alert_id=1", self.PUBLIC_KEY)
+        self.assertIn("no p_signature field in the form body", verdict["reason"])
+        # Another RSA key: the PayPal test's certificate.
+        code, verdict, _ = self.judge(self.BODY, PayPalRsa.CERTIFICATE)
+        self.assertIn("signature does not match", verdict["reason"])

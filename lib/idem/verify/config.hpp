@@ -204,6 +204,9 @@ struct ProviderSpec {
     // (Mailgun's signature.signature), not a header. Such a provider has no
     // header to be told by: `--scheme NAME` picks it, never auto.
     std::vector<std::string> signature_path;
+    // `signature_form_field`: the signature is a field of the form body
+    // (Paddle Classic's p_signature), not a header; picked by --scheme only.
+    std::string signature_form_field;
     // The {json:PATH} placeholders `message` holds (each PATH as written):
     // the text of that member of the JSON body (Mailgun's token).
     std::vector<std::string> json_placeholders;

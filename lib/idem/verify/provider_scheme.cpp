@@ -11,6 +11,7 @@
 #include <charconv>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <zlib.h>
 
@@ -141,6 +142,9 @@ std::string provider_message(const ProviderSpec& spec, const record::Envelope& e
         values.extra.emplace_back(fmt::format("{{param:{}}}", name),
                                   found == params.end() ? "" : found->second);
     }
+    if (spec.message.find("{php_serialized_form}") != std::string::npos)
+        values.extra.emplace_back("{php_serialized_form}",
+                                  php_serialized_form(envelope.body, spec.signature_form_field));
     std::string crc;
     if (spec.message.find("{crc32}") != std::string::npos) {
         crc = std::to_string(::crc32(::crc32(0L, Z_NULL, 0),
@@ -149,6 +153,20 @@ std::string provider_message(const ProviderSpec& spec, const record::Envelope& e
         values.crc32 = crc;
     }
     return expand_message_template(spec.message, values);
+}
+
+std::string php_serialized_form(std::string_view body, std::string_view left_out) {
+    // As PHP's $_POST: the last of a repeated name counts; sorted by name
+    // (ksort's byte order for these ASCII names); every value a string.
+    std::map<std::string, std::string> fields;
+    for (auto& [name, value] : parse_form(body))
+        if (name != left_out) fields[std::move(name)] = std::move(value);
+    auto serialized = fmt::format("a:{}:{{", fields.size());
+    for (const auto& [name, value] : fields)
+        serialized +=
+            fmt::format("s:{}:\"{}\";s:{}:\"{}\";", name.size(), name, value.size(), value);
+    serialized += '}';
+    return serialized;
 }
 
 std::vector<std::string> dotted_path(std::string_view text) {
@@ -376,7 +394,14 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
                             ? std::vector<std::string>{spec.signature_header}
                             : spec.signature_headers;
     std::optional<std::string> in_body_signature; // the views below look into it
-    if (!spec.signature_path.empty()) {
+    if (!spec.signature_form_field.empty()) {
+        for (auto& [name, value] : parse_form(envelope.body))
+            if (name == spec.signature_form_field) in_body_signature = std::move(value);
+        if (!in_body_signature || in_body_signature->empty())
+            return fail(fmt::format("no {} field in the form body", spec.signature_form_field));
+        if (auto problem = read_header(spec, *in_body_signature, header)) return fail(*problem);
+        any_header = true;
+    } else if (!spec.signature_path.empty()) {
         in_body_signature = body_member(envelope.body, spec.signature_path);
         if (!in_body_signature || in_body_signature->empty())
             return fail(
@@ -385,7 +410,9 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         any_header = true;
     }
     for (const auto& name : names) {
-        auto value = spec.signature_path.empty() ? envelope.header(name) : std::nullopt;
+        auto value = spec.signature_path.empty() && spec.signature_form_field.empty()
+                         ? envelope.header(name)
+                         : std::nullopt;
         if (!value) continue;
         any_header = true;
         if (auto problem = read_header(spec, *value, header)) return fail(*problem);

@@ -17,20 +17,42 @@ using idem::detail::fail_at;
 using idem::detail::scalar;
 
 // What a spec may say; anything else is a typo, refused with its place.
-constexpr std::string_view k_fields[] = {"name",           "source",           "signature_header",
-                                         "separator",      "key_separator",    "signature_key",
-                                         "timestamp_key",  "prefix",           "algorithm",
-                                         "encoding",       "message",          "timestamp_header",
-                                         "timestamp_unit", "future_refused",   "id_header",
-                                         "detect",         "construction",     "secret",
-                                         "require",        "secret_normalize", "strict_encoding",
-                                         "timestamp_path", "tolerance",        "positional",
-                                         "scheme",         "signature_path",   "jwt_algorithm",
-                                         "jwt_claims",     "jwt_body_hash",    "jwt_time_claim"};
+constexpr std::string_view k_fields[] = {"name",
+                                         "source",
+                                         "signature_header",
+                                         "separator",
+                                         "key_separator",
+                                         "signature_key",
+                                         "timestamp_key",
+                                         "prefix",
+                                         "algorithm",
+                                         "encoding",
+                                         "message",
+                                         "timestamp_header",
+                                         "timestamp_unit",
+                                         "future_refused",
+                                         "id_header",
+                                         "detect",
+                                         "construction",
+                                         "secret",
+                                         "require",
+                                         "secret_normalize",
+                                         "strict_encoding",
+                                         "timestamp_path",
+                                         "tolerance",
+                                         "positional",
+                                         "scheme",
+                                         "signature_path",
+                                         "jwt_algorithm",
+                                         "jwt_claims",
+                                         "jwt_body_hash",
+                                         "jwt_time_claim",
+                                         "signature_form_field"};
 
 // The message template's placeholders.
-constexpr std::string_view k_placeholders[] = {"{body}", "{timestamp}", "{id}",   "{method}",
-                                               "{path}", "{url}",       "{crc32}"};
+constexpr std::string_view k_placeholders[] = {
+    "{body}", "{timestamp}", "{id}",    "{method}",
+    "{path}", "{url}",       "{crc32}", "{php_serialized_form}"};
 
 // "{json:a.b}": a member of the JSON body, by its dotted path.
 constexpr std::string_view k_json_placeholder = "{json:";
@@ -122,7 +144,8 @@ void refuse_unknown_fields(const std::string& file, const YAML::Node& node) {
                                 "future_refused, id_header, detect, construction, secret, "
                                 "secret_normalize, strict_encoding, require, timestamp_path, "
                                 "tolerance, positional, scheme, signature_path, jwt_algorithm, "
-                                "jwt_claims, jwt_body_hash or jwt_time_claim",
+                                "jwt_claims, jwt_body_hash, jwt_time_claim or "
+                                "signature_form_field",
                                 quote(key)));
     }
 }
@@ -491,7 +514,14 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
         spec.builtin = scheme;
         return spec;
     }
-    if (node["signature_path"]) {
+    if (node["signature_form_field"]) {
+        // The signature is a field of the form body: no header carries it.
+        if (node["signature_header"] || node["signature_path"])
+            fail_at(file, node["signature_form_field"],
+                    "give one of signature_header, signature_path and signature_form_field");
+        spec.signature_form_field =
+            scalar(file, node["signature_form_field"], "signature_form_field");
+    } else if (node["signature_path"]) {
         // The signature is in the JSON body: no header carries it.
         if (node["signature_header"])
             fail_at(file, node["signature_path"],

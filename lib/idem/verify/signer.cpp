@@ -220,10 +220,13 @@ std::string rfc3339_as_precise_as(Timestamp at) {
 HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Timestamp at,
                                           const std::string& seconds) const {
     const auto& spec = config.providers.at(config.provider);
-    if (!spec.signature_path.empty())
+    if (!spec.signature_path.empty() || !spec.signature_form_field.empty())
         throw UsageError(fmt::format("provider {} signs inside the body ({}): idem sign writes "
                                      "headers and leaves the body as it is",
-                                     spec.name, fmt::join(spec.signature_path, ".")));
+                                     spec.name,
+                                     spec.signature_form_field.empty()
+                                         ? fmt::format("{}", fmt::join(spec.signature_path, "."))
+                                         : spec.signature_form_field));
     if (spec.construction == ProviderSpec::Construction::ecdsa_p256 ||
         spec.construction == ProviderSpec::Construction::rsa ||
         spec.construction == ProviderSpec::Construction::jwt)

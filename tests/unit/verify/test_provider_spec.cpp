@@ -3,6 +3,7 @@
 // their providers' SDK vectors end to end in tests/e2e/test_providers.py.
 
 #include "idem/util/errors.hpp"
+#include "idem/verify/detail/schemes.hpp"
 #include "idem/verify/provider_spec.hpp"
 #include "idem/verify/verifier.hpp"
 
@@ -310,4 +311,14 @@ future_refused: false
     secret_first.scheme = Scheme::provider;
     CHECK_FALSE(
         Verifier(secret_first).verify(sha1, Timestamp(std::chrono::seconds(1555337601))).valid);
+}
+
+TEST_CASE("a form is PHP-serialized as Paddle Classic signs it: sorted, the last of a name, byte "
+          "lengths") {
+    CHECK(idem::verify::detail::php_serialized_form("b=2&a=%C3%A9&a=1&p_signature=x%2B",
+                                                    "p_signature") ==
+          R"(a:2:{s:1:"a";s:1:"1";s:1:"b";s:1:"2";})");
+    CHECK(idem::verify::detail::php_serialized_form("name=%C3%A9+t", "p_signature") ==
+          "a:1:{s:4:\"name\";s:4:\"\xC3\xA9 t\";}");
+    CHECK(idem::verify::detail::php_serialized_form("", "p_signature") == "a:0:{}");
 }

@@ -101,6 +101,9 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec);
 // The same for any dotted path ("signature.token").
 [[nodiscard]] std::optional<std::string> body_member(std::string_view body,
                                                      const std::vector<std::string>& path);
+// A form body's fields but `left_out`, sorted by name, as PHP's
+// serialize() writes an array of strings (Paddle Classic signs it).
+[[nodiscard]] std::string php_serialized_form(std::string_view body, std::string_view left_out);
 // A "{json:a.b}" placeholder's dotted path, split.
 [[nodiscard]] std::vector<std::string> dotted_path(std::string_view text);
 // The value a spec's required header must have: the --param a {param:NAME}
