@@ -265,6 +265,23 @@ Verdict settle(const Input& input, const ProviderSpec& spec,
 } // namespace
 
 namespace {
+// The label of the first public key under which `verifies` accepts one of
+// the base64 signatures of at most `longest` characters; `any_decoded` says
+// whether one was base64 at all.
+template <typename Keys, typename Verifies>
+std::optional<std::string> first_verifying(const Keys& keys, const SignatureTexts& signatures,
+                                           std::size_t longest, bool& any_decoded,
+                                           Verifies verifies) {
+    for (auto text : signatures) {
+        auto signature = text.size() <= longest ? base64_decode(text) : std::nullopt;
+        if (!signature) continue;
+        any_decoded = true;
+        for (const auto& key : keys)
+            if (verifies(key.key, *signature)) return key.label;
+    }
+    return std::nullopt;
+}
+
 // The claim's text: a string's value, an integer as written.
 std::optional<std::string> claim_text(const nlohmann::json& claims, const std::string& name) {
     auto found = claims.find(name);
@@ -475,43 +492,30 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
                 fmt::format("{} signs a value of yours: pass --param {}=VALUE", spec.name, param));
     std::optional<std::string> label;
     std::size_t key_count = 0;
-    if (spec.construction == ProviderSpec::Construction::rsa) {
-        // PKCS #1 v1.5 in base64: 8192 bits are 1,368 characters.
-        const auto& keys = input.keys.rsa(spec.name);
-        key_count = keys.size();
+    if (spec.construction == ProviderSpec::Construction::rsa ||
+        spec.construction == ProviderSpec::Construction::ecdsa_p256) {
         auto message =
             provider_message(spec, envelope, timestamp_text, id, url, input.config.params);
         bool any_decoded = false;
-        for (auto text : header.signatures) {
-            auto signature = text.size() <= 1400 ? base64_decode(text) : std::nullopt;
-            if (!signature) continue;
-            any_decoded = true;
-            for (const auto& key : keys)
-                if (!label && key.key.verify(spec.algorithm, message, *signature))
-                    label = key.label;
+        if (spec.construction == ProviderSpec::Construction::rsa) {
+            // PKCS #1 v1.5 in base64: 8192 bits are 1,368 characters.
+            const auto& keys = input.keys.rsa(spec.name);
+            key_count = keys.size();
+            label = first_verifying(keys, header.signatures, 1400, any_decoded,
+                                    [&](const auto& key, std::string_view signature) {
+                                        return key.verify(spec.algorithm, message, signature);
+                                    });
+        } else {
+            // DER in base64: a P-256 signature is at most 72 bytes, 96 characters.
+            const auto& keys = input.keys.ecdsa_p256(spec.name);
+            key_count = keys.size();
+            label = first_verifying(keys, header.signatures, 96, any_decoded,
+                                    [&](const auto& key, std::string_view signature) {
+                                        return key.verify(message, signature);
+                                    });
         }
         if (!any_decoded)
             return fail(fmt::format("malformed header '{}': the signature is not base64",
-                                    spec.signature_header));
-        return settle(input, spec, label, key_count, header, id, signed_at);
-    }
-    if (spec.construction == ProviderSpec::Construction::ecdsa_p256) {
-        // DER in base64: a P-256 signature is at most 72 bytes, 96 characters.
-        const auto& keys = input.keys.ecdsa_p256(spec.name);
-        key_count = keys.size();
-        auto message =
-            provider_message(spec, envelope, timestamp_text, id, url, input.config.params);
-        bool any_decoded = false;
-        for (auto text : header.signatures) {
-            auto der = text.size() <= 96 ? base64_decode(text) : std::nullopt;
-            if (!der) continue;
-            any_decoded = true;
-            for (const auto& key : keys)
-                if (!label && key.key.verify(message, *der)) label = key.label;
-        }
-        if (!any_decoded)
-            return fail(fmt::format("malformed header '{}': the signature is not an ECDSA "
-                                    "signature in base64",
                                     spec.signature_header));
         return settle(input, spec, label, key_count, header, id, signed_at);
     }
