@@ -201,9 +201,14 @@ class Handler(BaseHTTPRequestHandler):
                 return self.answer(503, {"error": "fault injected"})
             time.sleep(self.settings.work_seconds)
             response = {"received": event.get("id"), "processed": True}
-            conn.execute("INSERT INTO effects (key, event_id, at) VALUES (?, ?, ?)", (key, str(event.get("id")), now))
-            conn.execute("INSERT OR REPLACE INTO keys VALUES (?, ?, 'completed', 200, ?, ?)",
-                         (key, fingerprint, json.dumps(response), now))
+            # The effect and the stored key commit together: its flaw is the
+            # look-up before the work, not a gap after it.
+            with conn:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("INSERT INTO effects (key, event_id, at) VALUES (?, ?, ?)",
+                             (key, str(event.get("id")), now))
+                conn.execute("INSERT OR REPLACE INTO keys VALUES (?, ?, 'completed', 200, ?, ?)",
+                             (key, fingerprint, json.dumps(response), now))
             return self.answer(200, response)
         finally:
             conn.close()

@@ -584,6 +584,9 @@ private:
             auto until = steady_now() + std::chrono::seconds(3);
             while (m_options.effects->count(made.key, made.id) == 0 && steady_now() < until)
                 pause(std::chrono::milliseconds(50));
+            // What follows its effect (storing the key, answering) finishes
+            // too before the provider's timeout, never zero, runs out.
+            pause(std::chrono::milliseconds(300));
         } else {
             pause(std::chrono::milliseconds(300));
         }
