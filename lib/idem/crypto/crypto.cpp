@@ -204,14 +204,53 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
     return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-struct Ed25519PublicKey::Impl {
+namespace {
+// A public key and the digest context its checks reuse: what ed25519,
+// P-256 and RSA keys all hold. Not thread-safe: one per thread.
+struct VerifyingKey {
     EVP_PKEY* key = nullptr;
     EVP_MD_CTX* context = nullptr;
-    ~Impl() {
+    VerifyingKey() = default;
+    VerifyingKey(const VerifyingKey&) = delete;
+    VerifyingKey& operator=(const VerifyingKey&) = delete;
+    ~VerifyingKey() {
         EVP_MD_CTX_free(context);
         EVP_PKEY_free(key);
     }
+
+    // Takes `parsed` (nullptr: none); false when it or the context is missing.
+    bool hold(EVP_PKEY* parsed) {
+        key = parsed;
+        context = EVP_MD_CTX_new();
+        return key && context;
+    }
+    // `digest` nullptr for ed25519, which hashes the message itself.
+    [[nodiscard]] bool verify(const EVP_MD* digest, std::string_view message,
+                              std::string_view signature) const {
+        EVP_MD_CTX_reset(context);
+        if (EVP_DigestVerifyInit(context, nullptr, digest, nullptr, key) != 1) return false;
+        return EVP_DigestVerify(context, reinterpret_cast<const unsigned char*>(signature.data()),
+                                signature.size(),
+                                reinterpret_cast<const unsigned char*>(message.data()),
+                                message.size()) == 1;
+    }
 };
+
+// The key a whole DER SubjectPublicKeyInfo of at most `longest` bytes spells
+// when it is of `base_id` (EVP_PKEY_EC, EVP_PKEY_RSA); nullptr otherwise.
+EVP_PKEY* subject_public_key(std::string_view der, std::size_t longest, int base_id) {
+    if (der.empty() || der.size() > longest) return nullptr;
+    const auto* cursor = reinterpret_cast<const unsigned char*>(der.data());
+    EVP_PKEY* key = d2i_PUBKEY(nullptr, &cursor, static_cast<long>(der.size()));
+    if (key && cursor == reinterpret_cast<const unsigned char*>(der.data()) + der.size() &&
+        EVP_PKEY_get_base_id(key) == base_id)
+        return key;
+    EVP_PKEY_free(key);
+    return nullptr;
+}
+} // namespace
+
+struct Ed25519PublicKey::Impl : VerifyingKey {};
 
 Ed25519PublicKey::Ed25519PublicKey() : m_impl(std::make_unique<Impl>()) {}
 Ed25519PublicKey::~Ed25519PublicKey() = default;
@@ -221,32 +260,19 @@ Ed25519PublicKey& Ed25519PublicKey::operator=(Ed25519PublicKey&&) noexcept = def
 std::optional<Ed25519PublicKey> Ed25519PublicKey::from_raw(std::string_view raw) {
     if (raw.size() != k_ed25519_key_bytes) return std::nullopt;
     Ed25519PublicKey key;
-    key.m_impl->key = EVP_PKEY_new_raw_public_key(
-        EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(raw.data()), raw.size());
-    key.m_impl->context = EVP_MD_CTX_new();
-    if (!key.m_impl->key || !key.m_impl->context) return std::nullopt;
+    if (!key.m_impl->hold(EVP_PKEY_new_raw_public_key(
+            EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(raw.data()),
+            raw.size())))
+        return std::nullopt;
     return key;
 }
 
 bool Ed25519PublicKey::verify(std::string_view message, std::string_view signature) const {
     if (signature.size() != k_ed25519_signature_bytes) return false;
-    EVP_MD_CTX_reset(m_impl->context);
-    if (EVP_DigestVerifyInit(m_impl->context, nullptr, nullptr, nullptr, m_impl->key) != 1)
-        return false;
-    return EVP_DigestVerify(
-               m_impl->context, reinterpret_cast<const unsigned char*>(signature.data()),
-               signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
-               message.size()) == 1;
+    return m_impl->verify(nullptr, message, signature);
 }
 
-struct EcdsaP256PublicKey::Impl {
-    EVP_PKEY* key = nullptr;
-    EVP_MD_CTX* context = nullptr;
-    ~Impl() {
-        EVP_MD_CTX_free(context);
-        EVP_PKEY_free(key);
-    }
-};
+struct EcdsaP256PublicKey::Impl : VerifyingKey {};
 
 EcdsaP256PublicKey::EcdsaP256PublicKey() : m_impl(std::make_unique<Impl>()) {}
 EcdsaP256PublicKey::~EcdsaP256PublicKey() = default;
@@ -255,33 +281,19 @@ EcdsaP256PublicKey& EcdsaP256PublicKey::operator=(EcdsaP256PublicKey&&) noexcept
 
 std::optional<EcdsaP256PublicKey> EcdsaP256PublicKey::from_der(std::string_view der) {
     // A SubjectPublicKeyInfo of P-256 is 91 bytes; far larger is no such key.
-    if (der.empty() || der.size() > 512) return std::nullopt;
     EcdsaP256PublicKey key;
-    const auto* cursor = reinterpret_cast<const unsigned char*>(der.data());
-    key.m_impl->key = d2i_PUBKEY(nullptr, &cursor, static_cast<long>(der.size()));
-    if (!key.m_impl->key ||
-        cursor != reinterpret_cast<const unsigned char*>(der.data()) + der.size() ||
-        EVP_PKEY_get_base_id(key.m_impl->key) != EVP_PKEY_EC)
-        return std::nullopt;
+    if (!key.m_impl->hold(subject_public_key(der, 512, EVP_PKEY_EC))) return std::nullopt;
     char curve[64] = {};
     std::size_t length = 0;
     if (EVP_PKEY_get_utf8_string_param(key.m_impl->key, OSSL_PKEY_PARAM_GROUP_NAME, curve,
                                        sizeof(curve), &length) != 1 ||
         std::string_view(curve, length) != "prime256v1")
         return std::nullopt;
-    key.m_impl->context = EVP_MD_CTX_new();
-    if (!key.m_impl->context) return std::nullopt;
     return key;
 }
 
 bool EcdsaP256PublicKey::verify(std::string_view message, std::string_view der_signature) const {
-    EVP_MD_CTX_reset(m_impl->context);
-    if (EVP_DigestVerifyInit(m_impl->context, nullptr, EVP_sha256(), nullptr, m_impl->key) != 1)
-        return false;
-    return EVP_DigestVerify(
-               m_impl->context, reinterpret_cast<const unsigned char*>(der_signature.data()),
-               der_signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
-               message.size()) == 1;
+    return m_impl->verify(EVP_sha256(), message, der_signature);
 }
 
 bool EcdsaP256PublicKey::verify_raw(std::string_view message, std::string_view r_and_s) const {
@@ -306,14 +318,7 @@ bool EcdsaP256PublicKey::verify_raw(std::string_view message, std::string_view r
     return valid;
 }
 
-struct RsaPublicKey::Impl {
-    EVP_PKEY* key = nullptr;
-    EVP_MD_CTX* context = nullptr;
-    ~Impl() {
-        EVP_MD_CTX_free(context);
-        EVP_PKEY_free(key);
-    }
-};
+struct RsaPublicKey::Impl : VerifyingKey {};
 
 RsaPublicKey::RsaPublicKey() : m_impl(std::make_unique<Impl>()) {}
 RsaPublicKey::~RsaPublicKey() = default;
@@ -322,17 +327,10 @@ RsaPublicKey& RsaPublicKey::operator=(RsaPublicKey&&) noexcept = default;
 
 std::optional<RsaPublicKey> RsaPublicKey::from_der(std::string_view der) {
     // 8192 bits make a SubjectPublicKeyInfo of about 1 KB.
-    if (der.empty() || der.size() > 2048) return std::nullopt;
     RsaPublicKey key;
-    const auto* cursor = reinterpret_cast<const unsigned char*>(der.data());
-    key.m_impl->key = d2i_PUBKEY(nullptr, &cursor, static_cast<long>(der.size()));
-    if (!key.m_impl->key ||
-        cursor != reinterpret_cast<const unsigned char*>(der.data()) + der.size() ||
-        EVP_PKEY_get_base_id(key.m_impl->key) != EVP_PKEY_RSA ||
+    if (!key.m_impl->hold(subject_public_key(der, 2048, EVP_PKEY_RSA)) ||
         EVP_PKEY_get_bits(key.m_impl->key) < 2048)
         return std::nullopt;
-    key.m_impl->context = EVP_MD_CTX_new();
-    if (!key.m_impl->context) return std::nullopt;
     return key;
 }
 
@@ -341,13 +339,7 @@ bool RsaPublicKey::verify(HashAlgorithm algorithm, std::string_view message,
     const EVP_MD* digest = algorithm == HashAlgorithm::sha1     ? EVP_sha1()
                            : algorithm == HashAlgorithm::sha512 ? EVP_sha512()
                                                                 : EVP_sha256();
-    EVP_MD_CTX_reset(m_impl->context);
-    if (EVP_DigestVerifyInit(m_impl->context, nullptr, digest, nullptr, m_impl->key) != 1)
-        return false;
-    return EVP_DigestVerify(
-               m_impl->context, reinterpret_cast<const unsigned char*>(signature.data()),
-               signature.size(), reinterpret_cast<const unsigned char*>(message.data()),
-               message.size()) == 1;
+    return m_impl->verify(digest, message, signature);
 }
 
 std::optional<std::string> certificate_public_key(std::string_view der) {
