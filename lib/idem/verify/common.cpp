@@ -72,60 +72,56 @@ const std::vector<PreparedKey>& KeyRing::hmac(KeyDerivation derivation,
     return m_hmac.emplace(slot, std::move(keys)).first->second;
 }
 
+namespace {
+// The --public-key keys of `kind`, each made ready by `prepare` (nullopt:
+// not a valid `what` key, refused by its label); `none` is refused when
+// there is not one.
+template <typename Named, typename Prepare>
+std::vector<Named> ready_public_keys(const VerifyConfig& config, PublicKey::Kind kind,
+                                     std::string_view what, Prepare prepare,
+                                     const std::string& none) {
+    std::vector<Named> keys;
+    for (const auto& key : config.public_keys) {
+        if (key.kind != kind) continue;
+        auto ready = prepare(key.raw);
+        if (!ready)
+            throw UsageError(fmt::format("public key {} is not a valid {} key", key.label, what));
+        keys.push_back({key.label, std::move(*ready)});
+    }
+    if (keys.empty()) throw UsageError(none);
+    return keys;
+}
+} // namespace
+
 const std::vector<NamedPublicKey>& KeyRing::ed25519(Scheme scheme) {
     if (m_ed25519) return *m_ed25519;
     if (m_config.public_keys.empty())
         throw UsageError(fmt::format("scheme {} checks ed25519 signatures: pass --public-key",
                                      scheme_name(scheme)));
-    std::vector<NamedPublicKey> keys;
-    for (const auto& key : m_config.public_keys) {
-        if (key.kind != PublicKey::Kind::ed25519) continue;
-        auto prepared = crypto::Ed25519PublicKey::from_raw(key.raw);
-        if (!prepared)
-            throw UsageError(fmt::format("public key {} is not a valid ed25519 key", key.label));
-        keys.push_back({key.label, std::move(*prepared)});
-    }
-    if (keys.empty())
-        throw UsageError(fmt::format("scheme {} checks ed25519 signatures: pass an ed25519 "
-                                     "--public-key",
-                                     scheme_name(scheme)));
-    m_ed25519 = std::move(keys);
+    m_ed25519 = ready_public_keys<NamedPublicKey>(
+        m_config, PublicKey::Kind::ed25519, "ed25519", crypto::Ed25519PublicKey::from_raw,
+        fmt::format("scheme {} checks ed25519 signatures: pass an ed25519 --public-key",
+                    scheme_name(scheme)));
     return *m_ed25519;
 }
 
 const std::vector<NamedRsaKey>& KeyRing::rsa(std::string_view provider) {
-    if (m_rsa) return *m_rsa;
-    std::vector<NamedRsaKey> keys;
-    for (const auto& key : m_config.public_keys) {
-        if (key.kind != PublicKey::Kind::rsa) continue;
-        auto prepared = crypto::RsaPublicKey::from_der(key.raw);
-        if (!prepared)
-            throw UsageError(fmt::format("public key {} is not a valid RSA key", key.label));
-        keys.push_back({key.label, std::move(*prepared)});
-    }
-    if (keys.empty())
-        throw UsageError(fmt::format("provider {} checks RSA signatures: pass its public key or "
-                                     "certificate with --public-key",
-                                     provider));
-    m_rsa = std::move(keys);
+    if (!m_rsa)
+        m_rsa = ready_public_keys<NamedRsaKey>(
+            m_config, PublicKey::Kind::rsa, "RSA", crypto::RsaPublicKey::from_der,
+            fmt::format("provider {} checks RSA signatures: pass its public key or certificate "
+                        "with --public-key",
+                        provider));
     return *m_rsa;
 }
 
 const std::vector<NamedEcdsaKey>& KeyRing::ecdsa_p256(std::string_view provider) {
-    if (m_ecdsa_p256) return *m_ecdsa_p256;
-    std::vector<NamedEcdsaKey> keys;
-    for (const auto& key : m_config.public_keys) {
-        if (key.kind != PublicKey::Kind::ecdsa_p256) continue;
-        auto prepared = crypto::EcdsaP256PublicKey::from_der(key.raw);
-        if (!prepared)
-            throw UsageError(fmt::format("public key {} is not a valid P-256 key", key.label));
-        keys.push_back({key.label, std::move(*prepared)});
-    }
-    if (keys.empty())
-        throw UsageError(fmt::format("provider {} checks ECDSA P-256 signatures: pass its public "
-                                     "key with --public-key",
-                                     provider));
-    m_ecdsa_p256 = std::move(keys);
+    if (!m_ecdsa_p256)
+        m_ecdsa_p256 = ready_public_keys<NamedEcdsaKey>(
+            m_config, PublicKey::Kind::ecdsa_p256, "P-256", crypto::EcdsaP256PublicKey::from_der,
+            fmt::format("provider {} checks ECDSA P-256 signatures: pass its public key with "
+                        "--public-key",
+                        provider));
     return *m_ecdsa_p256;
 }
 

@@ -53,23 +53,21 @@ detail::VerifyFunction verifier_for(Scheme scheme) {
 namespace {
 std::optional<std::string> missing_provider_key(const ProviderSpec& spec,
                                                 const VerifyConfig& config) {
-    if (spec.construction == ProviderSpec::Construction::ecdsa_p256 ||
-        (spec.construction == ProviderSpec::Construction::jwt &&
-         spec.jwt_algorithm == ProviderSpec::JwtAlgorithm::es256)) {
-        if (std::any_of(
-                config.public_keys.begin(), config.public_keys.end(),
-                [](const PublicKey& key) { return key.kind == PublicKey::Kind::ecdsa_p256; }))
-            return std::nullopt;
-        return fmt::format("no ECDSA P-256 public key configured for {}: pass --public-key",
-                           spec.name);
-    }
-    if (spec.construction == ProviderSpec::Construction::rsa) {
+    using Construction = ProviderSpec::Construction;
+    bool ecdsa = spec.construction == Construction::ecdsa_p256 ||
+                 (spec.construction == Construction::jwt &&
+                  spec.jwt_algorithm == ProviderSpec::JwtAlgorithm::es256);
+    if (ecdsa || spec.construction == Construction::rsa) {
+        auto kind = ecdsa ? PublicKey::Kind::ecdsa_p256 : PublicKey::Kind::rsa;
         if (std::any_of(config.public_keys.begin(), config.public_keys.end(),
-                        [](const PublicKey& key) { return key.kind == PublicKey::Kind::rsa; }))
+                        [&](const PublicKey& key) { return key.kind == kind; }))
             return std::nullopt;
-        return fmt::format("no RSA public key configured for {}: pass --public-key (a PEM public "
-                           "key or certificate)",
-                           spec.name);
+        return ecdsa ? fmt::format("no ECDSA P-256 public key configured for {}: pass "
+                                   "--public-key",
+                                   spec.name)
+                     : fmt::format("no RSA public key configured for {}: pass --public-key (a "
+                                   "PEM public key or certificate)",
+                                   spec.name);
     }
     if (!config.secrets.empty()) return std::nullopt;
     return fmt::format("no secret configured for {}: pass --secret, --secret-file or --secret-env",
