@@ -209,6 +209,22 @@ void read_signature_items(const std::string& file, const YAML::Node& node, Provi
         spec.timestamp_key = scalar(file, node["timestamp_key"], "timestamp_key");
 }
 
+// The fields a construction has no use for, refused where they are:
+// "<field>: <why>".
+void refuse_fields(const std::string& file, const YAML::Node& node,
+                   std::initializer_list<const char*> fields, std::string_view why) {
+    for (const char* field : fields)
+        if (node[field]) fail_at(file, node[field], fmt::format("{}: {}", field, why));
+}
+
+// A construction whose signature (or token) is written in base64 or not
+// encoded at all: an `encoding` that says otherwise is refused with `why`.
+void refuse_encodings_but_base64(const std::string& file, const YAML::Node& node,
+                                 const ProviderSpec& spec, std::string_view why) {
+    if (node["encoding"] && spec.encoding != SignatureEncoding::base64)
+        fail_at(file, node["encoding"], fmt::format("encoding: {}", why));
+}
+
 // How the signature is made: algorithm, encoding, construction, secret.
 void read_construction(const std::string& file, const YAML::Node& node, ProviderSpec& spec) {
     try {
@@ -245,12 +261,9 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
             "token (the header carries the secret itself), ecdsa-p256 (a public key's) or jwt "
             "(a JSON Web Token)");
     if (spec.construction == Construction::rsa) {
-        for (const char* field : {"secret", "strict_encoding", "secret_normalize"})
-            if (node[field])
-                fail_at(file, node[field],
-                        fmt::format("{}: construction: rsa is checked with a public key", field));
-        if (node["encoding"] && spec.encoding != SignatureEncoding::base64)
-            fail_at(file, node["encoding"], "encoding: an RSA signature is written in base64");
+        refuse_fields(file, node, {"secret", "strict_encoding", "secret_normalize"},
+                      "construction: rsa is checked with a public key");
+        refuse_encodings_but_base64(file, node, spec, "an RSA signature is written in base64");
         spec.encoding = SignatureEncoding::base64;
     }
     bool any_jwt_field = node["jwt_algorithm"] || node["jwt_claims"] || node["jwt_body_hash"] ||
@@ -260,15 +273,12 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
                 "jwt_algorithm, jwt_claims, jwt_body_hash and jwt_time_claim go with "
                 "construction: jwt");
     if (spec.construction == Construction::jwt) {
-        for (const char* field :
-             {"algorithm", "encoding", "message", "secret", "strict_encoding", "secret_normalize",
-              "timestamp_header", "timestamp_key", "timestamp_path", "separator"})
-            if (node[field])
-                fail_at(file, node[field],
-                        fmt::format("{}: construction: jwt signs the token's own header and "
-                                    "claims (say what they must hold with jwt_claims, "
-                                    "jwt_body_hash, jwt_time_claim)",
-                                    field));
+        refuse_fields(file, node,
+                      {"algorithm", "encoding", "message", "secret", "strict_encoding",
+                       "secret_normalize", "timestamp_header", "timestamp_key", "timestamp_path",
+                       "separator"},
+                      "construction: jwt signs the token's own header and claims (say what they "
+                      "must hold with jwt_claims, jwt_body_hash, jwt_time_claim)");
         if (!node["jwt_algorithm"])
             fail_at(file, node, "construction: jwt needs jwt_algorithm (HS256 or ES256)");
         spec.jwt_algorithm = one_of<ProviderSpec::JwtAlgorithm>(
@@ -293,27 +303,18 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
                     "body proves nothing about it");
     }
     if (spec.construction == Construction::ecdsa_p256) {
-        for (const char* field : {"algorithm", "secret", "strict_encoding", "secret_normalize"})
-            if (node[field])
-                fail_at(file, node[field],
-                        fmt::format("{}: construction: ecdsa-p256 is checked with a public key "
-                                    "over SHA-256",
-                                    field));
-        if (node["encoding"] && spec.encoding != SignatureEncoding::base64)
-            fail_at(file, node["encoding"], "encoding: an ECDSA signature is DER in base64");
+        refuse_fields(file, node, {"algorithm", "secret", "strict_encoding", "secret_normalize"},
+                      "construction: ecdsa-p256 is checked with a public key over SHA-256");
+        refuse_encodings_but_base64(file, node, spec, "an ECDSA signature is DER in base64");
         spec.encoding = SignatureEncoding::base64;
     }
     if (spec.construction == Construction::token) {
-        for (const char* field : {"algorithm", "message", "timestamp_header", "timestamp_key",
-                                  "timestamp_path", "strict_encoding", "secret_normalize"})
-            if (node[field])
-                fail_at(file, node[field],
-                        fmt::format("{}: construction: token signs nothing (the header is the "
-                                    "secret itself)",
-                                    field));
-        if (node["encoding"] && spec.encoding != SignatureEncoding::base64)
-            fail_at(file, node["encoding"],
-                    "encoding: a token is written as is, or in base64 (HTTP Basic)");
+        refuse_fields(file, node,
+                      {"algorithm", "message", "timestamp_header", "timestamp_key",
+                       "timestamp_path", "strict_encoding", "secret_normalize"},
+                      "construction: token signs nothing (the header is the secret itself)");
+        refuse_encodings_but_base64(file, node, spec,
+                                    "a token is written as is, or in base64 (HTTP Basic)");
         spec.token_base64 = node["encoding"].IsDefined();
     }
     using SecretForm = ProviderSpec::SecretForm;
