@@ -814,7 +814,10 @@ class Malformed(unittest.TestCase):
         self.check_refused("- {name: a, signature_header: X-A}\n- {name: a, signature_header: X-B}\n",
                            "provider 'a' is defined twice")
         self.check_refused("name: acme\nsignature_header: 'X Acme'\n", "is not a header name")
-        self.check_refused("name: acme\nsignature_header: X-A\nconstruction: rsa-pss\n", "construction 'rsa-pss'")
+        self.check_refused("name: acme\nsignature_header: X-A\nconstruction: rsa-pss\n",
+                           "construction 'rsa-pss': use hmac (keyed by the secret), digest (a hash of the secret "
+                           "and the message), token (the header carries the secret itself), ecdsa-p256 or rsa "
+                           "(a public key's) or jwt")
         self.check_refused("name: acme\nsignature_header: X-A\ntolerance: soon\ntimestamp_header: X-T\n",
                            "tolerance 'soon': a duration")
         self.check_refused("name: acme\nsignature_header: X-A\ntolerance: 1m\n", "signs no timestamp")

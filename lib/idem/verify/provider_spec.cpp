@@ -258,8 +258,8 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
              {"jwt", Construction::jwt},
              {"rsa", Construction::rsa}},
             "use hmac (keyed by the secret), digest (a hash of the secret and the message), "
-            "token (the header carries the secret itself), ecdsa-p256 (a public key's) or jwt "
-            "(a JSON Web Token)");
+            "token (the header carries the secret itself), ecdsa-p256 or rsa (a public key's) "
+            "or jwt (a JSON Web Token)");
     if (spec.construction == Construction::rsa) {
         refuse_fields(file, node, {"secret", "strict_encoding", "secret_normalize"},
                       "construction: rsa is checked with a public key");
