@@ -207,9 +207,14 @@ struct ProviderSpec {
     // `signature_form_field`: the signature is a field of the form body
     // (Paddle Classic's p_signature), not a header; picked by --scheme only.
     std::string signature_form_field;
-    // The {json:PATH} placeholders `message` holds (each PATH as written):
-    // the text of that member of the JSON body (Mailgun's token).
-    std::vector<std::string> json_placeholders;
+    // The {json:PATH} placeholders `message` holds: the text of that member
+    // of the JSON body (Mailgun's token), its path split when loaded.
+    struct JsonPlaceholder {
+        std::string placeholder; // "{json:signature.token}"
+        std::string path_text;   // "signature.token"
+        std::vector<std::string> path;
+    };
+    std::vector<JsonPlaceholder> json_placeholders;
     // The {param:NAME} placeholders `message` holds: values the user gives
     // with --param (PayPal's webhook_id).
     std::vector<std::string> message_params;

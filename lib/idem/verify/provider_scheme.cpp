@@ -121,7 +121,8 @@ const char* timestamp_unit_wanted(ProviderSpec::TimestampUnit unit) {
 } // namespace
 
 std::string provider_message(const ProviderSpec& spec, const record::Envelope& envelope,
-                             std::string_view timestamp, std::string_view id, std::string_view url,
+                             BodyMembers& members, std::string_view timestamp, std::string_view id,
+                             std::string_view url,
                              const std::map<std::string, std::string>& params) {
     TemplateValues values;
     values.body = envelope.body;
@@ -130,12 +131,10 @@ std::string provider_message(const ProviderSpec& spec, const record::Envelope& e
     values.method = envelope.method;
     values.path = envelope.path;
     values.url = url;
-    for (const auto& placeholder : spec.json_placeholders) {
+    for (const auto& json : spec.json_placeholders)
         // A member the body lacks signs as nothing: verify_provider has
         // refused such a delivery before, naming the member.
-        auto text = body_member(envelope.body, dotted_path(placeholder));
-        values.extra.emplace_back(fmt::format("{{json:{}}}", placeholder), text.value_or(""));
-    }
+        values.extra.emplace_back(json.placeholder, members.text(json.path).value_or(""));
     for (const auto& name : spec.message_params) {
         // verify_provider has refused a run without it before.
         auto found = params.find(name);
@@ -176,14 +175,18 @@ std::vector<std::string> dotted_path(std::string_view text) {
     return path;
 }
 
-std::optional<std::string> body_timestamp(const ProviderSpec& spec, std::string_view body) {
-    return body_member(body, spec.timestamp_path);
-}
+struct BodyMembers::Document {
+    nlohmann::json json;
+};
 
-std::optional<std::string> body_member(std::string_view body,
-                                       const std::vector<std::string>& path) {
-    auto document = nlohmann::json::parse(body, nullptr, false);
-    const nlohmann::json* at = &document;
+BodyMembers::BodyMembers(std::string_view body) : m_body(body) {}
+BodyMembers::~BodyMembers() = default;
+
+std::optional<std::string> BodyMembers::text(const std::vector<std::string>& path) {
+    if (!m_document)
+        m_document =
+            std::make_unique<Document>(Document{nlohmann::json::parse(m_body, nullptr, false)});
+    const nlohmann::json* at = &m_document->json;
     for (const auto& member : path) {
         if (!at->is_object()) return std::nullopt;
         auto found = at->find(member);
@@ -410,6 +413,7 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
     const auto& names = spec.signature_headers.empty()
                             ? std::vector<std::string>{spec.signature_header}
                             : spec.signature_headers;
+    BodyMembers members(envelope.body);
     std::optional<std::string> in_body_signature; // the views below look into it
     if (!spec.signature_form_field.empty()) {
         for (auto& [name, value] : parse_form(envelope.body))
@@ -419,7 +423,7 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         if (auto problem = read_header(spec, *in_body_signature, header)) return fail(*problem);
         any_header = true;
     } else if (!spec.signature_path.empty()) {
-        in_body_signature = body_member(envelope.body, spec.signature_path);
+        in_body_signature = members.text(spec.signature_path);
         if (!in_body_signature || in_body_signature->empty())
             return fail(
                 fmt::format("no signature at {} in the body", fmt::join(spec.signature_path, ".")));
@@ -435,10 +439,10 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         if (auto problem = read_header(spec, *value, header)) return fail(*problem);
     }
     if (!any_header) return fail(missing_header(spec.signature_header));
-    for (const auto& placeholder : spec.json_placeholders)
-        if (!body_member(envelope.body, dotted_path(placeholder)))
+    for (const auto& json : spec.json_placeholders)
+        if (!members.text(json.path))
             return fail(fmt::format("no {} in the body (a number or a string), which {} signs",
-                                    placeholder, spec.name));
+                                    json.path_text, spec.name));
     std::string_view timestamp_text;
     std::optional<Timestamp> signed_at;
     if (header.timestamp) timestamp_text = *header.timestamp;
@@ -449,7 +453,7 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
     }
     std::optional<std::string> in_body;
     if (!spec.timestamp_path.empty()) {
-        in_body = body_timestamp(spec, envelope.body);
+        in_body = members.text(spec.timestamp_path);
         if (!in_body)
             return fail(fmt::format("no timestamp at {} in the body (a number or a string)",
                                     fmt::join(spec.timestamp_path, ".")));
@@ -495,7 +499,7 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
     if (spec.construction == ProviderSpec::Construction::rsa ||
         spec.construction == ProviderSpec::Construction::ecdsa_p256) {
         auto message =
-            provider_message(spec, envelope, timestamp_text, id, url, input.config.params);
+            provider_message(spec, envelope, members, timestamp_text, id, url, input.config.params);
         bool any_decoded = false;
         if (spec.construction == ProviderSpec::Construction::rsa) {
             // PKCS #1 v1.5 in base64: 8192 bits are 1,368 characters.
@@ -547,7 +551,8 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         candidates = std::move(decoded);
     }
     if (candidates.signatures.empty()) return fail(candidates.problem);
-    auto message = provider_message(spec, envelope, timestamp_text, id, url, input.config.params);
+    auto message =
+        provider_message(spec, envelope, members, timestamp_text, id, url, input.config.params);
     if (spec.construction == ProviderSpec::Construction::digest) {
         // HASH(secret || message): the secret's bytes as given.
         const auto& secrets = input.config.secrets;

@@ -64,10 +64,10 @@ bool is_dotted_path(std::string_view path) {
            path.find("..") == std::string_view::npos;
 }
 
-// The message's {json:PATH} placeholders, each PATH as written.
-std::vector<std::string> json_placeholders(const std::string& file, const YAML::Node& node,
-                                           const std::string& text) {
-    std::vector<std::string> found;
+// The message's {json:PATH} placeholders, each once.
+std::vector<ProviderSpec::JsonPlaceholder>
+json_placeholders(const std::string& file, const YAML::Node& node, const std::string& text) {
+    std::vector<ProviderSpec::JsonPlaceholder> found;
     for (auto open = text.find(k_json_placeholder); open != std::string::npos;
          open = text.find(k_json_placeholder, open + 1)) {
         auto close = text.find('}', open);
@@ -79,7 +79,10 @@ std::vector<std::string> json_placeholders(const std::string& file, const YAML::
             fail_at(file, node,
                     fmt::format("message: {{json:PATH}} takes a dotted member path "
                                 "({{json:signature.token}})"));
-        if (std::find(found.begin(), found.end(), path) == found.end()) found.emplace_back(path);
+        if (std::none_of(found.begin(), found.end(),
+                         [&](const auto& known) { return known.path_text == path; }))
+            found.push_back(
+                {fmt::format("{{json:{}}}", path), std::string(path), detail::dotted_path(path)});
     }
     return found;
 }

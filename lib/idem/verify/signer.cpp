@@ -239,6 +239,7 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
                                          ? "with its own private key (RSA)"
                                          : "with its own private key (ECDSA)"));
     using Unit = ProviderSpec::TimestampUnit;
+    detail::BodyMembers members(envelope.body);
     std::string stamp = spec.timestamp_unit == Unit::milliseconds
                             ? std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                  at.time_since_epoch())
@@ -248,7 +249,7 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
                                                                  : seconds;
     if (!spec.timestamp_path.empty()) {
         // The provider put the time in the body: it is signed as it is there.
-        auto in_body = detail::body_timestamp(spec, envelope.body);
+        auto in_body = members.text(spec.timestamp_path);
         if (!in_body)
             throw UsageError(fmt::format("provider {} takes its timestamp from the body's {}: "
                                          "the event has none",
@@ -271,7 +272,8 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
         // The provider sends the shared secret itself.
         encoded = spec.token_base64 ? base64_encode(secret) : secret;
     } else {
-        auto message = detail::provider_message(spec, envelope, stamp, id, url, config.params);
+        auto message =
+            detail::provider_message(spec, envelope, members, stamp, id, url, config.params);
         auto mac = spec.construction == ProviderSpec::Construction::digest
                        ? crypto::hash(spec.algorithm,
                                       spec.secret_last ? message + secret : secret + message)

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -87,20 +88,33 @@ Verdict verify_square(Input& input);
 Verdict verify_pagerduty(Input& input);
 Verdict verify_hmac(Input& input);
 Verdict verify_provider(Input& input, const ProviderSpec& spec);
-// The bytes a provider file's spec signs for one delivery.
-// `params`: the --param values a {param:NAME} names.
+// A JSON body's members by dotted path ("signature.token"), the body
+// parsed once, when first asked: a provider file may read its signature,
+// time and token from one body.
+class BodyMembers {
+public:
+    explicit BodyMembers(std::string_view body);
+    ~BodyMembers();
+    BodyMembers(const BodyMembers&) = delete;
+    BodyMembers& operator=(const BodyMembers&) = delete;
+    // A string's value, an integer as written; nullopt for another kind of
+    // member, none at all, or a body that is no JSON.
+    [[nodiscard]] std::optional<std::string> text(const std::vector<std::string>& path);
+
+private:
+    struct Document;
+    std::string_view m_body;
+    std::unique_ptr<Document> m_document;
+};
+
+// The bytes a provider file's spec signs for one delivery; `members`
+// reads the envelope's body. `params`: the --param values a {param:NAME}
+// names.
 [[nodiscard]] std::string provider_message(const ProviderSpec& spec,
-                                           const record::Envelope& envelope,
+                                           const record::Envelope& envelope, BodyMembers& members,
                                            std::string_view timestamp, std::string_view id,
                                            std::string_view url,
                                            const std::map<std::string, std::string>& params);
-// The text of the member at a spec's timestamp_path in a JSON body (a
-// number as it is written, a string's value); nullopt when there is none.
-[[nodiscard]] std::optional<std::string> body_timestamp(const ProviderSpec& spec,
-                                                        std::string_view body);
-// The same for any dotted path ("signature.token").
-[[nodiscard]] std::optional<std::string> body_member(std::string_view body,
-                                                     const std::vector<std::string>& path);
 // A form body's fields but `left_out`, sorted by name, as PHP's
 // serialize() writes an array of strings (Paddle Classic signs it).
 [[nodiscard]] std::string php_serialized_form(std::string_view body, std::string_view left_out);
