@@ -74,6 +74,27 @@ std::optional<std::string> read_header(const ProviderSpec& spec, std::string_vie
     return std::nullopt;
 }
 
+// Unix seconds (or milliseconds) written as digits. Past year 9999 is no
+// timestamp (and would overflow in microseconds), except, with
+// `far_future_as_last_second`, seconds past it: a provider that refuses
+// only old deliveries compares numbers and accepts one (cloudinary_npm's
+// own test signs 7952342400000).
+std::optional<Timestamp> unix_time(std::string_view text, bool milliseconds,
+                                   bool far_future_as_last_second) {
+    long long number = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+    if (error != std::errc() || end != text.data() + text.size() || number < 0) return std::nullopt;
+    if (milliseconds) {
+        if (number > 253402300799999LL) return std::nullopt;
+        return Timestamp(std::chrono::duration_cast<Duration>(std::chrono::milliseconds(number)));
+    }
+    if (number > 253402300799LL) {
+        if (!far_future_as_last_second) return std::nullopt;
+        number = 253402300799LL;
+    }
+    return Timestamp(std::chrono::duration_cast<Duration>(std::chrono::seconds(number)));
+}
+
 std::optional<Timestamp> parse_provider_time(const ProviderSpec& spec, std::string_view text) {
     if (spec.timestamp_unit == ProviderSpec::TimestampUnit::rfc3339) {
         if (auto parsed = parse_timestamp(text)) return parsed;
@@ -85,23 +106,8 @@ std::optional<Timestamp> parse_provider_time(const ProviderSpec& spec, std::stri
         return std::nullopt;
     }
     if (spec.timestamp_unit == ProviderSpec::TimestampUnit::http_date) return parse_http_date(text);
-    long long number = 0;
-    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
-    if (error != std::errc() || end != text.data() + text.size() || number < 0) return std::nullopt;
-    // Past year 9999 is no timestamp (and would overflow in microseconds).
-    if (spec.timestamp_unit == ProviderSpec::TimestampUnit::milliseconds) {
-        if (number > 253402300799999LL) return std::nullopt;
-        return Timestamp(std::chrono::duration_cast<Duration>(std::chrono::milliseconds(number)));
-    }
-    if (number > 253402300799LL) {
-        // Past year 9999 is no time to refuse a delivery by when the
-        // provider refuses only old ones: its SDK compares numbers and
-        // accepts it (cloudinary_npm's own test signs 7952342400000).
-        if (spec.future_refused) return std::nullopt;
-        return Timestamp(
-            std::chrono::duration_cast<Duration>(std::chrono::seconds(253402300799LL)));
-    }
-    return Timestamp(std::chrono::duration_cast<Duration>(std::chrono::seconds(number)));
+    return unix_time(text, spec.timestamp_unit == ProviderSpec::TimestampUnit::milliseconds,
+                     !spec.future_refused);
 }
 
 const char* timestamp_unit_wanted(ProviderSpec::TimestampUnit unit) {
@@ -365,8 +371,9 @@ Verdict verify_jwt(Input& input, const ProviderSpec& spec, const SignatureHeader
     std::optional<Timestamp> signed_at;
     if (!spec.jwt_time_claim.empty()) {
         auto text = claim_text(claims, spec.jwt_time_claim);
-        ProviderSpec seconds_spec;
-        if (text) signed_at = parse_provider_time(seconds_spec, *text);
+        if (text)
+            signed_at =
+                unix_time(*text, /*milliseconds=*/false, /*far_future_as_last_second=*/false);
         if (!signed_at)
             return fail(fmt::format("the token's {} is not Unix seconds", spec.jwt_time_claim));
         if (auto stale = check_age(input, *signed_at,
