@@ -213,6 +213,31 @@ std::optional<std::string> required_value(const VerifyConfig& config, const std:
 }
 
 namespace {
+// A provider's verdicts name it, valid or not.
+Verdict refused(const ProviderSpec& spec, std::string reason) {
+    auto verdict = invalid(Scheme::provider, std::move(reason));
+    verdict.provider = spec.name;
+    return verdict;
+}
+
+Verdict accepted(const Input& input, const ProviderSpec& spec, std::string label,
+                 std::string_view nonce, std::optional<Timestamp> signed_at) {
+    auto verdict = matched(input, Scheme::provider, std::move(label), nonce, signed_at);
+    verdict.provider = spec.name;
+    return verdict;
+}
+
+// Why `signed_at` is too old (or, where the provider refuses it, too far
+// ahead) under the spec's tolerance; nullopt when it is within.
+std::optional<std::string> outside_tolerance(const Input& input, const ProviderSpec& spec,
+                                             Timestamp signed_at) {
+    return check_age(input, signed_at,
+                     spec.future_refused ? ClockSides::both : ClockSides::past_only,
+                     spec.tolerance);
+}
+} // namespace
+
+namespace {
 // `construction: token`: the header carries the shared secret itself,
 // compared in constant time. The token is never a nonce (nonces are
 // remembered in the store): the id header is, or else the body's SHA-256.
@@ -227,22 +252,17 @@ Verdict verify_token(Input& input, const ProviderSpec& spec, const SignatureHead
         crypto::cleanse(expected);
         if (label) break;
     }
-    if (!label) {
-        auto verdict =
-            invalid(Scheme::provider,
-                    secrets.size() == 1
-                        ? std::string("the token is not the secret")
-                        : fmt::format("the token is none of the {} secrets", secrets.size()));
-        verdict.provider = spec.name;
-        return verdict;
-    }
+    if (!label)
+        return refused(spec,
+                       secrets.size() == 1
+                           ? std::string("the token is not the secret")
+                           : fmt::format("the token is none of the {} secrets", secrets.size()));
     std::string nonce(id);
     if (nonce.empty()) {
         auto digest = crypto::hash(crypto::HashAlgorithm::sha256, input.envelope.body);
         nonce = "sha256:" + encode_signature(digest.view(), SignatureEncoding::hex);
     }
-    auto verdict = matched(input, Scheme::provider, *label, nonce, std::nullopt);
-    verdict.provider = spec.name;
+    auto verdict = accepted(input, spec, *label, nonce, std::nullopt);
     verdict.reason = "the token matches (a token signs no body)";
     return verdict;
 }
@@ -255,21 +275,10 @@ Verdict settle(const Input& input, const ProviderSpec& spec,
                const std::optional<std::string>& label, std::size_t key_count,
                const SignatureHeader& header, std::string_view id,
                std::optional<Timestamp> signed_at) {
-    auto fail = [&](std::string reason) {
-        auto verdict = invalid(Scheme::provider, std::move(reason));
-        verdict.provider = spec.name;
-        return verdict;
-    };
-    if (!label) return fail(no_match_reason(key_count, header.signatures.size()));
+    if (!label) return refused(spec, no_match_reason(key_count, header.signatures.size()));
     if (signed_at)
-        if (auto stale = check_age(input, *signed_at,
-                                   spec.future_refused ? ClockSides::both : ClockSides::past_only,
-                                   spec.tolerance))
-            return fail(*stale);
-    auto verdict = matched(input, Scheme::provider, *label,
-                           id.empty() ? header.signatures.front() : id, signed_at);
-    verdict.provider = spec.name;
-    return verdict;
+        if (auto stale = outside_tolerance(input, spec, *signed_at)) return refused(spec, *stale);
+    return accepted(input, spec, *label, id.empty() ? header.signatures.front() : id, signed_at);
 }
 } // namespace
 
@@ -305,35 +314,32 @@ std::optional<std::string> claim_text(const nlohmann::json& claims, const std::s
 // the token's say: "none" and an HMAC keyed by a public key are refused),
 // the body bound by its hash claim, and its time claim within tolerance.
 Verdict verify_jwt(Input& input, const ProviderSpec& spec, const SignatureHeader& header) {
-    auto fail = [&](std::string reason) {
-        auto verdict = invalid(Scheme::provider, std::move(reason));
-        verdict.provider = spec.name;
-        return verdict;
-    };
     constexpr std::size_t k_max_token = 16 * 1024;
     auto token = header.signatures.front();
     if (token.size() > k_max_token)
-        return fail(
-            fmt::format("the token in '{}' is over {} bytes", spec.signature_header, k_max_token));
+        return refused(spec, fmt::format("the token in '{}' is over {} bytes",
+                                         spec.signature_header, k_max_token));
     auto first_dot = token.find('.');
     auto second_dot =
         first_dot == std::string_view::npos ? first_dot : token.find('.', first_dot + 1);
     if (second_dot == std::string_view::npos ||
         token.find('.', second_dot + 1) != std::string_view::npos)
-        return fail(fmt::format("malformed header '{}': not a JSON Web Token (three parts)",
-                                spec.signature_header));
+        return refused(spec,
+                       fmt::format("malformed header '{}': not a JSON Web Token (three parts)",
+                                   spec.signature_header));
     auto signing_input = token.substr(0, second_dot);
     auto header_json = base64_decode(token.substr(0, first_dot));
     auto claims_json = base64_decode(token.substr(first_dot + 1, second_dot - first_dot - 1));
     auto signature = base64_decode(token.substr(second_dot + 1));
     if (!header_json || !claims_json || !signature)
-        return fail(fmt::format("malformed header '{}': a part of the token is not base64url",
-                                spec.signature_header));
+        return refused(spec,
+                       fmt::format("malformed header '{}': a part of the token is not base64url",
+                                   spec.signature_header));
     auto jose = nlohmann::json::parse(*header_json, nullptr, false);
     auto wanted = spec.jwt_algorithm == ProviderSpec::JwtAlgorithm::hs256 ? "HS256" : "ES256";
     if (!jose.is_object() || !jose.contains("alg") || jose["alg"] != wanted)
-        return fail(
-            fmt::format("the token's alg is not {}, which {} signs with", wanted, spec.name));
+        return refused(
+            spec, fmt::format("the token's alg is not {}, which {} signs with", wanted, spec.name));
     std::optional<std::string> label;
     std::size_t key_count = 0;
     if (spec.jwt_algorithm == ProviderSpec::JwtAlgorithm::hs256) {
@@ -350,24 +356,25 @@ Verdict verify_jwt(Input& input, const ProviderSpec& spec, const SignatureHeader
         for (const auto& key : keys)
             if (!label && key.key.verify_raw(signing_input, *signature)) label = key.label;
     }
-    if (!label) return fail(no_match_reason(key_count, 1));
+    if (!label) return refused(spec, no_match_reason(key_count, 1));
     auto claims = nlohmann::json::parse(*claims_json, nullptr, false);
-    if (!claims.is_object()) return fail("the token's claims are not a JSON object");
+    if (!claims.is_object()) return refused(spec, "the token's claims are not a JSON object");
     for (const auto& [name, value] : spec.jwt_claims) {
         auto found = claim_text(claims, name);
         if (!found || *found != value)
-            return fail(fmt::format("the token's {} is {}: {} requires {}", name,
-                                    found ? quote(*found, 40) : std::string("missing"), spec.name,
-                                    quote(value)));
+            return refused(spec, fmt::format("the token's {} is {}: {} requires {}", name,
+                                             found ? quote(*found, 40) : std::string("missing"),
+                                             spec.name, quote(value)));
     }
     auto body_hash = claim_text(claims, spec.jwt_body_hash);
     auto digest = crypto::hash(crypto::HashAlgorithm::sha256, input.envelope.body);
     if (!body_hash ||
         !crypto::constant_time_equal(to_lower(*body_hash),
                                      encode_signature(digest.view(), SignatureEncoding::hex)))
-        return fail(fmt::format("the token's {} is not the body's SHA-256: the body is not the "
-                                "one signed",
-                                spec.jwt_body_hash));
+        return refused(spec,
+                       fmt::format("the token's {} is not the body's SHA-256: the body is not the "
+                                   "one signed",
+                                   spec.jwt_body_hash));
     std::optional<Timestamp> signed_at;
     if (!spec.jwt_time_claim.empty()) {
         auto text = claim_text(claims, spec.jwt_time_claim);
@@ -375,44 +382,35 @@ Verdict verify_jwt(Input& input, const ProviderSpec& spec, const SignatureHeader
             signed_at =
                 unix_time(*text, /*milliseconds=*/false, /*far_future_as_last_second=*/false);
         if (!signed_at)
-            return fail(fmt::format("the token's {} is not Unix seconds", spec.jwt_time_claim));
-        if (auto stale = check_age(input, *signed_at,
-                                   spec.future_refused ? ClockSides::both : ClockSides::past_only,
-                                   spec.tolerance))
-            return fail(*stale);
+            return refused(spec,
+                           fmt::format("the token's {} is not Unix seconds", spec.jwt_time_claim));
+        if (auto stale = outside_tolerance(input, spec, *signed_at)) return refused(spec, *stale);
     }
     auto nonce = claim_text(claims, "jti");
-    auto verdict =
-        matched(input, Scheme::provider, *label,
-                nonce ? std::string_view(*nonce) : token.substr(second_dot + 1), signed_at);
-    verdict.provider = spec.name;
-    return verdict;
+    return accepted(input, spec, *label,
+                    nonce ? std::string_view(*nonce) : token.substr(second_dot + 1), signed_at);
 }
 } // namespace
 
 Verdict verify_provider(Input& input, const ProviderSpec& spec) {
     const auto& envelope = input.envelope;
-    auto fail = [&](std::string reason) {
-        auto verdict = invalid(Scheme::provider, std::move(reason));
-        verdict.provider = spec.name;
-        return verdict;
-    };
     for (const auto& required : spec.require) {
         auto found = envelope.header(required.name);
-        if (!found) return fail(missing_header(required.name));
+        if (!found) return refused(spec, missing_header(required.name));
         auto value = trim(*found);
         if (auto param = ProviderSpec::required_param(required.values.front()); !param.empty()) {
             auto wanted = required_value(input.config, required.values.front());
             if (wanted && value != *wanted)
-                return fail(fmt::format("header '{}' is {}: {} requires the {} given with --param",
-                                        required.name, quote(value, 40), spec.name, param));
+                return refused(
+                    spec, fmt::format("header '{}' is {}: {} requires the {} given with --param",
+                                      required.name, quote(value, 40), spec.name, param));
             continue;
         }
         if (std::find(required.values.begin(), required.values.end(), value) ==
             required.values.end())
-            return fail(fmt::format("header '{}' is {}: {} requires {}", required.name,
-                                    quote(value, 40), spec.name,
-                                    fmt::join(required.values, " or ")));
+            return refused(spec, fmt::format("header '{}' is {}: {} requires {}", required.name,
+                                             quote(value, 40), spec.name,
+                                             fmt::join(required.values, " or ")));
     }
     // Every signature header present gives its signatures; any may match.
     SignatureHeader header;
@@ -426,15 +424,18 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         for (auto& [name, value] : parse_form(envelope.body))
             if (name == spec.signature_form_field) in_body_signature = std::move(value);
         if (!in_body_signature || in_body_signature->empty())
-            return fail(fmt::format("no {} field in the form body", spec.signature_form_field));
-        if (auto problem = read_header(spec, *in_body_signature, header)) return fail(*problem);
+            return refused(spec,
+                           fmt::format("no {} field in the form body", spec.signature_form_field));
+        if (auto problem = read_header(spec, *in_body_signature, header))
+            return refused(spec, *problem);
         any_header = true;
     } else if (!spec.signature_path.empty()) {
         in_body_signature = members.text(spec.signature_path);
         if (!in_body_signature || in_body_signature->empty())
-            return fail(
-                fmt::format("no signature at {} in the body", fmt::join(spec.signature_path, ".")));
-        if (auto problem = read_header(spec, *in_body_signature, header)) return fail(*problem);
+            return refused(spec, fmt::format("no signature at {} in the body",
+                                             fmt::join(spec.signature_path, ".")));
+        if (auto problem = read_header(spec, *in_body_signature, header))
+            return refused(spec, *problem);
         any_header = true;
     }
     for (const auto& name : names) {
@@ -443,39 +444,43 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
                          : std::nullopt;
         if (!value) continue;
         any_header = true;
-        if (auto problem = read_header(spec, *value, header)) return fail(*problem);
+        if (auto problem = read_header(spec, *value, header)) return refused(spec, *problem);
     }
-    if (!any_header) return fail(missing_header(spec.signature_header));
+    if (!any_header) return refused(spec, missing_header(spec.signature_header));
     for (const auto& json : spec.json_placeholders)
         if (!members.text(json.path))
-            return fail(fmt::format("no {} in the body (a number or a string), which {} signs",
-                                    json.path_text, spec.name));
+            return refused(spec,
+                           fmt::format("no {} in the body (a number or a string), which {} signs",
+                                       json.path_text, spec.name));
     std::string_view timestamp_text;
     std::optional<Timestamp> signed_at;
     if (header.timestamp) timestamp_text = *header.timestamp;
     if (!spec.timestamp_header.empty()) {
         auto found = envelope.header(spec.timestamp_header);
-        if (!found) return fail(missing_header(spec.timestamp_header));
+        if (!found) return refused(spec, missing_header(spec.timestamp_header));
         timestamp_text = trim(*found);
     }
     std::optional<std::string> in_body;
     if (!spec.timestamp_path.empty()) {
         in_body = members.text(spec.timestamp_path);
         if (!in_body)
-            return fail(fmt::format("no timestamp at {} in the body (a number or a string)",
-                                    fmt::join(spec.timestamp_path, ".")));
+            return refused(spec,
+                           fmt::format("no timestamp at {} in the body (a number or a string)",
+                                       fmt::join(spec.timestamp_path, ".")));
         timestamp_text = *in_body;
     }
     if (!spec.timestamp_header.empty() || !spec.timestamp_key.empty() || spec.positional ||
         in_body) {
         signed_at = parse_provider_time(spec, timestamp_text);
         if (!signed_at)
-            return fail(fmt::format(
-                "malformed timestamp {} in {}: expected {}", quote(timestamp_text, 40),
-                in_body ? fmt::format("the body's {}", fmt::join(spec.timestamp_path, "."))
-                : spec.timestamp_header.empty() ? fmt::format("'{}'", spec.signature_header)
-                                                : fmt::format("'{}'", spec.timestamp_header),
-                timestamp_unit_wanted(spec.timestamp_unit)));
+            return refused(
+                spec,
+                fmt::format(
+                    "malformed timestamp {} in {}: expected {}", quote(timestamp_text, 40),
+                    in_body ? fmt::format("the body's {}", fmt::join(spec.timestamp_path, "."))
+                    : spec.timestamp_header.empty() ? fmt::format("'{}'", spec.signature_header)
+                                                    : fmt::format("'{}'", spec.timestamp_header),
+                    timestamp_unit_wanted(spec.timestamp_unit)));
     }
     std::string_view id;
     if (!spec.id_header.empty()) {
@@ -483,14 +488,14 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         if (found)
             id = *found;
         else if (spec.message.find("{id}") != std::string::npos)
-            return fail(missing_header(spec.id_header));
+            return refused(spec, missing_header(spec.id_header));
     }
     std::string url;
     if (spec.message.find("{url}") != std::string::npos) {
         auto signed_at_url = signed_url(input.config, envelope);
         if (!signed_at_url)
-            return fail(
-                fmt::format("provider {} signs the URL: pass --url or --url-base", spec.name));
+            return refused(spec, fmt::format("provider {} signs the URL: pass --url or --url-base",
+                                             spec.name));
         url = std::move(*signed_at_url);
     }
     if (spec.construction == ProviderSpec::Construction::token)
@@ -499,8 +504,8 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         return verify_jwt(input, spec, header);
     for (const auto& param : spec.message_params)
         if (!input.config.params.contains(param))
-            return fail(
-                fmt::format("{} signs a value of yours: pass --param {}=VALUE", spec.name, param));
+            return refused(spec, fmt::format("{} signs a value of yours: pass --param {}=VALUE",
+                                             spec.name, param));
     std::optional<std::string> label;
     std::size_t key_count = 0;
     if (spec.construction == ProviderSpec::Construction::rsa ||
@@ -526,8 +531,8 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
                                     });
         }
         if (!any_decoded)
-            return fail(fmt::format("malformed header '{}': the signature is not base64",
-                                    spec.signature_header));
+            return refused(spec, fmt::format("malformed header '{}': the signature is not base64",
+                                             spec.signature_header));
         return settle(input, spec, label, key_count, header, id, signed_at);
     }
     if (spec.strict_encoding) {
@@ -541,9 +546,10 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         }
         header.signatures = canonical;
         if (header.signatures.empty())
-            return fail(fmt::format("the signature is not written as {} writes it ({} compares "
-                                    "the text: strict_encoding)",
-                                    encoding_name(spec.encoding), spec.name));
+            return refused(spec,
+                           fmt::format("the signature is not written as {} writes it ({} compares "
+                                       "the text: strict_encoding)",
+                                       encoding_name(spec.encoding), spec.name));
     }
     // With several algorithms, the first whose digest size the signature has.
     auto algorithm = spec.algorithm;
@@ -557,7 +563,7 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         algorithm = other;
         candidates = std::move(decoded);
     }
-    if (candidates.signatures.empty()) return fail(candidates.problem);
+    if (candidates.signatures.empty()) return refused(spec, candidates.problem);
     auto message =
         provider_message(spec, envelope, members, timestamp_text, id, url, input.config.params);
     if (spec.construction == ProviderSpec::Construction::digest) {
