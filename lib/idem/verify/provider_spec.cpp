@@ -64,25 +64,34 @@ bool is_dotted_path(std::string_view path) {
            path.find("..") == std::string_view::npos;
 }
 
+// What each "{PREFIX...}" placeholder of `text` holds, each once, in the
+// order they come; an unclosed one holds nothing (its caller refuses it).
+std::vector<std::string_view> placeholder_arguments(std::string_view text,
+                                                    std::string_view prefix) {
+    std::vector<std::string_view> found;
+    for (auto open = text.find(prefix); open != std::string_view::npos;
+         open = text.find(prefix, open + 1)) {
+        auto close = text.find('}', open);
+        auto argument = close == std::string_view::npos
+                            ? std::string_view()
+                            : text.substr(open + prefix.size(), close - open - prefix.size());
+        if (std::find(found.begin(), found.end(), argument) == found.end())
+            found.push_back(argument);
+    }
+    return found;
+}
+
 // The message's {json:PATH} placeholders, each once.
 std::vector<ProviderSpec::JsonPlaceholder>
 json_placeholders(const std::string& file, const YAML::Node& node, const std::string& text) {
     std::vector<ProviderSpec::JsonPlaceholder> found;
-    for (auto open = text.find(k_json_placeholder); open != std::string::npos;
-         open = text.find(k_json_placeholder, open + 1)) {
-        auto close = text.find('}', open);
-        auto path = std::string_view(text).substr(open + k_json_placeholder.size(),
-                                                  close == std::string::npos
-                                                      ? std::string::npos
-                                                      : close - open - k_json_placeholder.size());
-        if (close == std::string::npos || !is_dotted_path(path))
+    for (auto path : placeholder_arguments(text, k_json_placeholder)) {
+        if (!is_dotted_path(path))
             fail_at(file, node,
                     fmt::format("message: {{json:PATH}} takes a dotted member path "
                                 "({{json:signature.token}})"));
-        if (std::none_of(found.begin(), found.end(),
-                         [&](const auto& known) { return known.path_text == path; }))
-            found.push_back(
-                {fmt::format("{{json:{}}}", path), std::string(path), detail::dotted_path(path)});
+        found.push_back(
+            {fmt::format("{{json:{}}}", path), std::string(path), detail::dotted_path(path)});
     }
     return found;
 }
@@ -565,18 +574,11 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
         }
         check_template(file, node["message"], spec.message);
         spec.json_placeholders = json_placeholders(file, node["message"], spec.message);
-        for (auto open = spec.message.find("{param:"); open != std::string::npos;
-             open = spec.message.find("{param:", open + 1)) {
-            auto close = spec.message.find('}', open);
-            auto name = close == std::string::npos
-                            ? std::string_view()
-                            : std::string_view(spec.message).substr(open + 7, close - open - 7);
+        for (auto name : placeholder_arguments(spec.message, "{param:")) {
             if (!is_param_name(name))
                 fail_at(file, node["message"],
                         "message: {param:NAME} takes a NAME of lowercase letters, digits and '_'");
-            if (std::find(spec.message_params.begin(), spec.message_params.end(), name) ==
-                spec.message_params.end())
-                spec.message_params.emplace_back(name);
+            spec.message_params.emplace_back(name);
         }
     }
     read_timestamp(file, node, spec);
