@@ -445,11 +445,14 @@ class LedgerNeverLies(ReplayScratch):
         # and every printed line is rightly recorded. So the scenario runs up
         # to three times, until the lock falls with outcomes pending.
         marked = locked = False
-        for _ in range(3):
+        for attempt in range(3):
             for suffix in ("", "-wal", "-shm"):
                 if os.path.exists(self.store + suffix):
                     os.remove(self.store + suffix)
-            with listening(self.dir, ["--delay", "2ms"]) as target:
+            # A capture of its own per attempt: an earlier attempt's lines
+            # would say "mid-run" before this replay has made its ledger, and
+            # the locker would then create an empty store and lock it.
+            with listening(self.dir, ["--delay", "2ms"], name=f"capture-{attempt}.ndjson") as target:
                 replay = subprocess.Popen([IDEM, "replay", "--to", target.url, "--store", self.store, "--key", "id",
                                            "--concurrency", "4", "--lock-timeout", "300ms", self.events],
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
