@@ -284,6 +284,67 @@ class Nonce(unittest.TestCase):
             code, out, _ = run(["verify", "--secret", GH, "--nonce", "--store", uri], stdin=lines[1] + b"\n" + lines[3])
             self.assertEqual([v["valid"] for v in verdicts(out)], [True, False])
 
+    @unittest.skipUnless(redis_server.available(), "redis-server is not installed")
+    def test_redis_judges_a_batch_as_sqlite_does_with_one_command_per_new_nonce(self):
+        """A block's nonces go to Redis in one pipeline of SET NX GET; what
+        one meets is judged in idem, and only a kept entry to replace runs
+        the script. The verdicts are SQLite's, the same nonce several times
+        in one block included."""
+        import redis_cluster
+        lines = capture_lines("github.ndjson")
+
+        def at(line, received_at):
+            delivery = json.loads(line)
+            delivery["received_at"] = received_at
+            return json.dumps(delivery).encode()
+
+        stream = b"\n".join([
+            lines[0],                                  # fresh
+            lines[1],                                  # fresh
+            at(lines[0], "2026-11-30T08:00:30.000Z"),  # replay, met in the same block
+            at(lines[0], "2026-11-30T07:59:00.000Z"),  # came first: fresh, kept instead
+            at(lines[0], "2026-11-30T08:01:00.000Z"),  # replay of 07:59
+            at(lines[0], "2026-12-05T00:00:00.000Z"),  # past the 72h window: fresh, kept
+            lines[2],                                  # fresh
+            lines[3],                                  # far before the kept one: fresh
+        ]) + b"\n"
+        with tempfile.TemporaryDirectory() as tmp, redis_server.running() as uri:
+            port = int(uri.rsplit(":", 1)[1])
+            by_store = {}
+            for store in (os.path.join(tmp, "idem.db"), uri):
+                runs = []
+                for _ in range(2):  # the second run reads the same records again
+                    code, out, err = run(["verify", "--secret", GH, "--nonce", "--store", store], stdin=stream)
+                    runs.append((code, [(v["valid"], v["reason"]) for v in verdicts(out)]))
+                by_store[store] = runs
+            sqlite_runs, redis_runs = by_store.values()
+            self.assertEqual(redis_runs, sqlite_runs)
+            self.assertEqual(redis_runs[0][0], 1)
+            self.assertEqual([valid for valid, _ in redis_runs[0][1]], [True, True, False, True, False, True, True, True])
+            self.assertIn("already delivered at 2026-11-30T07:59:00.000Z", redis_runs[0][1][4][1])
+
+            # Distinct nonces and a redelivery: one SET each, no script.
+            redis_cluster.cli(port, "FLUSHALL")
+            redis_cluster.cli(port, "CONFIG", "RESETSTAT")
+            code, out, err = run(["verify", "--secret", GH, "--nonce", "--store", uri], stdin=b"\n".join(lines))
+            self.assertEqual([v["valid"] for v in verdicts(out)], [True, True, True, False], err)
+            stats = redis_cluster.cli(port, "INFO", "commandstats")
+            self.assertIn("cmdstat_set:calls=4,", stats)
+            self.assertNotIn("cmdstat_evalsha", stats)
+            self.assertNotIn("cmdstat_eval:", stats)
+
+            # A nonce the previous release kept as a hash: judged, then a string.
+            key = "idem:nonce:github:d6b1c5a0-0001-11ef-9e0f-0242ac120002"
+            redis_cluster.cli(port, "FLUSHALL")
+            redis_cluster.cli(port, "HSET", key, "first", "1796025605000000", "source", "old.ndjson", "line", "1")
+            redis_cluster.cli(port, "PEXPIRE", key, "600000")
+            code, out, err = run(["verify", "--secret", GH, "--nonce", "--store", uri], stdin=lines[1])
+            got = verdicts(out)[0]
+            self.assertFalse(got["valid"], err)
+            self.assertIn("already delivered at 2026-11-30T08:00:05.000Z", got["reason"])
+            self.assertEqual(redis_cluster.cli(port, "TYPE", key).strip(), "string")
+            self.assertEqual(redis_cluster.cli(port, "GET", key).strip(), "1796025605000000 1 old.ndjson")
+
     def test_on_store_error_local_still_catches_replays_within_the_run(self):
         lines = capture_lines("github.ndjson")
         code, out, err = run(["verify", "--secret", GH, "--nonce", "--store", "redis://127.0.0.1:1",

@@ -33,4 +33,13 @@ NonceDecision judge_nonce(const std::optional<NonceEntry>& kept, const NonceSigh
     return decision;
 }
 
+std::vector<NonceClaim> NonceStore::claim_nonces(std::span<const NonceRequest> requests) {
+    std::vector<NonceClaim> claims;
+    claims.reserve(requests.size());
+    for (const auto& request : requests)
+        claims.push_back(claim_nonce(request.scope, request.nonce, request.sighting, request.window,
+                                     request.keep_until));
+    return claims;
+}
+
 } // namespace idem::store

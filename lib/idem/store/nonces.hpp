@@ -5,8 +5,10 @@
 #include "idem/util/time.hpp"
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace idem::store {
 
@@ -49,6 +51,15 @@ struct NonceDecision {
 [[nodiscard]] NonceDecision judge_nonce(const std::optional<NonceEntry>& kept,
                                         const NonceSighting& sighting, Duration window);
 
+// One claim of a batch: claim_nonce()'s arguments.
+struct NonceRequest {
+    std::string_view scope;
+    std::string_view nonce;
+    NonceSighting sighting;
+    Duration window{};
+    Timestamp keep_until{};
+};
+
 class NonceStore {
 public:
     virtual ~NonceStore() = default;
@@ -59,6 +70,12 @@ public:
     virtual NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
                                    const NonceSighting& sighting, Duration window,
                                    Timestamp keep_until) = 0;
+
+    // The requests judged in order, each as claim_nonce() would judge it
+    // after the ones before it (a nonce twice in a batch: the second meets
+    // the first). A store across a network answers a batch in one round
+    // trip, or two when a kept entry is to be replaced.
+    virtual std::vector<NonceClaim> claim_nonces(std::span<const NonceRequest> requests);
 };
 
 } // namespace idem::store

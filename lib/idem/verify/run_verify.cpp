@@ -61,18 +61,17 @@ public:
         }
     }
 
-    store::NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
-                                  const store::NonceSighting& sighting, Duration window,
-                                  Timestamp keep_until) {
-        store::NonceClaim claim;
-        guarded([&] {
-            claim = m_store->nonces().claim_nonce(scope, nonce, sighting, window, keep_until);
-        });
+    // A block's claims in one call: one round trip to a shared store.
+    std::vector<store::NonceClaim> claim_nonces(std::span<const store::NonceRequest> requests) {
+        std::vector<store::NonceClaim> claims;
+        guarded([&] { claims = m_store->nonces().claim_nonces(requests); });
         if (m_lost)
-            m_unwritten_nonces.push_back({std::string(scope), std::string(nonce),
-                                          sighting.received_at, std::string(sighting.source),
-                                          sighting.line, window, keep_until});
-        return claim;
+            for (const auto& request : requests)
+                m_unwritten_nonces.push_back(
+                    {std::string(request.scope), std::string(request.nonce),
+                     request.sighting.received_at, std::string(request.sighting.source),
+                     request.sighting.line, request.window, request.keep_until});
+        return claims;
     }
 
     void save_verdicts(const std::vector<store::VerdictRecord>& verdicts) {
@@ -179,6 +178,9 @@ struct Outcome {
     bool has_annotations = false;
     Timestamp now;
     std::optional<Diagnosis> diagnosis; // --explain, for an invalid verdict
+    // --nonce: this record's place in its block's claims (VerifyRun::claim_block).
+    static constexpr std::uint32_t k_unclaimed = UINT32_MAX;
+    std::uint32_t nonce_claim = k_unclaimed;
 };
 
 using BlockOutcome = run::BlockOutcomes<Outcome>;
@@ -259,6 +261,10 @@ public:
         steps.judge = [&](const run::InputBlock& block, WorkerState& state, BlockOutcome& result) {
             judge_block(block, state, m_options, clock_now, result);
         };
+        if (m_options.nonce == NonceCheck::on)
+            steps.prepare = [&](const run::InputBlock& block, BlockOutcome& result) {
+                claim_block(block, result);
+            };
         auto route = [&](Outcome& outcome, run::InputRecord& record, std::size_t) {
             route_record(outcome, record);
         };
@@ -297,12 +303,33 @@ private:
         write(outcome, record);
     }
 
+    // Every valid delivery's message id in the block, claimed in one call
+    // before the block is routed, in input order.
+    void claim_block(const run::InputBlock& block, BlockOutcome& result) {
+        m_block_requests.clear();
+        for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
+            auto& outcome = result.outcomes[i];
+            const auto& verdict = outcome.verdict;
+            if (outcome.kind != Outcome::Kind::judged || !verdict.valid || m_run.done_before(i))
+                continue;
+            auto record = m_run.locate(block, outcome.line);
+            outcome.nonce_claim = static_cast<std::uint32_t>(m_block_requests.size());
+            m_block_requests.push_back(
+                {verdict_scheme_name(verdict),
+                 verdict.nonce,
+                 {outcome.now, *record.source, record.line},
+                 m_options.nonce_window,
+                 nonce_keep_until(verdict, outcome.now, m_options.nonce_window)});
+        }
+        m_block_claims = m_store->claim_nonces(m_block_requests);
+    }
+
     // A valid delivery whose message id the store has seen is a replay.
-    void check_replay(Outcome& outcome, const run::InputRecord& record) {
+    void check_replay(Outcome& outcome, const run::InputRecord&) {
         auto& verdict = outcome.verdict;
-        auto claim = m_store->claim_nonce(
-            verdict_scheme_name(verdict), verdict.nonce, {outcome.now, *record.source, record.line},
-            m_options.nonce_window, nonce_keep_until(verdict, outcome.now, m_options.nonce_window));
+        if (outcome.nonce_claim == Outcome::k_unclaimed)
+            throw std::logic_error("verify: a valid delivery reached routing without a claim");
+        const auto& claim = m_block_claims.at(outcome.nonce_claim);
         if (claim.verdict == store::NonceVerdict::replay) {
             verdict.valid = false;
             ++m_replayed;
@@ -413,6 +440,9 @@ private:
     std::unique_ptr<io::Sink> m_invalid_sink;
     std::optional<VerifyStore> m_store; // --nonce, --keep-verdicts
     std::vector<store::VerdictRecord> m_kept_verdicts;
+    // --nonce: the block being routed's claims, asked of the store at once.
+    std::vector<store::NonceRequest> m_block_requests;
+    std::vector<store::NonceClaim> m_block_claims;
     std::string m_member;                             // the record's "verify" annotation, reused
     std::map<std::string, std::uint64_t> m_diagnoses; // --explain: by kind
     std::uint64_t m_explained = 0, m_suspected = 0, m_unexplained = 0;

@@ -1,7 +1,9 @@
 #include "idem/store/redis/redis_nonces.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
+#include <unordered_map>
 
 namespace idem::store::detail {
 
@@ -11,28 +13,61 @@ std::string nonce_key(std::string_view scope, std::string_view nonce) {
     return fmt::format("idem:nonce:{}:{}", scope, nonce);
 }
 
+// What a nonce's key holds: "FIRST_US LINE SOURCE", the source last (it
+// may hold spaces).
+std::string encode_entry(const NonceSighting& sighting) {
+    return fmt::format("{} {} {}", sighting.received_at.time_since_epoch().count(), sighting.line,
+                       sighting.source);
+}
+
+// An entry read back; an earlier idem's plain "FIRST_US" is a sighting of
+// no known record. nullopt: not an entry idem writes.
+std::optional<NonceEntry> decode_entry(std::string_view text) {
+    NonceEntry entry;
+    long long first = 0;
+    const auto* end = text.data() + text.size();
+    auto [after_first, error] = std::from_chars(text.data(), end, first);
+    if (error != std::errc() || after_first == text.data()) return std::nullopt;
+    entry.first_seen = Timestamp(Duration(first));
+    if (after_first == end) return entry;
+    if (*after_first != ' ') return std::nullopt;
+    auto [after_line, line_error] = std::from_chars(after_first + 1, end, entry.line);
+    if (line_error != std::errc() || after_line == end || *after_line != ' ') return std::nullopt;
+    entry.source.assign(after_line + 1, end);
+    return entry;
+}
+
 // KEYS[1] the nonce; ARGV: received_at_us, source, line, window_us,
 // keep_ms. Returns {verdict, first_seen_us}: 0 fresh, 1 replay, 2 the
-// same record. A value left by an earlier version (a plain string of
-// first_seen) reads as a sighting of no known record.
+// same record. The rule of judge_nonce(), for the claims a batch could
+// not settle from what its SET met: a kept entry to replace (judged again
+// here, atomically, against what the key holds by now), and an entry an
+// earlier idem kept as a hash (first, source, line) or as a plain
+// first_seen, which becomes the string form. A key of another type is
+// not idem's: refused.
 constexpr const char* k_nonce_lua = R"lua(
 local first, source, line
-if redis.call('TYPE', KEYS[1]).ok == 'string' then
-  first = redis.call('GET', KEYS[1])
-  redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[1], 'first', first)
-  redis.call('PEXPIRE', KEYS[1], ARGV[5])
-else
+local t = redis.call('TYPE', KEYS[1]).ok
+if t == 'string' then
+  local v = redis.call('GET', KEYS[1])
+  first, line, source = string.match(v, '^(%-?%d+) (%d+) (.*)$')
+  if not first then first = v end
+elseif t == 'hash' then
   local v = redis.call('HMGET', KEYS[1], 'first', 'source', 'line')
   first, source, line = v[1], v[2], v[3]
+  redis.call('DEL', KEYS[1])
+  if first then
+    redis.call('SET', KEYS[1], first .. ' ' .. (line or '0') .. ' ' .. (source or ''), 'PX', ARGV[5])
+  end
+elseif t ~= 'none' then
+  return redis.error_reply('WRONGTYPE ' .. KEYS[1] .. ' is a ' .. t .. ', not a nonce idem keeps')
 end
 local function keep()
-  redis.call('HSET', KEYS[1], 'first', ARGV[1], 'source', ARGV[2], 'line', ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+  redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ARGV[3] .. ' ' .. ARGV[2], 'PX', ARGV[5])
   return {0, tonumber(ARGV[1])}
 end
-if not first then return keep() end
 local at, seen, window = tonumber(ARGV[1]), tonumber(first), tonumber(ARGV[4])
+if not seen then return keep() end
 if source == ARGV[2] and line == ARGV[3] and seen == at then return {2, seen} end
 if at > seen + window then return keep() end
 if at < seen - window then return {0, at} end
@@ -40,36 +75,96 @@ if at >= seen then return {1, seen} end
 return keep()
 )lua";
 
+long long keep_ms_of(Timestamp keep_until) {
+    return std::max<long long>(
+        1, std::chrono::duration_cast<std::chrono::milliseconds>(keep_until - now_utc()).count());
+}
+
 } // namespace
 
 NonceClaim RedisNonces::claim(std::string_view scope, std::string_view nonce,
                               const NonceSighting& sighting, Duration window,
                               Timestamp keep_until) {
-    auto key = nonce_key(scope, nonce);
-    auto keep_ms = std::max<long long>(
-        1, std::chrono::duration_cast<std::chrono::milliseconds>(keep_until - now_utc()).count());
-    auto sha = m_session.load_script(m_script, k_nonce_lua);
-    // On a replica too before the verdict counts: a nonce lost in a
+    NonceRequest request{scope, nonce, sighting, window, keep_until};
+    return claim_batch({&request, 1}).front();
+}
+
+// A new nonce is one `SET NX PX GET`, pipelined for the whole batch; an
+// entry already there comes back with the reply and is judged here by
+// judge_nonce(). Only a claim that is to replace the kept entry (or meets
+// an earlier idem's layout, or follows such a claim of the same nonce in
+// the batch) runs the script, in a second pipeline, in batch order.
+std::vector<NonceClaim> RedisNonces::claim_batch(std::span<const NonceRequest> requests) {
+    std::vector<NonceClaim> claims(requests.size());
+    if (requests.empty()) return claims;
+    std::vector<std::string> keys;
+    std::vector<RoutedCommand> sets;
+    keys.reserve(requests.size());
+    sets.reserve(requests.size());
+    for (const auto& request : requests) {
+        keys.push_back(nonce_key(request.scope, request.nonce));
+        sets.push_back({{"SET", keys.back(), encode_entry(request.sighting), "NX", "PX",
+                         std::to_string(keep_ms_of(request.keep_until)), "GET"},
+                        keys.back()});
+    }
+    // On a replica too before a verdict counts: a nonce lost in a
     // failover would let the same delivery pass again.
-    auto reply =
-        std::move(m_session.redis()
-                      .pipeline({{{"EVALSHA", sha, "1", key,
-                                   std::to_string(sighting.received_at.time_since_epoch().count()),
-                                   std::string(sighting.source), std::to_string(sighting.line),
-                                   std::to_string(window.count()), std::to_string(keep_ms)},
-                                  key}},
-                                Retry::safe, ErrorReplies::fail, Replicas::wait)
-                      .front());
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2)
-        throw m_session.unexpected("a nonce claim");
-    NonceClaim claim;
-    auto verdict = integer_of(reply->element[0]);
-    claim.verdict = verdict == 1   ? NonceVerdict::replay
-                    : verdict == 2 ? NonceVerdict::same_record
-                                   : NonceVerdict::fresh;
-    if (claim.verdict != NonceVerdict::fresh)
-        claim.first_seen = Timestamp(Duration(integer_of(reply->element[1])));
-    return claim;
+    auto replies =
+        m_session.redis().pipeline(sets, Retry::safe, ErrorReplies::returned, Replicas::wait);
+    std::vector<std::size_t> contested;
+    std::unordered_map<std::string_view, bool> key_contested; // keys met in this batch
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        const auto* reply = replies[i].get();
+        auto [met, first_meeting] = key_contested.try_emplace(keys[i], false);
+        if (met->second) {
+            contested.push_back(i); // an earlier claim of this nonce is still to be settled
+            continue;
+        }
+        if (reply->type == REDIS_REPLY_NIL) continue; // fresh, and kept
+        std::optional<NonceEntry> kept;
+        if (reply->type == REDIS_REPLY_STRING)
+            kept = decode_entry(std::string_view(reply->str, reply->len));
+        else if (!error_starts(reply, "WRONGTYPE"))
+            throw m_session.unexpected("a nonce claim");
+        if (kept) {
+            auto decision = judge_nonce(kept, requests[i].sighting, requests[i].window);
+            if (!decision.store) {
+                claims[i] = decision.claim;
+                continue;
+            }
+        }
+        met->second = true;
+        contested.push_back(i);
+    }
+    if (contested.empty()) return claims;
+    auto sha = m_session.load_script(m_script, k_nonce_lua);
+    std::vector<RoutedCommand> scripts;
+    scripts.reserve(contested.size());
+    for (auto i : contested) {
+        const auto& request = requests[i];
+        scripts.push_back(
+            {{"EVALSHA", sha, "1", keys[i],
+              std::to_string(request.sighting.received_at.time_since_epoch().count()),
+              std::string(request.sighting.source), std::to_string(request.sighting.line),
+              std::to_string(request.window.count()),
+              std::to_string(keep_ms_of(request.keep_until))},
+             keys[i]});
+    }
+    auto judged =
+        m_session.redis().pipeline(scripts, Retry::safe, ErrorReplies::fail, Replicas::wait);
+    for (std::size_t n = 0; n < contested.size(); ++n) {
+        const auto* reply = judged[n].get();
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2)
+            throw m_session.unexpected("a nonce claim");
+        auto& claim = claims[contested[n]];
+        auto verdict = integer_of(reply->element[0]);
+        claim.verdict = verdict == 1   ? NonceVerdict::replay
+                        : verdict == 2 ? NonceVerdict::same_record
+                                       : NonceVerdict::fresh;
+        if (claim.verdict != NonceVerdict::fresh)
+            claim.first_seen = Timestamp(Duration(integer_of(reply->element[1])));
+    }
+    return claims;
 }
 
 } // namespace idem::store::detail

@@ -1,14 +1,16 @@
 #pragma once
-// Internal to the Redis store: verify's and listen's nonces, one hash per
-// nonce ("idem:nonce:SCOPE:NONCE") expiring when the nonce may be
-// forgotten. Single-key operations, so any name is Redis Cluster-safe; the
-// prefix keeps idem's keys apart from an application's.
+// Internal to the Redis store: verify's and listen's nonces, one string
+// per nonce ("idem:nonce:SCOPE:NONCE" holding "FIRST_US LINE SOURCE")
+// expiring when the nonce may be forgotten. Single-key operations, so any name is Redis
+// Cluster-safe; the prefix keeps idem's keys apart from an application's.
 
 #include "idem/store/nonces.hpp"
 #include "idem/store/redis/redis_session.hpp"
 
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace idem::store::detail {
 
@@ -16,11 +18,13 @@ class RedisNonces {
 public:
     explicit RedisNonces(RedisSession& session) : m_session(session) {}
 
-    // The rule of judge_nonce() (nonces.hpp), in Lua so that the look and
-    // the keep are one step for every process sharing the store; the tests
-    // run one scenario through every store and compare the verdicts.
+    // The rule of judge_nonce() (nonces.hpp): a new nonce is kept by one
+    // SET NX (the look and the keep one step for every process sharing the
+    // store), a kept one replaced by a script that judges it again; the
+    // tests run one scenario through every store and compare the verdicts.
     NonceClaim claim(std::string_view scope, std::string_view nonce, const NonceSighting& sighting,
                      Duration window, Timestamp keep_until);
+    std::vector<NonceClaim> claim_batch(std::span<const NonceRequest> requests);
 
 private:
     RedisSession& m_session;

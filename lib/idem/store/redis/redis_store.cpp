@@ -38,6 +38,10 @@ public:
         return m_nonces.claim(scope, nonce, sighting, window, keep_until);
     }
 
+    std::vector<NonceClaim> claim_nonces(std::span<const NonceRequest> requests) override {
+        return m_nonces.claim_batch(requests);
+    }
+
     // Redis expires keys itself: `now` is not needed.
     std::vector<FingerprintResult> claim_fingerprints(std::string_view scope,
                                                       const std::vector<FingerprintClaim>& claims,
