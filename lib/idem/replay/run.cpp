@@ -463,9 +463,12 @@ void Replayer::send_all() {
             return true;
         });
         // Keys parked for another run count against the window too, so
-        // memory stays bounded while that run holds them.
-        while (batch.size() < k_claim_batch &&
-               m_jobs.size() + m_held_elsewhere.size() + batch.size() < window) {
+        // memory stays bounded while that run holds them. New keys are
+        // claimed a full batch at a time (one round trip to a shared
+        // ledger) unless the requests ready to go run short.
+        auto occupied = m_jobs.size() + m_held_elsewhere.size();
+        bool refill = occupied + k_claim_batch <= window || m_ready.size() < m_options.concurrency;
+        while (refill && batch.size() < k_claim_batch && occupied + batch.size() < window) {
             auto candidate = m_reader.next();
             if (!candidate) break;
             batch.push_back(std::move(*candidate));

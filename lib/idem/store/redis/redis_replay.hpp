@@ -28,12 +28,12 @@ if not v[1] then grant = true
 elseif v[1] == '0' then grant = (tonumber(v[3]) <= tonumber(ARGV[2]))
 elseif v[1] == '1' then grant = (ARGV[4] == '2')
 else grant = (v[7] ~= '1') or (ARGV[4] ~= '0') end
-if grant then
+if grant and v[4] then
   redis.call('HSET', KEYS[1], 'state', '0', 'owner', ARGV[1], 'lease', ARGV[3], 'updated', ARGV[2])
-  if not v[4] then
-    redis.call('HSET', KEYS[1], 'attempts', '0', 'status', '0', 'latency', '0', 'permanent', '0',
-               'error', '', 'digest', '', 'head', '')
-  end
+elseif grant then
+  redis.call('HSET', KEYS[1], 'state', '0', 'owner', ARGV[1], 'lease', ARGV[3], 'updated', ARGV[2],
+             'attempts', '0', 'status', '0', 'latency', '0', 'permanent', '0', 'error', '',
+             'digest', '', 'head', '')
 end
 local out = {grant and 1 or 0}
 for i = 1, 11 do out[i + 1] = v[i] or '' end
