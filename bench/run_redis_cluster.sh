@@ -18,3 +18,6 @@ fi
 # which the system interpreter has.
 /usr/bin/python3 bench/redis_cluster_bench.py "$IDEM" "$corpus" \
     --python-count "${PYTHON_COUNT:-100000}" --repeat "${REPEAT:-3}"
+# Redis CPU per record on every path that keeps state there (issue: speed
+# against the floor, item 4).
+/usr/bin/python3 bench/redis_paths.py "$IDEM" --count "${PATHS_COUNT:-100000}"
