@@ -168,8 +168,8 @@ void compare_payloads(const AuditRunOptions& options, GroupShelf& groups,
     std::vector<Wanted> wanted;
     std::set<std::string> positions;
     for (std::size_t g = 0; g < groups.size() && wanted.size() < k_groups_compared; ++g) {
+        if (!groups.mixes_payloads(g)) continue;
         auto [findings, group] = groups.at(g);
-        if (group.payloads < 2) continue;
         Wanted one{findings.position(group.records.front()), {}};
         std::set<std::uint64_t> seen{findings.attempts[group.records.front()].payload};
         for (auto index : group.records)

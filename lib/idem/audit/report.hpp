@@ -112,6 +112,9 @@ class GroupShelf {
 public:
     virtual ~GroupShelf() = default;
     [[nodiscard]] virtual std::size_t size() const = 0;
+    // Whether group `g` holds more than one payload, known without reading
+    // it (a spilled group is a read from the disk).
+    [[nodiscard]] virtual bool mixes_payloads(std::size_t g) const = 0;
     struct Shelved {
         const Findings& findings; // what the group's record indexes point into
         const Explanation& group;
@@ -128,6 +131,9 @@ class FindingsShelf final : public GroupShelf {
 public:
     explicit FindingsShelf(const Findings& findings) : m_findings(findings) {}
     [[nodiscard]] std::size_t size() const override { return m_findings.groups.size(); }
+    [[nodiscard]] bool mixes_payloads(std::size_t g) const override {
+        return m_findings.groups[g].payloads > 1;
+    }
     Shelved at(std::size_t g) override { return {m_findings, m_findings.groups[g]}; }
     [[nodiscard]] std::unique_ptr<GroupShelf> reader() const override {
         return std::make_unique<FindingsShelf>(m_findings);

@@ -210,6 +210,7 @@ struct GroupIndex {
     std::uint32_t records;
     std::uint32_t bytes;
     GroupKind kind;
+    bool mixes_payloads; // more than one payload: read by compare_payloads without a load
 };
 
 // Groups on disk, read back one at a time for the report; each reader (one
@@ -238,6 +239,9 @@ public:
     }
 
     [[nodiscard]] std::size_t size() const override { return m_shelf->index.size(); }
+    [[nodiscard]] bool mixes_payloads(std::size_t g) const override {
+        return m_shelf->index[g].mixes_payloads;
+    }
 
     Shelved at(std::size_t g) override {
         if (m_loaded != g) load(m_shelf->index[g]);
@@ -412,7 +416,8 @@ ExplainedPartition explain_partition(const std::vector<Row>& rows, GroupKind kin
             }
             out.index.push_back({rows[group.records.front()].header.seq, out.bytes.size(),
                                  static_cast<std::uint32_t>(group.records.size()),
-                                 static_cast<std::uint32_t>(bytes.bytes().size()), group.kind});
+                                 static_cast<std::uint32_t>(bytes.bytes().size()), group.kind,
+                                 group.payloads > 1});
             out.bytes += bytes.bytes();
         });
     return out;
