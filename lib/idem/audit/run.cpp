@@ -151,7 +151,8 @@ private:
         auto route = [&](Reading& reading, run::InputRecord& record, std::size_t) {
             take_record(reading, record);
         };
-        steps.prepare = [&](const run::InputBlock&, BlockReadings& result) {
+        steps.prepare = [&](const run::InputBlock& block, BlockReadings& result) {
+            if (m_records == 0 && !m_spill) reserve_columns(block, result);
             m_block_texts = &result.texts;
         };
         m_run->run(states, steps, route);
@@ -323,6 +324,27 @@ private:
                 m_sources.intern(text_of(texts, reading.subscription)),
                 reading.layers,
                 reading.signed_copy};
+    }
+
+    // From the first block's records per byte and the inputs' size, the
+    // columns' room up to --spill-after, taken at once: grown by doubling,
+    // each step copied them and faulted in their pages afresh.
+    void reserve_columns(const run::InputBlock& block, const BlockReadings& first) {
+        auto total = m_run->input().total_bytes();
+        auto block_bytes = block.block.lines().size();
+        if (!total || block_bytes == 0 || first.outcomes.empty()) return;
+        auto scale = static_cast<double>(*total) / static_cast<double>(block_bytes);
+        auto expected =
+            static_cast<std::size_t>(std::min(scale * static_cast<double>(first.outcomes.size()),
+                                              static_cast<double>(m_options.spill_after) + 1));
+        auto texts_per_record =
+            static_cast<double>(first.texts.size()) / static_cast<double>(first.outcomes.size());
+        reserve_huge(m_findings.attempts, expected);
+        reserve_huge(m_findings.positions, expected);
+        auto text_bytes =
+            static_cast<std::size_t>(texts_per_record * static_cast<double>(expected));
+        m_keys.reserve(expected, text_bytes);
+        m_fingerprints.reserve(expected, m_options.fingerprint_fields.empty() ? 0 : text_bytes);
     }
 
     // Moves what is in memory to the partition files; every later record

@@ -4,6 +4,7 @@
 
 #include "idem/audit/explain.hpp"
 
+#include "idem/util/huge_pages.hpp"
 #include "idem/util/string_map.hpp"
 
 #include <algorithm>
@@ -26,6 +27,13 @@ public:
         m_at.push_back({m_bytes.size(), static_cast<std::uint32_t>(text.size())});
         m_bytes.append(text);
         m_hashes.push_back(text.empty() ? 0 : std::hash<std::string_view>{}(text));
+    }
+    // Room for `records` texts of `bytes` in all, before the first add().
+    void reserve(std::size_t records, std::size_t bytes) {
+        reserve_huge(m_at, records);
+        reserve_huge(m_hashes, records);
+        m_bytes.reserve(bytes);
+        advise_huge_pages(m_bytes.data(), m_bytes.capacity());
     }
     [[nodiscard]] std::string_view text(std::size_t record) const {
         return std::string_view(m_bytes).substr(m_at[record].offset, m_at[record].size);
