@@ -18,9 +18,13 @@ namespace idem {
 // Advises the whole 2 MiB stretches within [data, data + bytes).
 inline void advise_huge_pages(const void* data, std::size_t bytes) {
     constexpr std::uintptr_t k_huge = std::uintptr_t{2} << 20;
-    auto begin = (reinterpret_cast<std::uintptr_t>(data) + k_huge - 1) & ~(k_huge - 1);
-    auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(k_huge - 1);
-    if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+    auto address = reinterpret_cast<std::uintptr_t>(data);
+    auto begin = (address + k_huge - 1) & ~(k_huge - 1);
+    auto end = (address + bytes) & ~(k_huge - 1);
+    if (end <= begin) return;
+    // An offset from the pointer itself, not an integer made a pointer.
+    auto* first = static_cast<char*>(const_cast<void*>(data)) + (begin - address);
+    (void)::madvise(first, end - begin, MADV_HUGEPAGE);
 }
 
 // Reserves room for `count` elements, advised as above before any is written.
