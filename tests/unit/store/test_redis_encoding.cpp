@@ -2,10 +2,12 @@
 // reads back whole, whatever bytes it holds, and damage is refused.
 
 #include "idem/store/redis/redis_held_copies.hpp"
+#include "idem/store/redis/redis_replay.hpp"
 #include "idem/store/redis/redis_verdicts.hpp"
 #include "support/instants.hpp"
 
 #include <doctest/doctest.h>
+#include <string>
 
 using namespace idem;
 using namespace idem::store;
@@ -74,4 +76,41 @@ TEST_CASE("a copy an older idem held as a reorder row reads as a held copy") {
     CHECK(detail::legacy_held_copies_scope("dedup x /o") == "dedup held dedup x /o");
     legacy.partition = "nothex logs/a.ndjson";
     CHECK_FALSE(detail::held_copy_of_legacy(legacy));
+}
+
+TEST_CASE("a replay ledger entry reads back, whatever bytes its response head holds") {
+    ReplayEntry entry;
+    entry.key = "evt 1:{x}";
+    entry.state = ReplayState::failed;
+    entry.owner = "host:4242:1700000000000000";
+    entry.lease_until = test::unix_seconds(1'800'000'000);
+    entry.attempts = 3;
+    entry.status = 503;
+    entry.latency_ms = -1;
+    entry.permanent = true;
+    entry.error = "http 503: 12:34 busy";
+    entry.response_digest = "ab12";
+    entry.response_head = std::string("HTTP/1.1 503\r\n\0 9:x 1 2", 26);
+    entry.updated_at = test::unix_seconds(7);
+    auto text = detail::encode_replay_entry(entry);
+    auto decoded = detail::decode_replay_entry(entry.key, text);
+    REQUIRE(decoded);
+    CHECK(decoded->key == entry.key);
+    CHECK(decoded->state == ReplayState::failed);
+    CHECK(decoded->owner == entry.owner);
+    CHECK(decoded->lease_until == entry.lease_until);
+    CHECK(decoded->attempts == 3);
+    CHECK(decoded->status == 503);
+    CHECK(decoded->latency_ms == -1);
+    CHECK(decoded->permanent);
+    CHECK(decoded->error == entry.error);
+    CHECK(decoded->response_digest == "ab12");
+    CHECK(decoded->response_head == entry.response_head);
+    CHECK(decoded->updated_at == entry.updated_at);
+    // Damage is refused, not read as an entry: cut short, trailing bytes,
+    // a state no release writes.
+    CHECK_FALSE(detail::decode_replay_entry("k", text.substr(0, text.size() - 1)));
+    CHECK_FALSE(detail::decode_replay_entry("k", text + "x"));
+    CHECK_FALSE(detail::decode_replay_entry("k", "7" + text.substr(1)));
+    CHECK_FALSE(detail::decode_replay_entry("k", ""));
 }

@@ -1,57 +1,43 @@
 #pragma once
-// Internal to the Redis store: replay's ledger, one hash per key. The claim
-// is one Lua script per key, so it is atomic, and the hash tag keeps each
-// script on one Redis Cluster slot.
+// Internal to the Redis store: replay's ledger. A scope's entries lie in
+// one hash ("idem:ledger:{SCOPE}", field: the key, value: the entry as
+// encode_replay_entry writes it), so that a batch of claims is one Lua
+// script, not one per key, and a commit's outcomes one HSET: a scope lives
+// on one Cluster master, which a replay, bound by its target's answers,
+// keeps far from busy. The previous release kept one hash per key
+// ("idem:replay:{SCOPE:KEY}"): a run's first claim moves those into the
+// scope's hash, and reading the ledger reads them too until then.
 
 #include "idem/store/redis/redis_session.hpp"
 #include "idem/store/replay_ledger.hpp"
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace idem::store::detail {
 
-// "idem:replay:{scope:key}"; scan_pattern matches every key of a scope.
+// "idem:ledger:{SCOPE}".
+[[nodiscard]] std::string ledger_key(std::string_view scope);
+
+// An entry as one string: "STATE LEASE_US ATTEMPTS STATUS LATENCY_MS
+// PERMANENT UPDATED_US " then owner, error, digest and head, each as
+// "LENGTH:BYTES" (a response's head may hold any byte).
+[[nodiscard]] std::string encode_replay_entry(const ReplayEntry& entry);
+// nullopt: not an entry encode_replay_entry wrote.
+[[nodiscard]] std::optional<ReplayEntry> decode_replay_entry(std::string_view key,
+                                                             std::string_view text);
+
+// The previous release's layout: "idem:replay:{scope:key}"; scan_pattern
+// matches every key of a scope.
 [[nodiscard]] std::string replay_key(std::string_view scope, std::string_view key);
 [[nodiscard]] std::string replay_scan_pattern(std::string_view scope);
-
-// ARGV: owner, now_us, lease_until_us, rerun (0 resume, 1 retry failed,
-// 2 force). Returns {granted, the previous entry's fields in
-// k_replay_fields order ("" when absent)}. The rule is may_claim_replay's.
-inline constexpr const char* k_replay_claim_lua = R"lua(
-local v = redis.call('HMGET', KEYS[1], 'state', 'owner', 'lease', 'attempts', 'status', 'latency',
-                     'permanent', 'error', 'digest', 'head', 'updated')
-local grant
-if not v[1] then grant = true
-elseif v[1] == '0' then grant = (tonumber(v[3]) <= tonumber(ARGV[2]))
-elseif v[1] == '1' then grant = (ARGV[4] == '2')
-else grant = (v[7] ~= '1') or (ARGV[4] ~= '0') end
-if grant and v[4] then
-  redis.call('HSET', KEYS[1], 'state', '0', 'owner', ARGV[1], 'lease', ARGV[3], 'updated', ARGV[2])
-elseif grant then
-  redis.call('HSET', KEYS[1], 'state', '0', 'owner', ARGV[1], 'lease', ARGV[3], 'updated', ARGV[2],
-             'attempts', '0', 'status', '0', 'latency', '0', 'permanent', '0', 'error', '',
-             'digest', '', 'head', '')
-end
-local out = {grant and 1 or 0}
-for i = 1, 11 do out[i + 1] = v[i] or '' end
-return out
-)lua";
-
-// ARGV: owner, lease_until_us. Extends a lease only its owner still holds.
-inline constexpr const char* k_replay_renew_lua = R"lua(
-local v = redis.call('HMGET', KEYS[1], 'state', 'owner')
-if v[1] == '0' and v[2] == ARGV[1] then redis.call('HSET', KEYS[1], 'lease', ARGV[2]) end
-return 0
-)lua";
-
-// HSET arguments (after the key) for a whole entry.
-[[nodiscard]] std::vector<std::string> replay_fields(const ReplayEntry& entry);
-
-// An entry from the 11 values in HMGET order; nullopt when the first
-// (state) is empty, meaning there was no entry.
+// An entry from the 11 values in HMGET order (state, owner, lease, attempts,
+// status, latency, permanent, error, digest, head, updated); nullopt when
+// the first (state) is empty, meaning there was no entry.
 [[nodiscard]] std::optional<ReplayEntry> replay_entry_from(std::string_view key,
                                                            const std::vector<std::string>& values);
 
@@ -65,14 +51,21 @@ public:
                                    ReplayRerun rerun);
     void renew_leases(std::string_view scope, const std::vector<std::string>& keys,
                       std::string_view owner, Timestamp lease_until);
-    // Queued, and applied in one MULTI/EXEC by the store's commit().
+    // Queued, and applied in one MULTI/EXEC per slot by the store's commit().
     void save(std::string_view scope, const std::vector<ReplayEntry>& entries);
     void for_each(std::string_view scope, const std::function<void(const ReplayEntry&)>& visit);
 
 private:
+    // The previous release's keys of `scope` moved into its hash, once per
+    // scope (a marker key says it is done).
+    void move_earlier_layout(std::string_view scope);
+    void for_each_earlier(std::string_view scope,
+                          const std::function<void(const ReplayEntry&)>& visit);
+
     RedisSession& m_session;
-    std::string m_claim_script; // SHA1 of the loaded script
+    std::string m_claim_script; // SHA1s of the loaded scripts
     std::string m_renew_script;
+    std::set<std::string, std::less<>> m_moved; // scopes move_earlier_layout has seen to
 };
 
 } // namespace idem::store::detail
