@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <fmt/format.h>
+#include <optional>
 
 namespace idem::verify::detail {
 
@@ -57,18 +58,30 @@ const std::vector<PreparedKey>& KeyRing::hmac(KeyDerivation derivation,
         throw UsageError(
             fmt::format("scheme {} needs a secret: pass --secret, --secret-file or --secret-env",
                         scheme_name(scheme)));
+    // Several secrets may be several providers' (one log, auto): one that
+    // cannot be this provider's key (not base64 where it must be) is not
+    // this provider's, and is left out; only when none can be is that an
+    // error.
     std::vector<PreparedKey> keys;
+    std::optional<UsageError> misfit;
     for (const auto& secret : m_config.secrets) {
-        auto key = derivation == KeyDerivation::standard_base64 &&
-                           m_config.standard_key != StandardKey::decoded
-                       ? std::string(m_config.standard_key == StandardKey::text_after_prefix &&
-                                             secret.value.starts_with("whsec_")
-                                         ? std::string_view(secret.value).substr(6)
-                                         : std::string_view(secret.value))
-                       : derive_key(secret, derivation);
+        std::string key;
+        try {
+            key = derivation == KeyDerivation::standard_base64 &&
+                          m_config.standard_key != StandardKey::decoded
+                      ? std::string(m_config.standard_key == StandardKey::text_after_prefix &&
+                                            secret.value.starts_with("whsec_")
+                                        ? std::string_view(secret.value).substr(6)
+                                        : std::string_view(secret.value))
+                      : derive_key(secret, derivation);
+        } catch (const UsageError& error) {
+            if (!misfit) misfit = error;
+            continue;
+        }
         keys.push_back({secret.label, crypto::HmacKey(algorithm, key)});
         crypto::cleanse(key); // the HMAC states hold it from here
     }
+    if (keys.empty() && misfit) throw *misfit;
     return m_hmac.emplace(slot, std::move(keys)).first->second;
 }
 
