@@ -474,9 +474,11 @@ class RedisLedger(unittest.TestCase):
             state, _, attempts = entry.split(" ")[:3]
             self.assertEqual((state, attempts), ("1", "3"))
             self.assertEqual(redis_cluster.cli(port, "--scan", "--pattern", "idem:replay:*").split(), [])
-            # A rerun: everything done.
+            # A rerun: everything done; no key of the old layout is left
+            # anywhere, which a marker now says, sparing later runs the scan.
             code, out, _ = run(["replay", "--to", target.url, "--store", redis_url, "--key", "id", events])
             self.assertEqual({o["outcome"] for o in outcomes(out)}, {"skipped"})
+            self.assertEqual(redis_cluster.cli(port, "GET", "idem:ledger-moved:all").strip(), "1")
 
 
 

@@ -266,12 +266,41 @@ void RedisReplayLedger::for_each(std::string_view scope,
         }
     } while (cursor != "0");
     // A ledger no run of this release has claimed from yet.
+    if (!earlier_layout_left()) return;
     auto moved = redis.command({"GET", moved_marker(scope)}, moved_marker(scope));
     if (string_of(moved.get()) != "1") for_each_earlier(scope, visit);
 }
 
+bool RedisReplayLedger::earlier_layout_left() {
+    if (m_none_left) return false;
+    constexpr const char* k_none_left = "idem:ledger-moved:all";
+    auto& redis = m_session.redis();
+    if (string_of(redis.command({"GET", k_none_left}, k_none_left).get()) == "1") {
+        m_none_left = true;
+        return false;
+    }
+    for (std::size_t master = 0; master < redis.masters(); ++master) {
+        std::string cursor = "0";
+        do {
+            auto page = redis.command_on_master(
+                master, {"SCAN", cursor, "MATCH", "idem:replay:{*", "COUNT", "1000"});
+            if (page->type != REDIS_REPLY_ARRAY || page->elements != 2)
+                throw m_session.unexpected("SCAN");
+            if (page->element[1]->elements > 0) return true;
+            cursor = string_of(page->element[0]);
+        } while (cursor != "0");
+    }
+    (void)redis.command({"SET", k_none_left, "1"}, k_none_left);
+    m_none_left = true;
+    return false;
+}
+
 void RedisReplayLedger::move_earlier_layout(std::string_view scope) {
     if (m_moved.contains(scope)) return;
+    if (!earlier_layout_left()) {
+        m_moved.emplace(scope);
+        return;
+    }
     auto marker = moved_marker(scope);
     auto& redis = m_session.redis();
     if (string_of(redis.command({"GET", marker}, marker).get()) != "1") {

@@ -6,7 +6,8 @@
 // on one Cluster master, which a replay, bound by its target's answers,
 // keeps far from busy. The previous release kept one hash per key
 // ("idem:replay:{SCOPE:KEY}"): a run's first claim moves those into the
-// scope's hash, and reading the ledger reads them too until then.
+// scope's hash, and reading the ledger reads them too until then; once no
+// such key is left anywhere, a marker spares every later run the scan.
 
 #include "idem/store/redis/redis_session.hpp"
 #include "idem/store/replay_ledger.hpp"
@@ -59,6 +60,10 @@ private:
     // The previous release's keys of `scope` moved into its hash, once per
     // scope (a marker key says it is done).
     void move_earlier_layout(std::string_view scope);
+    // Whether any key of the previous release's layout is left, in any
+    // scope: once none is, a marker says so and no run scans for them
+    // again (a scan visits every key of every master).
+    bool earlier_layout_left();
     void for_each_earlier(std::string_view scope,
                           const std::function<void(const ReplayEntry&)>& visit);
 
@@ -66,6 +71,7 @@ private:
     std::string m_claim_script; // SHA1s of the loaded scripts
     std::string m_renew_script;
     std::set<std::string, std::less<>> m_moved; // scopes move_earlier_layout has seen to
+    bool m_none_left = false;                   // earlier_layout_left() found none
 };
 
 } // namespace idem::store::detail
