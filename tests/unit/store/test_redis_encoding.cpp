@@ -90,7 +90,9 @@ TEST_CASE("a replay ledger entry reads back, whatever bytes its response head ho
     entry.permanent = true;
     entry.error = "http 503: 12:34 busy";
     entry.response_digest = "ab12";
-    entry.response_head = std::string("HTTP/1.1 503\r\n\0 9:x 1 2", 26);
+    entry.response_head = "HTTP/1.1 503\r\n";
+    entry.response_head += '\0';
+    entry.response_head += " 9:x 1 2";
     entry.updated_at = test::unix_seconds(7);
     auto text = detail::encode_replay_entry(entry);
     auto decoded = detail::decode_replay_entry(entry.key, text);
