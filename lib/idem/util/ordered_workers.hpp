@@ -111,6 +111,13 @@ private:
             {
                 std::lock_guard lock(m_mutex);
                 slot->done = true;
+                // The worker's reference goes while the lock is held: the
+                // slot, and the exception it may hold, are then destroyed
+                // by whoever takes the result, never here after the
+                // hand-off (ThreadSanitizer saw a worker free an exception
+                // the caller had just read, a release it cannot see
+                // ordered through libstdc++'s own counting).
+                slot.reset();
             }
             m_done.notify_all();
         }
