@@ -115,7 +115,7 @@ std::vector<NonceClaim> RedisNonces::claim_batch(std::span<const NonceRequest> r
     std::unordered_map<std::string_view, bool> key_contested; // keys met in this batch
     for (std::size_t i = 0; i < requests.size(); ++i) {
         const auto* reply = replies[i].get();
-        auto [met, first_meeting] = key_contested.try_emplace(keys[i], false);
+        auto met = key_contested.try_emplace(keys[i], false).first;
         if (met->second) {
             contested.push_back(i); // an earlier claim of this nonce is still to be settled
             continue;

@@ -73,6 +73,22 @@ return 0
 // One script call names at most this many keys.
 constexpr std::size_t k_keys_per_script = 1000;
 
+// A script per k_keys_per_script keys, in order: `head` (EVALSHA, the
+// SHA, "1", the hash `name`, the script's own arguments), then the run of
+// keys; the n-th names the keys from n * k_keys_per_script on.
+std::vector<RoutedCommand> scripts_over(const std::string& name, const Arguments& head,
+                                        const std::vector<std::string>& keys) {
+    std::vector<RoutedCommand> scripts;
+    for (std::size_t from = 0; from < keys.size(); from += k_keys_per_script) {
+        auto to = std::min(keys.size(), from + k_keys_per_script);
+        Arguments arguments = head;
+        arguments.insert(arguments.end(), keys.begin() + static_cast<std::ptrdiff_t>(from),
+                         keys.begin() + static_cast<std::ptrdiff_t>(to));
+        scripts.push_back({std::move(arguments), name});
+    }
+    return scripts;
+}
+
 std::string moved_marker(std::string_view scope) {
     return fmt::format("idem:ledger-moved:{{{}}}", scope);
 }
@@ -172,24 +188,12 @@ std::vector<ReplayClaim> RedisReplayLedger::claim(std::string_view scope,
     auto sha = m_session.load_script(m_claim_script, k_claim_lua);
     // In input order: a key twice in a batch is judged the second time
     // after the first.
-    auto name = ledger_key(scope);
-    std::vector<RoutedCommand> batch;
-    std::vector<std::pair<std::size_t, std::size_t>> asked; // the keys each script names
-    for (std::size_t from = 0; from < keys.size(); from += k_keys_per_script) {
-        auto to = std::min(keys.size(), from + k_keys_per_script);
-        Arguments arguments{"EVALSHA",
-                            sha,
-                            "1",
-                            name,
-                            std::string(owner),
-                            std::to_string(now.time_since_epoch().count()),
-                            std::to_string(lease_until.time_since_epoch().count()),
-                            std::to_string(static_cast<int>(rerun))};
-        arguments.insert(arguments.end(), keys.begin() + static_cast<std::ptrdiff_t>(from),
-                         keys.begin() + static_cast<std::ptrdiff_t>(to));
-        batch.push_back({std::move(arguments), name});
-        asked.emplace_back(from, to);
-    }
+    auto batch = scripts_over(ledger_key(scope),
+                              {"EVALSHA", sha, "1", ledger_key(scope), std::string(owner),
+                               std::to_string(now.time_since_epoch().count()),
+                               std::to_string(lease_until.time_since_epoch().count()),
+                               std::to_string(static_cast<int>(rerun))},
+                              keys);
     // Never sent again: a claim that ran would then meet itself, in
     // progress under this owner, and the key would be skipped. On a
     // replica before a request goes out: one lost in a failover would
@@ -199,7 +203,8 @@ std::vector<ReplayClaim> RedisReplayLedger::claim(std::string_view scope,
     std::vector<ReplayClaim> claims(keys.size());
     for (std::size_t n = 0; n < batch.size(); ++n) {
         const auto* reply = replies[n].get();
-        auto [from, to] = asked[n];
+        auto from = n * k_keys_per_script;
+        auto to = std::min(keys.size(), from + k_keys_per_script);
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 * (to - from))
             throw m_session.unexpected("a replay claim");
         for (auto k = from; k < to; ++k) {
@@ -217,21 +222,11 @@ std::vector<ReplayClaim> RedisReplayLedger::claim(std::string_view scope,
 void RedisReplayLedger::renew_leases(std::string_view scope, const std::vector<std::string>& keys,
                                      std::string_view owner, Timestamp lease_until) {
     auto sha = m_session.load_script(m_renew_script, k_renew_lua);
-    auto name = ledger_key(scope);
-    std::vector<RoutedCommand> batch;
-    for (std::size_t from = 0; from < keys.size(); from += k_keys_per_script) {
-        auto to = std::min(keys.size(), from + k_keys_per_script);
-        Arguments arguments{"EVALSHA",
-                            sha,
-                            "1",
-                            name,
-                            std::string(owner),
-                            std::to_string(lease_until.time_since_epoch().count())};
-        arguments.insert(arguments.end(), keys.begin() + static_cast<std::ptrdiff_t>(from),
-                         keys.begin() + static_cast<std::ptrdiff_t>(to));
-        batch.push_back({std::move(arguments), name});
-    }
-    (void)m_session.redis().pipeline(batch);
+    (void)m_session.redis().pipeline(
+        scripts_over(ledger_key(scope),
+                     {"EVALSHA", sha, "1", ledger_key(scope), std::string(owner),
+                      std::to_string(lease_until.time_since_epoch().count())},
+                     keys));
 }
 
 void RedisReplayLedger::save(std::string_view scope, const std::vector<ReplayEntry>& entries) {
