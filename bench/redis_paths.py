@@ -29,17 +29,6 @@ import redis_server  # noqa: E402
 BENCH = os.path.dirname(os.path.abspath(__file__))
 TARGET = 3.0  # µs of Redis CPU per record
 
-MERGE_RULES = """message_merger:
-  rules:
-    - type: notification
-      window: 5m
-      fields: [user_id, alert_type]
-      action: merge_content
-    - type: metrics
-      window: 1m
-      fields: [device_id, metric_name]
-      action: average
-"""
 
 
 def generate(scratch, count, replay_count):
@@ -60,9 +49,7 @@ def generate(scratch, count, replay_count):
     gen("gen_reorder.py", "--count", count, "--partitions", max(1, count // 100), corpora["reorder"])
     corpora["merge"] = os.path.join(scratch, "merge.ndjson")
     gen("gen_merge.py", "--count", count, corpora["merge"])
-    corpora["rules"] = os.path.join(scratch, "merge.yaml")
-    with open(corpora["rules"], "w") as rules:
-        rules.write(MERGE_RULES)
+    corpora["rules"] = os.path.join(BENCH, "..", "samples", "merge.yaml")  # the seed's rules
     corpora["states"] = os.path.join(scratch, "states.ndjson")
     gen("gen_states.py", "--count", count, "--entities", max(1, count // 10), corpora["states"])
     corpora["flow"] = os.path.join(scratch, "flow")

@@ -24,18 +24,6 @@ fi
 cat "$corpus" > /dev/null
 SPOOL=$(mktemp -d /dev/shm/idem-bench.XXXXXX 2>/dev/null || mktemp -d "$OUT/spool.XXXXXX")
 trap 'rm -rf "$SPOOL"' EXIT
-cat > "$SPOOL/seed.yaml" <<'YAML'
-message_merger:
-  rules:
-    - type: notification
-      window: 5m
-      fields: [user_id, alert_type]
-      action: merge_content
-    - type: metrics
-      window: 1m
-      fields: [device_id, metric_name]
-      action: average
-YAML
 
 results="$OUT/merge-results.tsv"
 : > "$results"
@@ -57,7 +45,7 @@ except Exception: print(0)' "$OUT/$slug.err")
     printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$seconds" "$rss" "$bytes" "$slug" >> "$results"
 }
 
-merge=(merge --rules "$SPOOL/seed.yaml" --time-field ts --max-lateness 30s --bypass priority=critical
+merge=(merge --rules samples/merge.yaml --time-field ts --max-lateness 30s --bypass priority=critical
        -q --summary json)
 contend "idem merge" idem "$IDEM" "${merge[@]}" "$corpus"
 contend "idem merge, 1 worker" idem_one "$IDEM" "${merge[@]}" --threads 1 "$corpus"
