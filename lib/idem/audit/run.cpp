@@ -330,13 +330,9 @@ private:
     // columns' room up to --spill-after, taken at once: grown by doubling,
     // each step copied them and faulted in their pages afresh.
     void reserve_columns(const run::InputBlock& block, const BlockReadings& first) {
-        auto total = m_run->input().total_bytes();
-        auto block_bytes = block.block.lines().size();
-        if (!total || block_bytes == 0 || first.outcomes.empty()) return;
-        auto scale = static_cast<double>(*total) / static_cast<double>(block_bytes);
-        auto expected =
-            static_cast<std::size_t>(std::min(scale * static_cast<double>(first.outcomes.size()),
-                                              static_cast<double>(m_options.spill_after) + 1));
+        auto whole = m_run->expected_records(block, first.outcomes.size());
+        if (!whole) return;
+        auto expected = static_cast<std::size_t>(std::min(*whole, m_options.spill_after + 1));
         auto texts_per_record =
             static_cast<double>(first.texts.size()) / static_cast<double>(first.outcomes.size());
         reserve_huge(m_findings.attempts, expected);

@@ -373,13 +373,9 @@ private:
     // From the first block's records per byte and the input's size: the
     // store's table is then sized once (the table caps what it reserves).
     void expect_records(const run::InputBlock& block, const BlockOutcome& first) {
-        auto total = m_run.input().total_bytes();
-        auto block_bytes = block.block.lines().size();
-        if (!m_store || !total || block_bytes == 0 || first.outcomes.empty()) return;
-        auto expected = static_cast<std::uint64_t>(static_cast<double>(*total) /
-                                                   static_cast<double>(block_bytes) *
-                                                   static_cast<double>(first.outcomes.size()));
-        m_store->fingerprints().expect_fingerprints(m_options.scope, expected);
+        auto expected = m_run.expected_records(block, first.outcomes.size());
+        if (m_store && expected)
+            m_store->fingerprints().expect_fingerprints(m_options.scope, *expected);
     }
 
     // A repeat whose first copy this run never read (another input, or this

@@ -113,6 +113,20 @@ public:
         return m_records + ahead < m_resume_point;
     }
 
+    // How many records the whole input holds, judged from `block` (the
+    // first) holding `records` and the inputs' size: what a command sizes
+    // its tables by once, instead of growing them. nullopt when the size is
+    // not known (a pipe) or the block says nothing.
+    [[nodiscard]] std::optional<std::uint64_t> expected_records(const InputBlock& block,
+                                                                std::size_t records) const {
+        auto total = m_input->total_bytes();
+        auto block_bytes = block.block.lines().size();
+        if (!total || block_bytes == 0 || records == 0) return std::nullopt;
+        return static_cast<std::uint64_t>(static_cast<double>(*total) /
+                                          static_cast<double>(block_bytes) *
+                                          static_cast<double>(records));
+    }
+
     // Where a line of the block being routed lies in the input.
     [[nodiscard]] InputRecord locate(const InputBlock& block, const io::BlockLine& line) const {
         return m_positions.locate(block, line);
