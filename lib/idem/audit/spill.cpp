@@ -47,7 +47,7 @@ struct Row {
 // One partition read back whole, in one read: rows view `bytes`.
 struct PartitionRows {
     std::string bytes;
-    std::vector<Row> rows;
+    HugeVector<Row> rows;
 };
 
 } // namespace
@@ -348,7 +348,7 @@ struct ExplainedPartition {
 // Explains one partition. Local ids for keys and fingerprints (consistent
 // within it, which is all explain() needs); sources are the run's ids.
 // Touches nothing shared: partitions are explained on several threads.
-ExplainedPartition explain_partition(const std::vector<Row>& rows, GroupKind kind,
+ExplainedPartition explain_partition(const HugeVector<Row>& rows, GroupKind kind,
                                      const Spill::Context& context, const SpillLayout& layout) {
     const auto& options = context.options;
     ExplainedPartition out;

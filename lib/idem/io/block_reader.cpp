@@ -3,6 +3,7 @@
 #include "idem/io/byte_source.hpp"
 
 #include "idem/util/errors.hpp"
+#include "idem/util/huge_pages.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -39,10 +40,24 @@ std::uint64_t count_newlines(const char* data, std::size_t size) {
 }
 } // namespace
 
+void ByteRelease::operator()(char* data) const noexcept {
+    if (mapped_bytes > 0)
+        unmap_huge_pages(data, mapped_bytes);
+    else
+        std::default_delete<char[]>()(data);
+}
+
 void ByteBuffer::reserve(std::size_t bytes, std::size_t keep) {
     if (bytes <= m_capacity) return;
+    constexpr std::size_t k_mapped_from = std::size_t{1} << 20;
     auto grown = std::max(bytes, m_capacity + m_capacity / 2);
-    auto data = std::make_unique_for_overwrite<char[]>(grown);
+    std::unique_ptr<char[], ByteRelease> data;
+    if (grown >= k_mapped_from) {
+        grown = (grown + k_huge_page_bytes - 1) / k_huge_page_bytes * k_huge_page_bytes;
+        data = {static_cast<char*>(map_huge_pages(grown)), ByteRelease{grown}};
+    } else {
+        data = {std::make_unique_for_overwrite<char[]>(grown).release(), ByteRelease{}};
+    }
     if (keep > 0) std::memcpy(data.get(), m_data.get(), keep);
     m_data = std::move(data);
     m_capacity = grown;

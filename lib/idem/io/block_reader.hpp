@@ -31,6 +31,15 @@ public:
 
 // Bytes that grow without being zero-filled first (a block is refilled by
 // read(2) right after growing; clearing it would cost as much as the read).
+// A block's worth (1 MiB or more) is whole huge pages (util/huge_pages.hpp):
+// a run's dozen blocks in flight otherwise fault 256 times each when first
+// filled.
+// Frees a ByteBuffer's bytes: from the heap, or `mapped_bytes` of huge pages.
+struct ByteRelease {
+    std::size_t mapped_bytes = 0;
+    void operator()(char* data) const noexcept;
+};
+
 class ByteBuffer {
 public:
     [[nodiscard]] char* data() { return m_data.get(); }
@@ -40,7 +49,7 @@ public:
     void reserve(std::size_t bytes, std::size_t keep);
 
 private:
-    std::unique_ptr<char[]> m_data;
+    std::unique_ptr<char[], ByteRelease> m_data;
     std::size_t m_capacity = 0;
 };
 

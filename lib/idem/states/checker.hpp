@@ -5,6 +5,7 @@
 // them here; nothing here reads or writes.
 
 #include "idem/states/machine.hpp"
+#include "idem/util/huge_pages.hpp"
 #include "idem/util/key_index.hpp"
 #include "idem/util/prefetch.hpp"
 #include "idem/util/time.hpp"
@@ -185,8 +186,8 @@ private:
     const Machine& m_machine;
     bool m_track_changes;
     KeyIndex m_entity_ids;
-    std::vector<Entity> m_entities; // by index in m_entity_ids
-    KeyIndex m_name_ids;            // state and operation names
+    HugeVector<Entity> m_entities; // by index in m_entity_ids
+    KeyIndex m_name_ids;           // state and operation names
     // By id; 0 is "". Views of m_name_texts, a deque: a Judgement's `from`
     // points at a name, and interning another must not move it.
     std::vector<std::string_view> m_names;

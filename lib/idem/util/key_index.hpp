@@ -6,6 +6,7 @@
 // a far-away hash code, and divided by a prime twice (reconcile and states
 // spent half their time there).
 
+#include "idem/util/huge_pages.hpp"
 #include "idem/util/prefetch.hpp"
 
 #include <cstdint>
@@ -71,9 +72,10 @@ private:
     }
     void grow();
 
-    std::vector<Slot> m_slots;
-    std::vector<char> m_arena;
-    std::vector<std::pair<std::size_t, std::uint32_t>> m_names;
+    // Millions of keys grow these by doubling: huge pages (huge_pages.hpp).
+    HugeVector<Slot> m_slots;
+    HugeVector<char> m_arena;
+    HugeVector<std::pair<std::size_t, std::uint32_t>> m_names;
 };
 
 } // namespace idem

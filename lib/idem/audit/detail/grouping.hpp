@@ -71,8 +71,8 @@ private:
         std::uint32_t size;
     };
     std::string m_bytes;
-    std::vector<Span> m_at;
-    std::vector<std::uint64_t> m_hashes;
+    HugeVector<Span> m_at;
+    HugeVector<std::uint64_t> m_hashes;
 };
 
 // Strings to small ids; id 0 is "" (absent). For sources: there are few.

@@ -6,6 +6,7 @@
 #include "idem/record/key.hpp"
 #include "idem/record/parser.hpp"
 #include "idem/run/input.hpp"
+#include "idem/util/huge_pages.hpp"
 
 #include <array>
 #include <cstdint>
@@ -40,7 +41,7 @@ struct Reading {
 };
 
 struct BlockReadings {
-    std::vector<Reading> outcomes;
+    HugeVector<Reading> outcomes; // a few MiB per block: util/huge_pages.hpp
     std::string texts;
     std::uint64_t lines = 0;
 

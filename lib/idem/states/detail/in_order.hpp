@@ -9,6 +9,7 @@
 // progress is saved.
 
 #include "idem/order/sequencer.hpp"
+#include "idem/util/huge_pages.hpp"
 #include "idem/util/prefetch.hpp"
 
 #include <cstdint>
@@ -109,7 +110,7 @@ private:
 
     order::Sequencer& m_sequencer;
     bool m_remember_passed;
-    std::vector<Entity> m_entities;      // by the checker's entity index
+    HugeVector<Entity> m_entities;       // by the checker's entity index
     std::vector<std::uint32_t> m_passed; // with a store: passed in order since the last save
 };
 

@@ -10,6 +10,7 @@
 #include "idem/states/checker.hpp"
 #include "idem/states/run.hpp"
 #include "idem/store/sequencer_state.hpp"
+#include "idem/util/huge_pages.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -36,7 +37,7 @@ struct Outcome {
 };
 
 struct BlockResult {
-    std::vector<Outcome> outcomes;
+    HugeVector<Outcome> outcomes; // a few MiB per block: huge_pages.hpp
     std::uint64_t lines = 0;
     std::string texts;
 

@@ -4,6 +4,7 @@
 // the first copy's row it reads). The memory store is this table.
 
 #include "idem/store/fingerprints.hpp"
+#include "idem/util/huge_pages.hpp"
 #include "idem/util/prefetch.hpp"
 
 #include <algorithm>
@@ -206,7 +207,7 @@ private:
         }
     }
 
-    std::vector<Stored> m_stored;
+    HugeVector<Stored> m_stored; // 48 MB a million: huge pages (util/huge_pages.hpp)
     std::unique_ptr<Slot[], UnmapZeroed> m_slots;
     std::size_t m_capacity = 0; // a power of two, or 0
 };
