@@ -176,6 +176,29 @@ class WhatDiffers(unittest.TestCase):
         self.assertNotIn("differences", out.decode())
         self.assertIn("standard input cannot be read twice", err)
 
+    def test_what_differs_is_read_again_from_each_of_several_files(self):
+        # A group whose copies lie in two files, and one wholly in the
+        # second, at lines lower than the first file's: each file's lines
+        # are found by their own numbers. A file name with a colon in it
+        # and a blank line are positions like any other.
+        first = os.path.join(self.tmp.name, "a.ndjson")
+        second = os.path.join(self.tmp.name, "b:2.ndjson")
+        with open(first, "w") as f:
+            f.writelines(json.dumps({"k": f"pad-{n}", "v": n}) + "\n" for n in range(5))
+            f.write(json.dumps({"k": "split", "order": "ord_1"}) + "\n")
+        with open(second, "w") as f:
+            f.write(json.dumps({"k": "inside", "order": "ord_7"}) + "\n\n")
+            f.write(json.dumps({"k": "inside", "order": "ord_8"}) + "\n")
+            f.write(json.dumps({"k": "split", "order": "ord_2"}) + "\n")
+        code, out, err = run(["audit", "--key", "k", "--format", "json", "-q", first, second])
+        groups = {g["key"]: g for g in json.loads(out)["groups"]}
+        (split,) = groups["split"]["differences"]
+        self.assertEqual((split["against"], split["at"]), (first + ":6", second + ":4"))
+        self.assertEqual(split["fields"], [{"path": "order", "before": "ord_1", "after": "ord_2"}])
+        (inside,) = groups["inside"]["differences"]
+        self.assertEqual((inside["against"], inside["at"]), (second + ":1", second + ":3"))
+        self.assertEqual(inside["fields"], [{"path": "order", "before": "ord_7", "after": "ord_8"}])
+
     def test_a_volatile_field_where_a_log_keeps_it_is_named_then_left_out(self):
         # A tickets log whose retries carry their own delivery counter and
         # receive time, nested where no built-in name reaches.

@@ -5,7 +5,10 @@
 #include "idem/run/input.hpp"
 #include "idem/run/rows.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <fmt/format.h>
+#include <map>
 
 namespace idem::audit::detail {
 
@@ -126,8 +129,48 @@ std::map<std::string, nlohmann::json> read_payloads_again(const AuditRunOptions&
             input.paths.push_back(path);
         }
         if (!input.paths.empty()) {
+            // The wanted lines of each file, in order: a record is passed
+            // over by comparing two numbers (a position string built and
+            // looked up per record was most of this pass over a million),
+            // and reading stops after the last wanted line.
+            struct WantedLines {
+                std::vector<std::uint64_t> lines;
+                std::size_t next = 0;
+            };
+            std::map<std::string, WantedLines, std::less<>> by_file;
+            std::size_t left = 0;
+            for (const auto& position : positions) {
+                auto colon = position.rfind(':');
+                std::uint64_t line = 0;
+                auto digits = std::string_view(position).substr(colon + 1);
+                auto [end, error] =
+                    std::from_chars(digits.data(), digits.data() + digits.size(), line);
+                if (colon == std::string::npos || error != std::errc() ||
+                    end != digits.data() + digits.size())
+                    continue; // a row's position ("input:row 3"): read below
+                by_file[position.substr(0, colon)].lines.push_back(line);
+                ++left;
+            }
+            for (auto& [file, wanted] : by_file)
+                std::sort(wanted.lines.begin(), wanted.lines.end());
             run::InputStream stream(input, nullptr);
-            while (auto record = stream.next()) {
+            const std::string* source = nullptr;
+            WantedLines* wanted = nullptr;
+            while (left > 0) {
+                auto record = stream.next();
+                if (!record) break;
+                if (record->source != source) {
+                    source = record->source;
+                    auto found = by_file.find(*source);
+                    wanted = found == by_file.end() ? nullptr : &found->second;
+                }
+                if (!wanted) continue;
+                auto& lines = wanted->lines;
+                while (wanted->next < lines.size() && lines[wanted->next] < record->line)
+                    ++wanted->next;
+                if (wanted->next == lines.size() || lines[wanted->next] != record->line) continue;
+                ++wanted->next;
+                --left;
                 if (record->oversized_bytes) continue;
                 at.assign(*record->source);
                 at += ':';
