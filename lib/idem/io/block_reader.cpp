@@ -49,10 +49,9 @@ void ByteRelease::operator()(char* data) const noexcept {
 
 void ByteBuffer::reserve(std::size_t bytes, std::size_t keep) {
     if (bytes <= m_capacity) return;
-    constexpr std::size_t k_mapped_from = std::size_t{1} << 20;
     auto grown = std::max(bytes, m_capacity + m_capacity / 2);
     std::unique_ptr<char[], ByteRelease> data;
-    if (grown >= k_mapped_from) {
+    if (grown >= k_huge_from_bytes) {
         grown = (grown + k_huge_page_bytes - 1) / k_huge_page_bytes * k_huge_page_bytes;
         data = {static_cast<char*>(map_huge_pages(grown)), ByteRelease{grown}};
     } else {

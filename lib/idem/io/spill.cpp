@@ -1,6 +1,7 @@
 #include "idem/io/spill.hpp"
 
 #include "idem/util/errors.hpp"
+#include "idem/util/huge_pages.hpp"
 #include "idem/util/text.hpp"
 
 #include <cerrno>
@@ -57,13 +58,14 @@ void SpillFile::read_pieces(const std::function<void(std::string_view)>& take,
     auto* file = m_file.get();
     if (std::fflush(file) != 0 || std::fseek(file, 0, SEEK_SET) != 0)
         throw FileSystemError(failure("read back"));
-    std::string piece(piece_bytes, '\0');
+    // Read once per partition of a spill: huge pages (util/huge_pages.hpp).
+    HugeVector<char> piece(piece_bytes);
     for (std::uint64_t left = m_bytes; left > 0;) {
         auto size = static_cast<std::size_t>(std::min<std::uint64_t>(left, piece_bytes));
         if (std::fread(piece.data(), 1, size, file) != size)
             throw FileSystemError(failure("read back"));
         left -= size;
-        take(std::string_view(piece).substr(0, size));
+        take(std::string_view(piece.data(), size));
     }
     if (std::fseek(file, 0, SEEK_END) != 0) throw FileSystemError(failure("read back"));
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <iterator>
+#include <span>
 #include <tuple>
 
 namespace idem::reconcile {
@@ -13,7 +14,7 @@ namespace {
 constexpr std::string_view k_names[k_finding_kinds] = {"lost", "duplicated", "late", "orphan",
                                                        "changed"};
 
-std::optional<double> percentile(std::vector<std::int64_t>& sorted, double fraction) {
+std::optional<double> percentile(std::span<const std::int64_t> sorted, double fraction) {
     if (sorted.empty()) return std::nullopt;
     auto rank = static_cast<std::size_t>(
         std::ceil(fraction * static_cast<double>(sorted.size()))); // nearest rank
@@ -625,9 +626,12 @@ void Ledger::drain(const std::function<void(const CarriedKey&)>& take) {
         carried.reported = index < m_reported.size() ? m_reported[index] : 0;
         take(carried);
     }
+    // As many keys come again before the next drain: the tables are sized
+    // for them at once, not grown from nothing by doubling.
+    auto drained = m_keys.size();
     m_keys = KeyIndex();
+    m_keys.reserve(drained);
     m_sightings.clear();
-    m_sightings.shrink_to_fit();
     m_groups = KeyIndex();
     m_group_of.clear();
     m_reported.clear();

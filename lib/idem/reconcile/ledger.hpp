@@ -3,6 +3,7 @@
 // logic: at which stages it was seen, how often, when, and with what
 // payload; and what that says: lost, duplicated, late, orphan, changed.
 
+#include "idem/util/huge_pages.hpp"
 #include "idem/util/key_index.hpp"
 #include "idem/util/time.hpp"
 
@@ -180,7 +181,7 @@ struct Reconciliation {
     std::uint64_t carried_in = 0;  // keys a previous run handed to this one
     bool carried = false;          // T+1: a store keeps the pending keys
     // Until finish_reconciliation(): each hop's latencies (microseconds).
-    std::vector<std::vector<std::int64_t>> latencies;
+    std::vector<HugeVector<std::int64_t>> latencies; // a key each: util/huge_pages.hpp
 };
 
 // Parts judged apart (the partitions of a spilled run: every key in one
@@ -239,10 +240,10 @@ private:
     LedgerOptions m_options;
     std::size_t m_stages;
     KeyIndex m_keys;
-    std::vector<Sighting> m_sightings;
-    KeyIndex m_groups;                     // --by values
-    std::vector<std::uint32_t> m_group_of; // per key: its group's index + 1 (0: none)
-    std::vector<std::uint32_t> m_reported; // per carried key: CarriedKey::reported
+    HugeVector<Sighting> m_sightings;     // 96 bytes a key for 3 stages: util/huge_pages.hpp
+    KeyIndex m_groups;                    // --by values
+    HugeVector<std::uint32_t> m_group_of; // per key: its group's index + 1 (0: none)
+    HugeVector<std::uint32_t> m_reported; // per carried key: CarriedKey::reported
     std::uint64_t m_carried_in = 0;
     std::array<std::uint64_t, k_max_stages> m_records{};
 };

@@ -122,6 +122,7 @@ public:
         spill_keys();
         for (std::size_t p = 0; p < KeySpill::k_partitions; ++p) {
             Ledger part(m_ledger_options);
+            part.expect_keys(m_spill->parts_in(p));
             m_spill->read(p, [&](const CarriedKey& key) { part.merge_in(key); });
             auto judged = part.judge(m_latest);
             for (std::size_t h = 0; h < judged.latencies.size(); ++h) {

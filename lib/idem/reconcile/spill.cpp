@@ -1,6 +1,7 @@
 #include "idem/reconcile/spill.hpp"
 
 #include "idem/util/errors.hpp"
+#include "idem/util/huge_pages.hpp"
 #include "idem/util/key_index.hpp"
 #include "idem/util/text.hpp"
 
@@ -117,6 +118,7 @@ void KeySpill::add(const CarriedKey& key) {
     auto partition = KeyIndex::hash_of(key.key) % k_partitions;
     encode_part(m_encoded, key);
     m_keys.append(partition, m_encoded);
+    ++m_parts[partition];
 }
 
 std::uint64_t KeySpill::bytes_written() const {
@@ -129,11 +131,11 @@ std::uint64_t KeySpill::bytes_written() const {
 void KeySpill::read(std::size_t partition, const std::function<void(const CarriedKey&)>& take) {
     auto& file = m_keys.flushed(partition);
     // A part cut by a piece's end waits for the next.
-    std::string buffer;
+    HugeVector<char> buffer; // a piece or more: huge pages (util/huge_pages.hpp)
     CarriedKey key;
     file.read_pieces([&](std::string_view piece) {
-        buffer.append(piece);
-        std::string_view rest = buffer;
+        buffer.insert(buffer.end(), piece.begin(), piece.end());
+        std::string_view rest(buffer.data(), buffer.size());
         while (!rest.empty()) {
             auto before = rest;
             if (!decode_part(rest, key, m_stages)) {
@@ -142,7 +144,8 @@ void KeySpill::read(std::size_t partition, const std::function<void(const Carrie
             }
             take(key);
         }
-        buffer.erase(0, buffer.size() - rest.size());
+        buffer.erase(buffer.begin(),
+                     buffer.begin() + static_cast<std::ptrdiff_t>(buffer.size() - rest.size()));
     });
     if (!buffer.empty())
         throw FileSystemError(
@@ -158,7 +161,7 @@ io::SpillFile& KeySpill::latency_file(std::size_t hop) {
     return *m_latencies[hop];
 }
 
-void KeySpill::add_latencies(std::size_t hop, const std::vector<std::int64_t>& latencies) {
+void KeySpill::add_latencies(std::size_t hop, std::span<const std::int64_t> latencies) {
     if (latencies.empty()) return;
     latency_file(hop).write(latencies.data(), latencies.size() * sizeof(std::int64_t));
 }

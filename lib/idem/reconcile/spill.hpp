@@ -10,10 +10,13 @@
 #include "idem/io/spill.hpp"
 #include "idem/reconcile/ledger.hpp"
 
+#include <array>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace idem::reconcile {
@@ -33,9 +36,12 @@ public:
     void add(const CarriedKey& key);
     // Every key part of one partition, in the order they were added.
     void read(std::size_t partition, const std::function<void(const CarriedKey&)>& take);
+    // How many key parts a partition holds: at least its distinct keys (a
+    // key drained twice is two parts), so a ledger sized for it never grows.
+    [[nodiscard]] std::uint64_t parts_in(std::size_t partition) const { return m_parts[partition]; }
 
     // Hop latencies (microseconds), kept on disk.
-    void add_latencies(std::size_t hop, const std::vector<std::int64_t>& latencies);
+    void add_latencies(std::size_t hop, std::span<const std::int64_t> latencies);
     // The nearest-rank percentile of a hop's latencies, in milliseconds;
     // exact, the same as sorting them all would give.
     [[nodiscard]] std::optional<double> latency_percentile(std::size_t hop, double fraction);
@@ -50,6 +56,7 @@ private:
     std::size_t m_stages;
     std::vector<std::unique_ptr<io::SpillFile>> m_latencies; // per hop, once it has one
     std::string m_encoded;
+    std::array<std::uint64_t, k_partitions> m_parts{}; // key parts added, per partition
 };
 
 // The value of nearest rank `rank` (1-based) among `count` values that

@@ -5,6 +5,7 @@
 #include "idem/run/record_run.hpp"
 #include "idem/run/rows.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/huge_pages.hpp"
 #include "idem/util/text.hpp"
 
 #include <fmt/format.h>
@@ -110,7 +111,7 @@ struct Outcome {
 };
 
 struct BlockResult {
-    std::vector<Outcome> outcomes;
+    HugeVector<Outcome> outcomes; // a few MiB per block: util/huge_pages.hpp
     std::uint64_t lines = 0;
     std::string keys;
     void clear() {

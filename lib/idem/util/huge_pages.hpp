@@ -21,6 +21,10 @@
 namespace idem {
 
 inline constexpr std::size_t k_huge_page_bytes = std::size_t{2} << 20;
+// From this size an array is given whole huge pages (at most twice what it
+// asked for): one of 1-2 MiB made and freed over and over (a ledger per
+// spilled partition) otherwise faults its 4 KiB pages in each time.
+inline constexpr std::size_t k_huge_from_bytes = std::size_t{1} << 20;
 
 // Advises the whole 2 MiB stretches within [data, data + bytes).
 inline void advise_huge_pages(const void* data, std::size_t bytes) {
@@ -47,9 +51,10 @@ void reserve_huge(std::vector<T, Allocator>& vector, std::size_t count) {
 [[nodiscard]] void* map_huge_pages(std::size_t bytes);
 void unmap_huge_pages(void* data, std::size_t bytes) noexcept;
 
-// An allocator for arrays that grow large: an allocation of 2 MiB or more
-// is its own mapping, aligned to and advised for huge pages, and goes back
-// to the system whole when freed; a smaller one is the heap's, as
+// An allocator for arrays that grow large: an allocation of 1 MiB or more
+// (k_huge_from_bytes) is its own mapping of whole huge pages, aligned to
+// and advised for them, and goes back to the system whole when freed; a
+// smaller one is the heap's, as
 // std::allocator's. A vector growing by doubling through it faults once
 // per 2 MiB where it faulted once per 4 KiB.
 template <typename T> class HugePageAllocator {
@@ -64,12 +69,12 @@ public:
     [[nodiscard]] T* allocate(std::size_t count) {
         if (count > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw std::bad_alloc();
         auto bytes = count * sizeof(T);
-        if (bytes < k_huge_page_bytes) return std::allocator<T>().allocate(count);
+        if (bytes < k_huge_from_bytes) return std::allocator<T>().allocate(count);
         return static_cast<T*>(map_huge_pages(bytes));
     }
     void deallocate(T* data, std::size_t count) noexcept {
         auto bytes = count * sizeof(T);
-        if (bytes < k_huge_page_bytes) {
+        if (bytes < k_huge_from_bytes) {
             std::allocator<T>().deallocate(data, count);
             return;
         }

@@ -36,6 +36,12 @@ TEST_CASE("a huge vector keeps its elements as it grows from the heap into mappi
     numbers.shrink_to_fit();
     CHECK(numbers.capacity() == 1000);
     CHECK(numbers[999] == 999 * 7);
+    // From 1 MiB an array is whole huge pages: one made and freed over and
+    // over (a ledger per spilled partition) faults once each time.
+    HugeVector<char> middling(idem::k_huge_from_bytes + 1);
+    CHECK(huge_page_aligned(middling.data()));
+    HugeVector<char> small(idem::k_huge_from_bytes - 1);
+    CHECK(small.size() == idem::k_huge_from_bytes - 1);
     // Copies and moves are plain vectors' (the allocator has no state).
     HugeVector<std::uint64_t> big(k_count, 1);
     auto copy = big;
