@@ -59,13 +59,18 @@ inline constexpr std::uint64_t k_progress_every = 1 << 16;
 // quiet and everything read so far is emitted, then every `idle_interval`
 // until more arrives: the time to flush output and act on the wall clock.
 // `block_bytes` is what each block is filled to.
+//
+// With `caller_helps`, the last state is the calling thread's: waiting for
+// the oldest block, it judges one not yet started instead (OrderedWorkers'
+// caller_index), and the others run on workers. For a run whose ordered
+// stage is a core's work but idles while its one worker parses.
 template <typename State, typename Result>
 void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>& states,
                         const std::function<void(const InputBlock&, State&, Result&)>& judge,
                         const std::function<void(const InputBlock&, Result&)>& emit,
                         const std::function<void()>& idle = {},
                         std::chrono::milliseconds idle_interval = k_idle_interval,
-                        std::size_t block_bytes = k_block_bytes) {
+                        std::size_t block_bytes = k_block_bytes, bool caller_helps = false) {
     std::mutex spare_results_mutex;
     std::vector<Result> spare_results;
     auto spare_result = [&] {
@@ -83,7 +88,11 @@ void run_block_pipeline(InputStream& input, std::vector<std::unique_ptr<State>>&
         judge(block, *states[worker], result);
         return result;
     };
-    OrderedWorkers<InputBlock, Result> pool(states.size(), 2 * states.size() + 1, judge_on_worker);
+    caller_helps = caller_helps && states.size() > 1;
+    auto workers = caller_helps ? states.size() - 1 : states.size();
+    OrderedWorkers<InputBlock, Result> pool(
+        workers, 2 * states.size() + 1, judge_on_worker,
+        caller_helps ? std::optional<std::size_t>(states.size() - 1) : std::nullopt);
     // Files are read ahead on a thread of their own (read_ahead.hpp); live
     // input is read here, where going quiet can be noticed.
     std::optional<ReadAhead> ahead;

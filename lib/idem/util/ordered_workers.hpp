@@ -28,9 +28,16 @@ public:
         Output output;
     };
 
-    OrderedWorkers(std::size_t threads, std::size_t max_in_flight, Work work)
+    // With `caller_index`, the thread that calls next(true) does not only
+    // wait: while the oldest job is unfinished and another has not started,
+    // it runs that one itself as worker `caller_index` (a state of its own).
+    // For a caller that is a core's work of its own but idles while the
+    // workers catch up (an ordered stage judging every record).
+    OrderedWorkers(std::size_t threads, std::size_t max_in_flight, Work work,
+                   std::optional<std::size_t> caller_index = std::nullopt)
         : m_work(std::move(work)),
-          m_max_in_flight(max_in_flight < threads ? threads : max_in_flight) {
+          m_max_in_flight(max_in_flight < threads ? threads : max_in_flight),
+          m_caller_index(caller_index) {
         for (std::size_t i = 0; i < threads; ++i)
             m_threads.emplace_back([this, i] { run_worker(i); });
     }
@@ -75,10 +82,19 @@ public:
         std::unique_lock lock(m_mutex);
         if (m_slots.empty()) return std::nullopt;
         auto slot = m_slots.front();
-        if (wait)
+        if (wait) {
+            while (m_caller_index && !slot->done && !m_pending.empty()) {
+                auto helped = m_pending.front();
+                m_pending.pop_front();
+                lock.unlock();
+                work_on(*helped, *m_caller_index);
+                lock.lock();
+                helped->done = true;
+            }
             m_done.wait(lock, [&] { return slot->done; });
-        else if (!slot->done)
+        } else if (!slot->done) {
             return std::nullopt;
+        }
         m_slots.pop_front();
         lock.unlock();
         if (slot->error) std::rethrow_exception(slot->error);
@@ -93,6 +109,15 @@ private:
         bool done = false;
     };
 
+    // Outside the lock: the slot is this thread's until it is marked done.
+    void work_on(Slot& slot, std::size_t index) {
+        try {
+            slot.output.emplace(m_work(slot.job, index));
+        } catch (...) {
+            slot.error = std::current_exception();
+        }
+    }
+
     void run_worker(std::size_t index) {
         while (true) {
             std::shared_ptr<Slot> slot;
@@ -103,11 +128,7 @@ private:
                 slot = m_pending.front();
                 m_pending.pop_front();
             }
-            try {
-                slot->output.emplace(m_work(slot->job, index));
-            } catch (...) {
-                slot->error = std::current_exception();
-            }
+            work_on(*slot, index);
             {
                 std::lock_guard lock(m_mutex);
                 slot->done = true;
@@ -125,6 +146,7 @@ private:
 
     Work m_work;
     std::size_t m_max_in_flight;
+    std::optional<std::size_t> m_caller_index;
     mutable std::mutex m_mutex;
     std::condition_variable m_work_ready;
     std::condition_variable m_done;

@@ -57,3 +57,45 @@ TEST_CASE("each worker gets its own index, for per-worker state") {
     }
     CHECK(used[0] + used[1] >= 1);
 }
+
+TEST_CASE("a caller that helps runs waiting jobs as its own worker, results still in order") {
+    // One slow worker; the caller, waiting on the oldest job, takes the
+    // ones not yet started. Each index is only touched by one thread.
+    std::vector<int> ran_on(2, 0);
+    std::vector<int> results;
+    {
+        OrderedWorkers<int, int> pool(
+            1, 6,
+            [&](int& job, std::size_t worker) {
+                if (worker == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                ++ran_on[worker];
+                if (job == 37) throw std::runtime_error("job 37 failed");
+                return job * 3;
+            },
+            std::size_t{1});
+        for (int job = 0; job < 60; ++job) {
+            while (pool.full()) {
+                try {
+                    if (auto done = pool.next(true)) results.push_back(done->output);
+                } catch (const std::runtime_error&) {
+                    results.push_back(-1);
+                }
+            }
+            pool.submit(job);
+        }
+        while (true) {
+            try {
+                auto done = pool.next(true);
+                if (!done) break;
+                results.push_back(done->output);
+            } catch (const std::runtime_error&) {
+                results.push_back(-1);
+            }
+        }
+    }
+    REQUIRE(results.size() == 60);
+    for (int i = 0; i < 60; ++i)
+        CHECK(results[static_cast<std::size_t>(i)] == (i == 37 ? -1 : i * 3));
+    CHECK(ran_on[0] + ran_on[1] == 60);
+    CHECK(ran_on[1] > 0); // the caller judged some itself
+}
