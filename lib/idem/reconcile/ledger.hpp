@@ -205,6 +205,17 @@ public:
     void see(std::size_t stage, std::string_view key, std::optional<Timestamp> time,
              std::uint64_t payload, std::string_view group = {});
     void count_record(std::size_t stage) { ++m_records[stage]; }
+    // Asks the CPU for what see() of a key with this hash reads: its slot
+    // in the index (some records ahead), then (`near`, a few ahead) its
+    // name and sightings, when the slot holds it.
+    void prefetch(std::uint64_t hash, bool near) const {
+        if (!near) {
+            m_keys.prefetch(hash);
+            return;
+        }
+        if (auto index = m_keys.peek(hash); index && (*index + 1) * m_stages <= m_sightings.size())
+            idem::prefetch(&m_sightings[*index * m_stages]);
+    }
     // A key a previous run left pending, before this run's records.
     void carry_in(const CarriedKey& carried);
 

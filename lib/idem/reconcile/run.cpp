@@ -96,6 +96,8 @@ public:
     // store has opened: a run that cannot start leaves it as it was.
     void read_stages() {
         m_reader.emplace(m_options, m_diagnostics);
+        m_reader->prefetch_keys_with(
+            [this](std::uint64_t hash, bool near) { m_ledger->prefetch(hash, near); });
         if (!m_options.traces_path.empty())
             m_services = m_reader->read_other([&](run::RejectRouter& rejects) {
                 return detail::read_traces(

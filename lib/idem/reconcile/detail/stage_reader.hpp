@@ -27,6 +27,10 @@ enum class StageFormat { ndjson, har, csv, document, sqlite };
 using Take =
     std::function<void(std::string_view key, std::optional<Timestamp> time, std::uint64_t payload,
                        std::string_view bytes, std::string_view by)>;
+// Asks the CPU for what taking a key of this hash (KeyIndex::hash_of) will
+// read: `near` false some records ahead (its slot in an index), true a few
+// ahead (what the slot points to).
+using PrefetchKey = std::function<void(std::uint64_t hash, bool near)>;
 
 class StageReader {
 public:
@@ -63,6 +67,9 @@ public:
     // that do not read) throws InputError naming it: judged, it would be
     // every key lost, and --missing a list of events that were not.
     void read(const StageInput& stage, const Take& take);
+    // From now on, records of a file are announced to `prefetch` ahead of
+    // `take`, their key hashed on a worker thread.
+    void prefetch_keys_with(PrefetchKey prefetch) { m_prefetch = std::move(prefetch); }
 
     void flush() {
         if (m_reject_sink) m_reject_sink->flush();
@@ -77,6 +84,7 @@ private:
     const ReconcileRunOptions& m_options;
     io::Diagnostics& m_diagnostics;
     std::unique_ptr<io::Sink> m_reject_sink;
+    PrefetchKey m_prefetch;
     std::uint64_t m_rejected = 0;
     bool m_judge;
     record::PathCensus* m_census = nullptr; // the stage being read's
