@@ -7,6 +7,7 @@
 
 #include "idem/store/store.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/huge_pages.hpp"
 #include "idem/util/text.hpp"
 
 #include <CLI/CLI.hpp>
@@ -87,6 +88,7 @@ std::string naming_the_flag(const CLI::App& app, std::string message) {
 } // namespace
 
 int main(int argc, char** argv) {
+    idem::keep_freed_memory_for_reuse();
     CLI::App app;
     std::function<int()> action;
     idem::cli::build_app(app, action);

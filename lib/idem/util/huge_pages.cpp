@@ -1,5 +1,7 @@
 #include "idem/util/huge_pages.hpp"
 
+#include <malloc.h>
+
 namespace idem {
 
 namespace {
@@ -30,6 +32,11 @@ void* map_huge_pages(std::size_t bytes) {
 
 void unmap_huge_pages(void* data, std::size_t bytes) noexcept {
     ::munmap(data, whole_huge_pages(bytes));
+}
+
+void keep_freed_memory_for_reuse() {
+    (void)::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    (void)::mallopt(M_TRIM_THRESHOLD, 128 << 20);
 }
 
 } // namespace idem

@@ -2,8 +2,10 @@
 #include "idem/util/huge_pages.hpp"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <doctest/doctest.h>
+#include <malloc.h>
 #include <numeric>
 
 using idem::HugeVector;
@@ -70,4 +72,13 @@ TEST_CASE("a block's buffer past 1 MiB is whole huge pages and keeps what it hel
     CHECK(buffer.capacity() == 3 * k_huge_page_bytes);
     CHECK(std::memcmp(buffer.data(), "the first bytes", 15) == 0);
     CHECK(buffer.data()[k_huge_page_bytes - 1] == 'x');
+}
+
+TEST_CASE("after keep_freed_memory_for_reuse a buffer of 24 MiB is the heap's, not a mapping") {
+    idem::keep_freed_memory_for_reuse();
+    auto mapped_before = mallinfo2().hblks;
+    void* volatile buffer = std::malloc(std::size_t{24} << 20); // not elided
+    REQUIRE(buffer != nullptr);
+    CHECK(mallinfo2().hblks == mapped_before); // glibc's default maps it (128 KiB and up)
+    std::free(buffer);
 }
