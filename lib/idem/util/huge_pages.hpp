@@ -1,5 +1,6 @@
 #pragma once
-// Large arrays asked to be backed by huge pages.
+// Memory that is not faulted in page by page: large arrays backed by huge
+// pages, and a heap that keeps what it frees.
 //
 // A first write to a 4 KiB page faults, and a fault costs about 10 µs on
 // the virtual machines idem runs on: a million-record `states` run took
@@ -54,9 +55,8 @@ void unmap_huge_pages(void* data, std::size_t bytes) noexcept;
 // An allocator for arrays that grow large: an allocation of 1 MiB or more
 // (k_huge_from_bytes) is its own mapping of whole huge pages, aligned to
 // and advised for them, and goes back to the system whole when freed; a
-// smaller one is the heap's, as
-// std::allocator's. A vector growing by doubling through it faults once
-// per 2 MiB where it faulted once per 4 KiB.
+// smaller one is std::allocator's. A vector growing by doubling through it
+// faults once per 2 MiB where it faulted once per 4 KiB.
 template <typename T> class HugePageAllocator {
 public:
     using value_type = T;
