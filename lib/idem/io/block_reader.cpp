@@ -52,7 +52,7 @@ void ByteBuffer::reserve(std::size_t bytes, std::size_t keep) {
     auto grown = std::max(bytes, m_capacity + m_capacity / 2);
     std::unique_ptr<char[], ByteRelease> data;
     if (grown >= k_huge_from_bytes) {
-        grown = (grown + k_huge_page_bytes - 1) / k_huge_page_bytes * k_huge_page_bytes;
+        grown = whole_huge_pages(grown);
         data = {static_cast<char*>(map_huge_pages(grown)), ByteRelease{grown}};
     } else {
         data = {std::make_unique_for_overwrite<char[]>(grown).release(), ByteRelease{}};

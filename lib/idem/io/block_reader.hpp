@@ -29,17 +29,17 @@ public:
     virtual void abandon() {}
 };
 
-// Bytes that grow without being zero-filled first (a block is refilled by
-// read(2) right after growing; clearing it would cost as much as the read).
-// A block's worth (1 MiB or more) is whole huge pages (util/huge_pages.hpp):
-// a run's dozen blocks in flight otherwise fault 256 times each when first
-// filled.
 // Frees a ByteBuffer's bytes: from the heap, or `mapped_bytes` of huge pages.
 struct ByteRelease {
     std::size_t mapped_bytes = 0;
     void operator()(char* data) const noexcept;
 };
 
+// Bytes that grow without being zero-filled first (a block is refilled by
+// read(2) right after growing; clearing it would cost as much as the read).
+// A block's worth (1 MiB or more) is whole huge pages (util/huge_pages.hpp):
+// a run's dozen blocks in flight otherwise fault 256 times each when first
+// filled.
 class ByteBuffer {
 public:
     [[nodiscard]] char* data() { return m_data.get(); }

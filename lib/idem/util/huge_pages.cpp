@@ -4,12 +4,6 @@
 
 namespace idem {
 
-namespace {
-std::size_t whole_huge_pages(std::size_t bytes) {
-    return (bytes + k_huge_page_bytes - 1) & ~(k_huge_page_bytes - 1);
-}
-} // namespace
-
 void* map_huge_pages(std::size_t bytes) {
     auto size = whole_huge_pages(bytes);
     if (size < bytes) throw std::bad_alloc();

@@ -47,8 +47,13 @@ void reserve_huge(std::vector<T, Allocator>& vector, std::size_t count) {
     advise_huge_pages(vector.data(), vector.capacity() * sizeof(T));
 }
 
-// `bytes` rounded up to whole huge pages, mapped at a 2 MiB boundary and
-// advised; throws std::bad_alloc. Freed by unmap_huge_pages(data, bytes).
+// `bytes` rounded up to whole huge pages (0 when that overflows).
+[[nodiscard]] constexpr std::size_t whole_huge_pages(std::size_t bytes) {
+    return (bytes + k_huge_page_bytes - 1) & ~(k_huge_page_bytes - 1);
+}
+
+// whole_huge_pages(bytes), mapped at a 2 MiB boundary and advised; throws
+// std::bad_alloc. Freed by unmap_huge_pages(data, bytes).
 [[nodiscard]] void* map_huge_pages(std::size_t bytes);
 void unmap_huge_pages(void* data, std::size_t bytes) noexcept;
 
