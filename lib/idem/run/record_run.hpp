@@ -252,7 +252,7 @@ public:
             run_block_pipeline<State, Result>(
                 input(), states, steps.judge,
                 [&](const InputBlock& block, Result& result) { emit(block, result, steps, route); },
-                steps.idle, m_idle_interval, m_block_bytes, m_caller_helps);
+                steps.idle, m_idle_interval, m_block_bytes, caller_helps());
         } catch (const InputError&) {
             commit();
             throw;
@@ -275,12 +275,7 @@ public:
         // the time it took with two. A zstd reader is not: there one worker
         // fewer took 1.04 of the time (docs/records.md).
         bool busy = m_busy_ordered_stage || input().decoding_takes_a_core();
-        // A busy ordered stage also judges blocks while it would wait for
-        // its worker (run_block_pipeline's caller_helps): one state more,
-        // the calling thread's. Not beside a decoding reader, which already
-        // takes the core the ordered stage leaves.
-        m_caller_helps = m_busy_ordered_stage && !input().decoding_takes_a_core();
-        auto count = worker_count(m_threads, busy) + (m_caller_helps ? 1 : 0);
+        auto count = worker_count(m_threads, busy) + (caller_helps() ? 1 : 0);
         for (std::size_t i = 0; i < count; ++i) {
             made.push_back(make());
             if constexpr (requires { made.back()->parser.report_paths_to(&m_census); })
@@ -372,9 +367,16 @@ private:
         if (batch_full || (steps.commit_due && steps.commit_due())) commit();
     }
 
+    // A busy ordered stage also judges blocks while it would wait for its
+    // worker (run_block_pipeline's caller_helps): states() makes one state
+    // more, the calling thread's, last. Not beside a decoding reader, which
+    // already takes the core the ordered stage leaves.
+    [[nodiscard]] bool caller_helps() {
+        return m_busy_ordered_stage && !input().decoding_takes_a_core();
+    }
+
     std::function<void()> m_commit;
     std::uint64_t m_since_commit = 0;
-    bool m_caller_helps = false; // states() made the calling thread's state last
 };
 
 } // namespace idem::run
