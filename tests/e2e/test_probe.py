@@ -321,7 +321,10 @@ class Probe(unittest.TestCase):
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:
             url = f"http://127.0.0.1:{server.server_address[1]}/count?key={{key}}"
-            command = f"sqlite3 -readonly {db} \"SELECT count(*) FROM effects WHERE key = '$IDEM_KEY'\""
+            # The handler writes while probe asks: the command waits for its
+            # lock as the handler's own connections do (sqlite3's shell waits 0 ms).
+            command = (f"sqlite3 -cmd '.timeout 30000' -readonly {db} "
+                       f"\"SELECT count(*) FROM effects WHERE key = '$IDEM_KEY'\"")
             checks = "sequential-duplicate,concurrent-duplicates"
             for observer in (["--effects-url", url], ["--effects-cmd", command]):
                 with self.subTest(observer=observer[0]):
