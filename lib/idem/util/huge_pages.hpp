@@ -22,6 +22,7 @@
 namespace idem {
 
 inline constexpr std::size_t k_huge_page_bytes = std::size_t{2} << 20;
+inline constexpr std::size_t k_small_page_bytes = 4096;
 // From this size an array is given whole huge pages (at most twice what it
 // asked for): one of 1-2 MiB made and freed over and over (a ledger per
 // spilled partition) otherwise faults its 4 KiB pages in each time.

@@ -5,6 +5,7 @@
 
 #include "idem/store/fingerprints.hpp"
 #include "idem/util/huge_pages.hpp"
+#include "idem/util/populated_ahead.hpp"
 #include "idem/util/prefetch.hpp"
 
 #include <algorithm>
@@ -44,7 +45,7 @@ inline void* map_zeroed(std::size_t bytes) {
         ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (pages == MAP_FAILED) throw std::bad_alloc();
     (void)::madvise(pages, bytes, MADV_HUGEPAGE);
-    if (::madvise(pages, bytes, MADV_POPULATE_WRITE) != 0) {
+    if (!populate_pages(pages, bytes)) {
         auto* bytes_at = static_cast<volatile char*>(pages);
         for (std::size_t at = 0; at < bytes; at += k_page_bytes)
             bytes_at[at] = 0;
@@ -88,7 +89,9 @@ public:
             rebuild_index(std::max<std::size_t>(m_capacity * 2, k_first_capacity));
         auto& slot = m_slots[probe(key)];
         if (slot.position != 0) return {&m_stored[slot.position - 1].entry, false};
+        if (m_stored.size() == m_stored.capacity()) m_populated.before_move();
         m_stored.push_back({key, Entry{}});
+        m_populated.written(m_stored);
         slot = {tag_of(key), static_cast<std::uint32_t>(m_stored.size())};
         return {&m_stored.back().entry, true};
     }
@@ -102,6 +105,7 @@ public:
             capacity *= 2;
         if (capacity > m_capacity) rebuild_index(capacity);
         try {
+            m_populated.before_move();
             m_stored.reserve(std::min(entries, k_most_entries_reserved));
         } catch (const std::bad_alloc&) {
             // Only a hint: without the address space, the entries grow as
@@ -208,6 +212,9 @@ private:
     }
 
     HugeVector<Stored> m_stored; // 48 MB a million: huge pages (util/huge_pages.hpp)
+    // Maps m_stored's pages ahead of its appends; stopped before m_stored
+    // is freed (declared after it).
+    PopulatedAhead m_populated;
     std::unique_ptr<Slot[], UnmapZeroed> m_slots;
     std::size_t m_capacity = 0; // a power of two, or 0
 };
