@@ -22,6 +22,8 @@
 namespace idem {
 
 inline constexpr std::size_t k_huge_page_bytes = std::size_t{2} << 20;
+// The page size mappings are walked, populated and given back by (Linux on
+// x86-64 and arm64 as Debian builds it).
 inline constexpr std::size_t k_small_page_bytes = 4096;
 // From this size an array is given whole huge pages (at most twice what it
 // asked for): one of 1-2 MiB made and freed over and over (a ledger per

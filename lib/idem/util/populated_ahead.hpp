@@ -5,11 +5,12 @@
 // A table that appends millions of entries one by one on a run's ordered
 // stage (dedup's fingerprints) otherwise takes each huge page's fault, and
 // the kernel's zeroing of it, on that one thread, which every worker waits
-// for. Measured on a 10M-fingerprint dedup (480 MB of entries): the run
-// took 5.4–5.9 s beside a 4.2–4.4 s parse floor with the faults on the
-// ordered stage, 4.3–4.6 s with the pages mapped beside it; mapping a
-// stretch at a time on the ordered stage itself saved nothing. The memory
-// held is what is written plus one window, not the array's reservation.
+// for. Measured on a 10M-fingerprint dedup (480 MB of entries; farm-bench,
+// six interleaved against the build before): 0.94 of its wall time
+// (0.82–1.10), the zeroing's processor time unchanged but off that thread;
+// mapping a stretch at a time on the ordered stage itself saved nothing.
+// The memory held is what is written plus one window, not the array's
+// reservation.
 
 #include "idem/util/huge_pages.hpp"
 

@@ -32,10 +32,6 @@ struct Entry {
     std::uint64_t first_line = 0;
 };
 
-// The page size the mappings below are walked and given back by (Linux on
-// x86-64 and arm64 as Debian builds it).
-inline constexpr std::size_t k_page_bytes = 4096;
-
 // Zeroed memory for an index, its pages mapped before the first probe. Left
 // to fault in, a probe's first read maps the shared zero page and its first
 // write copies it: two faults and a TLB shootdown per 4 KiB, in random
@@ -47,7 +43,7 @@ inline void* map_zeroed(std::size_t bytes) {
     (void)::madvise(pages, bytes, MADV_HUGEPAGE);
     if (!populate_pages(pages, bytes)) {
         auto* bytes_at = static_cast<volatile char*>(pages);
-        for (std::size_t at = 0; at < bytes; at += k_page_bytes)
+        for (std::size_t at = 0; at < bytes; at += k_small_page_bytes)
             bytes_at[at] = 0;
     }
     return pages;
@@ -56,8 +52,9 @@ inline void* map_zeroed(std::size_t bytes) {
 // Drops pages of a read-only file mapping from this process: touched again,
 // they come back from the page cache (or the file). Only whole pages.
 inline void release_pages(const void* start, std::size_t bytes) {
-    if (reinterpret_cast<std::uintptr_t>(start) % k_page_bytes != 0) return;
-    (void)::madvise(const_cast<void*>(start), bytes / k_page_bytes * k_page_bytes, MADV_DONTNEED);
+    if (reinterpret_cast<std::uintptr_t>(start) % k_small_page_bytes != 0) return;
+    (void)::madvise(const_cast<void*>(start), bytes / k_small_page_bytes * k_small_page_bytes,
+                    MADV_DONTNEED);
 }
 
 struct UnmapZeroed {

@@ -120,7 +120,7 @@ private:
     // Gives back the whole pages of slots before `end`, 2 MiB at a time
     // and the rest at the end: their values are copied out by then.
     void release_behind(std::size_t end) {
-        constexpr std::size_t k_page_slots = k_page_bytes / sizeof(std::uint64_t);
+        constexpr std::size_t k_page_slots = k_small_page_bytes / sizeof(std::uint64_t);
         constexpr std::size_t k_every = std::size_t{1} << 18; // 2 MiB of slots
         if (!m_release) return;
         auto until = end / k_page_slots * k_page_slots;
