@@ -9,6 +9,7 @@
 #include "idem/util/ordered_workers.hpp"
 #include "idem/util/text.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
@@ -25,7 +26,10 @@ namespace {
 // few enough that every file keeps its own write buffer.
 constexpr std::size_t k_partitions = 64;
 
-// A row as it is written: fixed fields, then the three texts.
+// A row's fixed fields, as read back; on disk they are packed (no
+// padding), and the delivery trace follows only when it says something:
+// most logs carry none, and its 56 bytes were half of every row written
+// and read back again.
 struct RowHeader {
     std::uint64_t seq;
     std::uint64_t number;
@@ -37,6 +41,29 @@ struct RowHeader {
     std::uint16_t status;
     DeliveryTrace trace;
 };
+
+// Whether a trace holds anything but its defaults: only then is it written.
+bool says_something(const DeliveryTrace& trace) {
+    const auto& copy = trace.signed_copy;
+    return trace.provider != Provider::unknown || trace.provider_attempt != 0 ||
+           trace.endpoint != 0 || trace.subscription != 0 ||
+           std::any_of(trace.layers.begin(), trace.layers.end(),
+                       [](std::uint8_t layer) { return layer != 0; }) ||
+           copy.signed_at != 0 || copy.signature != 0 || copy.body != 0 || copy.canonical != 0 ||
+           copy.verdict != SignatureVerdict::unknown;
+}
+
+template <typename T> void append_raw(std::string& out, const T& value) {
+    out.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+// Reads a T from the front of `rest`; false when `rest` is too short.
+template <typename T> bool take_raw(std::string_view& rest, T& value) {
+    if (rest.size() < sizeof value) return false;
+    std::memcpy(&value, rest.data(), sizeof value);
+    rest.remove_prefix(sizeof value);
+    return true;
+}
 
 // A row read back: its texts view the partition's bytes (PartitionRows).
 struct Row {
@@ -76,7 +103,21 @@ struct Spill::Partitions {
         header.fingerprint_size = static_cast<std::uint32_t>(record.fingerprint.size());
         header.source = record.source;
         header.trace = record.trace;
-        encoded.assign(reinterpret_cast<const char*>(&header), sizeof header);
+        encoded.clear();
+        append_raw(encoded, header.seq);
+        append_raw(encoded, header.number);
+        append_raw(encoded, header.time);
+        append_raw(encoded, header.payload);
+        append_raw(encoded, header.input);
+        append_raw(encoded, header.key_size);
+        append_raw(encoded, header.fingerprint_size);
+        append_raw(encoded, header.source);
+        append_raw(encoded, header.row);
+        append_raw(encoded, header.has_time);
+        append_raw(encoded, header.status);
+        std::uint8_t traced = says_something(header.trace) ? 1 : 0;
+        append_raw(encoded, traced);
+        if (traced) append_raw(encoded, header.trace);
         encoded.append(record.key);
         encoded.append(record.fingerprint);
         files.append(index, encoded);
@@ -94,9 +135,17 @@ struct Spill::Partitions {
         };
         while (!rest.empty()) {
             auto& row = out.rows.emplace_back();
-            if (rest.size() < sizeof row.header) throw cut_short();
-            std::memcpy(&row.header, rest.data(), sizeof row.header);
-            rest.remove_prefix(sizeof row.header);
+            auto& header = row.header;
+            std::uint8_t traced = 0;
+            if (!take_raw(rest, header.seq) || !take_raw(rest, header.number) ||
+                !take_raw(rest, header.time) || !take_raw(rest, header.payload) ||
+                !take_raw(rest, header.input) || !take_raw(rest, header.key_size) ||
+                !take_raw(rest, header.fingerprint_size) || !take_raw(rest, header.source) ||
+                !take_raw(rest, header.row) || !take_raw(rest, header.has_time) ||
+                !take_raw(rest, header.status) || !take_raw(rest, traced))
+                throw cut_short();
+            header.trace = DeliveryTrace{};
+            if (traced && !take_raw(rest, header.trace)) throw cut_short();
             if (rest.size() < std::uint64_t{row.header.key_size} + row.header.fingerprint_size)
                 throw cut_short();
             row.key = rest.substr(0, row.header.key_size);
@@ -289,7 +338,7 @@ private:
             attempt.payload = in.get<std::uint64_t>();
             attempt.source = in.get<std::uint32_t>();
             attempt.status = in.get<std::uint16_t>();
-            attempt.trace = in.get<DeliveryTrace>();
+            if (in.get<std::uint8_t>() != 0) attempt.trace = in.get<DeliveryTrace>();
             attempt.key = local_id(m_key_ids, in.get_text(), findings.key_texts, layout.key_paths);
             attempt.fingerprint = local_id(m_fingerprint_ids, in.get_text(),
                                            findings.fingerprint_texts, layout.fingerprint_paths);
@@ -389,7 +438,9 @@ ExplainedPartition explain_partition(const HugeVector<Row>& rows, GroupKind kind
                 bytes.put(row.header.payload);
                 bytes.put(row.header.source);
                 bytes.put(row.header.status);
-                bytes.put(row.header.trace);
+                bool traced = says_something(row.header.trace);
+                bytes.put<std::uint8_t>(traced ? 1 : 0);
+                if (traced) bytes.put(row.header.trace);
                 bytes.put_text(row.key);
                 bytes.put_text(row.fingerprint);
                 out.members.emplace_back(row.header.seq, row.header.source);
