@@ -402,23 +402,43 @@ ExplainedPartition explain_partition(const HugeVector<Row>& rows, GroupKind kind
     const auto& options = context.options;
     ExplainedPartition out;
     detail::TextColumn keys, fingerprints;
-    std::vector<Attempt> attempts(rows.size());
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-        keys.add(rows[i].key);
-        fingerprints.add(rows[i].fingerprint);
-        attempts[i].source = rows[i].header.source;
-        attempts[i].payload = rows[i].header.payload;
-        attempts[i].status = rows[i].header.status;
-        attempts[i].trace = rows[i].header.trace;
-        if (rows[i].header.has_time) attempts[i].time = Timestamp(Duration(rows[i].header.time));
-        if (context.verdicts)
-            attempts[i].trace.signed_copy.verdict = signature_verdict(
-                *context.verdicts, context.inputs,
-                {rows[i].header.input, rows[i].header.row != 0, rows[i].header.number});
+    for (const auto& row : rows) {
+        keys.add(row.key);
+        fingerprints.add(row.fingerprint);
     }
-    auto distinct = detail::number_texts(keys, fingerprints, attempts);
-    if (kind == GroupKind::key && !layout.by_fingerprint) out.intents += distinct.keys;
-    if (kind == GroupKind::fingerprint) out.intents += distinct.fingerprints;
+    std::vector<std::uint32_t> key_ids, fingerprint_ids;
+    auto distinct_keys = keys.assign_ids(key_ids);
+    auto distinct_fingerprints = fingerprints.assign_ids(fingerprint_ids);
+    if (kind == GroupKind::key && !layout.by_fingerprint) out.intents += distinct_keys;
+    if (kind == GroupKind::fingerprint) out.intents += distinct_fingerprints;
+
+    // Only the rows whose text (this partition's key or fingerprint) comes
+    // twice or more can be in a group, and a group's explanation reads its
+    // own records only: the others (most rows of a log) are counted above
+    // and go no further. `grouped[i]` is the row of attempt i.
+    const auto& ids = kind == GroupKind::key ? key_ids : fingerprint_ids;
+    auto distinct = kind == GroupKind::key ? distinct_keys : distinct_fingerprints;
+    std::vector<std::uint8_t> seen(std::size_t{distinct} + 1, 0); // 0, 1, or 2: twice or more
+    for (auto id : ids)
+        if (id != 0 && seen[id] < 2) ++seen[id];
+    std::vector<std::size_t> grouped;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        if (seen[ids[i]] == 2) grouped.push_back(i);
+    std::vector<Attempt> attempts(grouped.size());
+    for (std::size_t n = 0; n < grouped.size(); ++n) {
+        const auto& header = rows[grouped[n]].header;
+        auto& attempt = attempts[n];
+        attempt.key = key_ids[grouped[n]];
+        attempt.fingerprint = fingerprint_ids[grouped[n]];
+        attempt.source = header.source;
+        attempt.payload = header.payload;
+        attempt.status = header.status;
+        attempt.trace = header.trace;
+        if (header.has_time) attempt.time = Timestamp(Duration(header.time));
+        if (context.verdicts)
+            attempt.trace.signed_copy.verdict = signature_verdict(
+                *context.verdicts, context.inputs, {header.input, header.row != 0, header.number});
+    }
 
     ByteWriter group_bytes;
     detail::explain_groups(
@@ -428,7 +448,7 @@ ExplainedPartition explain_partition(const HugeVector<Row>& rows, GroupKind kind
             bytes.put<std::uint8_t>(static_cast<std::uint8_t>(group.kind));
             bytes.put(static_cast<std::uint32_t>(group.records.size()));
             for (auto index : group.records) {
-                const auto& row = rows[index];
+                const auto& row = rows[grouped[index]];
                 bytes.put(row.header.input);
                 bytes.put(row.header.row);
                 bytes.put(row.header.number);
@@ -465,7 +485,7 @@ ExplainedPartition explain_partition(const HugeVector<Row>& rows, GroupKind kind
                 bytes.put_all(std::vector<std::uint32_t>(evidence.originals.begin(),
                                                          evidence.originals.end()));
             }
-            out.index.push_back({rows[group.records.front()].header.seq, out.bytes.size(),
+            out.index.push_back({rows[grouped[group.records.front()]].header.seq, out.bytes.size(),
                                  static_cast<std::uint32_t>(group.records.size()),
                                  static_cast<std::uint32_t>(bytes.bytes().size()), group.kind,
                                  group.payloads > 1});
