@@ -83,6 +83,18 @@ namespace {
 
 const std::vector<const FieldPath*> k_nothing_ignored;
 
+// What the ignored paths say of the names at `depth`: `given` when made
+// ready (the run's top level, and what it says one level down, and so
+// on), nothing when no path reaches this deep, else made here.
+const IgnoredNames& names_at(const IgnoredNames* given,
+                             const std::vector<const FieldPath*>& ignored, std::size_t depth,
+                             std::optional<IgnoredNames>& here) {
+    static const IgnoredNames k_no_names;
+    if (given) return *given;
+    if (ignored.empty()) return k_no_names;
+    return here.emplace(ignored, depth);
+}
+
 // By key bytes, stably, so repeated keys keep their order and stay
 // distinguishable. Insertion sort for the usual few members: stable, and
 // no buffer to allocate.
@@ -151,12 +163,12 @@ std::uint64_t hash_canonical(simdjson::dom::element element,
     case element_type::OBJECT: {
         std::uint64_t sum = 0, members = 0;
         std::optional<IgnoredNames> here;
-        const auto& names = names_here ? *names_here : here.emplace(ignored, depth);
+        const auto& names = names_at(names_here, ignored, depth, here);
         for (auto field : simdjson::dom::object(element)) {
             const auto* said = names.find(field.key);
             if (said && said->skip) continue;
-            auto value =
-                hash_canonical(field.value, said ? said->inner : k_nothing_ignored, depth + 1);
+            auto value = hash_canonical(field.value, said ? said->inner : k_nothing_ignored,
+                                        depth + 1, said ? said->inside.get() : nullptr);
             sum += mix(hash_text(field.key) ^ mix(value + 0x632be59bd9b4e019ULL));
             ++members;
         }
@@ -166,12 +178,13 @@ std::uint64_t hash_canonical(simdjson::dom::element element,
         std::uint64_t hash = static_cast<std::uint64_t>(HashTag::array);
         std::size_t index = 0;
         std::optional<IgnoredNames> here;
-        const auto& names = names_here ? *names_here : here.emplace(ignored, depth);
+        const auto& names = names_at(names_here, ignored, depth, here);
         for (auto item : simdjson::dom::array(element)) {
             const IgnoredNames::Name* said = nullptr;
             if (names.any()) said = names.find(std::to_string(index++));
             if (said && said->skip) continue;
-            auto value = hash_canonical(item, said ? said->inner : k_nothing_ignored, depth + 1);
+            auto value = hash_canonical(item, said ? said->inner : k_nothing_ignored, depth + 1,
+                                        said ? said->inside.get() : nullptr);
             hash = mix(hash * 0x9e3779b97f4a7c15ULL + value);
         }
         return tagged(HashTag::array, hash);
@@ -211,7 +224,7 @@ void write_canonical(simdjson::dom::element element, const std::vector<const Fie
         out += '{';
         bool first = true;
         std::optional<IgnoredNames> here;
-        const auto& names = names_here ? *names_here : here.emplace(ignored, depth);
+        const auto& names = names_at(names_here, ignored, depth, here);
         for (const auto& [key, value] : members) {
             const auto* said = names.find(key);
             if (said && said->skip) continue;
@@ -219,7 +232,8 @@ void write_canonical(simdjson::dom::element element, const std::vector<const Fie
             first = false;
             write_canonical_string(key, out);
             out += ':';
-            write_canonical(value, said ? said->inner : k_nothing_ignored, depth + 1, out);
+            write_canonical(value, said ? said->inner : k_nothing_ignored, depth + 1, out,
+                            said ? said->inside.get() : nullptr);
         }
         out += '}';
         return;
@@ -229,14 +243,15 @@ void write_canonical(simdjson::dom::element element, const std::vector<const Fie
         std::size_t index = 0;
         bool first = true;
         std::optional<IgnoredNames> here;
-        const auto& names = names_here ? *names_here : here.emplace(ignored, depth);
+        const auto& names = names_at(names_here, ignored, depth, here);
         for (auto item : simdjson::dom::array(element)) {
             const IgnoredNames::Name* said = nullptr;
             if (names.any()) said = names.find(std::to_string(index++));
             if (said && said->skip) continue;
             if (!first) out += ',';
             first = false;
-            write_canonical(item, said ? said->inner : k_nothing_ignored, depth + 1, out);
+            write_canonical(item, said ? said->inner : k_nothing_ignored, depth + 1, out,
+                            said ? said->inside.get() : nullptr);
         }
         out += ']';
         return;

@@ -272,4 +272,21 @@ TEST_CASE("the event hash leaves out the ignored paths, as the canonical form do
     REQUIRE_FALSE(parser.parse(
         padded(R"({"idem":1,"headers":[],"body":"{\"id\":8,\"request\":1,\"k\":2}"})")));
     CHECK(*parser.canonical_event(ready) == R"({"k":2})");
+    // Deeper paths that share their first names: what each level says of
+    // the next is made with it, and answers as the list does.
+    std::vector<FieldPath> deep = {FieldPath::parse("a.b.c"), FieldPath::parse("a.d"),
+                                   FieldPath::parse("a.b.e.f")};
+    auto nested = R"({"a":{"b":{"c":1,"e":{"f":2,"g":3},"h":4},"d":5,"i":6},"j":7})";
+    auto left = R"({"a":{"b":{"e":{"g":3},"h":4},"i":6},"j":7})";
+    CHECK(canonical_of(parser, nested, deep) == left);
+    CHECK(hash_of(parser, nested, deep) == hash_of(parser, left));
+    CHECK(
+        hash_of(parser, nested, deep) !=
+        hash_of(parser, R"({"a":{"b":{"c":1,"e":{"f":2,"g":0},"h":4},"d":5,"i":6},"j":7})", deep));
+    IgnoredPaths deep_ready(deep);
+    auto expected = hash_of(parser, left);
+    auto line = padded(nested);
+    REQUIRE_FALSE(parser.parse(line));
+    CHECK(std::string(*parser.canonical_event(deep_ready)) == left);
+    CHECK(parser.event_hash(deep_ready) == expected);
 }
