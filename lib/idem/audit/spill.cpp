@@ -53,17 +53,8 @@ bool says_something(const DeliveryTrace& trace) {
            copy.verdict != SignatureVerdict::unknown;
 }
 
-template <typename T> void append_raw(std::string& out, const T& value) {
-    out.append(reinterpret_cast<const char*>(&value), sizeof value);
-}
-
-// Reads a T from the front of `rest`; false when `rest` is too short.
-template <typename T> bool take_raw(std::string_view& rest, T& value) {
-    if (rest.size() < sizeof value) return false;
-    std::memcpy(&value, rest.data(), sizeof value);
-    rest.remove_prefix(sizeof value);
-    return true;
-}
+using io::put_fixed;
+using io::take_fixed;
 
 // A row read back: its texts view the partition's bytes (PartitionRows).
 struct Row {
@@ -104,20 +95,20 @@ struct Spill::Partitions {
         header.source = record.source;
         header.trace = record.trace;
         encoded.clear();
-        append_raw(encoded, header.seq);
-        append_raw(encoded, header.number);
-        append_raw(encoded, header.time);
-        append_raw(encoded, header.payload);
-        append_raw(encoded, header.input);
-        append_raw(encoded, header.key_size);
-        append_raw(encoded, header.fingerprint_size);
-        append_raw(encoded, header.source);
-        append_raw(encoded, header.row);
-        append_raw(encoded, header.has_time);
-        append_raw(encoded, header.status);
+        put_fixed(encoded, header.seq);
+        put_fixed(encoded, header.number);
+        put_fixed(encoded, header.time);
+        put_fixed(encoded, header.payload);
+        put_fixed(encoded, header.input);
+        put_fixed(encoded, header.key_size);
+        put_fixed(encoded, header.fingerprint_size);
+        put_fixed(encoded, header.source);
+        put_fixed(encoded, header.row);
+        put_fixed(encoded, header.has_time);
+        put_fixed(encoded, header.status);
         std::uint8_t traced = says_something(header.trace) ? 1 : 0;
-        append_raw(encoded, traced);
-        if (traced) append_raw(encoded, header.trace);
+        put_fixed(encoded, traced);
+        if (traced) put_fixed(encoded, header.trace);
         encoded.append(record.key);
         encoded.append(record.fingerprint);
         files.append(index, encoded);
@@ -137,15 +128,15 @@ struct Spill::Partitions {
             auto& row = out.rows.emplace_back();
             auto& header = row.header;
             std::uint8_t traced = 0;
-            if (!take_raw(rest, header.seq) || !take_raw(rest, header.number) ||
-                !take_raw(rest, header.time) || !take_raw(rest, header.payload) ||
-                !take_raw(rest, header.input) || !take_raw(rest, header.key_size) ||
-                !take_raw(rest, header.fingerprint_size) || !take_raw(rest, header.source) ||
-                !take_raw(rest, header.row) || !take_raw(rest, header.has_time) ||
-                !take_raw(rest, header.status) || !take_raw(rest, traced))
+            if (!take_fixed(rest, header.seq) || !take_fixed(rest, header.number) ||
+                !take_fixed(rest, header.time) || !take_fixed(rest, header.payload) ||
+                !take_fixed(rest, header.input) || !take_fixed(rest, header.key_size) ||
+                !take_fixed(rest, header.fingerprint_size) || !take_fixed(rest, header.source) ||
+                !take_fixed(rest, header.row) || !take_fixed(rest, header.has_time) ||
+                !take_fixed(rest, header.status) || !take_fixed(rest, traced))
                 throw cut_short();
             header.trace = DeliveryTrace{};
-            if (traced && !take_raw(rest, header.trace)) throw cut_short();
+            if (traced && !take_fixed(rest, header.trace)) throw cut_short();
             if (rest.size() < std::uint64_t{row.header.key_size} + row.header.fingerprint_size)
                 throw cut_short();
             row.key = rest.substr(0, row.header.key_size);

@@ -7,14 +7,32 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace idem::io {
+
+// A spilled row's fixed-width fields, as the machine holds them: a spill
+// file lives for one run on one machine. take_fixed() is false when `in`
+// is too short (a file cut short).
+template <typename Value> void put_fixed(std::string& out, const Value& value) {
+    static_assert(std::is_trivially_copyable_v<Value>);
+    out.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+template <typename Value> bool take_fixed(std::string_view& in, Value& value) {
+    static_assert(std::is_trivially_copyable_v<Value>);
+    if (in.size() < sizeof value) return false;
+    std::memcpy(&value, in.data(), sizeof value);
+    in.remove_prefix(sizeof value);
+    return true;
+}
 
 // "idem-NAME-XXXXXX" under `parent`, made by mkdtemp: never a directory
 // that was there before, whoever else writes to `parent`. Removed with

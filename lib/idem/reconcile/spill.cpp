@@ -1,5 +1,6 @@
 #include "idem/reconcile/spill.hpp"
 
+#include "idem/io/spill.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/huge_pages.hpp"
 #include "idem/util/key_index.hpp"
@@ -39,16 +40,8 @@ bool take_varint(std::string_view& in, std::uint64_t& value) {
     return false;
 }
 
-template <typename Number> void put_fixed(std::string& out, Number number) {
-    out.append(reinterpret_cast<const char*>(&number), sizeof number);
-}
-
-template <typename Number> bool take_fixed(std::string_view& in, Number& number) {
-    if (in.size() < sizeof number) return false;
-    std::memcpy(&number, in.data(), sizeof number);
-    in.remove_prefix(sizeof number);
-    return true;
-}
+using io::put_fixed;
+using io::take_fixed;
 
 void encode_part(std::string& out, const CarriedKey& key) {
     out.clear();
