@@ -62,10 +62,14 @@ struct Row {
     std::string_view key, fingerprint;
 };
 
-// One partition read back whole, in one read: rows view `bytes`.
+// One partition read back whole, mapped: rows view `mapped`. With what
+// explaining it needs besides, kept by its worker from one partition to
+// the next.
 struct PartitionRows {
-    std::string bytes;
+    io::MappedBytes mapped;
     HugeVector<Row> rows;
+    detail::TextColumn keys, fingerprints;
+    std::vector<std::uint32_t> key_ids, fingerprint_ids;
 };
 
 } // namespace
@@ -117,9 +121,9 @@ struct Spill::Partitions {
     // Every row of partition `index`, in the order written (input order).
     void read(std::size_t index, PartitionRows& out) {
         auto& file = files.flushed(index);
-        file.read_all(out.bytes);
         out.rows.clear();
-        std::string_view rest(out.bytes);
+        out.mapped = file.map_all();
+        std::string_view rest = out.mapped.bytes();
         auto cut_short = [&] {
             return FileSystemError(
                 fmt::format("spill file {} is cut short", quote(file.path().string())));
@@ -388,16 +392,21 @@ struct ExplainedPartition {
 // Explains one partition. Local ids for keys and fingerprints (consistent
 // within it, which is all explain() needs); sources are the run's ids.
 // Touches nothing shared: partitions are explained on several threads.
-ExplainedPartition explain_partition(const HugeVector<Row>& rows, GroupKind kind,
+ExplainedPartition explain_partition(PartitionRows& partition, GroupKind kind,
                                      const Spill::Context& context, const SpillLayout& layout) {
     const auto& options = context.options;
+    const auto& rows = partition.rows;
+    auto& keys = partition.keys;
+    auto& fingerprints = partition.fingerprints;
+    auto& key_ids = partition.key_ids;
+    auto& fingerprint_ids = partition.fingerprint_ids;
     ExplainedPartition out;
-    detail::TextColumn keys, fingerprints;
+    keys.clear();
+    fingerprints.clear();
     for (const auto& row : rows) {
         keys.add(row.key);
         fingerprints.add(row.fingerprint);
     }
-    std::vector<std::uint32_t> key_ids, fingerprint_ids;
     auto distinct_keys = keys.assign_ids(key_ids);
     auto distinct_fingerprints = fingerprints.assign_ids(fingerprint_ids);
     if (kind == GroupKind::key && !layout.by_fingerprint) out.intents += distinct_keys;
@@ -561,7 +570,7 @@ std::unique_ptr<GroupShelf> Spill::explain_groups(Context context, FindingsSumma
     OrderedWorkers<Job, ExplainedPartition> pool(
         threads, 2 * threads, [&](Job& job, std::size_t worker) {
             job.partitions->read(job.index, rows[worker]);
-            return explain_partition(rows[worker].rows, job.kind, context, m_layout);
+            return explain_partition(rows[worker], job.kind, context, m_layout);
         });
     auto submit = [&](Partitions* partitions, GroupKind kind) {
         for (std::size_t i = 0; i < k_partitions; ++i) {

@@ -7,7 +7,9 @@
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
+#include <sys/mman.h>
 #include <unistd.h>
+#include <utility>
 
 namespace idem::io {
 
@@ -51,6 +53,32 @@ void SpillFile::read_all(std::string& out) {
         std::fread(out.data(), 1, out.size(), file) != out.size())
         throw FileSystemError(failure("read back"));
     std::fseek(file, 0, SEEK_END);
+}
+
+MappedBytes::~MappedBytes() {
+    if (m_data) ::munmap(m_data, m_size);
+}
+
+MappedBytes::MappedBytes(MappedBytes&& other) noexcept
+    : m_data(std::exchange(other.m_data, nullptr)), m_size(std::exchange(other.m_size, 0)) {}
+
+MappedBytes& MappedBytes::operator=(MappedBytes&& other) noexcept {
+    if (this != &other) {
+        if (m_data) ::munmap(m_data, m_size);
+        m_data = std::exchange(other.m_data, nullptr);
+        m_size = std::exchange(other.m_size, 0);
+    }
+    return *this;
+}
+
+MappedBytes SpillFile::map_all() {
+    if (std::fflush(m_file.get()) != 0) throw FileSystemError(failure("read back"));
+    if (m_bytes == 0) return {};
+    // Populated at once: a partition is read whole, row after row.
+    void* data =
+        ::mmap(nullptr, m_bytes, PROT_READ, MAP_PRIVATE | MAP_POPULATE, ::fileno(m_file.get()), 0);
+    if (data == MAP_FAILED) throw FileSystemError(failure("map"));
+    return {data, m_bytes};
 }
 
 void SpillFile::read_pieces(const std::function<void(std::string_view)>& take,

@@ -50,6 +50,29 @@ private:
     std::filesystem::path m_path;
 };
 
+// A spill file's bytes mapped read-only, unmapped when destroyed: read
+// back straight from the page cache, with no copy into a buffer that is
+// first faulted in and cleared.
+class MappedBytes {
+public:
+    MappedBytes() = default;
+    ~MappedBytes();
+    MappedBytes(MappedBytes&& other) noexcept;
+    MappedBytes& operator=(MappedBytes&& other) noexcept;
+    MappedBytes(const MappedBytes&) = delete;
+    MappedBytes& operator=(const MappedBytes&) = delete;
+
+    [[nodiscard]] std::string_view bytes() const {
+        return {static_cast<const char*>(m_data), m_size};
+    }
+
+private:
+    friend class SpillFile;
+    MappedBytes(void* data, std::size_t size) : m_data(data), m_size(size) {}
+    void* m_data = nullptr;
+    std::size_t m_size = 0;
+};
+
 // One file, created empty in a SpillDirectory, written then read back by
 // its owner alone.
 class SpillFile {
@@ -64,6 +87,9 @@ public:
 
     // Everything written so far, in one read.
     void read_all(std::string& out);
+    // Everything written so far, mapped; valid while the result lives and
+    // nothing more is written. Throws FileSystemError.
+    [[nodiscard]] MappedBytes map_all();
     // Everything written so far in pieces of `piece_bytes`, the last one
     // shorter; writing may go on afterwards, at the end.
     void read_pieces(const std::function<void(std::string_view)>& take,

@@ -67,3 +67,25 @@ TEST_CASE("a file read in pieces: full pieces, the last shorter, and writing goe
     file.read_all(all);
     CHECK(all == "z");
 }
+
+TEST_CASE("a file mapped whole holds what was written, the write buffer's tail included") {
+    SpillDirectory directory(std::filesystem::temp_directory_path(), "unit");
+    SpillPartitions partitions(directory, "mapped", 2);
+    CHECK(partitions.flushed(1).map_all().bytes().empty()); // nothing written: nothing mapped
+    std::string expected;
+    for (int i = 0; i < 20000; ++i) { // past the write buffer, then a part still in it
+        auto row = "row " + std::to_string(i) + ";";
+        partitions.append(0, row);
+        expected += row;
+    }
+    auto mapped = partitions.flushed(0).map_all();
+    CHECK(mapped.bytes() == expected);
+    // Moved, the mapping goes with it; the one moved from holds nothing.
+    MappedBytes kept = std::move(mapped);
+    CHECK(kept.bytes() == expected);
+    CHECK(mapped.bytes().empty()); // NOLINT(bugprone-use-after-move): what a move leaves
+    // Replaced by a later mapping of the grown file: the new bytes only.
+    partitions.append(0, "tail");
+    kept = partitions.flushed(0).map_all();
+    CHECK(kept.bytes() == expected + "tail");
+}

@@ -35,6 +35,13 @@ public:
         m_bytes.reserve(bytes);
         advise_huge_pages(m_bytes.data(), m_bytes.capacity());
     }
+    // Empty, keeping its room: a worker's column serves partition after
+    // partition without mapping (and clearing) fresh pages for each.
+    void clear() {
+        m_bytes.clear();
+        m_at.clear();
+        m_hashes.clear();
+    }
     [[nodiscard]] std::string_view text(std::size_t record) const {
         return std::string_view(m_bytes).substr(m_at[record].offset, m_at[record].size);
     }
@@ -42,10 +49,11 @@ public:
     // absent), in `ids[record]`; returns how many distinct texts there are.
     // Open addressing on the hashes add() kept: sorting the records by
     // hash, as this did, was a tenth of grouping a spilled partition.
-    std::uint32_t assign_ids(std::vector<std::uint32_t>& ids) const {
+    std::uint32_t assign_ids(std::vector<std::uint32_t>& ids) {
         ids.assign(m_at.size(), 0);
         auto capacity = std::bit_ceil(std::max<std::size_t>(16, 2 * m_at.size()));
-        std::vector<std::uint32_t> firsts(capacity, 0); // a text's first record + 1
+        auto& firsts = m_firsts; // a text's first record + 1
+        firsts.assign(capacity, 0);
         std::uint32_t id = 0;
         for (std::size_t i = 0; i < m_at.size(); ++i) {
             if (m_at[i].size == 0) continue;
@@ -73,6 +81,7 @@ private:
     std::string m_bytes;
     HugeVector<Span> m_at;
     HugeVector<std::uint64_t> m_hashes;
+    std::vector<std::uint32_t> m_firsts; // assign_ids' table, kept for the next call
 };
 
 // Strings to small ids; id 0 is "" (absent). For sources: there are few.
@@ -123,7 +132,7 @@ struct DistinctTexts {
 
 // Gives each attempt the ids of its key and fingerprint texts (record i's
 // are keys.text(i) and fingerprints.text(i); 0: absent).
-inline DistinctTexts number_texts(const TextColumn& keys, const TextColumn& fingerprints,
+inline DistinctTexts number_texts(TextColumn& keys, TextColumn& fingerprints,
                                   std::vector<Attempt>& attempts) {
     std::vector<std::uint32_t> ids;
     DistinctTexts distinct;
