@@ -2,6 +2,7 @@
 each test is an incident the wrong cause once sent down the wrong path,
 run through the binary as a postmortem would."""
 import calendar
+import gzip
 import json
 import os
 import sqlite3
@@ -198,6 +199,30 @@ class WhatDiffers(unittest.TestCase):
         (inside,) = groups["inside"]["differences"]
         self.assertEqual((inside["against"], inside["at"]), (second + ":1", second + ":3"))
         self.assertEqual(inside["fields"], [{"path": "order", "before": "ord_7", "after": "ord_8"}])
+
+    def test_what_differs_is_read_again_from_a_directory_and_a_compressed_file(self):
+        # Records from a directory's files are named by those files, not by
+        # the directory given: each is read again, as is one compressed.
+        logs = os.path.join(self.tmp.name, "logs")
+        os.mkdir(logs)
+        plain = os.path.join(logs, "a.ndjson")
+        with open(plain, "w") as f:
+            f.write(json.dumps({"k": "plain", "order": "ord_1"}) + "\n")
+            f.write(json.dumps({"k": "plain", "order": "ord_2"}) + "\n")
+        packed = os.path.join(logs, "b.ndjson.gz")
+        with gzip.open(packed, "wt") as f:
+            f.write(json.dumps({"k": "packed", "order": "ord_3"}) + "\n")
+            f.write(json.dumps({"k": "packed", "order": "ord_4"}) + "\n")
+        for given in (["--recursive", logs], [plain, packed]):
+            code, out, err = run(["audit", "--key", "k", "--format", "json", "-q", *given])
+            self.assertEqual(code, 1, err)
+            groups = {g["key"]: g for g in json.loads(out)["groups"]}
+            (comparison,) = groups["plain"]["differences"]
+            self.assertEqual((comparison["against"], comparison["at"]), (plain + ":1", plain + ":2"))
+            self.assertEqual(comparison["fields"], [{"path": "order", "before": "ord_1", "after": "ord_2"}])
+            (comparison,) = groups["packed"]["differences"]
+            self.assertEqual((comparison["against"], comparison["at"]), (packed + ":1", packed + ":2"))
+            self.assertEqual(comparison["fields"], [{"path": "order", "before": "ord_3", "after": "ord_4"}])
 
     def test_a_volatile_field_where_a_log_keeps_it_is_named_then_left_out(self):
         # A tickets log whose retries carry their own delivery counter and
