@@ -191,14 +191,9 @@ class WhatDiffers(unittest.TestCase):
             f.write(json.dumps({"k": "inside", "order": "ord_7"}) + "\n\n")
             f.write(json.dumps({"k": "inside", "order": "ord_8"}) + "\n")
             f.write(json.dumps({"k": "split", "order": "ord_2"}) + "\n")
-        code, out, err = run(["audit", "--key", "k", "--format", "json", "-q", first, second])
-        groups = {g["key"]: g for g in json.loads(out)["groups"]}
-        (split,) = groups["split"]["differences"]
-        self.assertEqual((split["against"], split["at"]), (first + ":6", second + ":4"))
-        self.assertEqual(split["fields"], [{"path": "order", "before": "ord_1", "after": "ord_2"}])
-        (inside,) = groups["inside"]["differences"]
-        self.assertEqual((inside["against"], inside["at"]), (second + ":1", second + ":3"))
-        self.assertEqual(inside["fields"], [{"path": "order", "before": "ord_7", "after": "ord_8"}])
+        groups = self.groups_by_key([first, second])
+        self.assert_order_differs(groups["split"], (first + ":6", "ord_1"), (second + ":4", "ord_2"))
+        self.assert_order_differs(groups["inside"], (second + ":1", "ord_7"), (second + ":3", "ord_8"))
 
     def test_what_differs_is_read_again_from_a_directory_and_a_compressed_file(self):
         # Records from a directory's files are named by those files, not by
@@ -214,15 +209,20 @@ class WhatDiffers(unittest.TestCase):
             f.write(json.dumps({"k": "packed", "order": "ord_3"}) + "\n")
             f.write(json.dumps({"k": "packed", "order": "ord_4"}) + "\n")
         for given in (["--recursive", logs], [plain, packed]):
-            code, out, err = run(["audit", "--key", "k", "--format", "json", "-q", *given])
-            self.assertEqual(code, 1, err)
-            groups = {g["key"]: g for g in json.loads(out)["groups"]}
-            (comparison,) = groups["plain"]["differences"]
-            self.assertEqual((comparison["against"], comparison["at"]), (plain + ":1", plain + ":2"))
-            self.assertEqual(comparison["fields"], [{"path": "order", "before": "ord_1", "after": "ord_2"}])
-            (comparison,) = groups["packed"]["differences"]
-            self.assertEqual((comparison["against"], comparison["at"]), (packed + ":1", packed + ":2"))
-            self.assertEqual(comparison["fields"], [{"path": "order", "before": "ord_3", "after": "ord_4"}])
+            groups = self.groups_by_key(given)
+            self.assert_order_differs(groups["plain"], (plain + ":1", "ord_1"), (plain + ":2", "ord_2"))
+            self.assert_order_differs(groups["packed"], (packed + ":1", "ord_3"), (packed + ":2", "ord_4"))
+
+    def groups_by_key(self, inputs):
+        code, out, err = run(["audit", "--key", "k", "--format", "json", "-q", *inputs])
+        self.assertEqual(code, 1, err)
+        return {g["key"]: g for g in json.loads(out)["groups"]}
+
+    def assert_order_differs(self, group, against, at):
+        """The group's one comparison: `at` (position, order) against `against`."""
+        (comparison,) = group["differences"]
+        self.assertEqual((comparison["against"], comparison["at"]), (against[0], at[0]))
+        self.assertEqual(comparison["fields"], [{"path": "order", "before": against[1], "after": at[1]}])
 
     def test_a_volatile_field_where_a_log_keeps_it_is_named_then_left_out(self):
         # A tickets log whose retries carry their own delivery counter and
