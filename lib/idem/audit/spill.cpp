@@ -172,9 +172,7 @@ namespace {
 // run on one machine.
 class ByteWriter {
 public:
-    template <typename T> void put(T value) {
-        m_bytes.append(reinterpret_cast<const char*>(&value), sizeof value);
-    }
+    template <typename T> void put(T value) { put_fixed(m_bytes, value); }
     void put_text(std::string_view text) {
         put(static_cast<std::uint32_t>(text.size()));
         m_bytes.append(text);
@@ -196,9 +194,7 @@ public:
     explicit ByteReader(std::string_view bytes) : m_bytes(bytes) {}
     template <typename T> T get() {
         T value{};
-        if (m_bytes.size() < sizeof value) throw FileSystemError("audit's group file is cut short");
-        std::memcpy(&value, m_bytes.data(), sizeof value);
-        m_bytes.remove_prefix(sizeof value);
+        if (!take_fixed(m_bytes, value)) throw FileSystemError("audit's group file is cut short");
         return value;
     }
     std::string_view get_text() {

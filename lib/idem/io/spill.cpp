@@ -46,15 +46,6 @@ void SpillFile::write(const void* bytes, std::size_t size) {
     m_bytes += size;
 }
 
-void SpillFile::read_all(std::string& out) {
-    out.resize(m_bytes);
-    auto* file = m_file.get();
-    if (std::fflush(file) != 0 || std::fseek(file, 0, SEEK_SET) != 0 ||
-        std::fread(out.data(), 1, out.size(), file) != out.size())
-        throw FileSystemError(failure("read back"));
-    std::fseek(file, 0, SEEK_END);
-}
-
 MappedBytes::~MappedBytes() {
     if (m_data) ::munmap(m_data, m_size);
 }

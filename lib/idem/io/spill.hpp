@@ -85,8 +85,6 @@ public:
     void write(const void* bytes, std::size_t size);
     void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
 
-    // Everything written so far, in one read.
-    void read_all(std::string& out);
     // Everything written so far, mapped; valid while the result lives and
     // nothing more is written. Throws FileSystemError.
     [[nodiscard]] MappedBytes map_all();

@@ -37,9 +37,7 @@ TEST_CASE("partitions hand back what was appended to each, in order, buffered or
     CHECK(partitions.bytes_written() ==
           expected[0].size() + expected[1].size() + expected[2].size());
     for (std::size_t p = 0; p < 4; ++p) {
-        std::string got;
-        partitions.flushed(p).read_all(got);
-        CHECK(got == expected[p]);
+        CHECK(partitions.flushed(p).map_all().bytes() == expected[p]);
     }
 }
 
@@ -58,14 +56,11 @@ TEST_CASE("a file read in pieces: full pieces, the last shorter, and writing goe
     CHECK(sizes == std::vector<std::size_t>{4, 4, 2});
     CHECK(seen == std::string(10, 'a'));
     file.write("bc");
-    std::string all;
-    file.read_all(all);
-    CHECK(all == std::string(10, 'a') + "bc");
+    CHECK(file.map_all().bytes() == std::string(10, 'a') + "bc");
     file.truncate();
     CHECK(file.bytes_written() == 0);
     file.write("z");
-    file.read_all(all);
-    CHECK(all == "z");
+    CHECK(file.map_all().bytes() == "z");
 }
 
 TEST_CASE("a file mapped whole holds what was written, the write buffer's tail included") {
