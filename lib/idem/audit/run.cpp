@@ -332,6 +332,14 @@ private:
     void reserve_columns(const run::InputBlock& block, const BlockReadings& first) {
         auto whole = m_run->expected_records(block, first.outcomes.size());
         if (!whole) return;
+        // Inputs that hold well past --spill-after (twice: the estimate is
+        // the first block's) are grouped on disk from the first record:
+        // columns filled only to be moved to the partitions held a quarter
+        // of a million-event run's peak memory.
+        if (*whole / 2 > m_options.spill_after) {
+            start_spilling();
+            return;
+        }
         auto expected = static_cast<std::size_t>(std::min(*whole, m_options.spill_after + 1));
         auto texts_per_record =
             static_cast<double>(first.texts.size()) / static_cast<double>(first.outcomes.size());

@@ -10,12 +10,9 @@
 #include "idem/util/text.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <fmt/format.h>
 #include <map>
 #include <memory>
-#include <unistd.h>
 #include <unordered_map>
 
 namespace idem::audit {
@@ -253,13 +250,14 @@ struct GroupIndex {
     bool mixes_payloads; // more than one payload: read by compare_payloads without a load
 };
 
-// Groups on disk, read back one at a time for the report; each reader (one
-// per thread rendering the report) reads with pread, exactly a group's bytes.
+// Groups on disk, read back one at a time for the report; every reader (one
+// per thread rendering the report) views the group file's one mapping: a
+// read per group was a system call per group, most of a small group's cost.
 class SpilledGroups final : public GroupShelf {
 public:
-    // What every reader shares: the file, the index, the run's tables.
+    // What every reader shares: the file's bytes, the index, the run's tables.
     struct Shelf {
-        int file = -1; // the Spill's group file, which outlives the report
+        io::MappedBytes groups; // the Spill's group file, which outlives the report
         std::vector<GroupIndex> index;
         SpillLayout layout;
         Spill::Context context;
@@ -295,18 +293,10 @@ public:
 
 private:
     void load(const GroupIndex& where) {
-        m_buffer.resize(where.bytes);
-        std::size_t done = 0;
-        while (done < where.bytes) {
-            auto got = ::pread(m_shelf->file, m_buffer.data() + done, where.bytes - done,
-                               static_cast<off_t>(where.offset + done));
-            if (got < 0 && errno == EINTR) continue;
-            if (got <= 0)
-                throw FileSystemError(fmt::format("cannot read audit's group file: {}",
-                                                  got < 0 ? std::strerror(errno) : "cut short"));
-            done += static_cast<std::size_t>(got);
-        }
-        ByteReader in(m_buffer);
+        auto file = m_shelf->groups.bytes();
+        if (where.offset > file.size() || file.size() - where.offset < where.bytes)
+            throw FileSystemError("audit's group file is cut short");
+        ByteReader in(file.substr(where.offset, where.bytes));
         const auto& layout = m_shelf->layout;
         auto& findings = m_current;
         findings.attempts.clear();
@@ -369,7 +359,6 @@ private:
 
     std::shared_ptr<const Shelf> m_shelf;
     Findings m_current;
-    std::string m_buffer;
     std::unordered_map<std::string_view, std::uint32_t> m_key_ids, m_fingerprint_ids;
     std::size_t m_loaded = static_cast<std::size_t>(-1);
 };
@@ -581,7 +570,7 @@ std::unique_ptr<GroupShelf> Spill::explain_groups(Context context, FindingsSumma
         writer.add(finished->output);
     auto shelf = std::make_shared<SpilledGroups::Shelf>();
     shelf->index = writer.finish(context);
-    shelf->file = m_groups_file->descriptor();
+    shelf->groups = m_groups_file->map_all();
     shelf->layout = m_layout;
     shelf->context = std::move(context);
     return std::make_unique<SpilledGroups>(std::move(shelf));

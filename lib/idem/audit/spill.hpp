@@ -76,8 +76,8 @@ private:
     SpillLayout m_layout;
     io::SpillDirectory m_directory; // removed last, with every file in it
     std::unique_ptr<Partitions> m_by_key, m_by_fingerprint;
-    // Explained groups, read back by the report (through its descriptor):
-    // the Spill outlives the report's shelf.
+    // Explained groups, read back by the report (through a mapping of the
+    // whole file): the Spill outlives the report's shelf.
     std::optional<io::SpillFile> m_groups_file;
 };
 

@@ -97,11 +97,6 @@ void SpillFile::truncate() {
     }
 }
 
-int SpillFile::descriptor() const {
-    std::fflush(m_file.get());
-    return ::fileno(m_file.get());
-}
-
 SpillPartitions::SpillPartitions(const SpillDirectory& directory, std::string_view name,
                                  std::size_t count)
     : m_pending(count) {

@@ -96,8 +96,6 @@ public:
     void truncate();
 
     [[nodiscard]] const std::filesystem::path& path() const { return m_path; }
-    // For reading back at offsets (pread) while the file stays open.
-    [[nodiscard]] int descriptor() const;
     [[nodiscard]] std::uint64_t bytes_written() const { return m_bytes; }
 
 private:
