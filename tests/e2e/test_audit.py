@@ -222,10 +222,15 @@ class Spill(unittest.TestCase):
             whole = run(args)
             spill_dir = os.path.join(directory, "spill")
             os.mkdir(spill_dir)
-            code, out, err = run(args[:1] + ["--spill-after", "100", "--spill-dir", spill_dir] + args[2:])
-            self.assertEqual((code, out), whole[:2])
-            self.assertIn("grouped on disk, past --spill-after 100", err)
-            self.assertEqual(os.listdir(spill_dir), [])  # the partition files are gone
+            # 100: the input's size says it holds far more, so it is grouped
+            # on disk from the first record; 3000: the first 3000 are held in
+            # memory, then moved to the partitions.
+            for spill_after in ("100", "3000"):
+                code, out, err = run(args[:1] + ["--spill-after", spill_after, "--spill-dir", spill_dir]
+                                     + args[2:])
+                self.assertEqual((code, out), whole[:2], spill_after)
+                self.assertIn(f"grouped on disk, past --spill-after {spill_after}", err)
+                self.assertEqual(os.listdir(spill_dir), [])  # the partition files are gone
             report = json.loads(out)
             self.assertGreater(report["summary"]["groups"], 100)
             self.assertEqual(report["summary"]["records"], 4001)
