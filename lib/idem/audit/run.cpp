@@ -326,9 +326,10 @@ private:
                 reading.signed_copy};
     }
 
-    // From the first block's records per byte and the inputs' size, the
-    // columns' room up to --spill-after, taken at once: grown by doubling,
-    // each step copied them and faulted in their pages afresh.
+    // From the first block's records per byte and the inputs' size: whether
+    // to group on disk from the start, else the columns' room up to
+    // --spill-after, taken at once (grown by doubling, each step copied
+    // them and faulted in their pages afresh).
     void reserve_columns(const run::InputBlock& block, const BlockReadings& first) {
         auto whole = m_run->expected_records(block, first.outcomes.size());
         if (!whole) return;

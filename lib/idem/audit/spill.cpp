@@ -251,13 +251,9 @@ struct GroupIndex {
     bool mixes_payloads; // more than one payload: read by compare_payloads without a load
 };
 
-// The report's order: most records first, then the first record's input
-// order, a key group before the fingerprint group of the same records. A
-// record is the first of one group of each kind, so no two groups tie.
+// The report's order (detail::worse_first), as the in-memory path has it.
 bool worse_first(const GroupIndex& a, const GroupIndex& b) {
-    if (a.records != b.records) return a.records > b.records;
-    if (a.first_seq != b.first_seq) return a.first_seq < b.first_seq;
-    return a.kind == GroupKind::key && b.kind == GroupKind::fingerprint;
+    return detail::worse_first({a.records, a.first_seq, a.kind}, {b.records, b.first_seq, b.kind});
 }
 
 // Groups on disk, read back one at a time for the report; every reader (one

@@ -65,7 +65,8 @@ MappedBytes& MappedBytes::operator=(MappedBytes&& other) noexcept {
 MappedBytes SpillFile::map_all() {
     if (std::fflush(m_file.get()) != 0) throw FileSystemError(failure("read back"));
     if (m_bytes == 0) return {};
-    // Populated at once: a partition is read whole, row after row.
+    // Populated at once: every reader takes the whole file (a partition row
+    // after row, audit's group file group by group for the report).
     void* data =
         ::mmap(nullptr, m_bytes, PROT_READ, MAP_PRIVATE | MAP_POPULATE, ::fileno(m_file.get()), 0);
     if (data == MAP_FAILED) throw FileSystemError(failure("map"));

@@ -165,14 +165,31 @@ void explain_groups(GroupKind kind, const std::vector<Attempt>& attempts, bool k
     }
 }
 
+// What orders a group in the report: how many records, its first record's
+// place in the input, and its kind.
+struct GroupRank {
+    std::uint64_t records;
+    std::uint64_t first;
+    GroupKind kind;
+};
+
 // Worst first: most records, then earliest, then a key group before the
-// fingerprint group that starts with the same record. A total order, so the
-// report does not depend on the order groups were found in.
+// fingerprint group that starts with the same record. A total order (a
+// record is the first of one group of each kind), so the report does not
+// depend on the order groups were found in; the in-memory and the spilled
+// path both order by it.
+inline bool worse_first(const GroupRank& a, const GroupRank& b) {
+    if (a.records != b.records) return a.records > b.records;
+    if (a.first != b.first) return a.first < b.first;
+    return a.kind == GroupKind::key && b.kind == GroupKind::fingerprint;
+}
+
 inline void sort_worst_first(std::vector<Explanation>& groups) {
-    std::sort(groups.begin(), groups.end(), [](const Explanation& a, const Explanation& b) {
-        if (a.records.size() != b.records.size()) return a.records.size() > b.records.size();
-        if (a.records.front() != b.records.front()) return a.records.front() < b.records.front();
-        return a.kind == GroupKind::key && b.kind == GroupKind::fingerprint;
+    auto rank = [](const Explanation& group) {
+        return GroupRank{group.records.size(), group.records.front(), group.kind};
+    };
+    std::sort(groups.begin(), groups.end(), [&](const Explanation& a, const Explanation& b) {
+        return worse_first(rank(a), rank(b));
     });
 }
 
