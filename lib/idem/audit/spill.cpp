@@ -3,6 +3,7 @@
 #include "idem/audit/spill.hpp"
 
 #include "idem/audit/detail/grouping.hpp"
+#include "idem/io/block_reader.hpp"
 #include "idem/io/spill.hpp"
 #include "idem/record/key.hpp"
 #include "idem/util/errors.hpp"
@@ -24,17 +25,26 @@ namespace {
 // few enough that every file keeps its own write buffer.
 constexpr std::size_t k_partitions = 64;
 
-// A row's fixed fields, as read back; on disk they are packed (no
-// padding), and the delivery trace follows only when it says something:
-// most logs carry none, and its 56 bytes were half of every row written
-// and read back again.
+// A row on disk: first what frames it (the sizes of its texts, whether
+// a trace follows), so a partition is walked, and its rows counted by
+// their text, without decoding the rest; then the fixed fields (packed,
+// no padding), the delivery trace only when it says something (most
+// logs carry none, and its 56 bytes were half of every row written and
+// read back again), the key and the fingerprint.
+struct RowFrame {
+    std::uint32_t key_size = 0, fingerprint_size = 0;
+    std::uint8_t traced = 0;
+};
+constexpr std::size_t k_frame_bytes = 2 * sizeof(std::uint32_t) + sizeof(std::uint8_t);
+
+// A row's fields, decoded only for the rows that can be in a group.
 struct RowHeader {
     std::uint64_t seq;
     std::uint64_t number;
     std::int64_t time;
     std::uint64_t payload;
     std::uint32_t input;
-    std::uint32_t key_size, fingerprint_size, source;
+    std::uint32_t source;
     std::uint8_t row, has_time;
     std::uint16_t status;
     DeliveryTrace trace;
@@ -54,20 +64,43 @@ bool says_something(const DeliveryTrace& trace) {
 using io::put_fixed;
 using io::take_fixed;
 
-// A row read back: its texts view the partition's bytes (PartitionRows).
+FileSystemError cut_short(const io::SpillFile& file) {
+    return FileSystemError(fmt::format("spill file {} is cut short", quote(file.path().string())));
+}
+
+// A row read back: views of the partition's bytes (PartitionRows).
 struct Row {
-    RowHeader header{};
+    std::string_view fields; // the fixed fields and the trace, for header_of()
     std::string_view key, fingerprint;
 };
 
-// One partition read back whole, mapped: rows view `mapped`. With what
-// explaining it needs besides, kept by its worker from one partition to
-// the next.
+RowHeader header_of(const Row& row) {
+    RowHeader header{};
+    auto in = row.fields;
+    // Sizes were checked when the partition was walked (Partitions::read).
+    take_fixed(in, header.seq);
+    take_fixed(in, header.number);
+    take_fixed(in, header.time);
+    take_fixed(in, header.payload);
+    take_fixed(in, header.input);
+    take_fixed(in, header.source);
+    take_fixed(in, header.row);
+    take_fixed(in, header.has_time);
+    take_fixed(in, header.status);
+    if (!in.empty()) take_fixed(in, header.trace);
+    return header;
+}
+
+// One partition read back whole: rows view `bytes`. With what explaining
+// it needs besides, kept by its worker from one partition to the next, so
+// no partition faults in (and clears) memory of its own. Read, not
+// mapped: on these virtual machines mapping a partition's pages cost
+// three times the copy out of the page cache.
 struct PartitionRows {
-    io::MappedBytes mapped;
+    io::ByteBuffer bytes;
     HugeVector<Row> rows;
-    detail::TextColumn keys, fingerprints;
-    std::vector<std::uint32_t> key_ids, fingerprint_ids;
+    HugeVector<std::uint64_t> hashes, other_hashes;
+    std::vector<std::uint32_t> ids, other_ids, firsts;
 };
 
 } // namespace
@@ -76,75 +109,54 @@ struct PartitionRows {
 // partitions.
 struct Spill::Partitions {
     io::SpillPartitions files;
-    std::string encoded; // a row as written, reused
 
     Partitions(const io::SpillDirectory& directory, const char* name)
         : files(directory, name, k_partitions) {}
 
     void write(std::string_view partition_text, const SpilledRecord& record) {
         auto index = std::hash<std::string_view>{}(partition_text) % k_partitions;
-        RowHeader header{};
-        header.seq = record.seq;
-        header.number = record.position.number;
-        header.input = record.position.input;
-        header.row = record.position.row ? 1 : 0;
-        header.has_time = record.time ? 1 : 0;
-        header.time = record.time ? record.time->time_since_epoch().count() : 0;
-        header.payload = record.payload;
-        header.status = record.status;
-        header.key_size = static_cast<std::uint32_t>(record.key.size());
-        header.fingerprint_size = static_cast<std::uint32_t>(record.fingerprint.size());
-        header.source = record.source;
-        header.trace = record.trace;
-        encoded.clear();
-        put_fixed(encoded, header.seq);
-        put_fixed(encoded, header.number);
-        put_fixed(encoded, header.time);
-        put_fixed(encoded, header.payload);
-        put_fixed(encoded, header.input);
-        put_fixed(encoded, header.key_size);
-        put_fixed(encoded, header.fingerprint_size);
-        put_fixed(encoded, header.source);
-        put_fixed(encoded, header.row);
-        put_fixed(encoded, header.has_time);
-        put_fixed(encoded, header.status);
-        std::uint8_t traced = says_something(header.trace) ? 1 : 0;
-        put_fixed(encoded, traced);
-        if (traced) put_fixed(encoded, header.trace);
-        encoded.append(record.key);
-        encoded.append(record.fingerprint);
-        files.append(index, encoded);
+        std::uint8_t traced = says_something(record.trace) ? 1 : 0;
+        io::PackedFields<k_frame_bytes + sizeof(RowHeader)> fields;
+        fields.put(static_cast<std::uint32_t>(record.key.size()))
+            .put(static_cast<std::uint32_t>(record.fingerprint.size()))
+            .put(traced)
+            .put(record.seq)
+            .put(record.position.number)
+            .put(static_cast<std::int64_t>(record.time ? record.time->time_since_epoch().count()
+                                                       : 0))
+            .put(record.payload)
+            .put(record.position.input)
+            .put(record.source)
+            .put(static_cast<std::uint8_t>(record.position.row ? 1 : 0))
+            .put(static_cast<std::uint8_t>(record.time ? 1 : 0))
+            .put(record.status);
+        if (traced) fields.put(record.trace);
+        files.append(index, fields.bytes());
+        files.append(index, record.key);
+        files.append(index, record.fingerprint);
     }
 
-    // Every row of partition `index`, in the order written (input order).
+    // Every row of partition `index`, in the order written (input order),
+    // framed but not decoded.
     void read(std::size_t index, PartitionRows& out) {
+        static constexpr std::size_t k_fields_bytes =
+            3 * sizeof(std::uint64_t) + sizeof(std::int64_t) + 2 * sizeof(std::uint32_t) +
+            2 * sizeof(std::uint8_t) + sizeof(std::uint16_t);
         auto& file = files.flushed(index);
         out.rows.clear();
-        out.mapped = file.map_all();
-        std::string_view rest = out.mapped.bytes();
-        auto cut_short = [&] {
-            return FileSystemError(
-                fmt::format("spill file {} is cut short", quote(file.path().string())));
-        };
+        std::string_view rest = file.read_all(out.bytes);
         while (!rest.empty()) {
-            auto& row = out.rows.emplace_back();
-            auto& header = row.header;
-            std::uint8_t traced = 0;
-            if (!take_fixed(rest, header.seq) || !take_fixed(rest, header.number) ||
-                !take_fixed(rest, header.time) || !take_fixed(rest, header.payload) ||
-                !take_fixed(rest, header.input) || !take_fixed(rest, header.key_size) ||
-                !take_fixed(rest, header.fingerprint_size) || !take_fixed(rest, header.source) ||
-                !take_fixed(rest, header.row) || !take_fixed(rest, header.has_time) ||
-                !take_fixed(rest, header.status) || !take_fixed(rest, traced))
-                throw cut_short();
-            header.trace = DeliveryTrace{};
-            if (traced && !take_fixed(rest, header.trace)) throw cut_short();
-            if (rest.size() < std::uint64_t{row.header.key_size} + row.header.fingerprint_size)
-                throw cut_short();
-            row.key = rest.substr(0, row.header.key_size);
-            rest.remove_prefix(row.header.key_size);
-            row.fingerprint = rest.substr(0, row.header.fingerprint_size);
-            rest.remove_prefix(row.header.fingerprint_size);
+            RowFrame frame;
+            if (!take_fixed(rest, frame.key_size) || !take_fixed(rest, frame.fingerprint_size) ||
+                !take_fixed(rest, frame.traced))
+                throw cut_short(file);
+            auto fields = k_fields_bytes + (frame.traced ? sizeof(DeliveryTrace) : 0);
+            if (rest.size() <
+                fields + std::uint64_t{frame.key_size} + std::uint64_t{frame.fingerprint_size})
+                throw cut_short(file);
+            out.rows.push_back({rest.substr(0, fields), rest.substr(fields, frame.key_size),
+                                rest.substr(fields + frame.key_size, frame.fingerprint_size)});
+            rest.remove_prefix(fields + frame.key_size + frame.fingerprint_size);
         }
     }
 };
@@ -315,6 +327,16 @@ private:
         auto records = in.get<std::uint32_t>();
         m_key_ids.clear();
         m_fingerprint_ids.clear();
+        // The group's own text (its key, or its fingerprint) once, the
+        // other after each record.
+        bool by_key = group.kind == GroupKind::key;
+        auto& own_ids = by_key ? m_key_ids : m_fingerprint_ids;
+        auto& other_ids = by_key ? m_fingerprint_ids : m_key_ids;
+        auto& own_texts = by_key ? findings.key_texts : findings.fingerprint_texts;
+        auto& other_texts = by_key ? findings.fingerprint_texts : findings.key_texts;
+        auto own_paths = by_key ? layout.key_paths : layout.fingerprint_paths;
+        auto other_paths = by_key ? layout.fingerprint_paths : layout.key_paths;
+        auto own = local_id(own_ids, in.get_text(), own_texts, own_paths);
         for (std::uint32_t i = 0; i < records; ++i) {
             Attempt attempt;
             Findings::Position position;
@@ -326,9 +348,9 @@ private:
             attempt.source = in.get<std::uint32_t>();
             attempt.status = in.get<std::uint16_t>();
             if (in.get<std::uint8_t>() != 0) attempt.trace = in.get<DeliveryTrace>();
-            attempt.key = local_id(m_key_ids, in.get_text(), findings.key_texts, layout.key_paths);
-            attempt.fingerprint = local_id(m_fingerprint_ids, in.get_text(),
-                                           findings.fingerprint_texts, layout.fingerprint_paths);
+            auto other = local_id(other_ids, in.get_text(), other_texts, other_paths);
+            attempt.key = by_key ? own : other;
+            attempt.fingerprint = by_key ? other : own;
             findings.attempts.push_back(attempt);
             findings.positions.push_back(position);
             group.records.push_back(i);
@@ -380,6 +402,25 @@ struct ExplainedPartition {
     std::uint64_t intents = 0;
 };
 
+// A grouped record's fields in the group file, packed: a group's text
+// (its key, or its fingerprint) is written once before them, the other
+// text after each.
+void put_member(std::string& bytes, const RowHeader& header) {
+    bool traced = says_something(header.trace);
+    io::PackedFields<sizeof(RowHeader) + 8> fields;
+    fields.put(header.input)
+        .put(header.row)
+        .put(header.number)
+        .put(header.has_time)
+        .put(header.has_time ? header.time : std::int64_t{0})
+        .put(header.payload)
+        .put(header.source)
+        .put(header.status)
+        .put(static_cast<std::uint8_t>(traced ? 1 : 0));
+    if (traced) fields.put(header.trace);
+    bytes.append(fields.bytes());
+}
+
 // Explains one partition. Local ids for keys and fingerprints (consistent
 // within it, which is all explain() needs); sources are the run's ids.
 // Touches nothing shared: partitions are explained on several threads.
@@ -387,40 +428,61 @@ ExplainedPartition explain_partition(PartitionRows& partition, GroupKind kind,
                                      const Spill::Context& context, const SpillLayout& layout) {
     const auto& options = context.options;
     const auto& rows = partition.rows;
-    auto& keys = partition.keys;
-    auto& fingerprints = partition.fingerprints;
-    auto& key_ids = partition.key_ids;
-    auto& fingerprint_ids = partition.fingerprint_ids;
     ExplainedPartition out;
-    keys.clear();
-    fingerprints.clear();
-    for (const auto& row : rows) {
-        keys.add(row.key);
-        fingerprints.add(row.fingerprint);
-    }
-    auto distinct_keys = keys.assign_ids(key_ids);
-    auto distinct_fingerprints = fingerprints.assign_ids(fingerprint_ids);
-    if (kind == GroupKind::key && !layout.by_fingerprint) out.intents += distinct_keys;
-    if (kind == GroupKind::fingerprint) out.intents += distinct_fingerprints;
 
-    // Only the rows whose text (this partition's key or fingerprint) comes
-    // twice or more can be in a group, and a group's explanation reads its
-    // own records only: the others (most rows of a log) are counted above
-    // and go no further. `grouped[i]` is the row of attempt i.
-    const auto& ids = kind == GroupKind::key ? key_ids : fingerprint_ids;
-    auto distinct = kind == GroupKind::key ? distinct_keys : distinct_fingerprints;
+    // The partition's own text (its rows' keys, or fingerprints), numbered
+    // where it lies in the partition's bytes: no text is copied.
+    auto own_text = [&](const Row& row) {
+        return kind == GroupKind::key ? row.key : row.fingerprint;
+    };
+    auto other_text = [&](const Row& row) {
+        return kind == GroupKind::key ? row.fingerprint : row.key;
+    };
+    auto& hashes = partition.hashes;
+    hashes.clear();
+    for (const auto& row : rows) {
+        auto text = own_text(row);
+        hashes.push_back(text.empty() ? 0 : std::hash<std::string_view>{}(text));
+    }
+    auto& ids = partition.ids;
+    auto distinct = detail::assign_text_ids(
+        rows.size(), [&](std::size_t i) { return own_text(rows[i]); },
+        [&](std::size_t i) { return hashes[i]; }, ids, partition.firsts);
+    // A fingerprint partition's texts are the run's intents; a key
+    // partition's are when no --fingerprint is given.
+    if (kind == GroupKind::fingerprint || !layout.by_fingerprint) out.intents += distinct;
+
+    // Only the rows whose text comes twice or more can be in a group, and a
+    // group's explanation reads its own records only: the others (most rows
+    // of a log) are counted above and go no further, not even decoded.
+    // `grouped[i]` is the row of attempt i.
     std::vector<std::uint8_t> seen(std::size_t{distinct} + 1, 0); // 0, 1, or 2: twice or more
     for (auto id : ids)
         if (id != 0 && seen[id] < 2) ++seen[id];
     std::vector<std::size_t> grouped;
     for (std::size_t i = 0; i < rows.size(); ++i)
         if (seen[ids[i]] == 2) grouped.push_back(i);
+    // The other text numbered among the grouped rows only: consistent
+    // among the records explain() compares, which is all it needs.
+    auto& other_ids = partition.other_ids;
+    auto& other_hashes = partition.other_hashes;
+    other_hashes.clear();
+    for (auto i : grouped) {
+        auto text = other_text(rows[i]);
+        other_hashes.push_back(text.empty() ? 0 : std::hash<std::string_view>{}(text));
+    }
+    detail::assign_text_ids(
+        grouped.size(), [&](std::size_t n) { return other_text(rows[grouped[n]]); },
+        [&](std::size_t n) { return other_hashes[n]; }, other_ids, partition.firsts);
+
+    std::vector<RowHeader> headers(grouped.size());
     std::vector<Attempt> attempts(grouped.size());
     for (std::size_t n = 0; n < grouped.size(); ++n) {
-        const auto& header = rows[grouped[n]].header;
+        const auto& header = headers[n] = header_of(rows[grouped[n]]);
         auto& attempt = attempts[n];
-        attempt.key = key_ids[grouped[n]];
-        attempt.fingerprint = fingerprint_ids[grouped[n]];
+        auto own = ids[grouped[n]];
+        attempt.key = kind == GroupKind::key ? own : other_ids[n];
+        attempt.fingerprint = kind == GroupKind::key ? other_ids[n] : own;
         attempt.source = header.source;
         attempt.payload = header.payload;
         attempt.status = header.status;
@@ -439,23 +501,12 @@ ExplainedPartition explain_partition(PartitionRows& partition, GroupKind kind,
             auto start = bytes.size();
             bytes.put<std::uint8_t>(static_cast<std::uint8_t>(group.kind));
             bytes.put(static_cast<std::uint32_t>(group.records.size()));
+            bytes.put_text(own_text(rows[grouped[group.records.front()]]));
             for (auto index : group.records) {
                 const auto& row = rows[grouped[index]];
-                bytes.put(row.header.input);
-                bytes.put(row.header.row);
-                bytes.put(row.header.number);
-                put_time(bytes, row.header.has_time
-                                    ? std::optional<Timestamp>(Timestamp(Duration(row.header.time)))
-                                    : std::nullopt);
-                bytes.put(row.header.payload);
-                bytes.put(row.header.source);
-                bytes.put(row.header.status);
-                bool traced = says_something(row.header.trace);
-                bytes.put<std::uint8_t>(traced ? 1 : 0);
-                if (traced) bytes.put(row.header.trace);
-                bytes.put_text(row.key);
-                bytes.put_text(row.fingerprint);
-                out.members.emplace_back(row.header.seq, row.header.source);
+                put_member(out.bytes, headers[index]);
+                bytes.put_text(other_text(row));
+                out.members.emplace_back(headers[index].seq, headers[index].source);
             }
             put_time(bytes, group.first);
             put_time(bytes, group.last);
@@ -477,7 +528,7 @@ ExplainedPartition explain_partition(PartitionRows& partition, GroupKind kind,
                 bytes.put_all(std::vector<std::uint32_t>(evidence.originals.begin(),
                                                          evidence.originals.end()));
             }
-            out.index.push_back({rows[grouped[group.records.front()]].header.seq, start,
+            out.index.push_back({headers[group.records.front()].seq, start,
                                  static_cast<std::uint32_t>(group.records.size()),
                                  static_cast<std::uint32_t>(bytes.size() - start), group.kind,
                                  group.payloads > 1});
@@ -492,8 +543,13 @@ ExplainedPartition explain_partition(PartitionRows& partition, GroupKind kind,
 // adds up the summary.
 class GroupWriter {
 public:
-    GroupWriter(io::SpillFile& file, const Spill::Context& context, FindingsSummary& summary)
-        : m_file(file), m_summary(summary), m_counted(context.records, false) {}
+    GroupWriter(io::SpillFile& file, const Spill::Context& context, const SpillLayout& layout,
+                FindingsSummary& summary)
+        : m_file(file), m_summary(summary), m_by_source(context.sources.size(), 0) {
+        // Only with fingerprints is a record in two groups (a key group
+        // and a fingerprint group).
+        if (layout.by_fingerprint) m_counted.assign(context.records, false);
+    }
 
     void add(ExplainedPartition&& partition) {
         m_file.write(partition.bytes);
@@ -503,11 +559,13 @@ public:
         m_runs.push_back(std::move(partition.index));
         m_offset += partition.bytes.size();
         // A record in a key group and a fingerprint group counts once.
-        for (const auto& [seq, source] : partition.members)
-            if (!m_counted[seq]) {
+        for (const auto& [seq, source] : partition.members) {
+            if (!m_counted.empty()) {
+                if (m_counted[seq]) continue;
                 m_counted[seq] = true;
-                ++m_by_source[source];
             }
+            ++m_by_source[source];
+        }
         for (const auto& [cause, count] : partition.causes)
             m_summary.causes[cause] += count;
         m_intents += partition.intents;
@@ -524,9 +582,10 @@ public:
                                                        : static_cast<double>(summary.duplicates) /
                                                              static_cast<double>(summary.records);
         summary.worst = 0;
-        for (const auto& [source, count] : m_by_source)
-            summary.sources.emplace_back(
-                context.sources[source].empty() ? "(none)" : context.sources[source], count);
+        for (std::size_t source = 0; source < m_by_source.size(); ++source)
+            if (auto count = m_by_source[source])
+                summary.sources.emplace_back(
+                    context.sources[source].empty() ? "(none)" : context.sources[source], count);
         std::sort(summary.sources.begin(), summary.sources.end(), [](const auto& a, const auto& b) {
             return a.second != b.second ? a.second > b.second : a.first < b.first;
         });
@@ -556,8 +615,8 @@ private:
 
     io::SpillFile& m_file;
     FindingsSummary& m_summary;
-    std::vector<bool> m_counted; // by input order: a record counts once per source
-    std::map<std::uint32_t, std::uint64_t> m_by_source;
+    std::vector<bool> m_counted; // by input order, with fingerprints: a record counts once
+    std::vector<std::uint64_t> m_by_source; // grouped records by source id
     std::uint64_t m_intents = 0;
     std::vector<std::vector<GroupIndex>> m_runs; // a partition's groups, worst first
     std::size_t m_groups = 0;
@@ -569,7 +628,7 @@ private:
 std::unique_ptr<GroupShelf> Spill::explain_groups(Context context, FindingsSummary& summary,
                                                   std::size_t threads) {
     m_groups_file.emplace(m_directory.path() / "groups");
-    GroupWriter writer(*m_groups_file, context, summary);
+    GroupWriter writer(*m_groups_file, context, m_layout, summary);
     // Partitions are independent: explained on `threads` workers, written
     // in partition order, so the group file is the same whatever the count.
     struct Job {

@@ -1,5 +1,7 @@
 #include "idem/io/spill.hpp"
 
+#include "idem/io/block_reader.hpp"
+
 #include "idem/util/errors.hpp"
 #include "idem/util/huge_pages.hpp"
 #include "idem/util/text.hpp"
@@ -71,6 +73,20 @@ MappedBytes SpillFile::map_all() {
         ::mmap(nullptr, m_bytes, PROT_READ, MAP_PRIVATE | MAP_POPULATE, ::fileno(m_file.get()), 0);
     if (data == MAP_FAILED) throw FileSystemError(failure("map"));
     return {data, m_bytes};
+}
+
+std::string_view SpillFile::read_all(ByteBuffer& into) {
+    if (std::fflush(m_file.get()) != 0) throw FileSystemError(failure("read back"));
+    auto size = static_cast<std::size_t>(m_bytes);
+    into.reserve(size, 0);
+    for (std::size_t done = 0; done < size;) {
+        auto got = ::pread(::fileno(m_file.get()), into.data() + done, size - done,
+                           static_cast<off_t>(done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) throw FileSystemError(failure("read back"));
+        done += static_cast<std::size_t>(got);
+    }
+    return {into.data(), size};
 }
 
 void SpillFile::read_pieces(const std::function<void(std::string_view)>& take,

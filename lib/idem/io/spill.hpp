@@ -5,18 +5,22 @@
 // removed with them; every file is owned (closed on every path, a throw
 // included), and every failure names the file and what to do about it.
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
 
 namespace idem::io {
+
+class ByteBuffer;
 
 // A spilled row's fixed-width fields, as the machine holds them: a spill
 // file lives for one run on one machine. take_fixed() is false when `in`
@@ -25,6 +29,26 @@ template <typename Value> void put_fixed(std::string& out, const Value& value) {
     static_assert(std::is_trivially_copyable_v<Value>);
     out.append(reinterpret_cast<const char*>(&value), sizeof value);
 }
+
+// A row's fixed-width fields packed on the stack, then appended in one go:
+// each put() is a copy of a constant size, which the compiler inlines,
+// where put_fixed()'s append is a call and a capacity check per field
+// (most of what encoding a small row costs).
+template <std::size_t Capacity> class PackedFields {
+public:
+    template <typename Value> PackedFields& put(const Value& value) {
+        static_assert(std::is_trivially_copyable_v<Value>);
+        if (sizeof value > Capacity - m_size) throw std::length_error("packed fields overflow");
+        std::memcpy(m_bytes.data() + m_size, &value, sizeof value);
+        m_size += sizeof value;
+        return *this;
+    }
+    [[nodiscard]] std::string_view bytes() const { return {m_bytes.data(), m_size}; }
+
+private:
+    std::array<char, Capacity> m_bytes;
+    std::size_t m_size = 0;
+};
 
 template <typename Value> bool take_fixed(std::string_view& in, Value& value) {
     static_assert(std::is_trivially_copyable_v<Value>);
@@ -88,6 +112,10 @@ public:
     // Everything written so far, mapped; valid while the result lives and
     // nothing more is written. Throws FileSystemError.
     [[nodiscard]] MappedBytes map_all();
+    // Everything written so far, read into `into` (grown as needed, its
+    // room kept for the next call); valid while `into` is not reused.
+    // Throws FileSystemError.
+    std::string_view read_all(ByteBuffer& into);
     // Everything written so far in pieces of `piece_bytes`, the last one
     // shorter; writing may go on afterwards, at the end.
     void read_pieces(const std::function<void(std::string_view)>& take,

@@ -1,7 +1,11 @@
 #include "idem/io/spill.hpp"
 
+#include "idem/io/block_reader.hpp"
+
+#include <cstdint>
 #include <doctest/doctest.h>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -83,4 +87,41 @@ TEST_CASE("a file mapped whole holds what was written, the write buffer's tail i
     partitions.append(0, "tail");
     kept = partitions.flushed(0).map_all();
     CHECK(kept.bytes() == expected + "tail");
+}
+
+TEST_CASE("a file read whole into a reused buffer: the write buffer's tail, a grown file, none") {
+    SpillDirectory directory(std::filesystem::temp_directory_path(), "unit");
+    SpillPartitions partitions(directory, "read", 2);
+    ByteBuffer buffer;
+    CHECK(partitions.flushed(1).read_all(buffer).empty()); // nothing written: nothing read
+    std::string expected;
+    for (int i = 0; i < 200000; ++i) { // past the write buffer and a huge page, then a tail
+        auto row = "row " + std::to_string(i) + ";";
+        partitions.append(0, row);
+        expected += row;
+    }
+    CHECK(partitions.flushed(0).read_all(buffer) == expected);
+    // The same buffer again, for the grown file: all of it, the new bytes too.
+    partitions.append(0, "tail");
+    CHECK(partitions.flushed(0).read_all(buffer) == expected + "tail");
+    // And for a smaller one: its bytes only, though the buffer holds more.
+    partitions.append(1, "short");
+    CHECK(partitions.flushed(1).read_all(buffer) == "short");
+}
+
+TEST_CASE("packed fields lie back to back, without padding, in the order put") {
+    PackedFields<16> fields;
+    fields.put(std::uint32_t{7}).put(std::uint8_t{1}).put(std::uint64_t{9});
+    auto bytes = fields.bytes();
+    REQUIRE(bytes.size() == 13);
+    std::uint32_t first = 0;
+    std::uint8_t second = 0;
+    std::uint64_t third = 0;
+    CHECK(take_fixed(bytes, first));
+    CHECK(take_fixed(bytes, second));
+    CHECK(take_fixed(bytes, third));
+    CHECK((first == 7 && second == 1 && third == 9));
+    CHECK(bytes.empty());
+    // Past its room, a put throws instead of writing beyond it.
+    CHECK_THROWS_AS(fields.put(std::uint32_t{0}), std::length_error);
 }

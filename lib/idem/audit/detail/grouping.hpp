@@ -18,6 +18,39 @@
 
 namespace idem::audit::detail {
 
+// Ids by distinct text for `count` texts (text_at(i), hashed hash_at(i)),
+// 1 and up in order of first appearance (0: an empty text, absent), in
+// `ids[i]`; returns how many distinct texts there are. Open addressing on
+// the hashes: sorting the records by hash, as this did, was a tenth of
+// grouping a spilled partition. `firsts` is the table, kept by the caller
+// for its next call.
+template <typename TextAt, typename HashAt>
+std::uint32_t assign_text_ids(std::size_t count, TextAt&& text_at, HashAt&& hash_at,
+                              std::vector<std::uint32_t>& ids, std::vector<std::uint32_t>& firsts) {
+    ids.assign(count, 0);
+    auto capacity = std::bit_ceil(std::max<std::size_t>(16, 2 * count));
+    firsts.assign(capacity, 0); // a text's first index + 1
+    std::uint32_t id = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        auto text = text_at(i);
+        if (text.empty()) continue;
+        auto hash = hash_at(i);
+        for (auto slot = hash & (capacity - 1);; slot = (slot + 1) & (capacity - 1)) {
+            auto first = firsts[slot];
+            if (first == 0) {
+                firsts[slot] = static_cast<std::uint32_t>(i + 1);
+                ids[i] = ++id;
+                break;
+            }
+            if (hash_at(first - 1) == hash && text_at(first - 1) == text) {
+                ids[i] = ids[first - 1];
+                break;
+            }
+        }
+    }
+    return id;
+}
+
 // One text per record (empty: absent), back to back: no allocation per
 // record, and ids by distinct text only once the input is read (a hash
 // map of a million strings costs more than the rest of the run).
@@ -47,30 +80,10 @@ public:
     }
     // Ids by distinct text, 1 and up in order of first appearance (0:
     // absent), in `ids[record]`; returns how many distinct texts there are.
-    // Open addressing on the hashes add() kept: sorting the records by
-    // hash, as this did, was a tenth of grouping a spilled partition.
     std::uint32_t assign_ids(std::vector<std::uint32_t>& ids) {
-        ids.assign(m_at.size(), 0);
-        auto capacity = std::bit_ceil(std::max<std::size_t>(16, 2 * m_at.size()));
-        auto& firsts = m_firsts; // a text's first record + 1
-        firsts.assign(capacity, 0);
-        std::uint32_t id = 0;
-        for (std::size_t i = 0; i < m_at.size(); ++i) {
-            if (m_at[i].size == 0) continue;
-            for (auto slot = m_hashes[i] & (capacity - 1);; slot = (slot + 1) & (capacity - 1)) {
-                auto first = firsts[slot];
-                if (first == 0) {
-                    firsts[slot] = static_cast<std::uint32_t>(i + 1);
-                    ids[i] = ++id;
-                    break;
-                }
-                if (m_hashes[first - 1] == m_hashes[i] && text(first - 1) == text(i)) {
-                    ids[i] = ids[first - 1];
-                    break;
-                }
-            }
-        }
-        return id;
+        return assign_text_ids(
+            m_at.size(), [&](std::size_t i) { return text(i); },
+            [&](std::size_t i) { return m_hashes[i]; }, ids, m_firsts);
     }
 
 private:
