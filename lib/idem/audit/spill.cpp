@@ -14,7 +14,6 @@
 #include <fmt/format.h>
 #include <map>
 #include <memory>
-#include <queue>
 #include <unordered_map>
 
 namespace idem::audit {
@@ -276,7 +275,7 @@ public:
     // What every reader shares: the file's bytes, the index, the run's tables.
     struct Shelf {
         io::MappedBytes groups; // the Spill's group file, which outlives the report
-        std::vector<GroupIndex> index;
+        HugeVector<GroupIndex> index;
         SpillLayout layout;
         Spill::Context context;
     };
@@ -553,10 +552,11 @@ public:
 
     void add(ExplainedPartition&& partition) {
         m_file.write(partition.bytes);
-        for (auto& where : partition.index)
+        m_starts.push_back(m_index.size());
+        for (auto where : partition.index) {
             where.offset += m_offset;
-        m_groups += partition.index.size();
-        m_runs.push_back(std::move(partition.index));
+            m_index.push_back(where);
+        }
         m_offset += partition.bytes.size();
         // A record in a key group and a fingerprint group counts once.
         for (const auto& [seq, source] : partition.members) {
@@ -572,7 +572,7 @@ public:
     }
 
     // The index, worst first, and the summary's totals.
-    std::vector<GroupIndex> finish(const Spill::Context& context) {
+    HugeVector<GroupIndex> finish(const Spill::Context& context) {
         auto index = merge_runs();
         auto& summary = m_summary;
         summary.records = context.records;
@@ -593,24 +593,36 @@ public:
     }
 
 private:
-    // Every partition's index (each worst first) as one, worst first.
-    std::vector<GroupIndex> merge_runs() const {
-        std::vector<GroupIndex> index;
-        index.reserve(m_groups);
-        using Cursor = std::pair<std::size_t, std::size_t>; // run, position in it
-        auto after = [&](const Cursor& a, const Cursor& b) {
-            return worse_first(m_runs[b.first][b.second], m_runs[a.first][a.second]);
-        };
-        std::priority_queue<Cursor, std::vector<Cursor>, decltype(after)> next(after);
-        for (std::size_t run = 0; run < m_runs.size(); ++run)
-            if (!m_runs[run].empty()) next.push({run, 0});
-        while (!next.empty()) {
-            auto [run, at] = next.top();
-            next.pop();
-            index.push_back(m_runs[run][at]);
-            if (at + 1 < m_runs[run].size()) next.push({run, at + 1});
+    // Every partition's index (each worst first) as one, worst first: the
+    // ordered runs, gathered back to back as they came, merged two by two
+    // into a second array and back, level after level, each read straight
+    // through. A heap of cursors over all 64 pays a heap's bookkeeping per
+    // group, on one thread while the others wait.
+    HugeVector<GroupIndex> merge_runs() {
+        auto& from = m_index;
+        auto starts = std::move(m_starts); // of each run in `from`, then its end
+        starts.push_back(from.size());
+        HugeVector<GroupIndex> to(from.size());
+        while (starts.size() > 2) { // two runs or more
+            std::vector<std::size_t> merged;
+            std::size_t runs = starts.size() - 1, i = 0;
+            auto at = [](auto& array, std::size_t n) {
+                return array.begin() + static_cast<std::ptrdiff_t>(n);
+            };
+            for (; i + 1 < runs; i += 2) {
+                merged.push_back(starts[i]);
+                std::merge(at(from, starts[i]), at(from, starts[i + 1]), at(from, starts[i + 1]),
+                           at(from, starts[i + 2]), at(to, starts[i]), worse_first);
+            }
+            if (i < runs) { // the odd one, as it is
+                merged.push_back(starts[i]);
+                std::copy(at(from, starts[i]), from.end(), at(to, starts[i]));
+            }
+            merged.push_back(from.size());
+            std::swap(from, to);
+            starts = std::move(merged);
         }
-        return index;
+        return std::move(from);
     }
 
     io::SpillFile& m_file;
@@ -618,8 +630,8 @@ private:
     std::vector<bool> m_counted; // by input order, with fingerprints: a record counts once
     std::vector<std::uint64_t> m_by_source; // grouped records by source id
     std::uint64_t m_intents = 0;
-    std::vector<std::vector<GroupIndex>> m_runs; // a partition's groups, worst first
-    std::size_t m_groups = 0;
+    HugeVector<GroupIndex> m_index;    // every partition's groups, each run worst first
+    std::vector<std::size_t> m_starts; // where each partition's run starts in m_index
     std::uint64_t m_offset = 0;
 };
 
