@@ -1,10 +1,13 @@
 #include "idem/audit/explain.hpp"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
+#include <cstddef>
 #include <fmt/format.h>
 #include <iterator>
 #include <map>
+#include <memory_resource>
 #include <set>
 
 namespace idem::audit {
@@ -111,6 +114,37 @@ bool is_failed_answer(std::uint16_t status) {
 
 namespace {
 
+// A group's working sets and maps come from one arena per thread, emptied
+// when the group is explained (ArenaScope): most groups hold two or three
+// records, and a node allocated and freed per value, a dozen a group, cost
+// more than explaining it. Nothing taken from it outlives explain().
+class GroupArena {
+public:
+    GroupArena() : m_resource(m_first.data(), m_first.size()) {}
+    std::pmr::memory_resource* resource() { return &m_resource; }
+    void release() { m_resource.release(); }
+
+private:
+    std::array<std::byte, 32 * 1024> m_first{}; // a usual group never asks for more
+    std::pmr::monotonic_buffer_resource m_resource;
+};
+
+GroupArena& thread_arena() {
+    thread_local GroupArena arena;
+    return arena;
+}
+
+std::pmr::memory_resource* scratch() { return thread_arena().resource(); }
+
+// Empties the thread's arena when the group's explanation is done; made
+// before any container that uses it, so it is the last thing undone.
+struct ArenaScope {
+    ArenaScope() = default;
+    ArenaScope(const ArenaScope&) = delete;
+    ArenaScope& operator=(const ArenaScope&) = delete;
+    ~ArenaScope() { thread_arena().release(); }
+};
+
 // A sender that tried again after the receiver failed it: each record that
 // follows, from the same source, one answered 5xx, 408, 429 or not at all.
 // The failed records and the retries are the evidence; the gaps are the
@@ -118,8 +152,8 @@ namespace {
 void find_retries_after_failure(const Explanation& group, const std::vector<Attempt>& attempts,
                                 const std::vector<bool>& judged, std::vector<Evidence>& found) {
     Evidence evidence{Cause::retried_after_failure, {}, {}, 0, {}, {}, {}};
-    std::map<std::uint32_t, std::size_t> last_of_source;
-    std::set<std::size_t> involved;
+    std::pmr::map<std::uint32_t, std::size_t> last_of_source(scratch());
+    std::pmr::set<std::size_t> involved(scratch());
     for (std::size_t i = 0; i < group.records.size(); ++i) {
         if (judged[i]) continue; // not the sender's attempt
         const auto& attempt = attempts[group.records[i]];
@@ -147,7 +181,7 @@ void find_retries_after_failure(const Explanation& group, const std::vector<Atte
 // long gaps; their envelope still grows, a steady poll's does not.
 void find_retry_storms(const Explanation& group, const std::vector<Attempt>& attempts,
                        const std::vector<bool>& judged, std::vector<Evidence>& found) {
-    std::map<std::uint32_t, std::vector<std::size_t>> by_source;
+    std::pmr::map<std::uint32_t, std::vector<std::size_t>> by_source(scratch());
     for (std::size_t i = 0; i < group.records.size(); ++i) {
         const auto& attempt = attempts[group.records[i]];
         if (attempt.time && !judged[i]) by_source[attempt.source].push_back(i);
@@ -170,7 +204,7 @@ void find_retry_storms(const Explanation& group, const std::vector<Attempt>& att
 void find_races(const Explanation& group, const std::vector<Attempt>& attempts,
                 Duration race_window, std::vector<Evidence>& found) {
     Evidence evidence{Cause::concurrent, {}, {}, 0, {}, {}, {}};
-    std::set<std::size_t> involved;
+    std::pmr::set<std::size_t> involved(scratch());
     for (std::size_t i = 0; i < group.records.size(); ++i) {
         const auto& left = attempts[group.records[i]];
         if (!left.time) continue;
@@ -223,7 +257,7 @@ template <typename Field>
 std::vector<std::size_t> first_of_each(const Explanation& group,
                                        const std::vector<Attempt>& attempts, Field field) {
     std::vector<std::size_t> firsts;
-    std::set<std::uint64_t> seen;
+    std::pmr::set<std::uint64_t> seen(scratch());
     for (std::size_t i = 0; i < group.records.size(); ++i)
         if (seen.insert(field(attempts[group.records[i]])).second) firsts.push_back(i);
     return firsts;
@@ -495,7 +529,8 @@ void find_signed_copies(const Explanation& group, const std::vector<Attempt>& at
 // find_signed_copies() named are not attempts of it.
 void find_provider_retries(const Explanation& group, const std::vector<Attempt>& attempts,
                            const std::vector<bool>& judged, std::vector<Evidence>& found) {
-    std::map<std::tuple<Provider, std::uint32_t, std::uint32_t>, std::vector<std::size_t>> routes;
+    std::pmr::map<std::tuple<Provider, std::uint32_t, std::uint32_t>, std::vector<std::size_t>>
+        routes(scratch());
     for (std::size_t i = 0; i < group.records.size(); ++i) {
         const auto& attempt = attempts[group.records[i]];
         if (attempt.trace.provider == Provider::unknown || !attempt.time || judged[i]) continue;
@@ -538,7 +573,7 @@ void find_provider_retries(const Explanation& group, const std::vector<Attempt>&
 // same time: two webhook endpoints, an old and a new subscription.
 void find_fan_out(const Explanation& group, const std::vector<Attempt>& attempts, Duration window,
                   std::vector<Evidence>& found) {
-    std::map<std::pair<std::uint32_t, std::uint32_t>, std::size_t> first_of_route;
+    std::pmr::map<std::pair<std::uint32_t, std::uint32_t>, std::size_t> first_of_route(scratch());
     for (std::size_t i = 0; i < group.records.size(); ++i) {
         const auto& trace = attempts[group.records[i]].trace;
         if (trace.endpoint == 0 && trace.subscription == 0) continue;
@@ -609,6 +644,7 @@ void find_layers(const Explanation& group, const std::vector<Attempt>& attempts,
 
 Explanation explain(GroupKind kind, std::vector<std::size_t> members,
                     const std::vector<Attempt>& attempts, const ExplainOptions& options) {
+    ArenaScope arena;
     Explanation group;
     group.kind = kind;
     // Time order; records without a time keep their input order, after.
@@ -620,8 +656,8 @@ Explanation explain(GroupKind kind, std::vector<std::size_t> members,
     });
     group.records = std::move(members);
     std::optional<Timestamp> previous;
-    std::set<std::uint32_t> sources, keys;
-    std::set<std::uint64_t> payloads;
+    std::pmr::set<std::uint32_t> sources(scratch()), keys(scratch());
+    std::pmr::set<std::uint64_t> payloads(scratch());
     for (auto index : group.records) {
         const auto& attempt = attempts[index];
         if (sources.insert(attempt.source).second) group.sources.push_back(attempt.source);
