@@ -3,6 +3,8 @@
 #include "idem/util/text.hpp"
 
 #include <charconv>
+#include <cstdint>
+#include <cstring>
 #include <fmt/format.h>
 #include <utf8proc.h>
 
@@ -124,6 +126,24 @@ bool is_hidden_format_character(utf8proc_int32_t c) {
 }
 
 } // namespace
+
+bool is_json_report_text(std::string_view json) {
+    // Eight bytes a step: a byte is 0x7f or more exactly when it, or it plus
+    // one, has its top bit set (a carry out of a byte comes only from one of
+    // 0x80 or more, which the first test already flags).
+    constexpr std::uint64_t k_ones = 0x0101010101010101ULL;
+    constexpr std::uint64_t k_tops = 0x8080808080808080ULL;
+    std::uint64_t beyond = 0;
+    std::size_t at = 0;
+    for (; at + sizeof beyond <= json.size(); at += sizeof beyond) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, json.data() + at, sizeof word);
+        beyond |= word | (word + k_ones);
+    }
+    for (; at < json.size(); ++at)
+        if (static_cast<unsigned char>(json[at]) >= 0x7f) return false;
+    return (beyond & k_tops) == 0;
+}
 
 std::string json_report_text(std::string_view json) {
     std::string out;

@@ -27,6 +27,9 @@ namespace idem {
 // that drives or reorders a terminal when a person reads it there. Outside
 // strings JSON is ASCII, so only string contents change.
 [[nodiscard]] std::string json_report_text(std::string_view json);
+// Whether json_report_text() leaves `json` as it is: ASCII without DEL. A
+// report's text nearly always is, and is then written without a copy.
+[[nodiscard]] bool is_json_report_text(std::string_view json);
 
 // A value as a double-quoted YAML scalar (YAML 1.2, 7.3.1), which reads
 // back as exactly `value`: " and \ escaped, C0, DEL and C1 as \xNN (\n,

@@ -103,6 +103,23 @@ TEST_CASE("a JSON report escapes what a terminal would obey, and parses the same
     CHECK(json_report_text("{\"plain\": [1, 2]}") == "{\"plain\": [1, 2]}");
 }
 
+TEST_CASE("a report's text is taken as it is exactly when escaping would leave it so") {
+    // Every byte value, at every place in an eight-byte word and in the
+    // tail after the last whole word, beside plain ASCII on both sides.
+    for (int byte = 0; byte < 256; ++byte)
+        for (std::size_t at = 0; at < 19; ++at) {
+            std::string text(19, 'a');
+            text[at] = static_cast<char>(byte);
+            CAPTURE(byte);
+            CAPTURE(at);
+            CHECK(is_json_report_text(text) == (byte < 0x7f));
+            if (byte < 0x7f) CHECK(json_report_text(text) == text);
+        }
+    CHECK(is_json_report_text(""));
+    CHECK(is_json_report_text(std::string(64, '~'))); // 0x7e, the last byte kept
+    CHECK_FALSE(is_json_report_text("caf\xc3\xa9"));
+}
+
 TEST_CASE("Mermaid and DOT labels stay inside their statement") {
     CHECK(mermaid_label("a;b\"c\nd --> e #x <b>&") ==
           "a#59;b#quot;c\\x0ad --#gt; e #35;x #lt;b#gt;#amp;");

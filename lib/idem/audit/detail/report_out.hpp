@@ -44,7 +44,9 @@ public:
     }
     // The rest of the text: written to the sink, or returned without one.
     std::string finish() {
-        if (!m_sink) return m_json ? json_report_text(m_text) : std::move(m_text);
+        if (!m_sink)
+            return m_json && !is_json_report_text(m_text) ? json_report_text(m_text)
+                                                          : std::move(m_text);
         write(m_text);
         m_text.clear();
         return {};
@@ -52,7 +54,7 @@ public:
 
 private:
     void write(const std::string& text) {
-        if (m_json)
+        if (m_json && !is_json_report_text(text))
             m_sink->write(json_report_text(text));
         else
             m_sink->write(text);
