@@ -101,17 +101,20 @@ private:
 class Interner {
 public:
     Interner() { m_values.emplace_back(); }
-    std::uint32_t intern(std::string_view value) {
-        if (value.empty()) return 0;
+    // Small enough to be inlined where it is called, three times a record:
+    // most records have no source, endpoint or subscription.
+    std::uint32_t intern(std::string_view value) { return value.empty() ? 0 : find_or_add(value); }
+    [[nodiscard]] std::vector<std::string>& values() { return m_values; }
+
+private:
+    std::uint32_t find_or_add(std::string_view value) {
         if (auto found = m_ids.find(value); found != m_ids.end()) return found->second;
         auto id = static_cast<std::uint32_t>(m_values.size());
         m_ids.emplace(std::string(value), id);
         m_values.emplace_back(value);
         return id;
     }
-    [[nodiscard]] std::vector<std::string>& values() { return m_values; }
 
-private:
     StringMap<std::uint32_t> m_ids;
     std::vector<std::string> m_values;
 };
