@@ -177,6 +177,15 @@ void Spill::add(const SpilledRecord& record) {
 
 namespace {
 
+// A value as the group file stores it: a duration as its microseconds,
+// an index as 32 bits (a group's records are counted in 32 bits).
+template <typename T, typename V> T stored(const V& value) {
+    if constexpr (std::is_same_v<V, Duration>)
+        return static_cast<T>(value.count());
+    else
+        return static_cast<T>(value);
+}
+
 // Little-endian-as-the-machine bytes for the group file: it lives for one
 // run on one machine.
 class ByteWriter {
@@ -187,10 +196,12 @@ public:
         put(static_cast<std::uint32_t>(text.size()));
         m_bytes.append(text);
     }
-    template <typename T> void put_all(const std::vector<T>& values) {
+    // A list: its count, then each value stored as a T (get_all_into's
+    // T), converted on the way without a copy of the list.
+    template <typename T, typename V> void put_all(const std::vector<V>& values) {
         put(static_cast<std::uint32_t>(values.size()));
         for (const auto& value : values)
-            put(value);
+            put(stored<T>(value));
     }
     [[nodiscard]] std::size_t size() const { return m_bytes.size(); }
 
@@ -213,11 +224,12 @@ public:
         m_bytes.remove_prefix(size);
         return text;
     }
-    template <typename T> std::vector<T> get_all() {
-        std::vector<T> values(get<std::uint32_t>());
+    // A list put_all() wrote, into `values` (replaced, its room kept), each
+    // stored T made a V.
+    template <typename T, typename V> void get_all_into(std::vector<V>& values) {
+        values.resize(get<std::uint32_t>());
         for (auto& value : values)
-            value = get<T>();
-        return values;
+            value = V(get<T>());
     }
 
 private:
@@ -234,22 +246,6 @@ std::optional<Timestamp> get_time(ByteReader& in) {
     auto micros = in.get<std::int64_t>();
     if (!present) return std::nullopt;
     return Timestamp(Duration(micros));
-}
-
-std::vector<std::int64_t> micros_of(const std::vector<Duration>& gaps) {
-    std::vector<std::int64_t> out;
-    out.reserve(gaps.size());
-    for (auto gap : gaps)
-        out.push_back(gap.count());
-    return out;
-}
-
-std::vector<Duration> durations_of(const std::vector<std::int64_t>& micros) {
-    std::vector<Duration> out;
-    out.reserve(micros.size());
-    for (auto value : micros)
-        out.emplace_back(value);
-    return out;
 }
 
 // Where a group lies in the group file, and what orders it (worst first).
@@ -316,13 +312,16 @@ private:
         ByteReader in(file.substr(where.offset, where.bytes));
         const auto& layout = m_shelf->layout;
         auto& findings = m_current;
+        // Everything is refilled in place, group after group, keeping its
+        // room: a report loads a group per line, and a fresh explanation
+        // each time was a dozen allocations and frees. Texts stay in their
+        // maps under ids this group no longer uses, which nothing reads.
         findings.attempts.clear();
         findings.positions.clear();
-        findings.key_texts.clear();
-        findings.fingerprint_texts.clear();
-        findings.groups.assign(1, Explanation{});
+        findings.groups.resize(1);
         auto& group = findings.groups.front();
         group.kind = static_cast<GroupKind>(in.get<std::uint8_t>());
+        group.records.clear();
         auto records = in.get<std::uint32_t>();
         m_key_ids.clear();
         m_fingerprint_ids.clear();
@@ -356,21 +355,19 @@ private:
         }
         group.first = get_time(in);
         group.last = get_time(in);
-        group.gaps = durations_of(in.get_all<std::int64_t>());
-        group.sources = in.get_all<std::uint32_t>();
+        in.get_all_into<std::int64_t>(group.gaps);
+        in.get_all_into<std::uint32_t>(group.sources);
         group.payloads = in.get<std::uint64_t>();
         group.keys = in.get<std::uint64_t>();
         group.causes.resize(in.get<std::uint32_t>());
         for (auto& evidence : group.causes) {
             evidence.cause = static_cast<Cause>(in.get<std::uint8_t>());
-            for (auto index : in.get_all<std::uint32_t>())
-                evidence.records.push_back(index);
-            evidence.gaps = durations_of(in.get_all<std::int64_t>());
+            in.get_all_into<std::uint32_t>(evidence.records);
+            in.get_all_into<std::int64_t>(evidence.gaps);
             evidence.source = in.get<std::uint32_t>();
-            evidence.attempt_numbers = in.get_all<std::uint16_t>();
-            evidence.detail = std::string(in.get_text());
-            for (auto original : in.get_all<std::uint32_t>())
-                evidence.originals.push_back(original);
+            in.get_all_into<std::uint16_t>(evidence.attempt_numbers);
+            evidence.detail.assign(in.get_text());
+            in.get_all_into<std::uint32_t>(evidence.originals);
         }
     }
 
@@ -380,7 +377,8 @@ private:
                                   std::size_t paths) {
         if (text.empty()) return 0;
         auto [found, inserted] = ids.try_emplace(text, static_cast<std::uint32_t>(ids.size() + 1));
-        if (inserted) texts.emplace(found->second, record::encoded_values_json(text, paths));
+        if (inserted)
+            texts.insert_or_assign(found->second, record::encoded_values_json(text, paths));
         return found->second;
     }
 
@@ -509,23 +507,20 @@ ExplainedPartition explain_partition(PartitionRows& partition, GroupKind kind,
             }
             put_time(bytes, group.first);
             put_time(bytes, group.last);
-            bytes.put_all(micros_of(group.gaps));
-            bytes.put_all(group.sources);
+            bytes.put_all<std::int64_t>(group.gaps);
+            bytes.put_all<std::uint32_t>(group.sources);
             bytes.put(static_cast<std::uint64_t>(group.payloads));
             bytes.put(static_cast<std::uint64_t>(group.keys));
             bytes.put(static_cast<std::uint32_t>(group.causes.size()));
             for (const auto& evidence : group.causes) {
                 ++out.causes[evidence.cause];
                 bytes.put<std::uint8_t>(static_cast<std::uint8_t>(evidence.cause));
-                std::vector<std::uint32_t> records(evidence.records.begin(),
-                                                   evidence.records.end());
-                bytes.put_all(records);
-                bytes.put_all(micros_of(evidence.gaps));
+                bytes.put_all<std::uint32_t>(evidence.records);
+                bytes.put_all<std::int64_t>(evidence.gaps);
                 bytes.put(evidence.source);
-                bytes.put_all(evidence.attempt_numbers);
+                bytes.put_all<std::uint16_t>(evidence.attempt_numbers);
                 bytes.put_text(evidence.detail);
-                bytes.put_all(std::vector<std::uint32_t>(evidence.originals.begin(),
-                                                         evidence.originals.end()));
+                bytes.put_all<std::uint32_t>(evidence.originals);
             }
             out.index.push_back({headers[group.records.front()].seq, start,
                                  static_cast<std::uint32_t>(group.records.size()),
