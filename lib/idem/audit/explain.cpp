@@ -134,7 +134,9 @@ GroupArena& thread_arena() {
     return arena;
 }
 
-std::pmr::memory_resource* scratch() { return thread_arena().resource(); }
+std::pmr::memory_resource* scratch() {
+    return thread_arena().resource();
+}
 
 // Empties the thread's arena when the group's explanation is done; made
 // before any container that uses it, so it is the last thing undone.
