@@ -38,16 +38,38 @@ constexpr std::size_t k_frame_bytes = 2 * sizeof(std::uint32_t) + sizeof(std::ui
 
 // A row's fields, decoded only for the rows that can be in a group.
 struct RowHeader {
-    std::uint64_t seq;
-    std::uint64_t number;
-    std::int64_t time;
-    std::uint64_t payload;
-    std::uint32_t input;
-    std::uint32_t source;
-    std::uint8_t row, has_time;
-    std::uint16_t status;
-    DeliveryTrace trace;
+    std::uint64_t seq = 0;
+    std::uint64_t number = 0;
+    std::int64_t time = 0;
+    std::uint64_t payload = 0;
+    std::uint32_t input = 0;
+    std::uint32_t source = 0;
+    std::uint8_t row = 0, has_time = 0;
+    std::uint16_t status = 0;
+    DeliveryTrace trace; // written after the fields only when it says something
 };
+
+// The fixed fields in their order on disk: the one list the writer, the
+// reader and the row's size all follow.
+template <typename Header, typename Field>
+constexpr void for_each_field(Header& header, Field&& field) {
+    field(header.seq);
+    field(header.number);
+    field(header.time);
+    field(header.payload);
+    field(header.input);
+    field(header.source);
+    field(header.row);
+    field(header.has_time);
+    field(header.status);
+}
+
+constexpr std::size_t k_fields_bytes = [] {
+    RowHeader header;
+    std::size_t bytes = 0;
+    for_each_field(header, [&](const auto& field) { bytes += sizeof field; });
+    return bytes;
+}();
 
 // Whether a trace holds anything but its defaults: only then is it written.
 bool says_something(const DeliveryTrace& trace) {
@@ -74,18 +96,10 @@ struct Row {
 };
 
 RowHeader header_of(const Row& row) {
-    RowHeader header{};
+    RowHeader header;
     auto in = row.fields;
     // Sizes were checked when the partition was walked (Partitions::read).
-    take_fixed(in, header.seq);
-    take_fixed(in, header.number);
-    take_fixed(in, header.time);
-    take_fixed(in, header.payload);
-    take_fixed(in, header.input);
-    take_fixed(in, header.source);
-    take_fixed(in, header.row);
-    take_fixed(in, header.has_time);
-    take_fixed(in, header.status);
+    for_each_field(header, [&](auto& field) { take_fixed(in, field); });
     if (!in.empty()) take_fixed(in, header.trace);
     return header;
 }
@@ -115,20 +129,21 @@ struct Spill::Partitions {
     void write(std::string_view partition_text, const SpilledRecord& record) {
         auto index = std::hash<std::string_view>{}(partition_text) % k_partitions;
         std::uint8_t traced = says_something(record.trace) ? 1 : 0;
-        io::PackedFields<k_frame_bytes + sizeof(RowHeader)> fields;
+        RowHeader header;
+        header.seq = record.seq;
+        header.number = record.position.number;
+        header.time = record.time ? record.time->time_since_epoch().count() : 0;
+        header.payload = record.payload;
+        header.input = record.position.input;
+        header.source = record.source;
+        header.row = record.position.row ? 1 : 0;
+        header.has_time = record.time ? 1 : 0;
+        header.status = record.status;
+        io::PackedFields<k_frame_bytes + k_fields_bytes + sizeof(DeliveryTrace)> fields;
         fields.put(static_cast<std::uint32_t>(record.key.size()))
             .put(static_cast<std::uint32_t>(record.fingerprint.size()))
-            .put(traced)
-            .put(record.seq)
-            .put(record.position.number)
-            .put(static_cast<std::int64_t>(record.time ? record.time->time_since_epoch().count()
-                                                       : 0))
-            .put(record.payload)
-            .put(record.position.input)
-            .put(record.source)
-            .put(static_cast<std::uint8_t>(record.position.row ? 1 : 0))
-            .put(static_cast<std::uint8_t>(record.time ? 1 : 0))
-            .put(record.status);
+            .put(traced);
+        for_each_field(header, [&](const auto& field) { fields.put(field); });
         if (traced) fields.put(record.trace);
         files.append(index, fields.bytes());
         files.append(index, record.key);
@@ -138,9 +153,6 @@ struct Spill::Partitions {
     // Every row of partition `index`, in the order written (input order),
     // framed but not decoded.
     void read(std::size_t index, PartitionRows& out) {
-        static constexpr std::size_t k_fields_bytes =
-            3 * sizeof(std::uint64_t) + sizeof(std::int64_t) + 2 * sizeof(std::uint32_t) +
-            2 * sizeof(std::uint8_t) + sizeof(std::uint16_t);
         auto& file = files.flushed(index);
         out.rows.clear();
         std::string_view rest = file.read_all(out.bytes);
