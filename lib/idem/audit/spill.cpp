@@ -112,7 +112,7 @@ RowHeader header_of(const Row& row) {
 struct PartitionRows {
     io::ByteBuffer bytes;
     HugeVector<Row> rows;
-    HugeVector<std::uint64_t> hashes, other_hashes;
+    HugeVector<std::uint64_t> hashes;
     std::vector<std::uint32_t> ids, other_ids, firsts;
 };
 
@@ -447,16 +447,10 @@ ExplainedPartition explain_partition(PartitionRows& partition, GroupKind kind,
     auto other_text = [&](const Row& row) {
         return kind == GroupKind::key ? row.fingerprint : row.key;
     };
-    auto& hashes = partition.hashes;
-    hashes.clear();
-    for (const auto& row : rows) {
-        auto text = own_text(row);
-        hashes.push_back(text.empty() ? 0 : std::hash<std::string_view>{}(text));
-    }
     auto& ids = partition.ids;
     auto distinct = detail::assign_text_ids(
-        rows.size(), [&](std::size_t i) { return own_text(rows[i]); },
-        [&](std::size_t i) { return hashes[i]; }, ids, partition.firsts);
+        rows.size(), [&](std::size_t i) { return own_text(rows[i]); }, partition.hashes, ids,
+        partition.firsts);
     // A fingerprint partition's texts are the run's intents; a key
     // partition's are when no --fingerprint is given.
     if (kind == GroupKind::fingerprint || !layout.by_fingerprint) out.intents += distinct;
@@ -474,15 +468,9 @@ ExplainedPartition explain_partition(PartitionRows& partition, GroupKind kind,
     // The other text numbered among the grouped rows only: consistent
     // among the records explain() compares, which is all it needs.
     auto& other_ids = partition.other_ids;
-    auto& other_hashes = partition.other_hashes;
-    other_hashes.clear();
-    for (auto i : grouped) {
-        auto text = other_text(rows[i]);
-        other_hashes.push_back(text.empty() ? 0 : std::hash<std::string_view>{}(text));
-    }
     detail::assign_text_ids(
         grouped.size(), [&](std::size_t n) { return other_text(rows[grouped[n]]); },
-        [&](std::size_t n) { return other_hashes[n]; }, other_ids, partition.firsts);
+        partition.hashes, other_ids, partition.firsts);
 
     std::vector<RowHeader> headers(grouped.size());
     std::vector<Attempt> attempts(grouped.size());

@@ -18,15 +18,21 @@
 
 namespace idem::audit::detail {
 
-// Ids by distinct text for `count` texts (text_at(i), hashed hash_at(i)),
-// 1 and up in order of first appearance (0: an empty text, absent), in
-// `ids[i]`; returns how many distinct texts there are. Open addressing on
-// the hashes: sorting the records by hash, as this did, was a tenth of
-// grouping a spilled partition. `firsts` is the table, kept by the caller
-// for its next call.
-template <typename TextAt, typename HashAt>
-std::uint32_t assign_text_ids(std::size_t count, TextAt&& text_at, HashAt&& hash_at,
-                              std::vector<std::uint32_t>& ids, std::vector<std::uint32_t>& firsts) {
+// Ids by distinct text for `count` texts (text_at(i)), 1 and up in order
+// of first appearance (0: an empty text, absent), in `ids[i]`; returns how
+// many distinct texts there are. Open addressing on the texts' hashes, made
+// here into `hashes`: sorting the records by hash, as this did, was a
+// tenth of grouping a spilled partition. `hashes` and `firsts` (the table)
+// are the caller's, kept for its next call.
+template <typename TextAt>
+std::uint32_t assign_text_ids(std::size_t count, TextAt&& text_at,
+                              HugeVector<std::uint64_t>& hashes, std::vector<std::uint32_t>& ids,
+                              std::vector<std::uint32_t>& firsts) {
+    hashes.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        auto text = text_at(i);
+        hashes[i] = text.empty() ? 0 : std::hash<std::string_view>{}(text);
+    }
     ids.assign(count, 0);
     auto capacity = std::bit_ceil(std::max<std::size_t>(16, 2 * count));
     firsts.assign(capacity, 0); // a text's first index + 1
@@ -34,7 +40,7 @@ std::uint32_t assign_text_ids(std::size_t count, TextAt&& text_at, HashAt&& hash
     for (std::size_t i = 0; i < count; ++i) {
         auto text = text_at(i);
         if (text.empty()) continue;
-        auto hash = hash_at(i);
+        auto hash = hashes[i];
         for (auto slot = hash & (capacity - 1);; slot = (slot + 1) & (capacity - 1)) {
             auto first = firsts[slot];
             if (first == 0) {
@@ -42,7 +48,7 @@ std::uint32_t assign_text_ids(std::size_t count, TextAt&& text_at, HashAt&& hash
                 ids[i] = ++id;
                 break;
             }
-            if (hash_at(first - 1) == hash && text_at(first - 1) == text) {
+            if (hashes[first - 1] == hash && text_at(first - 1) == text) {
                 ids[i] = ids[first - 1];
                 break;
             }
@@ -59,7 +65,6 @@ public:
     void add(std::string_view text) {
         m_at.push_back({m_bytes.size(), static_cast<std::uint32_t>(text.size())});
         m_bytes.append(text);
-        m_hashes.push_back(text.empty() ? 0 : std::hash<std::string_view>{}(text));
     }
     // Room for `records` texts of `bytes` in all, before the first add().
     void reserve(std::size_t records, std::size_t bytes) {
@@ -68,13 +73,6 @@ public:
         m_bytes.reserve(bytes);
         advise_huge_pages(m_bytes.data(), m_bytes.capacity());
     }
-    // Empty, keeping its room: a worker's column serves partition after
-    // partition without mapping (and clearing) fresh pages for each.
-    void clear() {
-        m_bytes.clear();
-        m_at.clear();
-        m_hashes.clear();
-    }
     [[nodiscard]] std::string_view text(std::size_t record) const {
         return std::string_view(m_bytes).substr(m_at[record].offset, m_at[record].size);
     }
@@ -82,8 +80,7 @@ public:
     // absent), in `ids[record]`; returns how many distinct texts there are.
     std::uint32_t assign_ids(std::vector<std::uint32_t>& ids) {
         return assign_text_ids(
-            m_at.size(), [&](std::size_t i) { return text(i); },
-            [&](std::size_t i) { return m_hashes[i]; }, ids, m_firsts);
+            m_at.size(), [&](std::size_t i) { return text(i); }, m_hashes, ids, m_firsts);
     }
 
 private:
@@ -93,8 +90,8 @@ private:
     };
     std::string m_bytes;
     HugeVector<Span> m_at;
-    HugeVector<std::uint64_t> m_hashes;
-    std::vector<std::uint32_t> m_firsts; // assign_ids' table, kept for the next call
+    HugeVector<std::uint64_t> m_hashes; // assign_ids' hashes and table
+    std::vector<std::uint32_t> m_firsts;
 };
 
 // Strings to small ids; id 0 is "" (absent). For sources: there are few.
