@@ -416,11 +416,12 @@ struct ExplainedPartition {
 // text after each.
 void put_member(std::string& bytes, const RowHeader& header) {
     bool traced = says_something(header.trace);
-    io::PackedFields<sizeof(RowHeader) + 8> fields;
+    // Some of a row's fields and a flag: never more than the row holds.
+    io::PackedFields<k_fields_bytes + sizeof(DeliveryTrace)> fields;
     fields.put(header.input)
         .put(header.row)
         .put(header.number)
-        .put(header.has_time)
+        .put(header.has_time) // the time as put_time() writes it, for get_time()
         .put(header.has_time ? header.time : std::int64_t{0})
         .put(header.payload)
         .put(header.source)

@@ -1,7 +1,6 @@
 #include "idem/io/spill.hpp"
 
 #include "idem/io/block_reader.hpp"
-
 #include "idem/util/errors.hpp"
 #include "idem/util/huge_pages.hpp"
 #include "idem/util/text.hpp"
