@@ -148,12 +148,10 @@ std::uint64_t hash_member(std::string_view name, std::uint64_t value) {
     return XXH3_64bits_withSeed(name.data(), name.size(), value);
 }
 
-// The same equalities as write_canonical_number's spellings.
-std::uint64_t hash_number(simdjson::dom::element element) {
-    if (element.is_int64())
-        return tagged(HashTag::integer, static_cast<std::uint64_t>(int64_t(element)));
-    if (element.is_uint64()) return tagged(HashTag::big, uint64_t(element));
-    double value = double(element);
+// The same equalities as write_canonical_number's spellings: an INT64
+// element is an integer, a UINT64 one a big integer (simdjson makes one
+// only past INT64_MAX), and a double an integer when it is one exactly.
+std::uint64_t hash_double(double value) {
     constexpr double k_exact_integer_limit = 9007199254740992.0; // 2^53
     if (value == 0) return tagged(HashTag::integer, 0);
     if (std::trunc(value) == value && std::fabs(value) < k_exact_integer_limit)
@@ -170,6 +168,16 @@ std::uint64_t hash_canonical(simdjson::dom::element element,
     switch (element.type()) {
     case element_type::OBJECT: {
         std::uint64_t sum = 0, members = 0;
+        if (!names_here && ignored.empty()) {
+            // No path reaches here (most objects of a record): no names
+            // to look each member up among.
+            for (auto field : simdjson::dom::object(element)) {
+                sum += hash_member(field.key,
+                                   hash_canonical(field.value, k_nothing_ignored, depth + 1));
+                ++members;
+            }
+            return tagged(HashTag::object, sum ^ mix(members));
+        }
         std::optional<IgnoredNames> here;
         const auto& names = names_at(names_here, ignored, depth, here);
         for (auto field : simdjson::dom::object(element)) {
@@ -199,10 +207,14 @@ std::uint64_t hash_canonical(simdjson::dom::element element,
     }
     case element_type::STRING:
         return hash_text(std::string_view(element));
+    // The type is known: read without checking it again.
     case element_type::INT64:
+        return tagged(HashTag::integer,
+                      static_cast<std::uint64_t>(element.get_int64().value_unsafe()));
     case element_type::UINT64:
+        return tagged(HashTag::big, element.get_uint64().value_unsafe());
     case element_type::DOUBLE:
-        return hash_number(element);
+        return hash_double(element.get_double().value_unsafe());
     case element_type::BOOL:
         return tagged(bool(element) ? HashTag::yes : HashTag::no, 0);
     case element_type::NULL_VALUE:
