@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <xxhash.h>
 
 namespace idem::audit {
 
@@ -47,6 +48,7 @@ struct RowHeader {
     std::uint8_t row = 0, has_time = 0;
     std::uint16_t status = 0;
     DeliveryTrace trace; // written after the fields only when it says something
+    bool traced = false; // whether it was (header_of)
 };
 
 // The fixed fields in their order on disk: the one list the writer, the
@@ -100,7 +102,8 @@ RowHeader header_of(const Row& row) {
     auto in = row.fields;
     // Sizes were checked when the partition was walked (Partitions::read).
     for_each_field(header, [&](auto& field) { take_fixed(in, field); });
-    if (!in.empty()) take_fixed(in, header.trace);
+    header.traced = !in.empty();
+    if (header.traced) take_fixed(in, header.trace);
     return header;
 }
 
@@ -126,9 +129,9 @@ struct Spill::Partitions {
     Partitions(const io::SpillDirectory& directory, const char* name)
         : files(directory, name, k_partitions) {}
 
-    void write(std::string_view partition_text, const SpilledRecord& record) {
-        auto index = std::hash<std::string_view>{}(partition_text) % k_partitions;
-        std::uint8_t traced = says_something(record.trace) ? 1 : 0;
+    // `traced`: says_something(record.trace), asked once for both files.
+    void write(std::string_view partition_text, const SpilledRecord& record, bool traced) {
+        auto index = XXH3_64bits(partition_text.data(), partition_text.size()) % k_partitions;
         RowHeader header;
         header.seq = record.seq;
         header.number = record.position.number;
@@ -142,7 +145,7 @@ struct Spill::Partitions {
         io::PackedFields<k_frame_bytes + k_fields_bytes + sizeof(DeliveryTrace)> fields;
         fields.put(static_cast<std::uint32_t>(record.key.size()))
             .put(static_cast<std::uint32_t>(record.fingerprint.size()))
-            .put(traced);
+            .put(static_cast<std::uint8_t>(traced ? 1 : 0));
         for_each_field(header, [&](const auto& field) { fields.put(field); });
         if (traced) fields.put(record.trace);
         files.append(index, fields.bytes());
@@ -182,9 +185,10 @@ Spill::Spill(SpillLayout layout, const std::filesystem::path& directory)
 Spill::~Spill() = default;
 
 void Spill::add(const SpilledRecord& record) {
-    if (!record.key.empty()) m_by_key->write(record.key, record);
+    bool traced = says_something(record.trace);
+    if (!record.key.empty()) m_by_key->write(record.key, record, traced);
     if (m_by_fingerprint && !record.fingerprint.empty())
-        m_by_fingerprint->write(record.fingerprint, record);
+        m_by_fingerprint->write(record.fingerprint, record, traced);
 }
 
 namespace {
@@ -415,7 +419,7 @@ struct ExplainedPartition {
 // (its key, or its fingerprint) is written once before them, the other
 // text after each.
 void put_member(std::string& bytes, const RowHeader& header) {
-    bool traced = says_something(header.trace);
+    bool traced = header.traced;
     // Some of a row's fields and a flag: never more than the row holds.
     io::PackedFields<k_fields_bytes + sizeof(DeliveryTrace)> fields;
     fields.put(header.input)
@@ -464,8 +468,22 @@ ExplainedPartition explain_partition(PartitionRows& partition, GroupKind kind,
     for (auto id : ids)
         if (id != 0 && seen[id] < 2) ++seen[id];
     std::vector<std::size_t> grouped;
-    for (std::size_t i = 0; i < rows.size(); ++i)
-        if (seen[ids[i]] == 2) grouped.push_back(i);
+    // The room the groups' bytes take (a little more: growing by doubling
+    // copied them and faulted in their pages again): each member's fields,
+    // flag, text size, gap, source and place in a cause; a group's own text
+    // once and its fixed fields. Ids come in order of first appearance: a
+    // new highest id is a group's first row.
+    std::size_t room = 0;
+    std::uint32_t highest = 0;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (seen[ids[i]] != 2) continue;
+        grouped.push_back(i);
+        room += k_fields_bytes + 21 + other_text(rows[i]).size();
+        if (ids[i] > highest) {
+            highest = ids[i];
+            room += 64 + own_text(rows[i]).size();
+        }
+    }
     // The other text numbered among the grouped rows only: consistent
     // among the records explain() compares, which is all it needs.
     auto& other_ids = partition.other_ids;
@@ -493,6 +511,7 @@ ExplainedPartition explain_partition(PartitionRows& partition, GroupKind kind,
 
     // Each group is written where the partition's bytes end, not built
     // apart and copied there.
+    out.bytes.reserve(room);
     ByteWriter bytes(out.bytes);
     detail::explain_groups(
         kind, attempts, layout.keys_given, options, [&](const Explanation& group) {

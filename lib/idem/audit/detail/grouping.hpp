@@ -15,6 +15,7 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+#include <xxhash.h>
 
 namespace idem::audit::detail {
 
@@ -31,7 +32,7 @@ std::uint32_t assign_text_ids(std::size_t count, TextAt&& text_at,
     hashes.resize(count);
     for (std::size_t i = 0; i < count; ++i) {
         auto text = text_at(i);
-        hashes[i] = text.empty() ? 0 : std::hash<std::string_view>{}(text);
+        hashes[i] = text.empty() ? 0 : XXH3_64bits(text.data(), text.size());
     }
     ids.assign(count, 0);
     auto capacity = std::bit_ceil(std::max<std::size_t>(16, 2 * count));
