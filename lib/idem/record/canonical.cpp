@@ -16,10 +16,41 @@ namespace idem::record {
 
 namespace detail {
 
+namespace {
+
+// How many bytes `text` starts with that JSON writes as they are (none
+// below 0x20, no '"', no '\\'), eight a step: most texts are all such
+// bytes, and a byte at a time was most of writing a report's strings.
+// Per word, a byte below 0x20 (or, after the xor, equal to '"' or '\\':
+// zero) is found exactly by the borrow its subtraction leaves in its top
+// bit where the byte's own top bit is clear.
+std::size_t plain_prefix(std::string_view text) {
+    constexpr std::uint64_t k_ones = 0x0101010101010101ULL;
+    constexpr std::uint64_t k_tops = 0x8080808080808080ULL;
+    auto below = [&](std::uint64_t word, std::uint64_t limit) {
+        return (word - k_ones * limit) & ~word & k_tops;
+    };
+    std::size_t at = 0;
+    for (; at + sizeof(std::uint64_t) <= text.size(); at += sizeof(std::uint64_t)) {
+        std::uint64_t word = 0;
+        std::memcpy(&word, text.data() + at, sizeof word);
+        if (below(word, 0x20) | below(word ^ (k_ones * '"'), 1) | below(word ^ (k_ones * '\\'), 1))
+            break;
+    }
+    for (; at < text.size(); ++at) {
+        auto byte = static_cast<unsigned char>(text[at]);
+        if (byte < 0x20 || byte == '"' || byte == '\\') break;
+    }
+    return at;
+}
+
+} // namespace
+
 void write_canonical_string(std::string_view text, std::string& out) {
     out += '"';
+    auto plain = plain_prefix(text);
     std::size_t run_start = 0;
-    for (std::size_t i = 0; i < text.size(); ++i) {
+    for (std::size_t i = plain; i < text.size(); ++i) {
         char c = text[i];
         auto byte = static_cast<unsigned char>(c);
         if (byte >= 0x20 && c != '"' && c != '\\') continue;

@@ -1,6 +1,7 @@
 #include "idem/io/block_reader.hpp"
 #include "idem/record/annotate.hpp"
 #include "idem/record/canonical.hpp"
+#include "idem/record/detail/canonical_writer.hpp"
 #include "idem/record/har.hpp"
 #include "idem/record/parser.hpp"
 #include "idem/util/errors.hpp"
@@ -227,6 +228,50 @@ TEST_CASE("the event hash is equal exactly where the canonical forms are") {
         REQUIRE(canonical_of(parser, a) != canonical_of(parser, b));
         CHECK(hash_of(parser, a) != hash_of(parser, b));
     }
+}
+
+TEST_CASE("a canonical string escapes exactly the bytes JSON requires, wherever they lie") {
+    // Plain runs are found eight bytes a step: every byte value at every
+    // place of a word, of the word after it and of the tail.
+    auto escaped = [](unsigned char byte) -> std::string {
+        switch (byte) {
+        case '"':
+            return "\\\"";
+        case '\\':
+            return "\\\\";
+        case '\b':
+            return "\\b";
+        case '\f':
+            return "\\f";
+        case '\n':
+            return "\\n";
+        case '\r':
+            return "\\r";
+        case '\t':
+            return "\\t";
+        default:
+            return byte < 0x20 ? fmt::format("\\u{:04x}", byte)
+                               : std::string(1, static_cast<char>(byte));
+        }
+    };
+    for (std::size_t size : {1U, 7U, 8U, 9U, 16U, 19U})
+        for (std::size_t at = 0; at < size; ++at)
+            for (unsigned byte = 0; byte < 256; ++byte) {
+                std::string text(size, 'a');
+                text[at] = static_cast<char>(byte);
+                auto expected = "\"" + text.substr(0, at) +
+                                escaped(static_cast<unsigned char>(byte)) + text.substr(at + 1) +
+                                "\"";
+                std::string written;
+                detail::write_canonical_string(text, written);
+                CAPTURE(size);
+                CAPTURE(at);
+                CAPTURE(byte);
+                CHECK(written == expected);
+            }
+    std::string written;
+    detail::write_canonical_string("", written);
+    CHECK(written == "\"\"");
 }
 
 TEST_CASE("the event hash tells apart texts and names by every byte, short and long") {
