@@ -53,6 +53,21 @@ class ReplayScratch(unittest.TestCase):
 
 
 class Replay(ReplayScratch):
+    def test_libcurl_is_loaded_when_a_command_first_speaks_http_and_not_before(self):
+        # LD_DEBUG=files: the dynamic loader names each library it loads,
+        # dlopen's too (net/detail/libcurl.hpp).
+        code, _, err = run(["--version"], env={"LD_DEBUG": "files"})
+        self.assertEqual(code, 0)
+        self.assertIn("file=", err)  # the loader did report its libraries
+        self.assertNotIn("libcurl", err)
+        write_events(self.events, 3)
+        with listening(self.dir) as target:
+            code, out, err = self.replay(target.url + "/hooks", ["--key", "id"],
+                                         env={"LD_DEBUG": "files"})
+        self.assertEqual(code, 0, err)
+        self.assertIn("file=libcurl.so.4", err)
+        self.assertEqual(Counter(o["outcome"] for o in outcomes(out)), {"completed": 3})
+
     def test_every_record_completes_once_per_key_and_a_rerun_sends_nothing(self):
         write_events(self.events, 200)
         with listening(self.dir) as target:

@@ -3,6 +3,7 @@
 #include "idem/net/http_client.hpp"
 
 #include "idem/crypto/crypto.hpp"
+#include "idem/net/detail/libcurl.hpp"
 #include "idem/util/encoding.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
@@ -20,7 +21,7 @@ namespace {
 // curl_global_init is not thread-safe; done once, before any handle exists.
 void initialise_curl() {
     static const bool k_done = [] {
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        if (detail::libcurl().global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
             throw NetworkError("libcurl failed to initialise");
         return true;
     }();
@@ -45,8 +46,8 @@ struct Transfer {
     std::chrono::steady_clock::time_point started;
 
     ~Transfer() {
-        curl_slist_free_all(headers);
-        if (easy) curl_easy_cleanup(easy);
+        detail::libcurl().slist_free_all(headers);
+        if (easy) detail::libcurl().easy_cleanup(easy);
     }
 };
 
@@ -92,20 +93,20 @@ struct HttpClient::Impl {
 HttpClient::HttpClient(Timeouts timeouts, std::size_t max_body_bytes)
     : m_impl(std::make_unique<Impl>()) {
     initialise_curl();
-    m_impl->multi = curl_multi_init();
+    m_impl->multi = detail::libcurl().multi_init();
     if (!m_impl->multi) throw NetworkError("libcurl: cannot create a multi handle");
     m_impl->timeouts = timeouts;
     m_impl->max_body_bytes = max_body_bytes;
-    curl_multi_setopt(m_impl->multi, CURLMOPT_MAXCONNECTS, 256L);
+    detail::libcurl().multi_setopt(m_impl->multi, CURLMOPT_MAXCONNECTS, 256L);
 }
 
 HttpClient::~HttpClient() {
     for (auto& [easy, transfer] : m_impl->transfers)
-        curl_multi_remove_handle(m_impl->multi, easy);
+        detail::libcurl().multi_remove_handle(m_impl->multi, easy);
     m_impl->transfers.clear();
     for (auto* easy : m_impl->idle_handles)
-        curl_easy_cleanup(easy);
-    curl_multi_cleanup(m_impl->multi);
+        detail::libcurl().easy_cleanup(easy);
+    detail::libcurl().multi_cleanup(m_impl->multi);
 }
 
 void HttpClient::start(std::uint64_t id, OutgoingRequest request) {
@@ -114,7 +115,7 @@ void HttpClient::start(std::uint64_t id, OutgoingRequest request) {
         transfer->easy = m_impl->idle_handles.back();
         m_impl->idle_handles.pop_back();
     } else {
-        transfer->easy = curl_easy_init();
+        transfer->easy = detail::libcurl().easy_init();
     }
     if (!transfer->easy) throw NetworkError("libcurl: cannot create a transfer");
     transfer->id = id;
@@ -122,36 +123,37 @@ void HttpClient::start(std::uint64_t id, OutgoingRequest request) {
     transfer->max_body_bytes = m_impl->max_body_bytes;
     auto* easy = transfer->easy;
     const auto& sent = transfer->request;
-    curl_easy_setopt(easy, CURLOPT_URL, sent.url.c_str());
-    curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds(m_impl->timeouts.connect));
-    curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, milliseconds(m_impl->timeouts.total));
+    detail::libcurl().easy_setopt(easy, CURLOPT_URL, sent.url.c_str());
+    detail::libcurl().easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    detail::libcurl().easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
+                                  milliseconds(m_impl->timeouts.connect));
+    detail::libcurl().easy_setopt(easy, CURLOPT_TIMEOUT_MS, milliseconds(m_impl->timeouts.total));
     if (sent.method == "GET" && sent.body.empty()) {
-        curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+        detail::libcurl().easy_setopt(easy, CURLOPT_HTTPGET, 1L);
     } else {
-        curl_easy_setopt(easy, CURLOPT_POSTFIELDS, sent.body.data());
-        curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
-                         static_cast<curl_off_t>(sent.body.size()));
+        detail::libcurl().easy_setopt(easy, CURLOPT_POSTFIELDS, sent.body.data());
+        detail::libcurl().easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
+                                      static_cast<curl_off_t>(sent.body.size()));
         if (sent.method != "POST")
-            curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, sent.method.c_str());
+            detail::libcurl().easy_setopt(easy, CURLOPT_CUSTOMREQUEST, sent.method.c_str());
     }
     for (const auto& [name, value] : sent.headers)
-        transfer->headers =
-            curl_slist_append(transfer->headers, fmt::format("{}: {}", name, value).c_str());
+        transfer->headers = detail::libcurl().slist_append(
+            transfer->headers, fmt::format("{}: {}", name, value).c_str());
     for (auto name : k_suppressed_defaults) {
         bool given = std::any_of(sent.headers.begin(), sent.headers.end(),
                                  [&](const auto& header) { return iequals(header.first, name); });
         if (!given)
             transfer->headers =
-                curl_slist_append(transfer->headers, fmt::format("{}:", name).c_str());
+                detail::libcurl().slist_append(transfer->headers, fmt::format("{}:", name).c_str());
     }
-    curl_easy_setopt(easy, CURLOPT_HTTPHEADER, transfer->headers);
-    curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(easy, CURLOPT_WRITEDATA, transfer.get());
-    curl_easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(easy, CURLOPT_HEADERDATA, transfer.get());
+    detail::libcurl().easy_setopt(easy, CURLOPT_HTTPHEADER, transfer->headers);
+    detail::libcurl().easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
+    detail::libcurl().easy_setopt(easy, CURLOPT_WRITEDATA, transfer.get());
+    detail::libcurl().easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
+    detail::libcurl().easy_setopt(easy, CURLOPT_HEADERDATA, transfer.get());
     transfer->started = std::chrono::steady_clock::now();
-    if (curl_multi_add_handle(m_impl->multi, easy) != CURLM_OK)
+    if (detail::libcurl().multi_add_handle(m_impl->multi, easy) != CURLM_OK)
         throw NetworkError("libcurl: cannot start a transfer");
     m_impl->transfers.emplace(easy, std::move(transfer));
 }
@@ -159,14 +161,15 @@ void HttpClient::start(std::uint64_t id, OutgoingRequest request) {
 std::vector<std::pair<std::uint64_t, TransferResult>> HttpClient::poll(Duration wait) {
     auto& impl = *m_impl;
     int running = 0;
-    curl_multi_perform(impl.multi, &running);
+    detail::libcurl().multi_perform(impl.multi, &running);
     if (running > 0) {
-        curl_multi_poll(impl.multi, nullptr, 0, static_cast<int>(milliseconds(wait)), nullptr);
-        curl_multi_perform(impl.multi, &running);
+        detail::libcurl().multi_poll(impl.multi, nullptr, 0, static_cast<int>(milliseconds(wait)),
+                                     nullptr);
+        detail::libcurl().multi_perform(impl.multi, &running);
     }
     std::vector<std::pair<std::uint64_t, TransferResult>> finished;
     int left = 0;
-    while (CURLMsg* message = curl_multi_info_read(impl.multi, &left)) {
+    while (CURLMsg* message = detail::libcurl().multi_info_read(impl.multi, &left)) {
         if (message->msg != CURLMSG_DONE) continue;
         auto found = impl.transfers.find(message->easy_handle);
         if (found == impl.transfers.end()) continue;
@@ -177,7 +180,7 @@ std::vector<std::pair<std::uint64_t, TransferResult>> HttpClient::poll(Duration 
         auto code = message->data.result;
         if (code == CURLE_OK) {
             long status = 0;
-            curl_easy_getinfo(transfer.easy, CURLINFO_RESPONSE_CODE, &status);
+            detail::libcurl().easy_getinfo(transfer.easy, CURLINFO_RESPONSE_CODE, &status);
             result.status = static_cast<int>(status);
             result.transport = TransferResult::Transport::answered;
             result.digest = hex_encode(transfer.hash.finish().view());
@@ -185,16 +188,16 @@ std::vector<std::pair<std::uint64_t, TransferResult>> HttpClient::poll(Duration 
             // Whether the target may have seen the request decides whether
             // a retry without a key is safe: no connection means it did not.
             long connected = 0;
-            curl_easy_getinfo(transfer.easy, CURLINFO_PRIMARY_PORT, &connected);
+            detail::libcurl().easy_getinfo(transfer.easy, CURLINFO_PRIMARY_PORT, &connected);
             bool never_connected = code == CURLE_COULDNT_CONNECT ||
                                    code == CURLE_COULDNT_RESOLVE_HOST ||
                                    code == CURLE_COULDNT_RESOLVE_PROXY || connected == 0;
             result.transport = never_connected ? TransferResult::Transport::not_sent
                                                : TransferResult::Transport::lost_after_send;
-            result.error = curl_easy_strerror(code);
+            result.error = detail::libcurl().easy_strerror(code);
         }
-        curl_multi_remove_handle(impl.multi, transfer.easy);
-        curl_easy_reset(transfer.easy);
+        detail::libcurl().multi_remove_handle(impl.multi, transfer.easy);
+        detail::libcurl().easy_reset(transfer.easy);
         impl.idle_handles.push_back(std::exchange(transfer.easy, nullptr));
         finished.emplace_back(transfer.id, std::move(result));
         impl.transfers.erase(found);

@@ -64,9 +64,10 @@ Target parse_target(std::string_view url, std::string_view flag) {
 
     auto parsed = new_url();
     std::string text(url);
-    if (auto rc = curl_url_set(parsed.get(), CURLUPART_URL, text.c_str(), 0); rc != CURLUE_OK)
-        throw UsageError(
-            fmt::format("{}: {} is not a URL: {}", flag, quote(url), curl_url_strerror(rc)));
+    if (auto rc = detail::libcurl().url_set(parsed.get(), CURLUPART_URL, text.c_str(), 0);
+        rc != CURLUE_OK)
+        throw UsageError(fmt::format("{}: {} is not a URL: {}", flag, quote(url),
+                                     detail::libcurl().url_strerror(rc)));
     Target target;
     target.scheme = url_part(parsed.get(), CURLUPART_SCHEME);
     target.host = url_part(parsed.get(), CURLUPART_HOST);
@@ -116,10 +117,11 @@ std::string url_for(const Target& target, std::string_view captured) {
 
     auto url = new_url();
     auto set = [&](CURLUPart part, const std::string& value) {
-        if (auto rc = curl_url_set(url.get(), part, value.empty() ? nullptr : value.c_str(), 0);
+        if (auto rc = detail::libcurl().url_set(url.get(), part,
+                                                value.empty() ? nullptr : value.c_str(), 0);
             rc != CURLUE_OK)
             throw UsageError(fmt::format("cannot build a URL from {}: {}", quote(captured, 80),
-                                         curl_url_strerror(rc)));
+                                         detail::libcurl().url_strerror(rc)));
     };
     set(CURLUPART_URL, target.origin + "/");
     set(CURLUPART_PATH, path);
@@ -129,7 +131,7 @@ std::string url_for(const Target& target, std::string_view captured) {
     // Parse what was built, as libcurl will when it sends it: the origin must
     // be the configured one. A difference is a bug, never a request to send.
     auto check = new_url();
-    if (curl_url_set(check.get(), CURLUPART_URL, built.c_str(), 0) != CURLUE_OK ||
+    if (detail::libcurl().url_set(check.get(), CURLUPART_URL, built.c_str(), 0) != CURLUE_OK ||
         url_part(check.get(), CURLUPART_SCHEME) != target.scheme ||
         url_part(check.get(), CURLUPART_HOST) != target.host ||
         url_part(check.get(), CURLUPART_PORT) != target.port ||
