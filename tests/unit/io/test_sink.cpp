@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -107,6 +108,37 @@ TEST_CASE("a short gather write resumes inside the piece it stopped in") {
         CHECK(next == 2);
         CHECK(piece_text(pieces[2]) == "c");
     }
+}
+
+TEST_CASE("a pipe written to holds a buffer's worth, a file is left as it is") {
+    // A 64 KiB pipe made each megabyte written wait on its reader some
+    // fifteen times; the sink widens the pipe it writes to (best effort).
+    int ends[2];
+    REQUIRE(::pipe2(ends, O_CLOEXEC) == 0);
+    UniqueFd read_end(ends[0]), write_end(ends[1]);
+    auto before = ::fcntl(read_end.get(), F_GETPIPE_SZ);
+    REQUIRE(before < 1 << 20); // Linux's default is 64 KiB
+    {
+        auto sink = Sink::create_file(fmt::format("/proc/self/fd/{}", write_end.get()));
+        sink->write("{\"a\":1}\n");
+        sink->flush();
+    }
+    // Unprivileged, a pipe grows only up to the system's limit.
+    long most = 0;
+    std::ifstream("/proc/sys/fs/pipe-max-size") >> most;
+    auto after = ::fcntl(read_end.get(), F_GETPIPE_SZ);
+    if (::geteuid() == 0 || most >= 1 << 20)
+        CHECK(after == 1 << 20);
+    else
+        CHECK(after == before);
+    char line[16] = {};
+    CHECK(::read(read_end.get(), line, sizeof line) == 8);
+    // A regular file takes no such call and is written as before.
+    TempPath file;
+    auto sink = Sink::create_file(file.path);
+    sink->write("x\n");
+    sink->flush();
+    CHECK(file.content() == "x\n");
 }
 
 TEST_CASE("a write that fails leaves nothing pending to be written twice") {
