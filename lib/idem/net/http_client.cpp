@@ -110,12 +110,13 @@ HttpClient::~HttpClient() {
 }
 
 void HttpClient::start(std::uint64_t id, OutgoingRequest request) {
+    const auto& curl = detail::libcurl();
     auto transfer = std::make_unique<Transfer>();
     if (!m_impl->idle_handles.empty()) {
         transfer->easy = m_impl->idle_handles.back();
         m_impl->idle_handles.pop_back();
     } else {
-        transfer->easy = detail::libcurl().easy_init();
+        transfer->easy = curl.easy_init();
     }
     if (!transfer->easy) throw NetworkError("libcurl: cannot create a transfer");
     transfer->id = id;
@@ -123,53 +124,52 @@ void HttpClient::start(std::uint64_t id, OutgoingRequest request) {
     transfer->max_body_bytes = m_impl->max_body_bytes;
     auto* easy = transfer->easy;
     const auto& sent = transfer->request;
-    detail::libcurl().easy_setopt(easy, CURLOPT_URL, sent.url.c_str());
-    detail::libcurl().easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-    detail::libcurl().easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS,
-                                  milliseconds(m_impl->timeouts.connect));
-    detail::libcurl().easy_setopt(easy, CURLOPT_TIMEOUT_MS, milliseconds(m_impl->timeouts.total));
+    curl.easy_setopt(easy, CURLOPT_URL, sent.url.c_str());
+    curl.easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    curl.easy_setopt(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds(m_impl->timeouts.connect));
+    curl.easy_setopt(easy, CURLOPT_TIMEOUT_MS, milliseconds(m_impl->timeouts.total));
     if (sent.method == "GET" && sent.body.empty()) {
-        detail::libcurl().easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+        curl.easy_setopt(easy, CURLOPT_HTTPGET, 1L);
     } else {
-        detail::libcurl().easy_setopt(easy, CURLOPT_POSTFIELDS, sent.body.data());
-        detail::libcurl().easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
-                                      static_cast<curl_off_t>(sent.body.size()));
+        curl.easy_setopt(easy, CURLOPT_POSTFIELDS, sent.body.data());
+        curl.easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
+                         static_cast<curl_off_t>(sent.body.size()));
         if (sent.method != "POST")
-            detail::libcurl().easy_setopt(easy, CURLOPT_CUSTOMREQUEST, sent.method.c_str());
+            curl.easy_setopt(easy, CURLOPT_CUSTOMREQUEST, sent.method.c_str());
     }
     for (const auto& [name, value] : sent.headers)
-        transfer->headers = detail::libcurl().slist_append(
-            transfer->headers, fmt::format("{}: {}", name, value).c_str());
+        transfer->headers =
+            curl.slist_append(transfer->headers, fmt::format("{}: {}", name, value).c_str());
     for (auto name : k_suppressed_defaults) {
         bool given = std::any_of(sent.headers.begin(), sent.headers.end(),
                                  [&](const auto& header) { return iequals(header.first, name); });
         if (!given)
             transfer->headers =
-                detail::libcurl().slist_append(transfer->headers, fmt::format("{}:", name).c_str());
+                curl.slist_append(transfer->headers, fmt::format("{}:", name).c_str());
     }
-    detail::libcurl().easy_setopt(easy, CURLOPT_HTTPHEADER, transfer->headers);
-    detail::libcurl().easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
-    detail::libcurl().easy_setopt(easy, CURLOPT_WRITEDATA, transfer.get());
-    detail::libcurl().easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
-    detail::libcurl().easy_setopt(easy, CURLOPT_HEADERDATA, transfer.get());
+    curl.easy_setopt(easy, CURLOPT_HTTPHEADER, transfer->headers);
+    curl.easy_setopt(easy, CURLOPT_WRITEFUNCTION, on_body);
+    curl.easy_setopt(easy, CURLOPT_WRITEDATA, transfer.get());
+    curl.easy_setopt(easy, CURLOPT_HEADERFUNCTION, on_header);
+    curl.easy_setopt(easy, CURLOPT_HEADERDATA, transfer.get());
     transfer->started = std::chrono::steady_clock::now();
-    if (detail::libcurl().multi_add_handle(m_impl->multi, easy) != CURLM_OK)
+    if (curl.multi_add_handle(m_impl->multi, easy) != CURLM_OK)
         throw NetworkError("libcurl: cannot start a transfer");
     m_impl->transfers.emplace(easy, std::move(transfer));
 }
 
 std::vector<std::pair<std::uint64_t, TransferResult>> HttpClient::poll(Duration wait) {
+    const auto& curl = detail::libcurl();
     auto& impl = *m_impl;
     int running = 0;
-    detail::libcurl().multi_perform(impl.multi, &running);
+    curl.multi_perform(impl.multi, &running);
     if (running > 0) {
-        detail::libcurl().multi_poll(impl.multi, nullptr, 0, static_cast<int>(milliseconds(wait)),
-                                     nullptr);
-        detail::libcurl().multi_perform(impl.multi, &running);
+        curl.multi_poll(impl.multi, nullptr, 0, static_cast<int>(milliseconds(wait)), nullptr);
+        curl.multi_perform(impl.multi, &running);
     }
     std::vector<std::pair<std::uint64_t, TransferResult>> finished;
     int left = 0;
-    while (CURLMsg* message = detail::libcurl().multi_info_read(impl.multi, &left)) {
+    while (CURLMsg* message = curl.multi_info_read(impl.multi, &left)) {
         if (message->msg != CURLMSG_DONE) continue;
         auto found = impl.transfers.find(message->easy_handle);
         if (found == impl.transfers.end()) continue;
@@ -180,7 +180,7 @@ std::vector<std::pair<std::uint64_t, TransferResult>> HttpClient::poll(Duration 
         auto code = message->data.result;
         if (code == CURLE_OK) {
             long status = 0;
-            detail::libcurl().easy_getinfo(transfer.easy, CURLINFO_RESPONSE_CODE, &status);
+            curl.easy_getinfo(transfer.easy, CURLINFO_RESPONSE_CODE, &status);
             result.status = static_cast<int>(status);
             result.transport = TransferResult::Transport::answered;
             result.digest = hex_encode(transfer.hash.finish().view());
@@ -188,16 +188,16 @@ std::vector<std::pair<std::uint64_t, TransferResult>> HttpClient::poll(Duration 
             // Whether the target may have seen the request decides whether
             // a retry without a key is safe: no connection means it did not.
             long connected = 0;
-            detail::libcurl().easy_getinfo(transfer.easy, CURLINFO_PRIMARY_PORT, &connected);
+            curl.easy_getinfo(transfer.easy, CURLINFO_PRIMARY_PORT, &connected);
             bool never_connected = code == CURLE_COULDNT_CONNECT ||
                                    code == CURLE_COULDNT_RESOLVE_HOST ||
                                    code == CURLE_COULDNT_RESOLVE_PROXY || connected == 0;
             result.transport = never_connected ? TransferResult::Transport::not_sent
                                                : TransferResult::Transport::lost_after_send;
-            result.error = detail::libcurl().easy_strerror(code);
+            result.error = curl.easy_strerror(code);
         }
-        detail::libcurl().multi_remove_handle(impl.multi, transfer.easy);
-        detail::libcurl().easy_reset(transfer.easy);
+        curl.multi_remove_handle(impl.multi, transfer.easy);
+        curl.easy_reset(transfer.easy);
         impl.idle_handles.push_back(std::exchange(transfer.easy, nullptr));
         finished.emplace_back(transfer.id, std::move(result));
         impl.transfers.erase(found);
