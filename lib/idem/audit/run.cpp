@@ -337,6 +337,7 @@ private:
         // the first block's) are grouped on disk from the first record:
         // columns filled only to be moved to the partitions held a quarter
         // of a million-event run's peak memory.
+        m_expected_records = whole;
         if (*whole / 2 > m_options.spill_after) {
             start_spilling();
             return;
@@ -363,7 +364,7 @@ private:
         m_findings.fingerprinted = layout.by_fingerprint;
         auto directory = m_options.spill_directory.empty() ? std::filesystem::path("/tmp")
                                                            : m_options.spill_directory;
-        m_spill.emplace(layout, directory);
+        m_spill.emplace(layout, directory, spill_partitions(m_expected_records));
         const auto& attempts = m_findings.attempts;
         for (std::size_t i = 0; i < attempts.size(); ++i) {
             auto key = m_keys.text(i);
@@ -449,6 +450,7 @@ private:
     detail::Interner m_sources;
     std::optional<Spill> m_spill;
     std::unique_ptr<GroupShelf> m_shelf;
+    std::optional<std::uint64_t> m_expected_records;    // from the inputs' size, when it tells
     std::uint64_t m_records = 0;                        // read and taken
     std::uint64_t m_identified = 0;                     // spilled records with an intent
     std::uint64_t m_rows = 0;                           // CSV and query rows read

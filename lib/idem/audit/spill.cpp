@@ -11,6 +11,7 @@
 #include "idem/util/text.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <fmt/format.h>
 #include <map>
 #include <memory>
@@ -20,10 +21,6 @@
 namespace idem::audit {
 
 namespace {
-
-// Enough that a partition of a 100M-record log fits in memory easily,
-// few enough that every file keeps its own write buffer.
-constexpr std::size_t k_partitions = 64;
 
 // A row on disk: first what frames it (the sizes of its texts, whether
 // a trace follows), so a partition is walked, and its rows counted by
@@ -126,12 +123,12 @@ struct PartitionRows {
 struct Spill::Partitions {
     io::SpillPartitions files;
 
-    Partitions(const io::SpillDirectory& directory, const char* name)
-        : files(directory, name, k_partitions) {}
+    Partitions(const io::SpillDirectory& directory, const char* name, std::size_t count)
+        : files(directory, name, count) {}
 
     // `traced`: says_something(record.trace), asked once for both files.
     void write(std::string_view partition_text, const SpilledRecord& record, bool traced) {
-        auto index = XXH3_64bits(partition_text.data(), partition_text.size()) % k_partitions;
+        auto index = XXH3_64bits(partition_text.data(), partition_text.size()) % files.count();
         RowHeader header;
         header.seq = record.seq;
         header.number = record.position.number;
@@ -175,11 +172,19 @@ struct Spill::Partitions {
     }
 };
 
-Spill::Spill(SpillLayout layout, const std::filesystem::path& directory)
+std::size_t spill_partitions(std::optional<std::uint64_t> expected_records) {
+    constexpr std::size_t k_fewest = 64, k_most = 256;
+    constexpr std::uint64_t k_rows_each = 40'000;
+    if (!expected_records) return k_fewest;
+    auto wanted = std::bit_ceil(std::max<std::uint64_t>(*expected_records / k_rows_each, 1));
+    return static_cast<std::size_t>(std::clamp<std::uint64_t>(wanted, k_fewest, k_most));
+}
+
+Spill::Spill(SpillLayout layout, const std::filesystem::path& directory, std::size_t partitions)
     : m_layout(layout), m_directory(directory, "audit") {
-    m_by_key = std::make_unique<Partitions>(m_directory, "key");
+    m_by_key = std::make_unique<Partitions>(m_directory, "key", partitions);
     if (layout.by_fingerprint)
-        m_by_fingerprint = std::make_unique<Partitions>(m_directory, "fingerprint");
+        m_by_fingerprint = std::make_unique<Partitions>(m_directory, "fingerprint", partitions);
 }
 
 Spill::~Spill() = default;
@@ -547,8 +552,8 @@ ExplainedPartition explain_partition(PartitionRows& partition, GroupKind kind,
                                  static_cast<std::uint32_t>(bytes.size() - start), group.kind,
                                  group.payloads > 1});
         });
-    // Ordered here, on the partition's worker: the run then merges 64
-    // ordered runs instead of sorting every group on one thread.
+    // Ordered here, on the partition's worker: the run then merges the
+    // partitions' ordered runs instead of sorting every group on one thread.
     std::sort(out.index.begin(), out.index.end(), worse_first);
     return out;
 }
@@ -611,7 +616,7 @@ private:
     // Every partition's index (each worst first) as one, worst first: the
     // ordered runs, gathered back to back as they came, merged two by two
     // into a second array and back, level after level, each read straight
-    // through. A heap of cursors over all 64 pays a heap's bookkeeping per
+    // through. A heap of cursors over every run pays a heap's bookkeeping per
     // group, on one thread while the others wait.
     HugeVector<GroupIndex> merge_runs() {
         auto& from = m_index;
@@ -670,7 +675,7 @@ std::unique_ptr<GroupShelf> Spill::explain_groups(Context context, FindingsSumma
             return explain_partition(rows[worker], job.kind, context, m_layout);
         });
     auto submit = [&](Partitions* partitions, GroupKind kind) {
-        for (std::size_t i = 0; i < k_partitions; ++i) {
+        for (std::size_t i = 0; i < partitions->files.count(); ++i) {
             while (pool.full())
                 if (auto finished = pool.next(true)) writer.add(std::move(finished->output));
             pool.submit({partitions, i, kind});
