@@ -364,7 +364,8 @@ private:
         m_findings.fingerprinted = layout.by_fingerprint;
         auto directory = m_options.spill_directory.empty() ? std::filesystem::path("/tmp")
                                                            : m_options.spill_directory;
-        m_spill.emplace(layout, directory, spill_partitions(m_expected_records));
+        m_spill.emplace(layout, directory,
+                        spill_partitions(m_expected_records, layout.by_fingerprint ? 2 : 1));
         const auto& attempts = m_findings.attempts;
         for (std::size_t i = 0; i < attempts.size(); ++i) {
             auto key = m_keys.text(i);

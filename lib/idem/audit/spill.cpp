@@ -172,12 +172,16 @@ struct Spill::Partitions {
     }
 };
 
-std::size_t spill_partitions(std::optional<std::uint64_t> expected_records) {
-    constexpr std::size_t k_fewest = 64, k_most = 256;
-    constexpr std::uint64_t k_rows_each = 40'000;
+std::size_t spill_partitions(std::optional<std::uint64_t> expected_records,
+                             std::size_t partitionings, std::uint64_t open_files) {
+    constexpr std::uint64_t k_fewest = 64, k_most = 256, k_rows_each = 40'000, k_kept_open = 64;
     if (!expected_records) return k_fewest;
     auto wanted = std::bit_ceil(std::max<std::uint64_t>(*expected_records / k_rows_each, 1));
-    return static_cast<std::size_t>(std::clamp<std::uint64_t>(wanted, k_fewest, k_most));
+    auto room = open_files > k_kept_open
+                    ? (open_files - k_kept_open) / std::max<std::size_t>(partitionings, 1)
+                    : 0;
+    auto most = std::max(k_fewest, std::min(k_most, std::bit_floor(room)));
+    return static_cast<std::size_t>(std::clamp(wanted, k_fewest, most));
 }
 
 Spill::Spill(SpillLayout layout, const std::filesystem::path& directory, std::size_t partitions)

@@ -38,8 +38,10 @@ struct SpillLayout {
     std::size_t fingerprint_paths = 0;
 };
 
-// How many partition files a spill of about `expected_records` records
-// writes (nullopt: not known, as from a pipe). About 40k rows each: a
+// How many partition files each of `partitionings` (1; 2 with
+// --fingerprint, by key and by fingerprint) writes for a spill of about
+// `expected_records` records (nullopt: not known, as from a pipe), in a
+// process that may hold `open_files` descriptors. About 40k rows each: a
 // partition's id tables (its rows' hashes, the table of first rows) then
 // stay within a core's cache while its texts are numbered (10M events:
 // 0.98 of the wall with 256 against 64, and 395 MiB at peak against 514).
@@ -47,7 +49,11 @@ struct SpillLayout {
 // easily; at most 256, since every file keeps a write buffer of its own
 // while the input is read, and partitions of a few thousand rows cost
 // more than they save (1M events with 256: 1.10 of the time with 64).
-[[nodiscard]] std::size_t spill_partitions(std::optional<std::uint64_t> expected_records);
+// Every file is open while the input is read: above 64, only as many as
+// leave 64 descriptors for the rest of the run (inputs, outputs, stores).
+[[nodiscard]] std::size_t spill_partitions(std::optional<std::uint64_t> expected_records,
+                                           std::size_t partitionings = 1,
+                                           std::uint64_t open_files = io::open_files_limit());
 
 class Spill {
 public:
@@ -55,8 +61,7 @@ public:
     // in a fresh directory under `directory` (removed again by the
     // destructor); the report is the same whatever their count. Throws
     // FileSystemError.
-    Spill(SpillLayout layout, const std::filesystem::path& directory,
-          std::size_t partitions = spill_partitions(std::nullopt));
+    Spill(SpillLayout layout, const std::filesystem::path& directory, std::size_t partitions = 64);
     ~Spill();
     Spill(const Spill&) = delete;
     Spill& operator=(const Spill&) = delete;

@@ -8,11 +8,20 @@
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
+#include <limits>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <utility>
 
 namespace idem::io {
+
+std::uint64_t open_files_limit() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+        return std::numeric_limits<std::uint64_t>::max();
+    return limit.rlim_cur;
+}
 
 SpillDirectory::SpillDirectory(const std::filesystem::path& parent, std::string_view name) {
     auto pattern = (parent / fmt::format("idem-{}-XXXXXX", name)).string();

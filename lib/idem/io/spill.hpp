@@ -58,6 +58,11 @@ template <typename Value> bool take_fixed(std::string_view& in, Value& value) {
     return true;
 }
 
+// How many descriptors the process may hold open (RLIMIT_NOFILE's soft
+// limit; the largest number when there is none): spill files are held
+// open while written, so how many a spill makes must fit.
+[[nodiscard]] std::uint64_t open_files_limit();
+
 // "idem-NAME-XXXXXX" under `parent`, made by mkdtemp: never a directory
 // that was there before, whoever else writes to `parent`. Removed with
 // everything in it when destroyed. Throws FileSystemError.

@@ -1,8 +1,10 @@
 #include "idem/audit/spill.hpp"
 
+#include <algorithm>
 #include <doctest/doctest.h>
 #include <filesystem>
 #include <string>
+#include <sys/resource.h>
 #include <vector>
 
 using namespace idem;
@@ -66,13 +68,45 @@ std::vector<std::string> spilled_groups(std::size_t partitions, FindingsSummary&
 } // namespace
 
 TEST_CASE("a spill's partition count follows the records expected, 64 to 256") {
-    CHECK(spill_partitions(std::nullopt) == 64); // a pipe: not known
-    CHECK(spill_partitions(0) == 64);
-    CHECK(spill_partitions(1'000'000) == 64);
-    CHECK(spill_partitions(2'560'000) == 64);
-    CHECK(spill_partitions(3'000'000) == 128);
-    CHECK(spill_partitions(10'000'000) == 256);
-    CHECK(spill_partitions(std::uint64_t{1} << 40) == 256);
+    constexpr std::uint64_t k_plenty = 1 << 20;               // descriptors
+    CHECK(spill_partitions(std::nullopt, 1, k_plenty) == 64); // a pipe: not known
+    CHECK(spill_partitions(0, 1, k_plenty) == 64);
+    CHECK(spill_partitions(1'000'000, 1, k_plenty) == 64);
+    CHECK(spill_partitions(2'560'000, 1, k_plenty) == 64);
+    CHECK(spill_partitions(3'000'000, 1, k_plenty) == 128);
+    CHECK(spill_partitions(10'000'000, 2, k_plenty) == 256);
+    CHECK(spill_partitions(std::uint64_t{1} << 40, 1, k_plenty) == 256);
+}
+
+TEST_CASE("a spill's partition files leave 64 descriptors to the rest of the run") {
+    // 1024, a common soft limit: 256 by key and 256 by fingerprint fit.
+    CHECK(spill_partitions(10'000'000, 2, 1024) == 256);
+    CHECK(spill_partitions(10'000'000, 2, 500) == 128);
+    CHECK(spill_partitions(10'000'000, 1, 300) == 128);
+    CHECK(spill_partitions(10'000'000, 2, 300) == 64);
+    // Never fewer than 64, as before the count followed the input.
+    CHECK(spill_partitions(10'000'000, 2, 100) == 64);
+    CHECK(spill_partitions(10'000'000, 2, 0) == 64);
+
+    // A real limit: 300 descriptors, two partitionings of a 10M-record log.
+    rlimit saved{};
+    REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+    rlimit tight = saved;
+    tight.rlim_cur = std::min<rlim_t>(saved.rlim_cur, 300);
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &tight) == 0);
+    auto partitions = spill_partitions(10'000'000, 2);
+    bool made = false;
+    try {
+        SpillLayout layout;
+        layout.by_fingerprint = true;
+        Spill spill(layout, std::filesystem::temp_directory_path(), partitions);
+        made = true;
+    } catch (const std::exception& error) {
+        MESSAGE(error.what());
+    }
+    ::setrlimit(RLIMIT_NOFILE, &saved);
+    CHECK(partitions == 64);
+    CHECK(made);
 }
 
 TEST_CASE("groups found on disk are the same whatever the partition count") {
