@@ -1,10 +1,11 @@
 #pragma once
 // Bounded memory for audit (docs/audit.md, "Scale"). Once more records have
 // been read than fit (--spill-after), each record goes to one of a number of
-// partition files (spill_partitions) by the hash of its key, and again by the hash of
-// its fingerprint; groups are then found one partition at a time, since
-// records that share a key (or a fingerprint) share a partition. Only the
-// records that end up in groups come back into memory, for the report.
+// partition files (spill_partitions) by the hash of its key, and again by
+// the hash of its fingerprint; groups are then found one partition at a
+// time, since records that share a key (or a fingerprint) share a
+// partition. Only the records that end up in groups come back into
+// memory, for the report.
 
 #include "idem/audit/report.hpp"
 #include "idem/io/spill.hpp"
@@ -57,11 +58,11 @@ struct SpillLayout {
 
 class Spill {
 public:
-    // Creates `partitions` files a partitioning (by key, by fingerprint)
-    // in a fresh directory under `directory` (removed again by the
-    // destructor); the report is the same whatever their count. Throws
-    // FileSystemError.
-    Spill(SpillLayout layout, const std::filesystem::path& directory, std::size_t partitions = 64);
+    // Creates `partitions` files a partitioning (by key, by fingerprint;
+    // spill_partitions() says how many) in a fresh directory under
+    // `directory` (removed again by the destructor); the report is the
+    // same whatever their count. Throws FileSystemError.
+    Spill(SpillLayout layout, const std::filesystem::path& directory, std::size_t partitions);
     ~Spill();
     Spill(const Spill&) = delete;
     Spill& operator=(const Spill&) = delete;
