@@ -38,7 +38,8 @@ struct SourcePosition {
     std::uint64_t column = 0;
     std::uint64_t byte_offset = 0;
 
-    // "events.ndjson:1042:17" (column omitted when unknown).
+    // "events.ndjson:1042:17" (column omitted when unknown), the name with
+    // its control bytes escaped (terminal_text).
     [[nodiscard]] std::string to_string() const;
 };
 
