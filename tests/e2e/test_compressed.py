@@ -145,6 +145,41 @@ class CompressedInput(unittest.TestCase):
                 self.assertTrue(out)
 
 
+    def test_a_pzstd_file_starting_with_a_skippable_frame_is_zstd(self):
+        """pzstd (Debian's zstd package) always writes a skippable frame
+        first (RFC 8878 3.1.2); so may any writer, with any of its 16 magics."""
+        plain = self.file("plain.ndjson", PLAIN)
+        expected = self.dedup([plain])[1]
+        made = subprocess.run(["pzstd", "-q", "-c", plain], capture_output=True, check=True).stdout
+        self.assertIn(made[0], range(0x50, 0x60))
+        for first in (made, bytes([0x5E, 0x2A, 0x4D, 0x18, 3, 0, 0, 0, 1, 2, 3]) + zstd(PLAIN)):
+            code, out, err = self.dedup([self.file("p.zst", first)])
+            self.assertEqual(code, 0, err)
+            self.assertEqual(out, expected)
+
+    def test_an_xz_header_claiming_a_huge_dictionary_is_refused_within_the_budget(self):
+        """liblzma's memlimit: a 2 GiB dictionary is never allocated;
+        exit 3 names the file and the budget."""
+        import resource
+        data = lzma.compress(PLAIN, format=lzma.FORMAT_XZ,
+                             filters=[{"id": lzma.FILTER_LZMA2, "dict_size": 1536 << 20}])
+        path = self.file("huge.xz", data)
+
+        def a_gigabyte():
+            resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+        from harness import IDEM
+        process = subprocess.run([IDEM, "dedup", "--key", "id", "--store", ":memory:", path],
+                                 capture_output=True, preexec_fn=a_gigabyte, timeout=60)
+        err = process.stderr.decode()
+        self.assertEqual(process.returncode, 3, err)
+        self.assertIn("huge.xz", err)
+        self.assertIn("128 MiB", err)
+        honest = self.file("honest.xz", lzma.compress(PLAIN, format=lzma.FORMAT_XZ, preset=9))
+        code, _, err = self.dedup([honest])
+        self.assertEqual(code, 0, err)
+
+
 @unittest.skipUnless(shutil.which("zstd"), "the zstd tool is needed")
 class CompressedHar(unittest.TestCase):
     def test_a_gzipped_har_export_reads_as_the_har(self):

@@ -35,11 +35,23 @@ constexpr std::array<Magic, 4> k_magics{{
     {Compression::bzip2, std::string_view("BZh", 3)},
 }};
 
+// RFC 8878 §3.1.2: a skippable frame's magic is 0x184D2A50-0x184D2A5F,
+// little-endian. pzstd starts every file with one; the decoder passes it.
+constexpr std::string_view k_skippable_frame_tail("\x2a\x4d\x18", 3);
+
+bool starts_a_skippable_frame(std::string_view prefix) {
+    if (prefix.empty()) return false;
+    auto first = static_cast<unsigned char>(prefix.front());
+    if (first < 0x50 || first > 0x5f) return false;
+    auto tail = prefix.substr(1, k_skippable_frame_tail.size());
+    return k_skippable_frame_tail.starts_with(tail);
+}
+
 // Whether more bytes could still make `prefix` a magic number.
 bool could_be_magic(std::string_view prefix) {
     for (const auto& magic : k_magics)
         if (prefix.size() < magic.bytes.size() && magic.bytes.starts_with(prefix)) return true;
-    return false;
+    return prefix.size() < 1 + k_skippable_frame_tail.size() && starts_a_skippable_frame(prefix);
 }
 
 // The descriptor's bytes, the ones read to tell the format first.
@@ -148,6 +160,8 @@ public:
     static constexpr const char* k_unit = "frame";
     ZstdCodec() : m_context(ZSTD_createDCtx()) {
         if (!m_context) throw std::bad_alloc();
+        static_assert(k_decoder_memory_bytes == 1ULL << 27);
+        ZSTD_DCtx_setParameter(m_context, ZSTD_d_windowLogMax, 27);
     }
     ~ZstdCodec() { ZSTD_freeDCtx(m_context); }
     ZstdCodec(const ZstdCodec&) = delete;
@@ -175,7 +189,7 @@ class XzCodec {
 public:
     static constexpr const char* k_unit = "stream";
     XzCodec() {
-        if (lzma_stream_decoder(&m_stream, UINT64_MAX, LZMA_CONCATENATED) != LZMA_OK)
+        if (lzma_stream_decoder(&m_stream, k_decoder_memory_bytes, LZMA_CONCATENATED) != LZMA_OK)
             throw std::bad_alloc();
     }
     ~XzCodec() { lzma_end(&m_stream); }
@@ -196,8 +210,11 @@ public:
         else if (rc != LZMA_OK && rc != LZMA_STREAM_END && rc != LZMA_BUF_ERROR)
             step.error = rc == LZMA_DATA_ERROR     ? "the data is corrupt"
                          : rc == LZMA_FORMAT_ERROR ? "not an .xz stream"
-                         : rc == LZMA_MEM_ERROR    ? "out of memory"
-                                                   : "cannot be decoded";
+                         : rc == LZMA_MEMLIMIT_ERROR
+                             ? "its dictionary needs more than the decoder's budget of 128 MiB "
+                               "(docs/records.md, \"Budgets\")"
+                         : rc == LZMA_MEM_ERROR ? "out of memory"
+                                                : "cannot be decoded";
         return step;
     }
     void restart() {}
@@ -303,6 +320,9 @@ private:
 } // namespace
 
 Compression compression_of(std::string_view first_bytes) {
+    if (first_bytes.size() >= 1 + k_skippable_frame_tail.size() &&
+        starts_a_skippable_frame(first_bytes))
+        return Compression::zstd;
     for (const auto& magic : k_magics)
         if (first_bytes.starts_with(magic.bytes)) {
             // "BZh" then the block size, 1 to 9: one more byte rules out text.

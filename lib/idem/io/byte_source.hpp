@@ -14,6 +14,12 @@ namespace idem::io {
 
 enum class Compression { none, gzip, zstd, xz, bzip2 };
 
+// What one decoder may hold, whatever a file's header claims: xz's
+// dictionary (liblzma's memlimit) and zstd's window (2^27, libzstd's own
+// default). `xz -9` needs 65 MiB and `zstd --long=27` 128 MiB; a larger
+// claim is a damaged stream (docs/records.md, "Budgets").
+inline constexpr std::uint64_t k_decoder_memory_bytes = 128ULL << 20;
+
 // What the first bytes of an input say it is (none: read as it is).
 [[nodiscard]] Compression compression_of(std::string_view first_bytes);
 // The same for a file, read with pread(2) at offset 0 (nothing consumed);
