@@ -219,3 +219,38 @@ class Detected(unittest.TestCase):
         self.assertEqual(code, 3, err)
         self.assertIn("neither a HAR export nor a page with a \"data\" array", err)
         self.assertIn("--input-format", err)
+
+
+class ExcelCsv(unittest.TestCase):
+    """What Excel's "CSV UTF-8" writes: a byte order mark before the first
+    name; and a header naming a column twice, whose second value would be
+    dropped unseen."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, data):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def test_a_byte_order_mark_is_no_part_of_the_first_name(self):
+        path = self.write("excel.csv", "\ufeffid,amount\r\nevt_1,10\r\nevt_1,10\r\nevt_2,5\r\n".encode())
+        for args in ([], ["--input-format", "csv"]):
+            code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", "--summary", "json", *args, path])
+            self.assertEqual(code, 0, err)
+            self.assertEqual(summary_of(err)["unique"], 2)
+            self.assertEqual(json.loads(out.splitlines()[0]), {"id": "evt_1", "amount": "10"})
+
+    def test_a_name_given_twice_is_exit_3_with_both_columns(self):
+        path = self.write("twice.csv", b"id,amount,id\nevt_1,10,evt_9\n")
+        code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", path])
+        self.assertEqual(code, 3, err)
+        self.assertIn("twice.csv:1", err)
+        self.assertIn("'id'", err)
+        self.assertIn("columns 1 and 3", err)
+        self.assertEqual(out, b"")

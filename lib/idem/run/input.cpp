@@ -3,18 +3,19 @@
 #include "idem/io/byte_source.hpp"
 
 #include "idem/record/har.hpp"
+#include "idem/run/json_elements.hpp"
 #include "idem/run/rows.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 #include "idem/util/unique_fd.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <sys/stat.h>
@@ -91,8 +92,22 @@ struct InputStream::Impl {
     std::string read_document(const OpenInput& input, std::string_view kind);
     void load_document(const OpenInput& input, InputBlock& out);
     void load_har(const OpenInput& input, InputBlock& out);
-    void load_csv(const OpenInput& input, InputBlock& out);
-    void load_json(const OpenInput& input, InputBlock& out);
+    // A CSV file, row by row (rows.hpp): the next block of about
+    // `target_bytes`, false after its last row.
+    bool next_csv_block(const OpenInput& input, InputBlock& out, std::size_t target_bytes);
+    std::unique_ptr<io::ByteSource> csv_source;
+    std::unique_ptr<std::streambuf> csv_buffer;
+    std::unique_ptr<std::istream> csv_stream;
+    std::optional<CsvRowReader> csv_rows;
+    std::uint64_t csv_next_line = 1; // the line the next block's first line stands for
+    // A JSON array or page, element by element (json_elements.hpp): the
+    // next block of about `target_bytes`, false after the document's end.
+    bool next_json_block(const OpenInput& input, InputBlock& out, std::size_t target_bytes);
+    std::unique_ptr<io::ByteSource> json_source;
+    std::optional<JsonElements> json_reader;
+    std::string json_bytes; // read, not yet fed
+    std::size_t json_at = 0;
+    bool json_ended = false;
     // --sorted: the reader over the part of a plain file the window keeps,
     // `out` told of the lines before it; false when the file is not cut.
     bool start_cut(const OpenInput& input, InputBlock& out);
@@ -139,8 +154,21 @@ void InputStream::Impl::decide_format(OpenInput& input) {
     // the first whole line is told apart alone rather than held back.
     struct stat status {};
     bool file = ::fstat(input.fd, &status) == 0 && S_ISREG(status.st_mode);
-    auto lines_wanted = file ? 2 : 1;
-    auto enough = [&] { return std::count(first.begin(), first.end(), '\n') >= lines_wanted; };
+    // Lines that hold something: a blank second line tells nothing.
+    std::size_t lines_wanted = file ? 2 : 1, filled_lines = 0, scanned = 0;
+    bool line_filled = false;
+    auto enough = [&] {
+        for (; scanned < first.size(); ++scanned) {
+            char byte = first[scanned];
+            if (byte == '\n') {
+                filled_lines += line_filled ? 1 : 0;
+                line_filled = false;
+            } else if (byte != ' ' && byte != '\t' && byte != '\r') {
+                line_filled = true;
+            }
+        }
+        return filled_lines >= lines_wanted;
+    };
     while (first.size() < k_detect_bytes && !enough()) {
         std::size_t got = 0;
         try {
@@ -200,10 +228,8 @@ void InputStream::Impl::load_document(const OpenInput& input, InputBlock& out) {
     switch (*input.format) {
     case InputFormat::har:
         return load_har(input, out);
-    case InputFormat::csv:
-        return load_csv(input, out);
-    case InputFormat::json:
-        return load_json(input, out);
+    case InputFormat::csv:  // streamed: next_csv_block
+    case InputFormat::json: // streamed: next_json_block
     case InputFormat::ndjson:
     case InputFormat::detect:
         break;
@@ -211,30 +237,45 @@ void InputStream::Impl::load_document(const OpenInput& input, InputBlock& out) {
     throw std::logic_error("load_document: not a document format");
 }
 
-// A JSON array of records, or a page of them (`{"data": [...]}`, as list
-// APIs and exports write): each element one record, on a line of its own
-// (re-serialised compact, member order kept). Positions give the element's
-// number where other inputs give a line.
-void InputStream::Impl::load_json(const OpenInput& input, InputBlock& out) {
-    auto document = nlohmann::ordered_json::parse(read_document(input, "JSON"), nullptr, false);
-    if (document.is_discarded())
-        throw InputError({input.name, 0, 0, 0}, "not a JSON document (and not NDJSON: its first "
-                                                "line is not a whole object)");
-    const nlohmann::ordered_json* records = &document;
-    if (document.is_object()) {
-        auto data = document.find("data");
-        if (data == document.end() || !data->is_array())
-            throw InputError({input.name, 0, 0, 0},
-                             "a JSON object over several lines that is neither a HAR export nor "
-                             "a page with a \"data\" array of records: give --input-format");
-        records = &*data;
+bool InputStream::Impl::next_json_block(const OpenInput& input, InputBlock& out,
+                                        std::size_t target_bytes) {
+    if (!json_reader) {
+        json_reader.emplace(input.name, options.max_record_bytes, oversize_handler);
+        json_source = take_source(input);
+        json_bytes.clear();
+        json_at = 0;
+        json_ended = false;
     }
+    constexpr std::size_t k_read_bytes = 1 << 16;
     std::string lines;
-    for (const auto& element : *records) {
-        lines.append(element.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-        lines.push_back('\n');
+    std::uint64_t oversized = 0;
+    while (lines.size() < target_bytes && oversized == 0 && !json_ended) {
+        if (json_at == json_bytes.size()) {
+            json_bytes.resize(k_read_bytes);
+            std::size_t got = 0;
+            try {
+                got = json_source->read(json_bytes.data(), json_bytes.size());
+            } catch (const io::DamagedStream& damage) {
+                throw InputError({input.name, 0, 0, 0},
+                                 fmt::format("{}: the JSON document is incomplete", damage.what));
+            }
+            json_bytes.resize(got);
+            json_at = 0;
+            if (got == 0) {
+                json_reader->finish();
+                json_ended = true;
+                break;
+            }
+        }
+        auto fed = json_reader->feed(std::string_view(json_bytes).substr(json_at), lines);
+        json_at += fed.consumed;
+        oversized = fed.oversized_bytes;
     }
+    bytes_so_far.store(finished_bytes + json_source->raw_bytes_read(), std::memory_order_relaxed);
+    if (lines.empty() && oversized == 0) return false;
     hold_lines(lines, out);
+    out.block.oversized_line_bytes = oversized;
+    return true;
 }
 
 void InputStream::Impl::load_har(const OpenInput& input, InputBlock& out) {
@@ -247,23 +288,65 @@ void InputStream::Impl::load_har(const OpenInput& input, InputBlock& out) {
     hold_lines(lines, out);
 }
 
+namespace {
+// An input's bytes as a std::istream reads them, a chunk at a time. A
+// damaged compressed stream ends the file with InputError (the stream is
+// told to rethrow it: exceptions(badbit)).
+class ByteSourceBuffer final : public std::streambuf {
+public:
+    ByteSourceBuffer(io::ByteSource& source, std::string name)
+        : m_source(source), m_name(std::move(name)) {}
+
+protected:
+    int_type underflow() override {
+        if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+        std::size_t got = 0;
+        try {
+            got = m_source.read(m_chunk.data(), m_chunk.size());
+        } catch (const io::DamagedStream& damage) {
+            throw InputError({m_name, 0, 0, 0},
+                             fmt::format("{}: the CSV document is incomplete", damage.what));
+        }
+        if (got == 0) return traits_type::eof();
+        setg(m_chunk.data(), m_chunk.data(), m_chunk.data() + got);
+        return traits_type::to_int_type(*gptr());
+    }
+
+private:
+    io::ByteSource& m_source;
+    std::string m_name;
+    std::array<char, 1 << 16> m_chunk{};
+};
+} // namespace
+
 // Each row a JSON object of its header's names and its values (strings),
 // at the line of the file it starts on: blank lines stand for the header
 // and for the extra lines of quoted fields that hold newlines, so positions
 // are the CSV file's own (orders.csv:12).
-void InputStream::Impl::load_csv(const OpenInput& input, InputBlock& out) {
-    std::istringstream document(read_document(input, "CSV"));
-    std::string lines;
-    std::uint64_t next_line = 1;
-    read_csv_rows(document, input.name, options.csv_delimiter, options.csv_values,
-                  [&](std::string_view json, const RowPosition& position) {
-                      for (; next_line < position.number; ++next_line)
-                          lines.push_back('\n');
-                      lines.append(json);
-                      lines.push_back('\n');
-                      ++next_line;
-                  });
+bool InputStream::Impl::next_csv_block(const OpenInput& input, InputBlock& out,
+                                       std::size_t target_bytes) {
+    if (!csv_rows) {
+        csv_source = take_source(input);
+        csv_buffer = std::make_unique<ByteSourceBuffer>(*csv_source, input.name);
+        csv_stream = std::make_unique<std::istream>(csv_buffer.get());
+        csv_stream->exceptions(std::ios::badbit);
+        csv_rows.emplace(*csv_stream, input.name, options.csv_delimiter, options.csv_values,
+                         options.max_record_bytes);
+        csv_next_line = 1;
+    }
+    std::string lines, json;
+    std::uint64_t line = 0;
+    while (lines.size() < target_bytes && csv_rows->next(json, line)) {
+        for (; csv_next_line < line; ++csv_next_line)
+            lines.push_back('\n');
+        lines.append(json);
+        lines.push_back('\n');
+        ++csv_next_line;
+    }
+    bytes_so_far.store(finished_bytes + csv_source->raw_bytes_read(), std::memory_order_relaxed);
+    if (lines.empty()) return false;
     hold_lines(lines, out);
+    return true;
 }
 
 void InputStream::Impl::open(OpenInput& input) {
@@ -316,6 +399,31 @@ bool InputStream::next_block(InputBlock& out, std::size_t target_bytes) {
         out.starts_source = !impl.source_started;
         impl.source_started = true;
         if (!input.format) impl.decide_format(input);
+        if (*input.format == InputFormat::json) {
+            if (impl.next_json_block(input, out, target_bytes)) return true;
+            impl.finished_bytes += impl.json_source->raw_bytes_read();
+            impl.bytes_so_far.store(impl.finished_bytes, std::memory_order_relaxed);
+            impl.json_reader.reset();
+            impl.json_source.reset();
+            std::string().swap(impl.json_bytes);
+            impl.close(input);
+            ++impl.current;
+            impl.source_started = false;
+            continue;
+        }
+        if (*input.format == InputFormat::csv) {
+            if (impl.next_csv_block(input, out, target_bytes)) return true;
+            impl.finished_bytes += impl.csv_source->raw_bytes_read();
+            impl.bytes_so_far.store(impl.finished_bytes, std::memory_order_relaxed);
+            impl.csv_rows.reset();
+            impl.csv_stream.reset();
+            impl.csv_buffer.reset();
+            impl.csv_source.reset();
+            impl.close(input);
+            ++impl.current;
+            impl.source_started = false;
+            continue;
+        }
         if (*input.format != InputFormat::ndjson) {
             impl.load_document(input, out);
             impl.close(input);

@@ -1,6 +1,7 @@
 #include "idem/run/input_format.hpp"
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 namespace idem::run {
 
@@ -10,6 +11,11 @@ std::string_view trimmed(std::string_view text) {
     if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
     auto first = text.find_first_not_of(" \t\r\n");
     return first == std::string_view::npos ? std::string_view() : text.substr(first);
+}
+
+std::string_view trimmed_end(std::string_view text) {
+    auto last = text.find_last_not_of(" \t\r");
+    return last == std::string_view::npos ? std::string_view() : text.substr(0, last + 1);
 }
 
 std::string_view line_at(std::string_view text, std::size_t& from) {
@@ -68,6 +74,27 @@ bool starts_one_value(std::string_view text) {
     return check.cut_short();
 }
 
+// The first line after `from` that holds more than blanks, and whether it
+// was seen whole (a newline ends it, or the input ended before
+// k_detect_bytes); nullopt when none was seen.
+struct SeenLine {
+    std::string_view text;
+    bool whole = false;
+};
+
+std::optional<SeenLine> next_filled_line(std::string_view text, std::size_t from) {
+    while (from < text.size()) {
+        auto end = text.find('\n', from);
+        auto line =
+            trimmed(text.substr(from, end == std::string_view::npos ? text.npos : end - from));
+        if (!line.empty())
+            return SeenLine{line, end != std::string_view::npos || text.size() < k_detect_bytes};
+        if (end == std::string_view::npos) break;
+        from = end + 1;
+    }
+    return std::nullopt;
+}
+
 bool is_har(const nlohmann::json& object) {
     auto log = object.find("log");
     return log != object.end() && log->is_object() && log->contains("entries");
@@ -82,10 +109,12 @@ InputFormat detect_input_format(std::string_view first, char csv_delimiter) {
     std::size_t at = 0;
     auto first_line = line_at(text, at);
     bool has_second_line = at < text.size();
-    auto second_line = trimmed(line_at(text, at));
-    // A whole object on the second line: NDJSON, whatever the first holds
-    // (a line cut short by a log rotation, a comma in it or not).
-    if (second_line.starts_with('{') && object_on(second_line).is_object())
+    auto second_line = next_filled_line(text, at);
+    // An object starting the next line that holds anything: NDJSON,
+    // whatever the first holds (a line cut short by a log rotation, a comma
+    // in it or not), even when that object is too long to be seen whole.
+    if (second_line && second_line->text.starts_with('{') &&
+        (!second_line->whole || object_on(second_line->text).is_object()))
         return InputFormat::ndjson;
     if (text.front() == '{') {
         auto object = object_on(first_line);
@@ -103,8 +132,20 @@ InputFormat detect_input_format(std::string_view first, char csv_delimiter) {
         return text.find("\"log\"") != std::string_view::npos ? InputFormat::har
                                                               : InputFormat::json;
     }
-    if (first_line.find(csv_delimiter) != std::string_view::npos) return InputFormat::csv;
-    return InputFormat::ndjson;
+    // CSV needs a header and, after it, a row seen whole that is not JSON:
+    // the rest of a log whose first line a rotation cut (a comma in it,
+    // often a closing brace) must never be read as rows.
+    auto header = trimmed_end(first_line);
+    if (header.find(csv_delimiter) == std::string_view::npos || header.ends_with('}'))
+        return InputFormat::ndjson;
+    if (!second_line)
+        return has_second_line && text.size() >= k_detect_bytes
+                   ? InputFormat::ndjson
+                   : InputFormat::csv; // a header alone, or blank lines after it
+    if (!second_line->whole || second_line->text.starts_with('{') ||
+        second_line->text.starts_with('['))
+        return InputFormat::ndjson;
+    return InputFormat::csv;
 }
 
 } // namespace idem::run

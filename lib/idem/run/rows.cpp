@@ -4,6 +4,7 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -17,16 +18,23 @@ namespace {
 // Reads one CSV record (which may span lines inside quotes) into `fields`.
 // False at the end of the file.
 bool next_csv_record(std::istream& in, char delimiter, std::vector<std::string>& fields,
-                     std::vector<bool>& quoted_fields, std::uint64_t& line,
-                     const std::string& path) {
+                     std::vector<bool>& quoted_fields, std::uint64_t& line, const std::string& path,
+                     std::uint64_t max_bytes) {
     fields.clear();
     quoted_fields.clear();
     std::string field;
     bool quoted = false, any = false, was_quoted = false;
     auto start_line = line + 1;
+    std::uint64_t bytes = 0;
     char c = 0;
     while (in.get(c)) {
         any = true;
+        // A quote never closed would otherwise read the rest of the file
+        // into one field.
+        if (++bytes > max_bytes)
+            throw InputError(
+                {path, start_line, 0, 0},
+                fmt::format("a CSV row longer than {} bytes (--max-record-size)", max_bytes));
         if (quoted) {
             if (c == '"') {
                 if (in.peek() == '"') {
@@ -86,6 +94,64 @@ nlohmann::json typed_value(std::string& field, bool quoted) {
 
 } // namespace
 
+CsvRowReader::CsvRowReader(std::istream& in, std::string name, char delimiter, CsvValues values,
+                           std::uint64_t max_row_bytes)
+    : m_in(in), m_name(std::move(name)), m_delimiter(delimiter), m_values(values),
+      m_max_row_bytes(max_row_bytes) {
+    std::vector<std::string> header;
+    if (!next_csv_record(m_in, m_delimiter, header, m_quoted, m_line, m_name, m_max_row_bytes))
+        throw InputError({m_name, 1, 0, 0}, "the CSV file is empty: a header row is needed");
+    // Excel's "CSV UTF-8" starts with a byte order mark: it is no part of
+    // the first column's name.
+    constexpr std::string_view k_byte_order_mark = "\xef\xbb\xbf";
+    if (!header.empty() && header.front().starts_with(k_byte_order_mark))
+        header.front().erase(0, k_byte_order_mark.size());
+    // A name twice would keep one of its values and drop the other unseen.
+    for (std::size_t i = 0; i < header.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            if (header[i] == header[j])
+                throw InputError({m_name, 1, 0, 0},
+                                 fmt::format("the header names {} twice (columns {} and {}): each "
+                                             "column needs a name of its own",
+                                             quote(header[i]), j + 1, i + 1));
+    // Each name written once, as JSON, and the columns in the order a
+    // JSON object's members are written (by name).
+    m_order.resize(header.size());
+    for (std::size_t i = 0; i < header.size(); ++i)
+        m_order[i] = i;
+    std::sort(m_order.begin(), m_order.end(),
+              [&](std::size_t a, std::size_t b) { return header[a] < header[b]; });
+    for (const auto& column : header)
+        m_names.push_back(
+            nlohmann::json(column).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+            ":");
+}
+
+bool CsvRowReader::next(std::string& json, std::uint64_t& line) {
+    while (true) {
+        line = m_line + 1;
+        if (!next_csv_record(m_in, m_delimiter, m_fields, m_quoted, m_line, m_name,
+                             m_max_row_bytes))
+            return false;
+        if (m_fields.size() == 1 && m_fields[0].empty()) continue; // a blank line
+        if (m_fields.size() != m_names.size())
+            throw InputError({m_name, line, 0, 0}, fmt::format("{} fields where the header has {}",
+                                                               m_fields.size(), m_names.size()));
+        json.clear();
+        json.push_back('{');
+        for (std::size_t k = 0; k < m_order.size(); ++k) {
+            auto i = m_order[k];
+            if (k > 0) json.push_back(',');
+            json.append(m_names[i]);
+            auto value = m_values == CsvValues::typed ? typed_value(m_fields[i], m_quoted[i])
+                                                      : nlohmann::json(std::move(m_fields[i]));
+            json.append(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        }
+        json.push_back('}');
+        return true;
+    }
+}
+
 void read_csv_rows(const std::string& path, const RowHandler& handle) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError({path, 0, 0, 0}, "cannot open the CSV file");
@@ -94,27 +160,11 @@ void read_csv_rows(const std::string& path, const RowHandler& handle) {
 
 void read_csv_rows(std::istream& in, const std::string& path, char delimiter, CsvValues values,
                    const RowHandler& handle) {
-    std::vector<std::string> header, fields;
-    std::vector<bool> quoted;
-    std::uint64_t line = 0;
-    if (!next_csv_record(in, delimiter, header, quoted, line, path))
-        throw InputError({path, 1, 0, 0}, "the CSV file is empty: a header row is needed");
+    CsvRowReader rows(in, path, delimiter, values, k_max_csv_row_bytes);
     std::string json;
-    while (true) {
-        auto row_line = line + 1;
-        if (!next_csv_record(in, delimiter, fields, quoted, line, path)) break;
-        if (fields.size() == 1 && fields[0].empty()) continue; // a blank line
-        if (fields.size() != header.size())
-            throw InputError(
-                {path, row_line, 0, 0},
-                fmt::format("{} fields where the header has {}", fields.size(), header.size()));
-        nlohmann::json object = nlohmann::json::object();
-        for (std::size_t i = 0; i < header.size(); ++i)
-            object[header[i]] = values == CsvValues::typed ? typed_value(fields[i], quoted[i])
-                                                           : nlohmann::json(std::move(fields[i]));
-        json = object.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-        handle(json, {path, false, row_line});
-    }
+    std::uint64_t line = 0;
+    while (rows.next(json, line))
+        handle(json, {path, false, line});
 }
 
 namespace {

@@ -33,9 +33,40 @@ void read_csv_rows(const std::string& path, const RowHandler& handle);
 // true or false a boolean.
 enum class CsvValues { text, typed };
 
+// A CSV row (its raw bytes, quoted line breaks included) longer than this
+// is an error where no --max-record-size applies (--csv for reconcile).
+inline constexpr std::uint64_t k_max_csv_row_bytes = 16ULL << 20;
+
 // The same over `in`, named `name`, fields split at `delimiter`.
 void read_csv_rows(std::istream& in, const std::string& name, char delimiter, CsvValues values,
                    const RowHandler& handle);
+
+// A CSV file's rows one at a time, as they are read: memory is the header
+// (each name held once) and the row in hand, never the file. The header
+// is read when constructed: a byte order mark before it is dropped, and a
+// name given twice is an InputError naming both columns. A row (or the
+// header) longer than `max_row_bytes` is an InputError at its line.
+class CsvRowReader {
+public:
+    CsvRowReader(std::istream& in, std::string name, char delimiter, CsvValues values,
+                 std::uint64_t max_row_bytes);
+    // The next row as a JSON object (members by name) and the line it
+    // starts on; false at the end. Throws InputError for a row that does
+    // not parse or has the wrong number of fields.
+    bool next(std::string& json, std::uint64_t& line);
+
+private:
+    std::istream& m_in;
+    std::string m_name;
+    char m_delimiter;
+    CsvValues m_values;
+    std::uint64_t m_max_row_bytes;
+    std::vector<std::string> m_names; // each name as JSON, with its ':'
+    std::vector<std::size_t> m_order; // the columns by name
+    std::vector<std::string> m_fields;
+    std::vector<bool> m_quoted;
+    std::uint64_t m_line = 0;
+};
 
 // Runs `query` on the database at `path`, opened read-only. Integers and
 // reals become numbers, text strings, NULL null, blobs base64 strings.

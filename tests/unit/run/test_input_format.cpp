@@ -38,3 +38,18 @@ TEST_CASE("broken lines that start like objects are NDJSON to reject, not a docu
     CHECK(detect_input_format("{ \"log\": {\n    \"version\": \"1.2\",\n", ',') ==
           InputFormat::har);
 }
+
+TEST_CASE("a cut first line with a comma never turns the log into CSV") {
+    // The cut line's brace, a blank second line, a second line too long
+    // to be seen whole: each is still NDJSON.
+    CHECK(detect_input_format("a\",\"b\":1}\n{\"id\":\"y\"}\n", ',') == InputFormat::ndjson);
+    CHECK(detect_input_format("amount,id\n\n\n{\"id\":\"y\"}\n", ',') == InputFormat::ndjson);
+    std::string long_second = "x\",\"n\":2\n{\"id\":\"" + std::string(k_detect_bytes, 'a');
+    CHECK(detect_input_format(long_second, ',') == InputFormat::ndjson);
+    std::string long_row = "id,type\n" + std::string(k_detect_bytes, 'a');
+    CHECK(detect_input_format(long_row, ',') == InputFormat::ndjson);
+    // A CSV is still a CSV: a header, blank lines, then rows; a header alone.
+    CHECK(detect_input_format("id,type\n\na,x\n", ',') == InputFormat::csv);
+    CHECK(detect_input_format("id,type\n", ',') == InputFormat::csv);
+    CHECK(detect_input_format("id,type", ',') == InputFormat::csv);
+}
