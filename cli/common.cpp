@@ -31,8 +31,8 @@ constexpr std::uint64_t k_max_warnings_shown = 20;
 
 // Every command's report options, with its name: the one whose --metrics
 // was given is the command that ran (write_failed_run_metrics).
-std::vector<std::pair<std::string, const CommonOptions*>>& registered_report_options() {
-    static std::vector<std::pair<std::string, const CommonOptions*>> registered;
+std::vector<std::pair<std::string, CommonOptions*>>& registered_report_options() {
+    static std::vector<std::pair<std::string, CommonOptions*>> registered;
     return registered;
 }
 } // namespace
@@ -44,8 +44,12 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
                        "bytes); a quoted pattern ('captures/*.ndjson.gz') is expanded by idem, in "
                        "name order");
     command.add_flag("--recursive", options.recursive,
-                     "a directory among the inputs: read every file under it, in path order "
-                     "(names starting with '.' left out)");
+                     "a directory among the inputs: read every regular file under it, in path "
+                     "order (names starting with '.', links out of it and files this run "
+                     "writes left out, each with a warning)");
+    command.add_flag("--follow-links", options.follow_links,
+                     "a link that a directory or a pattern among the inputs holds may lead out "
+                     "of it (never to /proc, /sys or /dev)");
     add_choice_option(command, "--input-format", options.input_format,
                       "ndjson, json (an array, or a page with a \"data\" array), har (HAR 1.2 "
                       "export) or csv (a header row; each row a record of string values); "
@@ -85,6 +89,11 @@ void add_report_options(CLI::App& command, CommonOptions& options) {
                        "write the run's figures to FILE as OpenMetrics gauges, which "
                        "node_exporter's textfile collector reads, replaced whole at the end");
     registered_report_options().emplace_back(command.get_name(), &options);
+}
+
+void set_written_files(std::string_view command, std::vector<std::string> files) {
+    for (auto& [name, options] : registered_report_options())
+        if (name == command) options->written_files = files;
 }
 
 void take_fail_on_unmatched(std::vector<std::string>& fail_on, CommonOptions& options) {
@@ -175,7 +184,17 @@ void apply_store_timeout(const CommonOptions& options, std::chrono::milliseconds
 
 run::InputOptions input_options(const CommonOptions& options) {
     run::InputOptions input;
-    input.paths = run::expand_inputs(options.inputs, options.recursive);
+    run::InputExpansion expansion;
+    expansion.recursive = options.recursive;
+    expansion.links =
+        options.follow_links ? run::LinkPolicy::follow_links : run::LinkPolicy::stay_inside;
+    expansion.written = options.written_files;
+    auto expanded = run::expand_inputs(options.inputs, expansion);
+    if (!options.quiet)
+        for (const auto& skipped : expanded.skipped)
+            print_stderr("idem: warning: {}: left out: {}\n", quote(skipped.path),
+                         escape_for_terminal(skipped.reason));
+    input.paths = std::move(expanded.files);
     input.format = options.input_format;
     if (!options.csv_delimiter.empty()) {
         if (input.format != run::InputFormat::csv && input.format != run::InputFormat::detect)
@@ -307,6 +326,7 @@ void add_store_option(CLI::App& command, std::string& store, std::string_view wh
                     fmt::format("{}{}PATH (SQLite, default {}), :memory:, redis://host:port[/db]",
                                 what, what.empty() ? "" : ": ", k_default_store))
         ->envname("IDEM_STORE")
+        ->capture_default_str()
         ->transform(CLI::Validator(
             [](std::string& uri) {
                 if (uri.empty()) uri = std::string(k_default_store);

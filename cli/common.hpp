@@ -24,7 +24,12 @@ namespace idem::cli {
 
 struct CommonOptions {
     std::vector<std::string> inputs;
-    bool recursive = false; // --recursive: directories among the inputs
+    bool recursive = false;    // --recursive: directories among the inputs
+    bool follow_links = false; // --follow-links: links out of a directory or pattern
+    // The files the run writes (outputs, the SQLite store and its
+    // journals), set by check_file_flags: never what a directory or
+    // pattern among the inputs expands to.
+    std::vector<std::string> written_files;
     run::InputFormat input_format = run::InputFormat::detect;
     std::string max_record_size = "16MiB";
     std::string reject_path;
@@ -40,6 +45,10 @@ struct CommonOptions {
     std::string csv_delimiter;             // --csv-delimiter; empty: a comma
     bool csv_types = false;                // --csv-types
 };
+
+// Gives the command's registered options the files it writes
+// (CommonOptions::written_files).
+void set_written_files(std::string_view command, std::vector<std::string> files);
 
 // Takes "unmatched" out of a command's --fail-on list (every judging
 // command's --fail-on accepts it: a value no record held exits 1).

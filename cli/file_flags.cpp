@@ -1,7 +1,10 @@
 #include "file_flags.hpp"
 
+#include "common.hpp"
+
 #include "idem/io/file_paths.hpp"
 #include "idem/run/input_paths.hpp"
+#include "idem/store/location.hpp"
 #include "idem/util/errors.hpp"
 
 #include <filesystem>
@@ -17,6 +20,7 @@ enum class FileFlag {
     stage_input,     // NAME=FILE (reconcile --stage): NAME=span:... names no file
     output,          // written in place or replaced (-o, --reject, --dups)
     replaced_output, // replaced whole by a rename (--metrics): a regular file or nothing
+    store,           // --store: a SQLite file (and its journals) written, or a URI
 };
 
 struct FileFlagEntry {
@@ -55,6 +59,7 @@ constexpr FileFlagEntry k_file_flags[] = {
     {"", "--invalid", FileFlag::output},
     {"reconcile", "--missing", FileFlag::output}, // dedup's and merge's --missing is a policy
     {"", "--metrics", FileFlag::replaced_output},
+    {"", "--store", FileFlag::store},
 };
 
 const FileFlagEntry* entry_of(std::string_view command, std::string_view flag) {
@@ -79,6 +84,11 @@ std::string file_of(const std::string& value, FileFlag kind) {
         auto file = value.substr(equals + 1);
         return file.starts_with("span:") ? "" : file;
     }
+    case FileFlag::store: {
+        if (value.empty()) return ""; // audit's and reconcile's --store have no default
+        auto location = store::parse_store_uri(value);
+        return location.kind == store::StoreKind::sqlite ? location.path : "";
+    }
     case FileFlag::input:
     case FileFlag::output:
     case FileFlag::replaced_output:
@@ -93,30 +103,38 @@ void check_file_flags(const CLI::App& app) {
     for (const auto* command : app.get_subcommands()) {
         std::vector<io::NamedPath> inputs;
         std::vector<io::NamedOutput> outputs;
-        const auto* recursive = command->get_option_no_throw("--recursive");
+        std::vector<std::string> written;
         for (const auto* option : command->get_options()) {
-            if (option->count() == 0) continue;
             auto flag = option->get_positional() || option->get_lnames().empty()
                             ? option->get_name()
                             : "--" + option->get_lnames().front();
             const auto* entry = entry_of(command->get_name(), flag);
             if (!entry) continue;
-            for (const auto& value : option->results()) {
+            auto values = option->results();
+            // The store a command keeps state in when --store is not given.
+            if (values.empty() && entry->kind == FileFlag::store)
+                values.push_back(option->get_default_str());
+            for (const auto& value : values) {
                 auto file = file_of(value, entry->kind);
                 if (file.empty()) continue;
-                if (entry->kind == FileFlag::output)
+                if (entry->kind == FileFlag::output || entry->kind == FileFlag::store)
                     outputs.push_back({flag, file, io::OutputKind::any});
                 else if (entry->kind == FileFlag::replaced_output)
                     outputs.push_back({flag, file, io::OutputKind::regular_only});
-                else if (flag == "inputs") // directories and patterns as the files they name
-                    for (auto& named :
-                         run::expand_inputs({file}, recursive && recursive->count() > 0))
-                        inputs.push_back({flag, named});
+                else if (flag == "inputs" && run::is_input_pattern(file))
+                    continue; // its matches never include what the run writes
                 else
                     inputs.push_back({flag, file});
+                if (entry->kind == FileFlag::store)
+                    for (const char* journal : {"-wal", "-shm", "-journal"})
+                        written.push_back(file + journal);
+                if (entry->kind != FileFlag::input && entry->kind != FileFlag::labelled_input &&
+                    entry->kind != FileFlag::stage_input)
+                    written.push_back(file);
             }
         }
         if (auto clash = io::find_path_clash(inputs, outputs)) throw UsageError(*clash);
+        set_written_files(command->get_name(), std::move(written));
     }
 }
 

@@ -90,11 +90,22 @@ class ManyInputs(unittest.TestCase):
         target = os.path.join(self.day, "a.ndjson")
         with open(target, "rb") as f:
             before = f.read()
-        code, _, err = run(["dedup", "--key", "id", "--recursive", "--store", os.path.join(self.tmp.name, "s.db"),
-                            "-o", target, self.day])
+        code, _, err = run(["dedup", "--key", "id", "--store", os.path.join(self.tmp.name, "s.db"),
+                            "-o", target, self.plain, target])
         self.assertEqual(code, 2, err)
         with open(target, "rb") as f:
             self.assertEqual(f.read(), before)
+
+    def test_an_output_inside_a_folder_read_is_left_out_of_it(self):
+        target = os.path.join(self.day, "late", "kept.ndjson")
+        code, _, err = run(["dedup", "--key", "id", "--recursive", "--store", os.path.join(self.tmp.name, "s.db"),
+                            "--summary", "json", "-o", target, self.day])
+        self.assertEqual(code, 0, err)
+        code, _, err = run(["dedup", "--key", "id", "--recursive", "--store", ":memory:",
+                            "--summary", "json", "-o", target, self.day])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(summary_of(err)["in"], 900)  # not the 300 kept.ndjson holds from the first run
+        self.assertIn("kept.ndjson", err)
 
     def test_thousands_of_files_need_one_descriptor(self):
         many = os.path.join(self.tmp.name, "many")
@@ -168,3 +179,216 @@ class Progress(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def as_nobody():
+    """For preexec_fn: the run as an unprivileged user, for whom a mode-000
+    folder is unreadable (root reads every folder)."""
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def open_to_everyone(root):
+    """Lets the unprivileged user walk and read `root` (TemporaryDirectory
+    makes it 0700)."""
+    for folder, dirs, files in os.walk(root):
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
+
+
+class WhatAFolderOrPatternReads(unittest.TestCase):
+    """docs/security.md, "Inputs": what a folder or a pattern expands to is
+    regular files whose real path stays inside it, never under /proc, /sys
+    or /dev, never a file the run writes; a folder or file the walk cannot
+    read is exit 3 naming it before any record is written."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.caps = os.path.join(self.tmp.name, "caps")
+        os.makedirs(os.path.join(self.caps, "sub"))
+        for n in range(20):
+            folder = self.caps if n < 10 else os.path.join(self.caps, "sub")
+            with open(os.path.join(folder, f"{n:02d}.ndjson"), "wb") as f:
+                f.write(lines([{"id": f"evt_{n}", "n": n}]))
+        self.outside = os.path.join(self.tmp.name, "outside.txt")
+        with open(self.outside, "wb") as f:
+            f.write(b"SECRET-OUTSIDE-THE-TREE\n")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def dedup(self, *args, **kwargs):
+        return run(["dedup", "--key", "id", "--store", ":memory:", "--summary", "json", *args], **kwargs)
+
+    def test_a_link_out_of_the_folder_is_left_out_and_named(self):
+        os.symlink(self.outside, os.path.join(self.caps, "sub", "zz.ndjson"))
+        os.symlink("/proc/self/environ", os.path.join(self.caps, "env.ndjson"))
+        reject = os.path.join(self.tmp.name, "rej.ndjson")
+        code, out, err = self.dedup("--recursive", "--reject", reject, self.caps,
+                                    env={"PLANTED_SECRET": "SECRET-IN-THE-ENVIRONMENT"})
+        self.assertEqual(code, 0, err)
+        self.assertEqual(summary_of(err)["in"], 20)
+        self.assertEqual(summary_of(err)["rejected"], 0)
+        self.assertNotIn(b"SECRET", out)
+        self.assertNotIn("SECRET", err)
+        self.assertIn("zz.ndjson", err)
+        self.assertIn("--follow-links", err)
+        self.assertIn("env.ndjson", err)
+        self.assertIn("/proc", err)
+        if os.path.exists(reject):
+            with open(reject, "rb") as f:
+                self.assertNotIn(b"SECRET", f.read())
+
+    def test_verify_never_writes_a_linked_secret_into_its_rejects(self):
+        """The attack as reported: the secret in the environment, a link
+        to /proc/self/environ in the folder verify reads."""
+        os.symlink("/proc/self/environ", os.path.join(self.caps, "sub", "environ.ndjson"))
+        reject = os.path.join(self.tmp.name, "rej.ndjson")
+        code, out, err = run(["verify", "--scheme", "stripe", "--secret-env", "STRIPE_SECRET", "--recursive",
+                              "--reject", reject, "--no-fail", self.caps],
+                             env={"STRIPE_SECRET": "whsec_do_not_leak_me"})
+        self.assertIn("environ.ndjson", err)
+        for written in (out, err.encode()):
+            self.assertNotIn(b"whsec_do_not_leak_me", written)
+        if os.path.exists(reject):
+            with open(reject, "rb") as f:
+                self.assertNotIn(b"whsec_do_not_leak_me", f.read())
+
+    def test_follow_links_reads_a_link_out_but_never_proc(self):
+        with open(self.outside, "wb") as f:
+            f.write(lines([{"id": "evt_outside", "n": 99}]))
+        os.symlink(self.outside, os.path.join(self.caps, "zz.ndjson"))
+        os.symlink("/proc/self/environ", os.path.join(self.caps, "env.ndjson"))
+        code, out, err = self.dedup("--recursive", "--follow-links", self.caps)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(summary_of(err)["in"], 21)
+        self.assertIn(b"evt_outside", out)
+        self.assertIn("env.ndjson", err)
+
+    def test_a_link_inside_the_folder_is_read(self):
+        os.symlink(os.path.join(self.caps, "00.ndjson"), os.path.join(self.caps, "sub", "again.ndjson"))
+        code, out, err = self.dedup("--recursive", self.caps)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(summary_of(err)["in"], 21)
+
+    def test_a_pattern_never_leaves_its_fixed_prefix(self):
+        os.symlink(self.outside, os.path.join(self.caps, "zz.ndjson"))
+        code, out, err = self.dedup(os.path.join(self.caps, "*.ndjson"))
+        self.assertEqual(code, 0, err)
+        self.assertEqual(summary_of(err)["in"], 10)
+        self.assertIn("zz.ndjson", err)
+
+    def test_an_unreadable_subfolder_is_exit_3_naming_it_before_any_record(self):
+        locked = os.path.join(self.caps, "sub", "locked")
+        os.makedirs(locked)
+        open_to_everyone(self.tmp.name)
+        os.chmod(locked, 0)
+        process = subprocess.run([IDEM, "dedup", "--key", "id", "--store", ":memory:", "--recursive", self.caps],
+                                 capture_output=True, preexec_fn=as_nobody, cwd=self.tmp.name, timeout=60)
+        err = process.stderr.decode()
+        self.assertEqual(process.returncode, 3, err)
+        self.assertIn(locked, err)
+        self.assertEqual(process.stdout, b"")
+
+    def test_an_unreadable_file_under_a_folder_is_exit_3_naming_it(self):
+        locked = os.path.join(self.caps, "sub", "15.ndjson")
+        open_to_everyone(self.tmp.name)
+        os.chmod(locked, 0)
+        process = subprocess.run([IDEM, "dedup", "--key", "id", "--store", ":memory:", "--recursive", self.caps],
+                                 capture_output=True, preexec_fn=as_nobody, cwd=self.tmp.name, timeout=60)
+        err = process.stderr.decode()
+        self.assertEqual(process.returncode, 3, err)
+        self.assertIn(locked, err)
+        self.assertEqual(process.stdout, b"")
+
+    def test_a_pattern_takes_regular_files_only(self):
+        os.mkfifo(os.path.join(self.caps, "live.ndjson"))
+        os.symlink("/dev/zero", os.path.join(self.caps, "zero.ndjson"))
+        code, out, err = self.dedup(os.path.join(self.caps, "*.ndjson"))  # a FIFO read would hang: timeout
+        self.assertEqual(code, 0, err)
+        self.assertEqual(summary_of(err)["in"], 10)
+        self.assertIn("live.ndjson", err)
+        self.assertIn("zero.ndjson", err)
+        code, out, err = self.dedup("--recursive", self.caps)
+        self.assertEqual(code, 0, err)
+        self.assertEqual(summary_of(err)["in"], 20)
+
+    def test_the_store_and_outputs_are_never_read_from_the_folder(self):
+        store = os.path.join(self.caps, "idem.db")
+        output = os.path.join(self.caps, "kept.ndjson")
+        for attempt in range(2):
+            code, _, err = run(["dedup", "--key", "id", "--store", store, "--summary", "json", "--recursive",
+                                "-o", output, self.caps])
+            self.assertIn(code, (0,), err)
+            self.assertEqual(summary_of(err)["in"], 20, err)
+            self.assertEqual(summary_of(err)["rejected"], 0, err)
+        self.assertTrue(os.path.exists(store))
+
+    def test_the_default_store_is_not_read_from_the_folder_either(self):
+        env = {k: v for k, v in os.environ.items() if k != "IDEM_STORE"}
+        for attempt in range(2):  # the second run finds idem.db (and its journals) in the folder
+            process = subprocess.run([IDEM, "dedup", "--key", "id", "--summary", "json", "--recursive", "."],
+                                     capture_output=True, cwd=self.tmp.name, env=env, timeout=60)
+            err = process.stderr.decode()
+            self.assertEqual(process.returncode, 1, err)  # outside.txt is no record: rejected
+            self.assertEqual(summary_of(err)["in"], 21, err)
+            self.assertEqual(summary_of(err)["rejected"], 1, err)
+        self.assertTrue(os.path.exists(os.path.join(self.tmp.name, "idem.db")))
+
+    def test_a_store_named_as_an_input_is_a_usage_error(self):
+        store = os.path.join(self.tmp.name, "s.db")
+        code, _, err = run(["dedup", "--key", "id", "--store", store, os.path.join(self.caps, "00.ndjson")])
+        self.assertEqual(code, 0, err)
+        code, out, err = run(["dedup", "--key", "id", "--store", store, store])
+        self.assertEqual(code, 2, err)
+        self.assertIn("--store", err)
+        self.assertEqual(out, b"")
+
+
+class NamesAndFirstLines(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_a_file_name_never_forges_a_line_on_stderr(self):
+        """A name holding a newline and an escape: every diagnostic that
+        names it (a rejected line's warning, an error) keeps it on its line."""
+        folder = os.path.join(self.tmp.name, "caps")
+        os.makedirs(folder)
+        name = os.path.join(folder, "x\nidem: error: FORGED\n::warning::CI\x1b[31m.ndjson")
+        with open(name, "wb") as f:
+            f.write(b'{"id":"a"}\nnot json\n')
+        for args in (["dedup", "--key", "id", "--store", ":memory:", "--recursive", folder],
+                     ["audit", "--key", "id", "--recursive", folder],
+                     ["dedup", "--key", "id", "--store", ":memory:", "--strict", "--recursive", folder],
+                     ["dedup", "--key", "id", "--store", ":memory:", os.path.join(folder, "*.ndjson")]):
+            with self.subTest(args=args):
+                code, _, err = run(args)
+                self.assertNotEqual(err, "")
+                for line in err.splitlines():
+                    self.assertFalse(line.startswith("idem: error: FORGED"), err)
+                    self.assertFalse(line.startswith("::"), err)
+                self.assertNotIn("\x1b", err)
+
+    def test_a_rotation_cut_first_line_loses_only_itself(self):
+        """docs/records.md: only the cut line is lost, whatever it holds
+        and whatever follows it (a blank line, a line over 1 MiB)."""
+        good = [{"id": f"evt_{n}", "n": n} for n in range(1000)]
+        body = lines(good)
+        cases = {
+            "comma, then records": b'unt":10,"id":"x"}\n' + body,
+            "comma, blank second line": b'a","b":1,\n\n' + body,
+            "comma, long second line": b'x","y":2\n' + lines([{"id": "big", "pad": "p" * (1 << 21)}]) + body,
+        }
+        for name, data in cases.items():
+            with self.subTest(case=name):
+                path = os.path.join(self.tmp.name, "cut.ndjson")
+                with open(path, "wb") as f:
+                    f.write(data)
+                code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", "--summary", "json", path])
+                self.assertEqual(code, 1, err)  # the cut line is rejected
+                self.assertEqual(summary_of(err)["rejected"], 1)
+                self.assertGreaterEqual(summary_of(err)["unique"], 1000)
