@@ -223,15 +223,39 @@ run::InputOptions input_options(const CommonOptions& options) {
     return input;
 }
 
+CLI::Validator time_bound_check() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            // An empty value (--since "$UNSET") would be no bound at all: the
+            // window a script meant would silently hold every record.
+            if (text.empty())
+                return "an empty value names no time: give a time (RFC 3339) or a duration (2h)";
+            // "-1" would be a time before 1970, "+5" epoch seconds: a
+            // signed number is a duration that lost its unit.
+            bool signed_number = (text.front() == '-' || text.front() == '+') && text.size() > 1 &&
+                                 text.find_first_not_of("0123456789.", 1) == std::string::npos;
+            if (signed_number)
+                return fmt::format("{} is a signed number, not a time: give a duration its unit "
+                                   "(30m, 2h) or a time in RFC 3339",
+                                   quote(text));
+            return std::string();
+        },
+        "");
+}
+
 void add_time_window_options(CLI::App& command, CommonOptions& options) {
-    command.add_option("--since", options.since,
-                       "only records whose event time is at or after this: a time (RFC 3339, "
-                       "epoch seconds), or a duration back from the newest record's (2h: the "
-                       "last two hours of the log; files only); others are counted as "
-                       "outside_range");
-    command.add_option("--until", options.until,
-                       "only records whose event time is before this: a time, or a duration back "
-                       "from the newest record's");
+    command
+        .add_option("--since", options.since,
+                    "only records whose event time is at or after this: a time (RFC 3339, "
+                    "epoch seconds), or a duration back from the newest record's (2h: the "
+                    "last two hours of the log; files only); others are counted as "
+                    "outside_range")
+        ->check(time_bound_check());
+    command
+        .add_option("--until", options.until,
+                    "only records whose event time is before this: a time, or a duration back "
+                    "from the newest record's")
+        ->check(time_bound_check());
     command.add_flag("--sorted", options.sorted,
                      "each input file is in event-time order: a plain file is cut to "
                      "--since/--until by binary search, the lines outside counted as "

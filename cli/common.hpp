@@ -125,6 +125,10 @@ add_choice_option(CLI::App& command, const std::string& name, Target& target,
 
 [[nodiscard]] run::InputOptions input_options(const CommonOptions& options);
 
+// What --since and --until accept as given: never empty, never a signed
+// bare number (a 1969 time, or a duration without its unit).
+[[nodiscard]] CLI::Validator time_bound_check();
+
 // --since/--until, for the commands that read event times.
 void add_time_window_options(CLI::App& command, CommonOptions& options);
 // The window they give: each a time, or a duration back from the newest

@@ -168,8 +168,10 @@ void register_replay(CLI::App& app, std::function<int()>& action) {
                         "header carrying the key (default Idempotency-Key)");
     command->add_flag("--no-key", options->no_key,
                       "send no key; then a timeout after sending is not retried");
-    command->add_option("--since", options->since, "only records received at or after this time");
-    command->add_option("--until", options->until, "only records received before this time");
+    command->add_option("--since", options->since, "only records received at or after this time")
+        ->check(time_bound_check());
+    command->add_option("--until", options->until, "only records received before this time")
+        ->check(time_bound_check());
     command->add_option(
         "--time-field", options->time_field,
         "time of a plain event for --since/--until/--timing (envelopes: received_at)");

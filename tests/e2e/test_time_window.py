@@ -212,6 +212,24 @@ class Window(Fixture, unittest.TestCase):
         self.assertIn("mixed.ndjson:6", err)
 
 
+class BoundsThatNameNoTime(Fixture, unittest.TestCase):
+    """An empty --since (a script's unset variable) would hold every
+    record; a signed number is a 1969 time or a duration without its unit:
+    both are usage errors, for every command that takes them."""
+
+    def test_empty_and_signed_bounds_are_usage_errors(self):
+        commands = dict(self.commands())
+        commands["replay"] = ["replay", "--to", "http://127.0.0.1:9/", "--store", ":memory:"]
+        for name, args in commands.items():
+            for flag in ("--since", "--until"):
+                for value in ("", "-1", "+30", "-2.5"):
+                    with self.subTest(command=name, flag=flag, value=value):
+                        code, out, err = run(args + [flag, value, self.log])
+                        self.assertEqual(code, 2, err)
+                        self.assertIn(flag, err)
+                        self.assertEqual(out, b"")
+
+
 class Sorted(Fixture, unittest.TestCase):
     """--sorted: a plain file in time order is cut to the window by binary
     search; what the run gives is the same as reading every line."""
