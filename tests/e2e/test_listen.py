@@ -57,6 +57,33 @@ class Capture(unittest.TestCase):
         summary = summary_of(listener.stderr)
         self.assertEqual((summary["in"], summary["captured"], summary["answered_2xx"]), (2, 2, 2))
 
+    def test_a_compressed_capture_name_is_written_compressed_and_appended_to(self):
+        """-o cap.ndjson.gz (or .zst) is compressed as every other output is,
+        each request a member or frame of its own: read whole by gzip, zstd
+        and idem after a restart appended to it."""
+        import gzip
+        import subprocess
+        for name, decompress in (("cap.ndjson.gz", gzip.decompress),
+                                 ("cap.ndjson.zst", lambda data: subprocess.run(
+                                     ["zstd", "-d", "-q", "-c"], input=data, capture_output=True,
+                                     check=True).stdout)):
+            with self.subTest(name=name):
+                for round_ in range(2):  # a restarted listener appends
+                    with listening(self.tmp.name, name=name) as listener:
+                        for n in range(3):
+                            status, _, _ = listener.post("/h", json.dumps({"id": f"evt_{round_}_{n}"}).encode())
+                            self.assertEqual(status, 200)
+                        self.assertEqual(listener.stop(), 0)
+                with open(listener.capture, "rb") as f:
+                    data = f.read()
+                self.assertNotIn(b"evt_0_0", data)
+                captured = [json.loads(line) for line in decompress(data).splitlines()]
+                self.assertEqual([json.loads(e["body"])["id"] for e in captured],
+                                 [f"evt_{r}_{n}" for r in range(2) for n in range(3)])
+                code, out, err = run(["dedup", "--key", "body.id", "--store", ":memory:", listener.capture])
+                self.assertEqual(code, 0, err)
+                self.assertEqual(len(out.splitlines()), 6)
+
     def test_chunked_bodies_and_expect_continue_are_captured_decoded(self):
         with listening(self.tmp.name) as listener:
             with socket.create_connection(("127.0.0.1", listener.port), timeout=10) as sock:

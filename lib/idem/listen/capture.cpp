@@ -26,6 +26,7 @@ CaptureFile::CaptureFile(const std::string& path) {
             fmt::format("cannot open capture {}: {}", quote(path), std::strerror(errno)));
     m_fd = m_owned_fd.get();
     m_name = path;
+    m_compressor = io::compressor_for(path);
 }
 
 CaptureFile::~CaptureFile() = default;
@@ -34,6 +35,16 @@ bool CaptureFile::append_line(std::string_view line) {
     std::lock_guard lock(m_mutex);
     m_line.assign(line);
     m_line += '\n';
+    if (m_compressor) {
+        try {
+            m_compressor->compress(m_line, m_compressed);
+        } catch (const Error& error) {
+            m_last_error = error.what();
+            ++m_failed_writes;
+            return false;
+        }
+        m_line.swap(m_compressed);
+    }
     // A file's size before the write, to cut a partial line back off.
     off_t size_before = m_owned_fd.valid() ? ::lseek(m_fd, 0, SEEK_END) : -1;
     std::string_view rest = m_line;

@@ -2,11 +2,16 @@
 // The capture file of `idem listen`: one envelope line per request, written
 // to the kernel before the request is answered, so that a request answered
 // 2xx is in the file even when the process is killed right after. Safe to
-// call from many connection threads.
+// call from many connection threads. A name ending in .gz or .zst is
+// written compressed (io/compressor.hpp), each line a whole member or
+// frame of its own: a capture killed at any point, or appended to by a
+// restarted listener, stays a stream every reader reads whole.
 
+#include "idem/io/compressor.hpp"
 #include "idem/util/unique_fd.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -42,6 +47,8 @@ private:
     std::string m_name;
     mutable std::mutex m_mutex;
     std::string m_line;
+    std::unique_ptr<io::Compressor> m_compressor; // for a .gz or .zst name
+    std::string m_compressed;
     std::string m_last_error;
     std::uint64_t m_failed_writes = 0;
 };
