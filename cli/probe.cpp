@@ -144,14 +144,17 @@ int run_probe_command(const ProbeCommandOptions& options) {
     auto run = probe_options(options);
     StderrDiagnostics diagnostics(options.common.quiet, StderrDiagnostics::RejectFlag::absent);
     auto started = std::chrono::steady_clock::now();
-    // Opened before anything is sent: a report that cannot be written is
-    // known before the handler is touched.
+    // Opened before anything is sent, so a report that cannot be written is
+    // known before the handler is touched; written beside the file and
+    // renamed over it at the end, so a probe that fails (the handler down,
+    // a refused --to) leaves the previous report as it was, never empty.
     auto output = options.output_path.empty() ? io::Sink::standard_output()
-                                              : io::Sink::create_file(options.output_path);
+                                              : io::Sink::replace_file(options.output_path);
     auto result = probe::run_probe(run, diagnostics);
     auto width = stdout_table_width(options.wide, options.output_path.empty());
     output->write(probe::render_report(result, options.report, width, version_line()));
     output->flush();
+    output->publish();
     io::Summary summary;
     summary.command = "probe";
     summary.counts = {{"checks", result.checks.size()},

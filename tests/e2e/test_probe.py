@@ -23,6 +23,18 @@ CHECKS = ["sequential-duplicate", "concurrent-duplicates", "key-reuse", "retry-a
           "out-of-order", "slow-answer"]
 
 
+import contextlib
+import socket
+
+
+@contextlib.contextmanager
+def socket_bound():
+    """A loopback port that was free a moment ago and is closed again."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
 class Handler:
     """A reference handler in a process of its own, stopped by PID."""
 
@@ -268,6 +280,25 @@ class Probe(unittest.TestCase):
         self.assertEqual(skipped, ["late-retry", "out-of-order", "retry-after-5xx"])
         self.assertEqual(suites.get("failures"), "1")
         self.assertEqual(suites.get("tests"), str(len(CHECKS)))
+
+    def test_a_probe_that_fails_leaves_the_previous_report_as_it_was(self):
+        """CI keeps the last report: a handler that is down (exit 4) or a
+        refused --to (exit 2) never empties -o FILE, nor leaves a partial
+        file beside it."""
+        report = self.path("probe.xml")
+        before = b"<testsuites tests=\"1\" failures=\"0\"><testsuite/></testsuites>\n"
+        with open(report, "wb") as f:
+            f.write(before)
+        with socket_bound() as port:  # a port nothing answers on
+            down = f"http://127.0.0.1:{port}/hooks"
+        for to, expected in ((down, 4), ("ftp://127.0.0.1/hooks", 2)):
+            with self.subTest(to=to):
+                code, out, err = run(["probe", "--to", to, "--report", "junit", "-o", report, "-q"])
+                self.assertEqual(code, expected, err)
+                with open(report, "rb") as f:
+                    self.assertEqual(f.read(), before)
+                self.assertEqual(sorted(os.listdir(os.path.dirname(report))).count("probe.xml"), 1)
+                self.assertEqual([n for n in os.listdir(os.path.dirname(report)) if "partial" in n], [])
 
     def test_markdown_and_table_reports_name_each_check(self):
         handler, _ = self.start("correct.py")
