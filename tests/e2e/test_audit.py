@@ -683,3 +683,37 @@ class WhatIf(unittest.TestCase):
                      ["--key", "k"] + ["--what-if", "key=a"] * 5):
             code, _, err = run(["audit", *args], stdin=b"{}\n")
             self.assertEqual(code, 2, args)
+
+
+class KeysLongerThanTheBound(unittest.TestCase):
+    """docs/audit.md, "Budgets": a key longer than 4 KiB is kept by its
+    first bytes and its SHA-256, so a handful of records with huge keys
+    never grow audit's memory or report with the keys' size; keys that
+    differ only past the cut are still different groups."""
+
+    def test_huge_keys_are_kept_by_digest_and_still_told_apart(self):
+        import resource
+        from harness import IDEM
+        with tempfile.TemporaryDirectory() as tmp:
+            log = os.path.join(tmp, "huge.ndjson")
+            head = "k" * (2 << 20)
+            with open(log, "w") as f:
+                for n in range(60):  # 20 keys, each three times; only their tails differ
+                    f.write(json.dumps({"id": head + f"-{n % 20:02d}", "ts": f"2026-11-30T08:00:{n:02d}Z"}) + "\n")
+            report_path = os.path.join(tmp, "report.json")
+            process = subprocess.run([IDEM, "audit", "--key", "id", "--time-field", "ts", "--format", "json",
+                                      "-o", report_path, "-q", log], capture_output=True, timeout=120)
+            self.assertIn(process.returncode, (0, 1), process.stderr)
+            peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            self.assertLess(os.path.getsize(report_path), 2 << 20)  # the log is 120 MiB
+            with open(report_path) as f:
+                report = json.load(f)
+            self.assertEqual(len(report["groups"]), 20)
+            keys = {record["key"] for group in report["groups"] for record in group["records"]}
+            self.assertEqual(len(keys), 20)
+            for key in keys:
+                self.assertLess(len(key), 512)
+                self.assertIn("sha256", key)
+                self.assertRegex(key, r"\[cut: 20971\d\d bytes, sha256 [0-9a-f]{64}\]$")
+            # Far below what holding each key whole in groups and report took.
+            self.assertLess(peak_kib, 600 * 1024)

@@ -2,13 +2,31 @@
 
 #include "idem/audit/detail/reading.hpp"
 
+#include "idem/crypto/crypto.hpp"
 #include "idem/record/event_time.hpp"
+#include "idem/util/encoding.hpp"
 #include "idem/util/text.hpp"
 
 #include <charconv>
+#include <fmt/format.h>
 #include <xxhash.h>
 
 namespace idem::audit::detail {
+
+Reading::Span within_text_bound(std::string& texts, Reading::Span span) {
+    if (span.size <= k_max_kept_text_bytes) return span;
+    auto text = std::string_view(texts).substr(span.at, span.size);
+    // SHA-256, not a fast hash: two keys an attacker made to collide would
+    // merge two groups of the report.
+    auto digest = hex_encode(crypto::hash(crypto::HashAlgorithm::sha256, text).view());
+    std::size_t cut = k_kept_text_prefix_bytes;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+        --cut; // never inside a UTF-8 sequence
+    auto marker = fmt::format("\u2026 [cut: {} bytes, sha256 {}]", span.size, digest);
+    texts.resize(span.at + cut);
+    texts.append(marker);
+    return {span.at, static_cast<std::uint32_t>(cut + marker.size())};
+}
 
 namespace {
 
@@ -25,7 +43,8 @@ Reading::Span encode(record::RecordParser& parser, const std::vector<record::Fie
         if (i > 0) texts += ' ';
         record::append_encoded_value(texts, *value);
     }
-    return {static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(texts.size() - at)};
+    return within_text_bound(
+        texts, {static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(texts.size() - at)});
 }
 
 // What "the same payload" compares: a 64-bit hash of the canonical record
@@ -96,7 +115,8 @@ Reading::Span append_span(std::string& texts, std::initializer_list<std::string_
     auto at = texts.size();
     for (auto part : parts)
         texts.append(part);
-    return {static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(texts.size() - at)};
+    return within_text_bound(
+        texts, {static_cast<std::uint32_t>(at), static_cast<std::uint32_t>(texts.size() - at)});
 }
 
 void read_trace(record::RecordParser& parser, Reading& reading, std::string& texts,
@@ -160,9 +180,7 @@ void read_line(const io::BlockLine& line, Reading& reading, std::string& texts, 
     reading.fingerprint = encode(parser, options.fingerprint_fields, texts);
     if (options.source_field) {
         if (auto value = parser.find(*options.source_field)) {
-            reading.source = {static_cast<std::uint32_t>(texts.size()),
-                              static_cast<std::uint32_t>(value->text.size())};
-            texts.append(value->text);
+            reading.source = append_span(texts, {value->text});
         }
     }
     // A record without one is counted by the --time-field check

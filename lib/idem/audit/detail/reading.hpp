@@ -62,6 +62,17 @@ struct WorkerState {
         : payload(std::move(spec)), payload_ignored(payload.ignore_paths) {}
 };
 
+// A key, a fingerprint, a source, an endpoint or a subscription longer than
+// this is kept by digest (docs/audit.md, "Budgets"): its first
+// k_kept_text_prefix_bytes and "… [cut: N bytes, sha256 HEX]", so groups
+// and reports never grow with what one value holds, and two values
+// still differ exactly when they did.
+inline constexpr std::uint32_t k_max_kept_text_bytes = 4096;
+inline constexpr std::uint32_t k_kept_text_prefix_bytes = 256;
+
+// `span`, the last text appended to `texts`, cut to the bound when longer.
+[[nodiscard]] Reading::Span within_text_bound(std::string& texts, Reading::Span span);
+
 inline std::string_view text_of(const std::string& texts, Reading::Span span) {
     return std::string_view(texts).substr(span.at, span.size);
 }
