@@ -392,3 +392,96 @@ class NamesAndFirstLines(unittest.TestCase):
                 self.assertEqual(code, 1, err)  # the cut line is rejected
                 self.assertEqual(summary_of(err)["rejected"], 1)
                 self.assertGreaterEqual(summary_of(err)["unique"], 1000)
+
+
+def peak_of(args, cwd=None):
+    """Runs idem; returns (exit code, stdout, stderr, peak resident KiB of
+    that process alone: it runs under a fresh child of this one)."""
+    probe = ("import resource, subprocess, sys\n"
+             "p = subprocess.run(sys.argv[1:], capture_output=True)\n"
+             "sys.stdout.buffer.write(p.stdout)\n"
+             "sys.stderr.buffer.write(p.stderr)\n"
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+             "sys.exit(p.returncode)\n")
+    import sys
+    process = subprocess.run([sys.executable, "-c", probe, IDEM, *args], capture_output=True, cwd=cwd,
+                             timeout=300)
+    err = process.stderr.decode("utf-8", "replace").rstrip().splitlines()
+    return process.returncode, process.stdout, "\n".join(err[:-1]), int(err[-1])
+
+
+class BoundedMemory(unittest.TestCase):
+    """docs/records.md, "Budgets": what one input makes idem hold follows
+    its largest record, never the document; past a budget it is a reject or
+    exit 3 naming the place, never an out-of-memory kill or a crash."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, data):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def test_a_json_array_is_read_element_by_element(self):
+        """The same records as NDJSON are the yardstick: the array costs
+        what they cost, where the whole document took gigabytes."""
+        count = 3_000_000
+        array = self.write("empty-objects.json.gz", gzip.compress(b"[" + b",".join([b"{}"] * count) + b"]"))
+        lines = self.write("empty-objects.ndjson.gz", gzip.compress(b"{}\n" * count))
+        peaks = {}
+        for path in (array, lines):
+            code, out, err, peaks[path] = peak_of(["dedup", "--key", "id", "--store", ":memory:", "--summary",
+                                                   "json", "--reject", os.devnull, "-o", os.devnull, path])
+            self.assertEqual(code, 3, err)  # every element lacks the key: all rejected
+            self.assertEqual(summary_of(err)["in"], count)
+        self.assertLess(peaks[array], peaks[lines] * 1.25 + 32 * 1024)
+
+    def test_a_page_with_many_elements_keeps_every_record(self):
+        records = [{"id": f"evt_{n % 1000}", "n": n} for n in range(20000)]
+        page = {"object": "list", "url": "/v1/events", "data": records, "has_more": False}
+        path = self.write("page.json", json.dumps(page, indent=2).encode())
+        code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", "--summary", "json", path])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(summary_of(err)["in"], 20000)
+        self.assertEqual(summary_of(err)["unique"], 1000)
+        self.assertEqual(json.loads(out.splitlines()[0]), records[0])
+
+    def test_deep_nesting_in_a_json_document_is_exit_3_with_its_position(self):
+        path = self.write("deep.json.gz", gzip.compress(b"[" * 100000))
+        self.assertLess(os.path.getsize(path), 1024)
+        for args in (["dedup", "--key", "id", "--store", ":memory:"], ["audit", "--key", "id"]):
+            with self.subTest(command=args[0]):
+                code, out, err = run(args + [path])
+                self.assertEqual(code, 3, err)
+                self.assertIn("deep.json.gz:1:", err)
+                self.assertIn("nested deeper", err)
+
+    def test_an_element_past_the_record_size_goes_whole_to_the_reject_file(self):
+        big = {"id": "big", "pad": "x" * 5000}
+        path = self.write("mixed.json", json.dumps([{"id": "a"}, big, {"id": "b"}]).encode())
+        reject = os.path.join(self.tmp.name, "rej.ndjson")
+        code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", "--summary", "json",
+                              "--max-record-size", "1KiB", "--reject", reject, path])
+        self.assertEqual(code, 1, err)
+        self.assertEqual([json.loads(line)["id"] for line in out.splitlines()], ["a", "b"])
+        self.assertIn("mixed.json:2", err)
+        with open(reject, "rb") as f:
+            self.assertEqual(json.loads(f.read()), big)
+
+    def test_a_csv_header_of_long_names_is_held_once(self):
+        names = [f"{n:04d}" + "n" * 996 for n in range(1000)]
+        data = (",".join(names) + "\n" + ("," * 999 + "\n") * 1000).encode()
+        path = self.write("wide.csv.gz", gzip.compress(data))
+        self.assertLess(os.path.getsize(path), 64 * 1024)
+        code, out, err, peak_kib = peak_of(["dedup", "--key", names[0], "--store", ":memory:", "--summary",
+                                            "json", "-o", os.devnull, path])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(summary_of(err)["in"], 1000)
+        # Each row's record is 1 MB of names: a few blocks of them at a
+        # time, where the file read whole took 2 GB.
+        self.assertLess(peak_kib, 150 * 1024)
