@@ -153,7 +153,7 @@ void write_metrics_file(const CommonOptions& options, const io::Summary& summary
         sink->publish();
     } catch (const Error& error) {
         print_stderr("idem: warning: cannot write --metrics: {}\n",
-                     escape_for_terminal(error.what()));
+                     terminal_text(error.what()));
     }
 }
 
@@ -193,7 +193,7 @@ run::InputOptions input_options(const CommonOptions& options) {
     if (!options.quiet)
         for (const auto& skipped : expanded.skipped)
             print_stderr("idem: warning: {}: left out: {}\n", quote(skipped.path),
-                         escape_for_terminal(skipped.reason));
+                         terminal_text(skipped.reason));
     input.paths = std::move(expanded.files);
     input.format = options.input_format;
     if (!options.csv_delimiter.empty()) {
@@ -476,10 +476,9 @@ void StderrDiagnostics::warning(const SourcePosition& where, std::string_view me
     if (m_quiet || m_warnings > k_max_warnings_shown) return;
     if (m_progress_shown) write_stderr("\r\033[K");
     if (where.source.empty())
-        print_stderr("idem: warning: {}\n", escape_for_terminal(message));
+        print_stderr("idem: warning: {}\n", terminal_text(message));
     else
-        print_stderr("idem: warning: {}: {}\n", escape_for_terminal(where.to_string()),
-                     escape_for_terminal(message));
+        print_stderr("idem: warning: {}: {}\n", where.to_string(), terminal_text(message));
 }
 
 void StderrDiagnostics::progress(std::uint64_t records, std::uint64_t bytes,

@@ -160,7 +160,7 @@ int run_listen_command(const ListenCommandOptions& options) {
         [&](int port) {
             // Scripts wait for this line (and read the port from it with --port 0).
             print_stderr("idem listen: capturing http://{}:{} to {}\n", options.bind, port,
-                         options.out == "-" ? "stdout" : options.out);
+                         options.out == "-" ? "stdout" : terminal_text(options.out));
         },
         [&](int port) {
             print_stderr("idem listen: metrics at http://{}:{}/metrics\n", run.metrics_address,

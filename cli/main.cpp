@@ -22,7 +22,9 @@ namespace {
 using idem::cli::print_stderr;
 
 void print_error(std::string_view message) {
-    print_stderr("idem: error: {}\n", idem::escape_for_terminal(message));
+    // One line, whatever the message holds: a value in it (a file's name,
+    // a store's path) never starts a line of its own.
+    print_stderr("idem: error: {}\n", idem::terminal_text(message));
 }
 
 // "unknown command 'verfy'; did you mean 'verify'?" before CLI11 would say
@@ -179,7 +181,7 @@ int main(int argc, char** argv) {
         // Every expected failure is an idem::Error; anything else is a bug,
         // reported rather than left to std::terminate.
         print_stderr("idem: internal error: {} (please report it, with the input that caused it)\n",
-                     idem::escape_for_terminal(error.what()));
+                     idem::terminal_text(error.what()));
         return failed(static_cast<int>(idem::ExitCode::store_failure));
     }
 }

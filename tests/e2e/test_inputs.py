@@ -373,6 +373,20 @@ class NamesAndFirstLines(unittest.TestCase):
                     self.assertFalse(line.startswith("::"), err)
                 self.assertNotIn("\x1b", err)
 
+    def test_a_store_path_never_forges_a_line_either(self):
+        """The text summary and the warnings name the store: one line each,
+        whatever its path holds."""
+        log = os.path.join(self.tmp.name, "one.ndjson")
+        with open(log, "wb") as f:
+            f.write(b'{"id":"a"}\n')
+        store = os.path.join(self.tmp.name, "s\nidem: error: FORGED.db")
+        for attempt in range(2):  # the second run warns that the record was seen before
+            code, _, err = run(["dedup", "--key", "id", "--store", store, log])
+            self.assertEqual(code, 0, err)
+            for line in err.splitlines():
+                self.assertFalse(line.startswith("idem: error: FORGED"), err)
+            self.assertIn("s\\x0aidem", err)
+
     def test_a_rotation_cut_first_line_loses_only_itself(self):
         """docs/records.md: only the cut line is lost, whatever it holds
         and whatever follows it (a blank line, a line over 1 MiB)."""

@@ -1,6 +1,7 @@
 #include "idem/io/summary.hpp"
 
 #include "idem/util/render.hpp"
+#include "idem/util/text.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -46,12 +47,14 @@ std::string render_summary_text(const Summary& summary) {
             line += fmt::format(", {:.1f}% {}", value * 100.0, name);
     };
     add_counts(summary.counts, summary.ratios);
+    // Facts and part names hold values (a store's path, a target's URL, a
+    // stage's name): one line whatever they hold.
     for (const auto& part : summary.parts) {
-        line += fmt::format("; {} {}:", summary.parts_name, part.name);
+        line += fmt::format("; {} {}:", summary.parts_name, terminal_text(part.name));
         add_counts(part.counts, part.ratios);
     }
     for (const auto& [name, value] : summary.facts)
-        line += fmt::format("; {} {}", name, value);
+        line += fmt::format("; {} {}", name, terminal_text(value));
     auto records = summary.count("in");
     if (summary.seconds > 0 && records > 0)
         line += fmt::format(" ({:.2f} s, {} records/s)", summary.seconds,
