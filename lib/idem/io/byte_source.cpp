@@ -435,4 +435,22 @@ std::unique_ptr<ByteSource> open_byte_source(int fd, const std::string& source) 
     return opened;
 }
 
+ByteSourceStreambuf::ByteSourceStreambuf(ByteSource& input, std::string source,
+                                         std::string_view kind)
+    : m_input(input), m_source(std::move(source)), m_kind(kind) {}
+
+ByteSourceStreambuf::int_type ByteSourceStreambuf::underflow() {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    std::size_t got = 0;
+    try {
+        got = m_input.read(m_chunk.data(), m_chunk.size());
+    } catch (const DamagedStream& damage) {
+        throw InputError({m_source, 0, 0, 0},
+                         fmt::format("{}: the {} document is incomplete", damage.what, m_kind));
+    }
+    if (got == 0) return traits_type::eof();
+    setg(m_chunk.data(), m_chunk.data(), m_chunk.data() + got);
+    return traits_type::to_int_type(*gptr());
+}
+
 } // namespace idem::io

@@ -5,8 +5,10 @@
 // first bytes, never by the file's name, on files and pipes alike.
 // Decompression is Debian's zlib, libzstd, liblzma and libbz2.
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <streambuf>
 #include <string>
 #include <string_view>
 
@@ -66,5 +68,23 @@ protected:
 // bytes to tell its format.
 [[nodiscard]] std::unique_ptr<ByteSource> with_prefix(std::unique_ptr<ByteSource> inner,
                                                       std::string prefix);
+
+// A source's bytes as a std::istream reads them, a chunk at a time. A
+// damaged compressed stream ends the input with InputError naming
+// `source` and the `kind` of document ("CSV"), which the stream rethrows
+// when told to (exceptions(std::ios::badbit)). Does not own `input`.
+class ByteSourceStreambuf final : public std::streambuf {
+public:
+    ByteSourceStreambuf(ByteSource& input, std::string source, std::string_view kind);
+
+protected:
+    int_type underflow() override;
+
+private:
+    ByteSource& m_input;
+    std::string m_source;
+    std::string_view m_kind;
+    std::array<char, 1 << 16> m_chunk{};
+};
 
 } // namespace idem::io

@@ -10,46 +10,19 @@
 #include "idem/util/text.hpp"
 
 #include <fmt/format.h>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 namespace idem::reconcile::detail {
 
 namespace {
 
-// What a stage's file is: by its name (.csv, .har), else by its first
-// bytes: a JSON array or an object whose first line is not a whole record
-// is one document ([...], or a page {"data": [...]}); else NDJSON.
-StageFormat format_of(const StageInput& stage) {
-    if (!stage.query.empty()) return StageFormat::sqlite;
-    if (stage.path == "-") return StageFormat::ndjson;
-    if (stage.path.ends_with(".csv")) return StageFormat::csv;
-    if (stage.path.ends_with(".har")) return StageFormat::har;
-    std::ifstream in(stage.path, std::ios::binary);
-    if (!in)
-        throw InputError({stage.path, 0, 0, 0},
-                         fmt::format("cannot read stage {}'s input", quote(stage.name)));
-    char c = 0;
-    while (in.get(c) && (c == ' ' || c == '\n' || c == '\r' || c == '\t')) {
-    }
-    if (c == '[') return StageFormat::document;
-    if (c != '{') return StageFormat::ndjson;
-    in.seekg(0);
-    std::string first;
-    std::getline(in, first);
-    auto size = first.size();
-    first.append(io::k_padding_bytes, ' ');
-    record::RecordParser parser;
-    if (parser.parse(std::string_view(first).substr(0, size))) return StageFormat::document;
-    // One line holding a page of an export ({"data": [...]} and nothing
-    // after it) is a document too.
-    static const auto k_data = record::FieldPath::parse("data");
-    auto data = parser.find(k_data);
-    std::string rest;
-    while (std::getline(in, rest))
-        if (rest.find_first_not_of(" \t\r") != std::string::npos) return StageFormat::ndjson;
-    return data && data->type == record::FieldValue::Type::array ? StageFormat::document
-                                                                 : StageFormat::ndjson;
+// How a stage's file is read: a query's rows, or through the input layer
+// (run/input.hpp) as every command reads a file: compressed or not, CSV
+// and HAR by their names, anything else told by its first bytes (NDJSON, a
+// JSON array or a page of records, CSV, HAR).
+run::InputFormat input_format_of(const StageInput& stage) {
+    if (stage.path.ends_with(".csv")) return run::InputFormat::csv;
+    if (stage.path.ends_with(".har")) return run::InputFormat::har;
+    return run::InputFormat::detect;
 }
 
 struct Extracted {
@@ -148,19 +121,10 @@ void StageReader::read(const StageInput& stage, const Take& take) {
         ++taken;
         take(key, time, payload, bytes, by);
     };
-    switch (format_of(stage)) {
-    case StageFormat::ndjson:
-    case StageFormat::har:
+    if (stage.query.empty())
         read_lines(stage, counted);
-        break;
-    case StageFormat::csv:
-        read_rows(stage, counted, StageFormat::csv);
-        break;
-    case StageFormat::document:
-    case StageFormat::sqlite:
-        read_rows(stage, counted, format_of(stage));
-        break;
-    }
+    else
+        read_query_rows(stage, counted);
     m_census = nullptr;
     if (!m_judge) return;
     census.report(m_diagnostics, m_census_counts);
@@ -176,8 +140,7 @@ void StageReader::read(const StageInput& stage, const Take& take) {
 void StageReader::read_lines(const StageInput& stage, const Take& take) {
     run::InputOptions input;
     input.paths = {stage.path};
-    input.format =
-        format_of(stage) == StageFormat::har ? run::InputFormat::har : run::InputFormat::ndjson;
+    input.format = input_format_of(stage);
     input.max_record_bytes = m_options.max_record_bytes;
     run::RecordRunSetup setup{input, m_reject_sink.get(), m_options.strictness, m_options.threads};
     run::RecordRun<WorkerState, BlockResult> run(setup, m_diagnostics);
@@ -247,7 +210,7 @@ void StageReader::read_lines(const StageInput& stage, const Take& take) {
     m_rejected += run.rejects().count();
 }
 
-void StageReader::read_rows(const StageInput& stage, const Take& take, StageFormat format) {
+void StageReader::read_query_rows(const StageInput& stage, const Take& take) {
     run::RejectRouter rejects(m_reject_sink.get(), m_options.strictness, m_diagnostics,
                               m_options.max_record_bytes);
     Reader reader(stage);
@@ -277,33 +240,7 @@ void StageReader::read_rows(const StageInput& stage, const Take& take, StageForm
     auto take_row = [&](std::string_view json, const run::RowPosition& at) {
         take_item(json, at.number);
     };
-    if (format == StageFormat::csv) {
-        run::read_csv_rows(stage.path, take_row);
-    } else if (format == StageFormat::sqlite) {
-        run::read_sqlite_rows(stage.path, stage.query, take_row);
-    } else {
-        std::ifstream in(stage.path, std::ios::binary);
-        nlohmann::json document;
-        try {
-            document = nlohmann::json::parse(in);
-        } catch (const nlohmann::json::exception& error) {
-            throw InputError({stage.path, 0, 0, 0},
-                             fmt::format("stage {}: not NDJSON, and not one JSON document "
-                                         "either ({})",
-                                         quote(stage.name), error.what()));
-        }
-        const nlohmann::json* items = &document;
-        if (document.is_object() && document.contains("data") && document["data"].is_array())
-            items = &document["data"]; // a page of an export (Stripe's events list)
-        if (!items->is_array())
-            throw InputError({stage.path, 0, 0, 0},
-                             fmt::format("stage {}: a JSON document here is an array of "
-                                         "records or an object with a \"data\" array",
-                                         quote(stage.name)));
-        std::uint64_t index = 0;
-        for (const auto& item : *items)
-            take_item(item.dump(), ++index);
-    }
+    run::read_sqlite_rows(stage.path, stage.query, take_row);
     m_rejected += rejects.count();
 }
 

@@ -10,7 +10,6 @@
 #include "idem/util/unique_fd.hpp"
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -288,37 +287,6 @@ void InputStream::Impl::load_har(const OpenInput& input, InputBlock& out) {
     hold_lines(lines, out);
 }
 
-namespace {
-// An input's bytes as a std::istream reads them, a chunk at a time. A
-// damaged compressed stream ends the file with InputError (the stream is
-// told to rethrow it: exceptions(badbit)).
-class ByteSourceBuffer final : public std::streambuf {
-public:
-    ByteSourceBuffer(io::ByteSource& source, std::string name)
-        : m_source(source), m_name(std::move(name)) {}
-
-protected:
-    int_type underflow() override {
-        if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
-        std::size_t got = 0;
-        try {
-            got = m_source.read(m_chunk.data(), m_chunk.size());
-        } catch (const io::DamagedStream& damage) {
-            throw InputError({m_name, 0, 0, 0},
-                             fmt::format("{}: the CSV document is incomplete", damage.what));
-        }
-        if (got == 0) return traits_type::eof();
-        setg(m_chunk.data(), m_chunk.data(), m_chunk.data() + got);
-        return traits_type::to_int_type(*gptr());
-    }
-
-private:
-    io::ByteSource& m_source;
-    std::string m_name;
-    std::array<char, 1 << 16> m_chunk{};
-};
-} // namespace
-
 // Each row a JSON object of its header's names and its values (strings),
 // at the line of the file it starts on: blank lines stand for the header
 // and for the extra lines of quoted fields that hold newlines, so positions
@@ -327,7 +295,7 @@ bool InputStream::Impl::next_csv_block(const OpenInput& input, InputBlock& out,
                                        std::size_t target_bytes) {
     if (!csv_rows) {
         csv_source = take_source(input);
-        csv_buffer = std::make_unique<ByteSourceBuffer>(*csv_source, input.name);
+        csv_buffer = std::make_unique<io::ByteSourceStreambuf>(*csv_source, input.name, "CSV");
         csv_stream = std::make_unique<std::istream>(csv_buffer.get());
         csv_stream->exceptions(std::ios::badbit);
         csv_rows.emplace(*csv_stream, input.name, options.csv_delimiter, options.csv_values,

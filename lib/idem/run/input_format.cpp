@@ -30,12 +30,19 @@ nlohmann::json object_on(std::string_view line) {
     return parsed.is_object() ? parsed : nlohmann::json();
 }
 
-// A one-line document that is a page of records, not one record: Stripe's
-// and most APIs' list pages say so ("object": "list"), besides "data".
+// A one-line document that is a page of records, not one record: a "data"
+// array, and what list APIs put beside it: Stripe's "object": "list", or a
+// cursor to the next page (Stripe's has_more, Svix's iterator and done,
+// others' next or cursor).
 bool is_list_page(const nlohmann::json& object) {
     auto data = object.find("data");
+    if (data == object.end() || !data->is_array()) return false;
     auto kind = object.find("object");
-    return data != object.end() && data->is_array() && kind != object.end() && *kind == "list";
+    if (kind != object.end() && *kind == "list") return true;
+    for (const char* cursor : {"has_more", "iterator", "prevIterator", "done", "next",
+                               "next_cursor", "cursor", "next_page", "pagination"})
+        if (object.contains(cursor)) return true;
+    return false;
 }
 
 // Whether `text` is the start of one JSON value, cut short: what a

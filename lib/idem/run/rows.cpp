@@ -1,12 +1,16 @@
 #include "idem/run/rows.hpp"
 
+#include "idem/io/byte_source.hpp"
 #include "idem/util/encoding.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
+#include "idem/util/unique_fd.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <fmt/format.h>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 #include <vector>
@@ -153,8 +157,15 @@ bool CsvRowReader::next(std::string& json, std::uint64_t& line) {
 }
 
 void read_csv_rows(const std::string& path, const RowHandler& handle) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError({path, 0, 0, 0}, "cannot open the CSV file");
+    UniqueFd file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!file.valid())
+        throw InputError({path, 0, 0, 0},
+                         fmt::format("cannot open the CSV file: {}", std::strerror(errno)));
+    // Decoded as every input is (a .csv.gz, a .csv.zst), by io/byte_source.hpp.
+    auto source = io::open_byte_source(file.get(), path);
+    io::ByteSourceStreambuf buffer(*source, path, "CSV");
+    std::istream in(&buffer);
+    in.exceptions(std::ios::badbit);
     read_csv_rows(in, path, ',', CsvValues::text, handle);
 }
 

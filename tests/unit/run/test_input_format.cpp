@@ -19,6 +19,14 @@ TEST_CASE("NDJSON, arrays, pages, HAR and CSV are told apart by their first line
     CHECK(detect_input_format("id;type\na;x\n", ';') == InputFormat::csv);
 }
 
+TEST_CASE("a one-line page is a page when a list API's members say so") {
+    // Svix's "list attempts" answer: a cursor, no "object".
+    CHECK(detect_input_format("{\"data\":[{\"id\":1}],\"iterator\":\"i\",\"done\":true}", ',') ==
+          InputFormat::json);
+    CHECK(detect_input_format("{\"data\":[{\"id\":1}],\"has_more\":false}\n", ',') ==
+          InputFormat::json);
+}
+
 TEST_CASE("what could be one record is one: a one-line object with a data array, no list") {
     CHECK(detect_input_format("{\"data\":[1,2]}\n", ',') == InputFormat::ndjson);
     CHECK(detect_input_format("", ',') == InputFormat::ndjson);

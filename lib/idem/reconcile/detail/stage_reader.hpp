@@ -20,8 +20,6 @@
 
 namespace idem::reconcile::detail {
 
-enum class StageFormat { ndjson, har, csv, document, sqlite };
-
 // Calls `take(key, time, payload, bytes, record)` for each record of the
 // stage; sets aside the others.
 using Take =
@@ -77,9 +75,8 @@ public:
 
 private:
     void read_lines(const StageInput& stage, const Take& take);
-    // A CSV file's rows, a query's rows, or the items of a JSON document,
-    // each as a record.
-    void read_rows(const StageInput& stage, const Take& take, StageFormat format);
+    // A query's rows, each as a record.
+    void read_query_rows(const StageInput& stage, const Take& take);
 
     const ReconcileRunOptions& m_options;
     io::Diagnostics& m_diagnostics;
