@@ -152,8 +152,7 @@ void write_metrics_file(const CommonOptions& options, const io::Summary& summary
         sink->write(text);
         sink->publish();
     } catch (const Error& error) {
-        print_stderr("idem: warning: cannot write --metrics: {}\n",
-                     terminal_text(error.what()));
+        print_stderr("idem: warning: cannot write --metrics: {}\n", terminal_text(error.what()));
     }
 }
 
