@@ -3,6 +3,9 @@
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+# Seconds each libFuzzer target runs in `make fuzz` (eight targets).
+FUZZ_SECONDS ?= 30
 JOBS       ?= $(shell nproc)
 IDEM       := $(BUILD)/idem
 
@@ -16,7 +19,8 @@ BUILD_PACKAGES := cmake g++ make pkg-config python3 jq bsdextrautils tzdata \
   doctest-dev libsimdjson-dev libcurl4-openssl-dev \
   libhiredis-dev libxxhash-dev libcctz-dev libyaml-cpp-dev libutf8proc-dev \
   zlib1g-dev libzstd-dev liblzma-dev libbz2-dev
-TEST_PACKAGES := redis-server redis-tools openssl clang-format clang-tidy time chromium sqlite3 \
+TEST_PACKAGES := redis-server redis-tools openssl clang-format clang-tidy clang libclang-rt-14-dev \
+  time chromium sqlite3 \
   python3-redis python3-prometheus-client python3-yaml dpkg-dev groff-base man-db zsh fish \
   zstd xz-utils bzip2
 BENCH_PACKAGES := wrk
@@ -32,7 +36,7 @@ PREFIX     ?= /usr/local
 # the sanitizer build's ~10%. DEBUG_INFO=-g for a debugging session.
 DEBUG_INFO ?= -g1
 
-.PHONY: all deps test-deps bench-deps build test demo bench asan tsan tidy format format-check clean install uninstall package
+.PHONY: all deps test-deps bench-deps build test demo bench asan tsan fuzz tidy format format-check clean install uninstall package
 
 all: build
 
@@ -127,6 +131,16 @@ tsan: test-deps
 	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 	  ctest --output-on-failure -j $(JOBS) -R '$(TSAN_SUITES)'
 
+# Coverage-guided fuzzing of every parser of untrusted input (fuzz/): clang's
+# libFuzzer over the library built with AddressSanitizer and UBSan, each
+# target FUZZ_SECONDS from its seed corpus under fuzz/run.sh's memory
+# limits. Only the library and the targets are built.
+fuzz: test-deps
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIDEM_LIBFUZZER=ON \
+	  -DCMAKE_CXX_COMPILER=clang++ "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 $(DEBUG_INFO)"
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
+	./fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 # clang-tidy with the checked-in .clang-tidy (every finding an error) over
 # the library and the command line (their unity batches) and the tools, on the
 # release build's compile database.
@@ -143,4 +157,4 @@ format-check:
 	clang-format --dry-run --Werror $$(git ls-files --cached --others --exclude-standard '*.cpp' '*.hpp')
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)
