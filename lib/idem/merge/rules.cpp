@@ -428,7 +428,9 @@ void validate(const MergeRule& rule) {
         throw named("--max-span caps a session: it goes with --gap");
 }
 
-std::vector<MergeRule> parse_rules_text(std::string_view text, const std::string& name) {
+namespace {
+
+std::vector<MergeRule> read_rules(std::string_view text, const std::string& name) {
     auto document = idem::detail::load_yaml(text, name);
     YAML::Node rules = document;
     if (document.IsMap()) {
@@ -455,6 +457,12 @@ std::vector<MergeRule> parse_rules_text(std::string_view text, const std::string
                                     quote(parsed.back().name)));
     }
     return parsed;
+}
+
+} // namespace
+
+std::vector<MergeRule> parse_rules_text(std::string_view text, const std::string& name) {
+    return idem::detail::interpret_yaml(name, [&] { return read_rules(text, name); });
 }
 
 std::vector<MergeRule> parse_rules_file(const std::string& path) {

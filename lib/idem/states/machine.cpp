@@ -75,7 +75,9 @@ void Machine::index() {
         m_edges[{transition.from, transition.to}].push_back(transition.on);
 }
 
-Machine parse_machine_text(std::string_view text, const std::string& name) {
+namespace {
+
+Machine read_machine(std::string_view text, const std::string& name) {
     auto document = detail::load_yaml(text, name);
     if (!document.IsMap())
         fail_at(name, document, "a machine is a map: states:, initial:, final:, transitions:");
@@ -168,6 +170,12 @@ Machine parse_machine_text(std::string_view text, const std::string& name) {
         fail_at(name, document, "no initial state: say where an entity's life starts (initial:)");
     machine.index();
     return machine;
+}
+
+} // namespace
+
+Machine parse_machine_text(std::string_view text, const std::string& name) {
+    return detail::interpret_yaml(name, [&] { return read_machine(text, name); });
 }
 
 Machine parse_machine_file(const std::string& path) {

@@ -25,7 +25,9 @@ void refuse_duplicate_keys(const YAML::Node& node, const std::string& name) {
     if (!node.IsMap()) return;
     std::map<std::string, YAML::Mark> seen;
     for (const auto& entry : node) {
-        if (entry.first.IsScalar()) {
+        if (!entry.first.IsScalar())
+            fail_at(name, entry.first, "a key must be a plain name, not null, a list or a map");
+        {
             auto key = entry.first.Scalar();
             auto [first, added] = seen.try_emplace(key, entry.first.Mark());
             if (!added)
@@ -44,11 +46,16 @@ YAML::Node load_yaml(std::string_view text, const std::string& name) {
     try {
         document = YAML::Load(std::string(text));
     } catch (const YAML::ParserException& error) {
-        throw UsageError(fmt::format("{}:{}:{}: {}", name, error.mark.line + 1,
-                                     error.mark.column + 1, error.msg));
+        throw yaml_error(name, error);
     }
     refuse_duplicate_keys(document, name);
     return document;
+}
+
+UsageError yaml_error(const std::string& file, const YAML::Exception& error) {
+    if (error.mark.is_null()) return UsageError(fmt::format("{}: {}", file, error.msg));
+    return UsageError(
+        fmt::format("{}:{}:{}: {}", file, error.mark.line + 1, error.mark.column + 1, error.msg));
 }
 
 void fail_at(const std::string& file, const YAML::Node& node, const std::string& message) {

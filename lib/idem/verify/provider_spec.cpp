@@ -592,7 +592,9 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
 
 } // namespace
 
-std::vector<ProviderSpec> parse_provider_specs(std::string_view text, const std::string& origin) {
+namespace {
+
+std::vector<ProviderSpec> read_provider_specs(std::string_view text, const std::string& origin) {
     auto document = idem::detail::load_yaml(text, origin);
     std::vector<ProviderSpec> specs;
     if (document.IsSequence()) {
@@ -602,6 +604,12 @@ std::vector<ProviderSpec> parse_provider_specs(std::string_view text, const std:
         specs.push_back(parse_one(origin, document));
     }
     return specs;
+}
+
+} // namespace
+
+std::vector<ProviderSpec> parse_provider_specs(std::string_view text, const std::string& origin) {
+    return idem::detail::interpret_yaml(origin, [&] { return read_provider_specs(text, origin); });
 }
 
 std::vector<ProviderSpec> load_provider_specs(const std::vector<std::filesystem::path>& paths) {

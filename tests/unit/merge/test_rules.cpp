@@ -131,3 +131,10 @@ TEST_CASE("a key given twice in a rules file is refused where it is given again"
                                            "(first at 3:5)"),
                          UsageError);
 }
+
+TEST_CASE("a rules file whose key is a list or a map is an error at its place") {
+    CHECK_THROWS_WITH_AS((void)parse_rules_text("- ? [group]\n  : id\n", "r.yaml"),
+                         doctest::Contains("r.yaml:1:"), UsageError);
+    CHECK_THROWS_WITH_AS((void)parse_rules_text("{? {a: 1} : b}\n", "r.yaml"),
+                         doctest::Contains("r.yaml:1:"), UsageError);
+}

@@ -100,3 +100,16 @@ TEST_CASE("a spaced arrow is an arrow: 'pending -> paid' is pending to paid") {
     CHECK(machine.allows("paid", "pending", "undo"));
     CHECK(parse_allow("a -> b", {}, {}).allows("a", "b", ""));
 }
+
+TEST_CASE("a key that is no plain name is an error at its place, never an internal error") {
+    // Found by fuzz_specs: a list as a key ("? - paid > refunded") made
+    // yaml-cpp throw a conversion error that escaped as exit 4.
+    std::string_view text = "states: [pending, paid, refunded]\n"
+                            "transitions:\n"
+                            "  - pending > paid\n"
+                            "? - paid > refunded : refund\n";
+    CHECK_THROWS_WITH_AS((void)parse_machine_text(text, "m.yaml"), doctest::Contains("m.yaml:4:"),
+                         UsageError);
+    CHECK_THROWS_WITH_AS((void)parse_machine_text("transitions:\n  - {[a]: b}\n", "m.yaml"),
+                         doctest::Contains("m.yaml:2:"), UsageError);
+}

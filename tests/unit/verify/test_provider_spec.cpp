@@ -326,3 +326,9 @@ TEST_CASE("a form is PHP-serialized as Paddle Classic signs it: sorted, the last
           "a:1:{s:4:\"name\";s:4:\"\xC3\xA9 t\";}");
     CHECK(idem::verify::detail::php_serialized_form("", "p_signature") == "a:0:{}");
 }
+
+TEST_CASE("a provider file whose key is a list or a map is an error at its place") {
+    CHECK_THROWS_WITH_AS((void)idem::verify::parse_provider_specs(
+                             "name: acme\n? [header]\n: X-Sig\n", "acme.yaml"),
+                         doctest::Contains("acme.yaml:2:"), idem::UsageError);
+}
