@@ -1390,3 +1390,71 @@ class PaddleClassic(unittest.TestCase):
         # Another RSA key: the PayPal test's certificate.
         code, verdict, _ = self.judge(self.BODY, PayPalRsa.CERTIFICATE)
         self.assertIn("signature does not match", verdict["reason"])
+
+
+def empty_key_delivery(headers, body):
+    return {"idem": 1, "id": "c1", "received_at": "2026-11-30T08:00:00Z", "method": "POST", "path": "/h",
+            "headers": headers, "body": body}
+
+
+class SecretsThatDecodeToNothing(unittest.TestCase):
+    """A secret that decodes to no bytes is an HMAC key anybody holds: a
+    delivery signed with an empty key must never verify. 'whsec_' is what
+    'whsec_${UNSET}' gives in CI; '====' and an empty base64 decode to
+    nothing too. Refused (exit 2, naming the secret's label, never its
+    value) for every scheme and provider file that decodes its secret, by
+    verify, sign and listen, before anything is read or served."""
+
+    def forged(self):
+        import hashlib
+        import hmac
+        body = '{"type":"payment.succeeded"}'
+        mac = lambda message: base64.b64encode(hmac.new(b"", message.encode(), hashlib.sha256).digest()).decode()
+        # Standard Webhooks (and svix, finch, openai: the same construction).
+        message = f"msg_1.1764489600.{body}"
+        standard = empty_key_delivery([["webhook-id", "msg_1"], ["webhook-timestamp", "1764489600"],
+                                       ["webhook-signature", "v1," + mac(message)]], body)
+        svix = empty_key_delivery([["svix-id", "msg_1"], ["svix-timestamp", "1764489600"],
+                                   ["svix-signature", "v1," + mac(message)]], body)
+        finch = empty_key_delivery([["finch-event-id", "msg_1"], ["finch-timestamp", "1764489600"],
+                                    ["finch-signature", "v1," + mac(message)]], body)
+        return standard, svix, finch
+
+    def test_verify_refuses_each_empty_decoding_secret_by_its_label(self):
+        standard, svix, finch = self.forged()
+        every = ("whsec_", "====", "whsec_====")
+        # openai keys a secret without whsec_ as its text ('====' is four bytes).
+        cases = [(["--scheme", "standard"], standard, every), (["--scheme", "svix"], svix, every),
+                 (["--scheme", "finch"], finch, every), (["--scheme", "openai"], standard, ("whsec_", "whsec_====")),
+                 (["--scheme", "auto"], standard, every)]
+        for args, record, values in cases:
+            for value in values:
+                with self.subTest(args=args, secret=value):
+                    code, out, err = run(["verify", "--provider-file", PROVIDERS, *args, "--tolerance", "100000d",
+                                          "--secret-env", "HOOK_SECRET", "-"],
+                                         stdin=(json.dumps(record) + "\n").encode(), env={"HOOK_SECRET": value})
+                    self.assertEqual(code, 2, err)
+                    self.assertIn("HOOK_SECRET", err)
+                    self.assertIn("decodes to no bytes", err)
+                    self.assertNotIn('"valid": true', out.decode())
+                    self.assertNotIn('"valid":true', out.decode())
+
+    def test_sign_refuses_it_too(self):
+        for args in (["--scheme", "standard"], ["--scheme", "svix"]):
+            with self.subTest(args=args):
+                code, out, err = run(["sign", *args, "--secret-env", "HOOK_SECRET"],
+                                     stdin=b'{"id":"evt_1"}\n', env={"HOOK_SECRET": "whsec_"})
+                self.assertEqual(code, 2, err)
+                self.assertIn("HOOK_SECRET", err)
+                self.assertEqual(out, b"")
+
+    def test_listen_refuses_it_before_serving(self):
+        import subprocess
+        from harness import IDEM
+        with tempfile.TemporaryDirectory() as tmp:
+            process = subprocess.run([IDEM, "listen", "--port", "0", "--verify", "standard", "--secret-env",
+                                      "HOOK_SECRET", "-o", os.path.join(tmp, "cap.ndjson")],
+                                     capture_output=True, timeout=30, env={**os.environ, "HOOK_SECRET": "whsec_"})
+        self.assertEqual(process.returncode, 2, process.stderr)
+        self.assertNotIn(b"capturing", process.stderr)
+        self.assertIn(b"HOOK_SECRET", process.stderr)

@@ -35,6 +35,14 @@ std::string derive_key(const Secret& secret, KeyDerivation derivation) {
     return secret.value;
 }
 
+void require_key_bytes(const Secret& secret, std::string_view key) {
+    if (key.empty())
+        throw UsageError(fmt::format("secret {} decodes to no bytes, and an HMAC key of none is "
+                                     "one anybody holds: is the variable after its prefix "
+                                     "unset (whsec_${{UNSET}})?",
+                                     secret.label));
+}
+
 KeyDerivation key_derivation(const ProviderSpec& spec) {
     switch (spec.secret_form) {
     case ProviderSpec::SecretForm::base64:
@@ -78,6 +86,7 @@ const std::vector<PreparedKey>& KeyRing::hmac(KeyDerivation derivation,
             if (!misfit) misfit = error;
             continue;
         }
+        require_key_bytes(secret, key); // whichever provider it is meant for
         keys.push_back({secret.label, crypto::HmacKey(algorithm, key)});
         crypto::cleanse(key); // the HMAC states hold it from here
     }

@@ -128,6 +128,7 @@ Signer::Signer(const VerifyConfig& config) : m_impl(std::make_unique<Impl>(confi
                               ? detail::key_derivation(config.providers.at(config.provider))
                               : detail::KeyDerivation::raw;
         auto bytes = detail::derive_key(secret, derivation);
+        detail::require_key_bytes(secret, bytes);
         key.hmac.emplace(signing_algorithm(config, impl.scheme), bytes);
         crypto::cleanse(bytes); // the HMAC states hold it from here
     }

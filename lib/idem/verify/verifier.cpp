@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <optional>
 
 namespace idem::verify {
 
@@ -14,7 +15,40 @@ struct Verifier::Impl {
     explicit Impl(const VerifyConfig& c) : config(c), keys(c) {}
 };
 
-Verifier::Verifier(const VerifyConfig& config) : m_impl(std::make_unique<Impl>(config)) {}
+namespace {
+// How the scheme a run is fixed to makes a secret its HMAC key, when that
+// can leave no bytes (base64 forms); nullopt for `auto` and raw keys.
+std::optional<detail::KeyDerivation> decoding_derivation(const VerifyConfig& config) {
+    switch (config.scheme) {
+    case Scheme::standard:
+    case Scheme::svix:
+        return detail::KeyDerivation::standard_base64;
+    case Scheme::provider:
+        if (config.provider < config.providers.size())
+            return detail::key_derivation(config.providers[config.provider]);
+        return std::nullopt;
+    default:
+        return std::nullopt;
+    }
+}
+} // namespace
+
+Verifier::Verifier(const VerifyConfig& config) : m_impl(std::make_unique<Impl>(config)) {
+    // A secret that decodes to nothing is refused when the run starts
+    // (listen before it serves, verify before it reads), not delivery by
+    // delivery; under `auto` the key ring refuses it where it is derived.
+    if (auto derivation = decoding_derivation(config))
+        for (const auto& secret : config.secrets) {
+            std::string key;
+            try {
+                key = detail::derive_key(secret, *derivation);
+            } catch (const UsageError&) {
+                continue; // not this provider's form: the key ring says so if none is
+            }
+            detail::require_key_bytes(secret, key);
+            crypto::cleanse(key);
+        }
+}
 Verifier::~Verifier() = default;
 
 namespace {

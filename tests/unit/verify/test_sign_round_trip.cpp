@@ -301,3 +301,21 @@ TEST_CASE("a secret's bytes are wiped when its copy goes") {
     crypto::cleanse(moved);
     CHECK(moved.empty());
 }
+
+TEST_CASE("a secret that decodes to no bytes is refused by its label, verifying and signing") {
+    for (const char* value : {"whsec_", "====", "whsec_===="})
+        for (auto scheme : {Scheme::standard, Scheme::svix}) {
+            VerifyConfig config;
+            config.scheme = scheme;
+            config.secrets.push_back(make_secret(value, "CI_SECRET"));
+            CHECK_THROWS_WITH_AS(Verifier{config}, doctest::Contains("secret CI_SECRET decodes"),
+                                 UsageError);
+            CHECK_THROWS_WITH_AS(Signer{config}, doctest::Contains("secret CI_SECRET decodes"),
+                                 UsageError);
+        }
+    // One byte is a key (a weak one, but the provider's).
+    VerifyConfig config;
+    config.scheme = Scheme::standard;
+    config.secrets.push_back(make_secret("whsec_AA==", "CI_SECRET"));
+    CHECK_NOTHROW(Verifier{config});
+}

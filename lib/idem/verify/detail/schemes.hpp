@@ -24,6 +24,10 @@ enum class KeyDerivation { raw, standard_base64, base64, hex, nfkd, whsec_or_tex
 // The HMAC key a secret gives under `derivation` (UsageError naming the
 // secret when it cannot), for verifying and for signing alike.
 [[nodiscard]] std::string derive_key(const Secret& secret, KeyDerivation derivation);
+// The one rule every HMAC key obeys, for verifying and signing alike: a
+// key of no bytes (a secret that decodes to nothing) is a UsageError
+// naming the secret by its label.
+void require_key_bytes(const Secret& secret, std::string_view key);
 // What a provider file's `secret` says.
 [[nodiscard]] KeyDerivation key_derivation(const ProviderSpec& spec);
 
