@@ -18,7 +18,7 @@ BUILD_PACKAGES := cmake g++ make pkg-config python3 jq bsdextrautils tzdata \
   libcli11-dev libsqlite3-dev libssl-dev nlohmann-json3-dev libfmt-dev \
   doctest-dev libsimdjson-dev libcurl4-openssl-dev \
   libhiredis-dev libxxhash-dev libcctz-dev libyaml-cpp-dev libutf8proc-dev \
-  zlib1g-dev libzstd-dev liblzma-dev libbz2-dev
+  zlib1g-dev libzstd-dev liblzma-dev libbz2-dev libsodium-dev
 TEST_PACKAGES := redis-server redis-tools openssl clang-format clang-tidy clang libclang-rt-14-dev \
   time chromium sqlite3 \
   python3-redis python3-prometheus-client python3-yaml dpkg-dev groff-base man-db zsh fish \

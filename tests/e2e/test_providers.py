@@ -1458,3 +1458,84 @@ class SecretsThatDecodeToNothing(unittest.TestCase):
         self.assertEqual(process.returncode, 2, process.stderr)
         self.assertNotIn(b"capturing", process.stderr)
         self.assertIn(b"HOOK_SECRET", process.stderr)
+
+
+def der(tag, content):
+    """One ASN.1 DER element."""
+    length = len(content)
+    if length < 0x80:
+        head = bytes([length])
+    else:
+        size = (length.bit_length() + 7) // 8
+        head = bytes([0x80 | size]) + length.to_bytes(size, "big")
+    return bytes([tag]) + head + content
+
+
+def der_integer(value):
+    body = value.to_bytes((value.bit_length() + 8) // 8, "big")
+    return der(0x02, body)
+
+
+def rsa_public_key(modulus, exponent):
+    """An RSA SubjectPublicKeyInfo (RFC 8017 A.1.1, RFC 5280 4.1)."""
+    algorithm = der(0x30, der(0x06, bytes.fromhex("2a864886f70d010101")) + der(0x05, b""))
+    key = der(0x30, der_integer(modulus) + der_integer(exponent))
+    return der(0x30, algorithm + der(0x03, b"\x00" + key))
+
+
+def p256_public_key(point):
+    """A P-256 SubjectPublicKeyInfo holding `point`'s encoding as it is."""
+    algorithm = der(0x30, der(0x06, bytes.fromhex("2a8648ce3d0201")) + der(0x06, bytes.fromhex("2a8648ce3d030107")))
+    return der(0x30, algorithm + der(0x03, b"\x00" + point))
+
+
+class DegenerateKeys(unittest.TestCase):
+    """A public key that lets a fixed "signature" verify is refused when it
+    is loaded, naming the flag: the ed25519 identity (R = identity, S = 0
+    then verifies every Discord delivery) and the other small-order or
+    non-canonical points, an RSA exponent below 3, an RSA modulus below 2048
+    bits, an EC point at infinity."""
+
+    # The points of order 1, 2, 4 and 8, and a non-canonical encoding
+    # (y = p + 1); libsodium's blocklist and RFC 8032 section 5.1.3 name them.
+    SMALL_ORDER = ["01" + "00" * 31, "ec" + "ff" * 30 + "7f", "00" * 32, "00" * 31 + "80",
+                   "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+                   "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+                   "ee" + "ff" * 30 + "7f"]
+
+    def discord_forgeries(self):
+        """Discord deliveries 'signed' with R = identity, S = 0."""
+        signature = "01" + "00" * 63
+        return "".join(json.dumps({"idem": 1, "id": f"d{n}", "received_at": "2026-11-30T08:00:00Z", "method": "POST",
+                                   "path": "/i", "headers": [["X-Signature-Ed25519", signature],
+                                                             ["X-Signature-Timestamp", "1796025600"]],
+                                   "body": json.dumps({"type": 1, "n": n})}) + "\n" for n in range(8)).encode()
+
+    def test_small_order_ed25519_points_are_refused_at_load(self):
+        for key in self.SMALL_ORDER:
+            with self.subTest(key=key):
+                code, out, err = run(["verify", "--scheme", "discord", "--public-key", key, "-"],
+                                     stdin=self.discord_forgeries())
+                self.assertEqual(code, 2, err)
+                self.assertIn("--public-key #1", err)
+                self.assertNotIn(b'"valid":true', out)
+                self.assertNotIn(b'"valid": true', out)
+        # RFC 8032's first test key is a point of the prime-order subgroup.
+        code, out, err = run(["verify", "--scheme", "discord", "--no-fail", "--public-key",
+                              "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a", "-"],
+                             stdin=self.discord_forgeries())
+        self.assertEqual(code, 0, err)
+        self.assertEqual(out.count(b'"valid":false'), 8)
+
+    def test_degenerate_rsa_and_ec_keys_are_refused_at_load(self):
+        modulus = (1 << 2047) | 0x1F  # odd, 2048 bits
+        cases = {"an RSA public exponent below 3": rsa_public_key(modulus, 1),
+                 "an RSA modulus of 1024 bits": rsa_public_key((1 << 1023) | 1, 65537),
+                 "at infinity": p256_public_key(b"\x00")}
+        for why, key in cases.items():
+            with self.subTest(why=why):
+                pem = "-----BEGIN PUBLIC KEY-----\n" + base64.b64encode(key).decode() + "\n-----END PUBLIC KEY-----"
+                code, out, err = run(["verify", "--provider-file", PROVIDERS, "--scheme", "auto", "--public-key",
+                                      pem, "-"], stdin=b"")
+                self.assertEqual(code, 2, err)
+                self.assertIn("--public-key #1", err)

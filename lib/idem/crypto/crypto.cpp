@@ -11,6 +11,7 @@
 #include "idem/util/errors.hpp"
 
 #include <cassert>
+#include <fmt/format.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -20,6 +21,7 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <openssl/x509.h>
+#include <sodium.h>
 #include <variant>
 
 #include <cstring>
@@ -250,6 +252,65 @@ EVP_PKEY* subject_public_key(std::string_view der, std::size_t longest, int base
 }
 } // namespace
 
+namespace {
+// OpenSSL verifies against any 32 bytes that decode to a point: the
+// identity (01 00..00) lets the signature R = identity, S = 0 pass for
+// every message, and other small-order points pass forged signatures too.
+// A provider's key is always a canonical point of the prime-order
+// subgroup; libsodium checks exactly that (crypto_core_ed25519_is_valid_point:
+// canonical, on the curve, in the main subgroup, not of small order).
+bool is_prime_order_point(std::string_view raw) {
+    static const bool ready = sodium_init() >= 0;
+    return ready && raw.size() == crypto_core_ed25519_BYTES &&
+           crypto_core_ed25519_is_valid_point(reinterpret_cast<const unsigned char*>(raw.data())) ==
+               1;
+}
+
+// OpenSSL's full check of a public key (EVP_PKEY_public_check): for EC, a
+// point on the curve, not at infinity, of the group's order; for RSA, an
+// odd modulus and exponent.
+bool passes_public_check(EVP_PKEY* key) {
+    EVP_PKEY_CTX* context = EVP_PKEY_CTX_new_from_pkey(nullptr, key, nullptr);
+    bool passed = context && EVP_PKEY_public_check(context) == 1;
+    EVP_PKEY_CTX_free(context);
+    return passed;
+}
+
+// An RSA exponent of 1 makes the "signature" the padded digest itself.
+std::optional<std::uint64_t> rsa_exponent(EVP_PKEY* key) {
+    BIGNUM* exponent = nullptr;
+    if (EVP_PKEY_get_bn_param(key, OSSL_PKEY_PARAM_RSA_E, &exponent) != 1) return std::nullopt;
+    std::optional<std::uint64_t> value;
+    if (BN_num_bits(exponent) <= 64) value = BN_get_word(exponent);
+    BN_free(exponent);
+    return value.value_or(UINT64_MAX);
+}
+} // namespace
+
+std::optional<std::string> public_key_weakness(std::string_view der_or_raw) {
+    if (der_or_raw.size() == k_ed25519_key_bytes) {
+        if (is_prime_order_point(der_or_raw)) return std::nullopt;
+        return "an ed25519 point of small order, outside the prime-order subgroup or not in "
+               "canonical form: forged signatures would verify";
+    }
+    for (int kind : {EVP_PKEY_EC, EVP_PKEY_RSA}) {
+        VerifyingKey key;
+        if (!key.hold(subject_public_key(der_or_raw, 2048, kind))) continue;
+        if (kind == EVP_PKEY_EC) {
+            if (!passes_public_check(key.key)) return "an EC point off its curve or at infinity";
+            return std::nullopt;
+        }
+        auto exponent = rsa_exponent(key.key);
+        if (!exponent || *exponent < 3) return "an RSA public exponent below 3";
+        if (EVP_PKEY_get_bits(key.key) < 2048)
+            return fmt::format("an RSA modulus of {} bits (2048 at least)",
+                               EVP_PKEY_get_bits(key.key));
+        if (!passes_public_check(key.key)) return "an RSA key that fails OpenSSL's check";
+        return std::nullopt;
+    }
+    return std::nullopt; // no key at all: the caller's own message says what it expects
+}
+
 struct Ed25519PublicKey::Impl : VerifyingKey {};
 
 Ed25519PublicKey::Ed25519PublicKey() : m_impl(std::make_unique<Impl>()) {}
@@ -258,7 +319,7 @@ Ed25519PublicKey::Ed25519PublicKey(Ed25519PublicKey&&) noexcept = default;
 Ed25519PublicKey& Ed25519PublicKey::operator=(Ed25519PublicKey&&) noexcept = default;
 
 std::optional<Ed25519PublicKey> Ed25519PublicKey::from_raw(std::string_view raw) {
-    if (raw.size() != k_ed25519_key_bytes) return std::nullopt;
+    if (raw.size() != k_ed25519_key_bytes || public_key_weakness(raw)) return std::nullopt;
     Ed25519PublicKey key;
     if (!key.m_impl->hold(EVP_PKEY_new_raw_public_key(
             EVP_PKEY_ED25519, nullptr, reinterpret_cast<const unsigned char*>(raw.data()),
@@ -287,7 +348,7 @@ std::optional<EcdsaP256PublicKey> EcdsaP256PublicKey::from_der(std::string_view 
     std::size_t length = 0;
     if (EVP_PKEY_get_utf8_string_param(key.m_impl->key, OSSL_PKEY_PARAM_GROUP_NAME, curve,
                                        sizeof(curve), &length) != 1 ||
-        std::string_view(curve, length) != "prime256v1")
+        std::string_view(curve, length) != "prime256v1" || !passes_public_check(key.m_impl->key))
         return std::nullopt;
     return key;
 }
@@ -328,8 +389,7 @@ RsaPublicKey& RsaPublicKey::operator=(RsaPublicKey&&) noexcept = default;
 std::optional<RsaPublicKey> RsaPublicKey::from_der(std::string_view der) {
     // 8192 bits make a SubjectPublicKeyInfo of about 1 KB.
     RsaPublicKey key;
-    if (!key.m_impl->hold(subject_public_key(der, 2048, EVP_PKEY_RSA)) ||
-        EVP_PKEY_get_bits(key.m_impl->key) < 2048)
+    if (!key.m_impl->hold(subject_public_key(der, 2048, EVP_PKEY_RSA)) || public_key_weakness(der))
         return std::nullopt;
     return key;
 }

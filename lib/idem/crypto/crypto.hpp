@@ -80,7 +80,8 @@ inline constexpr std::size_t k_ed25519_signature_bytes = 64;
 
 class Ed25519PublicKey {
 public:
-    // nullopt unless `raw` is 32 bytes that OpenSSL accepts.
+    // nullopt unless `raw` is 32 bytes of a point in the prime-order
+    // subgroup (public_key_weakness).
     static std::optional<Ed25519PublicKey> from_raw(std::string_view raw);
     ~Ed25519PublicKey();
     Ed25519PublicKey(Ed25519PublicKey&&) noexcept;
@@ -98,7 +99,8 @@ private:
 // SubjectPublicKeyInfo; signatures are DER over SHA-256 of the message.
 class EcdsaP256PublicKey {
 public:
-    // nullopt unless `der` is a whole P-256 SubjectPublicKeyInfo.
+    // nullopt unless `der` is a whole P-256 SubjectPublicKeyInfo whose point
+    // passes OpenSSL's full check.
     static std::optional<EcdsaP256PublicKey> from_der(std::string_view der);
     ~EcdsaP256PublicKey();
     EcdsaP256PublicKey(EcdsaP256PublicKey&&) noexcept;
@@ -119,7 +121,7 @@ private:
 class RsaPublicKey {
 public:
     // nullopt unless `der` is a whole RSA SubjectPublicKeyInfo of at least
-    // 2048 bits.
+    // 2048 bits with a public exponent of 3 or more.
     static std::optional<RsaPublicKey> from_der(std::string_view der);
     ~RsaPublicKey();
     RsaPublicKey(RsaPublicKey&&) noexcept;
@@ -133,6 +135,14 @@ private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };
+
+// Why a public key must not be trusted to check signatures, or nullopt:
+// 32 raw bytes are an ed25519 point (refused when of small order, outside
+// the prime-order subgroup or non-canonical); a DER SubjectPublicKeyInfo an
+// EC key (refused off its curve or at infinity) or an RSA key (refused
+// with an exponent below 3 or a modulus below 2048 bits). Bytes that are
+// no key at all are nullopt too: the parsers say what they expected.
+[[nodiscard]] std::optional<std::string> public_key_weakness(std::string_view der_or_raw);
 
 // The DER SubjectPublicKeyInfo of the key an X.509 certificate (DER)
 // holds; nullopt when `der` is not one certificate.

@@ -159,7 +159,12 @@ std::optional<std::string> jwk_p256_der(std::string_view text) {
 PublicKey parse_public_key(std::string_view text, std::size_t position) {
     if (trim(text).starts_with('{')) {
         // A JWK is JSON, no LABEL=: it is named by its position.
-        if (auto der = jwk_p256_der(trim(text)); der && crypto::EcdsaP256PublicKey::from_der(*der))
+        auto der = jwk_p256_der(trim(text));
+        if (der)
+            if (auto weakness = crypto::public_key_weakness(*der))
+                throw UsageError(
+                    fmt::format("--public-key #{} is refused: {}", position, *weakness));
+        if (der && crypto::EcdsaP256PublicKey::from_der(*der))
             return {fmt::format("#{}", position), *der, PublicKey::Kind::ecdsa_p256};
         throw UsageError(fmt::format("public key #{} is JSON but no EC P-256 JWK (kty EC, crv "
                                      "P-256, x and y of 32 bytes each)",
@@ -169,6 +174,9 @@ PublicKey parse_public_key(std::string_view text, std::size_t position) {
     bool certificate = false;
     auto raw = decode_key_text(without_pem_armour(value, certificate), "whpk_");
     if (raw && certificate) raw = crypto::certificate_public_key(*raw);
+    if (raw)
+        if (auto weakness = crypto::public_key_weakness(*raw))
+            throw UsageError(fmt::format("--public-key {} is refused: {}", label, *weakness));
     if (raw && raw->size() == crypto::k_ed25519_key_bytes)
         return {label, *raw, PublicKey::Kind::ed25519};
     if (raw && crypto::EcdsaP256PublicKey::from_der(*raw))
