@@ -328,7 +328,7 @@ TEST_CASE("a form is PHP-serialized as Paddle Classic signs it: sorted, the last
 }
 
 TEST_CASE("a provider file whose key is a list or a map is an error at its place") {
-    CHECK_THROWS_WITH_AS((void)idem::verify::parse_provider_specs(
-                             "name: acme\n? [header]\n: X-Sig\n", "acme.yaml"),
-                         doctest::Contains("acme.yaml:2:"), idem::UsageError);
+    CHECK_THROWS_WITH_AS(
+        (void)idem::verify::parse_provider_specs("name: acme\n? [header]\n: X-Sig\n", "acme.yaml"),
+        doctest::Contains("acme.yaml:2:"), idem::UsageError);
 }
