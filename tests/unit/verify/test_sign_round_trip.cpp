@@ -254,7 +254,11 @@ TEST_CASE(
                                         : "not-the-secret"}};
         } else {
             wrong.secrets.clear();
-            wrong.public_keys = {parse_public_key(std::string(64, 'a'), 1)};
+            // Another real key (RFC 8032 section 7.1, TEST 1; the seed signs
+            // as TEST 2): 64 'a's is no point of the prime-order subgroup,
+            // and is refused when loaded.
+            wrong.public_keys = {parse_public_key(
+                "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a", 1)};
         }
         Verifier wrong_verifier(wrong);
         auto forged = wrong_verifier.verify(e.view(), test::unix_seconds(signed_at));
