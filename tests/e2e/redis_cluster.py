@@ -37,14 +37,15 @@ def cli(port, *args, timeout=10, commands=None):
 
 
 class Cluster:
-    def __init__(self, directory):
+    def __init__(self, directory, node_timeout_ms=1000):
         self.directory = directory
+        self.node_timeout_ms = node_timeout_ms
         self.nodes = {}  # port -> Popen
 
     def start_node(self, port):
         self.nodes[port] = subprocess.Popen(
             ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
-             "--cluster-config-file", f"nodes-{port}.conf", "--cluster-node-timeout", "1000",
+             "--cluster-config-file", f"nodes-{port}.conf", "--cluster-node-timeout", str(self.node_timeout_ms),
              "--save", "", "--appendonly", "no", "--dir", self.directory],
             stdout=subprocess.DEVNULL)
         for _ in range(200):
@@ -120,9 +121,12 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def running(masters=3, replicas=0):
+def running(masters=3, replicas=0, node_timeout_ms=1000):
+    """`node_timeout_ms`: how long a master may be silent before it is
+    failed over (Redis's default is 15 s; a longer one makes a failover
+    outlast heartbeats and retries)."""
     with tempfile.TemporaryDirectory() as directory:
-        cluster = Cluster(directory)
+        cluster = Cluster(directory, node_timeout_ms)
         try:
             for _ in range(masters * (1 + replicas)):
                 cluster.start_node(free_port())

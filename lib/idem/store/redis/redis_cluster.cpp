@@ -433,9 +433,16 @@ struct RedisRouter::Impl {
     }
 
     // A reply that says the command did not run here: followed until it
-    // ran, or failed with a reason.
+    // ran, or failed with a reason. Each node a command ran on after all
+    // (a redirect's target, a node asked again) is added to `ran_on`, when
+    // given: a pipeline whose writes must reach a replica waits on those
+    // too (RedisRouter::pipeline_once).
     Reply settle(Reply reply, const Arguments& arguments, std::string_view key,
-                 ErrorReplies errors = ErrorReplies::fail) {
+                 ErrorReplies errors = ErrorReplies::fail, std::vector<Node*>* ran_on = nullptr) {
+        auto ran_here = [&](Node& node) {
+            if (ran_on && std::find(ran_on->begin(), ran_on->end(), &node) == ran_on->end())
+                ran_on->push_back(&node);
+        };
         for (int hop = 0; hop < k_max_redirects; ++hop) {
             if (!reply) fail("no reply");
             if (auto redirect = redirect_of(reply.get())) {
@@ -445,10 +452,13 @@ struct RedisRouter::Impl {
                     append(target, arguments);
                     (void)read(target);
                     reply = read(target);
+                    ran_here(target);
                 } else {
                     owner[redirect->slot] = &target;
                     refresh_quietly();
-                    reply = send_one(route(key), arguments);
+                    auto& node = route(key);
+                    reply = send_one(node, arguments);
+                    ran_here(node);
                 }
                 continue;
             }
@@ -457,12 +467,15 @@ struct RedisRouter::Impl {
                 auto& node = route(key);
                 (void)raw_command(node, {"SCRIPT", "LOAD", scripts.at(arguments[1])});
                 reply = send_one(node, arguments);
+                ran_here(node);
                 continue;
             }
             if (cluster_busy(reply.get())) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(100));
                 refresh_quietly();
-                reply = send_one(route(key), arguments);
+                auto& node = route(key);
+                reply = send_one(node, arguments);
+                ran_here(node);
                 continue;
             }
             // A restarted node answers LOADING while it reads its data back
@@ -595,9 +608,19 @@ std::vector<Reply> RedisRouter::pipeline_once(const std::vector<RoutedCommand>& 
         impl.refresh_quietly();
         send_pipelined(commands, which, replies, replicas);
     }
+    // A command that ran elsewhere than where it was first sent (a
+    // redirect, NOSCRIPT, a busy cluster) ran without the WAIT its first
+    // node's piece carried: its node is waited on now, or the claim it made
+    // could be lost with that node and be a first copy twice.
+    std::vector<Node*> ran_elsewhere;
     for (std::size_t i = 0; i < commands.size(); ++i)
-        replies[i] =
-            impl.settle(std::move(replies[i]), commands[i].arguments, commands[i].key, errors);
+        replies[i] = impl.settle(std::move(replies[i]), commands[i].arguments, commands[i].key,
+                                 errors, replicas == Replicas::wait ? &ran_elsewhere : nullptr);
+    for (auto* node : ran_elsewhere)
+        if (node->has_replicas) {
+            impl.append(*node, replica_wait());
+            impl.await_replica(*node, impl.read(*node));
+        }
     return replies;
 }
 

@@ -209,11 +209,18 @@ void RedisFingerprintClaims::for_each_record(
 // heartbeat, and the next claim that meets one of its unconfirmed first
 // copies takes it over (docs/dedup.md), so a rerun emits the batch again
 // instead of losing it.
+//
+// On a replica too before the run goes on: a confirmation lost with its
+// master would leave the batch unconfirmed once this process is gone, and
+// the next claim to meet one of its first copies would take it over and
+// write that record out a second time.
 void RedisFingerprintClaims::confirm_batch() {
     if (!m_batch_claimed) return;
     auto key = confirmed_key(m_owner);
-    (void)m_session.redis().command(
-        {"SET", key, std::to_string(m_batch), "PXAT", std::to_string(m_confirmed_until_ms)}, key);
+    (void)m_session.redis().pipeline(
+        {{{"SET", key, std::to_string(m_batch), "PXAT", std::to_string(m_confirmed_until_ms)},
+          key}},
+        Retry::safe, ErrorReplies::fail, Replicas::wait);
     ++m_batch;
     m_batch_claimed = false;
 }
@@ -271,7 +278,10 @@ std::vector<std::size_t> RedisFingerprintClaims::settle_first_copies_met(
                                  keys[i]});
             }
         }
-        auto replies = m_session.redis().pipeline(batch);
+        // A first copy claimed anew or taken over counts as this process's
+        // only once a replica holds it, as a new one does (claim()).
+        auto replies =
+            m_session.redis().pipeline(batch, Retry::safe, ErrorReplies::fail, Replicas::wait);
         std::vector<std::pair<std::size_t, std::string>> changed;
         std::vector<std::pair<std::size_t, std::size_t>> overflowing; // claim, met
         std::size_t r = 0;
@@ -472,10 +482,16 @@ StoreError RedisFingerprintClaims::unexpected_reply(std::string_view to,
 bool RedisFingerprintClaims::wait_for_verdict(const std::string& owner) {
     for (;;) {
         auto key = heartbeat_key(owner);
+        auto asked = LivenessClock::now();
         auto reply = m_session.redis().command({"GET", key}, key);
         std::optional<std::string> beat;
         if (reply->type == REDIS_REPLY_STRING) beat = string_of(reply.get());
-        switch (m_liveness.judge(owner, beat, LivenessClock::now())) {
+        auto now = LivenessClock::now();
+        // A read that waited out an unreachable node (the heartbeat's
+        // master failing over) saw nothing of that time: the owner could
+        // not beat there either. Silence counts from here.
+        if (now - asked > k_beat_interval) m_liveness.observation_gap(owner, now);
+        switch (m_liveness.judge(owner, beat, now)) {
         case OwnerLiveness::Verdict::alive:
             return true;
         case OwnerLiveness::Verdict::dead:

@@ -15,21 +15,31 @@ std::string heartbeat_key(std::string_view owner) {
 OwnerLiveness::Verdict OwnerLiveness::judge(const std::string& owner,
                                             const std::optional<std::string>& beat,
                                             LivenessClock::time_point now) {
-    if (!beat) {
-        m_seen.erase(owner); // gone: its key expired or it said goodbye
+    if (beat == k_goodbye) {
+        m_seen.erase(owner); // it ended, confirming what it wrote out
         return Verdict::dead;
     }
-    auto [slot, first_look] = m_seen.try_emplace(owner, Seen{*beat, now, false});
+    // No key: its owner has not beaten on this node for the key's life.
+    // That is silence, not death: a failover of the key's master keeps a
+    // live owner from beating there as long as it lasts (and the replica
+    // taking over may never have had the key). Counted as a beat that does
+    // not change.
+    auto value = beat.value_or(std::string(k_no_beat));
+    auto [slot, first_look] = m_seen.try_emplace(owner, Seen{value, now, false});
     auto& seen = slot->second;
     if (first_look) return Verdict::unsure;
-    if (seen.beat != *beat) {
-        seen.beat = *beat;
+    if (seen.beat != value) {
+        seen.beat = value;
         seen.since = now;
         seen.seen_changing = true;
         return Verdict::alive;
     }
     if (now - seen.since > k_silence_is_death) return Verdict::dead;
     return seen.seen_changing ? Verdict::alive : Verdict::unsure;
+}
+
+void OwnerLiveness::observation_gap(const std::string& owner, LivenessClock::time_point now) {
+    if (auto seen = m_seen.find(owner); seen != m_seen.end()) seen->second.since = now;
 }
 
 Heartbeat::Heartbeat(const std::vector<RedisEndpoint>& seeds, int database, const std::string& name,
@@ -44,9 +54,12 @@ Heartbeat::~Heartbeat() {
     m_wake.notify_all();
     if (m_thread.joinable()) m_thread.join();
     // Claims still unconfirmed are then taken over at once, not after the
-    // silence a crash would need.
+    // silence a crash would need: the goodbye says it ended (an absent key
+    // only says it has not beaten there lately).
     try {
-        (void)m_redis->command({"DEL", m_key}, m_key);
+        (void)m_redis->command({"SET", m_key, std::string(k_goodbye), "PX",
+                                std::to_string((k_silence_is_death + k_beat_interval).count())},
+                               m_key);
     } catch (const StoreError&) {
     }
 }

@@ -34,16 +34,27 @@ inline constexpr std::chrono::milliseconds k_silence_is_death{3000};
 // "idem:alive:OWNER"
 [[nodiscard]] std::string heartbeat_key(std::string_view owner);
 
+// What a heartbeat key holds once its owner has ended (its claims are then
+// taken over at once), and what an absent key is judged as.
+inline constexpr std::string_view k_goodbye = "gone";
+inline constexpr std::string_view k_no_beat = "";
+
 // What one process has seen of other owners' heartbeats. Pure: the caller
 // reads the heartbeat key and the clock.
 class OwnerLiveness {
 public:
     enum class Verdict { alive, dead, unsure };
 
-    // `beat` is the heartbeat key's value now (nullopt: no key). Unsure
-    // means: look again a little later.
+    // `beat` is the heartbeat key's value now (nullopt: no key). An owner
+    // is dead once it said goodbye, or once its beat (or the key's absence)
+    // stood still for k_silence_is_death of observed time. Unsure means:
+    // look again a little later.
     Verdict judge(const std::string& owner, const std::optional<std::string>& beat,
                   LivenessClock::time_point now);
+    // The observer could not read the owner's key for a while (its node
+    // unreachable, a failover): that time was not observed, so silence is
+    // counted again from `now`.
+    void observation_gap(const std::string& owner, LivenessClock::time_point now);
 
 private:
     struct Seen {
