@@ -89,9 +89,12 @@ def one_round(idem, args, rng, number):
         victim = rng.choice(cluster.masters())
         cluster.kill(victim)
         codes = []
+        why = []
         for process in processes:
-            process.communicate(timeout=300)
+            _, err = process.communicate(timeout=300)
             codes.append(process.returncode)
+            if process.returncode != 0:
+                why.append(err.decode("utf-8", "replace").strip().splitlines()[-1:])
         cluster.wait_failover(victim)
         final = list(codes)
         for p, path in enumerate(parts):
@@ -111,6 +114,9 @@ def one_round(idem, args, rng, number):
         ok = twice == 0 and never == 0 and all(c == 0 for c in final)
         print(f"round {number}: {mode}, batch {batch}, node timeout {node_timeout} ms, codes {codes} then {final}: "
               f"{twice} keys twice, {never} never{'' if ok else '  FAILED'}", flush=True)
+        if args.verbose:
+            for line in why:
+                print(f"  exit 4: {' '.join(line)}", flush=True)
         return ok
 
 
@@ -125,6 +131,7 @@ def main():
     parser.add_argument("--output", choices=["stdout", "file", "both"], default="both")
     parser.add_argument("--kill-after", default="0.2,0.8")
     parser.add_argument("--seed", type=int, default=66)
+    parser.add_argument("--verbose", action="store_true", help="print why each run that stopped did")
     parser.add_argument("--node-timeout", type=int, default=0,
                         help="the cluster's node timeout in ms; 0: 1, 3 or 5 s at random each round")
     args = parser.parse_args()

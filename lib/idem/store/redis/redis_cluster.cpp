@@ -176,6 +176,9 @@ struct RedisRouter::Impl {
     std::vector<Node*> masters;
     std::array<Node*, k_slots> owner{};         // cluster: the master of each slot
     std::map<std::string, std::string> scripts; // sha -> source, for NOSCRIPT
+    // At least this long a wait for an unreachable store (PatientScope); 0:
+    // --store-timeout alone.
+    std::chrono::microseconds patience{0};
 
     [[noreturn]] void fail(const std::string& what) const {
         throw StoreError(fmt::format("store {}: {}", name, what));
@@ -244,7 +247,7 @@ struct RedisRouter::Impl {
     template <typename Operation>
     auto retrying(Retry retry, Operation operation, GiveUp give_up = GiveUp::store_error)
         -> decltype(operation()) {
-        auto timeout = std::chrono::microseconds(g_store_timeout_us.load());
+        auto timeout = std::max(std::chrono::microseconds(g_store_timeout_us.load()), patience);
         auto deadline = std::chrono::steady_clock::now() + timeout;
         auto backoff = std::chrono::duration_cast<std::chrono::microseconds>(k_first_backoff);
         while (true) {
@@ -316,20 +319,25 @@ struct RedisRouter::Impl {
     // it. Asked again while the answer is 0 (a replica catching up, a
     // failover under way), up to k_replica_wait_tries; a master that never
     // hears from a replica, or that has become a replica itself, fails the
-    // batch (StoreError): its records are never written out on a claim the
-    // replica that takes over might not have.
+    // attempt as an unreachable node does (retried up to --store-timeout,
+    // then StoreError): no record is written out on a claim the replica
+    // that takes over might not have.
     void await_replica(Node& node, Reply answer) {
         for (int asked = 1;; ++asked) {
             if (answer && answer->type == REDIS_REPLY_INTEGER && answer->integer >= 1) return;
             if (!answer || answer->type != REDIS_REPLY_INTEGER || asked == k_replica_wait_tries)
-                fail(fmt::format(
-                    "no replica of {} acknowledged the batch's writes ({}): the batch is not "
-                    "written out; rerun to resume",
-                    node.name(),
-                    !answer ? std::string("no answer")
-                    : answer->type == REDIS_REPLY_INTEGER
-                        ? fmt::format("none within {} ms", k_replica_wait_ms * asked)
-                        : fmt::format("WAIT answered {}", text_of(answer.get()))));
+                // Like a node that cannot be reached: the writes went again
+                // (Retry::safe: each is this run's own when it meets itself)
+                // until --store-timeout, so a replica slow to come back, or
+                // a failover under way, is ridden out rather than ending the
+                // run after its output was written.
+                throw Unreachable{
+                    fmt::format("no replica of {} acknowledged the writes ({})", node.name(),
+                                !answer ? std::string("no answer")
+                                : answer->type == REDIS_REPLY_INTEGER
+                                    ? fmt::format("none within {} ms", k_replica_wait_ms * asked)
+                                    : fmt::format("WAIT answered {}", text_of(answer.get()))),
+                    true};
             append(node, replica_wait());
             answer = read(node);
         }
@@ -565,6 +573,15 @@ void RedisRouter::discover() {
 
 RedisRouter::~RedisRouter() = default; // each node closes its connection
 
+RedisRouter::PatientScope::PatientScope(RedisRouter& router, std::chrono::microseconds patience)
+    : m_router(router), m_before(router.m_impl->patience) {
+    router.m_impl->patience = std::max(m_before, patience);
+}
+
+RedisRouter::PatientScope::~PatientScope() {
+    m_router.m_impl->patience = m_before;
+}
+
 bool RedisRouter::clustered() const {
     return m_impl->clustered;
 }
@@ -654,10 +671,22 @@ void RedisRouter::send_pipelined(const std::vector<RoutedCommand>& commands,
         if (waits(batch)) Impl::format_command(batch.commands, replica_wait());
         impl.append_formatted(*batch.node, batch.commands);
     }
-    for (auto& batch : batches) {
-        for (auto i : batch.indexes)
-            replies[i] = impl.read(*batch.node);
-        if (waits(batch)) impl.await_replica(*batch.node, impl.read(*batch.node));
+    std::size_t reading = 0;
+    try {
+        for (; reading < batches.size(); ++reading) {
+            auto& batch = batches[reading];
+            for (auto i : batch.indexes)
+                replies[i] = impl.read(*batch.node);
+            if (waits(batch)) impl.await_replica(*batch.node, impl.read(*batch.node));
+        }
+    } catch (...) {
+        // Replies left unread on a connection would be read as the answers
+        // to the next commands sent on it (a retried claim taking another
+        // claim's "nil" for its own): each node not read to the end is
+        // closed, and opened afresh when next asked.
+        for (; reading < batches.size(); ++reading)
+            batches[reading].node->close();
+        throw;
     }
 }
 

@@ -94,6 +94,12 @@ inline constexpr int k_replica_wait_tries = 20;
 // (--store-timeout); connections are retried with backoff until then.
 void set_store_timeout(std::chrono::microseconds timeout);
 
+// How long a commit that follows written-out records waits for a store
+// that cannot be reached (a failover under load can outlast the default
+// --store-timeout of 10 s): past it the run exits 4, and its last batch
+// may be written again by the next run.
+inline constexpr std::chrono::microseconds k_written_out_patience = std::chrono::minutes(2);
+
 class RedisRouter {
 public:
     // Connects to the first seed that answers and finds out whether it is a
@@ -123,6 +129,22 @@ public:
     // Loads a Lua script wherever it will run; EVALSHA of it then succeeds
     // on any node (NOSCRIPT is answered by loading it there).
     std::string load_script(const std::string& source);
+
+    // How long the operations in a patient scope (PatientScope) may wait
+    // for an unreachable store: at least this, whatever --store-timeout
+    // says. For a commit after its output was written out: giving up then
+    // would leave records out whose claims the next run takes over.
+    class PatientScope {
+    public:
+        PatientScope(RedisRouter& router, std::chrono::microseconds patience);
+        ~PatientScope();
+        PatientScope(const PatientScope&) = delete;
+        PatientScope& operator=(const PatientScope&) = delete;
+
+    private:
+        RedisRouter& m_router;
+        std::chrono::microseconds m_before;
+    };
 
     // The masters, to visit every key (SCAN) on each.
     [[nodiscard]] std::size_t masters() const;

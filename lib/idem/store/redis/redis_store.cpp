@@ -138,8 +138,13 @@ public:
     void clear_entities(std::string_view scope) override { m_entities.clear(scope); }
 
     // The queued writes first (a checkpoint among them): confirmed claims
-    // never run ahead of the checkpoint that covers them.
+    // never run ahead of the checkpoint that covers them. A commit comes
+    // after its records were written out, so it waits out a failover for
+    // at least k_written_out_patience (docs/stores.md): a run that gave up
+    // here would leave a batch out whose claims the next run takes over.
     void commit() override {
+        detail::RedisRouter::PatientScope patient(m_session.redis(),
+                                                  detail::k_written_out_patience);
         m_session.apply_pending();
         m_fingerprints.confirm_batch();
     }
