@@ -18,7 +18,12 @@ idem::verify::VerifyConfig config_for(idem::verify::Scheme scheme) {
     idem::verify::VerifyConfig config;
     config.scheme = scheme;
     config.secrets = {{"#1", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}};
-    config.public_keys = {{"#1", std::string(32, '\x01')}};
+    // RFC 8032 section 7.1, TEST 1: a point of the prime-order subgroup
+    // (32 bytes of 0x01 is none, and a Verifier refuses it).
+    config.public_keys = {{"#1", std::string("\xd7\x5a\x98\x01\x82\xb1\x0a\xb7\xd5\x4b\xfe"
+                                             "\xd3\xc9\x64\x07\x3a\x0e\xe1\x72\xf3\xda\xa6"
+                                             "\x23\x25\xaf\x02\x1a\x68\xf7\x07\x51\x1a",
+                                             32)}};
     config.url_base = "https://example.com";
     config.hmac.timestamp_header = "X-Timestamp";
     config.hmac.id_header = "X-Id";

@@ -27,7 +27,8 @@ seeds_of() {
 }
 
 failed=0
-for target in fuzz_input fuzz_json_elements fuzz_csv fuzz_specs fuzz_keys fuzz_record fuzz_har fuzz_http; do
+for target in fuzz_input fuzz_json_elements fuzz_csv fuzz_specs fuzz_keys fuzz_jwt fuzz_record fuzz_har \
+  fuzz_http; do
   mkdir -p "$scratch/$target"
   log="$scratch/$target.log"
   echo "fuzz/run.sh: $target for ${seconds}s"
