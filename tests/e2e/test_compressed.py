@@ -169,8 +169,13 @@ class CompressedInput(unittest.TestCase):
             resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
         from harness import IDEM
+        # A sanitizer's shadow memory needs terabytes of address space: the
+        # limit holds only for the release build (the exit and message
+        # are checked under both).
+        limited = os.environ.get("IDEM_SANITIZED") != "1"
         process = subprocess.run([IDEM, "dedup", "--key", "id", "--store", ":memory:", path],
-                                 capture_output=True, preexec_fn=a_gigabyte, timeout=60)
+                                 capture_output=True, preexec_fn=a_gigabyte if limited else None,
+                                 timeout=60)
         err = process.stderr.decode()
         self.assertEqual(process.returncode, 3, err)
         self.assertIn("huge.xz", err)

@@ -279,9 +279,9 @@ class WhatAFolderOrPatternReads(unittest.TestCase):
         self.assertEqual(summary_of(err)["in"], 10)
         self.assertIn("zz.ndjson", err)
 
-    def test_an_unreadable_subfolder_is_exit_3_naming_it_before_any_record(self):
-        locked = os.path.join(self.caps, "sub", "locked")
-        os.makedirs(locked)
+    def assert_walk_refuses_unreadable(self, locked):
+        """Run unprivileged over the folder with `locked` at mode 000: exit
+        3 naming it, nothing written out."""
         open_to_everyone(self.tmp.name)
         os.chmod(locked, 0)
         process = subprocess.run([IDEM, "dedup", "--key", "id", "--store", ":memory:", "--recursive", self.caps],
@@ -291,16 +291,13 @@ class WhatAFolderOrPatternReads(unittest.TestCase):
         self.assertIn(locked, err)
         self.assertEqual(process.stdout, b"")
 
+    def test_an_unreadable_subfolder_is_exit_3_naming_it_before_any_record(self):
+        locked = os.path.join(self.caps, "sub", "locked")
+        os.makedirs(locked)
+        self.assert_walk_refuses_unreadable(locked)
+
     def test_an_unreadable_file_under_a_folder_is_exit_3_naming_it(self):
-        locked = os.path.join(self.caps, "sub", "15.ndjson")
-        open_to_everyone(self.tmp.name)
-        os.chmod(locked, 0)
-        process = subprocess.run([IDEM, "dedup", "--key", "id", "--store", ":memory:", "--recursive", self.caps],
-                                 capture_output=True, preexec_fn=as_nobody, cwd=self.tmp.name, timeout=60)
-        err = process.stderr.decode()
-        self.assertEqual(process.returncode, 3, err)
-        self.assertIn(locked, err)
-        self.assertEqual(process.stdout, b"")
+        self.assert_walk_refuses_unreadable(os.path.join(self.caps, "sub", "15.ndjson"))
 
     def test_a_pattern_takes_regular_files_only(self):
         os.mkfifo(os.path.join(self.caps, "live.ndjson"))
@@ -497,5 +494,7 @@ class BoundedMemory(unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual(summary_of(err)["in"], 1000)
         # Each row's record is 1 MB of names: a few blocks of them at a
-        # time, where the file read whole took 2 GB.
-        self.assertLess(peak_kib, 150 * 1024)
+        # time, where the file read whole took 2 GB (47 MiB measured; a
+        # sanitizer's quarantine holds freed blocks longer: 336 MiB).
+        bound = 600 if os.environ.get("IDEM_SANITIZED") == "1" else 150
+        self.assertLess(peak_kib, bound * 1024)

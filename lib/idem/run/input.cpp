@@ -112,8 +112,17 @@ struct InputStream::Impl {
     bool start_cut(const OpenInput& input, InputBlock& out);
     std::uint64_t records_after_cut = 0; // said in a block of their own at the file's end
     std::uint64_t cut_file_bytes = 0;    // the cut file's size, for progress
-    void open(OpenInput& input);         // a regular file, when the stream reaches it
-    void close(OpenInput& input);        // ... and when it is done
+    // A JSON or CSV input read to its end through `source`: its bytes
+    // counted, the file closed, the stream on to the next input.
+    void finish_streamed_document(OpenInput& input, const io::ByteSource& source) {
+        finished_bytes += source.raw_bytes_read();
+        bytes_so_far.store(finished_bytes, std::memory_order_relaxed);
+        close(input);
+        ++current;
+        source_started = false;
+    }
+    void open(OpenInput& input);  // a regular file, when the stream reaches it
+    void close(OpenInput& input); // ... and when it is done
 };
 
 InputStream::InputStream(const InputOptions& options, io::OversizeHandler* oversize_handler)
@@ -369,27 +378,19 @@ bool InputStream::next_block(InputBlock& out, std::size_t target_bytes) {
         if (!input.format) impl.decide_format(input);
         if (*input.format == InputFormat::json) {
             if (impl.next_json_block(input, out, target_bytes)) return true;
-            impl.finished_bytes += impl.json_source->raw_bytes_read();
-            impl.bytes_so_far.store(impl.finished_bytes, std::memory_order_relaxed);
+            impl.finish_streamed_document(input, *impl.json_source);
             impl.json_reader.reset();
             impl.json_source.reset();
             std::string().swap(impl.json_bytes);
-            impl.close(input);
-            ++impl.current;
-            impl.source_started = false;
             continue;
         }
         if (*input.format == InputFormat::csv) {
             if (impl.next_csv_block(input, out, target_bytes)) return true;
-            impl.finished_bytes += impl.csv_source->raw_bytes_read();
-            impl.bytes_so_far.store(impl.finished_bytes, std::memory_order_relaxed);
+            impl.finish_streamed_document(input, *impl.csv_source);
             impl.csv_rows.reset();
             impl.csv_stream.reset();
             impl.csv_buffer.reset();
             impl.csv_source.reset();
-            impl.close(input);
-            ++impl.current;
-            impl.source_started = false;
             continue;
         }
         if (*input.format != InputFormat::ndjson) {

@@ -147,6 +147,18 @@ void set_store_timeout(std::chrono::microseconds timeout) {
     g_store_timeout_us.store(timeout.count());
 }
 
+namespace {
+std::atomic<std::int64_t> g_written_out_patience_us{0};
+}
+
+void set_written_out_patience(std::chrono::microseconds patience) {
+    g_written_out_patience_us.store(patience.count());
+}
+
+std::chrono::microseconds written_out_patience() {
+    return std::chrono::microseconds(g_written_out_patience_us.load());
+}
+
 void set_redis_credentials(RedisCredentials given) {
     std::lock_guard lock(g_credentials_mutex);
     g_credentials = std::move(given);

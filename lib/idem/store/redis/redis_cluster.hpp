@@ -93,12 +93,11 @@ inline constexpr int k_replica_wait_tries = 20;
 // How long a store may stay unreachable before an operation fails
 // (--store-timeout); connections are retried with backoff until then.
 void set_store_timeout(std::chrono::microseconds timeout);
-
-// How long a commit that follows written-out records waits for a store
-// that cannot be reached (a failover under load can outlast the default
-// --store-timeout of 10 s): past it the run exits 4, and its last batch
-// may be written again by the next run.
-inline constexpr std::chrono::microseconds k_written_out_patience = std::chrono::minutes(2);
+// At least how long a commit that follows written-out records waits for a
+// store that cannot be reached (store::set_written_out_patience); 0: as
+// long as --store-timeout.
+void set_written_out_patience(std::chrono::microseconds patience);
+[[nodiscard]] std::chrono::microseconds written_out_patience();
 
 class RedisRouter {
 public:

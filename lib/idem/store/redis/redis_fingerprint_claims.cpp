@@ -482,16 +482,12 @@ StoreError RedisFingerprintClaims::unexpected_reply(std::string_view to,
 bool RedisFingerprintClaims::wait_for_verdict(const std::string& owner) {
     for (;;) {
         auto key = heartbeat_key(owner);
-        auto asked = LivenessClock::now();
         auto reply = m_session.redis().command({"GET", key}, key);
         std::optional<std::string> beat;
         if (reply->type == REDIS_REPLY_STRING) beat = string_of(reply.get());
-        auto now = LivenessClock::now();
-        // A read that waited out an unreachable node (the heartbeat's
-        // master failing over) saw nothing of that time: the owner could
-        // not beat there either. Silence counts from here.
-        if (now - asked > k_beat_interval) m_liveness.observation_gap(owner, now);
-        switch (m_liveness.judge(owner, beat, now)) {
+        // A read that waited out a failover of the heartbeat's master is
+        // a gap in the looks (k_observation_gap): judged afresh after it.
+        switch (m_liveness.judge(owner, beat, LivenessClock::now())) {
         case OwnerLiveness::Verdict::alive:
             return true;
         case OwnerLiveness::Verdict::dead:

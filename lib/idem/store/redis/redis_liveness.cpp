@@ -22,24 +22,28 @@ OwnerLiveness::Verdict OwnerLiveness::judge(const std::string& owner,
     // No key: its owner has not beaten on this node for the key's life.
     // That is silence, not death: a failover of the key's master keeps a
     // live owner from beating there as long as it lasts (and the replica
-    // taking over may never have had the key). Counted as a beat that does
-    // not change.
+    // taking over may never have had the key).
     auto value = beat.value_or(std::string(k_no_beat));
-    auto [slot, first_look] = m_seen.try_emplace(owner, Seen{value, now, false});
+    auto [slot, first_look] = m_seen.try_emplace(owner, Seen{value, now, now, false});
     auto& seen = slot->second;
     if (first_look) return Verdict::unsure;
+    // Time this observer did not look (a read that waited out a failover,
+    // or no claim of this owner met for a while) is no observed silence,
+    // and a change across it no observed beat: the look starts afresh.
+    if (now - seen.last_look > k_observation_gap) {
+        seen = Seen{value, now, now, false};
+        return Verdict::unsure;
+    }
+    seen.last_look = now;
     if (seen.beat != value) {
         seen.beat = value;
         seen.since = now;
-        seen.seen_changing = true;
-        return Verdict::alive;
+        // A key that expired is no beat: only a new value is.
+        seen.seen_changing = beat.has_value();
+        return beat ? Verdict::alive : Verdict::unsure;
     }
     if (now - seen.since > k_silence_is_death) return Verdict::dead;
     return seen.seen_changing ? Verdict::alive : Verdict::unsure;
-}
-
-void OwnerLiveness::observation_gap(const std::string& owner, LivenessClock::time_point now) {
-    if (auto seen = m_seen.find(owner); seen != m_seen.end()) seen->second.since = now;
 }
 
 Heartbeat::Heartbeat(const std::vector<RedisEndpoint>& seeds, int database, const std::string& name,

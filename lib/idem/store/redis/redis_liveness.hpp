@@ -30,6 +30,9 @@ using LivenessClock = std::chrono::steady_clock;
 // dead would have its claims taken over and its events emitted twice.
 inline constexpr std::chrono::milliseconds k_beat_interval{500};
 inline constexpr std::chrono::milliseconds k_silence_is_death{3000};
+// Looks further apart than this (an observer's read that waited out a
+// failover, or a claim of that owner met again later) watch afresh.
+inline constexpr std::chrono::milliseconds k_observation_gap{2 * k_beat_interval};
 
 // "idem:alive:OWNER"
 [[nodiscard]] std::string heartbeat_key(std::string_view owner);
@@ -47,20 +50,18 @@ public:
 
     // `beat` is the heartbeat key's value now (nullopt: no key). An owner
     // is dead once it said goodbye, or once its beat (or the key's absence)
-    // stood still for k_silence_is_death of observed time. Unsure means:
-    // look again a little later.
+    // stood still for k_silence_is_death of looks no further apart than
+    // k_observation_gap; alive once a new value was seen within such looks.
+    // Unsure means: look again a little later.
     Verdict judge(const std::string& owner, const std::optional<std::string>& beat,
                   LivenessClock::time_point now);
-    // The observer could not read the owner's key for a while (its node
-    // unreachable, a failover): that time was not observed, so silence is
-    // counted again from `now`.
-    void observation_gap(const std::string& owner, LivenessClock::time_point now);
 
 private:
     struct Seen {
         std::string beat;
-        LivenessClock::time_point since; // when this value was first seen
-        bool seen_changing = false;      // the owner has been seen beating
+        LivenessClock::time_point since;     // when this value was first seen
+        LivenessClock::time_point last_look; // when the key was last read
+        bool seen_changing = false;          // the owner has been seen beating
     };
     std::unordered_map<std::string, Seen> m_seen;
 };
