@@ -5,7 +5,6 @@
 
 #include "idem/dedup/run.hpp"
 #include "idem/io/sink.hpp"
-#include "idem/store/location.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 
@@ -107,11 +106,6 @@ int run_dedup_command(const DedupOptions& options) {
     run.threads = options.threads;
     run.batch = std::max<std::uint64_t>(options.batch, 1);
     apply_store_timeout(options.common, std::chrono::milliseconds(10000));
-    // A failover under load can outlast the default 10 s; once a batch is
-    // written out its confirmation waits longer rather than leave it to be
-    // written again. A --store-timeout given is the user's bound.
-    if (options.common.store_timeout.empty())
-        store::set_written_out_patience(std::chrono::minutes(2));
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = io::Sink::standard_output();
     auto result = dedup::run_dedup(run, *output, diagnostics);

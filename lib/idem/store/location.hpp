@@ -71,11 +71,4 @@ void set_redis_credentials(std::string user, std::string password);
 // Default 10 s; the CLI sets it from --store-timeout.
 void set_store_timeout(Duration timeout);
 
-// At least how long a commit that follows records already written out
-// waits for a Redis store it cannot reach, whatever set_store_timeout
-// says: giving up there leaves a batch out that the next run takes over
-// and writes again. Default 0 (the store timeout alone); dedup sets 2
-// minutes unless --store-timeout is given (docs/stores.md).
-void set_written_out_patience(Duration patience);
-
 } // namespace idem::store

@@ -147,18 +147,6 @@ void set_store_timeout(std::chrono::microseconds timeout) {
     g_store_timeout_us.store(timeout.count());
 }
 
-namespace {
-std::atomic<std::int64_t> g_written_out_patience_us{0};
-}
-
-void set_written_out_patience(std::chrono::microseconds patience) {
-    g_written_out_patience_us.store(patience.count());
-}
-
-std::chrono::microseconds written_out_patience() {
-    return std::chrono::microseconds(g_written_out_patience_us.load());
-}
-
 void set_redis_credentials(RedisCredentials given) {
     std::lock_guard lock(g_credentials_mutex);
     g_credentials = std::move(given);
@@ -188,9 +176,6 @@ struct RedisRouter::Impl {
     std::vector<Node*> masters;
     std::array<Node*, k_slots> owner{};         // cluster: the master of each slot
     std::map<std::string, std::string> scripts; // sha -> source, for NOSCRIPT
-    // At least this long a wait for an unreachable store (PatientScope); 0:
-    // --store-timeout alone.
-    std::chrono::microseconds patience{0};
 
     [[noreturn]] void fail(const std::string& what) const {
         throw StoreError(fmt::format("store {}: {}", name, what));
@@ -259,13 +244,19 @@ struct RedisRouter::Impl {
     template <typename Operation>
     auto retrying(Retry retry, Operation operation, GiveUp give_up = GiveUp::store_error)
         -> decltype(operation()) {
-        auto timeout = std::max(std::chrono::microseconds(g_store_timeout_us.load()), patience);
+        auto timeout = std::chrono::microseconds(g_store_timeout_us.load());
         auto deadline = std::chrono::steady_clock::now() + timeout;
         auto backoff = std::chrono::duration_cast<std::chrono::microseconds>(k_first_backoff);
         while (true) {
             try {
                 return operation();
             } catch (const Unreachable& unreachable) {
+                // Whatever failed, a connection may hold replies (or
+                // commands) of the failed attempt: read by the next one,
+                // a stale "OK" or "1" would answer a claim or a WAIT it
+                // never got. Every connection starts afresh.
+                for (auto& node : nodes)
+                    node->close();
                 auto now = std::chrono::steady_clock::now();
                 if (unreachable.sent && retry == Retry::never) fail(unreachable.why);
                 if (now >= deadline) {
@@ -585,15 +576,6 @@ void RedisRouter::discover() {
 
 RedisRouter::~RedisRouter() = default; // each node closes its connection
 
-RedisRouter::PatientScope::PatientScope(RedisRouter& router, std::chrono::microseconds patience)
-    : m_router(router), m_before(router.m_impl->patience) {
-    router.m_impl->patience = std::max(m_before, patience);
-}
-
-RedisRouter::PatientScope::~PatientScope() {
-    m_router.m_impl->patience = m_before;
-}
-
 bool RedisRouter::clustered() const {
     return m_impl->clustered;
 }
@@ -695,7 +677,8 @@ void RedisRouter::send_pipelined(const std::vector<RoutedCommand>& commands,
         // Replies left unread on a connection would be read as the answers
         // to the next commands sent on it (a retried claim taking another
         // claim's "nil" for its own): each node not read to the end is
-        // closed, and opened afresh when next asked.
+        // closed, and opened afresh when next asked (retrying() closes
+        // them all before an attempt is made again).
         for (; reading < batches.size(); ++reading)
             batches[reading].node->close();
         throw;

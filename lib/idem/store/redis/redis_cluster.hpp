@@ -93,11 +93,6 @@ inline constexpr int k_replica_wait_tries = 20;
 // How long a store may stay unreachable before an operation fails
 // (--store-timeout); connections are retried with backoff until then.
 void set_store_timeout(std::chrono::microseconds timeout);
-// At least how long a commit that follows written-out records waits for a
-// store that cannot be reached (store::set_written_out_patience); 0: as
-// long as --store-timeout.
-void set_written_out_patience(std::chrono::microseconds patience);
-[[nodiscard]] std::chrono::microseconds written_out_patience();
 
 class RedisRouter {
 public:
@@ -128,22 +123,6 @@ public:
     // Loads a Lua script wherever it will run; EVALSHA of it then succeeds
     // on any node (NOSCRIPT is answered by loading it there).
     std::string load_script(const std::string& source);
-
-    // How long the operations in a patient scope (PatientScope) may wait
-    // for an unreachable store: at least this, whatever --store-timeout
-    // says. For a commit after its output was written out: giving up then
-    // would leave records out whose claims the next run takes over.
-    class PatientScope {
-    public:
-        PatientScope(RedisRouter& router, std::chrono::microseconds patience);
-        ~PatientScope();
-        PatientScope(const PatientScope&) = delete;
-        PatientScope& operator=(const PatientScope&) = delete;
-
-    private:
-        RedisRouter& m_router;
-        std::chrono::microseconds m_before;
-    };
 
     // The masters, to visit every key (SCAN) on each.
     [[nodiscard]] std::size_t masters() const;

@@ -138,14 +138,8 @@ public:
     void clear_entities(std::string_view scope) override { m_entities.clear(scope); }
 
     // The queued writes first (a checkpoint among them): confirmed claims
-    // never run ahead of the checkpoint that covers them. A commit comes
-    // after its records were written out, so it waits out a failover for
-    // at least the written-out patience (set_written_out_patience,
-    // docs/stores.md): a run that gave up here would leave a batch out
-    // whose claims the next run takes over.
+    // never run ahead of the checkpoint that covers them.
     void commit() override {
-        detail::RedisRouter::PatientScope patient(m_session.redis(),
-                                                  detail::written_out_patience());
         m_session.apply_pending();
         m_fingerprints.confirm_batch();
     }
@@ -173,10 +167,6 @@ void set_redis_credentials(std::string user, std::string password) {
 
 void set_store_timeout(Duration timeout) {
     detail::set_store_timeout(timeout);
-}
-
-void set_written_out_patience(Duration patience) {
-    detail::set_written_out_patience(patience);
 }
 
 namespace detail {
