@@ -79,10 +79,7 @@ public:
                                 quote(input + "/*.ndjson.gz"));
             auto root = real_path_of(input);
             if (root.empty()) fail(input, "cannot resolve the directory's path");
-            std::vector<std::string> found;
-            walk(input, root, found);
-            std::sort(found.begin(), found.end());
-            m_out.files.insert(m_out.files.end(), found.begin(), found.end());
+            add_walked(input, root);
             return;
         }
         if (fs::exists(status) || !is_input_pattern(input)) {
@@ -93,6 +90,14 @@ public:
     }
 
 private:
+    // The files a walk of `directory` takes, sorted by path.
+    void add_walked(const std::string& directory, const std::string& root) {
+        std::vector<std::string> found;
+        walk(directory, root, found);
+        std::sort(found.begin(), found.end());
+        m_out.files.insert(m_out.files.end(), found.begin(), found.end());
+    }
+
     void skip(const std::string& path, std::string reason) {
         m_out.skipped.push_back({path, std::move(reason)});
     }
@@ -231,15 +236,10 @@ void Expander::add_pattern(const std::string& pattern) {
         std::error_code error;
         if (fs::is_directory(fs::symlink_status(match, error))) {
             if (!m_expansion.recursive) continue; // 'day/*' names files
-            std::vector<std::string> found;
-            walk(match, root, found);
-            std::sort(found.begin(), found.end());
-            m_out.files.insert(m_out.files.end(), found.begin(), found.end());
+            add_walked(match, root);
             continue;
         }
-        std::vector<std::string> found;
-        consider(match, root, found);
-        m_out.files.insert(m_out.files.end(), found.begin(), found.end());
+        consider(match, root, m_out.files);
     }
 }
 

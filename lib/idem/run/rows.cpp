@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sqlite3.h>
 #include <vector>
 
@@ -110,21 +111,30 @@ CsvRowReader::CsvRowReader(std::istream& in, std::string name, char delimiter, C
     constexpr std::string_view k_byte_order_mark = "\xef\xbb\xbf";
     if (!header.empty() && header.front().starts_with(k_byte_order_mark))
         header.front().erase(0, k_byte_order_mark.size());
-    // A name twice would keep one of its values and drop the other unseen.
-    for (std::size_t i = 0; i < header.size(); ++i)
-        for (std::size_t j = 0; j < i; ++j)
-            if (header[i] == header[j])
-                throw InputError({m_name, 1, 0, 0},
-                                 fmt::format("the header names {} twice (columns {} and {}): each "
-                                             "column needs a name of its own",
-                                             quote(header[i]), j + 1, i + 1));
-    // Each name written once, as JSON, and the columns in the order a
-    // JSON object's members are written (by name).
+    // The columns in the order a JSON object's members are written (by
+    // name; a stable sort keeps equal names in column order).
     m_order.resize(header.size());
     for (std::size_t i = 0; i < header.size(); ++i)
         m_order[i] = i;
-    std::sort(m_order.begin(), m_order.end(),
-              [&](std::size_t a, std::size_t b) { return header[a] < header[b]; });
+    std::stable_sort(m_order.begin(), m_order.end(),
+                     [&](std::size_t a, std::size_t b) { return header[a] < header[b]; });
+    // A name twice would keep one of its values and drop the other unseen.
+    // Equal names lie side by side in that order: the first column that
+    // repeats an earlier one is named, with the column it repeats (a pass
+    // over pairs of columns would take hours on a header of millions).
+    std::optional<std::pair<std::size_t, std::size_t>> twice; // earlier, later
+    for (std::size_t k = 1; k < m_order.size(); ++k) {
+        auto earlier = m_order[k - 1], later = m_order[k];
+        if (header[earlier] == header[later] &&
+            (k < 2 || header[m_order[k - 2]] != header[later]) && (!twice || later < twice->second))
+            twice.emplace(earlier, later);
+    }
+    if (twice)
+        throw InputError({m_name, 1, 0, 0},
+                         fmt::format("the header names {} twice (columns {} and {}): each column "
+                                     "needs a name of its own",
+                                     quote(header[twice->first]), twice->first + 1,
+                                     twice->second + 1));
     for (const auto& column : header)
         m_names.push_back(
             nlohmann::json(column).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +

@@ -27,14 +27,12 @@ void refuse_duplicate_keys(const YAML::Node& node, const std::string& name) {
     for (const auto& entry : node) {
         if (!entry.first.IsScalar())
             fail_at(name, entry.first, "a key must be a plain name, not null, a list or a map");
-        {
-            auto key = entry.first.Scalar();
-            auto [first, added] = seen.try_emplace(key, entry.first.Mark());
-            if (!added)
-                fail_at(name, entry.first,
-                        fmt::format("key {} is given twice in one mapping (first at {}:{})",
-                                    quote(key), first->second.line + 1, first->second.column + 1));
-        }
+        auto key = entry.first.Scalar();
+        auto [first, added] = seen.try_emplace(key, entry.first.Mark());
+        if (!added)
+            fail_at(name, entry.first,
+                    fmt::format("key {} is given twice in one mapping (first at {}:{})", quote(key),
+                                first->second.line + 1, first->second.column + 1));
         refuse_duplicate_keys(entry.second, name);
     }
 }

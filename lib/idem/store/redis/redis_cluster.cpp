@@ -665,23 +665,13 @@ void RedisRouter::send_pipelined(const std::vector<RoutedCommand>& commands,
         if (waits(batch)) Impl::format_command(batch.commands, replica_wait());
         impl.append_formatted(*batch.node, batch.commands);
     }
-    std::size_t reading = 0;
-    try {
-        for (; reading < batches.size(); ++reading) {
-            auto& batch = batches[reading];
-            for (auto i : batch.indexes)
-                replies[i] = impl.read(*batch.node);
-            if (waits(batch)) impl.await_replica(*batch.node, impl.read(*batch.node));
-        }
-    } catch (...) {
-        // Replies left unread on a connection would be read as the answers
-        // to the next commands sent on it (a retried claim taking another
-        // claim's "nil" for its own): each node not read to the end is
-        // closed, and opened afresh when next asked (retrying() closes
-        // them all before an attempt is made again).
-        for (; reading < batches.size(); ++reading)
-            batches[reading].node->close();
-        throw;
+    // A node lost part way leaves the others' replies unread: retrying()
+    // closes every connection before the next attempt, so none is read as
+    // the answer to a later command.
+    for (auto& batch : batches) {
+        for (auto i : batch.indexes)
+            replies[i] = impl.read(*batch.node);
+        if (waits(batch)) impl.await_replica(*batch.node, impl.read(*batch.node));
     }
 }
 
