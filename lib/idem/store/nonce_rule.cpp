@@ -34,6 +34,27 @@ NonceDecision judge_nonce(const std::optional<NonceEntry>& kept, const NonceSigh
 }
 
 std::vector<NonceClaim> NonceStore::claim_nonces(std::span<const NonceRequest> requests) {
+    auto claims = claim_batch(requests);
+    std::vector<std::size_t> asked;
+    std::vector<NonceName> names;
+    for (std::size_t i = 0; i < requests.size(); ++i)
+        if (claims[i].verdict == NonceVerdict::fresh && !requests[i].earlier_form.empty() &&
+            requests[i].earlier_form != requests[i].nonce) {
+            asked.push_back(i);
+            names.push_back({requests[i].scope, requests[i].earlier_form});
+        }
+    if (asked.empty()) return claims;
+    auto kept = kept_nonces(names);
+    for (std::size_t n = 0; n < asked.size(); ++n) {
+        if (!kept[n]) continue;
+        const auto& request = requests[asked[n]];
+        auto decision = judge_nonce(kept[n], request.sighting, request.window);
+        if (decision.claim.verdict != NonceVerdict::fresh) claims[asked[n]] = decision.claim;
+    }
+    return claims;
+}
+
+std::vector<NonceClaim> NonceStore::claim_batch(std::span<const NonceRequest> requests) {
     std::vector<NonceClaim> claims;
     claims.reserve(requests.size());
     for (const auto& request : requests)

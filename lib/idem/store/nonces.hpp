@@ -58,6 +58,17 @@ struct NonceRequest {
     NonceSighting sighting;
     Duration window{};
     Timestamp keep_until{};
+    // What an earlier release keyed the same delivery on (its message id
+    // or its signature's text), when that differs from `nonce`: looked up,
+    // never kept, so that a store an earlier release wrote still knows the
+    // deliveries it saw (docs/stores.md, "Nonces an earlier release kept").
+    std::string_view earlier_form;
+};
+
+// Where a kept nonce is looked up.
+struct NonceName {
+    std::string_view scope;
+    std::string_view nonce;
 };
 
 class NonceStore {
@@ -73,9 +84,19 @@ public:
 
     // The requests judged in order, each as claim_nonce() would judge it
     // after the ones before it (a nonce twice in a batch: the second meets
-    // the first). A store across a network answers a batch in one round
-    // trip, or two when a kept entry is to be replaced.
-    virtual std::vector<NonceClaim> claim_nonces(std::span<const NonceRequest> requests);
+    // the first); then a fresh claim whose earlier form the store kept is
+    // judged against that entry by the same rule, which is never replaced.
+    [[nodiscard]] std::vector<NonceClaim> claim_nonces(std::span<const NonceRequest> requests);
+
+    // What the store keeps for each name, read only. Throws StoreError.
+    virtual std::vector<std::optional<NonceEntry>>
+    kept_nonces(std::span<const NonceName> names) = 0;
+
+protected:
+    // claim_nonces() without the earlier forms. A store across a network
+    // answers a batch in one round trip, or two when a kept entry is to be
+    // replaced.
+    virtual std::vector<NonceClaim> claim_batch(std::span<const NonceRequest> requests);
 };
 
 } // namespace idem::store

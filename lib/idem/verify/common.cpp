@@ -155,14 +155,26 @@ Verdict invalid(Scheme scheme, std::string reason) {
     return verdict;
 }
 
-Verdict matched(const Input& input, Scheme scheme, std::string label, std::string_view nonce,
-                std::optional<Timestamp> signed_at) {
+std::string signed_content_nonce(std::initializer_list<std::string_view> signed_content) {
+    crypto::Sha256Stream digest;
+    for (auto part : signed_content)
+        digest.update(part);
+    auto bytes = digest.finish();
+    return "sha256:" + encode_signature(bytes.view(), SignatureEncoding::hex);
+}
+
+Verdict matched(const Input& input, Scheme scheme, std::string label, std::string_view message_id,
+                std::optional<Timestamp> signed_at,
+                std::initializer_list<std::string_view> signed_content) {
     Verdict verdict;
     verdict.valid = true;
     verdict.scheme = scheme;
     verdict.key_label = std::move(label);
     verdict.reason = "signature matches";
-    if (input.config.nonce_capture == NonceCapture::keep) verdict.nonce = nonce;
+    if (input.config.nonce_capture == NonceCapture::keep) {
+        verdict.message_id = message_id;
+        verdict.nonce = signed_content_nonce(signed_content);
+    }
     verdict.signed_at = signed_at;
     return verdict;
 }
@@ -299,6 +311,13 @@ std::optional<std::string> check_age(const Input& input, Timestamp signed_at, Cl
 std::string no_match_reason(std::size_t keys, std::size_t candidates) {
     return fmt::format("signature does not match: {} signature{} checked against {} key{}",
                        candidates, candidates == 1 ? "" : "s", keys, keys == 1 ? "" : "s");
+}
+
+std::string_view list_item(std::string_view item) {
+    item = trim(item);
+    while (!item.empty() && item.back() == ',')
+        item = trim(item.substr(0, item.size() - 1));
+    return item;
 }
 
 std::string missing_header(std::string_view name) {

@@ -292,8 +292,13 @@ struct Verdict {
     Scheme scheme = Scheme::auto_detect;
     std::string key_label; // which secret or public key matched
     std::string reason;
-    // What --nonce remembers: the provider's message id, else the signature.
+    // What --nonce remembers: "sha256:" and the hex SHA-256 of the bytes
+    // the matched signature covers. A replay is the same signed content,
+    // however its signature is spelled (docs/verify.md, "Replays").
     std::string nonce;
+    // What the delivery calls itself: its message id header, else its
+    // signature's text (what idem 0.2 and earlier keyed --nonce on).
+    std::string message_id;
     std::optional<Timestamp> signed_at;
     std::string provider; // the provider file's name, when one judged it
 };

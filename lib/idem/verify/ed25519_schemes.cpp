@@ -37,6 +37,7 @@ Verdict verify_standard_family(Input& input, Scheme scheme) {
     SignatureTexts v1;
     SignatureTexts v1a;
     for (auto entry : split(*signatures, ' ')) {
+        entry = list_item(entry);
         if (entry.empty()) continue;
         auto comma = entry.find(',');
         if (comma == std::string_view::npos) continue;
@@ -86,7 +87,8 @@ Verdict verify_standard_family(Input& input, Scheme scheme) {
         return invalid(scheme, no_match_reason(key_count, v1.size() + v1a.size()));
     }
     if (auto stale = check_age(input, *signed_at, ClockSides::both)) return invalid(scheme, *stale);
-    return matched(input, scheme, *label, *id, signed_at);
+    return matched(input, scheme, *label, *id, signed_at,
+                   {*id, ".", *timestamp_text, ".", envelope.body});
 }
 
 } // namespace
@@ -122,7 +124,7 @@ Verdict verify_discord(Input& input) {
         if (signed_at)
             if (auto stale = check_age(input, *signed_at, ClockSides::both))
                 return invalid(Scheme::discord, *stale);
-        return matched(input, Scheme::discord, key.label, *signature, signed_at);
+        return matched(input, Scheme::discord, key.label, *signature, signed_at, {message});
     }
     return invalid(Scheme::discord, no_match_reason(keys.size(), 1));
 }

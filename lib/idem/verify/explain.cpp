@@ -2,6 +2,7 @@
 #include "idem/net/url.hpp"
 
 #include "idem/record/annotate.hpp"
+#include "idem/record/joined_headers.hpp"
 #include "idem/util/encoding.hpp"
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
@@ -232,6 +233,7 @@ struct Explainer::Impl {
     std::size_t budget;
     std::unique_ptr<Verifier> base, timeless;
     std::vector<Variant> variants; // secrets, schemes, algorithms: tried on the original body
+    record::JoinedHeaders joined;
 
     Impl(const VerifyConfig& base_config, std::size_t budget_)
         : config(base_config), budget(budget_), base(std::make_unique<Verifier>(base_config)) {
@@ -533,9 +535,10 @@ std::optional<Diagnosis> explain_url(Attempts& attempts, const VerifyConfig& con
 
 } // namespace
 
-Diagnosis Explainer::explain(const record::Envelope& envelope, Timestamp now,
+Diagnosis Explainer::explain(const record::Envelope& received, Timestamp now,
                              const Verdict& failed) {
     auto& impl = *m_impl;
+    const auto& envelope = impl.joined.join(received);
     if (auto shown = read_off(envelope)) return *shown;
     Attempts attempts(now, impl.budget);
     // The signature is genuine, the time is not.

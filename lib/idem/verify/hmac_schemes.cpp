@@ -39,7 +39,7 @@ Verdict verify_github_header(Input& input, std::string_view header_name, std::st
     auto label = match_hmac(keys, single(*decoded.bytes), {envelope.body});
     if (!label) return invalid(Scheme::github, no_match_reason(keys.size(), 1));
     return matched(input, Scheme::github, *label, nonce_or(envelope, "X-GitHub-Delivery", value),
-                   std::nullopt);
+                   std::nullopt, {envelope.body});
 }
 
 } // namespace
@@ -93,7 +93,8 @@ Verdict verify_stripe(Input& input) {
     // Stripe's libraries reject only timestamps older than the tolerance.
     if (auto stale = check_age(input, *signed_at, ClockSides::past_only))
         return invalid(Scheme::stripe, *stale);
-    return matched(input, Scheme::stripe, *label, v1.front(), signed_at);
+    return matched(input, Scheme::stripe, *label, v1.front(), signed_at,
+                   {*timestamp_text, ".", envelope.body});
 }
 
 Verdict verify_slack(Input& input) {
@@ -120,7 +121,8 @@ Verdict verify_slack(Input& input) {
     if (!label) return invalid(Scheme::slack, no_match_reason(keys.size(), 1));
     if (auto stale = check_age(input, *signed_at, ClockSides::both))
         return invalid(Scheme::slack, *stale);
-    return matched(input, Scheme::slack, *label, *signature, signed_at);
+    return matched(input, Scheme::slack, *label, *signature, signed_at,
+                   {"v0:", *timestamp_text, ":", envelope.body});
 }
 
 namespace {
@@ -146,7 +148,8 @@ Verdict verify_shopify(Input& input) {
     auto label = match_hmac(keys, single(*decoded.bytes), {envelope.body});
     if (!label) return invalid(Scheme::shopify, no_match_reason(keys.size(), 1));
     return matched(input, Scheme::shopify, *label,
-                   shopify_header(envelope, "Webhook-Id").value_or(*signature), std::nullopt);
+                   shopify_header(envelope, "Webhook-Id").value_or(*signature), std::nullopt,
+                   {envelope.body});
 }
 
 Verdict verify_pagerduty(Input& input) {
@@ -167,7 +170,7 @@ Verdict verify_pagerduty(Input& input) {
     auto label = match_hmac(keys, candidates.signatures, {envelope.body});
     if (!label) return invalid(Scheme::pagerduty, no_match_reason(keys.size(), v1.size()));
     return matched(input, Scheme::pagerduty, *label, nonce_or(envelope, "X-Webhook-Id", v1.front()),
-                   std::nullopt);
+                   std::nullopt, {envelope.body});
 }
 
 std::string expand_message_template(std::string_view pattern, const TemplateValues& values) {
@@ -254,7 +257,7 @@ Verdict verify_hmac(Input& input) {
     if (signed_at)
         if (auto stale = check_age(input, *signed_at, ClockSides::both))
             return invalid(Scheme::hmac, *stale);
-    return matched(input, Scheme::hmac, *label, id.empty() ? value : id, signed_at);
+    return matched(input, Scheme::hmac, *label, id.empty() ? value : id, signed_at, {message});
 }
 
 } // namespace idem::verify::detail

@@ -40,7 +40,7 @@ std::optional<std::string> read_header(const ProviderSpec& spec, std::string_vie
     if (spec.positional) {
         bool first = true;
         for (auto item : split(value, spec.separator)) {
-            item = trim(item);
+            item = spec.separator == ',' ? trim(item) : list_item(item);
             if (first) {
                 out.timestamp = item;
                 first = false;
@@ -54,7 +54,7 @@ std::optional<std::string> read_header(const ProviderSpec& spec, std::string_vie
         return std::nullopt;
     }
     for (auto item : split(value, spec.separator)) {
-        item = trim(item);
+        item = spec.separator == ',' ? trim(item) : list_item(item);
         auto equals = item.find(spec.key_separator);
         if (equals == std::string_view::npos) continue;
         auto key = item.substr(0, equals);
@@ -221,8 +221,10 @@ Verdict refused(const ProviderSpec& spec, std::string reason) {
 }
 
 Verdict accepted(const Input& input, const ProviderSpec& spec, std::string label,
-                 std::string_view nonce, std::optional<Timestamp> signed_at) {
-    auto verdict = matched(input, Scheme::provider, std::move(label), nonce, signed_at);
+                 std::string_view message_id, std::optional<Timestamp> signed_at,
+                 std::string_view signed_content) {
+    auto verdict =
+        matched(input, Scheme::provider, std::move(label), message_id, signed_at, {signed_content});
     verdict.provider = spec.name;
     return verdict;
 }
@@ -240,7 +242,8 @@ std::optional<std::string> outside_tolerance(const Input& input, const ProviderS
 namespace {
 // `construction: token`: the header carries the shared secret itself,
 // compared in constant time. The token is never a nonce (nonces are
-// remembered in the store): the id header is, or else the body's SHA-256.
+// remembered in the store): a token signs nothing, so a replay is the
+// same body.
 Verdict verify_token(Input& input, const ProviderSpec& spec, const SignatureHeader& header,
                      std::string_view id) {
     std::optional<std::string> label;
@@ -257,12 +260,10 @@ Verdict verify_token(Input& input, const ProviderSpec& spec, const SignatureHead
                        secrets.size() == 1
                            ? std::string("the token is not the secret")
                            : fmt::format("the token is none of the {} secrets", secrets.size()));
-    std::string nonce(id);
-    if (nonce.empty()) {
-        auto digest = crypto::hash(crypto::HashAlgorithm::sha256, input.envelope.body);
-        nonce = "sha256:" + encode_signature(digest.view(), SignatureEncoding::hex);
-    }
-    auto verdict = accepted(input, spec, *label, nonce, std::nullopt);
+    std::string message_id(id);
+    if (message_id.empty() && input.config.nonce_capture == NonceCapture::keep)
+        message_id = signed_content_nonce({input.envelope.body});
+    auto verdict = accepted(input, spec, *label, message_id, std::nullopt, input.envelope.body);
     verdict.reason = "the token matches (a token signs no body)";
     return verdict;
 }
@@ -274,11 +275,12 @@ namespace {
 Verdict settle(const Input& input, const ProviderSpec& spec,
                const std::optional<std::string>& label, std::size_t key_count,
                const SignatureHeader& header, std::string_view id,
-               std::optional<Timestamp> signed_at) {
+               std::optional<Timestamp> signed_at, std::string_view message) {
     if (!label) return refused(spec, no_match_reason(key_count, header.signatures.size()));
     if (signed_at)
         if (auto stale = outside_tolerance(input, spec, *signed_at)) return refused(spec, *stale);
-    return accepted(input, spec, *label, id.empty() ? header.signatures.front() : id, signed_at);
+    return accepted(input, spec, *label, id.empty() ? header.signatures.front() : id, signed_at,
+                    message);
 }
 } // namespace
 
@@ -386,9 +388,10 @@ Verdict verify_jwt(Input& input, const ProviderSpec& spec, const SignatureHeader
                            fmt::format("the token's {} is not Unix seconds", spec.jwt_time_claim));
         if (auto stale = outside_tolerance(input, spec, *signed_at)) return refused(spec, *stale);
     }
-    auto nonce = claim_text(claims, "jti");
+    auto jti = claim_text(claims, "jti");
     return accepted(input, spec, *label,
-                    nonce ? std::string_view(*nonce) : token.substr(second_dot + 1), signed_at);
+                    jti ? std::string_view(*jti) : token.substr(second_dot + 1), signed_at,
+                    signing_input);
 }
 } // namespace
 
@@ -533,7 +536,7 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         if (!any_decoded)
             return refused(spec, fmt::format("malformed header '{}': the signature is not base64",
                                              spec.signature_header));
-        return settle(input, spec, label, key_count, header, id, signed_at);
+        return settle(input, spec, label, key_count, header, id, signed_at, message);
     }
     if (spec.strict_encoding) {
         // Only signatures written as the encoding writes them count.
@@ -583,7 +586,7 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
         key_count = keys.size();
         label = match_hmac(keys, candidates.signatures, {message});
     }
-    return settle(input, spec, label, key_count, header, id, signed_at);
+    return settle(input, spec, label, key_count, header, id, signed_at, message);
 }
 
 } // namespace idem::verify::detail

@@ -319,7 +319,8 @@ private:
                  verdict.nonce,
                  {outcome.now, *record.source, record.line},
                  m_options.nonce_window,
-                 nonce_keep_until(verdict, outcome.now, m_options.nonce_window)});
+                 nonce_keep_until(verdict, outcome.now, m_options.nonce_window),
+                 verdict.message_id});
         }
         m_block_claims = m_store->claim_nonces(m_block_requests);
     }
@@ -353,7 +354,7 @@ private:
         kept.line = record.line;
         kept.valid = verdict.valid;
         kept.scheme = verdict_scheme_name(verdict);
-        kept.message_id = verdict.nonce;
+        kept.message_id = verdict.message_id;
         kept.reason = verdict.reason;
         kept.checked_at = outcome.now;
         if (m_kept_verdicts.size() >= k_verdicts_per_save) save_kept();

@@ -85,7 +85,10 @@ Verdict verify_twilio(Input& input) {
         if (!label) continue;
         auto verdict = matched(input, Scheme::twilio, *label,
                                envelope.header("I-Twilio-Idempotency-Token").value_or(*signature),
-                               std::nullopt);
+                               std::nullopt,
+                               // A body no signature covers keeps apart deliveries
+                               // to one URL that sign the same bytes.
+                               {variant, suffix, body_signed ? std::string_view() : envelope.body});
         // Twilio signs a body only as form parameters or through bodySHA256;
         // say so when this one was not covered.
         if (!body_signed)
@@ -124,7 +127,7 @@ Verdict verify_square(Input& input) {
     if (!label)
         return invalid(Scheme::square, no_match_reason(keys.size(), 1) +
                                            fmt::format(" (signed URL {})", quote(*url)));
-    return matched(input, Scheme::square, *label, *signature, std::nullopt);
+    return matched(input, Scheme::square, *label, *signature, std::nullopt, {*url, envelope.body});
 }
 
 } // namespace idem::verify::detail

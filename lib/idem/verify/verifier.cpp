@@ -1,5 +1,6 @@
 #include "idem/verify/verifier.hpp"
 
+#include "idem/record/joined_headers.hpp"
 #include "idem/verify/detail/schemes.hpp"
 #include "idem/verify/provider_spec.hpp"
 
@@ -12,6 +13,7 @@ namespace idem::verify {
 struct Verifier::Impl {
     const VerifyConfig& config;
     detail::KeyRing keys;
+    record::JoinedHeaders joined;
     explicit Impl(const VerifyConfig& c) : config(c), keys(c) {}
 };
 
@@ -140,8 +142,10 @@ std::string_view verdict_scheme_name(const Verdict& verdict) {
     return scheme_name(verdict.scheme);
 }
 
-Verdict Verifier::verify(const record::Envelope& envelope, Timestamp now) {
+Verdict Verifier::verify(const record::Envelope& received, Timestamp now) {
     const auto& config = m_impl->config;
+    // Every scheme reads a header as HTTP does: repeated lines are one list.
+    const auto& envelope = m_impl->joined.join(received);
     auto scheme = config.scheme;
     const ProviderSpec* spec =
         scheme == Scheme::provider ? &config.providers.at(config.provider) : nullptr;

@@ -66,7 +66,7 @@ detect: [X-Acme-Signature, X-Acme-Id]
     CHECK(verdict.valid);
     CHECK(verdict.provider == "acme");
     CHECK(verdict_scheme_name(verdict) == "acme");
-    CHECK(verdict.nonce == "evt_1");
+    CHECK(verdict.message_id == "evt_1");
     // Another method is another message.
     envelope.method = "PUT";
     CHECK_FALSE(verifier.verify(envelope, Timestamp(std::chrono::seconds(1700000001))).valid);

@@ -45,7 +45,7 @@ TEST_CASE("github: the example in GitHub's 'Validating webhook deliveries' docs 
     auto verdict = verifier.verify(e, test::unix_seconds(0));
     CHECK(verdict.valid);
     CHECK(verdict.key_label == "#1");
-    CHECK(verdict.nonce == "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+    CHECK(verdict.message_id == "72d3162e-cc78-11e3-81ab-4c9367dc0958");
 
     auto tampered = envelope(e.headers, "Hello, World?");
     CHECK_FALSE(verifier.verify(tampered, test::unix_seconds(0)).valid);
@@ -103,7 +103,7 @@ TEST_CASE("standard webhooks: the reference vector of the specification verifies
                       "{\"test\": 2432232314}");
     auto verdict = verifier.verify(e, test::unix_seconds(1614265330));
     CHECK(verdict.valid);
-    CHECK(verdict.nonce == "msg_p5jXN8AQM9LWM0D4loKWxJek");
+    CHECK(verdict.message_id == "msg_p5jXN8AQM9LWM0D4loKWxJek");
 
     SUBCASE("one of several space-separated signatures is enough") {
         auto several =

@@ -44,6 +44,17 @@ public:
         return decision.claim;
     }
 
+    std::vector<std::optional<NonceEntry>> kept_nonces(std::span<const NonceName> names) override {
+        std::vector<std::optional<NonceEntry>> kept;
+        kept.reserve(names.size());
+        for (const auto& name : names) {
+            auto found = m_nonces.find(std::string(name.scope) + '\0' + std::string(name.nonce));
+            kept.push_back(found == m_nonces.end() ? std::nullopt
+                                                   : std::optional<NonceEntry>(found->second));
+        }
+        return kept;
+    }
+
     std::vector<FingerprintResult> claim_fingerprints(std::string_view scope,
                                                       const std::vector<FingerprintClaim>& claims,
                                                       Timestamp now) override {

@@ -85,7 +85,7 @@ long long keep_ms_of(Timestamp keep_until) {
 NonceClaim RedisNonces::claim(std::string_view scope, std::string_view nonce,
                               const NonceSighting& sighting, Duration window,
                               Timestamp keep_until) {
-    NonceRequest request{scope, nonce, sighting, window, keep_until};
+    NonceRequest request{scope, nonce, sighting, window, keep_until, {}};
     return claim_batch({&request, 1}).front();
 }
 
@@ -165,6 +165,27 @@ std::vector<NonceClaim> RedisNonces::claim_batch(std::span<const NonceRequest> r
             claim.first_seen = Timestamp(Duration(integer_of(reply->element[1])));
     }
     return claims;
+}
+
+std::vector<std::optional<NonceEntry>> RedisNonces::kept(std::span<const NonceName> names) {
+    std::vector<std::optional<NonceEntry>> kept(names.size());
+    if (names.empty()) return kept;
+    std::vector<RoutedCommand> gets;
+    gets.reserve(names.size());
+    for (const auto& name : names) {
+        auto key = nonce_key(name.scope, name.nonce);
+        gets.push_back({{"GET", key}, key});
+    }
+    auto replies =
+        m_session.redis().pipeline(gets, Retry::safe, ErrorReplies::returned, Replicas::ignore);
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        const auto* reply = replies[i].get();
+        if (reply->type == REDIS_REPLY_STRING)
+            kept[i] = decode_entry(std::string_view(reply->str, reply->len));
+        else if (reply->type != REDIS_REPLY_NIL && !error_starts(reply, "WRONGTYPE"))
+            throw m_session.unexpected("a nonce lookup");
+    }
+    return kept;
 }
 
 } // namespace idem::store::detail

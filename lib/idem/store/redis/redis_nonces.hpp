@@ -25,6 +25,9 @@ public:
     NonceClaim claim(std::string_view scope, std::string_view nonce, const NonceSighting& sighting,
                      Duration window, Timestamp keep_until);
     std::vector<NonceClaim> claim_batch(std::span<const NonceRequest> requests);
+    // Each name's entry, read in one pipeline of GETs; a key of another
+    // layout (an older idem's hash) is none.
+    std::vector<std::optional<NonceEntry>> kept(std::span<const NonceName> names);
 
 private:
     RedisSession& m_session;

@@ -38,10 +38,16 @@ public:
         return m_nonces.claim(scope, nonce, sighting, window, keep_until);
     }
 
-    std::vector<NonceClaim> claim_nonces(std::span<const NonceRequest> requests) override {
+    std::vector<std::optional<NonceEntry>> kept_nonces(std::span<const NonceName> names) override {
+        return m_nonces.kept(names);
+    }
+
+protected:
+    std::vector<NonceClaim> claim_batch(std::span<const NonceRequest> requests) override {
         return m_nonces.claim_batch(requests);
     }
 
+public:
     // Redis expires keys itself: `now` is not needed.
     std::vector<FingerprintResult> claim_fingerprints(std::string_view scope,
                                                       const std::vector<FingerprintClaim>& claims,

@@ -122,10 +122,7 @@ public:
         m_db = nullptr;
     }
 
-    NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
-                           const NonceSighting& sighting, Duration window,
-                           Timestamp keep_until) override {
-        writing();
+    std::optional<NonceEntry> kept_nonce(std::string_view scope, std::string_view nonce) {
         auto* lookup = m_lookup->get();
         sqlite3_reset(lookup);
         detail::bind_text(lookup, 1, scope);
@@ -136,6 +133,14 @@ public:
                               std::string(detail::column_bytes(lookup, 1)),
                               static_cast<std::uint64_t>(sqlite3_column_int64(lookup, 2))};
         sqlite3_reset(lookup);
+        return kept;
+    }
+
+    NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
+                           const NonceSighting& sighting, Duration window,
+                           Timestamp keep_until) override {
+        writing();
+        auto kept = kept_nonce(scope, nonce);
         auto decision = judge_nonce(kept, sighting, window);
         if (decision.store) {
             auto* statement = m_claim->get();
@@ -149,6 +154,14 @@ public:
             step_done(statement);
         }
         return decision.claim;
+    }
+
+    std::vector<std::optional<NonceEntry>> kept_nonces(std::span<const NonceName> names) override {
+        std::vector<std::optional<NonceEntry>> kept;
+        kept.reserve(names.size());
+        for (const auto& name : names)
+            kept.push_back(kept_nonce(name.scope, name.nonce));
+        return kept;
     }
 
     std::vector<FingerprintResult> claim_fingerprints(std::string_view scope,

@@ -132,9 +132,16 @@ private:
 // ---- shared helpers -------------------------------------------------------
 
 [[nodiscard]] Verdict invalid(Scheme scheme, std::string reason);
-// A valid verdict; the nonce is copied only when the run remembers nonces.
+// A valid verdict. `message_id`: what the delivery calls itself (its id
+// header, else its signature's text); `signed_content`: the bytes the
+// matched signature covers, in pieces, whose digest is the verdict's
+// nonce. Both are kept only when the run remembers nonces.
 [[nodiscard]] Verdict matched(const Input& input, Scheme scheme, std::string label,
-                              std::string_view nonce, std::optional<Timestamp> signed_at);
+                              std::string_view message_id, std::optional<Timestamp> signed_at,
+                              std::initializer_list<std::string_view> signed_content);
+// The nonce of a delivery whose signature covers `signed_content`.
+[[nodiscard]] std::string
+signed_content_nonce(std::initializer_list<std::string_view> signed_content);
 
 // A decoded signature, held inline: the per-record path allocates nothing.
 struct SignatureBytes {
@@ -236,6 +243,11 @@ struct StandardHeaders {
     std::string_view signature;
 };
 [[nodiscard]] StandardHeaders standard_header_names(Scheme scheme);
+
+// An item of a list whose separator is not a comma (Standard Webhooks'
+// spaces), trimmed, without the "," that ends it when its header came on
+// several lines (record::JoinedHeaders joins them with ", ").
+[[nodiscard]] std::string_view list_item(std::string_view item);
 
 [[nodiscard]] std::optional<std::string> query_parameter(std::string_view url,
                                                          std::string_view name);
