@@ -5,7 +5,7 @@ ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 # Seconds each libFuzzer target runs in `make fuzz` (nine targets).
-FUZZ_SECONDS ?= 25
+FUZZ_SECONDS ?= 12
 JOBS       ?= $(shell nproc)
 IDEM       := $(BUILD)/idem
 

@@ -9,24 +9,32 @@ SIGKILLed; a run that exits non-zero is run again on its same input, into
 a new output file, once the replica has taken over. Every key must come
 out exactly once over all outputs.
 
-usage: failover_soak.py IDEM [--rounds N] [--events N] [--pad BYTES]
+usage: failover_soak.py IDEM [--rounds N] [--parallel N] [--events N] [--pad BYTES]
                         [--processes N] [--batch N] [--output stdout|file|both]
                         [--kill-after LOW,HIGH] [--node-timeout MS] [--seed S]
 Prints one line per round and a last line 'N passed, N failed'; exits 1
-when a round failed. tests/e2e/test_stores.py runs it for a few rounds.
+when a round failed. Each round draws from its own generator (the seed and
+its number), so a round is the same whatever runs beside it; --parallel
+runs that many rounds at once, each on its own cluster (a round mostly
+waits for the failover). tests/e2e/test_failover.py runs it.
 """
 import argparse
+import contextlib
 import json
 import os
 import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
 import redis_cluster  # noqa: E402
+
+CLUSTER_START = threading.Lock()
 
 
 def make_log(path, count, pad, rng):
@@ -54,8 +62,12 @@ def one_round(idem, args, rng, number):
     mode = args.output if args.output != "both" else rng.choice(["stdout", "file"])
     batch = args.batch or rng.choice([100, 500, 2000, 5000])
     node_timeout = args.node_timeout or rng.choice([1000, 3000, 5000])
-    with redis_cluster.running(masters=3, replicas=1, node_timeout_ms=node_timeout) as cluster, \
-            tempfile.TemporaryDirectory() as tmp:
+    with contextlib.ExitStack() as stack:
+        # Ports are picked free, then bound: clusters start one at a time.
+        with CLUSTER_START:
+            cluster = stack.enter_context(
+                redis_cluster.running(masters=3, replicas=1, node_timeout_ms=node_timeout))
+        tmp = stack.enter_context(tempfile.TemporaryDirectory())
         log = os.path.join(tmp, "log.ndjson")
         make_log(log, args.events, args.pad, rng)
         with open(log) as f:
@@ -124,6 +136,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("idem")
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--parallel", type=int, default=1, help="rounds run at once")
     parser.add_argument("--events", type=int, default=400000)
     parser.add_argument("--pad", type=int, default=600)
     parser.add_argument("--processes", type=int, default=4)
@@ -136,13 +149,12 @@ def main():
                         help="the cluster's node timeout in ms; 0: 1, 3 or 5 s at random each round")
     args = parser.parse_args()
     args.kill_after = [float(x) for x in args.kill_after.split(",")]
-    rng = random.Random(args.seed)
-    passed = failed = 0
-    for number in range(args.rounds):
-        if one_round(args.idem, args, rng, number):
-            passed += 1
-        else:
-            failed += 1
+    with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as rounds:
+        results = list(rounds.map(
+            lambda number: one_round(args.idem, args, random.Random(f"{args.seed}-{number}"), number),
+            range(args.rounds)))
+    passed = sum(results)
+    failed = len(results) - passed
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
