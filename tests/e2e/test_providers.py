@@ -470,10 +470,28 @@ VECTORS = [
       ('x-hookdeck-eventid', 'evt_9d2f')],
      '2026-11-30T08:00:00Z',
      "Hookdeck's authentication docs, 'Hookdeck webhook signature verification': constructed for this test"),
+    # Dwolla and Lob publish no vector: each signature here was computed with
+    # Python's hmac from the algorithm their docs give (the provider file's
+    # source), over Dwolla's documented example event (its links cut) and an
+    # event shaped as Lob's docs show one.
+    ("dwolla", "dwolla-webhook-secret",
+     '{"id":"cac95329-9fa5-42f1-a4fc-c08af7b868fb","resourceId":"cdb5f11f-62df-e611-80ee-0aa34a9b2388",'
+     '"topic":"customer_transfer_created","timestamp":"2017-01-20T22:45:12.790Z","_links":{"self":{"href":'
+     '"https://api-sandbox.dwolla.com/events/cac95329-9fa5-42f1-a4fc-c08af7b868fb"}},"created":"2017-01-20T22:45:12.790Z"}',
+     [("X-Request-Signature-SHA-256", "83458e8a65ba52a4694293bb2114fb9142488009c713c01d051e6ebbdf04cab8")],
+     "2017-01-20T22:45:13Z",
+     "computed from developers.dwolla.com 'Processing & Validating Webhooks' (HMAC-SHA256 of the body, hex)"),
+    ("lob", "lob-webhook-secret",
+     '{"id":"evt_d95ff8ffd2b5cfb4","body":{"id":"ltr_4868c3b754655f90","metadata":{"mail_id":"42"}},'
+     '"event_type":{"id":"letter.mailed"},"date_created":"2020-12-04T22:50:20.000Z"}',
+     [("Lob-Signature-Timestamp", "1607122220000"),
+      ("Lob-Signature", "568c0cc2a81659d4fb88ff1e0e4704980e0ddb2213b9aea347e2146a1b27881c")],
+     "2020-12-04T22:50:21Z",
+     "computed from help.lob.com 'Using webhooks' (HMAC-SHA256 of '<ms timestamp>.<body>', hex)"),
 ]
 
 # When each timestamped vector was signed (idem sign --timestamp reproduces it).
-SIGNED_AT = {"paddle": "2023-11-01T00:00:00Z", "mux": "2019-08-06T21:08:38Z",
+SIGNED_AT = {"lob": "2020-12-04T22:50:20Z", "paddle": "2023-11-01T00:00:00Z", "mux": "2019-08-06T21:08:38Z",
              "sanity": "2021-10-06T11:30:11.129Z", "sinch": "2021-10-18T17:49:13Z",
              "finch": "2023-02-13T18:19:42Z", "metronome": "2006-01-02T22:04:05Z",
              "hubspot-v3": "2023-09-02T12:26:00Z", "workos": "2024-01-01T00:00:00Z",
@@ -489,7 +507,7 @@ NOT_SIGNATURES = {"X-Topic", "X-Gitlab-Event", "X-Gitlab-Event-UUID", "X-Pusher-
                   "Sentry-Hook-Resource", "Request-ID", "X-HelpScout-Event", "X-WC-Webhook-Delivery-ID",
                   "x-hookdeck-eventid"}
 # Signature headers whose name does not say "signature".
-SIGNATURE_HEADERS = {"trello": "X-Trello-Webhook", "gitlab": "X-Gitlab-Token",
+SIGNATURE_HEADERS = {"lob": "Lob-Signature", "trello": "X-Trello-Webhook", "gitlab": "X-Gitlab-Token",
                      "telegram": "X-Telegram-Bot-Api-Secret-Token", "basic-auth": "Authorization",
                      "xero": "x-xero-signature", "airtable": "X-Airtable-Content-MAC", "flutterwave": "verif-hash"}
 # Providers that send a shared token instead of signing: the body is not covered.
@@ -532,7 +550,7 @@ class PublishedVectors(unittest.TestCase):
         # Mailgun's, signed in the body, in MailgunAsItsSdkJudges.
         self.assertEqual(shipped, sorted([v[0] for v in VECTORS] + ["sendgrid", "clerk", "resend", "openai",
                                                                    "replicate", "mailgun", "netlify", "plaid",
-                                                                   "okta", "paypal", "paddle-classic"]))
+                                                                   "okta", "paypal", "paddle-classic", "telnyx"]))
         records = [envelope(body, headers, at) for _, _, body, headers, at, _ in VECTORS]
         # auto, with every file loaded, over every vector in one run given
         # every secret: no other spec claims one, and each verifies by its own
@@ -1253,6 +1271,56 @@ class JsonWebTokens(unittest.TestCase):
             code, verdict, _ = self.judge(record, "--scheme", "plaid", "--public-key", SendGridAsItsSdkJudges.PUBLIC_KEY)
             self.assertEqual((code, verdict["valid"]), (1, False))
             self.assertIn("signature does not match", verdict["reason"])
+
+
+class TelnyxEd25519(unittest.TestCase):
+    """Telnyx signs "<telnyx-timestamp>|<body>" with ed25519 (telnyx-python's
+    Webhook.construct_event: PyNaCl's VerifyKey over that payload, a base64
+    key and signature, only old timestamps refused). Its SDK tests hold no
+    key pair that signs: this vector was made with a fixed key (the seed is
+    the SHA-256 of "idem telnyx test key") by Python's cryptography."""
+
+    PUBLIC_KEY = "3HOf5mZw3nlR7GBJGGqT/dVynGPDD72I9iG2eLbIiyA="
+    BODY = ('{"data":{"event_type":"message.received","id":"b301ed3f-1490-491f-995f-6e64e69674d4",'
+            '"occurred_at":"2023-11-14T22:13:20.000+00:00","payload":{"text":"hello"},"record_type":"event"},'
+            '"meta":{"attempt":1,"delivered_to":"https://example.com/webhooks"}}')
+    HEADERS = [("telnyx-timestamp", "1700000000"),
+               ("telnyx-signature-ed25519",
+                "JPxqCWSmLFUPBu1zNo/HTwMRPcdaokW3jMQx/6L08sms3uwcH6b8Hpx2b9xaFYoXPJzLIB8iBcyDLaf/qrkrAg==")]
+
+    def judge(self, body, headers, at, *args):
+        code, out, err = run(["verify", "--provider-file", PROVIDERS, *args],
+                             stdin=(json.dumps(envelope(body, headers, at)) + "\n").encode())
+        lines = out.splitlines()
+        return code, (json.loads(lines[0])["_idem"]["verify"] if lines else None), err
+
+    def test_its_cases(self):
+        at = "2023-11-14T22:13:25Z"
+        for scheme in ("telnyx", "auto"):
+            code, verdict, err = self.judge(self.BODY, self.HEADERS, at, "--scheme", scheme,
+                                            "--public-key", self.PUBLIC_KEY)
+            self.assertEqual((code, verdict["valid"], verdict["scheme"]), (0, True, "telnyx"), (verdict, err))
+        # Another body, another timestamp: the signature does not cover them.
+        code, verdict, _ = self.judge(self.BODY + " ", self.HEADERS, at, "--scheme", "telnyx",
+                                      "--public-key", self.PUBLIC_KEY)
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        later = [("telnyx-timestamp", "1700000001"), self.HEADERS[1]]
+        code, verdict, _ = self.judge(self.BODY, later, at, "--scheme", "telnyx", "--public-key", self.PUBLIC_KEY)
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        # Old: refused past the tolerance; ahead of the clock: accepted, as its SDK does.
+        code, verdict, _ = self.judge(self.BODY, self.HEADERS, "2023-11-14T22:20:00Z", "--scheme", "telnyx",
+                                      "--public-key", self.PUBLIC_KEY)
+        self.assertIn("tolerance", verdict["reason"])
+        code, verdict, _ = self.judge(self.BODY, self.HEADERS, "2023-11-14T22:00:00Z", "--scheme", "telnyx",
+                                      "--public-key", self.PUBLIC_KEY)
+        self.assertTrue(verdict["valid"], verdict)
+        # No public key: a usage error naming what is needed; sign cannot make one.
+        code, verdict, err = self.judge(self.BODY, self.HEADERS, at, "--scheme", "telnyx", "--secret", "s")
+        self.assertIn("ed25519 public key", err + json.dumps(verdict))
+        code, _, err = run(["sign", "--provider-file", spec_file("telnyx"), "--scheme", "telnyx",
+                            "--secret", "s"], stdin=(json.dumps(envelope(self.BODY, [], at)) + "\n").encode())
+        self.assertEqual(code, 2, err)
+        self.assertIn("ed25519", err)
 
 
 class OktaToken(unittest.TestCase):

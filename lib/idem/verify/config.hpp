@@ -157,13 +157,16 @@ struct ProviderSpec {
     // with a P-256 --public-key (Plaid); its claims are checked below.
     // `rsa`: a PKCS #1 v1.5 RSA signature (base64) over the message with
     // `algorithm`, checked with an RSA --public-key or certificate (PayPal).
+    // `ed25519`: an ed25519 signature (base64) over the message, checked
+    // with an ed25519 --public-key (Telnyx).
     enum class Construction {
         hmac,
         digest,
         token,
         ecdsa_p256,
         jwt,
-        rsa
+        rsa,
+        ed25519
     } construction = Construction::hmac;
     enum class JwtAlgorithm { hs256, es256 } jwt_algorithm = JwtAlgorithm::hs256;
     // Claims that must hold exactly these strings (Netlify's iss: netlify).

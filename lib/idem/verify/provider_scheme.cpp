@@ -512,7 +512,8 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
     std::optional<std::string> label;
     std::size_t key_count = 0;
     if (spec.construction == ProviderSpec::Construction::rsa ||
-        spec.construction == ProviderSpec::Construction::ecdsa_p256) {
+        spec.construction == ProviderSpec::Construction::ecdsa_p256 ||
+        spec.construction == ProviderSpec::Construction::ed25519) {
         auto message =
             provider_message(spec, envelope, members, timestamp_text, id, url, input.config.params);
         bool any_decoded = false;
@@ -523,6 +524,14 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
             label = first_verifying(keys, header.signatures, 1400, any_decoded,
                                     [&](const auto& key, std::string_view signature) {
                                         return key.verify(spec.algorithm, message, signature);
+                                    });
+        } else if (spec.construction == ProviderSpec::Construction::ed25519) {
+            // 64 bytes: 88 characters of padded base64.
+            const auto& keys = input.keys.ed25519(Scheme::provider);
+            key_count = keys.size();
+            label = first_verifying(keys, header.signatures, 88, any_decoded,
+                                    [&](const auto& key, std::string_view signature) {
+                                        return key.verify(message, signature);
                                     });
         } else {
             // DER in base64: a P-256 signature is at most 72 bytes, 96 characters.

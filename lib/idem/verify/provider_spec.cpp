@@ -268,10 +268,11 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
              {"token", Construction::token},
              {"ecdsa-p256", Construction::ecdsa_p256},
              {"jwt", Construction::jwt},
-             {"rsa", Construction::rsa}},
+             {"rsa", Construction::rsa},
+             {"ed25519", Construction::ed25519}},
             "use hmac (keyed by the secret), digest (a hash of the secret and the message), "
-            "token (the header carries the secret itself), ecdsa-p256 or rsa (a public key's) "
-            "or jwt (a JSON Web Token)");
+            "token (the header carries the secret itself), ecdsa-p256, rsa or ed25519 (a public "
+            "key's) or jwt (a JSON Web Token)");
     if (spec.construction == Construction::rsa) {
         refuse_fields(file, node, {"secret", "strict_encoding", "secret_normalize"},
                       "construction: rsa is checked with a public key");
@@ -318,6 +319,12 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
         refuse_fields(file, node, {"algorithm", "secret", "strict_encoding", "secret_normalize"},
                       "construction: ecdsa-p256 is checked with a public key over SHA-256");
         refuse_encodings_but_base64(file, node, spec, "an ECDSA signature is DER in base64");
+        spec.encoding = SignatureEncoding::base64;
+    }
+    if (spec.construction == Construction::ed25519) {
+        refuse_fields(file, node, {"algorithm", "secret", "strict_encoding", "secret_normalize"},
+                      "construction: ed25519 is checked with an ed25519 public key");
+        refuse_encodings_but_base64(file, node, spec, "an ed25519 signature is read in base64");
         spec.encoding = SignatureEncoding::base64;
     }
     if (spec.construction == Construction::token) {

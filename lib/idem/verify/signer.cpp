@@ -229,6 +229,7 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
                                          ? fmt::format("{}", fmt::join(spec.signature_path, "."))
                                          : spec.signature_form_field));
     if (spec.construction == ProviderSpec::Construction::ecdsa_p256 ||
+        spec.construction == ProviderSpec::Construction::ed25519 ||
         spec.construction == ProviderSpec::Construction::rsa ||
         spec.construction == ProviderSpec::Construction::jwt)
         throw UsageError(fmt::format("provider {} signs {}: idem verifies its deliveries but "
@@ -238,6 +239,8 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
                                          ? "a JSON Web Token"
                                      : spec.construction == ProviderSpec::Construction::rsa
                                          ? "with its own private key (RSA)"
+                                     : spec.construction == ProviderSpec::Construction::ed25519
+                                         ? "with its own private key (ed25519)"
                                          : "with its own private key (ECDSA)"));
     using Unit = ProviderSpec::TimestampUnit;
     detail::BodyMembers members(envelope.body);

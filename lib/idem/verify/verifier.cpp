@@ -93,6 +93,12 @@ std::optional<std::string> missing_provider_key(const ProviderSpec& spec,
     bool ecdsa = spec.construction == Construction::ecdsa_p256 ||
                  (spec.construction == Construction::jwt &&
                   spec.jwt_algorithm == ProviderSpec::JwtAlgorithm::es256);
+    if (spec.construction == Construction::ed25519) {
+        if (std::any_of(config.public_keys.begin(), config.public_keys.end(),
+                        [](const PublicKey& key) { return key.kind == PublicKey::Kind::ed25519; }))
+            return std::nullopt;
+        return fmt::format("no ed25519 public key configured for {}: pass --public-key", spec.name);
+    }
     if (ecdsa || spec.construction == Construction::rsa) {
         auto kind = ecdsa ? PublicKey::Kind::ecdsa_p256 : PublicKey::Kind::rsa;
         if (std::any_of(config.public_keys.begin(), config.public_keys.end(),
