@@ -488,6 +488,16 @@ VECTORS = [
       ("Lob-Signature", "568c0cc2a81659d4fb88ff1e0e4704980e0ddb2213b9aea347e2146a1b27881c")],
      "2020-12-04T22:50:21Z",
      "computed from help.lob.com 'Using webhooks' (HMAC-SHA256 of '<ms timestamp>.<body>', hex)"),
+    # Mandrill's docs give the algorithm (PHP's generate_signature: the URL,
+    # then ksort()ed names and values) and no vector: computed with Python's
+    # hmac over an event shaped as its docs' example, at test_providers' URL.
+    ("mandrill", "mandrill-webhook-key",
+     "mandrill_events=%5B%7B%22event%22%3A%22send%22%2C%22msg%22%3A%7B%22email%22%3A%22example.webhook%40"
+     "mandrillapp.com%22%2C%22subject%22%3A%22This+an+example+webhook+message%22%7D%2C%22_id%22%3A%22example"
+     "aaaaaaaaaaaaaaaaaaaaaaaaa%22%2C%22ts%22%3A1700000000%7D%5D",
+     [("X-Mandrill-Signature", "h8r9a9eGb4qeaz1Bwy89HzaAnyo=")],
+     "2023-11-14T22:13:21Z",
+     "computed from Mailchimp Transactional 'Authenticating webhook requests' (base64 HMAC-SHA1 of URL + sorted fields)"),
 ]
 
 # When each timestamped vector was signed (idem sign --timestamp reproduces it).
@@ -550,7 +560,8 @@ class PublishedVectors(unittest.TestCase):
         # Mailgun's, signed in the body, in MailgunAsItsSdkJudges.
         self.assertEqual(shipped, sorted([v[0] for v in VECTORS] + ["sendgrid", "clerk", "resend", "openai",
                                                                    "replicate", "mailgun", "netlify", "plaid",
-                                                                   "okta", "paypal", "paddle-classic", "telnyx"]))
+                                                                   "okta", "paypal", "paddle-classic", "telnyx",
+                                                                   "mercadopago"]))
         records = [envelope(body, headers, at) for _, _, body, headers, at, _ in VECTORS]
         # auto, with every file loaded, over every vector in one run given
         # every secret: no other spec claims one, and each verifies by its own
@@ -845,8 +856,12 @@ class Malformed(unittest.TestCase):
         self.check_refused("name: acme\nsignature_header: 'X Acme'\n", "is not a header name")
         self.check_refused("name: acme\nsignature_header: X-A\nconstruction: rsa-pss\n",
                            "construction 'rsa-pss': use hmac (keyed by the secret), digest (a hash of the secret "
-                           "and the message), token (the header carries the secret itself), ecdsa-p256 or rsa "
-                           "(a public key's) or jwt")
+                           "and the message), token (the header carries the secret itself), ecdsa-p256, rsa or "
+                           "ed25519 (a public key's) or jwt")
+        self.check_refused("name: acme\nsignature_header: X-A\nmessage: '{query:a&b}'\n",
+                           "message: {query:NAME} takes a query parameter's name")
+        self.check_refused("name: acme\nsignature_header: X-A\nmessage: '{header:X Y}'\n",
+                           "message: {header:NAME} takes a header's name")
         self.check_refused("name: acme\nsignature_header: X-A\ntolerance: soon\ntimestamp_header: X-T\n",
                            "tolerance 'soon': a duration")
         self.check_refused("name: acme\nsignature_header: X-A\ntolerance: 1m\n", "signs no timestamp")
@@ -1321,6 +1336,70 @@ class TelnyxEd25519(unittest.TestCase):
                             "--secret", "s"], stdin=(json.dumps(envelope(self.BODY, [], at)) + "\n").encode())
         self.assertEqual(code, 2, err)
         self.assertIn("ed25519", err)
+
+
+class MercadoPagoManifest(unittest.TestCase):
+    """Mercado Pago signs a manifest of the request, not the body:
+    "id:<data.id>;request-id:<x-request-id>;ts:<ts>;", data.id read from
+    the notification URL's query (lowercased when alphanumeric), as its docs'
+    'Validate the origin of a notification' builds it. No SDK verifies it:
+    the signatures here were computed with Python's hmac from that template,
+    the header and ts as the docs' example writes them."""
+
+    SECRET = "mp-application-secret"
+    REQUEST_ID = "bb56a2f1-6aae-46ac-982e-9dcd3581d08e"
+    BODY = '{"action":"payment.updated","api_version":"v1","data":{"id":"123456"},"type":"payment"}'
+
+    def judge(self, path, headers, *args):
+        record = dict(envelope(self.BODY, headers, "2024-01-10T17:33:31Z"), path=path)
+        code, out, err = run(["verify", "--provider-file", PROVIDERS, *args], stdin=(json.dumps(record) + "\n").encode())
+        lines = out.splitlines()
+        return code, (json.loads(lines[0])["_idem"]["verify"] if lines else None), err
+
+    def headers(self, v1, request_id=None):
+        return [("x-signature", f"ts=1704908010,v1={v1}"), ("x-request-id", request_id or self.REQUEST_ID)]
+
+    def test_the_manifest_of_the_query_and_headers(self):
+        good = "39dc4941d57a56c4edf4d9eda7b9956633be615e73d17d77f39efadaa81982dd"
+        for scheme in ("mercadopago", "auto"):
+            code, verdict, err = self.judge("/webhooks?data.id=123456&type=payment", self.headers(good),
+                                            "--scheme", scheme, "--secret", self.SECRET)
+            self.assertEqual((code, verdict["valid"], verdict["scheme"]), (0, True, "mercadopago"), (verdict, err))
+        # An alphanumeric id is signed lowercased, however the URL spells it.
+        code, verdict, err = self.judge("/webhooks?type=order&data.id=ORD01JQ4S4KY8HWQ6NA5PXB65B3D3",
+                                        self.headers("a7c1ef2487a81b864b980911262f370a75ee00157cf2ea7a435cdc9ce321e22a"),
+                                        "--scheme", "mercadopago", "--secret", self.SECRET)
+        self.assertEqual((code, verdict["valid"]), (0, True), (verdict, err))
+        # Another id, another request id: not what was signed.
+        code, verdict, _ = self.judge("/webhooks?data.id=123457&type=payment", self.headers(good),
+                                      "--scheme", "mercadopago", "--secret", self.SECRET)
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        code, verdict, _ = self.judge("/webhooks?data.id=123456", self.headers(good, "another"),
+                                      "--scheme", "mercadopago", "--secret", self.SECRET)
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        # Without data.id or x-request-id: invalid, naming what is missing.
+        code, verdict, _ = self.judge("/webhooks?type=payment", self.headers(good),
+                                      "--scheme", "mercadopago", "--secret", self.SECRET)
+        self.assertIn("no 'data.id' in the request's query", verdict["reason"])
+        code, verdict, _ = self.judge("/webhooks?data.id=123456", [self.headers(good)[0]],
+                                      "--scheme", "mercadopago", "--secret", self.SECRET)
+        self.assertIn("x-request-id", verdict["reason"])
+
+    def test_sign_makes_the_docs_header(self):
+        record = dict(envelope(self.BODY, [("x-request-id", self.REQUEST_ID)], "2024-01-10T17:33:31Z"),
+                      path="/webhooks?data.id=123456&type=payment")
+        code, out, err = run(["sign", "--provider-file", spec_file("mercadopago"), "--scheme", "mercadopago",
+                              "--secret", self.SECRET, "--timestamp", "2024-01-10T17:33:30Z"],
+                             stdin=(json.dumps(record) + "\n").encode())
+        self.assertEqual(code, 0, err)
+        signed = dict(map(tuple, json.loads(out.splitlines()[0])["headers"]))
+        self.assertEqual(signed["x-signature"],
+                         "ts=1704908010,v1=39dc4941d57a56c4edf4d9eda7b9956633be615e73d17d77f39efadaa81982dd")
+        record["path"] = "/webhooks?type=payment"
+        code, _, err = run(["sign", "--provider-file", spec_file("mercadopago"), "--scheme", "mercadopago",
+                            "--secret", self.SECRET], stdin=(json.dumps(record) + "\n").encode())
+        self.assertEqual(code, 2, err)
+        self.assertIn("data.id", err)
 
 
 class OktaToken(unittest.TestCase):

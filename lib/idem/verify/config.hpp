@@ -221,6 +221,16 @@ struct ProviderSpec {
     // The {param:NAME} placeholders `message` holds: values the user gives
     // with --param (PayPal's webhook_id).
     std::vector<std::string> message_params;
+    // The request parts `message` names: {header:NAME} (a header's value),
+    // {query:NAME} and {query_lowercase:NAME} (a query parameter of the
+    // request target, form-decoded; lowercased: Mercado Pago's data.id).
+    // A delivery without one is invalid, naming it.
+    struct RequestPart {
+        enum class From { header, query, query_lowercase } from;
+        std::string name;
+        std::string placeholder; // "{query:data.id}"
+    };
+    std::vector<RequestPart> request_parts;
     // `tolerance`: the provider's own age limit (its SDK's), used unless
     // --tolerance is given; `none` (Duration::max()): its SDK checks no age.
     std::optional<Duration> tolerance;

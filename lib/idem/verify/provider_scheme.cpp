@@ -126,6 +126,18 @@ const char* timestamp_unit_wanted(ProviderSpec::TimestampUnit unit) {
 
 } // namespace
 
+std::optional<std::string> request_part(const ProviderSpec::RequestPart& part,
+                                        const record::Envelope& envelope) {
+    using From = ProviderSpec::RequestPart::From;
+    if (part.from == From::header) {
+        auto found = envelope.header(part.name);
+        return found ? std::optional<std::string>(*found) : std::nullopt;
+    }
+    auto found = query_parameter(envelope.path, part.name);
+    if (found && part.from == From::query_lowercase) *found = to_lower(*found);
+    return found;
+}
+
 std::string provider_message(const ProviderSpec& spec, const record::Envelope& envelope,
                              BodyMembers& members, std::string_view timestamp, std::string_view id,
                              std::string_view url,
@@ -147,6 +159,11 @@ std::string provider_message(const ProviderSpec& spec, const record::Envelope& e
         values.extra.emplace_back(fmt::format("{{param:{}}}", name),
                                   found == params.end() ? "" : found->second);
     }
+    for (const auto& part : spec.request_parts)
+        // verify_provider has refused a delivery without it before.
+        values.extra.emplace_back(part.placeholder, request_part(part, envelope).value_or(""));
+    if (spec.message.find("{form_sorted}") != std::string::npos)
+        values.extra.emplace_back("{form_sorted}", twilio_form_suffix(envelope.body));
     if (spec.message.find("{php_serialized_form}") != std::string::npos)
         values.extra.emplace_back("{php_serialized_form}",
                                   php_serialized_form(envelope.body, spec.signature_form_field));
@@ -455,6 +472,12 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
             return refused(spec,
                            fmt::format("no {} in the body (a number or a string), which {} signs",
                                        json.path_text, spec.name));
+    for (const auto& part : spec.request_parts)
+        if (!request_part(part, envelope))
+            return refused(spec, part.from == ProviderSpec::RequestPart::From::header
+                                     ? missing_header(part.name)
+                                     : fmt::format("no {} in the request's query, which {} signs",
+                                                   quote(part.name, 40), spec.name));
     std::string_view timestamp_text;
     std::optional<Timestamp> signed_at;
     if (header.timestamp) timestamp_text = *header.timestamp;

@@ -51,8 +51,14 @@ constexpr std::string_view k_fields[] = {"name",
 
 // The message template's placeholders.
 constexpr std::string_view k_placeholders[] = {
-    "{body}", "{timestamp}", "{id}",    "{method}",
-    "{path}", "{url}",       "{crc32}", "{php_serialized_form}"};
+    "{body}",  "{timestamp}",           "{id}",         "{method}", "{path}", "{url}",
+    "{crc32}", "{php_serialized_form}", "{form_sorted}"};
+
+// Placeholders naming a part of the request: "{PREFIX NAME}".
+constexpr std::pair<std::string_view, ProviderSpec::RequestPart::From> k_request_parts[] = {
+    {"{header:", ProviderSpec::RequestPart::From::header},
+    {"{query:", ProviderSpec::RequestPart::From::query},
+    {"{query_lowercase:", ProviderSpec::RequestPart::From::query_lowercase}};
 
 // "{json:a.b}": a member of the JSON body, by its dotted path.
 constexpr std::string_view k_json_placeholder = "{json:";
@@ -101,14 +107,18 @@ void check_template(const std::string& file, const YAML::Node& node, const std::
         auto rest = std::string_view(text).substr(open);
         if (rest.starts_with(k_json_placeholder)) continue; // json_placeholders checks it
         if (rest.starts_with("{param:")) continue;          // message_params checks it
+        if (std::any_of(std::begin(k_request_parts), std::end(k_request_parts),
+                        [&](const auto& part) { return rest.starts_with(part.first); }))
+            continue; // request_parts checks it
         bool known = std::any_of(std::begin(k_placeholders), std::end(k_placeholders),
                                  [&](std::string_view name) { return rest.starts_with(name); });
         if (!known)
             fail_at(file, node,
                     fmt::format("message: unknown placeholder at {}: use {{body}}, "
                                 "{{timestamp}}, {{id}}, {{method}}, {{path}}, {{url}}, {{crc32}}, "
-                                "{{json:PATH}} or {{param:NAME}} ({{secret}} only last, with "
-                                "construction: digest)",
+                                "{{form_sorted}}, {{json:PATH}}, {{param:NAME}}, "
+                                "{{header:NAME}}, {{query:NAME}} or {{query_lowercase:NAME}} "
+                                "({{secret}} only last, with construction: digest)",
                                 quote(rest.substr(0, rest.find('}') + 1))));
     }
 }
@@ -587,6 +597,17 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
                         "message: {param:NAME} takes a NAME of lowercase letters, digits and '_'");
             spec.message_params.emplace_back(name);
         }
+        for (const auto& [prefix, from] : k_request_parts)
+            for (auto name : placeholder_arguments(spec.message, prefix)) {
+                bool header = from == ProviderSpec::RequestPart::From::header;
+                if (header ? !is_header_name(name)
+                           : name.empty() || name.find_first_of("{}&=#") != std::string_view::npos)
+                    fail_at(file, node["message"],
+                            fmt::format("message: {}NAME}} takes {}", prefix,
+                                        header ? "a header's name" : "a query parameter's name"));
+                spec.request_parts.push_back(
+                    {from, std::string(name), fmt::format("{}{}}}", prefix, name)});
+            }
     }
     read_timestamp(file, node, spec);
     if (node["id_header"]) spec.id_header = header_name(file, node["id_header"], "id_header");

@@ -270,6 +270,12 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
                 fmt::format("provider {} signs the URL: pass --url or --url-base", spec.name));
         url = std::move(*signed_at_url);
     }
+    for (const auto& part : spec.request_parts)
+        if (!detail::request_part(part, envelope))
+            throw UsageError(fmt::format(
+                "provider {} signs the request's {} {}: the event has none", spec.name,
+                part.from == ProviderSpec::RequestPart::From::header ? "header" : "query parameter",
+                quote(part.name, 40)));
     std::string encoded;
     const auto& secret = config.secrets.front().value;
     if (spec.construction == ProviderSpec::Construction::token) {

@@ -119,6 +119,10 @@ private:
                                            std::string_view timestamp, std::string_view id,
                                            std::string_view url,
                                            const std::map<std::string, std::string>& params);
+// A {header:NAME} or {query:NAME} placeholder's value in `envelope`;
+// nullopt when the request has none.
+[[nodiscard]] std::optional<std::string> request_part(const ProviderSpec::RequestPart& part,
+                                                      const record::Envelope& envelope);
 // A form body's fields but `left_out`, sorted by name, as PHP's
 // serialize() writes an array of strings (Paddle Classic signs it).
 [[nodiscard]] std::string php_serialized_form(std::string_view body, std::string_view left_out);
