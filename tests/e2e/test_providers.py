@@ -498,6 +498,15 @@ VECTORS = [
      [("X-Mandrill-Signature", "h8r9a9eGb4qeaz1Bwy89HzaAnyo=")],
      "2023-11-14T22:13:21Z",
      "computed from Mailchimp Transactional 'Authenticating webhook requests' (base64 HMAC-SHA1 of URL + sorted fields)"),
+    # Plivo's SDK tests hold no V3 vector: this one was computed with
+    # plivo-python's signature_v3 (construct_post_url, get_signature_v3)
+    # over a message callback's form, at test_providers' URL.
+    ("plivo", "plivo-auth-token",
+     "From=14155550100&To=14155550111&Text=hello&MessageUUID=db3ce55a-7f1d-11e1-8ea7-1231380bc196&Type=sms",
+     [("X-Plivo-Signature-V3-Nonce", "05429567804466091622"),
+      ("X-Plivo-Signature-V3", "Xi04het7rVZ4eGBZUOnc2fOi+Yms4b8DJpbTTrPUK5o=")],
+     "2026-11-30T08:00:00Z",
+     "computed with plivo/plivo-python plivo/utils/signature_v3.py (validate_v3_signature)"),
 ]
 
 # When each timestamped vector was signed (idem sign --timestamp reproduces it).
@@ -515,7 +524,7 @@ NOT_SIGNATURES = {"X-Topic", "X-Gitlab-Event", "X-Gitlab-Event-UUID", "X-Pusher-
                   "X-Request-UUID", "X-Atlassian-Webhook-Identifier", "User-Agent", "Twitch-Eventsub-Message-Id",
                   "Twitch-Eventsub-Message-Type", "X-Zendesk-Webhook-Invocation-Id", "X-Event-Name",
                   "Sentry-Hook-Resource", "Request-ID", "X-HelpScout-Event", "X-WC-Webhook-Delivery-ID",
-                  "x-hookdeck-eventid"}
+                  "x-hookdeck-eventid", "X-Plivo-Signature-V3-Nonce"}
 # Signature headers whose name does not say "signature".
 SIGNATURE_HEADERS = {"lob": "Lob-Signature", "trello": "X-Trello-Webhook", "gitlab": "X-Gitlab-Token",
                      "telegram": "X-Telegram-Bot-Api-Secret-Token", "basic-auth": "Authorization",
@@ -1400,6 +1409,44 @@ class MercadoPagoManifest(unittest.TestCase):
                             "--secret", self.SECRET], stdin=(json.dumps(record) + "\n").encode())
         self.assertEqual(code, 2, err)
         self.assertIn("data.id", err)
+
+
+class PlivoV3(unittest.TestCase):
+    """Plivo's V3 string: the URL's query sorted, '.', the form's fields
+    sorted, '.', the nonce; several signatures while auth tokens rotate.
+    Signatures computed with plivo-python's signature_v3 functions."""
+
+    FORM = "From=14155550100&To=14155550111&Text=hello&MessageUUID=db3ce55a-7f1d-11e1-8ea7-1231380bc196&Type=sms"
+    NONCE = ("X-Plivo-Signature-V3-Nonce", "05429567804466091622")
+
+    def judge(self, body, headers, method, url):
+        record = dict(envelope(body, headers, "2026-11-30T08:00:00Z"), method=method)
+        code, out, err = run(["verify", "--provider-file", PROVIDERS, "--scheme", "plivo", "--secret",
+                              "plivo-auth-token", "--url", url], stdin=(json.dumps(record) + "\n").encode())
+        return code, json.loads(out.splitlines()[0])["_idem"]["verify"], err
+
+    def test_the_query_the_form_and_a_rotation(self):
+        query_url = "https://www.example.com/webhook_uri?b=2&a=1&a=0"
+        good = "UvhtXvdEuXVGukYQodoxM7USHcQ3Njs93pz8bTwSgYk="
+        code, verdict, err = self.judge(self.FORM, [self.NONCE, ("X-Plivo-Signature-V3", good)], "POST", query_url)
+        self.assertEqual((code, verdict["valid"]), (0, True), (verdict, err))
+        # Two tokens live: any of the comma-separated signatures may match.
+        code, verdict, err = self.judge(self.FORM, [self.NONCE, ("X-Plivo-Signature-V3",
+                                                                 "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=," + good)],
+                                        "POST", query_url)
+        self.assertEqual((code, verdict["valid"]), (0, True), (verdict, err))
+        # A GET callback signs the sorted query alone.
+        code, verdict, err = self.judge("", [self.NONCE, ("X-Plivo-Signature-V3",
+                                                          "AuL3jwYhidpDQYA7qyi2hIba9gnbcU/D9YjUZrtIxCY=")],
+                                        "GET", "https://www.example.com/webhook_uri?b=2&a=1")
+        self.assertEqual((code, verdict["valid"]), (0, True), (verdict, err))
+        # Another nonce, another field: not what was signed.
+        code, verdict, _ = self.judge(self.FORM, [("X-Plivo-Signature-V3-Nonce", "1"),
+                                                  ("X-Plivo-Signature-V3", good)], "POST", query_url)
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        code, verdict, _ = self.judge(self.FORM + "&x=1", [self.NONCE, ("X-Plivo-Signature-V3", good)], "POST",
+                                      query_url)
+        self.assertEqual((code, verdict["valid"]), (1, False))
 
 
 class OktaToken(unittest.TestCase):

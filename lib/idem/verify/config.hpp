@@ -132,8 +132,10 @@ struct ProviderSpec {
     std::string separator_text;
     char key_separator = '='; // within an item: "v1=..." ('='), Finch's "v1,..." (',')
     // `positional: true`: items without keys, the timestamp first and the
-    // signatures after it (Recurly's "<ms>,<sig>,<sig>").
+    // signatures after it (Recurly's "<ms>,<sig>,<sig>"); `positional:
+    // signatures`: every item a signature (Plivo's "<sig>,<sig>").
     bool positional = false;
+    bool positional_timestamp = true;
     std::string signature_key;
     std::string timestamp_key;
     std::string prefix; // before each signature ("sha256=", "v0=")

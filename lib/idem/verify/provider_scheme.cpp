@@ -41,7 +41,7 @@ std::optional<std::string> read_header(const ProviderSpec& spec, std::string_vie
         bool first = true;
         for (auto item : split(value, spec.separator)) {
             item = spec.separator == ',' ? trim(item) : list_item(item);
-            if (first) {
+            if (first && spec.positional_timestamp) {
                 out.timestamp = item;
                 first = false;
             } else if (!item.empty()) {
@@ -162,6 +162,8 @@ std::string provider_message(const ProviderSpec& spec, const record::Envelope& e
     for (const auto& part : spec.request_parts)
         // verify_provider has refused a delivery without it before.
         values.extra.emplace_back(part.placeholder, request_part(part, envelope).value_or(""));
+    if (spec.message.find("{plivo_v3_url}") != std::string::npos)
+        values.extra.emplace_back("{plivo_v3_url}", plivo_v3_base(url, envelope.body));
     if (spec.message.find("{form_sorted}") != std::string::npos)
         values.extra.emplace_back("{form_sorted}", twilio_form_suffix(envelope.body));
     if (spec.message.find("{php_serialized_form}") != std::string::npos)
@@ -495,8 +497,8 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
                                        fmt::join(spec.timestamp_path, ".")));
         timestamp_text = *in_body;
     }
-    if (!spec.timestamp_header.empty() || !spec.timestamp_key.empty() || spec.positional ||
-        in_body) {
+    if (!spec.timestamp_header.empty() || !spec.timestamp_key.empty() ||
+        (spec.positional && spec.positional_timestamp) || in_body) {
         signed_at = parse_provider_time(spec, timestamp_text);
         if (!signed_at)
             return refused(
@@ -517,7 +519,8 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
             return refused(spec, missing_header(spec.id_header));
     }
     std::string url;
-    if (spec.message.find("{url}") != std::string::npos) {
+    if (spec.message.find("{url}") != std::string::npos ||
+        spec.message.find("{plivo_v3_url}") != std::string::npos) {
         auto signed_at_url = signed_url(input.config, envelope);
         if (!signed_at_url)
             return refused(spec, fmt::format("provider {} signs the URL: pass --url or --url-base",

@@ -51,8 +51,8 @@ constexpr std::string_view k_fields[] = {"name",
 
 // The message template's placeholders.
 constexpr std::string_view k_placeholders[] = {
-    "{body}",  "{timestamp}",           "{id}",         "{method}", "{path}", "{url}",
-    "{crc32}", "{php_serialized_form}", "{form_sorted}"};
+    "{body}",  "{timestamp}",           "{id}",          "{method}",      "{path}", "{url}",
+    "{crc32}", "{php_serialized_form}", "{form_sorted}", "{plivo_v3_url}"};
 
 // Placeholders naming a part of the request: "{PREFIX NAME}".
 constexpr std::pair<std::string_view, ProviderSpec::RequestPart::From> k_request_parts[] = {
@@ -116,7 +116,7 @@ void check_template(const std::string& file, const YAML::Node& node, const std::
             fail_at(file, node,
                     fmt::format("message: unknown placeholder at {}: use {{body}}, "
                                 "{{timestamp}}, {{id}}, {{method}}, {{path}}, {{url}}, {{crc32}}, "
-                                "{{form_sorted}}, {{json:PATH}}, {{param:NAME}}, "
+                                "{{form_sorted}}, {{plivo_v3_url}}, {{json:PATH}}, {{param:NAME}}, "
                                 "{{header:NAME}}, {{query:NAME}} or {{query_lowercase:NAME}} "
                                 "({{secret}} only last, with construction: digest)",
                                 quote(rest.substr(0, rest.find('}') + 1))));
@@ -210,9 +210,12 @@ void read_signature_items(const std::string& file, const YAML::Node& node, Provi
     }
     if (node["positional"]) {
         auto value = scalar(file, node["positional"], "positional");
-        if (value != "true" && value != "false")
-            fail_at(file, node["positional"], "positional: true or false");
-        spec.positional = value == "true";
+        if (value != "true" && value != "false" && value != "signatures")
+            fail_at(file, node["positional"],
+                    "positional: true (the timestamp first, then signatures), signatures (every "
+                    "item one) or false");
+        spec.positional = value != "false";
+        spec.positional_timestamp = value == "true";
     }
     if (spec.positional) {
         // "<timestamp>,<signature>,<signature>": no keys to name.
@@ -384,7 +387,7 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
 void read_timestamp(const std::string& file, const YAML::Node& node, ProviderSpec& spec) {
     if (node["timestamp_header"]) {
         spec.timestamp_header = header_name(file, node["timestamp_header"], "timestamp_header");
-        if (!spec.timestamp_key.empty() || spec.positional)
+        if (!spec.timestamp_key.empty() || (spec.positional && spec.positional_timestamp))
             fail_at(file, node["timestamp_header"],
                     "give timestamp_header or timestamp_key (or positional), not both");
     }
@@ -396,7 +399,8 @@ void read_timestamp(const std::string& file, const YAML::Node& node, ProviderSpe
                         fmt::format("timestamp_path {}: dotted member names", quote(path)));
             spec.timestamp_path.emplace_back(part);
         }
-        if (!spec.timestamp_header.empty() || !spec.timestamp_key.empty() || spec.positional)
+        if (!spec.timestamp_header.empty() || !spec.timestamp_key.empty() ||
+            (spec.positional && spec.positional_timestamp))
             fail_at(file, node["timestamp_path"],
                     "give one of timestamp_header, timestamp_key and timestamp_path");
     }
@@ -421,7 +425,8 @@ void read_timestamp(const std::string& file, const YAML::Node& node, ProviderSpe
                                             {"http-date", Unit::http_date}},
                                            "use s, ms, rfc3339 or http-date");
     bool has_timestamp = !spec.timestamp_header.empty() || !spec.timestamp_key.empty() ||
-                         spec.positional || !spec.timestamp_path.empty();
+                         (spec.positional && spec.positional_timestamp) ||
+                         !spec.timestamp_path.empty();
     if (spec.message.find("{timestamp}") != std::string::npos && !has_timestamp)
         fail_at(file, node["message"],
                 "message signs {timestamp}: give timestamp_header, timestamp_key or "

@@ -263,7 +263,8 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
     std::string id(spec.id_header.empty() ? ""
                                           : envelope.header(spec.id_header).value_or(envelope.id));
     std::string url;
-    if (spec.message.find("{url}") != std::string::npos) {
+    if (spec.message.find("{url}") != std::string::npos ||
+        spec.message.find("{plivo_v3_url}") != std::string::npos) {
         auto signed_at_url = detail::signed_url(config, envelope);
         if (!signed_at_url)
             throw UsageError(
@@ -293,7 +294,9 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
     HeaderList headers;
     auto between =
         spec.separator_text.empty() ? std::string(1, spec.separator) : spec.separator_text;
-    if (spec.positional) {
+    if (spec.positional && !spec.positional_timestamp) {
+        headers.emplace_back(spec.signature_header, spec.prefix + encoded);
+    } else if (spec.positional) {
         headers.emplace_back(spec.signature_header,
                              fmt::format("{}{}{}{}", stamp, between, spec.prefix, encoded));
     } else if (spec.separator) {

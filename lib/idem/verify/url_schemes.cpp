@@ -24,6 +24,27 @@ std::string twilio_form_suffix(std::string_view body) {
     return suffix;
 }
 
+std::string plivo_v3_base(std::string_view url, std::string_view form_body) {
+    auto question = url.find('?');
+    std::string base(url.substr(0, question));
+    std::vector<std::pair<std::string, std::string>> query;
+    if (question != std::string_view::npos) {
+        auto text = url.substr(question + 1);
+        query = parse_form(text.substr(0, text.find('#')));
+    }
+    auto fields = parse_form(form_body);
+    // plivo-python sorts names, and the values of a repeated name.
+    std::sort(query.begin(), query.end());
+    std::sort(fields.begin(), fields.end());
+    if (!query.empty() || !fields.empty()) base += '?';
+    for (std::size_t i = 0; i < query.size(); ++i)
+        base.append(i == 0 ? "" : "&").append(query[i].first).append("=").append(query[i].second);
+    if (!query.empty() && !fields.empty()) base += '.';
+    for (const auto& [name, value] : fields)
+        base.append(name).append(value);
+    return base;
+}
+
 std::vector<std::string> twilio_url_variants(const std::string& url) {
     std::vector<std::string> variants{url};
     auto spellings = net::port_spellings(url);

@@ -221,6 +221,11 @@ check_age(const Input& input, Timestamp signed_at, ClockSides sides,
 
 // Twilio: the data signed for a form body (sorted name+value pairs).
 [[nodiscard]] std::string twilio_form_suffix(std::string_view body);
+// Plivo's V3 base string (plivo-python's construct_post_url): the URL
+// without its query; '?' and the query's parameters sorted (name=value,
+// joined by '&') when there is a query or a form field; '.' when there are
+// both; then each form field's name and value, sorted by name.
+[[nodiscard]] std::string plivo_v3_base(std::string_view url, std::string_view form_body);
 // Twilio's libraries try the URL as given, with the default port added, and
 // with any port removed.
 [[nodiscard]] std::vector<std::string> twilio_url_variants(const std::string& url);
