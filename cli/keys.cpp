@@ -24,8 +24,8 @@ void add_key_options(CLI::App& command, KeyOptions& options) {
     command
         .add_option("--scheme", options.scheme,
                     "github, stripe, slack, standard, svix, shopify, discord, twilio, square, "
-                    "pagerduty, hmac, a provider of --provider-file, or auto (default: from the "
-                    "headers)")
+                    "pagerduty, braintree, hmac, a provider of --provider-file, or auto "
+                    "(default: from the headers)")
         ->type_name(fmt::format("SCHEME:{{{}}}", fmt::join(names, ",")));
     command
         .add_option("--secret", options.secrets,
@@ -57,7 +57,7 @@ void add_key_options(CLI::App& command, KeyOptions& options) {
     command
         .add_option("--param", options.params,
                     "NAME=VALUE a provider file requires of a header ({param:NAME}): "
-                    "pusher's app_key (repeatable)")
+                    "pusher's app_key; braintree's public_key (repeatable)")
         ->allow_extra_args(false);
     command
         .add_option("--provider-file", options.provider_files,
@@ -129,6 +129,8 @@ verify::VerifyConfig key_config(const KeyOptions& options) {
                     asked.emplace_back(param);
     for (const auto& spec : config.providers)
         asked.insert(asked.end(), spec.message_params.begin(), spec.message_params.end());
+    // braintree: the API key pair's public key names its bt_signature pair.
+    if (options.scheme == "braintree") asked.emplace_back("public_key");
     for (const auto& param : options.params) {
         auto equals = param.find('=');
         if (equals == std::string::npos || equals == 0)

@@ -1449,6 +1449,65 @@ class PlivoV3(unittest.TestCase):
         self.assertEqual((code, verdict["valid"]), (1, False))
 
 
+class BraintreeAsItsSdkJudges(unittest.TestCase):
+    """Braintree posts a form: bt_signature ("PUBLIC_KEY|HEX&...") and
+    bt_payload (base64 XML, newline-wrapped). The cases are braintree_php's
+    tests/unit/WebhookNotificationTest.php, on a notification made as its
+    WebhookTesting::sampleNotification makes one with the SDK tests'
+    integration keys: HMAC-SHA1 of the payload keyed by the SHA-1 of
+    integration_private_key (computed with Python's hashlib/hmac)."""
+
+    PAYLOAD = ("PG5vdGlmaWNhdGlvbj48dGltZXN0YW1wIHR5cGU9ImRhdGV0aW1lIj4yMDI2LTExLTMwVDA4OjAw\n"
+               "OjAwWjwvdGltZXN0YW1wPjxraW5kPnN1YnNjcmlwdGlvbl93ZW50X3Bhc3RfZHVlPC9raW5kPjxz\n"
+               "dWJqZWN0PjxzdWJzY3JpcHRpb24+PGlkPm15X2lkPC9pZD48dHJhbnNhY3Rpb25zIHR5cGU9ImFy\n"
+               "cmF5Ij48L3RyYW5zYWN0aW9ucz48YWRkX29ucyB0eXBlPSJhcnJheSI+PC9hZGRfb25zPjxkaXNj\n"
+               "b3VudHMgdHlwZT0iYXJyYXkiPjwvZGlzY291bnRzPjwvc3Vic2NyaXB0aW9uPjwvc3ViamVjdD48\n"
+               "L25vdGlmaWNhdGlvbj4=\n")
+    SIGNATURE = "integration_public_key|869580e248bd4fa1033af58ef2fc5912920821a2"
+
+    def judge(self, signature, payload, *args, secret="integration_private_key"):
+        import urllib.parse
+        body = urllib.parse.urlencode({"bt_signature": signature, "bt_payload": payload})
+        record = envelope(body, [("Content-Type", "application/x-www-form-urlencoded")], "2026-11-30T08:00:00Z")
+        code, out, err = run(["verify", "--scheme", "braintree", "--secret", secret, *args],
+                             stdin=(json.dumps(record) + "\n").encode())
+        lines = out.splitlines()
+        return code, (json.loads(lines[0])["_idem"]["verify"] if lines else None), err
+
+    def test_the_sdk_tests_cases(self):
+        # The sample notification parses; so does its payload rtrim()med
+        # (testParsingRetriesPayloadWithANewline), and with the public key named.
+        for payload in (self.PAYLOAD, self.PAYLOAD.rstrip()):
+            code, verdict, err = self.judge(self.SIGNATURE, payload)
+            self.assertEqual((code, verdict["valid"], verdict["scheme"]), (0, True, "braintree"), (verdict, err))
+        code, verdict, err = self.judge(self.SIGNATURE, self.PAYLOAD, "--param", "public_key=integration_public_key")
+        self.assertEqual((code, verdict["valid"]), (0, True), (verdict, err))
+        # Another API key pair's signature first: the pairs are read as a list.
+        code, verdict, err = self.judge("other_public_key|" + "0" * 40 + "&" + self.SIGNATURE, self.PAYLOAD)
+        self.assertEqual((code, verdict["valid"]), (0, True), (verdict, err))
+        # testParsingModifiedSignatureRaisesError, ...ModifiedPayload..., ...UnknownPublicKey...,
+        # ...InvalidSignature..., ...InvalidCharacters..., ...AllowsAllValidCharacters.
+        for signature, payload, reason in (
+                (self.SIGNATURE + "bad", self.PAYLOAD, "wrong length"),
+                (self.SIGNATURE, "bad" + self.PAYLOAD, "does not match"),
+                ("bad_signature", self.PAYLOAD, "no PUBLIC_KEY|SIGNATURE pair"),
+                (self.SIGNATURE, "~*~*invalid*~*~", "other than base64"),
+                (self.SIGNATURE, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+=/\n", "does not match")):
+            with self.subTest(reason=reason):
+                code, verdict, _ = self.judge(signature, payload)
+                self.assertEqual((code, verdict["valid"]), (1, False), verdict)
+                self.assertIn(reason, verdict["reason"])
+        code, verdict, _ = self.judge(self.SIGNATURE, self.PAYLOAD, "--param", "public_key=wrong_public_key")
+        self.assertIn("no pair for public key 'wrong_public_key'", verdict["reason"])
+        # Another private key; sign cannot write into the body.
+        code, verdict, _ = self.judge(self.SIGNATURE, self.PAYLOAD, secret="wrong_private_key")
+        self.assertEqual((code, verdict["valid"]), (1, False), verdict)
+        code, _, err = run(["sign", "--scheme", "braintree", "--secret", "k"],
+                           stdin=(json.dumps(envelope("a=1", [], "2026-11-30T08:00:00Z")) + "\n").encode())
+        self.assertEqual(code, 2, err)
+        self.assertIn("inside the form body", err)
+
+
 class OktaToken(unittest.TestCase):
     """Okta's event hooks send the secret the hook was registered with in
     Authorization (its 'Event hooks' concepts, 'Header' authentication):

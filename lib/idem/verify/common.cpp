@@ -29,6 +29,11 @@ std::string derive_key(const Secret& secret, KeyDerivation derivation) {
         if (auto normalized = nfkd(secret.value)) return *normalized;
         throw UsageError(
             fmt::format("secret {} is not UTF-8 text: it cannot be NFKD-normalised", secret.label));
+    case KeyDerivation::sha1_digest: {
+        // Braintree keys its HMAC by the SHA-1 digest of the private key.
+        auto digest = crypto::hash(crypto::HashAlgorithm::sha1, secret.value);
+        return std::string(digest.view());
+    }
     case KeyDerivation::raw:
         break;
     }

@@ -13,10 +13,13 @@ struct SchemeEntry {
     std::string_view name;
 };
 constexpr SchemeEntry k_schemes[] = {
-    {Scheme::github, "github"},       {Scheme::stripe, "stripe"}, {Scheme::slack, "slack"},
-    {Scheme::standard, "standard"},   {Scheme::svix, "svix"},     {Scheme::shopify, "shopify"},
-    {Scheme::discord, "discord"},     {Scheme::twilio, "twilio"}, {Scheme::square, "square"},
-    {Scheme::pagerduty, "pagerduty"}, {Scheme::hmac, "hmac"},     {Scheme::auto_detect, "auto"},
+    {Scheme::github, "github"},       {Scheme::stripe, "stripe"},
+    {Scheme::slack, "slack"},         {Scheme::standard, "standard"},
+    {Scheme::svix, "svix"},           {Scheme::shopify, "shopify"},
+    {Scheme::discord, "discord"},     {Scheme::twilio, "twilio"},
+    {Scheme::square, "square"},       {Scheme::pagerduty, "pagerduty"},
+    {Scheme::braintree, "braintree"}, {Scheme::hmac, "hmac"},
+    {Scheme::auto_detect, "auto"},
 };
 
 // Checked in this order; the first header present decides. `companion`: a
@@ -67,7 +70,7 @@ Scheme parse_scheme(std::string_view name) {
     auto hint = closest_name(name, scheme_names());
     throw UsageError(
         fmt::format("unknown scheme {}{}; known: github, stripe, slack, standard, svix, "
-                    "shopify, discord, twilio, square, pagerduty, hmac, auto",
+                    "shopify, discord, twilio, square, pagerduty, braintree, hmac, auto",
                     quote(name), hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
 }
 

@@ -22,6 +22,7 @@ enum class Scheme {
     twilio,
     square,
     pagerduty,
+    braintree,
     hmac,
     provider, // a --provider-file spec
     auto_detect,

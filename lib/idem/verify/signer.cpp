@@ -369,6 +369,9 @@ HeaderList Signer::signature_headers(const record::Envelope& envelope, Timestamp
         return impl.url_signed_headers(envelope);
     case Scheme::pagerduty:
         return {{"X-PagerDuty-Signature", "v1=" + impl.mac_hex({body})}};
+    case Scheme::braintree:
+        throw UsageError("braintree signs inside the form body (bt_signature, bt_payload): idem "
+                         "sign writes headers and leaves the body as it is");
     case Scheme::hmac:
         return impl.hmac_headers(envelope, seconds);
     case Scheme::provider:

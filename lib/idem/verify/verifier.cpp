@@ -76,6 +76,8 @@ detail::VerifyFunction verifier_for(Scheme scheme) {
         return detail::verify_square;
     case Scheme::pagerduty:
         return detail::verify_pagerduty;
+    case Scheme::braintree:
+        return detail::verify_braintree;
     case Scheme::hmac:
         return detail::verify_hmac;
     case Scheme::provider: // needs its spec: Verifier::verify calls it

@@ -178,12 +178,34 @@ std::vector<std::optional<NonceEntry>> RedisNonces::kept(std::span<const NonceNa
     }
     auto replies =
         m_session.redis().pipeline(gets, Retry::safe, ErrorReplies::returned, Replicas::ignore);
+    std::vector<std::size_t> hashes; // an earlier idem's layout: first, source, line
+    std::vector<RoutedCommand> fields;
     for (std::size_t i = 0; i < names.size(); ++i) {
         const auto* reply = replies[i].get();
-        if (reply->type == REDIS_REPLY_STRING)
+        if (reply->type == REDIS_REPLY_STRING) {
             kept[i] = decode_entry(std::string_view(reply->str, reply->len));
-        else if (reply->type != REDIS_REPLY_NIL && !error_starts(reply, "WRONGTYPE"))
+        } else if (error_starts(reply, "WRONGTYPE")) {
+            hashes.push_back(i);
+            fields.push_back({{"HMGET", gets[i].key, "first", "source", "line"}, gets[i].key});
+        } else if (reply->type != REDIS_REPLY_NIL) {
             throw m_session.unexpected("a nonce lookup");
+        }
+    }
+    if (hashes.empty()) return kept;
+    auto read = m_session.redis().pipeline(fields, Retry::safe, ErrorReplies::returned,
+                                           Replicas::ignore);
+    for (std::size_t n = 0; n < hashes.size(); ++n) {
+        const auto* reply = read[n].get();
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
+            reply->element[0]->type != REDIS_REPLY_STRING)
+            continue; // not a layout idem wrote
+        auto text = [&](std::size_t at) {
+            const auto* field = reply->element[at];
+            return field->type == REDIS_REPLY_STRING ? std::string(field->str, field->len)
+                                                     : std::string();
+        };
+        kept[hashes[n]] = decode_entry(fmt::format("{} {} {}", text(0),
+                                                   text(2).empty() ? "0" : text(2), text(1)));
     }
     return kept;
 }

@@ -19,7 +19,7 @@ namespace idem::verify::detail {
 // Stripe uses the secret string itself as the HMAC key; Standard Webhooks
 // decodes the base64 after "whsec_"; a provider file may say `secret: base64`
 // or `secret: hex`.
-enum class KeyDerivation { raw, standard_base64, base64, hex, nfkd, whsec_or_text };
+enum class KeyDerivation { raw, standard_base64, base64, hex, nfkd, whsec_or_text, sha1_digest };
 
 // The HMAC key a secret gives under `derivation` (UsageError naming the
 // secret when it cannot), for verifying and for signing alike.
@@ -90,6 +90,7 @@ Verdict verify_discord(Input& input);
 Verdict verify_twilio(Input& input);
 Verdict verify_square(Input& input);
 Verdict verify_pagerduty(Input& input);
+Verdict verify_braintree(Input& input);
 Verdict verify_hmac(Input& input);
 Verdict verify_provider(Input& input, const ProviderSpec& spec);
 // A JSON body's members by dotted path ("signature.token"), the body
