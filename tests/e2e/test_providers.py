@@ -570,7 +570,7 @@ class PublishedVectors(unittest.TestCase):
         self.assertEqual(shipped, sorted([v[0] for v in VECTORS] + ["sendgrid", "clerk", "resend", "openai",
                                                                    "replicate", "mailgun", "netlify", "plaid",
                                                                    "okta", "paypal", "paddle-classic", "telnyx",
-                                                                   "mercadopago"]))
+                                                                   "mercadopago", "adyen-notification"]))
         records = [envelope(body, headers, at) for _, _, body, headers, at, _ in VECTORS]
         # auto, with every file loaded, over every vector in one run given
         # every secret: no other spec claims one, and each verifies by its own
@@ -866,7 +866,11 @@ class Malformed(unittest.TestCase):
         self.check_refused("name: acme\nsignature_header: X-A\nconstruction: rsa-pss\n",
                            "construction 'rsa-pss': use hmac (keyed by the secret), digest (a hash of the secret "
                            "and the message), token (the header carries the secret itself), ecdsa-p256, rsa or "
-                           "ed25519 (a public key's) or jwt")
+                           "ed25519 (a public key's), jwt (a JSON Web Token) or signed-fields")
+        self.check_refused("name: acme\nsignature_path: s\nconstruction: signed-fields\nsigned_items: items\n",
+                           "construction: signed-fields needs signed_items (the array), signed_fields")
+        self.check_refused("name: acme\nsignature_header: X-A\nsigned_fields: [a]\n",
+                           "signed_fields: goes with construction: signed-fields")
         self.check_refused("name: acme\nsignature_header: X-A\nmessage: '{query:a&b}'\n",
                            "message: {query:NAME} takes a query parameter's name")
         self.check_refused("name: acme\nsignature_header: X-A\nmessage: '{header:X Y}'\n",
@@ -1506,6 +1510,71 @@ class BraintreeAsItsSdkJudges(unittest.TestCase):
                            stdin=(json.dumps(envelope("a=1", [], "2026-11-30T08:00:00Z")) + "\n").encode())
         self.assertEqual(code, 2, err)
         self.assertIn("inside the form body", err)
+
+
+class AdyenNotifications(unittest.TestCase):
+    """Adyen's Payments notifications: each NotificationRequestItem signs
+    pspReference:originalReference:merchantAccountCode:merchantReference:
+    value:currency:eventCode:success, joined as they are (Adyen's SDKs'
+    HmacValidator.getDataToSign: no escaping of ':' or '\\' there; that is
+    for its payment-page signing strings), keyed by the hex HMAC key."""
+
+    # Adyen/adyen-dotnet-api-library Adyen.Test/Mocks/notification-response-refund-fail.json
+    # (TestHmacCalculationNotificationRequestWithSpecialChars: a backslash and a slash).
+    SPECIAL = ('{"live":"false","notificationItems":[{"NotificationRequestItem":{"additionalData":{"hmacSignature":'
+               '"lQnzbwY09e5mwkC8YZozlHu5v\\/2SFzAx6WRrvHx+3b8="},"amount":{"currency":"EUR","value":100},'
+               '"eventCode":"CAPTURE","eventDate":"2020-01-21T12:30:00+01:00","merchantAccountCode":"DotNetAlexandros",'
+               '"merchantReference":"UseqNbr006-orderId006\\\\\\/","originalReference":"TEST_CUSTOM_881578412007338A",'
+               '"paymentMethod":"mc","pspReference":"TEST_CUSTOM_881578412137072J","reason":"sf","success":"false"}}]}')
+    SPECIAL_KEY = "66B61474A0AA3736BA8789EDC6D6CD9EBA0C4F414A554E32A407F849C045C69D"
+    # adyen-java-api-library's and adyen-node-api-library's HmacValidator tests
+    # ("pspReference:originalReference:merchantAccount:reference:1000:EUR:EVENT:true").
+    KEY = "DFB1EB5485895CFA84146406857104ABB4CBCABDC8AAF103A624C8F6A3EAAB00"
+    UNIT_ITEM = {"additionalData": {"hmacSignature": "ipnxGCaUZ4l8TUW75a71/ghd2Fe5ffvX0pV4TLTntIc="},
+                 "amount": {"currency": "EUR", "value": 1000}, "eventCode": "EVENT",
+                 "merchantAccountCode": "merchantAccount", "merchantReference": "reference",
+                 "originalReference": "originalReference", "pspReference": "pspReference", "success": "true"}
+    # Computed with Python's hmac: no originalReference, a reference holding
+    # colons and a trailing backslash.
+    COLON_ITEM = {"additionalData": {"hmacSignature": "GOX529tQWoqs74boc+J1o/TVuUlR3IJ8HVOl5+1o8oI="},
+                  "amount": {"currency": "USD", "value": 250}, "eventCode": "REFUND",
+                  "merchantAccountCode": "merchantAccount", "merchantReference": "ref:with:colon\\",
+                  "pspReference": "psp2", "success": "false"}
+
+    def judge(self, body, key):
+        record = envelope(body, [("Content-Type", "application/json")], "2026-11-30T08:00:00Z")
+        code, out, err = run(["verify", "--provider-file", PROVIDERS, "--scheme", "adyen-notification",
+                              "--secret", key], stdin=(json.dumps(record) + "\n").encode())
+        lines = out.splitlines()
+        return code, (json.loads(lines[0])["_idem"]["verify"] if lines else None), err
+
+    def batch(self, *items):
+        return json.dumps({"live": "false", "notificationItems": [{"NotificationRequestItem": i} for i in items]})
+
+    def test_the_sdks_vectors_and_a_batch(self):
+        code, verdict, err = self.judge(self.SPECIAL, self.SPECIAL_KEY)
+        self.assertEqual((code, verdict["valid"], verdict["scheme"]), (0, True, "adyen-notification"), (verdict, err))
+        code, verdict, err = self.judge(self.batch(self.UNIT_ITEM), self.KEY)
+        self.assertEqual((code, verdict["valid"]), (0, True), (verdict, err))
+        code, verdict, err = self.judge(self.batch(self.UNIT_ITEM, self.COLON_ITEM), self.KEY)
+        self.assertEqual((code, verdict["valid"]), (0, True), (verdict, err))
+        self.assertIn("all 2 items", verdict["reason"])
+        # The validator's own negative case, and one item of a batch changed.
+        bad = dict(self.UNIT_ITEM, additionalData={"hmacSignature": "notValidSign"})
+        code, verdict, _ = self.judge(self.batch(bad), self.KEY)
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        changed = dict(self.COLON_ITEM, amount={"currency": "USD", "value": 2500})
+        code, verdict, _ = self.judge(self.batch(self.UNIT_ITEM, changed), self.KEY)
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        self.assertIn("item 2 of 2", verdict["reason"])
+        # Another key; an item without its signature; a body without items.
+        code, verdict, _ = self.judge(self.SPECIAL, self.KEY)
+        self.assertEqual((code, verdict["valid"]), (1, False))
+        unsigned = {k: v for k, v in self.UNIT_ITEM.items() if k != "additionalData"}
+        code, verdict, _ = self.judge(self.batch(self.UNIT_ITEM, unsigned), self.KEY)
+        self.assertIn("item 2 of 2: no signature at additionalData.hmacSignature", verdict["reason"])
+        code, verdict, _ = self.judge('{"live":"false"}', self.KEY)
+        self.assertIn("no items at notificationItems", verdict["reason"])
 
 
 class OktaToken(unittest.TestCase):

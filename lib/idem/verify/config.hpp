@@ -161,6 +161,10 @@ struct ProviderSpec {
     // `algorithm`, checked with an RSA --public-key or certificate (PayPal).
     // `ed25519`: an ed25519 signature (base64) over the message, checked
     // with an ed25519 --public-key (Telnyx).
+    // `signed-fields`: the JSON body holds items (`signed_items`, each in
+    // `item_member`), each with its own signature at `signature_path` over
+    // its `signed_fields` joined by `field_separator` (Adyen's HMAC
+    // notifications); the delivery is valid when every item is.
     enum class Construction {
         hmac,
         digest,
@@ -168,7 +172,8 @@ struct ProviderSpec {
         ecdsa_p256,
         jwt,
         rsa,
-        ed25519
+        ed25519,
+        signed_fields
     } construction = Construction::hmac;
     enum class JwtAlgorithm { hs256, es256 } jwt_algorithm = JwtAlgorithm::hs256;
     // Claims that must hold exactly these strings (Netlify's iss: netlify).
@@ -233,6 +238,12 @@ struct ProviderSpec {
         std::string placeholder; // "{query:data.id}"
     };
     std::vector<RequestPart> request_parts;
+    // construction: signed-fields (above).
+    std::vector<std::string> signed_items; // the array's dotted path
+    std::string item_member;               // each element's member holding the item
+    std::vector<std::string> signed_field_names;
+    std::vector<std::vector<std::string>> signed_fields; // each name's path, split
+    std::string field_separator = ":";
     // `tolerance`: the provider's own age limit (its SDK's), used unless
     // --tolerance is given; `none` (Duration::max()): its SDK checks no age.
     std::optional<Duration> tolerance;

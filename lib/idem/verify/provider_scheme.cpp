@@ -434,6 +434,11 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
                                              quote(value, 40), spec.name,
                                              fmt::join(required.values, " or ")));
     }
+    if (spec.construction == ProviderSpec::Construction::signed_fields) {
+        auto verdict = verify_signed_fields(input, spec);
+        verdict.provider = spec.name;
+        return verdict;
+    }
     // Every signature header present gives its signatures; any may match.
     SignatureHeader header;
     bool any_header = false;

@@ -4,12 +4,18 @@
 #include "idem/util/errors.hpp"
 #include "idem/util/text.hpp"
 #include "idem/verify/detail/schemes.hpp"
+#include "idem/verify/detail/spec_reading.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
 #include <map>
 
 namespace idem::verify {
+
+using detail::header_name;
+using detail::is_dotted_path;
+using detail::is_header_name;
+using detail::is_param_name;
 
 namespace {
 
@@ -47,81 +53,11 @@ constexpr std::string_view k_fields[] = {"name",
                                          "jwt_claims",
                                          "jwt_body_hash",
                                          "jwt_time_claim",
-                                         "signature_form_field"};
-
-// The message template's placeholders.
-constexpr std::string_view k_placeholders[] = {
-    "{body}",  "{timestamp}",           "{id}",          "{method}",      "{path}", "{url}",
-    "{crc32}", "{php_serialized_form}", "{form_sorted}", "{plivo_v3_url}"};
-
-// Placeholders naming a part of the request: "{PREFIX NAME}".
-constexpr std::pair<std::string_view, ProviderSpec::RequestPart::From> k_request_parts[] = {
-    {"{header:", ProviderSpec::RequestPart::From::header},
-    {"{query:", ProviderSpec::RequestPart::From::query},
-    {"{query_lowercase:", ProviderSpec::RequestPart::From::query_lowercase}};
-
-// "{json:a.b}": a member of the JSON body, by its dotted path.
-constexpr std::string_view k_json_placeholder = "{json:";
-
-bool is_dotted_path(std::string_view path) {
-    if (path.empty()) return false;
-    return std::all_of(path.begin(), path.end(), [](char c) { return c != '}' && c != '{'; }) &&
-           !path.starts_with('.') && !path.ends_with('.') &&
-           path.find("..") == std::string_view::npos;
-}
-
-// What each "{PREFIX...}" placeholder of `text` holds, each once, in the
-// order they come; an unclosed one holds nothing (its caller refuses it).
-std::vector<std::string_view> placeholder_arguments(std::string_view text,
-                                                    std::string_view prefix) {
-    std::vector<std::string_view> found;
-    for (auto open = text.find(prefix); open != std::string_view::npos;
-         open = text.find(prefix, open + 1)) {
-        auto close = text.find('}', open);
-        auto argument = close == std::string_view::npos
-                            ? std::string_view()
-                            : text.substr(open + prefix.size(), close - open - prefix.size());
-        if (std::find(found.begin(), found.end(), argument) == found.end())
-            found.push_back(argument);
-    }
-    return found;
-}
-
-// The message's {json:PATH} placeholders, each once.
-std::vector<ProviderSpec::JsonPlaceholder>
-json_placeholders(const std::string& file, const YAML::Node& node, const std::string& text) {
-    std::vector<ProviderSpec::JsonPlaceholder> found;
-    for (auto path : placeholder_arguments(text, k_json_placeholder)) {
-        if (!is_dotted_path(path))
-            fail_at(file, node,
-                    fmt::format("message: {{json:PATH}} takes a dotted member path "
-                                "({{json:signature.token}})"));
-        found.push_back(
-            {fmt::format("{{json:{}}}", path), std::string(path), detail::dotted_path(path)});
-    }
-    return found;
-}
-
-void check_template(const std::string& file, const YAML::Node& node, const std::string& text) {
-    for (auto open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
-        auto rest = std::string_view(text).substr(open);
-        if (rest.starts_with(k_json_placeholder)) continue; // json_placeholders checks it
-        if (rest.starts_with("{param:")) continue;          // message_params checks it
-        if (std::any_of(std::begin(k_request_parts), std::end(k_request_parts),
-                        [&](const auto& part) { return rest.starts_with(part.first); }))
-            continue; // request_parts checks it
-        bool known = std::any_of(std::begin(k_placeholders), std::end(k_placeholders),
-                                 [&](std::string_view name) { return rest.starts_with(name); });
-        if (!known)
-            fail_at(file, node,
-                    fmt::format("message: unknown placeholder at {}: use {{body}}, "
-                                "{{timestamp}}, {{id}}, {{method}}, {{path}}, {{url}}, {{crc32}}, "
-                                "{{form_sorted}}, {{plivo_v3_url}}, {{json:PATH}}, {{param:NAME}}, "
-                                "{{header:NAME}}, {{query:NAME}} or {{query_lowercase:NAME}} "
-                                "({{secret}} only last, with construction: digest)",
-                                quote(rest.substr(0, rest.find('}') + 1))));
-    }
-}
+                                         "signature_form_field",
+                                         "signed_items",
+                                         "item_member",
+                                         "signed_fields",
+                                         "field_separator"};
 
 // A field that names one of a few words, each meaning a value; anything
 // else is refused where it is, with the words it could have been.
@@ -133,26 +69,6 @@ Value one_of(const std::string& file, const YAML::Node& node, std::string_view f
     for (const auto& [name, value] : words)
         if (word == name) return value;
     fail_at(file, node, fmt::format("{} {}: {}", field, quote(word), hint));
-}
-
-bool is_header_name(std::string_view name) {
-    return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '-' || c == '_';
-    });
-}
-
-bool is_param_name(std::string_view name) {
-    return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-    });
-}
-
-std::string header_name(const std::string& file, const YAML::Node& node, std::string_view key) {
-    auto name = scalar(file, node, key);
-    if (!is_header_name(name))
-        fail_at(file, node, fmt::format("{}: {} is not a header name", key, quote(name)));
-    return name;
 }
 
 void refuse_unknown_fields(const std::string& file, const YAML::Node& node) {
@@ -242,6 +158,44 @@ void refuse_fields(const std::string& file, const YAML::Node& node,
         if (node[field]) fail_at(file, node[field], fmt::format("{}: {}", field, why));
 }
 
+std::vector<std::string> dotted_field(const std::string& file, const YAML::Node& node,
+                                      std::string_view what) {
+    auto text = scalar(file, node, what);
+    if (!is_dotted_path(text))
+        fail_at(file, node, fmt::format("{} {}: dotted member names", what, quote(text)));
+    return detail::dotted_path(text);
+}
+
+// construction: signed-fields and the fields that go with it alone.
+void read_signed_fields(const std::string& file, const YAML::Node& node, ProviderSpec& spec) {
+    bool signed_fields = spec.construction == ProviderSpec::Construction::signed_fields;
+    for (const char* field : {"signed_items", "item_member", "signed_fields", "field_separator"})
+        if (!signed_fields && node[field])
+            fail_at(file, node[field],
+                    fmt::format("{}: goes with construction: signed-fields", field));
+    if (!signed_fields) return;
+    refuse_fields(file, node,
+                  {"signature_header", "message", "timestamp_header", "timestamp_key",
+                   "timestamp_path", "separator", "id_header", "strict_encoding"},
+                  "construction: signed-fields signs fields of each item of the body (say which "
+                  "with signed_fields)");
+    if (!node["signed_items"] || !node["signed_fields"] || !node["signature_path"])
+        fail_at(file, node,
+                "construction: signed-fields needs signed_items (the array), signed_fields "
+                "and signature_path (in each item)");
+    spec.signed_items = dotted_field(file, node["signed_items"], "signed_items");
+    if (node["item_member"]) spec.item_member = scalar(file, node["item_member"], "item_member");
+    const auto& fields = node["signed_fields"];
+    if (!fields.IsSequence() || fields.size() == 0)
+        fail_at(file, fields, "signed_fields: the item's dotted member paths, in signing order");
+    for (const auto& field : fields) {
+        spec.signed_field_names.push_back(scalar(file, field, "signed_fields"));
+        spec.signed_fields.push_back(dotted_field(file, field, "signed_fields"));
+    }
+    if (node["field_separator"])
+        spec.field_separator = scalar(file, node["field_separator"], "field_separator");
+}
+
 // A construction whose signature (or token) is written in base64 or not
 // encoded at all: an `encoding` that says otherwise is refused with `why`.
 void refuse_encodings_but_base64(const std::string& file, const YAML::Node& node,
@@ -282,10 +236,12 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
              {"ecdsa-p256", Construction::ecdsa_p256},
              {"jwt", Construction::jwt},
              {"rsa", Construction::rsa},
-             {"ed25519", Construction::ed25519}},
+             {"ed25519", Construction::ed25519},
+             {"signed-fields", Construction::signed_fields}},
             "use hmac (keyed by the secret), digest (a hash of the secret and the message), "
             "token (the header carries the secret itself), ecdsa-p256, rsa or ed25519 (a public "
-            "key's) or jwt (a JSON Web Token)");
+            "key's), jwt (a JSON Web Token) or signed-fields (items of the body, each signed)");
+    read_signed_fields(file, node, spec);
     if (spec.construction == Construction::rsa) {
         refuse_fields(file, node, {"secret", "strict_encoding", "secret_normalize"},
                       "construction: rsa is checked with a public key");
@@ -360,8 +316,10 @@ void read_construction(const std::string& file, const YAML::Node& node, Provider
             "use raw (its bytes as given), base64 or hex (the bytes it spells), or "
             "whsec-or-text (whsec_<base64> decoded, else the text)");
         if (spec.secret_form != ProviderSpec::SecretForm::raw &&
-            spec.construction != ProviderSpec::Construction::hmac)
-            fail_at(file, node["secret"], "secret: base64 and hex go with construction: hmac");
+            spec.construction != ProviderSpec::Construction::hmac &&
+            spec.construction != ProviderSpec::Construction::signed_fields)
+            fail_at(file, node["secret"],
+                    "secret: base64 and hex go with construction: hmac (or signed-fields)");
     }
     if (node["strict_encoding"]) {
         auto value = scalar(file, node["strict_encoding"], "strict_encoding");
@@ -586,34 +544,7 @@ ProviderSpec parse_one(const std::string& file, const YAML::Node& node) {
     read_signature_items(file, node, spec);
     if (node["prefix"]) spec.prefix = scalar(file, node["prefix"], "prefix");
     read_construction(file, node, spec);
-    if (node["message"]) {
-        spec.message = scalar(file, node["message"], "message");
-        constexpr std::string_view secret = "{secret}";
-        if (spec.message.ends_with(secret) &&
-            spec.construction == ProviderSpec::Construction::digest) {
-            spec.message.resize(spec.message.size() - secret.size());
-            spec.secret_last = true;
-        }
-        check_template(file, node["message"], spec.message);
-        spec.json_placeholders = json_placeholders(file, node["message"], spec.message);
-        for (auto name : placeholder_arguments(spec.message, "{param:")) {
-            if (!is_param_name(name))
-                fail_at(file, node["message"],
-                        "message: {param:NAME} takes a NAME of lowercase letters, digits and '_'");
-            spec.message_params.emplace_back(name);
-        }
-        for (const auto& [prefix, from] : k_request_parts)
-            for (auto name : placeholder_arguments(spec.message, prefix)) {
-                bool header = from == ProviderSpec::RequestPart::From::header;
-                if (header ? !is_header_name(name)
-                           : name.empty() || name.find_first_of("{}&=#") != std::string_view::npos)
-                    fail_at(file, node["message"],
-                            fmt::format("message: {}NAME}} takes {}", prefix,
-                                        header ? "a header's name" : "a query parameter's name"));
-                spec.request_parts.push_back(
-                    {from, std::string(name), fmt::format("{}{}}}", prefix, name)});
-            }
-    }
+    detail::read_message(file, node, spec);
     read_timestamp(file, node, spec);
     if (node["id_header"]) spec.id_header = header_name(file, node["id_header"], "id_header");
     if (spec.message.find("{id}") != std::string::npos && spec.id_header.empty())

@@ -93,6 +93,8 @@ Verdict verify_pagerduty(Input& input);
 Verdict verify_braintree(Input& input);
 Verdict verify_hmac(Input& input);
 Verdict verify_provider(Input& input, const ProviderSpec& spec);
+// construction: signed-fields (Adyen's HMAC notifications).
+Verdict verify_signed_fields(Input& input, const ProviderSpec& spec);
 // A JSON body's members by dotted path ("signature.token"), the body
 // parsed once, when first asked: a provider file may read its signature,
 // time and token from one body.
