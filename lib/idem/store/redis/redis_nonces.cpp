@@ -91,52 +91,99 @@ NonceClaim RedisNonces::claim(std::string_view scope, std::string_view nonce,
 
 // A new nonce is one `SET NX PX GET`, pipelined for the whole batch; an
 // entry already there comes back with the reply and is judged here by
-// judge_nonce(). Only a claim that is to replace the kept entry (or meets
-// an earlier idem's layout, or follows such a claim of the same nonce in
-// the batch) runs the script, in a second pipeline, in batch order.
+// judge_nonce(). No pipeline holds two commands on one key: a cluster
+// that refuses part of a pipeline (CLUSTERDOWN during a failover) has the
+// refused part sent again after the rest ran, so a later copy of a
+// delivery could meet an empty key before its first copy and be called
+// fresh. So the first claim of each key takes the SET; a later claim of
+// the same key in the batch is judged here against the entry the first
+// left, and runs the script only to replace it (an earlier sighting, or
+// one past the window), one round of scripts per claim of a key.
 std::vector<NonceClaim> RedisNonces::claim_batch(std::span<const NonceRequest> requests) {
     std::vector<NonceClaim> claims(requests.size());
     if (requests.empty()) return claims;
     std::vector<std::string> keys;
-    std::vector<RoutedCommand> sets;
     keys.reserve(requests.size());
-    sets.reserve(requests.size());
-    for (const auto& request : requests) {
+    for (const auto& request : requests)
         keys.push_back(nonce_key(request.scope, request.nonce));
-        sets.push_back({{"SET", keys.back(), encode_entry(request.sighting), "NX", "PX",
-                         std::to_string(keep_ms_of(request.keep_until)), "GET"},
-                        keys.back()});
+    // Per key, in batch order: its claims, and what the key holds as far as
+    // this batch knows (nullopt: a script is to say).
+    struct KeyClaims {
+        std::vector<std::size_t> claims;
+        std::size_t settled = 0; // claims[0, settled) are judged
+        std::optional<NonceEntry> kept;
+    };
+    std::unordered_map<std::string_view, KeyClaims> by_key;
+    std::vector<KeyClaims*> order; // keys in the order first met
+    std::vector<RoutedCommand> sets;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+        auto [entry, first] = by_key.try_emplace(keys[i]);
+        entry->second.claims.push_back(i);
+        if (!first) continue;
+        order.push_back(&entry->second);
+        sets.push_back({{"SET", keys[i], encode_entry(requests[i].sighting), "NX", "PX",
+                         std::to_string(keep_ms_of(requests[i].keep_until)), "GET"},
+                        keys[i]});
     }
     // On a replica too before a verdict counts: a nonce lost in a
     // failover would let the same delivery pass again.
     auto replies =
         m_session.redis().pipeline(sets, Retry::safe, ErrorReplies::returned, Replicas::wait);
-    std::vector<std::size_t> contested;
-    std::unordered_map<std::string_view, bool> key_contested; // keys met in this batch
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-        const auto* reply = replies[i].get();
-        auto met = key_contested.try_emplace(keys[i], false).first;
-        if (met->second) {
-            contested.push_back(i); // an earlier claim of this nonce is still to be settled
+    for (std::size_t n = 0; n < order.size(); ++n) {
+        auto& key = *order[n];
+        auto first = key.claims.front();
+        const auto* reply = replies[n].get();
+        const auto& sighting = requests[first].sighting;
+        if (reply->type == REDIS_REPLY_NIL) { // fresh, and kept
+            key.kept =
+                NonceEntry{sighting.received_at, std::string(sighting.source), sighting.line};
+            key.settled = 1;
             continue;
         }
-        if (reply->type == REDIS_REPLY_NIL) continue; // fresh, and kept
         std::optional<NonceEntry> kept;
         if (reply->type == REDIS_REPLY_STRING)
             kept = decode_entry(std::string_view(reply->str, reply->len));
         else if (!error_starts(reply, "WRONGTYPE"))
             throw m_session.unexpected("a nonce claim");
-        if (kept) {
-            auto decision = judge_nonce(kept, requests[i].sighting, requests[i].window);
-            if (!decision.store) {
-                claims[i] = decision.claim;
-                continue;
-            }
-        }
-        met->second = true;
-        contested.push_back(i);
+        if (!kept) continue; // an earlier idem's layout: the script says
+        auto decision = judge_nonce(kept, sighting, requests[first].window);
+        if (decision.store) continue; // to replace the kept entry: the script does
+        claims[first] = decision.claim;
+        key.kept = std::move(kept);
+        key.settled = 1;
     }
-    if (contested.empty()) return claims;
+    while (true) {
+        // Later claims judged against a known entry; what must replace it
+        // (or meets an unknown one) runs the script, one per key a round.
+        std::vector<std::size_t> contested;
+        std::vector<KeyClaims*> contested_keys;
+        for (auto* key : order) {
+            while (key->settled < key->claims.size() && key->kept) {
+                auto i = key->claims[key->settled];
+                auto decision = judge_nonce(key->kept, requests[i].sighting, requests[i].window);
+                if (decision.store) break;
+                claims[i] = decision.claim;
+                ++key->settled;
+            }
+            if (key->settled == key->claims.size()) continue;
+            contested.push_back(key->claims[key->settled]);
+            contested_keys.push_back(key);
+        }
+        if (contested.empty()) return claims;
+        run_scripts(requests, keys, contested, claims);
+        for (auto* key : contested_keys) {
+            // What the script left is known only by its verdict: the next
+            // claim of the key runs the script too.
+            key->kept.reset();
+            ++key->settled;
+        }
+    }
+}
+
+void RedisNonces::run_scripts(std::span<const NonceRequest> requests,
+                              const std::vector<std::string>& keys,
+                              const std::vector<std::size_t>& contested,
+                              std::vector<NonceClaim>& claims) {
     auto sha = m_session.load_script(m_script, k_nonce_lua);
     std::vector<RoutedCommand> scripts;
     scripts.reserve(contested.size());
@@ -164,7 +211,6 @@ std::vector<NonceClaim> RedisNonces::claim_batch(std::span<const NonceRequest> r
         if (claim.verdict != NonceVerdict::fresh)
             claim.first_seen = Timestamp(Duration(integer_of(reply->element[1])));
     }
-    return claims;
 }
 
 std::vector<std::optional<NonceEntry>> RedisNonces::kept(std::span<const NonceName> names) {
@@ -192,8 +238,8 @@ std::vector<std::optional<NonceEntry>> RedisNonces::kept(std::span<const NonceNa
         }
     }
     if (hashes.empty()) return kept;
-    auto read = m_session.redis().pipeline(fields, Retry::safe, ErrorReplies::returned,
-                                           Replicas::ignore);
+    auto read =
+        m_session.redis().pipeline(fields, Retry::safe, ErrorReplies::returned, Replicas::ignore);
     for (std::size_t n = 0; n < hashes.size(); ++n) {
         const auto* reply = read[n].get();
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
@@ -204,8 +250,8 @@ std::vector<std::optional<NonceEntry>> RedisNonces::kept(std::span<const NonceNa
             return field->type == REDIS_REPLY_STRING ? std::string(field->str, field->len)
                                                      : std::string();
         };
-        kept[hashes[n]] = decode_entry(fmt::format("{} {} {}", text(0),
-                                                   text(2).empty() ? "0" : text(2), text(1)));
+        kept[hashes[n]] = decode_entry(
+            fmt::format("{} {} {}", text(0), text(2).empty() ? "0" : text(2), text(1)));
     }
     return kept;
 }

@@ -30,6 +30,11 @@ public:
     std::vector<std::optional<NonceEntry>> kept(std::span<const NonceName> names);
 
 private:
+    // The script over requests[contested...], one pipeline; the verdicts
+    // into claims.
+    void run_scripts(std::span<const NonceRequest> requests, const std::vector<std::string>& keys,
+                     const std::vector<std::size_t>& contested, std::vector<NonceClaim>& claims);
+
     RedisSession& m_session;
     std::string m_script; // SHA1 of the loaded script
 };
