@@ -63,6 +63,22 @@ class Cluster:
     def uri(self, seeds=1):
         return "redis://" + ",".join(f"127.0.0.1:{p}" for p in self.ports[:seeds])
 
+    def owner_of(self, key):
+        """The port of the master that holds `key`'s slot now."""
+        for port in self.ports:
+            if self.nodes[port].poll() is not None:
+                continue
+            slot = int(cli(port, "cluster", "keyslot", key).strip())
+            for line in cli(port, "cluster", "nodes").splitlines():
+                fields = line.split()
+                if len(fields) < 9 or "master" not in fields[2] or "fail" in fields[2]:
+                    continue
+                for ranges in fields[8:]:
+                    low, _, high = ranges.partition("-")
+                    if low.isdigit() and int(low) <= slot <= int(high or low):
+                        return int(fields[1].split("@")[0].rsplit(":", 1)[1])
+        return None
+
     def masters(self):
         """Ports of the nodes that are masters now, by CLUSTER NODES of a live node."""
         for port in self.ports:
