@@ -418,6 +418,19 @@ struct RedisRouter::Impl {
         for (auto& node : nodes)
             node->has_replicas =
                 std::find(replicated.begin(), replicated.end(), node.get()) != replicated.end();
+        // CLUSTER SLOTS leaves out a replica whose replication offset its
+        // master has not heard of yet (a cluster just created, a replica
+        // just attached): taken for a master without replicas, its claims
+        // would go unwaited and be lost with it. Each master's ROLE says
+        // which replicas are connected now.
+        for (auto* master : masters) {
+            std::string why;
+            if (master->has_replicas || !connect(*master, why)) continue;
+            if (auto role = raw_command(*master, {"ROLE"});
+                role && role->type == REDIS_REPLY_ARRAY && role->elements >= 3 &&
+                role->element[2]->type == REDIS_REPLY_ARRAY)
+                master->has_replicas = role->element[2]->elements > 0;
+        }
         return true;
     }
 
