@@ -20,6 +20,32 @@ from listener import listening
 from test_stores import write_events
 
 
+def through_a_kill(test, cluster, args, victim, delay, capture_stdout=False):
+    """Runs `args`, SIGKILLs the master `victim` after `delay` seconds, and
+    runs `args` again (up to three times) while it exits 4, once the
+    replica has taken over. Returns the exit codes, the last run's stdout
+    (with `capture_stdout`) and whether the first run was still going when
+    the master died."""
+    stdout = subprocess.PIPE if capture_stdout else subprocess.DEVNULL
+    process = subprocess.Popen(args, stdout=stdout, stderr=subprocess.PIPE)
+    time.sleep(delay)
+    running = process.poll() is None
+    cluster.kill(victim)
+    out, err = process.communicate(timeout=300)
+    codes = [process.returncode]
+    test.assertIn(codes[0], (0, 4), err.decode()[-2000:])
+    cluster.wait_failover(victim)
+    for _ in range(3):
+        if codes[-1] == 0:
+            break
+        again = subprocess.run(args, stdout=stdout, stderr=subprocess.PIPE, timeout=300)
+        codes.append(again.returncode)
+        out, err = again.stdout, again.stderr
+    test.assertEqual(codes[-1], 0, f"{codes}: {err.decode()[-2000:]}")
+    return codes, out, running
+
+
+
 @unittest.skipUnless(redis_cluster.available(), "redis-server and redis-cli are needed")
 class NonceThroughAFailover(unittest.TestCase):
     """verify --nonce on a Redis Cluster whose master is SIGKILLed mid-run:
@@ -54,20 +80,9 @@ class NonceThroughAFailover(unittest.TestCase):
                                                 "body": body}) + "\n")
                 args = [IDEM, "verify", "--scheme", "github", "--secret", "gh-demo-secret", "--nonce",
                         "--no-fail", "-q", "--store", cluster.uri(3), capture]
-                process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-                time.sleep(rng.uniform(0.1, 0.4))
-                running = process.poll() is None
+                delay = rng.uniform(0.1, 0.4)
                 victim = cluster.masters()[rng.randrange(3)]
-                cluster.kill(victim)
-                out, err = process.communicate(timeout=300)
-                self.assertIn(process.returncode, (0, 4), err.decode())
-                for _ in range(3):
-                    if process.returncode == 0:
-                        break
-                    cluster.wait_failover(victim)
-                    process = subprocess.run(args, capture_output=True, timeout=300)
-                    out, err = process.stdout, process.stderr
-                self.assertEqual(process.returncode, 0, err.decode())
+                _, out, running = through_a_kill(self, cluster, args, victim, delay, capture_stdout=True)
                 self.assertTrue(running, f"round {round_number}: the run ended before the kill")
                 verdicts = [json.loads(line) for line in out.splitlines()]
                 self.assertEqual(len(verdicts), 2 * count)
@@ -97,23 +112,11 @@ class ReplayThroughAFailover(unittest.TestCase):
                     args = [IDEM, "replay", "--to", target.url, "--key", "id", "--store", cluster.uri(3),
                             "--scope", "failover", "--rate", "1000/s", "--lease", "2s", "--backoff", "10ms..50ms",
                             "--store-timeout", "20s", events]
-                    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-                    time.sleep(rng.uniform(0.3, 1.0))
+                    delay = rng.uniform(0.3, 1.0)
                     # The master of the ledger's slot (a scope's ledger is one hash).
                     victim = cluster.owner_of("idem:ledger:{failover}")
                     self.assertIsNotNone(victim)
-                    cluster.kill(victim)
-                    _, err = process.communicate(timeout=300)
-                    codes = [process.returncode]
-                    cluster.wait_failover(victim)
-                    for _ in range(3):
-                        if codes[-1] == 0:
-                            break
-                        again = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                               timeout=300)
-                        codes.append(again.returncode)
-                        err = again.stderr
-                    self.assertEqual(codes[-1], 0, f"round {round_number}: {codes}: {err.decode()[-2000:]}")
+                    codes, _, _ = through_a_kill(self, cluster, args, victim, delay)
                     target.stop()
                 received = Counter(json.loads(e["body"])["id"] for e in target.envelopes())
                 twice = {k: n for k, n in received.items() if n > 1}
@@ -204,21 +207,8 @@ class CheckpointsThroughAFailover(unittest.TestCase):
             with redis_cluster.running(masters=3, replicas=1, node_timeout_ms=3000) as cluster:
                 command = [IDEM] + args + ["--store", cluster.uri(3), "--store-timeout", "20s"] + \
                     flags("failover") + [events]
-                process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-                time.sleep(rng.uniform(0.2, 0.6))
-                running = process.poll() is None
                 victim = cluster.masters()[rng.randrange(3)]
-                cluster.kill(victim)
-                _, err = process.communicate(timeout=300)
-                codes = [process.returncode]
-                cluster.wait_failover(victim)
-                for _ in range(3):
-                    if codes[-1] == 0:
-                        break
-                    again = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
-                    codes.append(again.returncode)
-                    err = again.stderr
-                self.assertEqual(codes[-1], 0, f"{codes}: {err.decode()[-2000:]}")
+                codes, _, running = through_a_kill(self, cluster, command, victim, rng.uniform(0.2, 0.6))
             self.assertTrue(running, "the run ended before the master was killed: a longer input is needed")
             for name in outputs.values():
                 with open(os.path.join(tmp, f"clean.{name}"), "rb") as clean, \

@@ -3,10 +3,12 @@ signature: header lines as HTTP reads them (RFC 9110 §5.3, docs/verify.md
 "Header lines"), and --nonce keyed on the content a provider signs, never
 on the text of its signature (docs/verify.md "Replays")."""
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
 import os
+import shutil
 import socket
 import time
 import tempfile
@@ -283,36 +285,32 @@ class EarlierNonceStores(unittest.TestCase):
                                          "--ignore-timestamp", "--store", store)
             self.assertEqual((code, verdicts[0]["valid"]), (0, True), err)
 
-    @unittest.skipUnless(redis_server.available(), "redis-server is needed")
-    def test_redis(self):
+    @contextlib.contextmanager
+    def earlier_redis(self):
+        """A Redis serving stores/nonces-0.2.rdb: its URI and port."""
         port = redis_server.free_port()
         with tempfile.TemporaryDirectory() as directory:
-            with open(os.path.join(STORES, "nonces-0.2.rdb"), "rb") as src, \
-                    open(os.path.join(directory, "dump.rdb"), "wb") as dst:
-                dst.write(src.read())
+            shutil.copy(os.path.join(STORES, "nonces-0.2.rdb"), os.path.join(directory, "dump.rdb"))
             server = redis_server.start(port, directory, "--dbfilename", "dump.rdb")
             try:
-                self.assert_replays(f"redis://127.0.0.1:{port}")
+                yield f"redis://127.0.0.1:{port}", port
             finally:
                 redis_server.stop(server)
+
+    @unittest.skipUnless(redis_server.available(), "redis-server is needed")
+    def test_redis(self):
+        with self.earlier_redis() as (uri, _):
+            self.assert_replays(uri)
 
     @unittest.skipUnless(redis_cluster.available(), "redis-server is needed")
     def test_redis_cluster(self):
         # A dump does not load into a cluster: the keys are set as idem 0.2
         # kept them (idem:nonce:SCHEME:TEXT holding "FIRST_US LINE SOURCE",
         # the layout of the fixture's dump), each on the node of its slot.
-        port = redis_server.free_port()
-        with tempfile.TemporaryDirectory() as directory:
-            with open(os.path.join(STORES, "nonces-0.2.rdb"), "rb") as src, \
-                    open(os.path.join(directory, "dump.rdb"), "wb") as dst:
-                dst.write(src.read())
-            server = redis_server.start(port, directory, "--dbfilename", "dump.rdb")
-            try:
-                keys = redis_cluster.cli(port, "--scan", "--pattern", "idem:nonce:*").split()
-                kept = {key: (redis_cluster.cli(port, "GET", key).strip(),
-                              redis_cluster.cli(port, "PTTL", key).strip()) for key in keys}
-            finally:
-                redis_server.stop(server)
+        with self.earlier_redis() as (_, port):
+            keys = redis_cluster.cli(port, "--scan", "--pattern", "idem:nonce:*").split()
+            kept = {key: (redis_cluster.cli(port, "GET", key).strip(),
+                          redis_cluster.cli(port, "PTTL", key).strip()) for key in keys}
         self.assertEqual(len(kept), 3, kept)
         with redis_cluster.running(masters=3) as cluster:
             for key, (value, ttl) in kept.items():
