@@ -31,8 +31,10 @@ Verdict verify_braintree(Input& input) {
     std::optional<std::string> signature_field;
     std::optional<std::string> payload;
     for (auto& [name, value] : parse_form(input.envelope.body)) {
-        if (name == "bt_signature" && !signature_field) signature_field = std::move(value);
-        if (name == "bt_payload" && !payload) payload = std::move(value);
+        if (name == "bt_signature" && !signature_field)
+            signature_field = std::move(value);
+        else if (name == "bt_payload" && !payload)
+            payload = std::move(value);
     }
     if (!signature_field || !payload)
         return invalid(Scheme::braintree,
