@@ -570,6 +570,36 @@ class PayloadComparison(unittest.TestCase):
         self.assertNotIn("from , gaps", out.decode())
 
 
+class EvidenceOfItsOwn(unittest.TestCase):
+    """Issue 60 item 1: a key group and a fingerprint group that start on
+    the same record each list, in their differences, only their own
+    records, each once (they shared one list, keyed by that record)."""
+
+    LOG = (b'{"idempotency_key":"c1-7a1f","user_id":"u1","fault_type":"disk","amount":10}\n'
+           b'{"idempotency_key":"c1-7a1f","user_id":"u1","fault_type":"disk","amount":10,"note":"retry"}\n'
+           b'{"idempotency_key":"c1-7a1f","user_id":"u1","fault_type":"disk","amount":10,"note":"retry2"}\n'
+           b'{"idempotency_key":"c2-8b2e","user_id":"u1","fault_type":"disk","amount":11}\n')
+
+    def test_each_group_compares_only_its_own_records_once(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            log = os.path.join(tmp, "log.ndjson")
+            with open(log, "wb") as f:
+                f.write(self.LOG)
+            code, report, err = audit(["--key", "idempotency_key", "--fingerprint", "user_id,fault_type", log])
+            self.assertEqual(code, 1, err)
+            kinds = set()
+            for group in report["groups"]:
+                kinds.add(group["kind"])
+                own = {record["at"] for record in group["records"]}
+                pairs = [(d["at"], d["against"]) for d in group["differences"]]
+                self.assertTrue(pairs, group["kind"])
+                self.assertEqual(len(pairs), len(set(pairs)), (group["kind"], pairs))
+                for at, against in pairs:
+                    self.assertIn(at, own, (group["kind"], pairs))
+                    self.assertIn(against, own, (group["kind"], pairs))
+            self.assertEqual(kinds, {"key", "fingerprint"})
+
+
 class WhatIf(unittest.TestCase):
     """--what-if ttl=... and --suggest (issue #18): which TTL would have caught it."""
 

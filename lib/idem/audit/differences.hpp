@@ -40,13 +40,17 @@ inline constexpr std::size_t k_differences_shown = 8;
 // What the report shows of a group's payloads, by the position of its first
 // record ("events.ndjson:1"): one comparison per later payload shown. Empty
 // for a group whose records could not be read again (standard input).
+// Each group's comparisons, by the group: its kind and its first record's
+// position. A key group and a fingerprint group may start on one record;
+// each has its own comparisons, of its own records.
 struct PayloadDifferences {
-    std::map<std::string, std::vector<PayloadComparison>> by_first;
+    std::map<std::pair<bool, std::string>, std::vector<PayloadComparison>> by_group;
     // Why some groups have none (standard input cannot be read twice).
     std::string not_compared;
-    [[nodiscard]] const std::vector<PayloadComparison>* of(const std::string& first_at) const {
-        auto found = by_first.find(first_at);
-        return found == by_first.end() ? nullptr : &found->second;
+    [[nodiscard]] const std::vector<PayloadComparison>* of(bool fingerprint_group,
+                                                           const std::string& first_at) const {
+        auto found = by_group.find({fingerprint_group, first_at});
+        return found == by_group.end() ? nullptr : &found->second;
     }
 };
 

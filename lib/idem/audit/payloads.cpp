@@ -205,6 +205,7 @@ void compare_payloads(const AuditRunOptions& options, GroupShelf& groups,
                       PayloadDifferences& differences_found, io::Diagnostics& diagnostics) {
     constexpr std::size_t k_payloads_compared = 3, k_groups_compared = 10'000;
     struct Wanted {
+        bool fingerprint_group = false;
         std::string first;
         std::vector<std::string> later;
     };
@@ -213,7 +214,8 @@ void compare_payloads(const AuditRunOptions& options, GroupShelf& groups,
     for (std::size_t g = 0; g < groups.size() && wanted.size() < k_groups_compared; ++g) {
         if (!groups.mixes_payloads(g)) continue;
         auto [findings, group] = groups.at(g);
-        Wanted one{findings.position(group.records.front()), {}};
+        Wanted one{
+            group.kind == GroupKind::fingerprint, findings.position(group.records.front()), {}};
         std::set<std::uint64_t> seen{findings.attempts[group.records.front()].payload};
         for (auto index : group.records)
             if (one.later.size() < k_payloads_compared &&
@@ -231,7 +233,7 @@ void compare_payloads(const AuditRunOptions& options, GroupShelf& groups,
     for (const auto& one : wanted) {
         auto first = payloads.find(one.first);
         if (first == payloads.end()) continue;
-        auto& comparisons = differences_found.by_first[one.first];
+        auto& comparisons = differences_found.by_group[{one.fingerprint_group, one.first}];
         for (const auto& at : one.later) {
             auto later = payloads.find(at);
             if (later == payloads.end()) continue;

@@ -73,7 +73,7 @@ const KeptVerdict* Findings::verdict_of(std::size_t attempt) const {
 
 const std::vector<PayloadComparison>* Findings::differences_of(const Explanation& group) const {
     if (!differences || group.payloads < 2) return nullptr;
-    return differences->of(position(group.records.front()));
+    return differences->of(group.kind == GroupKind::fingerprint, position(group.records.front()));
 }
 
 SignatureVerdict signature_verdict(const KeptVerdicts& verdicts,
