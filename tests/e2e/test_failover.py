@@ -147,6 +147,49 @@ class ReplicasClusterSlotsLeavesOut(unittest.TestCase):
                 self.assertIn("cmdstat_wait:calls=", stats, port)
 
 
+@unittest.skipUnless(redis_server.available(), "redis-server is needed")
+class AReplicaAttachedLater(unittest.TestCase):
+    """A master that had no replica when the run began (the old master back
+    as the new one's replica after a failover): once a replica attaches,
+    the run's claims wait for it within a second, so a second failover
+    cannot lose them. Before, a run learnt a master's replicas once."""
+
+    def test_claims_wait_on_a_replica_attached_mid_run(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            master_port, replica_port = redis_server.free_port(), redis_server.free_port()
+            master = redis_server.start(master_port, tmp)
+            replica = None
+            process = subprocess.Popen([IDEM, "dedup", "--key", "id", "--store", f"redis://127.0.0.1:{master_port}",
+                                        "--batch", "10", "-q"],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            try:
+                process.stdin.write(b"".join(b'{"id":"a%d"}\n' % i for i in range(50)))
+                process.stdin.flush()
+                deadline = time.time() + 20
+                while "cmdstat_set:" not in redis_cluster.cli(master_port, "info", "commandstats"):
+                    self.assertLess(time.time(), deadline, "the run never claimed")
+                    time.sleep(0.1)
+                self.assertNotIn("cmdstat_wait:", redis_cluster.cli(master_port, "info", "commandstats"))
+                replica = redis_server.start(replica_port, tmp, "--dbfilename", "replica.rdb",
+                                             "--replicaof", "127.0.0.1", str(master_port))
+                while str(replica_port) not in redis_cluster.cli(master_port, "role"):
+                    self.assertLess(time.time(), deadline, "the replica never came online")
+                    time.sleep(0.1)
+                time.sleep(1.2)  # past the second a master is taken at its word
+                out, err = process.communicate(b"".join(b'{"id":"b%d"}\n' % i for i in range(50)), timeout=60)
+                self.assertEqual(process.returncode, 0, err.decode())
+                self.assertEqual(len(out.splitlines()), 100)
+                self.assertIn("cmdstat_wait:", redis_cluster.cli(master_port, "info", "commandstats"))
+                # The claims made after it attached are on the replica.
+                self.assertIn("idem:fp:", redis_cluster.cli(replica_port, "--scan", "--pattern", "idem:fp:*"))
+            finally:
+                if process.poll() is None:
+                    process.kill()
+                if replica:
+                    redis_server.stop(replica)
+                redis_server.stop(master)
+
+
 @unittest.skipUnless(redis_cluster.available(), "redis-server and redis-cli are needed")
 class ReplicatedClaims(unittest.TestCase):
     """A master acknowledges a write before its replica has it: dedup's claims

@@ -117,7 +117,9 @@ std::optional<Redirect> redirect_of(const redisReply* reply) {
 struct Node {
     RedisEndpoint endpoint;
     Connection context;
-    bool has_replicas = false; // as the slot map (or ROLE, on one node) says
+    bool has_replicas = false; // as the slot map or ROLE says
+    // When ROLE last said it has none (replicas_checked()).
+    std::chrono::steady_clock::time_point no_replicas_since{};
 
     [[nodiscard]] std::string name() const {
         return fmt::format("{}:{}", endpoint.host, endpoint.port);
@@ -423,15 +425,34 @@ struct RedisRouter::Impl {
         // just attached): taken for a master without replicas, its claims
         // would go unwaited and be lost with it. Each master's ROLE says
         // which replicas are connected now.
-        for (auto* master : masters) {
-            std::string why;
-            if (master->has_replicas || !connect(*master, why)) continue;
-            if (auto role = raw_command(*master, {"ROLE"});
-                role && role->type == REDIS_REPLY_ARRAY && role->elements >= 3 &&
-                role->element[2]->type == REDIS_REPLY_ARRAY)
-                master->has_replicas = role->element[2]->elements > 0;
-        }
+        for (auto* master : masters)
+            if (!master->has_replicas) ask_role(*master);
         return true;
+    }
+
+    // ROLE: ["master", offset, [[host, port, offset], ...]], the replicas
+    // connected now.
+    void ask_role(Node& node) {
+        node.no_replicas_since = std::chrono::steady_clock::now();
+        std::string why;
+        if (!connect(node, why)) return;
+        if (auto role = raw_command(node, {"ROLE"}); role && role->type == REDIS_REPLY_ARRAY &&
+                                                     role->elements >= 3 &&
+                                                     role->element[2]->type == REDIS_REPLY_ARRAY)
+            node.has_replicas = role->element[2]->elements > 0;
+    }
+
+    // Whether writes to `node` are waited on. A node taken for one without
+    // replicas is asked again, at most once a second, before it is written
+    // to: a replica attached since (the old master back after a failover,
+    // as the new one's replica) is waited on from then, so a second
+    // failover cannot lose what the first left unreplicated. Asked only
+    // between pipelines: no reply is pending on its connection.
+    bool replicas_checked(Node& node) {
+        if (!node.has_replicas &&
+            std::chrono::steady_clock::now() - node.no_replicas_since >= std::chrono::seconds(1))
+            ask_role(node);
+        return node.has_replicas;
     }
 
     // The node a key's commands go to; waits out a failover for a slot
@@ -570,12 +591,7 @@ void RedisRouter::discover() {
                                         [&](const auto& other) { return other.get() != &node; }),
                          impl.nodes.end());
         impl.masters = {impl.nodes.front().get()};
-        // ROLE: ["master", offset, [[host, port, offset], ...]], the
-        // replicas connected now.
-        if (auto role = Impl::raw_command(node, {"ROLE"});
-            role && role->type == REDIS_REPLY_ARRAY && role->elements >= 3 &&
-            role->element[2]->type == REDIS_REPLY_ARRAY)
-            node.has_replicas = role->element[2]->elements > 0;
+        impl.ask_role(node);
         if (database != 0) {
             auto selected = Impl::raw_command(node, {"SELECT", std::to_string(database)});
             if (!selected || selected->type == REDIS_REPLY_ERROR)
@@ -641,7 +657,7 @@ std::vector<Reply> RedisRouter::pipeline_once(const std::vector<RoutedCommand>& 
         replies[i] = impl.settle(std::move(replies[i]), commands[i].arguments, commands[i].key,
                                  errors, replicas == Replicas::wait ? &ran_elsewhere : nullptr);
     for (auto* node : ran_elsewhere)
-        if (node->has_replicas) {
+        if (impl.replicas_checked(*node)) {
             impl.append(*node, replica_wait());
             impl.await_replica(*node, impl.read(*node));
         }
@@ -661,6 +677,7 @@ void RedisRouter::send_pipelined(const std::vector<RoutedCommand>& commands,
         Node* node = nullptr;
         std::vector<std::size_t> indexes;
         std::string commands;
+        bool waits = false; // a WAIT follows the commands
     };
     std::vector<Batch> batches;
     for (auto i : which) {
@@ -671,11 +688,9 @@ void RedisRouter::send_pipelined(const std::vector<RoutedCommand>& commands,
         batch->indexes.push_back(i);
         Impl::format_command(batch->commands, commands[i].arguments);
     }
-    auto waits = [&](const Batch& batch) {
-        return replicas == Replicas::wait && batch.node->has_replicas;
-    };
     for (auto& batch : batches) {
-        if (waits(batch)) Impl::format_command(batch.commands, replica_wait());
+        batch.waits = replicas == Replicas::wait && impl.replicas_checked(*batch.node);
+        if (batch.waits) Impl::format_command(batch.commands, replica_wait());
         impl.append_formatted(*batch.node, batch.commands);
     }
     // A node lost part way leaves the others' replies unread: retrying()
@@ -684,7 +699,7 @@ void RedisRouter::send_pipelined(const std::vector<RoutedCommand>& commands,
     for (auto& batch : batches) {
         for (auto i : batch.indexes)
             replies[i] = impl.read(*batch.node);
-        if (waits(batch)) impl.await_replica(*batch.node, impl.read(*batch.node));
+        if (batch.waits) impl.await_replica(*batch.node, impl.read(*batch.node));
     }
 }
 
@@ -708,6 +723,7 @@ void RedisRouter::transact_once(const std::vector<RoutedCommand>& commands) {
     for (const auto& [slot, group] : groups) {
         while (true) {
             auto& node = impl.route(group.front()->key);
+            bool waits = impl.replicas_checked(node);
             impl.append(node, {"MULTI"});
             for (const auto* command : group)
                 impl.append(node, command->arguments);
@@ -715,7 +731,7 @@ void RedisRouter::transact_once(const std::vector<RoutedCommand>& commands) {
             // A commit (a checkpoint, a batch's confirmation) lost in a
             // failover would have the next run take over claims whose
             // records are already out: on a replica before it returns.
-            if (node.has_replicas) impl.append(node, replica_wait());
+            if (waits) impl.append(node, replica_wait());
             auto opened = impl.read(node);
             bool moved = redirect_of(opened.get()).has_value();
             for (std::size_t i = 0; i < group.size(); ++i) {
@@ -724,7 +740,7 @@ void RedisRouter::transact_once(const std::vector<RoutedCommand>& commands) {
                     moved || redirect_of(queued.get()) || error_starts(queued.get(), "TRYAGAIN");
             }
             auto done = impl.read(node);
-            if (node.has_replicas) impl.await_replica(node, impl.read(node));
+            if (waits) impl.await_replica(node, impl.read(node));
             // A restarted node still reading its data answers LOADING to
             // MULTI: nothing of this group ran; waited out as settle() does.
             if (error_starts(opened.get(), "LOADING"))
