@@ -462,17 +462,20 @@ void StderrDiagnostics::report_hidden() {
         write_stderr("\r\033[K");
         m_progress_shown = false;
     }
-    if (m_warnings <= k_max_warnings_shown || m_quiet || m_hidden_reported) return;
+    auto hidden =
+        (m_warnings > k_max_warnings_shown ? m_warnings - k_max_warnings_shown : 0) +
+        (m_run_warnings > k_max_warnings_shown ? m_run_warnings - k_max_warnings_shown : 0);
+    if (hidden == 0 || m_quiet || m_hidden_reported) return;
     m_hidden_reported = true;
     print_stderr(
-        "idem: warning: {} more warnings not shown (the summary counts them{})\n",
-        m_warnings - k_max_warnings_shown,
+        "idem: warning: {} more warnings not shown (the summary counts them{})\n", hidden,
         m_reject_flag == RejectFlag::offered ? "; --reject FILE keeps each record set aside" : "");
 }
 
 void StderrDiagnostics::warning(const SourcePosition& where, std::string_view message) {
-    ++m_warnings;
-    if (m_quiet || m_warnings > k_max_warnings_shown) return;
+    auto& shown = where.source.empty() ? m_run_warnings : m_warnings;
+    ++shown;
+    if (m_quiet || shown > k_max_warnings_shown) return;
     if (m_progress_shown) write_stderr("\r\033[K");
     if (where.source.empty())
         print_stderr("idem: warning: {}\n", terminal_text(message));

@@ -188,7 +188,12 @@ private:
     bool m_quiet;
     RejectFlag m_reject_flag;
     bool m_terminal;
+    // Warnings about one record (a position) and about the run (none),
+    // each shown up to its own bound: a flood of the first never hides
+    // the second ("--key: 'kye' is in none of 30 records; did you mean
+    // 'key'?" comes after the records that lacked it).
     std::uint64_t m_warnings = 0;
+    std::uint64_t m_run_warnings = 0;
     bool m_progress_shown = false;
     bool m_hidden_reported = false;
     std::chrono::steady_clock::time_point m_start;

@@ -131,6 +131,15 @@ class PathsNoRecordHolds(unittest.TestCase):
         self.assertEqual(code, 3, err)
         self.assertIn("--event: 'opp' is in none of 2 records; did you mean 'op'?", err)
 
+    def test_a_key_typo_on_many_records_still_says_the_remedy(self):
+        # Issue 60 item 9: past 20 records the warnings about each one hid
+        # the run's own "did you mean", which came after them.
+        records = [{"key": f"k{n % 7}", "n": n} for n in range(30)]
+        code, _, err = run(["dedup", "--key", "kye", "--store", ":memory:"], stdin=ndjson(records))
+        self.assertEqual(code, 3, err)
+        self.assertIn("--key: 'kye' is in none of 30 records; did you mean 'key'?", err)
+        self.assertIn("10 more warnings not shown", err)
+
     def test_empty_input_stays_clean(self):
         code, _, err = run(["dedup", "--ignore", "request.idd", "--store", ":memory:", self.file("e.ndjson", b"")])
         self.assertEqual(code, 0, err)
