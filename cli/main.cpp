@@ -46,6 +46,18 @@ std::optional<std::string> unknown_command(const CLI::App& app, int argc, char**
                                      : fmt::format("; did you mean {}?", idem::quote(close)));
 }
 
+// Flags that peers' users type for one of idem's under another name: no
+// spelling distance leads from "--retries" to "--max-attempts". Offered
+// only where the command has the flag.
+constexpr std::pair<std::string_view, std::string_view> k_flag_synonyms[] = {
+    {"--retries", "--max-attempts"},    {"--max-retries", "--max-attempts"},
+    {"--retry", "--max-attempts"},      {"--attempts", "--max-attempts"},
+    {"--delimiter", "--csv-delimiter"}, {"--separator", "--csv-delimiter"},
+    {"--sep", "--csv-delimiter"},       {"--db", "--store"},
+    {"--database", "--store"},          {"--out", "--output"},
+    {"--output-file", "--output"},      {"--ttl-seconds", "--ttl"},
+};
+
 // Did-you-mean hints for flags the chosen command does not have.
 std::string flag_hints(const CLI::App& app) {
     std::string hints;
@@ -57,7 +69,11 @@ std::string flag_hints(const CLI::App& app) {
         for (const auto& extra : command->remaining()) {
             if (!extra.starts_with("--")) continue;
             auto name = extra.substr(0, extra.find('='));
-            auto close = idem::closest_name(name, flags);
+            std::string close;
+            for (const auto& [typed, meant] : k_flag_synonyms)
+                if (name == typed && std::find(flags.begin(), flags.end(), meant) != flags.end())
+                    close = meant;
+            if (close.empty()) close = idem::closest_name(name, flags);
             if (!close.empty())
                 hints +=
                     fmt::format("idem: error: unknown flag {} for 'idem {}'; did you mean {}?\n",

@@ -503,6 +503,13 @@ class NeverSilentlyGreen(unittest.TestCase):
         code, _, err = run(["dedup", "--keys", "id"])
         self.assertEqual(code, 2)
         self.assertIn("unknown flag '--keys' for 'idem dedup'; did you mean '--key'?", err)
+        # Issue 60 item 9: a peer's name for a flag leads to idem's, where
+        # the command has it (no spelling distance does: '--metrics' was offered).
+        code, _, err = run(["replay", "--retries", "3", "--to", "http://127.0.0.1:1", "x.ndjson"])
+        self.assertEqual(code, 2)
+        self.assertIn("unknown flag '--retries' for 'idem replay'; did you mean '--max-attempts'?", err)
+        code, _, err = run(["audit", "--delimiter", ";", "--key", "k", "x.csv"])
+        self.assertIn("did you mean '--csv-delimiter'?", err)
 
     def test_control_bytes_in_user_values_and_input_are_escaped_on_stderr(self):
         code, _, err = run(["dedup", "--key", "id\x1b[31m", "--store", ":memory:"], stdin=b'{"id":1}\n')
