@@ -412,6 +412,23 @@ std::string all_rejected_hint(const CommonOptions& options) {
             }
         }
     }
+    // CSV whose fields another character separates reads as lines that
+    // are no JSON: name the flag that reads it.
+    if (options.input_format == run::InputFormat::detect && options.csv_delimiter.empty()) {
+        for (const auto& path : options.inputs) {
+            std::ifstream file(path, std::ios::binary);
+            std::string start(run::k_detect_bytes, '\0');
+            file.read(start.data(), static_cast<std::streamsize>(start.size()));
+            start.resize(static_cast<std::size_t>(file.gcount()));
+            if (run::detect_input_format(start, ',') == run::InputFormat::csv) continue;
+            for (char delimiter : {';', '\t', '|'})
+                if (run::detect_input_format(start, delimiter) == run::InputFormat::csv)
+                    return fmt::format(
+                        "{} looks like CSV separated by {}: pass --csv-delimiter {}", quote(path),
+                        delimiter == '\t' ? "tabs" : quote(std::string(1, delimiter)),
+                        delimiter == '\t' ? "$'\\t'" : quote(std::string(1, delimiter)));
+        }
+    }
     return "check the field paths (--key, --seq, --time-field, ...) against one record, e.g. "
            "'head -1 FILE | jq .'";
 }

@@ -140,6 +140,18 @@ class PathsNoRecordHolds(unittest.TestCase):
         self.assertIn("--key: 'kye' is in none of 30 records; did you mean 'key'?", err)
         self.assertIn("10 more warnings not shown", err)
 
+    def test_a_semicolon_csv_says_which_flag_reads_it(self):
+        # Issue 60 item 9: JSON syntax warnings and a jq hint, never the flag.
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "export.csv")
+            with open(path, "w") as f:
+                f.write("id;amount;name\n1;10;a\n2;20;b\n1;10;a\n")
+            code, _, err = run(["dedup", "--key", "id", "--store", ":memory:", path])
+            self.assertEqual(code, 3, err)
+            self.assertIn("looks like CSV separated by ';': pass --csv-delimiter ';'", err)
+            code, out, err = run(["dedup", "--key", "id", "--store", ":memory:", "--csv-delimiter", ";", path])
+            self.assertEqual((code, len(out.splitlines())), (0, 2), err)
+
     def test_empty_input_stays_clean(self):
         code, _, err = run(["dedup", "--ignore", "request.idd", "--store", ":memory:", self.file("e.ndjson", b"")])
         self.assertEqual(code, 0, err)
