@@ -426,7 +426,7 @@ std::string all_rejected_hint(const CommonOptions& options) {
                     return fmt::format(
                         "{} looks like CSV separated by {}: pass --csv-delimiter {}", quote(path),
                         delimiter == '\t' ? "tabs" : quote(std::string(1, delimiter)),
-                        delimiter == '\t' ? "$'\\t'" : quote(std::string(1, delimiter)));
+                        delimiter == '\t' ? std::string("tab") : quote(std::string(1, delimiter)));
         }
     }
     return "check the field paths (--key, --seq, --time-field, ...) against one record, e.g. "

@@ -204,8 +204,9 @@ void add_store_options(const ReconcileOptions& options, reconcile::ReconcileRunO
 reconcile::ReconcileRunOptions run_options_of(const ReconcileOptions& options) {
     reconcile::ReconcileRunOptions run;
     run.stages = stages_of(options);
-    run.max_record_bytes = input_options(options.common).max_record_bytes;
-    run.allow_absent = input_options(options.common).allow_absent;
+    run.input = input_options(options.common);
+    run.max_record_bytes = run.input.max_record_bytes;
+    run.allow_absent = run.input.allow_absent;
     run.reject_path = options.common.reject_path;
     run.strictness = strictness(options.common);
     run.threads = options.threads;

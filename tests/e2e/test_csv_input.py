@@ -112,6 +112,22 @@ class CsvInput(unittest.TestCase):
         code_nd, out_nd, _ = run(["dedup", "--key", "id", "--store", ":memory:", self.ndjson])
         self.assertEqual(out, out_nd)
 
+    def test_reconcile_reads_its_csv_stages_with_the_delimiter_given(self):
+        # Issue 60 item 9: --csv-delimiter was not passed to the stages
+        # ("2 fields where the header has 1").
+        with tempfile.TemporaryDirectory() as tmp:
+            intake, sent = os.path.join(tmp, "intake.csv"), os.path.join(tmp, "sent.csv")
+            with open(intake, "w") as f:
+                f.write("id;amount\n1;10\n2;20\n")
+            with open(sent, "w") as f:
+                f.write("id;amount\n1;10\n")
+            code, out, err = run(["reconcile", "--key", "id", "--csv-delimiter", ";", "--stage", f"intake={intake}",
+                                  "--stage", f"sent={sent}", "--report", "json"])
+            self.assertEqual(code, 1, err)  # one lost: findings
+            report = json.loads(out)
+            self.assertEqual([s["records"] for s in report["stages"]], [2, 1], out)
+            self.assertEqual(report["hops"][0]["lost"], 1, out)
+
     def test_a_delimiter_without_csv_or_of_two_characters_is_a_usage_error(self):
         code, _, err = run(["dedup", "--key", "id", "--store", ":memory:", "--input-format", "ndjson",
                             "--csv-delimiter", ";", self.ndjson])

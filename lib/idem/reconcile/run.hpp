@@ -7,6 +7,7 @@
 #include "idem/io/summary.hpp"
 #include "idem/reconcile/ledger.hpp"
 #include "idem/record/field_path.hpp"
+#include "idem/run/input.hpp"
 #include "idem/run/rejects.hpp"
 #include "idem/util/render.hpp"
 
@@ -38,6 +39,9 @@ enum class ReportFormat { table, json, markdown, html };
 
 struct ReconcileRunOptions {
     std::vector<StageInput> stages; // in flow order, 2 to k_max_stages
+    // How every stage is read (--csv-delimiter, --csv-types, --input-format
+    // for a stage whose name does not say): its paths are the stage's.
+    run::InputOptions input;
     std::uint64_t max_record_bytes = 16ULL << 20;
     std::string reject_path;
     run::Strictness strictness = run::Strictness::lenient;

@@ -19,10 +19,11 @@ namespace {
 // (run/input.hpp) as every command reads a file: compressed or not, CSV
 // and HAR by their names, anything else told by its first bytes (NDJSON, a
 // JSON array or a page of records, CSV, HAR).
-run::InputFormat input_format_of(const StageInput& stage) {
+// A stage's name says its format; else --input-format does, else its bytes.
+run::InputFormat input_format_of(const StageInput& stage, run::InputFormat given) {
     if (stage.path.ends_with(".csv")) return run::InputFormat::csv;
     if (stage.path.ends_with(".har")) return run::InputFormat::har;
-    return run::InputFormat::detect;
+    return given;
 }
 
 struct Extracted {
@@ -138,9 +139,9 @@ void StageReader::read(const StageInput& stage, const Take& take) {
 }
 
 void StageReader::read_lines(const StageInput& stage, const Take& take) {
-    run::InputOptions input;
+    run::InputOptions input = m_options.input;
     input.paths = {stage.path};
-    input.format = input_format_of(stage);
+    input.format = input_format_of(stage, m_options.input.format);
     input.max_record_bytes = m_options.max_record_bytes;
     run::RecordRunSetup setup{input, m_reject_sink.get(), m_options.strictness, m_options.threads};
     run::RecordRun<WorkerState, BlockResult> run(setup, m_diagnostics);
