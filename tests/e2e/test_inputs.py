@@ -77,6 +77,9 @@ class ManyInputs(unittest.TestCase):
         self.assertIn(self.day, err)
         self.assertIn("--recursive", err)
         self.assertEqual(out, b"")
+        # Issue 60 item 9: a folder named with its slash suggested 'day//*'.
+        code, _, err = run(["dedup", "--key", "id", "--store", ":memory:", self.day + "/"])
+        self.assertIn(f"'{self.day}/*.ndjson.gz'", err)
 
     def test_a_pattern_that_matches_nothing_is_an_error_naming_it(self):
         pattern = os.path.join(self.tmp.name, "captures", "2026-12-31", "*.gz")

@@ -73,10 +73,15 @@ public:
         std::error_code error;
         auto status = fs::status(input, error);
         if (!error && fs::is_directory(status)) {
-            if (!m_expansion.recursive)
+            if (!m_expansion.recursive) {
+                // "day/" and "day" suggest the same pattern, never "day//*".
+                auto folder = input;
+                while (folder.size() > 1 && folder.ends_with('/'))
+                    folder.pop_back();
                 fail(input, "is a directory: give --recursive to read the files under it, or a "
                             "quoted pattern such as " +
-                                quote(input + "/*.ndjson.gz"));
+                                quote(folder + "/*.ndjson.gz"));
+            }
             auto root = real_path_of(input);
             if (root.empty()) fail(input, "cannot resolve the directory's path");
             add_walked(input, root);
