@@ -21,13 +21,18 @@ from test_stores import write_events
 
 
 def through_a_kill(test, cluster, args, victim, delay, capture_stdout=False):
-    """Runs `args`, SIGKILLs the master `victim` after `delay` seconds, and
-    runs `args` again (up to three times) while it exits 4, once the
-    replica has taken over. Returns the exit codes, the last run's stdout
-    (with `capture_stdout`) and whether the first run was still going when
-    the master died."""
+    """Runs `args`, SIGKILLs the master `victim` `delay` seconds after the
+    run's first write reached the cluster (so the kill lands mid-run
+    however fast or loaded the machine is), and runs `args` again (up to
+    three times) while it exits 4, once the replica has taken over.
+    Returns the exit codes, the last run's stdout (with `capture_stdout`)
+    and whether the first run was still going when the master died."""
     stdout = subprocess.PIPE if capture_stdout else subprocess.DEVNULL
     process = subprocess.Popen(args, stdout=stdout, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while process.poll() is None and time.monotonic() < deadline and \
+            not any(int(redis_cluster.cli(port, "dbsize").strip() or 0) for port in cluster.masters()):
+        time.sleep(0.005)
     time.sleep(delay)
     running = process.poll() is None
     cluster.kill(victim)
@@ -80,7 +85,7 @@ class NonceThroughAFailover(unittest.TestCase):
                                                 "body": body}) + "\n")
                 args = [IDEM, "verify", "--scheme", "github", "--secret", "gh-demo-secret", "--nonce",
                         "--no-fail", "-q", "--store", cluster.uri(3), capture]
-                delay = rng.uniform(0.1, 0.4)
+                delay = rng.uniform(0.0, 0.15)
                 victim = cluster.masters()[rng.randrange(3)]
                 _, out, running = through_a_kill(self, cluster, args, victim, delay, capture_stdout=True)
                 self.assertTrue(running, f"round {round_number}: the run ended before the kill")
@@ -112,7 +117,7 @@ class ReplayThroughAFailover(unittest.TestCase):
                     args = [IDEM, "replay", "--to", target.url, "--key", "id", "--store", cluster.uri(3),
                             "--scope", "failover", "--rate", "1000/s", "--lease", "2s", "--backoff", "10ms..50ms",
                             "--store-timeout", "20s", events]
-                    delay = rng.uniform(0.3, 1.0)
+                    delay = rng.uniform(0.1, 0.6)
                     # The master of the ledger's slot (a scope's ledger is one hash).
                     victim = cluster.owner_of("idem:ledger:{failover}")
                     self.assertIsNotNone(victim)
@@ -208,7 +213,7 @@ class CheckpointsThroughAFailover(unittest.TestCase):
                 command = [IDEM] + args + ["--store", cluster.uri(3), "--store-timeout", "20s"] + \
                     flags("failover") + [events]
                 victim = cluster.masters()[rng.randrange(3)]
-                codes, _, running = through_a_kill(self, cluster, command, victim, rng.uniform(0.2, 0.6))
+                codes, _, running = through_a_kill(self, cluster, command, victim, rng.uniform(0.0, 0.15))
             self.assertTrue(running, "the run ended before the master was killed: a longer input is needed")
             for name in outputs.values():
                 with open(os.path.join(tmp, f"clean.{name}"), "rb") as clean, \
