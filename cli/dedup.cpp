@@ -94,6 +94,17 @@ int run_dedup_command(const DedupOptions& options) {
                                  : dedup::DuplicateAction::drop;
     run.dups_path = options.dups_path;
     run.counts_path = options.counts_path;
+    {
+        // The name says the format: a .csv that holds NDJSON would be read
+        // as CSV by the next tool.
+        std::string_view name = run.counts_path;
+        for (std::string_view compressed : {".gz", ".zst", ".xz", ".bz2"})
+            if (name.ends_with(compressed)) name.remove_suffix(compressed.size());
+        if (name.ends_with(".csv") || name.ends_with(".tsv"))
+            throw UsageError(fmt::format("--counts writes NDJSON (one line per key): name it "
+                                         ".ndjson, not {}",
+                                         quote(run.counts_path)));
+    }
     run.output_path = options.output_path;
     if (!run.dups_path.empty() && run.action != dedup::DuplicateAction::drop)
         throw UsageError("--dups goes with the default mode: --mark keeps duplicates in stdout, "
@@ -162,8 +173,9 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
     command->add_option("--dups", options->dups_path,
                         "write duplicates here (annotated) instead of dropping them");
     command->add_option("--counts", options->counts_path,
-                        "write one NDJSON line per key to FILE: the encoded key, how many records "
-                        "carried it, and where and when the first and last came (uniq -c)");
+                        "write one NDJSON line per key to FILE: the key as records hold it, how "
+                        "many records carried it, and where and when the first and last came "
+                        "(uniq -c)");
     command->add_flag("--fail-on-duplicate", options->fail_on_duplicate,
                       "exit 1 when any duplicate was seen (CI)");
     command->add_flag("--print-key", options->print_key,

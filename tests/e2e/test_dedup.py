@@ -258,14 +258,21 @@ class KeyCounts(unittest.TestCase):
         with open(counts) as f:
             lines = [json.loads(line) for line in f]
         expected = self.expected()
-        # Keys in the order they first came; the encoded key names the value.
-        self.assertEqual([line["key"] for line in lines],
-                         [f"idem-key/1 key s{len(k)}:{k}" for k in expected])
+        # Keys in the order they first came, as the records hold them.
+        self.assertEqual([line["key"] for line in lines], list(expected))
         for line, (key, entry) in zip(lines, expected.items()):
             self.assertEqual({name: line[name] for name in ("count", "first", "last")}, entry, key)
         self.assertEqual(sum(line["count"] for line in lines), len(self.events) - 1)
         # The records are dedup's as ever: one per key.
         self.assertEqual(len(out.splitlines()), len(expected))
+
+    def test_a_counts_file_named_for_another_format_is_a_usage_error(self):
+        # Issue 60 item 10: keys.csv got NDJSON.
+        for name in ("keys.csv", "keys.tsv", "keys.csv.gz"):
+            code, _, err = run(["dedup", "--key", "id", "--store", ":memory:", "--counts",
+                                os.path.join(self.tmp.name, name), self.log])
+            self.assertEqual(code, 2, (name, err))
+            self.assertIn("--counts writes NDJSON", err)
 
     def test_the_counts_file_may_not_be_an_input(self):
         code, _, err = run(["dedup", "--key", "id", "--store", ":memory:", "--counts", self.log, self.log])

@@ -3,6 +3,7 @@
 #include "idem/dedup/detail/key_counts.hpp"
 
 #include "idem/record/annotate.hpp"
+#include "idem/record/key.hpp"
 
 #include <fmt/format.h>
 
@@ -37,11 +38,17 @@ void KeyCounts::append_sighting(std::string& out, const Sighting& sighting) cons
     out += '}';
 }
 
-void KeyCounts::write(io::Sink& out) const {
+void KeyCounts::write(io::Sink& out, std::size_t key_paths) const {
+    // "idem-key/1 key s4:pi_A": the values after the domain (record/key.hpp).
+    constexpr std::string_view k_keyed = "idem-key/1 key ";
     std::string line;
     for (const auto& entry : m_entries) {
         line.assign(R"({"key":)");
-        record::append_json_string(line, entry.key);
+        if (key_paths > 0 && std::string_view(entry.key).starts_with(k_keyed))
+            line += record::encoded_values_json(std::string_view(entry.key).substr(k_keyed.size()),
+                                                key_paths);
+        else
+            record::append_json_string(line, entry.key);
         fmt::format_to(std::back_inserter(line), R"(,"count":{},"first":)", entry.count);
         append_sighting(line, entry.first);
         line += R"(,"last":)";

@@ -594,7 +594,8 @@ private:
     // same input (this run killed before it could exit) leaves the outputs
     // as they are; a run over another input starts them anew.
     void finish() {
-        if (m_counts_file && !m_outputs.repeats_finished()) m_key_counts.write(*m_counts_file);
+        if (m_counts_file && !m_outputs.repeats_finished())
+            m_key_counts.write(*m_counts_file, m_options.key.key_paths.size());
         try {
             m_outputs.commit_finished(m_store.get(), m_run.records_done(), carried_counts(), [&] {
                 if (!m_held_name.empty()) m_store->held_copies().clear_held_copies(m_held_name);

@@ -18,8 +18,8 @@ record::Fingerprint fingerprint_of(unsigned char n) {
     return fingerprint;
 }
 
-std::string written_counts(const dedup::detail::KeyCounts& counts) {
-    return test::written_through_sink([&](io::Sink& sink) { counts.write(sink); });
+std::string written_counts(const dedup::detail::KeyCounts& counts, std::size_t key_paths = 0) {
+    return test::written_through_sink([&](io::Sink& sink) { counts.write(sink, key_paths); });
 }
 
 } // namespace
@@ -48,4 +48,13 @@ TEST_CASE("a key or a file name with quotes and controls stays one JSON string")
     CHECK(text.find('\x1b') == std::string::npos);
     CHECK(text.find("\\\"") != std::string::npos);
     CHECK(std::count(text.begin(), text.end(), '\n') == 1);
+}
+
+TEST_CASE("a key is written as the records hold it, not as it is encoded") {
+    // Issue 60 item 10: "idem-key/1 key s4:pi_A" was written, not "pi_A".
+    dedup::detail::KeyCounts one, two;
+    one.add(fingerprint_of(4), "idem-key/1 key s4:pi_A", "a.ndjson", 1, std::nullopt);
+    two.add(fingerprint_of(5), "idem-key/1 key s4:pi_A d2:42", "a.ndjson", 1, std::nullopt);
+    CHECK(written_counts(one, 1).starts_with(R"({"key":"pi_A","count":1)"));
+    CHECK(written_counts(two, 2).starts_with(R"({"key":["pi_A",42],"count":1)"));
 }

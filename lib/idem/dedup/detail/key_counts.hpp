@@ -25,8 +25,10 @@ public:
     void add(const record::Fingerprint& fingerprint, std::string_view key,
              const std::string& source, std::uint64_t line, std::optional<Timestamp> time);
 
-    // One NDJSON line per key, in the order the keys first came.
-    void write(io::Sink& out) const;
+    // One NDJSON line per key, in the order the keys first came: the key
+    // as the records hold it (the value of one --key path, an array of
+    // several), else (the whole event keyed) its encoding.
+    void write(io::Sink& out, std::size_t key_paths) const;
 
     [[nodiscard]] std::size_t keys() const { return m_entries.size(); }
 
