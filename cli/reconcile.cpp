@@ -205,8 +205,6 @@ reconcile::ReconcileRunOptions run_options_of(const ReconcileOptions& options) {
     reconcile::ReconcileRunOptions run;
     run.stages = stages_of(options);
     run.input = input_options(options.common);
-    run.max_record_bytes = run.input.max_record_bytes;
-    run.allow_absent = run.input.allow_absent;
     run.reject_path = options.common.reject_path;
     run.strictness = strictness(options.common);
     run.threads = options.threads;

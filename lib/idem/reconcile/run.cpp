@@ -233,7 +233,7 @@ MissingWritten write_missing_events(const ReconcileRunOptions& options,
     auto sink = io::Sink::replace_file(options.missing_path);
     record::RecordParser filter_parser;
     // --filter's paths and values, against the lost events it sees.
-    record::PathCensus filter_census(options.allow_absent);
+    record::PathCensus filter_census(options.input.allow_absent);
     for (const auto& [path, value] : options.missing_filters)
         filter_census.expect_value("--filter", path, value);
     filter_parser.report_paths_to(&filter_census);

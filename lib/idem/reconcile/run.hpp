@@ -39,10 +39,10 @@ enum class ReportFormat { table, json, markdown, html };
 
 struct ReconcileRunOptions {
     std::vector<StageInput> stages; // in flow order, 2 to k_max_stages
-    // How every stage is read (--csv-delimiter, --csv-types, --input-format
-    // for a stage whose name does not say): its paths are the stage's.
+    // How every stage is read (--max-record-size, --allow-absent,
+    // --csv-delimiter, --csv-types, --input-format for a stage whose name
+    // does not say): its paths are the stage's.
     run::InputOptions input;
-    std::uint64_t max_record_bytes = 16ULL << 20;
     std::string reject_path;
     run::Strictness strictness = run::Strictness::lenient;
     std::size_t threads = 0;
@@ -50,8 +50,6 @@ struct ReconcileRunOptions {
     std::optional<Duration> sla;
     std::size_t examples = 20;
     ReportFormat report = ReportFormat::table;
-    // --allow-absent: paths no record of a stage may hold (PathCensus).
-    std::vector<record::FieldPath> allow_absent;
     // The table's lines are cut to this many display columns (the
     // terminal's width); k_never_cut into files and pipes, and with --wide.
     std::size_t table_width = k_never_cut;

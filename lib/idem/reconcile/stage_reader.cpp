@@ -104,7 +104,7 @@ struct WorkerState {
 } // namespace
 
 void StageReader::read(const StageInput& stage, const Take& take) {
-    record::PathCensus census(m_options.allow_absent);
+    record::PathCensus census(m_options.input.allow_absent);
     auto flag = [&](std::string_view name) {
         return fmt::format("{} (stage {})", name, quote(stage.name));
     };
@@ -142,7 +142,6 @@ void StageReader::read_lines(const StageInput& stage, const Take& take) {
     run::InputOptions input = m_options.input;
     input.paths = {stage.path};
     input.format = input_format_of(stage, m_options.input.format);
-    input.max_record_bytes = m_options.max_record_bytes;
     run::RecordRunSetup setup{input, m_reject_sink.get(), m_options.strictness, m_options.threads};
     run::RecordRun<WorkerState, BlockResult> run(setup, m_diagnostics);
     Reader reader(stage);
@@ -155,7 +154,7 @@ void StageReader::read_lines(const StageInput& stage, const Take& take) {
         while (auto line = cursor.next()) {
             auto& outcome = result.outcomes.emplace_back();
             outcome.line = *line;
-            if (line->bytes.size() > m_options.max_record_bytes) {
+            if (line->bytes.size() > m_options.input.max_record_bytes) {
                 outcome.kind = Outcome::Kind::too_long;
                 continue;
             }
@@ -213,7 +212,7 @@ void StageReader::read_lines(const StageInput& stage, const Take& take) {
 
 void StageReader::read_query_rows(const StageInput& stage, const Take& take) {
     run::RejectRouter rejects(m_reject_sink.get(), m_options.strictness, m_diagnostics,
-                              m_options.max_record_bytes);
+                              m_options.input.max_record_bytes);
     Reader reader(stage);
     record::RecordParser parser;
     parser.report_paths_to(m_census);

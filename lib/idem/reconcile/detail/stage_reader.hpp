@@ -48,7 +48,7 @@ public:
     // outside a stage (--traces); its rejects count in rejected().
     template <typename Read> auto read_other(Read read) {
         run::RejectRouter rejects(m_reject_sink.get(), m_options.strictness, m_diagnostics,
-                                  m_options.max_record_bytes);
+                                  m_options.input.max_record_bytes);
         auto count = [&] { m_rejected += rejects.count(); };
         try {
             auto result = read(rejects);
