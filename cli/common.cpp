@@ -382,6 +382,16 @@ void print_summary(const CommonOptions& options, const io::Summary& summary) {
 
 namespace {
 
+// What format detection looks at: a file's first k_detect_bytes (none
+// for one that cannot be opened).
+std::string first_bytes(const std::string& path) {
+    std::ifstream file(path, std::ios::binary);
+    std::string start(run::k_detect_bytes, '\0');
+    file.read(start.data(), static_cast<std::streamsize>(start.size()));
+    start.resize(static_cast<std::size_t>(file.gcount()));
+    return start;
+}
+
 // Why every record may have been rejected, from what the inputs look like.
 std::string all_rejected_hint(const CommonOptions& options) {
     // Told by their first bytes, HAR, CSV and JSON documents are read as
@@ -389,10 +399,7 @@ std::string all_rejected_hint(const CommonOptions& options) {
     // said so, by the same rule (compressed inputs are not looked into).
     if (options.input_format == run::InputFormat::ndjson) {
         for (const auto& path : options.inputs) {
-            std::ifstream file(path, std::ios::binary);
-            std::string start(run::k_detect_bytes, '\0');
-            file.read(start.data(), static_cast<std::streamsize>(start.size()));
-            start.resize(static_cast<std::size_t>(file.gcount()));
+            auto start = first_bytes(path);
             switch (run::detect_input_format(start, ',')) {
             case run::InputFormat::har:
                 return fmt::format("{} looks like a HAR file: drop --input-format ndjson, or "
@@ -416,10 +423,7 @@ std::string all_rejected_hint(const CommonOptions& options) {
     // are no JSON: name the flag that reads it.
     if (options.input_format == run::InputFormat::detect && options.csv_delimiter.empty()) {
         for (const auto& path : options.inputs) {
-            std::ifstream file(path, std::ios::binary);
-            std::string start(run::k_detect_bytes, '\0');
-            file.read(start.data(), static_cast<std::streamsize>(start.size()));
-            start.resize(static_cast<std::size_t>(file.gcount()));
+            auto start = first_bytes(path);
             if (run::detect_input_format(start, ',') == run::InputFormat::csv) continue;
             for (char delimiter : {';', '\t', '|'})
                 if (run::detect_input_format(start, delimiter) == run::InputFormat::csv)
