@@ -37,12 +37,12 @@ inline constexpr std::size_t k_differences_shown = 8;
 [[nodiscard]] std::vector<FieldDifference> differences(const nlohmann::json& before,
                                                        const nlohmann::json& after);
 
-// What the report shows of a group's payloads, by the position of its first
-// record ("events.ndjson:1"): one comparison per later payload shown. Empty
-// for a group whose records could not be read again (standard input).
-// Each group's comparisons, by the group: its kind and its first record's
-// position. A key group and a fingerprint group may start on one record;
-// each has its own comparisons, of its own records.
+// What the report shows of a group's payloads, by the group: its kind (a
+// fingerprint group or not) and its first record's position
+// ("events.ndjson:1"), since a key group and a fingerprint group may start
+// on one record and each compares only its own records. One comparison per
+// later payload shown; none for a group whose records could not be read
+// again (standard input).
 struct PayloadDifferences {
     std::map<std::pair<bool, std::string>, std::vector<PayloadComparison>> by_group;
     // Why some groups have none (standard input cannot be read twice).

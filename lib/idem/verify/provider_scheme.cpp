@@ -126,6 +126,11 @@ const char* timestamp_unit_wanted(ProviderSpec::TimestampUnit unit) {
 
 } // namespace
 
+bool message_signs_url(const ProviderSpec& spec) {
+    return spec.message.find("{url}") != std::string::npos ||
+           spec.message.find("{plivo_v3_url}") != std::string::npos;
+}
+
 std::optional<std::string> request_part(const ProviderSpec::RequestPart& part,
                                         const record::Envelope& envelope) {
     using From = ProviderSpec::RequestPart::From;
@@ -279,10 +284,9 @@ Verdict verify_token(Input& input, const ProviderSpec& spec, const SignatureHead
                        secrets.size() == 1
                            ? std::string("the token is not the secret")
                            : fmt::format("the token is none of the {} secrets", secrets.size()));
-    std::string message_id(id);
-    if (message_id.empty() && input.config.nonce_capture == NonceCapture::keep)
-        message_id = signed_content_nonce({input.envelope.body});
-    auto verdict = accepted(input, spec, *label, message_id, std::nullopt, input.envelope.body);
+    auto verdict = accepted(input, spec, *label, id, std::nullopt, input.envelope.body);
+    // No id header: the delivery is named by its body's digest, the nonce.
+    if (verdict.message_id.empty()) verdict.message_id = verdict.nonce;
     verdict.reason = "the token matches (a token signs no body)";
     return verdict;
 }
@@ -524,8 +528,7 @@ Verdict verify_provider(Input& input, const ProviderSpec& spec) {
             return refused(spec, missing_header(spec.id_header));
     }
     std::string url;
-    if (spec.message.find("{url}") != std::string::npos ||
-        spec.message.find("{plivo_v3_url}") != std::string::npos) {
+    if (message_signs_url(spec)) {
         auto signed_at_url = signed_url(input.config, envelope);
         if (!signed_at_url)
             return refused(spec, fmt::format("provider {} signs the URL: pass --url or --url-base",

@@ -263,8 +263,7 @@ HeaderList Signer::Impl::provider_headers(const record::Envelope& envelope, Time
     std::string id(spec.id_header.empty() ? ""
                                           : envelope.header(spec.id_header).value_or(envelope.id));
     std::string url;
-    if (spec.message.find("{url}") != std::string::npos ||
-        spec.message.find("{plivo_v3_url}") != std::string::npos) {
+    if (detail::message_signs_url(spec)) {
         auto signed_at_url = detail::signed_url(config, envelope);
         if (!signed_at_url)
             throw UsageError(

@@ -92,26 +92,28 @@ namespace {
 std::optional<std::string> missing_provider_key(const ProviderSpec& spec,
                                                 const VerifyConfig& config) {
     using Construction = ProviderSpec::Construction;
-    bool ecdsa = spec.construction == Construction::ecdsa_p256 ||
-                 (spec.construction == Construction::jwt &&
-                  spec.jwt_algorithm == ProviderSpec::JwtAlgorithm::es256);
-    if (spec.construction == Construction::ed25519) {
-        if (std::any_of(config.public_keys.begin(), config.public_keys.end(),
-                        [](const PublicKey& key) { return key.kind == PublicKey::Kind::ed25519; }))
-            return std::nullopt;
-        return fmt::format("no ed25519 public key configured for {}: pass --public-key", spec.name);
+    // The kind of public key a construction checks with, and how the
+    // message names it; a secret's otherwise.
+    std::optional<PublicKey::Kind> kind;
+    std::string_view what, how = "--public-key";
+    if (spec.construction == Construction::ecdsa_p256 ||
+        (spec.construction == Construction::jwt &&
+         spec.jwt_algorithm == ProviderSpec::JwtAlgorithm::es256)) {
+        kind = PublicKey::Kind::ecdsa_p256;
+        what = "ECDSA P-256";
+    } else if (spec.construction == Construction::rsa) {
+        kind = PublicKey::Kind::rsa;
+        what = "RSA";
+        how = "--public-key (a PEM public key or certificate)";
+    } else if (spec.construction == Construction::ed25519) {
+        kind = PublicKey::Kind::ed25519;
+        what = "ed25519";
     }
-    if (ecdsa || spec.construction == Construction::rsa) {
-        auto kind = ecdsa ? PublicKey::Kind::ecdsa_p256 : PublicKey::Kind::rsa;
+    if (kind) {
         if (std::any_of(config.public_keys.begin(), config.public_keys.end(),
-                        [&](const PublicKey& key) { return key.kind == kind; }))
+                        [&](const PublicKey& key) { return key.kind == *kind; }))
             return std::nullopt;
-        return ecdsa ? fmt::format("no ECDSA P-256 public key configured for {}: pass "
-                                   "--public-key",
-                                   spec.name)
-                     : fmt::format("no RSA public key configured for {}: pass --public-key (a "
-                                   "PEM public key or certificate)",
-                                   spec.name);
+        return fmt::format("no {} public key configured for {}: pass {}", what, spec.name, how);
     }
     if (!config.secrets.empty()) return std::nullopt;
     return fmt::format("no secret configured for {}: pass --secret, --secret-file or --secret-env",

@@ -32,11 +32,8 @@ public:
     NonceClaim claim_nonce(std::string_view scope, std::string_view nonce,
                            const NonceSighting& sighting, Duration window,
                            Timestamp keep_until) override {
-        auto key = std::string(scope) + '\0' + std::string(nonce);
-        auto found = m_nonces.find(key);
-        std::optional<NonceEntry> kept;
-        if (found != m_nonces.end()) kept = found->second;
-        auto decision = judge_nonce(kept, sighting, window);
+        auto key = nonce_key(scope, nonce);
+        auto decision = judge_nonce(kept_nonce(key), sighting, window);
         if (decision.store)
             m_nonces.insert_or_assign(
                 key, NonceEntry{sighting.received_at, std::string(sighting.source), sighting.line});
@@ -47,11 +44,8 @@ public:
     std::vector<std::optional<NonceEntry>> kept_nonces(std::span<const NonceName> names) override {
         std::vector<std::optional<NonceEntry>> kept;
         kept.reserve(names.size());
-        for (const auto& name : names) {
-            auto found = m_nonces.find(std::string(name.scope) + '\0' + std::string(name.nonce));
-            kept.push_back(found == m_nonces.end() ? std::nullopt
-                                                   : std::optional<NonceEntry>(found->second));
-        }
+        for (const auto& name : names)
+            kept.push_back(kept_nonce(nonce_key(name.scope, name.nonce)));
         return kept;
     }
 
@@ -292,6 +286,15 @@ private:
         std::unordered_map<std::string, PartitionProgress> progress;
         std::map<std::uint64_t, HeldRecordRow> held;
     };
+
+    static std::string nonce_key(std::string_view scope, std::string_view nonce) {
+        return std::string(scope) + '\0' + std::string(nonce);
+    }
+    [[nodiscard]] std::optional<NonceEntry> kept_nonce(const std::string& key) const {
+        auto found = m_nonces.find(key);
+        if (found == m_nonces.end()) return std::nullopt;
+        return found->second;
+    }
 
     std::map<std::string, NonceEntry> m_nonces;
     std::map<std::string, ReorderState> m_reorder;

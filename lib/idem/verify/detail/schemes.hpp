@@ -122,6 +122,9 @@ private:
                                            std::string_view timestamp, std::string_view id,
                                            std::string_view url,
                                            const std::map<std::string, std::string>& params);
+// Whether a provider's message signs the URL it was called at ({url},
+// {plivo_v3_url}): --url or --url-base is then needed.
+[[nodiscard]] bool message_signs_url(const ProviderSpec& spec);
 // A {header:NAME} or {query:NAME} placeholder's value in `envelope`;
 // nullopt when the request has none.
 [[nodiscard]] std::optional<std::string> request_part(const ProviderSpec::RequestPart& part,
