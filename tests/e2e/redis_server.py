@@ -1,5 +1,6 @@
 """A real redis-server on a loopback port, for tests; stopped by its pid."""
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -51,5 +52,19 @@ def running():
         server = start(port, directory)
         try:
             yield f"redis://127.0.0.1:{port}"
+        finally:
+            stop(server)
+
+
+@contextlib.contextmanager
+def serving(dump):
+    """A Redis that loaded `dump`, an .rdb fixture (copied first: the fixture
+    stays as it is): its port."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as directory:
+        shutil.copy(dump, os.path.join(directory, "dump.rdb"))
+        server = start(port, directory, "--dbfilename", "dump.rdb")
+        try:
+            yield port
         finally:
             stop(server)

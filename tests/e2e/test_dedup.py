@@ -677,52 +677,46 @@ class RedisEarlierLayout(unittest.TestCase):
         # (a,b,a,c,a), then the same with --scope other over (x,y,x). The
         # expected verdicts and audit figures are what that idem answered over
         # a copy of the same store.
-        port = redis_server.free_port()
-        with tempfile.TemporaryDirectory() as directory:
-            shutil.copy(os.path.join(STORES, "dedup-redis-hashes.rdb"), os.path.join(directory, "dump.rdb"))
-            server = redis_server.start(port, directory, "--dbfilename", "dump.rdb")
-            try:
-                uri = f"redis://127.0.0.1:{port}"
-                self.assertIn("hash", redis_cluster.cli(port, "TYPE", "idem:fp:{default:5728b55cb7ae66ad64aed92f3e2cabdc}"))
-                code, out, err = run(["audit", "--store", uri, "--format", "json"])
-                self.assertEqual(code, 1, err)  # findings: exit 1
-                summary = json.loads(out)["summary"]
-                self.assertEqual((summary["records"], summary["groups"], summary["duplicates"]), (5, 1, 2))
-                probe = ndjson([{"id": k} for k in ("a", "b", "c", "x", "d", "a")])
-                code, out, err = run(["dedup", "--key", "id", "--store", uri, "--mark", "-q"], stdin=probe)
-                self.assertEqual(code, 0, err)
-                marks = [json.loads(line)["_idem"]["dedup"] for line in out.splitlines()]
-                self.assertEqual([(m["seen_count"], m.get("duplicate_of")) for m in marks],
-                                 [(4, "day1.ndjson:1"), (2, "day1.ndjson:2"), (2, "day1.ndjson:4"), (1, None),
-                                  (1, None), (5, "day1.ndjson:1")])
-                code, out, err = run(["dedup", "--key", "id", "--store", uri, "--scope", "other", "--mark", "-q"],
-                                     stdin=ndjson([{"id": "x"}, {"id": "y"}]))
-                self.assertEqual([(json.loads(line)["_idem"]["dedup"]["seen_count"],
-                                   json.loads(line)["_idem"]["dedup"]["duplicate_of"]) for line in out.splitlines()],
-                                 [(3, "other.ndjson:1"), (2, "other.ndjson:2")])
-                # Met by a claim: now a string, its place and evidence kept.
-                value = redis_cluster.cli(port, "GET", "idem:fp:{default:5728b55cb7ae66ad64aed92f3e2cabdc}").split(" ")
-                self.assertEqual(value[1:3] + value[4:], ["1", "0", "-", "day1.ndjson\n"])
-                self.assertGreater(int(value[3]), time.time() * 1000 + 3e12)  # still expiring in ~100 years
-                code, out, err = run(["audit", "--store", uri, "--format", "json"])
-                summary = json.loads(out)["summary"]
-                self.assertEqual((summary["records"], summary["groups"], summary["duplicates"]), (11, 3, 6))
+        with redis_server.serving(os.path.join(STORES, "dedup-redis-hashes.rdb")) as port:
+            uri = f"redis://127.0.0.1:{port}"
+            self.assertIn("hash", redis_cluster.cli(port, "TYPE", "idem:fp:{default:5728b55cb7ae66ad64aed92f3e2cabdc}"))
+            code, out, err = run(["audit", "--store", uri, "--format", "json"])
+            self.assertEqual(code, 1, err)  # findings: exit 1
+            summary = json.loads(out)["summary"]
+            self.assertEqual((summary["records"], summary["groups"], summary["duplicates"]), (5, 1, 2))
+            probe = ndjson([{"id": k} for k in ("a", "b", "c", "x", "d", "a")])
+            code, out, err = run(["dedup", "--key", "id", "--store", uri, "--mark", "-q"], stdin=probe)
+            self.assertEqual(code, 0, err)
+            marks = [json.loads(line)["_idem"]["dedup"] for line in out.splitlines()]
+            self.assertEqual([(m["seen_count"], m.get("duplicate_of")) for m in marks],
+                             [(4, "day1.ndjson:1"), (2, "day1.ndjson:2"), (2, "day1.ndjson:4"), (1, None),
+                              (1, None), (5, "day1.ndjson:1")])
+            code, out, err = run(["dedup", "--key", "id", "--store", uri, "--scope", "other", "--mark", "-q"],
+                                 stdin=ndjson([{"id": "x"}, {"id": "y"}]))
+            self.assertEqual([(json.loads(line)["_idem"]["dedup"]["seen_count"],
+                               json.loads(line)["_idem"]["dedup"]["duplicate_of"]) for line in out.splitlines()],
+                             [(3, "other.ndjson:1"), (2, "other.ndjson:2")])
+            # Met by a claim: now a string, its place and evidence kept.
+            value = redis_cluster.cli(port, "GET", "idem:fp:{default:5728b55cb7ae66ad64aed92f3e2cabdc}").split(" ")
+            self.assertEqual(value[1:3] + value[4:], ["1", "0", "-", "day1.ndjson\n"])
+            self.assertGreater(int(value[3]), time.time() * 1000 + 3e12)  # still expiring in ~100 years
+            code, out, err = run(["audit", "--store", uri, "--format", "json"])
+            summary = json.loads(out)["summary"]
+            self.assertEqual((summary["records"], summary["groups"], summary["duplicates"]), (11, 3, 6))
 
-                # A lease as that idem's claim script left it for a process
-                # killed before it confirmed: taken over, so the event is emitted.
-                run(["dedup", "--key", "id", "--store", uri, "--scope", "leased", "-q"], stdin=ndjson([{"id": "e"}]))
-                key = redis_cluster.cli(port, "--scan", "--pattern", "idem:fp:{leased:*").split()[0]
-                redis_cluster.cli(port, "DEL", key)
-                redis_cluster.cli(port, "HSET", key, "first_seen", "1700000000000000", "count", "1", "source", "old.ndjson",
-                         "line", "3", "owner", "oldhost:4242:1700000000000000")
-                redis_cluster.cli(port, "PEXPIRE", key, "60000")
-                code, out, err = run(["dedup", "--key", "id", "--store", uri, "--scope", "leased", "--mark", "-q"],
-                                     stdin=ndjson([{"id": "e"}, {"id": "e"}]))
-                self.assertEqual(code, 0, err)
-                marks = [json.loads(line)["_idem"]["dedup"] for line in out.splitlines()]
-                self.assertEqual([(m["seen_count"], m.get("duplicate_of")) for m in marks], [(1, None), (2, "<stdin>:1")])
-            finally:
-                redis_server.stop(server)
+            # A lease as that idem's claim script left it for a process
+            # killed before it confirmed: taken over, so the event is emitted.
+            run(["dedup", "--key", "id", "--store", uri, "--scope", "leased", "-q"], stdin=ndjson([{"id": "e"}]))
+            key = redis_cluster.cli(port, "--scan", "--pattern", "idem:fp:{leased:*").split()[0]
+            redis_cluster.cli(port, "DEL", key)
+            redis_cluster.cli(port, "HSET", key, "first_seen", "1700000000000000", "count", "1", "source", "old.ndjson",
+                     "line", "3", "owner", "oldhost:4242:1700000000000000")
+            redis_cluster.cli(port, "PEXPIRE", key, "60000")
+            code, out, err = run(["dedup", "--key", "id", "--store", uri, "--scope", "leased", "--mark", "-q"],
+                                 stdin=ndjson([{"id": "e"}, {"id": "e"}]))
+            self.assertEqual(code, 0, err)
+            marks = [json.loads(line)["_idem"]["dedup"] for line in out.splitlines()]
+            self.assertEqual([(m["seen_count"], m.get("duplicate_of")) for m in marks], [(1, None), (2, "<stdin>:1")])
 
 
 class Reclaiming(unittest.TestCase):

@@ -20,6 +20,15 @@ from listener import listening
 from test_stores import write_events
 
 
+def failover_rounds(rounds):
+    """(round number, cluster, directory) for `rounds` rounds (one under a
+    sanitizer), each on a 3 + 3 cluster of its own and a scratch directory."""
+    for round_number in range(1 if os.environ.get("IDEM_SANITIZED") == "1" else rounds):
+        with redis_cluster.running(masters=3, replicas=1, node_timeout_ms=3000) as cluster, \
+                tempfile.TemporaryDirectory() as tmp:
+            yield round_number, cluster, tmp
+
+
 def through_a_kill(test, cluster, args, victim, delay, capture_stdout=False):
     """Runs `args`, SIGKILLs the master `victim` `delay` seconds after the
     run's first write reached the cluster (so the kill lands mid-run
@@ -67,34 +76,31 @@ class NonceThroughAFailover(unittest.TestCase):
         import hashlib
         import hmac
         rng = random.Random(17)
-        rounds = 1 if os.environ.get("IDEM_SANITIZED") == "1" else 4
-        for round_number in range(rounds):
-            with redis_cluster.running(masters=3, replicas=1, node_timeout_ms=3000) as cluster, \
-                    tempfile.TemporaryDirectory() as tmp:
-                capture = os.path.join(tmp, "capture.ndjson")
-                count = 20000
-                with open(capture, "w") as f:
-                    for copy, at in ((0, "08:00:00"), (1, "08:30:00")):
-                        for n in range(count):
-                            body = json.dumps({"action": "completed", "n": n, "pad": "x" * 200})
-                            mac = hmac.new(b"gh-demo-secret", body.encode(), hashlib.sha256).hexdigest()
-                            f.write(json.dumps({"idem": 1, "id": f"c{copy}-{n}",
-                                                "received_at": f"2026-11-30T{at}Z", "method": "POST",
-                                                "path": "/h", "headers": [["X-GitHub-Delivery", f"d-{n}"],
-                                                                          ["X-Hub-Signature-256", "sha256=" + mac]],
-                                                "body": body}) + "\n")
-                args = [IDEM, "verify", "--scheme", "github", "--secret", "gh-demo-secret", "--nonce",
-                        "--no-fail", "-q", "--store", cluster.uri(3), capture]
-                delay = rng.uniform(0.0, 0.15)
-                victim = cluster.masters()[rng.randrange(3)]
-                _, out, running = through_a_kill(self, cluster, args, victim, delay, capture_stdout=True)
-                self.assertTrue(running, f"round {round_number}: the run ended before the kill")
-                verdicts = [json.loads(line) for line in out.splitlines()]
-                self.assertEqual(len(verdicts), 2 * count)
-                for record in verdicts:
-                    verdict = record["_idem"]["verify"]
-                    first = record["id"].startswith("c0-")
-                    self.assertEqual(verdict["valid"], first, f"round {round_number}: {record['id']}: {verdict}")
+        for round_number, cluster, tmp in failover_rounds(4):
+            capture = os.path.join(tmp, "capture.ndjson")
+            count = 20000
+            with open(capture, "w") as f:
+                for copy, at in ((0, "08:00:00"), (1, "08:30:00")):
+                    for n in range(count):
+                        body = json.dumps({"action": "completed", "n": n, "pad": "x" * 200})
+                        mac = hmac.new(b"gh-demo-secret", body.encode(), hashlib.sha256).hexdigest()
+                        f.write(json.dumps({"idem": 1, "id": f"c{copy}-{n}",
+                                            "received_at": f"2026-11-30T{at}Z", "method": "POST",
+                                            "path": "/h", "headers": [["X-GitHub-Delivery", f"d-{n}"],
+                                                                      ["X-Hub-Signature-256", "sha256=" + mac]],
+                                            "body": body}) + "\n")
+            args = [IDEM, "verify", "--scheme", "github", "--secret", "gh-demo-secret", "--nonce",
+                    "--no-fail", "-q", "--store", cluster.uri(3), capture]
+            delay = rng.uniform(0.0, 0.15)
+            victim = cluster.masters()[rng.randrange(3)]
+            _, out, running = through_a_kill(self, cluster, args, victim, delay, capture_stdout=True)
+            self.assertTrue(running, f"round {round_number}: the run ended before the kill")
+            verdicts = [json.loads(line) for line in out.splitlines()]
+            self.assertEqual(len(verdicts), 2 * count)
+            for record in verdicts:
+                verdict = record["_idem"]["verify"]
+                first = record["id"].startswith("c0-")
+                self.assertEqual(verdict["valid"], first, f"round {round_number}: {record['id']}: {verdict}")
 
 
 @unittest.skipUnless(redis_cluster.available(), "redis-server and redis-cli are needed")
@@ -105,28 +111,25 @@ class ReplayThroughAFailover(unittest.TestCase):
 
     def test_no_key_is_sent_twice_and_none_is_lost(self):
         rng = random.Random(23)
-        rounds = 1 if os.environ.get("IDEM_SANITIZED") == "1" else 2
-        for round_number in range(rounds):
-            with redis_cluster.running(masters=3, replicas=1, node_timeout_ms=3000) as cluster, \
-                    tempfile.TemporaryDirectory() as tmp:
-                events = os.path.join(tmp, "events.ndjson")
-                write_events(events, 1500, 1500, seed=round_number)
-                with open(events) as f:
-                    expected = {json.loads(line)["id"] for line in f}
-                with listening(tmp) as target:
-                    args = [IDEM, "replay", "--to", target.url, "--key", "id", "--store", cluster.uri(3),
-                            "--scope", "failover", "--rate", "1000/s", "--lease", "2s", "--backoff", "10ms..50ms",
-                            "--store-timeout", "20s", events]
-                    delay = rng.uniform(0.1, 0.6)
-                    # The master of the ledger's slot (a scope's ledger is one hash).
-                    victim = cluster.owner_of("idem:ledger:{failover}")
-                    self.assertIsNotNone(victim)
-                    codes, _, _ = through_a_kill(self, cluster, args, victim, delay)
-                    target.stop()
-                received = Counter(json.loads(e["body"])["id"] for e in target.envelopes())
-                twice = {k: n for k, n in received.items() if n > 1}
-                self.assertEqual(twice, {}, f"round {round_number}: codes {codes}")
-                self.assertEqual(set(received), expected, f"round {round_number}: codes {codes}")
+        for round_number, cluster, tmp in failover_rounds(2):
+            events = os.path.join(tmp, "events.ndjson")
+            write_events(events, 1500, 1500, seed=round_number)
+            with open(events) as f:
+                expected = {json.loads(line)["id"] for line in f}
+            with listening(tmp) as target:
+                args = [IDEM, "replay", "--to", target.url, "--key", "id", "--store", cluster.uri(3),
+                        "--scope", "failover", "--rate", "1000/s", "--lease", "2s", "--backoff", "10ms..50ms",
+                        "--store-timeout", "20s", events]
+                delay = rng.uniform(0.1, 0.6)
+                # The master of the ledger's slot (a scope's ledger is one hash).
+                victim = cluster.owner_of("idem:ledger:{failover}")
+                self.assertIsNotNone(victim)
+                codes, _, _ = through_a_kill(self, cluster, args, victim, delay)
+                target.stop()
+            received = Counter(json.loads(e["body"])["id"] for e in target.envelopes())
+            twice = {k: n for k, n in received.items() if n > 1}
+            self.assertEqual(twice, {}, f"round {round_number}: codes {codes}")
+            self.assertEqual(set(received), expected, f"round {round_number}: codes {codes}")
 
 
 @unittest.skipUnless(redis_cluster.available(), "redis-server and redis-cli are needed")
@@ -139,10 +142,8 @@ class ListenDedupThroughAFailover(unittest.TestCase):
     def test_no_delivery_is_answered_as_a_first_copy_twice(self):
         import http.client
         rng = random.Random(29)
-        rounds = 1 if os.environ.get("IDEM_SANITIZED") == "1" else 2
-        for round_number in range(rounds):
-            with redis_cluster.running(masters=3, replicas=1, node_timeout_ms=3000) as cluster, \
-                    tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as front_dir, \
+        for round_number, cluster, tmp in failover_rounds(2):
+            with tempfile.TemporaryDirectory() as front_dir, \
                     listening(tmp, name="upstream.ndjson") as upstream, \
                     listening(front_dir, ["--dedup", "--key", "body.id", "--store", cluster.uri(3),
                                           "--store-timeout", "20s", "--forward-to", upstream.url]) as front:

@@ -3,12 +3,10 @@ signature: header lines as HTTP reads them (RFC 9110 §5.3, docs/verify.md
 "Header lines"), and --nonce keyed on the content a provider signs, never
 on the text of its signature (docs/verify.md "Replays")."""
 import base64
-import contextlib
 import hashlib
 import hmac
 import json
 import os
-import shutil
 import socket
 import time
 import tempfile
@@ -285,29 +283,17 @@ class EarlierNonceStores(unittest.TestCase):
                                          "--ignore-timestamp", "--store", store)
             self.assertEqual((code, verdicts[0]["valid"]), (0, True), err)
 
-    @contextlib.contextmanager
-    def earlier_redis(self):
-        """A Redis serving stores/nonces-0.2.rdb: its URI and port."""
-        port = redis_server.free_port()
-        with tempfile.TemporaryDirectory() as directory:
-            shutil.copy(os.path.join(STORES, "nonces-0.2.rdb"), os.path.join(directory, "dump.rdb"))
-            server = redis_server.start(port, directory, "--dbfilename", "dump.rdb")
-            try:
-                yield f"redis://127.0.0.1:{port}", port
-            finally:
-                redis_server.stop(server)
-
     @unittest.skipUnless(redis_server.available(), "redis-server is needed")
     def test_redis(self):
-        with self.earlier_redis() as (uri, _):
-            self.assert_replays(uri)
+        with redis_server.serving(os.path.join(STORES, "nonces-0.2.rdb")) as port:
+            self.assert_replays(f"redis://127.0.0.1:{port}")
 
     @unittest.skipUnless(redis_cluster.available(), "redis-server is needed")
     def test_redis_cluster(self):
         # A dump does not load into a cluster: the keys are set as idem 0.2
         # kept them (idem:nonce:SCHEME:TEXT holding "FIRST_US LINE SOURCE",
         # the layout of the fixture's dump), each on the node of its slot.
-        with self.earlier_redis() as (_, port):
+        with redis_server.serving(os.path.join(STORES, "nonces-0.2.rdb")) as port:
             keys = redis_cluster.cli(port, "--scan", "--pattern", "idem:nonce:*").split()
             kept = {key: (redis_cluster.cli(port, "GET", key).strip(),
                           redis_cluster.cli(port, "PTTL", key).strip()) for key in keys}

@@ -5,6 +5,7 @@
 
 #include "idem/record/joined_headers.hpp"
 #include "idem/verify/verifier.hpp"
+#include "support/deliveries.hpp"
 #include "support/instants.hpp"
 
 #include <doctest/doctest.h>
@@ -16,22 +17,11 @@ using record::Header;
 
 namespace {
 
+// Timestamps are not what these tests judge.
 VerifyConfig replay_config(Scheme scheme, std::vector<std::string> secrets) {
-    VerifyConfig config;
-    config.scheme = scheme;
+    auto config = test::config_for(scheme, std::move(secrets));
     config.timestamp_check = TimestampCheck::ignore;
-    for (std::size_t i = 0; i < secrets.size(); ++i)
-        config.secrets.push_back({"#" + std::to_string(i + 1), secrets[i]});
     return config;
-}
-
-Envelope signed_delivery(std::vector<Header> headers, std::string_view body) {
-    Envelope e;
-    e.method = "POST";
-    e.path = "/";
-    e.headers = std::move(headers);
-    e.body = body;
-    return e;
 }
 
 // HMAC-SHA256("whsec_unit", "1700000000.{"id":"evt_1"}"), and the SHA-256
@@ -62,13 +52,13 @@ TEST_CASE("a Stripe signature spelled another way keys the same nonce") {
     for (const auto& header : {plain, shouted, bogus_first, other_first}) {
         CAPTURE(header);
         auto verdict =
-            verifier.verify(signed_delivery({{"Stripe-Signature", header}}, k_stripe_body), {});
+            verifier.verify(test::delivery({{"Stripe-Signature", header}}, k_stripe_body), {});
         CHECK(verdict.valid);
         CHECK(verdict.nonce == k_stripe_content);
     }
     // The text an earlier release keyed on is still told, for stores it wrote.
     auto verdict =
-        verifier.verify(signed_delivery({{"Stripe-Signature", plain}}, k_stripe_body), {});
+        verifier.verify(test::delivery({{"Stripe-Signature", plain}}, k_stripe_body), {});
     CHECK(verdict.message_id == k_stripe_v1);
 }
 
@@ -78,8 +68,8 @@ TEST_CASE("another secret matching the same content keys the same nonce") {
     auto config = replay_config(Scheme::stripe, {"whsec_other", "whsec_unit"});
     Verifier verifier(config);
     auto verdict = verifier.verify(
-        signed_delivery({{"Stripe-Signature", "t=1700000000,v1=" + std::string(k_stripe_v1)}},
-                        k_stripe_body),
+        test::delivery({{"Stripe-Signature", "t=1700000000,v1=" + std::string(k_stripe_v1)}},
+                       k_stripe_body),
         {});
     CHECK(verdict.valid);
     CHECK(verdict.key_label == "#2");
@@ -93,13 +83,13 @@ TEST_CASE("a GitHub delivery keys its body, not the delivery id a replay may cha
     std::string signature =
         "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
     auto first = verifier.verify(
-        signed_delivery({{"X-Hub-Signature-256", signature}, {"X-GitHub-Delivery", "d-1"}},
-                        "Hello, World!"),
+        test::delivery({{"X-Hub-Signature-256", signature}, {"X-GitHub-Delivery", "d-1"}},
+                       "Hello, World!"),
         {});
     auto again = verifier.verify(
-        signed_delivery({{"X-Hub-Signature-256", "sha256=" + upper(signature.substr(7))},
-                         {"X-GitHub-Delivery", "d-2"}},
-                        "Hello, World!"),
+        test::delivery({{"X-Hub-Signature-256", "sha256=" + upper(signature.substr(7))},
+                        {"X-GitHub-Delivery", "d-2"}},
+                       "Hello, World!"),
         {});
     CHECK(first.valid);
     CHECK(again.valid);
@@ -116,10 +106,10 @@ TEST_CASE("a provider's retry signs new content and keys a new nonce") {
     // The specification's reference vector (standard-webhooks, spec and
     // libraries' tests): msg_p5jXN8AQM9LWM0D4loKWxJek at 1614265330.
     auto first = verifier.verify(
-        signed_delivery({{"webhook-id", "msg_p5jXN8AQM9LWM0D4loKWxJek"},
-                         {"webhook-timestamp", "1614265330"},
-                         {"webhook-signature", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="}},
-                        R"({"test": 2432232314})"),
+        test::delivery({{"webhook-id", "msg_p5jXN8AQM9LWM0D4loKWxJek"},
+                        {"webhook-timestamp", "1614265330"},
+                        {"webhook-signature", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="}},
+                       R"({"test": 2432232314})"),
         {});
     CHECK(first.valid);
     CHECK(first.message_id == "msg_p5jXN8AQM9LWM0D4loKWxJek");
@@ -129,9 +119,9 @@ TEST_CASE("a provider's retry signs new content and keys a new nonce") {
 
 TEST_CASE("repeated header lines are one comma-joined field") {
     record::JoinedHeaders joined;
-    auto single = signed_delivery({{"A", "1"}, {"B", "2"}}, "");
+    auto single = test::delivery({{"A", "1"}, {"B", "2"}}, "");
     CHECK(&joined.join(single) == &single);
-    auto repeated = signed_delivery({{"X-Sig", "v1=a"}, {"Other", "o"}, {"x-sig", "v1=b"}}, "");
+    auto repeated = test::delivery({{"X-Sig", "v1=a"}, {"Other", "o"}, {"x-sig", "v1=b"}}, "");
     const auto& read = joined.join(repeated);
     REQUIRE(read.headers.size() == 2);
     CHECK(read.header("X-Sig") == "v1=a, v1=b");
