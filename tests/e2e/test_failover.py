@@ -134,8 +134,11 @@ class ReplicasClusterSlotsLeavesOut(unittest.TestCase):
     lists no replica whose offset its master has not heard yet: idem took
     those masters for replica-less and sent no WAIT, so a failover lost
     claims a run had acted on (verify --nonce judged 1,340 redeliveries
-    fresh in one round). Each master's ROLE says which replicas are
-    connected: every claim of a run on a cluster made a moment ago waits."""
+    fresh in one round). ROLE, asked instead, leaves out a replica not yet
+    online from its master's side, a moment after its link is up (this test
+    caught that once in make test). Each master's INFO replication counts
+    every connected replica: every claim of a run on a cluster made a
+    moment ago waits."""
 
     def test_claims_wait_on_a_cluster_made_a_moment_ago(self):
         with redis_cluster.running(masters=3, replicas=1, node_timeout_ms=3000) as cluster:

@@ -117,8 +117,8 @@ std::optional<Redirect> redirect_of(const redisReply* reply) {
 struct Node {
     RedisEndpoint endpoint;
     Connection context;
-    bool has_replicas = false; // as the slot map or ROLE says
-    // When ROLE last said it has none (replicas_checked()).
+    bool has_replicas = false; // as the slot map or the node itself says
+    // When the node last said it has none (replicas_checked()).
     std::chrono::steady_clock::time_point no_replicas_since{};
 
     [[nodiscard]] std::string name() const {
@@ -423,23 +423,31 @@ struct RedisRouter::Impl {
         // CLUSTER SLOTS leaves out a replica whose replication offset its
         // master has not heard of yet (a cluster just created, a replica
         // just attached): taken for a master without replicas, its claims
-        // would go unwaited and be lost with it. Each master's ROLE says
-        // which replicas are connected now.
+        // would go unwaited and be lost with it. Each master says how many
+        // replicas are connected now.
         for (auto* master : masters)
-            if (!master->has_replicas) ask_role(*master);
+            if (!master->has_replicas) ask_replicas(*master);
         return true;
     }
 
-    // ROLE: ["master", offset, [[host, port, offset], ...]], the replicas
-    // connected now.
-    void ask_role(Node& node) {
+    // INFO replication's connected_slaves: every replica connected now,
+    // still syncing included (ROLE, like CLUSTER SLOTS, lists only the
+    // ones online, and a replica is online a moment after its link is up):
+    // WAIT then waits for it to catch up.
+    void ask_replicas(Node& node) {
         node.no_replicas_since = std::chrono::steady_clock::now();
         std::string why;
         if (!connect(node, why)) return;
-        if (auto role = raw_command(node, {"ROLE"}); role && role->type == REDIS_REPLY_ARRAY &&
-                                                     role->elements >= 3 &&
-                                                     role->element[2]->type == REDIS_REPLY_ARRAY)
-            node.has_replicas = role->element[2]->elements > 0;
+        auto info = raw_command(node, {"INFO", "replication"});
+        if (!info || info->type != REDIS_REPLY_STRING) return;
+        constexpr std::string_view k_field = "connected_slaves:";
+        std::string_view text(info->str, info->len);
+        auto at = text.find(k_field);
+        if (at == std::string_view::npos) return;
+        text.remove_prefix(at + k_field.size());
+        std::size_t count = 0;
+        auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
+        if (error == std::errc{} && end != text.data()) node.has_replicas = count > 0;
     }
 
     // Whether writes to `node` are waited on. A node taken for one without
@@ -451,7 +459,7 @@ struct RedisRouter::Impl {
     bool replicas_checked(Node& node) {
         if (!node.has_replicas &&
             std::chrono::steady_clock::now() - node.no_replicas_since >= std::chrono::seconds(1))
-            ask_role(node);
+            ask_replicas(node);
         return node.has_replicas;
     }
 
@@ -591,7 +599,7 @@ void RedisRouter::discover() {
                                         [&](const auto& other) { return other.get() != &node; }),
                          impl.nodes.end());
         impl.masters = {impl.nodes.front().get()};
-        impl.ask_role(node);
+        impl.ask_replicas(node);
         if (database != 0) {
             auto selected = Impl::raw_command(node, {"SELECT", std::to_string(database)});
             if (!selected || selected->type == REDIS_REPLY_ERROR)
