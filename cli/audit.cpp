@@ -29,6 +29,7 @@ struct AuditOptions {
     std::string payload;
     std::string ignore;
     std::vector<std::string> volatile_fields;
+    bool no_learn_volatile = false;
     std::string race_window = "1s";
     std::string ttl = "24h";
     std::string window = "24h";
@@ -145,6 +146,7 @@ void read_fields(const AuditOptions& options, audit::AuditRunOptions& run) {
     if (!run.payload_fields.empty() && !run.volatile_fields.empty())
         throw UsageError("--payload names exactly what counts: --volatile has nothing to take out "
                          "of it; give one");
+    run.learn_per_delivery = !options.no_learn_volatile;
 }
 
 // --what-if ttl=5m,1h,24h and --what-if key=PATHS (one alternative key each).
@@ -263,6 +265,11 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
                      "counter, a receive time), beside the built-in ones (docs/audit.md); "
                      "repeatable, or PATH,PATH")
         ->allow_extra_args(false);
+    command->add_flag("--no-learn-volatile", options->no_learn_volatile,
+                      "compare every field as payload: learn no per-delivery field from the "
+                      "log (by default a field that differs between the copies of most "
+                      "retried groups, an attempt id or a worker name, is the delivery's, "
+                      "and the report names it)");
     command->add_option("--race-window", options->race_window,
                         "records from different sources this close are concurrent (default 1s)");
     command

@@ -73,6 +73,11 @@ def rendered_offline(test, page, tmp):
     return dom
 
 
+def compressed(data, kind):
+    """`data` as the `kind` tool ("gzip", "zstd", "xz", "bzip2") writes it."""
+    return subprocess.run([kind, "-q", "-c"], input=data, capture_output=True, check=True).stdout
+
+
 def ndjson(records):
     return ("\n".join(json.dumps(r) for r in records) + "\n").encode()
 

@@ -10,7 +10,7 @@ import tempfile
 import time
 import unittest
 
-from harness import ROOT, run
+from harness import ROOT, compressed, run
 
 SECRET = "whsec_causes_test"
 EVENT = {"id": "evt_1", "type": "payment_intent.succeeded", "data": {"object": {"id": "pi_1", "amount": 2000}}}
@@ -171,11 +171,17 @@ class WhatDiffers(unittest.TestCase):
         self.assertIn("- **differs**: line 3 against line 1: order.id: \"ord\\_1\"", markdown.decode())
         code, html, _ = run(args + ["--format", "html", path])
         self.assertIn("order.id: &quot;ord_1&quot; -&gt; &quot;ord_2&quot;", html.decode())
-        # Piped in, it cannot be read again: said, not invented.
+        # Piped in, plain or compressed, the report is the same: standard
+        # input is kept in a file and read again from it (issue 60, item 7).
         with open(path, "rb") as f:
-            code, out, err = run(args[:-1] + ["--format", "json", "-"], stdin=f.read())
-        self.assertNotIn("differences", out.decode())
-        self.assertIn("standard input cannot be read twice", err)
+            piped = f.read()
+        for name, data in (("plain", piped), ("gzip", compressed(piped, "gzip")),
+                           ("zstd", compressed(piped, "zstd"))):
+            code, out, err = run(args[:-1] + ["--format", "json", "-"], stdin=data)
+            self.assertEqual(code, 1, err)
+            self.assertEqual(out.decode().replace("<stdin>", path),
+                             run(args + ["--format", "json", path])[1].decode(), name)
+            self.assertNotIn("cannot be read twice", err)
 
     def test_what_differs_is_read_again_from_each_of_several_files(self):
         # A group whose copies lie in two files, and one wholly in the

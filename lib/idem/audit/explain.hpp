@@ -110,6 +110,13 @@ inline constexpr std::uint16_t k_no_answer = 1;
 
 // One record as audit sees it. Strings are interned by the caller: ids
 // compare as the values do; 0 means the field was absent.
+// Where a record came from, compactly: formatted only when shown.
+struct RecordPosition {
+    std::uint32_t input = 0;  // index into the run's inputs
+    bool row = false;         // a query's row number, not a line
+    std::uint64_t number = 0; // line, or row
+};
+
 struct Attempt {
     std::uint32_t key = 0;
     std::uint32_t fingerprint = 0;

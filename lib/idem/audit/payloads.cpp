@@ -94,7 +94,17 @@ std::map<std::string, nlohmann::json> read_payloads_again(const AuditRunOptions&
                                                           const std::set<std::string>& positions,
                                                           std::string& unread) {
     std::map<std::string, nlohmann::json> payloads;
-    if (positions.empty()) return payloads;
+    visit_payloads_again(options, positions, unread,
+                         [&](const std::string& position, const nlohmann::json& payload) {
+                             payloads.emplace(position, payload);
+                         });
+    return payloads;
+}
+
+void visit_payloads_again(
+    const AuditRunOptions& options, const std::set<std::string>& positions, std::string& unread,
+    const std::function<void(const std::string&, const nlohmann::json&)>& visit) {
+    if (positions.empty()) return;
     auto file_of = [](const std::string& position) {
         auto colon = position.rfind(':');
         return position.substr(0, colon);
@@ -108,8 +118,7 @@ std::map<std::string, nlohmann::json> read_payloads_again(const AuditRunOptions&
                     std::string_view line, std::string position) {
         if (!positions.count(position)) return;
         if (parser.parse(line)) return;
-        if (auto payload = payload_of(parser, spec, ignored))
-            payloads.emplace(std::move(position), std::move(*payload));
+        if (auto payload = payload_of(parser, spec, ignored)) visit(position, *payload);
     };
 
     if (options.read_records) {
@@ -121,7 +130,7 @@ std::map<std::string, nlohmann::json> read_payloads_again(const AuditRunOptions&
              options.input.paths.empty() ? std::vector<std::string>{"-"} : options.input.paths) {
             // Records from standard input are named "<stdin>" (record/input.cpp).
             if (!files.count(path == "-" ? "<stdin>" : path)) continue;
-            if (path == "-") {
+            if (path == "-" && options.input.stdin_fd < 0) {
                 unread = "standard input cannot be read twice: give the log as a file to see "
                          "which fields differ";
                 continue;
@@ -194,15 +203,15 @@ std::map<std::string, nlohmann::json> read_payloads_again(const AuditRunOptions&
         if (files.count(path)) run::read_csv_rows(path, take_row);
     if (!options.sqlite_path.empty() && files.count(options.sqlite_path))
         run::read_sqlite_rows(options.sqlite_path, options.sqlite_query, take_row);
-    return payloads;
 }
 
 // The fields that differ between the payloads of each group that mixes
 // them: its first record against the first record of each other payload
 // (up to three), read again from the files (docs/audit.md, "What
 // differs"). Bounded: the first k_groups_compared such groups.
-void compare_payloads(const AuditRunOptions& options, GroupShelf& groups,
-                      PayloadDifferences& differences_found, io::Diagnostics& diagnostics) {
+void compare_payloads(const AuditRunOptions& options, const PerDelivery& per_delivery,
+                      GroupShelf& groups, PayloadDifferences& differences_found,
+                      io::Diagnostics& diagnostics) {
     constexpr std::size_t k_payloads_compared = 3, k_groups_compared = 10'000;
     struct Wanted {
         bool fingerprint_group = false;
@@ -239,6 +248,9 @@ void compare_payloads(const AuditRunOptions& options, GroupShelf& groups,
             if (later == payloads.end()) continue;
             PayloadComparison comparison{one.first, at, differences(first->second, later->second),
                                          0};
+            std::erase_if(comparison.fields, [&](const FieldDifference& difference) {
+                return per_delivery.covers(difference.path);
+            });
             if (comparison.fields.size() > k_differences_shown) {
                 comparison.more = comparison.fields.size() - k_differences_shown;
                 comparison.fields.resize(k_differences_shown);

@@ -46,11 +46,7 @@ struct Findings {
     std::uint64_t identified = 0;     // records with an intent
     std::vector<std::string> sources; // as text
     // Where each attempt came from, compactly: formatted only when shown.
-    struct Position {
-        std::uint32_t input = 0;  // index into inputs
-        bool row = false;         // a query's row number, not a line
-        std::uint64_t number = 0; // line, or row
-    };
+    using Position = RecordPosition;
     std::vector<std::string> inputs;
     std::vector<Position> positions; // per attempt
 
@@ -101,6 +97,11 @@ struct FindingsSummary {
     // Duplicates under another key of the same intent (key-regenerated):
     // no TTL on the key catches them.
     std::uint64_t other_keys = 0;
+    // Fields learned from the log as the delivery's (per_delivery.hpp):
+    // never counted as payload. And the retried groups they were learned
+    // from.
+    std::vector<std::string> per_delivery;
+    std::uint64_t per_delivery_groups = 0;
 };
 
 [[nodiscard]] FindingsSummary summarize(const Findings& findings);

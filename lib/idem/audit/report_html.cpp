@@ -173,7 +173,10 @@ void render_html(GroupShelf& groups, const FindingsSummary& summary, std::string
         for (std::size_t i = 0; i < summary.sources.size(); ++i)
             out += fmt::format("{}{} {}", i ? ", " : "", html_escape(summary.sources[i].first),
                                summary.sources[i].second);
-        out += "</p></section>";
+        out += "</p>";
+        if (auto learned = describe_per_delivery(summary))
+            out += "<p id=\"per-delivery\">" + html_escape(*learned) + "</p>";
+        out += "</section>";
     }
     if (summary.what_if) {
         // --what-if and --suggest: the settings as a table, the delays as bars.

@@ -222,6 +222,8 @@ void render_json(GroupShelf& groups, const FindingsSummary& summary, ReportOut& 
     auto& sources = json["sources"] = nlohmann::json::object();
     for (const auto& [source, count] : summary.sources)
         sources[source] = count;
+    json["per_delivery"] = {{"fields", summary.per_delivery},
+                            {"learned_from_groups", summary.per_delivery_groups}};
     if (summary.what_if) json["what_if"] = what_if_json(summary);
     auto& out = report.text();
     out += "{\"summary\": ";

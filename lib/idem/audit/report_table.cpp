@@ -25,6 +25,7 @@ void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut&
            "\n";
     if (summary.groups == 0) {
         out += "no record happened more than once\n";
+        if (auto learned = describe_per_delivery(summary)) out += fit(*learned) + "\n";
         render_what_if(summary, out, false, fit); // another key may have repeats
         return;
     }
@@ -41,6 +42,7 @@ void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut&
         sources.push_back(fmt::format("{} {}", source, count));
     out += fit("causes: " + fmt::format("{}", fmt::join(causes, ", "))) + "\n";
     out += fit("sources: " + fmt::format("{}", fmt::join(sources, ", "))) + "\n";
+    if (auto learned = describe_per_delivery(summary)) out += fit(*learned) + "\n";
     render_what_if(summary, out, false, fit);
     render_groups(
         groups, report, threads,

@@ -6,18 +6,21 @@
 #include "idem/audit/detail/kept_stores.hpp"
 #include "idem/audit/detail/payloads.hpp"
 #include "idem/audit/detail/reading.hpp"
+#include "idem/audit/per_delivery.hpp"
 #include "idem/audit/spill.hpp"
 #include "idem/record/annotate.hpp"
 #include "idem/record/event_time.hpp"
 #include "idem/record/key.hpp"
 #include "idem/run/record_run.hpp"
 #include "idem/run/rows.hpp"
+#include "idem/run/stdin_copy.hpp"
 #include "idem/store/store.hpp"
 #include "idem/util/text.hpp"
 
 #include <fmt/format.h>
 #include <set>
 #include <unordered_map>
+#include <xxhash.h>
 
 namespace idem::audit {
 
@@ -34,6 +37,15 @@ class AuditRun {
 public:
     AuditRun(const AuditRunOptions& options, io::Diagnostics& diagnostics)
         : m_options(options), m_diagnostics(diagnostics), m_census(options.input.allow_absent) {
+        // The records of groups are read again (their fields compared,
+        // per-delivery fields learned): standard input is kept in a file.
+        const auto& paths = options.input.paths;
+        if (options.read_records &&
+            (paths.empty() || std::find(paths.begin(), paths.end(), "-") != paths.end())) {
+            m_stdin_copy.emplace(options.spill_directory.empty() ? std::filesystem::path("/tmp")
+                                                                 : options.spill_directory);
+            m_options.input.stdin_fd = m_stdin_copy->fd();
+        }
         // The paths check_paths() does not judge (it judges those a group
         // needs): what counts as the payload, and the answered status.
         using Scope = record::PathCensus::Scope;
@@ -55,7 +67,7 @@ public:
         // Rows (--csv, --sqlite) are never rejected: the file is made empty.
         m_reject_sink = io::Sink::create_file_if_named(options.reject_path);
         if (options.read_records)
-            m_run.emplace(run::RecordRunSetup{options.input, m_reject_sink.get(),
+            m_run.emplace(run::RecordRunSetup{m_options.input, m_reject_sink.get(),
                                               options.strictness, options.threads},
                           diagnostics);
     }
@@ -80,6 +92,10 @@ public:
             context.replayed = &m_replayed;
             if (!m_options.verdicts_uri.empty()) context.verdicts = &m_verdicts;
             context.differences = &m_differences;
+            auto survey = m_spill->survey_payloads(run::worker_count(m_options.threads) + 1);
+            add_what_if_groups(survey);
+            m_per_delivery = learn_per_delivery(m_options, survey, context.inputs, m_diagnostics);
+            context.per_delivery = &m_per_delivery;
             // The input is read: the calling thread, which read it, is
             // free to explain partitions beside the workers.
             m_shelf = m_spill->explain_groups(std::move(context), summary,
@@ -98,8 +114,9 @@ public:
     // The fields that differ between the payloads of each group that mixes
     // them (detail::compare_payloads).
     void compare_payloads(GroupShelf& groups) {
-        detail::compare_payloads(m_options, groups, m_differences, m_diagnostics);
+        detail::compare_payloads(m_options, m_per_delivery, groups, m_differences, m_diagnostics);
     }
+    [[nodiscard]] const PerDelivery& per_delivery() const { return m_per_delivery; }
 
     [[nodiscard]] std::uint64_t rejected() const { return m_run ? m_run->rejects().count() : 0; }
     [[nodiscard]] std::uint64_t outside_range() const { return m_run ? m_run->outside_range() : 0; }
@@ -111,7 +128,8 @@ public:
     [[nodiscard]] std::vector<WhatIf::KeySetting> what_if_keys() const {
         std::vector<WhatIf::KeySetting> settings;
         for (std::size_t k = 0; k < m_what_if_keys.size(); ++k) {
-            auto setting = m_what_if_keys[k].finish();
+            auto setting = m_what_if_keys[k].finish(
+                [&](std::uint64_t intent) { return m_per_delivery.class_of(intent); });
             auto paths = m_options.what_if_key_fields[k].size();
             for (auto& example : setting.examples)
                 example.key = record::encoded_values_json(example.key, paths);
@@ -134,6 +152,7 @@ private:
             m_findings.attempts[i].trace.signed_copy.verdict =
                 signature_verdict(m_verdicts, m_findings.inputs, m_findings.positions[i]);
         assign_ids();
+        learn_in_memory();
         group();
         name_grouped();
         return std::move(m_findings);
@@ -277,9 +296,17 @@ private:
 
     void take(const Reading& reading, const std::string& texts, Findings::Position position) {
         count_missing(reading);
-        for (std::size_t k = 0; k < m_what_if_keys.size(); ++k)
-            m_what_if_keys[k].add(text_of(texts, reading.what_if_keys[k]), reading.time,
-                                  reading.payload);
+        if (!m_what_if_keys.empty()) {
+            // One intent as the groups call one (AlternativeKeyJudge).
+            auto fingerprint = text_of(texts, reading.fingerprint);
+            AlternativeKeyJudge::FirstOfIntent record{
+                fingerprint.empty() ? reading.payload
+                                    : XXH3_64bits(fingerprint.data(), fingerprint.size()),
+                m_records, position};
+            for (std::size_t k = 0; k < m_what_if_keys.size(); ++k)
+                m_what_if_keys[k].add(text_of(texts, reading.what_if_keys[k]), reading.time,
+                                      record);
+        }
         if (reading.time) {
             if (!m_first_time || *reading.time < *m_first_time) m_first_time = reading.time;
             if (!m_last_time || *reading.time > *m_last_time) m_last_time = reading.time;
@@ -408,6 +435,49 @@ private:
             }));
     }
 
+    // Per-delivery fields from the groups in memory; every payload of a
+    // group that mixed them is then the payload without them.
+    void learn_in_memory() {
+        auto& attempts = m_findings.attempts;
+        PayloadSurvey survey;
+        auto record_of = [&](std::size_t i) {
+            return SurveyedRecord{i, attempts[i].payload, m_findings.positions[i]};
+        };
+        bool keys_given = !m_options.key_fields.empty();
+        if (keys_given)
+            survey_groups(detail::members_by(attempts, &Attempt::key), true, record_of, survey);
+        if (m_findings.fingerprinted) {
+            auto groups = detail::members_by(attempts, &Attempt::fingerprint);
+            if (keys_given)
+                std::erase_if(groups, [&](const std::vector<std::size_t>& members) {
+                    return std::all_of(members.begin(), members.end(), [&](std::size_t i) {
+                        return attempts[i].key == attempts[members.front()].key;
+                    });
+                });
+            survey_groups(groups, !keys_given, record_of, survey);
+        }
+        add_what_if_groups(survey);
+        m_per_delivery = learn_per_delivery(m_options, survey, m_findings.inputs, m_diagnostics);
+        if (!m_per_delivery.classes.empty())
+            for (auto& attempt : attempts)
+                attempt.payload = m_per_delivery.class_of(attempt.payload);
+    }
+
+    // The groups of each --what-if key whose copies carry more than one
+    // payload: their payloads are told apart as the groups' are. (With
+    // --fingerprint their intents are fingerprints, compared as they are.)
+    void add_what_if_groups(PayloadSurvey& survey) const {
+        if (!m_options.fingerprint_fields.empty()) return;
+        for (const auto& judge : m_what_if_keys)
+            judge.for_each_mixed(
+                [&](const std::vector<AlternativeKeyJudge::FirstOfIntent>& firsts) {
+                    PayloadSurvey::Mixed mixed{firsts.front().seq, false, {}};
+                    for (const auto& first : firsts)
+                        mixed.payloads.emplace_back(first.intent, first.position);
+                    survey.mixed.push_back(std::move(mixed));
+                });
+    }
+
     // Texts for the keys and intents the report shows: those of grouped records.
     void name_grouped() {
         for (const auto& group : m_findings.groups)
@@ -436,8 +506,10 @@ private:
         detail::sort_worst_first(groups);
     }
 
-    const AuditRunOptions& m_options;
+    AuditRunOptions m_options; // standard input read from its copy
     io::Diagnostics& m_diagnostics;
+    std::optional<run::StdinCopy> m_stdin_copy; // outlives every read of it
+    PerDelivery m_per_delivery;
     using Run = run::RecordRun<WorkerState, BlockReadings>;
     std::unique_ptr<io::Sink> m_reject_sink; // --reject, outliving the frame's reads
     std::optional<Run> m_run;                // when records are read (not only rows)
@@ -473,6 +545,8 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
     AuditRun run(options, diagnostics);
     FindingsSummary summary;
     auto& groups = run.find_groups(summary);
+    summary.per_delivery = run.per_delivery().fields;
+    summary.per_delivery_groups = run.per_delivery().groups_judged;
     run.compare_payloads(groups);
     if (!options.what_if.ttls.empty() || options.what_if.suggest || !options.what_if.keys.empty()) {
         // One more pass over the groups (from the disk, when spilled).
@@ -516,6 +590,9 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
     for (auto cause : k_all_causes)
         if (summary.causes.count(cause))
             counts.counts.emplace_back(std::string(cause_name(cause)), summary.causes.at(cause));
+    if (!summary.per_delivery.empty())
+        counts.facts.emplace_back("per-delivery",
+                                  fmt::format("{}", fmt::join(summary.per_delivery, ", ")));
     if (run.spilled())
         counts.facts.emplace_back(
             "grouped", fmt::format("on disk, past --spill-after {}", options.spill_after));

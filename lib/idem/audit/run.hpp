@@ -64,6 +64,9 @@ struct AuditRunOptions {
     // More fields that differ between deliveries of one request
     // (--volatile), beside record/volatile_fields.hpp's: never payload.
     std::vector<record::FieldPath> volatile_fields;
+    // Fields learned from the log as the delivery's (per_delivery.hpp);
+    // --no-learn-volatile: none.
+    bool learn_per_delivery = true;
     ExplainOptions explain;
     ReportFormat format = ReportFormat::table;
     // The table's lines are cut to this many display columns (the

@@ -503,7 +503,8 @@ ExplainedPartition explain_partition(PartitionRows& partition, GroupKind kind,
     std::vector<RowHeader> headers(grouped.size());
     std::vector<Attempt> attempts(grouped.size());
     for (std::size_t n = 0; n < grouped.size(); ++n) {
-        const auto& header = headers[n] = header_of(rows[grouped[n]]);
+        auto& header = headers[n] = header_of(rows[grouped[n]]);
+        if (context.per_delivery) header.payload = context.per_delivery->class_of(header.payload);
         auto& attempt = attempts[n];
         auto own = ids[grouped[n]];
         attempt.key = kind == GroupKind::key ? own : other_ids[n];
@@ -660,6 +661,72 @@ private:
 };
 
 } // namespace
+
+namespace {
+
+// survey_payloads() of one partition: its groups as explain_partition()
+// finds them, each record told by its row's header.
+PayloadSurvey survey_partition(PartitionRows& partition, GroupKind kind,
+                               const SpillLayout& layout) {
+    const auto& rows = partition.rows;
+    auto own_text = [&](const Row& row) {
+        return kind == GroupKind::key ? row.key : row.fingerprint;
+    };
+    detail::assign_text_ids(
+        rows.size(), [&](std::size_t i) { return own_text(rows[i]); }, partition.hashes,
+        partition.ids, partition.firsts);
+    auto groups = detail::members_of(rows.size(), [&](std::size_t i) { return partition.ids[i]; });
+    if (kind == GroupKind::fingerprint && layout.keys_given)
+        std::erase_if(groups, [&](const std::vector<std::size_t>& members) {
+            return std::all_of(members.begin(), members.end(), [&](std::size_t i) {
+                return rows[i].key == rows[members.front()].key;
+            });
+        });
+    PayloadSurvey survey;
+    bool learned_from = kind == GroupKind::key || !layout.keys_given;
+    survey_groups(
+        groups, learned_from,
+        [&](std::size_t i) {
+            auto header = header_of(rows[i]);
+            return SurveyedRecord{
+                header.seq, header.payload, {header.input, header.row != 0, header.number}};
+        },
+        survey);
+    return survey;
+}
+
+} // namespace
+
+PayloadSurvey Spill::survey_payloads(std::size_t threads) {
+    struct Job {
+        Partitions* partitions;
+        std::size_t index;
+        GroupKind kind;
+    };
+    std::vector<PartitionRows> rows(threads); // per worker, reused
+    OrderedWorkers<Job, PayloadSurvey> pool(
+        threads, 2 * threads, [&](Job& job, std::size_t worker) {
+            job.partitions->read(job.index, rows[worker]);
+            return survey_partition(rows[worker], job.kind, m_layout);
+        });
+    PayloadSurvey survey;
+    auto take = [&](PayloadSurvey&& part) {
+        survey.retried.insert(survey.retried.end(), part.retried.begin(), part.retried.end());
+        std::move(part.mixed.begin(), part.mixed.end(), std::back_inserter(survey.mixed));
+    };
+    auto submit = [&](Partitions* partitions, GroupKind kind) {
+        for (std::size_t i = 0; i < partitions->files.count(); ++i) {
+            while (pool.full())
+                if (auto finished = pool.next(true)) take(std::move(finished->output));
+            pool.submit({partitions, i, kind});
+        }
+    };
+    submit(m_by_key.get(), GroupKind::key);
+    if (m_by_fingerprint) submit(m_by_fingerprint.get(), GroupKind::fingerprint);
+    while (auto finished = pool.next(true))
+        take(std::move(finished->output));
+    return survey;
+}
 
 std::unique_ptr<GroupShelf> Spill::explain_groups(Context context, FindingsSummary& summary,
                                                   std::size_t threads) {

@@ -7,6 +7,7 @@
 // partition. Only the records that end up in groups come back into
 // memory, for the report.
 
+#include "idem/audit/per_delivery.hpp"
 #include "idem/audit/report.hpp"
 #include "idem/io/spill.hpp"
 
@@ -81,7 +82,14 @@ public:
         const ReplayLedger* replayed = nullptr;
         const KeptVerdicts* verdicts = nullptr;
         const PayloadDifferences* differences = nullptr; // filled before rendering
+        // Payloads without the per-delivery fields, as groups compare them.
+        const PerDelivery* per_delivery = nullptr;
     };
+
+    // What the groups on disk say of their payloads, for learning
+    // per-delivery fields before any is explained (per_delivery.hpp): one
+    // more read of the partitions, on `threads` threads.
+    [[nodiscard]] PayloadSurvey survey_payloads(std::size_t threads);
 
     // Finds and explains every group, partition by partition on `threads`
     // threads, writing them to a file of groups in partition order; returns

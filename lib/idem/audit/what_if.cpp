@@ -50,23 +50,44 @@ AlternativeKeyJudge::AlternativeKeyJudge(std::string paths, Duration ttl, std::s
     : m_paths(std::move(paths)), m_ttl(ttl), m_examples(examples) {}
 
 void AlternativeKeyJudge::add(std::string_view key, std::optional<Timestamp> time,
-                              std::uint64_t payload) {
+                              const FirstOfIntent& record) {
     if (key.empty()) return;
     ++m_records;
     // Found by the view: a string is built only for a key seen the first time.
     auto found = m_groups.find(key);
     if (found == m_groups.end()) {
         found = m_groups.emplace(std::string(key), Group{}).first;
-        found->second.first_payload = payload;
-    } else if (payload != found->second.first_payload) {
-        ++found->second.unlike;
+        found->second.first = record;
+    } else if (record.intent != found->second.first.intent) {
+        auto& others = found->second.others;
+        auto other = std::find_if(others.begin(), others.end(), [&](const auto& seen) {
+            return seen.first.intent == record.intent;
+        });
+        if (other == others.end())
+            others.emplace_back(record, 1);
+        else
+            ++other->second;
     }
     auto& group = found->second;
     ++group.copies;
     if (time) group.times.push_back(time->time_since_epoch().count());
 }
 
-WhatIf::KeySetting AlternativeKeyJudge::finish() const {
+void AlternativeKeyJudge::for_each_mixed(
+    const std::function<void(const std::vector<FirstOfIntent>&)>& visit) const {
+    std::vector<FirstOfIntent> firsts;
+    for (const auto& [key, group] : m_groups) {
+        if (group.others.empty()) continue;
+        firsts.assign(1, group.first);
+        for (const auto& [first, copies] : group.others)
+            firsts.push_back(first);
+        visit(firsts);
+    }
+}
+
+WhatIf::KeySetting
+AlternativeKeyJudge::finish(const std::function<std::uint64_t(std::uint64_t)>& same_as) const {
+    auto intent_of = [&](std::uint64_t intent) { return same_as ? same_as(intent) : intent; };
     WhatIf::KeySetting setting;
     setting.key = m_paths;
     setting.ttl = m_ttl;
@@ -80,9 +101,12 @@ WhatIf::KeySetting AlternativeKeyJudge::finish() const {
     for (const auto* entry : ordered) {
         const auto& [key, group] = *entry;
         setting.duplicates += group.copies - 1;
-        if (group.unlike > 0) {
+        std::uint64_t unlike = 0; // copies of another intent than the first's
+        for (const auto& [first, copies] : group.others)
+            if (intent_of(first.intent) != intent_of(group.first.intent)) unlike += copies;
+        if (unlike > 0) {
             ++setting.conflicting_groups;
-            setting.swallowed += group.unlike;
+            setting.swallowed += unlike;
             if (setting.conflict_examples.size() < m_examples)
                 setting.conflict_examples.push_back(key);
         }

@@ -4,11 +4,13 @@
 // other TTLs would have judged it, and the TTL that would have caught 99%,
 // 99.9% and all of its duplicates, each with what it costs to hold. Pure.
 
+#include "idem/audit/explain.hpp"
 #include "idem/util/string_map.hpp"
 #include "idem/util/time.hpp"
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -96,22 +98,41 @@ private:
 };
 
 // --what-if key=PATHS: every record's value of another key, its time and
-// payload, then dedup's verdicts under it (first copies claim for the TTL,
-// as add_key_group judges). Memory: the group's key text and 8 bytes per
+// intent, then dedup's verdicts under it (first copies claim for the TTL,
+// as add_key_group judges). A record's intent is what the causes call one
+// intent: its fingerprint when --fingerprint is given, else its payload,
+// told apart in finish() as the groups tell them (without per-delivery
+// fields), so the what-if never calls "another intent" what the causes
+// call one. Memory: the group's key text, its first intent and 8 bytes per
 // timed copy.
 class AlternativeKeyJudge {
 public:
     AlternativeKeyJudge(std::string paths, Duration ttl, std::size_t examples);
+    // The first record of one intent in a group: the intent, the record's
+    // place in the input and where it lies.
+    struct FirstOfIntent {
+        std::uint64_t intent = 0;
+        std::uint64_t seq = 0;
+        RecordPosition position;
+    };
     // `key` is the record's encoded values at the paths ("" when missing).
-    void add(std::string_view key, std::optional<Timestamp> time, std::uint64_t payload);
-    [[nodiscard]] WhatIf::KeySetting finish() const;
+    void add(std::string_view key, std::optional<Timestamp> time, const FirstOfIntent& record);
+    // Each group whose copies carry more than one intent, the first record
+    // of each intent first-come first.
+    void for_each_mixed(const std::function<void(const std::vector<FirstOfIntent>&)>& visit) const;
+    // `same_as(intent)`: the intent as groups compare it (payloads without
+    // per-delivery fields); the intent itself when not given.
+    [[nodiscard]] WhatIf::KeySetting
+    finish(const std::function<std::uint64_t(std::uint64_t)>& same_as = {}) const;
 
 private:
     struct Group {
         std::vector<std::int64_t> times; // microseconds, of the timed copies
         std::uint64_t copies = 0;
-        std::uint64_t first_payload = 0;
-        std::uint64_t unlike = 0; // copies whose payload differs from the first's
+        FirstOfIntent first;
+        // Copies of intents other than the first's: each intent's first
+        // record and its copies (most groups have none).
+        std::vector<std::pair<FirstOfIntent, std::uint64_t>> others;
     };
     std::string m_paths;
     Duration m_ttl;

@@ -276,4 +276,19 @@ std::string span_of(const Explanation& group) {
     return group.first && group.last ? short_duration(*group.last - *group.first) : "-";
 }
 
+std::optional<std::string> describe_per_delivery(const FindingsSummary& summary) {
+    if (summary.per_delivery.empty()) return std::nullopt;
+    constexpr std::size_t k_named = 8;
+    std::vector<std::string> named(
+        summary.per_delivery.begin(),
+        summary.per_delivery.begin() +
+            static_cast<std::ptrdiff_t>(std::min(k_named, summary.per_delivery.size())));
+    if (summary.per_delivery.size() > k_named)
+        named.push_back(fmt::format("{} more", summary.per_delivery.size() - k_named));
+    return fmt::format("treated as per-delivery, not payload: {} (they differ between the copies "
+                       "of most of the {} retried groups; --volatile adds a field, "
+                       "--no-learn-volatile compares them as payload)",
+                       fmt::join(named, ", "), summary.per_delivery_groups);
+}
+
 } // namespace idem::audit::detail

@@ -132,7 +132,15 @@ InputStream::InputStream(const InputOptions& options, io::OversizeHandler* overs
     auto paths = options.paths.empty() ? std::vector<std::string>{"-"} : options.paths;
     for (const auto& path : paths) {
         if (path == "-") {
-            m_impl->inputs.push_back({"<stdin>", STDIN_FILENO, UniqueFd(), false, std::nullopt});
+            int fd = STDIN_FILENO;
+            if (options.stdin_fd >= 0) {
+                fd = options.stdin_fd;
+                if (::lseek(fd, 0, SEEK_SET) != 0)
+                    throw InputError({"<stdin>", 0, 0, 0},
+                                     fmt::format("cannot read the copy of standard input again: {}",
+                                                 std::strerror(errno)));
+            }
+            m_impl->inputs.push_back({"<stdin>", fd, UniqueFd(), false, std::nullopt});
             continue;
         }
         UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

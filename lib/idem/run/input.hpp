@@ -42,6 +42,10 @@ struct InputOptions {
     // the window by binary search and the lines outside it are counted,
     // not read (time_seek.hpp). Compressed files and pipes are read whole.
     std::optional<TimeOrder> sorted;
+    // A file holding what standard input held (stdin_copy.hpp), read from
+    // its start in place of standard input and named "<stdin>" as it is;
+    // -1: standard input itself.
+    int stdin_fd = -1;
 };
 
 // A block of whole lines from one input. For HAR, one line per entry.

@@ -54,13 +54,16 @@ TEST_CASE("another key: what dedup by it would have caught, missed and swallowed
     };
     // ord_1: three copies, the last 6 minutes after the claim (missed, and it
     // claims anew); ord_2: two copies of different payloads (swallowed).
-    judge.add("ord_1", at(0), 7);
-    judge.add("ord_1", at(2), 7);
-    judge.add("ord_1", at(8), 7);
-    judge.add("ord_2", at(1), 7);
-    judge.add("ord_2", at(3), 9);
-    judge.add("", at(4), 7);             // no value at the key: not judged
-    judge.add("ord_3", std::nullopt, 7); // once, untimed
+    auto intent = [](std::uint64_t value) {
+        return AlternativeKeyJudge::FirstOfIntent{value, 0, {}};
+    };
+    judge.add("ord_1", at(0), intent(7));
+    judge.add("ord_1", at(2), intent(7));
+    judge.add("ord_1", at(8), intent(7));
+    judge.add("ord_2", at(1), intent(7));
+    judge.add("ord_2", at(3), intent(9));
+    judge.add("", at(4), intent(7));             // no value at the key: not judged
+    judge.add("ord_3", std::nullopt, intent(7)); // once, untimed
     auto setting = judge.finish();
     CHECK(setting.records == 6);
     CHECK(setting.duplicates == 3);
@@ -72,4 +75,10 @@ TEST_CASE("another key: what dedup by it would have caught, missed and swallowed
     CHECK(setting.conflicting_groups == 1);
     CHECK(setting.swallowed == 1);
     CHECK(setting.conflict_examples == std::vector<std::string>{"ord_2"});
+    // Intents told apart as the groups tell them: 9 is 7 without its
+    // per-delivery fields, so ord_2 swallows nothing.
+    auto same = judge.finish([](std::uint64_t value) { return value == 9 ? 7 : value; });
+    CHECK(same.conflicting_groups == 0);
+    CHECK(same.swallowed == 0);
+    CHECK(same.duplicates == 3);
 }

@@ -117,25 +117,31 @@ private:
     std::vector<std::string> m_values;
 };
 
-// The records of each id that has two or more, in input order.
-inline std::vector<std::vector<std::size_t>> members_by(const std::vector<Attempt>& attempts,
-                                                        std::uint32_t Attempt::*field) {
+// The records of each id that has two or more, in input order: record i
+// has id_of(i) (0: none).
+template <typename IdOf>
+std::vector<std::vector<std::size_t>> members_of(std::size_t count, IdOf&& id_of) {
     std::uint32_t most = 0;
-    for (const auto& attempt : attempts)
-        most = std::max(most, attempt.*field);
-    std::vector<std::uint32_t> counts(most + 1, 0);
-    for (const auto& attempt : attempts)
-        ++counts[attempt.*field];
-    std::vector<std::uint32_t> slot(most + 1, 0);
+    for (std::size_t i = 0; i < count; ++i)
+        most = std::max<std::uint32_t>(most, id_of(i));
+    std::vector<std::uint32_t> counts(std::size_t{most} + 1, 0);
+    for (std::size_t i = 0; i < count; ++i)
+        ++counts[id_of(i)];
+    std::vector<std::uint32_t> slot(std::size_t{most} + 1, 0);
     std::vector<std::vector<std::size_t>> members;
     for (std::uint32_t id = 1; id <= most; ++id)
         if (counts[id] > 1) {
             slot[id] = static_cast<std::uint32_t>(members.size() + 1);
             members.emplace_back().reserve(counts[id]);
         }
-    for (std::size_t i = 0; i < attempts.size(); ++i)
-        if (auto at = slot[attempts[i].*field]) members[at - 1].push_back(i);
+    for (std::size_t i = 0; i < count; ++i)
+        if (auto at = slot[id_of(i)]) members[at - 1].push_back(i);
     return members;
+}
+
+inline std::vector<std::vector<std::size_t>> members_by(const std::vector<Attempt>& attempts,
+                                                        std::uint32_t Attempt::*field) {
+    return members_of(attempts.size(), [&](std::size_t i) { return attempts[i].*field; });
 }
 
 // How many distinct keys and fingerprints number_texts found.

@@ -4,6 +4,7 @@
 // the report's path-level differences (differences.hpp).
 
 #include "idem/audit/differences.hpp"
+#include "idem/audit/per_delivery.hpp"
 #include "idem/audit/report.hpp"
 #include "idem/audit/run.hpp"
 #include "idem/io/diagnostics.hpp"
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -29,17 +31,24 @@ namespace idem::audit::detail {
 
 // The payloads, as payload_spec() compares them, of the records at
 // `positions` ("events.ndjson:12", "service.db:row 3"), read again from
-// their files, CSV files and query. Standard input cannot be read twice:
+// their files, CSV files and query, and standard input's copy
+// (run/stdin_copy.hpp). Standard input without one cannot be read twice:
 // `unread` then says so, and its records are missing from the answer.
 [[nodiscard]] std::map<std::string, nlohmann::json>
 read_payloads_again(const AuditRunOptions& options, const std::set<std::string>& positions,
                     std::string& unread);
+// The same, each payload handed to `visit` as it is read, none kept.
+void visit_payloads_again(
+    const AuditRunOptions& options, const std::set<std::string>& positions, std::string& unread,
+    const std::function<void(const std::string&, const nlohmann::json&)>& visit);
 
 // The fields that differ between the payloads of each group that mixes
 // them, into `differences`: its first record against the first record of
 // each other payload (up to three), read again from the files; bounded to
 // the first 10,000 such groups. A warning when some could not be read.
-void compare_payloads(const AuditRunOptions& options, GroupShelf& groups,
-                      PayloadDifferences& differences, io::Diagnostics& diagnostics);
+// Fields learned as per-delivery are not shown.
+void compare_payloads(const AuditRunOptions& options, const PerDelivery& per_delivery,
+                      GroupShelf& groups, PayloadDifferences& differences,
+                      io::Diagnostics& diagnostics);
 
 } // namespace idem::audit::detail

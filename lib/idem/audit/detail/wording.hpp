@@ -38,5 +38,8 @@ namespace idem::audit::detail {
 [[nodiscard]] std::optional<std::string> describe_verdicts(const Findings& findings,
                                                            const Explanation& group);
 [[nodiscard]] std::string span_of(const Explanation& group);
+// "treated as per-delivery: attempt_id, worker (...)": the fields learned
+// from the log (per_delivery.hpp); nullopt when none was.
+[[nodiscard]] std::optional<std::string> describe_per_delivery(const FindingsSummary& summary);
 
 } // namespace idem::audit::detail
