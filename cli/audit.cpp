@@ -286,7 +286,8 @@ void register_audit(CLI::App& app, std::function<int()>& action) {
                         "the dedup TTL: a repeat later than this under one key is ttl-expired "
                         "(default 24h)");
     command->add_option("--window", options->window,
-                        "one intent under several keys within this is key-regenerated "
+                        "one intent is one --fingerprint within this of its first record, "
+                        "and one intent under several keys within it is key-regenerated "
                         "(default 24h)");
     add_choice_option(*command, "--format,--report", options->format,
                       "table (default), json, markdown, or html (one self-contained file: a "

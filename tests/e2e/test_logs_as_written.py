@@ -161,6 +161,46 @@ class OneJudgement(unittest.TestCase):
             self.assertEqual((key["groups_mixing_payloads"], key["copies_swallowed"]), (1, 1), key)
 
 
+class IntentWindow(unittest.TestCase):
+    """Issue 60, item 4: one intent is one fingerprint within --window
+    (default 24h) of its first record, and the report says so."""
+
+    def test_the_same_ticket_filed_two_days_later_is_another_intent(self):
+        with open(os.path.join(INCIDENTS, "agent-retries.ndjson")) as f:
+            records = [json.loads(line) for line in f]
+        later = dict(records[0], ts="2026-12-02T09:00:00.000Z", idempotency_key="tkt-two-days-on")
+        alone = {"ts": "2026-12-01T10:00:00.000Z", "agent": "agent-2", "idempotency_key": "tkt-other",
+                 "user_id": "u_7", "fault_type": "billing", "ticket": {"title": "x"}}
+        first_alone = dict(alone, ts="2026-11-29T09:00:00.000Z", idempotency_key="tkt-other-before")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "tickets.ndjson")
+            with open(path, "w") as f:
+                for record in records + [later, first_alone, alone]:
+                    f.write(json.dumps(record) + "\n")
+            args = ["--key", "idempotency_key", "--fingerprint", "user_id,fault_type", "--time-field", "ts",
+                    "--source-field", "agent"]
+            for extra in ([], ["--spill-after", "2"]):
+                code, report, err = audit(args + extra + [path])
+                self.assertEqual(code, 1, err)
+                self.assertEqual(report["summary"]["duplicates"], 6, extra)
+                self.assertEqual([g["count"] for g in report["groups"]], [7], extra)
+                self.assertEqual(report["summary"]["causes"], {"key-regenerated": 1, "retry-storm": 1})
+                self.assertEqual(report["summary"]["intent_window_seconds"], 86400)
+            # u_7's two billing tickets, 49 hours apart, and nothing else:
+            # no group, exit 0 under --fail-on duplicates.
+            only = os.path.join(tmp, "only.ndjson")
+            with open(only, "w") as f:
+                f.write(json.dumps(first_alone) + "\n" + json.dumps(alone) + "\n")
+            code, report, err = audit(args + ["--fail-on", "duplicates", only])
+            self.assertEqual((code, report["groups"]), (0, []), err)
+            code, table, _ = run(["audit"] + args + [only])
+            self.assertIn("intents: one fingerprint within 1d of its first record (--window)", table.decode())
+            # A wider window, given, makes them one intent.
+            code, report, err = audit(args + ["--window", "72h", only])
+            self.assertEqual([g["count"] for g in report["groups"]], [2])
+            self.assertEqual(report["summary"]["intent_window_seconds"], 259200)
+
+
 class EvidenceFromStandardInput(unittest.TestCase):
     """Issue 60, item 7: the report is the same whatever the input form,
     in every format: standard input is kept in a file to be read again."""

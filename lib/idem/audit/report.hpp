@@ -102,6 +102,9 @@ struct FindingsSummary {
     // from.
     std::vector<std::string> per_delivery;
     std::uint64_t per_delivery_groups = 0;
+    // With --fingerprint: one intent is one fingerprint within this of its
+    // first record (--window).
+    std::optional<Duration> intent_window;
 };
 
 [[nodiscard]] FindingsSummary summarize(const Findings& findings);

@@ -176,6 +176,8 @@ void render_html(GroupShelf& groups, const FindingsSummary& summary, std::string
         out += "</p>";
         if (auto learned = describe_per_delivery(summary))
             out += "<p id=\"per-delivery\">" + html_escape(*learned) + "</p>";
+        if (auto window = describe_intent_window(summary))
+            out += "<p id=\"intent-window\">" + html_escape(*window) + "</p>";
         out += "</section>";
     }
     if (summary.what_if) {

@@ -224,6 +224,7 @@ void render_json(GroupShelf& groups, const FindingsSummary& summary, ReportOut& 
         sources[source] = count;
     json["per_delivery"] = {{"fields", summary.per_delivery},
                             {"learned_from_groups", summary.per_delivery_groups}};
+    if (summary.intent_window) json["intent_window_seconds"] = seconds(*summary.intent_window);
     if (summary.what_if) json["what_if"] = what_if_json(summary);
     auto& out = report.text();
     out += "{\"summary\": ";

@@ -37,6 +37,8 @@ void render_markdown(GroupShelf& groups, const FindingsSummary& summary, ReportO
         out += fmt::format("- `{}`: {} group{}\n", cause_name(cause), count, count == 1 ? "" : "s");
     if (auto learned = describe_per_delivery(summary))
         out += fmt::format("- {}\n", markdown_text(*learned));
+    if (auto window = describe_intent_window(summary))
+        out += fmt::format("- {}\n", markdown_text(*window));
     render_what_if(summary, out, true);
     out += "\n| # | records | span | sources | causes | group |\n|---|---|---|---|---|---|\n";
     render_groups(

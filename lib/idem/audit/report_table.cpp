@@ -26,6 +26,7 @@ void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut&
     if (summary.groups == 0) {
         out += "no record happened more than once\n";
         if (auto learned = describe_per_delivery(summary)) out += fit(*learned) + "\n";
+        if (auto window = describe_intent_window(summary)) out += fit(*window) + "\n";
         render_what_if(summary, out, false, fit); // another key may have repeats
         return;
     }
@@ -43,6 +44,7 @@ void render_table(GroupShelf& groups, const FindingsSummary& summary, ReportOut&
     out += fit("causes: " + fmt::format("{}", fmt::join(causes, ", "))) + "\n";
     out += fit("sources: " + fmt::format("{}", fmt::join(sources, ", "))) + "\n";
     if (auto learned = describe_per_delivery(summary)) out += fit(*learned) + "\n";
+    if (auto window = describe_intent_window(summary)) out += fit(*window) + "\n";
     render_what_if(summary, out, false, fit);
     render_groups(
         groups, report, threads,

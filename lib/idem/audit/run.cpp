@@ -92,7 +92,8 @@ public:
             context.replayed = &m_replayed;
             if (!m_options.verdicts_uri.empty()) context.verdicts = &m_verdicts;
             context.differences = &m_differences;
-            auto survey = m_spill->survey_payloads(run::worker_count(m_options.threads) + 1);
+            auto survey = m_spill->survey_payloads(m_options.explain.window,
+                                                   run::worker_count(m_options.threads) + 1);
             add_what_if_groups(survey);
             m_per_delivery = learn_per_delivery(m_options, survey, context.inputs, m_diagnostics);
             context.per_delivery = &m_per_delivery;
@@ -428,6 +429,16 @@ private:
     void assign_ids() {
         auto& attempts = m_findings.attempts;
         auto distinct = detail::number_texts(m_keys, m_fingerprints, attempts);
+        if (m_findings.fingerprinted) {
+            std::vector<std::uint32_t> ids(attempts.size());
+            for (std::size_t i = 0; i < attempts.size(); ++i)
+                ids[i] = attempts[i].fingerprint;
+            distinct.fingerprints = detail::split_by_window(
+                ids, distinct.fingerprints, [&](std::size_t i) { return attempts[i].time; },
+                m_options.explain.window);
+            for (std::size_t i = 0; i < attempts.size(); ++i)
+                attempts[i].fingerprint = ids[i];
+        }
         m_findings.intents = m_findings.fingerprinted ? distinct.fingerprints : distinct.keys;
         m_findings.identified = static_cast<std::uint64_t>(
             std::count_if(attempts.begin(), attempts.end(), [&](const Attempt& attempt) {
@@ -547,6 +558,7 @@ AuditResult run_audit(const AuditRunOptions& options, io::Sink& output,
     auto& groups = run.find_groups(summary);
     summary.per_delivery = run.per_delivery().fields;
     summary.per_delivery_groups = run.per_delivery().groups_judged;
+    if (!options.fingerprint_fields.empty()) summary.intent_window = options.explain.window;
     run.compare_payloads(groups);
     if (!options.what_if.ttls.empty() || options.what_if.suggest || !options.what_if.keys.empty()) {
         // One more pass over the groups (from the disk, when spilled).

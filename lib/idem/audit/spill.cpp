@@ -444,6 +444,24 @@ void put_member(std::string& bytes, const RowHeader& header) {
     bytes.append(fields.bytes());
 }
 
+// A fingerprint partition's ids split into intents within `window`
+// (detail::split_by_window), the times read from the rows that share an id.
+std::uint32_t split_intents(PartitionRows& partition, std::uint32_t distinct, Duration window) {
+    const auto& rows = partition.rows;
+    auto& ids = partition.ids;
+    std::vector<std::uint8_t> seen(std::size_t{distinct} + 1, 0);
+    for (auto id : ids)
+        if (id != 0 && seen[id] < 2) ++seen[id];
+    std::vector<std::optional<Timestamp>> times(rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        if (seen[ids[i]] == 2) {
+            auto header = header_of(rows[i]);
+            if (header.has_time) times[i] = Timestamp(Duration(header.time));
+        }
+    return detail::split_by_window(
+        ids, distinct, [&](std::size_t i) { return times[i]; }, window);
+}
+
 // Explains one partition. Local ids for keys and fingerprints (consistent
 // within it, which is all explain() needs); sources are the run's ids.
 // Touches nothing shared: partitions are explained on several threads.
@@ -465,6 +483,8 @@ ExplainedPartition explain_partition(PartitionRows& partition, GroupKind kind,
     auto distinct = detail::assign_text_ids(
         rows.size(), [&](std::size_t i) { return own_text(rows[i]); }, partition.hashes, ids,
         partition.firsts);
+    if (kind == GroupKind::fingerprint)
+        distinct = split_intents(partition, distinct, options.window);
     // A fingerprint partition's texts are the run's intents; a key
     // partition's are when no --fingerprint is given.
     if (kind == GroupKind::fingerprint || !layout.by_fingerprint) out.intents += distinct;
@@ -666,15 +686,16 @@ namespace {
 
 // survey_payloads() of one partition: its groups as explain_partition()
 // finds them, each record told by its row's header.
-PayloadSurvey survey_partition(PartitionRows& partition, GroupKind kind,
-                               const SpillLayout& layout) {
+PayloadSurvey survey_partition(PartitionRows& partition, GroupKind kind, const SpillLayout& layout,
+                               Duration window) {
     const auto& rows = partition.rows;
     auto own_text = [&](const Row& row) {
         return kind == GroupKind::key ? row.key : row.fingerprint;
     };
-    detail::assign_text_ids(
+    auto distinct = detail::assign_text_ids(
         rows.size(), [&](std::size_t i) { return own_text(rows[i]); }, partition.hashes,
         partition.ids, partition.firsts);
+    if (kind == GroupKind::fingerprint) split_intents(partition, distinct, window);
     auto groups = detail::members_of(rows.size(), [&](std::size_t i) { return partition.ids[i]; });
     if (kind == GroupKind::fingerprint && layout.keys_given)
         std::erase_if(groups, [&](const std::vector<std::size_t>& members) {
@@ -697,7 +718,7 @@ PayloadSurvey survey_partition(PartitionRows& partition, GroupKind kind,
 
 } // namespace
 
-PayloadSurvey Spill::survey_payloads(std::size_t threads) {
+PayloadSurvey Spill::survey_payloads(Duration window, std::size_t threads) {
     struct Job {
         Partitions* partitions;
         std::size_t index;
@@ -707,7 +728,7 @@ PayloadSurvey Spill::survey_payloads(std::size_t threads) {
     OrderedWorkers<Job, PayloadSurvey> pool(
         threads, 2 * threads, [&](Job& job, std::size_t worker) {
             job.partitions->read(job.index, rows[worker]);
-            return survey_partition(rows[worker], job.kind, m_layout);
+            return survey_partition(rows[worker], job.kind, m_layout, window);
         });
     PayloadSurvey survey;
     auto take = [&](PayloadSurvey&& part) {

@@ -88,8 +88,9 @@ public:
 
     // What the groups on disk say of their payloads, for learning
     // per-delivery fields before any is explained (per_delivery.hpp): one
-    // more read of the partitions, on `threads` threads.
-    [[nodiscard]] PayloadSurvey survey_payloads(std::size_t threads);
+    // more read of the partitions, on `threads` threads. Intents are one
+    // fingerprint within `window` (the explanations' --window).
+    [[nodiscard]] PayloadSurvey survey_payloads(Duration window, std::size_t threads);
 
     // Finds and explains every group, partition by partition on `threads`
     // threads, writing them to a file of groups in partition order; returns

@@ -291,4 +291,11 @@ std::optional<std::string> describe_per_delivery(const FindingsSummary& summary)
                        fmt::join(named, ", "), summary.per_delivery_groups);
 }
 
+std::optional<std::string> describe_intent_window(const FindingsSummary& summary) {
+    if (!summary.intent_window) return std::nullopt;
+    return fmt::format("intents: one fingerprint within {} of its first record (--window); a "
+                       "later record of it starts a new one",
+                       format_duration(*summary.intent_window));
+}
+
 } // namespace idem::audit::detail

@@ -11,6 +11,7 @@
 #include <bit>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -142,6 +143,42 @@ std::vector<std::vector<std::size_t>> members_of(std::size_t count, IdOf&& id_of
 inline std::vector<std::vector<std::size_t>> members_by(const std::vector<Attempt>& attempts,
                                                         std::uint32_t Attempt::*field) {
     return members_of(attempts.size(), [&](std::size_t i) { return attempts[i].*field; });
+}
+
+// One intent is one fingerprint within a window (docs/audit.md, "The
+// intent window"): the same user filing the same kind of ticket two days
+// apart is two intents. Each id's records in time order, a record more than
+// `window` after the first record of its window starts another window,
+// given a new id past `distinct`; records without a time stay in the first.
+// Returns how many ids there are now. `ids[i]` is record i's (0: none).
+template <typename TimeOf>
+std::uint32_t split_by_window(std::vector<std::uint32_t>& ids, std::uint32_t distinct,
+                              TimeOf&& time_of, Duration window) {
+    auto groups = members_of(ids.size(), [&](std::size_t i) { return ids[i]; });
+    for (auto& members : groups) {
+        std::stable_sort(members.begin(), members.end(), [&](std::size_t a, std::size_t b) {
+            std::optional<Timestamp> left = time_of(a), right = time_of(b);
+            if (left && right) return *left < *right;
+            return !left && right.has_value(); // untimed first: they join the first window
+        });
+        std::optional<Timestamp> start;
+        std::uint32_t id = 0;
+        for (auto i : members) {
+            std::optional<Timestamp> at = time_of(i);
+            if (!at) continue;
+            if (!start) {
+                start = at;
+                id = ids[i];
+                continue;
+            }
+            if (*at - *start > window) {
+                start = at;
+                id = ++distinct;
+            }
+            ids[i] = id;
+        }
+    }
+    return distinct;
 }
 
 // How many distinct keys and fingerprints number_texts found.

@@ -41,5 +41,8 @@ namespace idem::audit::detail {
 // "treated as per-delivery: attempt_id, worker (...)": the fields learned
 // from the log (per_delivery.hpp); nullopt when none was.
 [[nodiscard]] std::optional<std::string> describe_per_delivery(const FindingsSummary& summary);
+// "intents: one fingerprint within 24h of its first record (--window)";
+// nullopt without --fingerprint.
+[[nodiscard]] std::optional<std::string> describe_intent_window(const FindingsSummary& summary);
 
 } // namespace idem::audit::detail
