@@ -318,6 +318,39 @@ class WhoseRetry(unittest.TestCase):
         # Not a key-reuse: the counters are not payload.
         self.assertNotIn("key-reuse", group["causes"])
 
+    def test_a_key_made_per_client_try_is_bounded_by_the_layers_below(self):
+        # Issue 60, item 5: the client makes a new key per try; its third
+        # try's key arrived twice (gateway tries 1 and 2). Only the layers
+        # below the client can repeat one key: 2 x 2 = 4, not 3 x 2 x 2.
+        records = []
+        for client in (1, 2, 3):
+            for gateway in ((1, 2) if client == 3 else (1,)):
+                records.append({"ts": f"2026-11-30T09:0{client}:{gateway * 10}Z", "key": f"k-try-{client}",
+                                "attempt": {"client": client, "gateway": gateway, "worker": 1 + (client == 2)},
+                                "order": "o_1"})
+        log = "".join(json.dumps(r) + "\n" for r in records).encode()
+        code, report, err = audit(["--key", "key", "--time-field", "ts", "--attempt-field", "attempt.client",
+                                   "--attempt-field", "attempt.gateway", "--attempt-field", "attempt.worker", "-"],
+                                  stdin=log)
+        self.assertEqual(code, 1, err)
+        [group] = report["groups"]
+        summary = group["evidence"]["layered-retry"]["summary"]
+        self.assertTrue(summary.startswith(
+            "2 (attempt.gateway) x 2 (attempt.worker) = up to 4 copies of one intent, 2 arrived"), summary)
+        self.assertIn("the key was made at attempt.client try 3", summary)
+        self.assertNotIn("attempt.client tried", summary)
+        code, spilled, err = audit(["--key", "key", "--time-field", "ts", "--attempt-field", "attempt.client",
+                                    "--attempt-field", "attempt.gateway", "--attempt-field", "attempt.worker",
+                                    "--spill-after", "1", "-"], stdin=log)
+        self.assertEqual(spilled["groups"][0]["evidence"], group["evidence"])
+        # As an intent (one order under three keys), every layer counts.
+        code, report, err = audit(["--key", "key", "--fingerprint", "order", "--time-field", "ts",
+                                   "--attempt-field", "attempt.client", "--attempt-field", "attempt.gateway",
+                                   "--attempt-field", "attempt.worker", "-"], stdin=log)
+        intent = next(g for g in report["groups"] if g["kind"] == "fingerprint")
+        self.assertTrue(intent["evidence"]["layered-retry"]["summary"].startswith(
+            "3 (attempt.client) x 2 (attempt.gateway) x 2 (attempt.worker) = up to 12 copies"))
+
     def test_usage(self):
         code, _, err = audit(["--key", "id", "--provider", "stripee"], stdin=b"")
         self.assertEqual(code, 2)

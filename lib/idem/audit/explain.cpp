@@ -604,7 +604,8 @@ void find_fan_out(const Explanation& group, const std::vector<Attempt>& attempts
 // Nested retry layers (--attempt-field, outermost first): each layer that
 // tried more than once multiplies the copies of one intent.
 void find_layers(const Explanation& group, const std::vector<Attempt>& attempts,
-                 const std::vector<std::string>& names, std::vector<Evidence>& found) {
+                 const std::vector<std::string>& names,
+                 const std::array<std::uint8_t, k_max_layers>& most, std::vector<Evidence>& found) {
     if (names.empty()) return;
     std::vector<std::set<std::uint8_t>> seen(std::min(names.size(), k_max_layers));
     std::vector<std::size_t> carrying;
@@ -618,14 +619,28 @@ void find_layers(const Explanation& group, const std::vector<Attempt>& attempts,
             }
         if (any) carrying.push_back(i);
     }
+    // In a key group, the outermost layers that hold one try across every
+    // copy made the key (a key made afresh per client try): copies under
+    // it come only from the layers below, which alone bound them.
+    std::size_t below = 0;
+    std::string made_at;
+    if (group.kind == GroupKind::key) {
+        while (below < seen.size() && seen[below].size() == 1)
+            ++below;
+        if (below == seen.size()) below = 0; // no layer retried: nothing to bound
+        if (below > 0)
+            made_at = fmt::format("; the key was made at {} try {}", names[below - 1],
+                                  *seen[below - 1].begin());
+    }
     std::size_t retrying = 0, possible = 1;
     std::vector<std::string> factors, contributions;
-    for (std::size_t layer = 0; layer < seen.size(); ++layer) {
+    for (std::size_t layer = below; layer < seen.size(); ++layer) {
         if (seen[layer].empty()) continue;
         auto tries = static_cast<std::size_t>(*seen[layer].rbegin());
+        auto bound = std::max(tries, static_cast<std::size_t>(most[layer]));
         if (seen[layer].size() > 1) ++retrying;
-        possible *= tries;
-        factors.push_back(fmt::format("{} ({})", tries, names[layer]));
+        possible *= bound;
+        factors.push_back(fmt::format("{} ({})", bound, names[layer]));
         contributions.push_back(
             fmt::format("{} tried {} time{}", names[layer], tries, tries == 1 ? "" : "s"));
     }
@@ -636,9 +651,9 @@ void find_layers(const Explanation& group, const std::vector<Attempt>& attempts,
         const auto& after = attempts[group.records[carrying[i]]];
         if (before.time && after.time) evidence.gaps.push_back(*after.time - *before.time);
     }
-    evidence.detail =
-        fmt::format("{} = up to {} copies of one intent, {} arrived: {}", fmt::join(factors, " x "),
-                    possible, carrying.size(), fmt::join(contributions, ", "));
+    evidence.detail = fmt::format("{} = up to {} copies of one intent, {} arrived: {}{}",
+                                  fmt::join(factors, " x "), possible, carrying.size(),
+                                  fmt::join(contributions, ", "), made_at);
     found.push_back(std::move(evidence));
 }
 
@@ -685,7 +700,7 @@ Explanation explain(GroupKind kind, std::vector<std::size_t> members,
     find_provider_retries(group, attempts, judged, group.causes);
     std::move(signed_copies.begin(), signed_copies.end(), std::back_inserter(group.causes));
     find_fan_out(group, attempts, options.fan_out_window, group.causes);
-    find_layers(group, attempts, options.layer_names, group.causes);
+    find_layers(group, attempts, options.layer_names, options.layer_most, group.causes);
     if (kind == GroupKind::key) {
         find_expired(group, attempts, options.ttl, group.causes);
         // A copy changed after it was signed is tampered, not a second

@@ -140,6 +140,9 @@ struct ExplainOptions {
     Duration fan_out_window = std::chrono::minutes(1);
     // The retry layers' names (--attempt-field paths), outermost first.
     std::vector<std::string> layer_names;
+    // Each layer's highest try over the whole log (0: unknown), which
+    // bounds a group's copies beside the tries the group itself shows.
+    std::array<std::uint8_t, k_max_layers> layer_most{};
 };
 
 struct Evidence {

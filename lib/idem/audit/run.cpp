@@ -79,6 +79,7 @@ public:
         if (m_run) read_records();
         read_rows();
         check_paths();
+        m_options.explain.layer_most = m_layer_most;
         m_replayed = detail::read_replay_ledger(m_options, m_diagnostics);
         m_verdicts = detail::read_verdicts(m_options, m_diagnostics);
         if (m_run) m_run->flush_rejects();
@@ -297,6 +298,8 @@ private:
 
     void take(const Reading& reading, const std::string& texts, Findings::Position position) {
         count_missing(reading);
+        for (std::size_t k = 0; k < k_max_layers; ++k)
+            m_layer_most[k] = std::max(m_layer_most[k], reading.layers[k]);
         if (!m_what_if_keys.empty()) {
             // One intent as the groups call one (AlternativeKeyJudge).
             auto fingerprint = text_of(texts, reading.fingerprint);
@@ -540,6 +543,7 @@ private:
     std::uint64_t m_rows = 0;                           // CSV and query rows read
     std::optional<Timestamp> m_first_time, m_last_time; // of every record read
     MissingCounts m_missing; // records without a value at --key, --fingerprint, ...
+    std::array<std::uint8_t, k_max_layers> m_layer_most{}; // each layer's highest try
     std::vector<AlternativeKeyJudge> m_what_if_keys = [this] {
         std::vector<AlternativeKeyJudge> judges;
         for (const auto& paths : m_options.what_if.keys)
