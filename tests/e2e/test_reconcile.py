@@ -245,6 +245,38 @@ class Shapes(unittest.TestCase):
             self.assertEqual((hop["lost"], hop["pending"]), (1, 1))  # x is past the grace, y is not
 
 
+class WhereDuplicationBegan(unittest.TestCase):
+    """Issue 60, item 6 (docs/reconcile.md, "Findings"): a key is
+    duplicated where its copies began; the copies a stage got from the one
+    before are carried, counted apart."""
+
+    def test_a_key_duplicated_at_intake_is_duplicated_once_and_carried_downstream(self):
+        counts = {  # key -> copies at stages a, b, c, d
+            **{f"k{i}": (2, 2, 2, 2) for i in (1, 2, 3)},  # duplicated at intake
+            "k4": (1, 1, 2, 2),                            # duplicated at c
+            "k5": (2, 1, 1, 1),                            # deduplicated at b
+            **{f"once{i}": (1, 1, 1, 1) for i in range(5)},
+        }
+        with tempfile.TemporaryDirectory() as tmp:
+            args = ["reconcile", "--key", "id", "--time", "ts", "--report", "json"]
+            for s, name in enumerate("abcd"):
+                records = [{"id": key, "ts": stamp(s * 10 + n)}
+                           for key, copies in counts.items() for n in range(copies[s])]
+                path = os.path.join(tmp, name + ".ndjson")
+                with open(path, "wb") as f:
+                    f.write(ndjson(records))
+                args += ["--stage", f"{name}={path}"]
+            code, out, err = run(args)
+            report = json.loads(out)
+            self.assertEqual(report["findings"]["duplicated"]["count"], 5, err)  # k1-k3, k5 at a; k4 at c
+            stages = report["stages"]
+            self.assertEqual([s["duplicated_keys"] for s in stages], [4, 0, 1, 0])
+            self.assertEqual([s["extra_copies"] for s in stages], [4, 0, 1, 0])
+            self.assertEqual([s["carried_copies"] for s in stages], [0, 3, 3, 4])
+            code, table, _ = run([a if a != "json" else "table" for a in args])
+            self.assertRegex(table.decode(), r"\n  d +\d+ records +\d+ keys +0 duplicated \(0\.000%\) +4 carried")
+
+
 class MissingFilter(unittest.TestCase):
     def test_only_the_relevant_lost_events_go_to_the_missing_file(self):
         sent = [{"id": f"e{i}", "type": "invoice.paid" if i % 3 else "customer.updated", "ts": stamp(i)}

@@ -297,8 +297,9 @@ private:
             *largest = {m_key, m_options.stages[stage], std::move(detail)};
     }
 
-    // duplicated: more than one copy at a stage, or a copy of a key an
-    // earlier run settled there.
+    // duplicated: more copies at a stage than the stage before had (more
+    // than one at the first), or a copy of a key an earlier run settled
+    // there.
     void judge_repeats() {
         for (std::size_t s = 0; s < m_stages; ++s) {
             const auto& here = seen(s);
@@ -313,10 +314,18 @@ private:
                                  "run)",
                                  here.count, here.count == 1 ? "y" : "ies", m_options.stages[s],
                                  processed_on(s)));
-            } else if (here.count > 1 && !already(1U << s)) {
+            } else if (here.count > 1) {
+                // Copies the stage before already had are carried, not
+                // made here: a key duplicated at intake is duplicated once,
+                // where it began, and its copies are carried downstream.
+                std::uint64_t upstream = s > 0 ? seen(s - 1).count : 0;
+                std::uint64_t count = here.count;
+                auto carried = std::min(count, std::max<std::uint64_t>(upstream, 1)) - 1;
+                figures.carried_copies += carried;
+                auto made = count - 1 - carried;
+                if (made == 0 || already(1U << s)) continue;
                 ++figures.duplicated_keys;
-                figures.extra_copies += here.count - 1;
-                auto upstream = s > 0 ? seen(s - 1).count : 0;
+                figures.extra_copies += made;
                 note(Finding::duplicated, s,
                      upstream > 0
                          ? fmt::format("{} copies at {}, {} at {}", here.count, m_options.stages[s],
@@ -496,6 +505,7 @@ void add_reconciliation(Reconciliation& total, Reconciliation&& part) {
         into.keys += from.keys;
         into.duplicated_keys += from.duplicated_keys;
         into.extra_copies += from.extra_copies;
+        into.carried_copies += from.carried_copies;
         into.orphans += from.orphans;
     }
     for (std::size_t h = 0; h < total.hops.size() && h < part.hops.size(); ++h) {

@@ -125,8 +125,12 @@ struct Hop {
 
 struct StageFigures {
     std::string name;
+    // duplicated_keys: keys whose duplication began here (more copies than
+    // the stage before had), and extra_copies the copies made here;
+    // carried_copies: extra copies that came from the stage before.
     std::uint64_t records = 0, keys = 0, duplicated_keys = 0, extra_copies = 0, orphans = 0;
-    double duplicate_ratio = 0; // extra copies / records
+    std::uint64_t carried_copies = 0;
+    double duplicate_ratio = 0; // extra copies made here / records
 };
 
 struct Example {

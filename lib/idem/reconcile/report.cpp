@@ -33,6 +33,7 @@ nlohmann::ordered_json json_of(const Reconciliation& r) {
                           {"keys", stage.keys},
                           {"duplicated_keys", stage.duplicated_keys},
                           {"extra_copies", stage.extra_copies},
+                          {"carried_copies", stage.carried_copies},
                           {"duplicate_ratio", stage.duplicate_ratio},
                           {"orphans", stage.orphans}});
     auto& hops = json["hops"] = nlohmann::ordered_json::array();
@@ -103,18 +104,18 @@ void render_text(const Reconciliation& r, std::string& out, bool markdown) {
                            "the next\n",
                            r.carried_in, r.carry.size());
     out += '\n';
-    out += markdown ? "| stage | records | keys | duplicated keys | duplicate ratio | orphans |\n"
-                      "|---|---|---|---|---|---|\n"
+    out += markdown ? "| stage | records | keys | duplicated keys | duplicate ratio | carried "
+                      "copies | orphans |\n|---|---|---|---|---|---|---|\n"
                     : "stages\n";
     for (const auto& stage : r.stages)
         out += markdown
-                   ? fmt::format("| {} | {} | {} | {} | {:.3f}% | {} |\n", text(stage.name),
+                   ? fmt::format("| {} | {} | {} | {} | {:.3f}% | {} | {} |\n", text(stage.name),
                                  stage.records, stage.keys, stage.duplicated_keys,
-                                 stage.duplicate_ratio * 100, stage.orphans)
+                                 stage.duplicate_ratio * 100, stage.carried_copies, stage.orphans)
                    : fmt::format("  {:<14} {:>9} records {:>9} keys {:>7} duplicated "
-                                 "({:.3f}%) {:>7} orphans\n",
+                                 "({:.3f}%) {:>7} carried {:>7} orphans\n",
                                  text(stage.name), stage.records, stage.keys, stage.duplicated_keys,
-                                 stage.duplicate_ratio * 100, stage.orphans);
+                                 stage.duplicate_ratio * 100, stage.carried_copies, stage.orphans);
     out += markdown ? "\n| hop | keys | reached | lost | pending | loss rate | late | changed | "
                       "p50 | p95 | p99 |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
                     : "\nhops\n";
