@@ -483,7 +483,7 @@ class Verdicts(unittest.TestCase):
             code, spilled, err = run(args + ["--format", "json", "--spill-after", "1"])
             self.assertEqual(json.loads(spilled)["groups"], json.loads(out)["groups"])
             code, table, _ = run(args)
-            self.assertIn("verify           1 valid, 1 invalid (capture.ndjson:3: replayed", table.decode())
+            self.assertIn("verify           1 valid, 1 invalid (line 3: replayed", table.decode())
             # A rerun of verify replaces its verdicts rather than adding to them.
             run(["verify", "--scheme", "stripe", "--secret", SECRET, "--ignore-timestamp",
                  "--keep-verdicts", "--store", store, "--no-fail", "-q", capture])

@@ -201,6 +201,32 @@ class IntentWindow(unittest.TestCase):
             self.assertEqual(report["summary"]["intent_window_seconds"], 259200)
 
 
+class RecordsNamedWithTheirFile(unittest.TestCase):
+    """Issue 60, item 11: read from several files, every place a record
+    is named says its file, in every format, even when a group's records
+    share one file."""
+
+    def test_a_group_inside_one_of_several_files_names_the_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            day = os.path.join(tmp, "day")
+            os.makedirs(os.path.join(day, "b"))
+            shutil.copy(os.path.join(INCIDENTS, "key-reuse.ndjson"), os.path.join(day, "a.ndjson"))
+            shutil.copy(os.path.join(INCIDENTS, "clean.ndjson"), os.path.join(day, "b", "a.ndjson"))
+            args = ["audit", "--key", "idempotency_key", "--time-field", "ts", "--recursive", day]
+            for form in ("table", "markdown", "html", "json"):
+                code, out, err = run(args + ["--format", form])
+                text = out.decode().replace("\\_", "_")
+                self.assertEqual(code, 1, err)
+                self.assertNotRegex(text, r"\bline \d", form)
+                self.assertIn(os.path.join(day, "a.ndjson") + ":3", text, form)
+            code, out, _ = run(args)
+            self.assertIn(f"first at {day}/a.ndjson:1, {day}/a.ndjson:3", out.decode())
+            self.assertIn(f"differs          {day}/a.ndjson:3 against {day}/a.ndjson:1", out.decode())
+            # One file alone: lines.
+            code, out, _ = run(args[:-2] + [os.path.join(day, "a.ndjson")])
+            self.assertIn("first at line 1, line 3", out.decode())
+
+
 class EvidenceFromStandardInput(unittest.TestCase):
     """Issue 60, item 7: the report is the same whatever the input form,
     in every format: standard input is kept in a file to be read again."""

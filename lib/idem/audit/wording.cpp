@@ -30,29 +30,21 @@ std::string short_duration(Duration duration) {
 }
 
 // "dir/events.ndjson:12" -> "events.ndjson:12": the table is 80 columns.
-std::string short_position(const std::string& position) {
-    auto slash = position.rfind('/');
-    return slash == std::string::npos ? position : position.substr(slash + 1);
-}
-
-// "line 3, line 9" when the records share a file (the usual case), else
-// "a.ndjson:3, b.ndjson:9".
-std::vector<std::string> position_names(const std::vector<std::string>& positions) {
-    auto file_of = [](const std::string& position) {
-        return position.substr(0, position.rfind(':'));
-    };
-    bool one_file = std::all_of(positions.begin(), positions.end(), [&](const auto& position) {
-        return file_of(position) == file_of(positions.front());
-    });
+std::vector<std::string> position_names(const Findings& findings,
+                                        const std::vector<std::string>& positions) {
     std::vector<std::string> parts;
-    for (const auto& position : positions)
-        parts.push_back(one_file ? "line " + position.substr(position.rfind(':') + 1)
-                                 : short_position(position));
+    for (const auto& position : positions) {
+        if (findings.inputs.size() > 1) {
+            parts.push_back(position);
+            continue;
+        }
+        auto place = position.substr(position.rfind(':') + 1); // "12", or a query's "row 3"
+        parts.push_back(place.starts_with("row ") ? place : "line " + place);
+    }
     return parts;
 }
-
-std::string positions_text(const std::vector<std::string>& positions) {
-    return fmt::format("{}", fmt::join(position_names(positions), ", "));
+std::string positions_text(const Findings& findings, const std::vector<std::string>& positions) {
+    return fmt::format("{}", fmt::join(position_names(findings, positions), ", "));
 }
 
 std::string gap_list(const std::vector<Duration>& gaps, std::size_t limit) {
@@ -84,9 +76,9 @@ std::string describe_signed_copies(const Findings& findings, const Explanation& 
     auto at = [&](std::size_t index) { return findings.position(group.records[index]); };
     const auto& copy = findings.attempts[group.records[evidence.records.front()]];
     auto original = evidence.originals.empty() ? k_no_original : evidence.originals.front();
-    auto names =
-        position_names({at(evidence.records.front()),
-                        at(original == k_no_original ? evidence.records.front() : original)});
+    auto names = position_names(
+        findings, {at(evidence.records.front()),
+                   at(original == k_no_original ? evidence.records.front() : original)});
     const auto& copy_at = names[0];
     const auto& original_at = names[1];
     auto more = evidence.records.size() > 1
@@ -172,7 +164,8 @@ std::string describe(const Findings& findings, const Explanation& group, const E
         std::vector<std::string> at;
         for (auto index : evidence.records)
             at.push_back(findings.position(group.records[index]));
-        return fmt::format("{} payloads under one key, first at {}", at.size(), positions_text(at));
+        return fmt::format("{} payloads under one key, first at {}", at.size(),
+                           positions_text(findings, at));
     }
     case Cause::key_regenerated: {
         std::vector<std::string> keys;
@@ -235,7 +228,8 @@ std::optional<std::string> describe_verdicts(const Findings& findings, const Exp
         }
         if (invalid++ == 0)
             first_invalid =
-                fmt::format("{}: {}", short_position(findings.position(index)), verdict->reason);
+                fmt::format("{}: {}", position_names(findings, {findings.position(index)}).front(),
+                            verdict->reason);
     }
     if (valid + invalid == 0) return std::nullopt;
     auto text = fmt::format("{} valid, {} invalid", valid, invalid);
@@ -250,7 +244,7 @@ std::vector<std::string> describe_differences(const Findings& findings, const Ex
     const auto* comparisons = findings.differences_of(group);
     if (!comparisons) return lines;
     for (const auto& comparison : *comparisons) {
-        auto names = position_names({comparison.later_at, comparison.first_at});
+        auto names = position_names(findings, {comparison.later_at, comparison.first_at});
         std::vector<std::string> fields;
         for (const auto& field : comparison.fields)
             fields.push_back(describe_difference(field));

@@ -12,12 +12,14 @@ namespace idem::audit::detail {
 [[nodiscard]] double seconds(Duration duration);
 // "6m04s", "1.5s", "24h": short, for tables and sentences.
 [[nodiscard]] std::string short_duration(Duration duration);
-// "dir/events.ndjson:12" -> "events.ndjson:12".
-[[nodiscard]] std::string short_position(const std::string& position);
 // Each position as positions_text() names it.
-[[nodiscard]] std::vector<std::string> position_names(const std::vector<std::string>& positions);
-// "line 3, line 9" when the records share a file, else short positions.
-[[nodiscard]] std::string positions_text(const std::vector<std::string>& positions);
+[[nodiscard]] std::vector<std::string> position_names(const Findings& findings,
+                                                      const std::vector<std::string>& positions);
+// "line 3, line 9" when the run read one input; "day/a.ndjson:3,
+// day/b.ndjson:9" (each as the run named its file) when it read several,
+// so a record is never named without its file.
+[[nodiscard]] std::string positions_text(const Findings& findings,
+                                         const std::vector<std::string>& positions);
 [[nodiscard]] std::string gap_list(const std::vector<Duration>& gaps, std::size_t limit = 8);
 // A key or fingerprint for a person: a lone string without its quotes.
 [[nodiscard]] std::string plain(const std::string& json);
