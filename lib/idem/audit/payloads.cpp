@@ -101,9 +101,18 @@ std::map<std::string, nlohmann::json> read_payloads_again(const AuditRunOptions&
     return payloads;
 }
 
-void visit_payloads_again(
-    const AuditRunOptions& options, const std::set<std::string>& positions, std::string& unread,
-    const std::function<void(const std::string&, const nlohmann::json&)>& visit) {
+namespace {
+
+// The records at `positions` read again, each parsed into `parser` and
+// handed to `visit` with the payload's spec, which leaves out
+// `also_ignored` too.
+using ParsedVisit =
+    std::function<void(const std::string& position, record::RecordParser& parser,
+                       const record::KeySpec& spec, const record::IgnoredPaths& ignored)>;
+
+void read_again(const AuditRunOptions& options, const std::set<std::string>& positions,
+                const std::vector<record::FieldPath>& also_ignored, std::string& unread,
+                const ParsedVisit& visit) {
     if (positions.empty()) return;
     auto file_of = [](const std::string& position) {
         auto colon = position.rfind(':');
@@ -118,11 +127,15 @@ void visit_payloads_again(
                     std::string_view line, std::string position) {
         if (!positions.count(position)) return;
         if (parser.parse(line)) return;
-        if (auto payload = payload_of(parser, spec, ignored)) visit(position, *payload);
+        visit(position, parser, spec, ignored);
+    };
+    auto with_also_ignored = [&](record::KeySpec spec) {
+        spec.ignore_paths.insert(spec.ignore_paths.end(), also_ignored.begin(), also_ignored.end());
+        return spec;
     };
 
     if (options.read_records) {
-        auto spec = payload_spec(options);
+        auto spec = with_also_ignored(payload_spec(options));
         record::IgnoredPaths ignored(spec.ignore_paths);
         run::InputOptions input = options.input;
         input.paths.clear();
@@ -188,7 +201,7 @@ void visit_payloads_again(
             }
         }
     }
-    auto row_spec = payload_spec(options, row_identity_of(options));
+    auto row_spec = with_also_ignored(payload_spec(options, row_identity_of(options)));
     record::IgnoredPaths row_ignored(row_spec.ignore_paths);
     std::string padded;
     auto take_row = [&](std::string_view json, const run::RowPosition& position) {
@@ -205,13 +218,35 @@ void visit_payloads_again(
         run::read_sqlite_rows(options.sqlite_path, options.sqlite_query, take_row);
 }
 
+} // namespace
+
+void visit_payloads_again(
+    const AuditRunOptions& options, const std::set<std::string>& positions, std::string& unread,
+    const std::function<void(const std::string&, const nlohmann::json&)>& visit) {
+    read_again(options, positions, {}, unread,
+               [&](const std::string& position, record::RecordParser& parser,
+                   const record::KeySpec& spec, const record::IgnoredPaths& ignored) {
+                   if (auto payload = payload_of(parser, spec, ignored)) visit(position, *payload);
+               });
+}
+
+void visit_payload_digests_again(
+    const AuditRunOptions& options, const std::set<std::string>& positions,
+    const std::vector<record::FieldPath>& also_ignored, std::string& unread,
+    const std::function<void(const std::string&, std::uint64_t)>& visit) {
+    read_again(options, positions, also_ignored, unread,
+               [&](const std::string& position, record::RecordParser& parser,
+                   const record::KeySpec&, const record::IgnoredPaths& ignored) {
+                   if (auto digest = parser.event_hash(ignored)) visit(position, *digest);
+               });
+}
+
 // The fields that differ between the payloads of each group that mixes
 // them: its first record against the first record of each other payload
 // (up to three), read again from the files (docs/audit.md, "What
 // differs"). Bounded: the first k_groups_compared such groups.
-void compare_payloads(const AuditRunOptions& options, const PerDelivery& per_delivery,
-                      GroupShelf& groups, PayloadDifferences& differences_found,
-                      io::Diagnostics& diagnostics) {
+void compare_payloads(const AuditRunOptions& options, PerDelivery& per_delivery, GroupShelf& groups,
+                      PayloadDifferences& differences_found, io::Diagnostics& diagnostics) {
     constexpr std::size_t k_payloads_compared = 3, k_groups_compared = 10'000;
     struct Wanted {
         bool fingerprint_group = false;
@@ -236,7 +271,16 @@ void compare_payloads(const AuditRunOptions& options, const PerDelivery& per_del
     }
     if (wanted.empty()) return;
     std::string unread;
-    auto payloads = read_payloads_again(options, positions, unread);
+    // What learning per-delivery fields read already is not read again.
+    std::set<std::string> unread_positions;
+    for (const auto& position : positions)
+        if (!per_delivery.payloads_read.count(position)) unread_positions.insert(position);
+    auto payloads = read_payloads_again(options, unread_positions, unread);
+    for (const auto& position : positions)
+        if (auto found = per_delivery.payloads_read.find(position);
+            found != per_delivery.payloads_read.end())
+            payloads.emplace(position, std::move(found->second));
+    per_delivery.payloads_read.clear();
     if (!unread.empty())
         diagnostics.warning({}, fmt::format("groups mix payloads, but {}", unread));
     for (const auto& one : wanted) {

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <xxhash.h>
+#include <unordered_map>
 
 namespace idem::audit {
 
@@ -29,46 +29,35 @@ bool is_or_under(std::string_view path, std::string_view field) {
     return path.size() == field.size() || path[field.size()] == '.' || path[field.size()] == '[';
 }
 
-// The payload's leaves outside the learned fields, path and value, in
-// path order (nlohmann's objects are ordered): what the payload is
-// without them.
-void append_leaves(const nlohmann::json& value, std::string& path, const PerDelivery& learned,
-                   std::string& out) {
-    auto at = path.size();
-    if (value.is_object()) {
-        for (auto member = value.begin(); member != value.end(); ++member) {
-            if (at > 0) path += '.';
-            path += member.key();
-            if (!learned.covers(path)) append_leaves(member.value(), path, learned, out);
-            path.resize(at);
+// A path as differences() writes it ("meta.host", "items[2].qty") as a
+// field path ("/meta/host", "/items/2/qty"): a JSON Pointer, so that a
+// name with '.' in it... is still split where differences() joined it.
+record::FieldPath field_path_of(std::string_view path) {
+    std::string pointer;
+    auto segment = [&](std::string_view name) {
+        pointer += '/';
+        for (char c : name) {
+            if (c == '~')
+                pointer += "~0";
+            else if (c == '/')
+                pointer += "~1";
+            else
+                pointer += c;
         }
-        return;
-    }
-    if (value.is_array()) {
-        for (std::size_t i = 0; i < value.size(); ++i) {
-            path += '[';
-            path += std::to_string(i);
-            path += ']';
-            if (!learned.covers(path)) append_leaves(value[i], path, learned, out);
-            path.resize(at);
+    };
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= path.size(); ++i) {
+        if (i < path.size() && path[i] != '.' && path[i] != '[') continue;
+        if (i > start) segment(path.substr(start, i - start));
+        if (i < path.size() && path[i] == '[') {
+            auto close = path.find(']', i);
+            if (close == std::string_view::npos) break;
+            segment(path.substr(i + 1, close - i - 1));
+            i = close;
         }
-        out += path;
-        out += value.empty() ? "\x01[]" : "\x01"; // an empty array, and how many
-        out += std::to_string(value.size());
-        out += '\0';
-        return;
+        start = i + 1;
     }
-    out += path;
-    out += '\x01';
-    out += value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    out += '\0';
-}
-
-std::uint64_t class_of_payload(const nlohmann::json& payload, const PerDelivery& learned) {
-    std::string path, leaves;
-    append_leaves(payload, path, learned, leaves);
-    auto hash = XXH3_64bits(leaves.data(), leaves.size());
-    return hash == 0 ? 1 : hash; // 0 is "no payload"
+    return record::FieldPath::parse(pointer);
 }
 
 } // namespace
@@ -106,7 +95,8 @@ PerDelivery learn_per_delivery(const AuditRunOptions& options, const PayloadSurv
         for (const auto& [payload, position] : mixed->payloads)
             positions.insert(position_text(inputs, position));
     std::string unread;
-    auto payloads = detail::read_payloads_again(options, positions, unread);
+    auto& payloads = learned.payloads_read;
+    payloads = detail::read_payloads_again(options, positions, unread);
 
     // Fields a group names as its intent are never the delivery's.
     std::vector<std::string> never;
@@ -136,33 +126,25 @@ PerDelivery learn_per_delivery(const AuditRunOptions& options, const PayloadSurv
         learned.fields.push_back(field);
     }
     if (learned.fields.empty()) return learned;
+    payloads.clear(); // groups that mixed only learned fields mix nothing now
 
-    // Every payload of a group that mixes them, without the fields: the
-    // sample's from what was read, the rest read once more.
-    std::set<std::string> unclassed;
+    // Every payload of a group that mixes them, as read with the fields
+    // left out (the digest reading computes, so a payload is compared to
+    // another the same way however it was reached).
+    std::vector<record::FieldPath> learned_paths;
+    for (const auto& field : learned.fields)
+        learned_paths.push_back(field_path_of(field));
+    std::unordered_map<std::string, std::uint64_t> wanted; // position, payload as read
+    std::set<std::string> at;
     for (const auto& mixed : survey.mixed)
-        for (const auto& [payload, position] : mixed.payloads) {
-            if (learned.classes.count(payload)) continue;
-            auto at = position_text(inputs, position);
-            if (auto found = payloads.find(at); found != payloads.end())
-                learned.classes.emplace(payload, class_of_payload(found->second, learned));
-            else
-                unclassed.insert(std::move(at));
-        }
-    payloads.clear();
-    if (!unclassed.empty()) {
-        std::map<std::string, std::uint64_t> wanted; // position, payload as read
-        for (const auto& mixed : survey.mixed)
-            for (const auto& [payload, position] : mixed.payloads)
-                if (!learned.classes.count(payload))
-                    wanted.emplace(position_text(inputs, position), payload);
-        detail::visit_payloads_again(
-            options, unclassed, unread,
-            [&](const std::string& position, const nlohmann::json& payload) {
-                if (auto found = wanted.find(position); found != wanted.end())
-                    learned.classes.emplace(found->second, class_of_payload(payload, learned));
-            });
-    }
+        for (const auto& [payload, position] : mixed.payloads)
+            if (auto text = position_text(inputs, position); wanted.emplace(text, payload).second)
+                at.insert(std::move(text));
+    detail::visit_payload_digests_again(
+        options, at, learned_paths, unread, [&](const std::string& position, std::uint64_t digest) {
+            if (auto found = wanted.find(position); found != wanted.end() && digest != 0)
+                learned.classes.emplace(found->second, digest);
+        });
     if (!unread.empty())
         diagnostics.warning({}, fmt::format("per-delivery fields are learned without some "
                                             "groups: {}",

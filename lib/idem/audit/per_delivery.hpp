@@ -16,8 +16,11 @@
 #include "idem/audit/run.hpp"
 #include "idem/io/diagnostics.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -80,6 +83,10 @@ struct PerDelivery {
     // A payload (as read) to the payload without those fields: only the
     // payloads of groups that mix them are here, the rest stay as read.
     std::unordered_map<std::uint64_t, std::uint64_t> classes;
+    // The payloads read to learn from, by position, as read, when no field
+    // was learned (the groups that mix payloads are then those read):
+    // "What differs" reads only the others again.
+    std::map<std::string, nlohmann::json> payloads_read;
 
     [[nodiscard]] std::uint64_t class_of(std::uint64_t payload) const {
         auto found = classes.find(payload);
@@ -92,9 +99,9 @@ struct PerDelivery {
 
 inline constexpr std::uint64_t k_fewest_groups = 3;
 // The groups that mix payloads whose payloads are read to learn from, the
-// earliest first: the rest are only given their payloads without the
-// fields learned.
-inline constexpr std::size_t k_groups_learned_from = 20'000;
+// earliest first (their JSON is held while learning): the rest are only
+// given their payloads without the fields learned.
+inline constexpr std::size_t k_groups_learned_from = 5'000;
 
 // Learns from the payloads of `survey`'s groups, read again from the
 // inputs (`inputs` names them by Findings::Position::input). Nothing is

@@ -93,15 +93,23 @@ public:
             context.replayed = &m_replayed;
             if (!m_options.verdicts_uri.empty()) context.verdicts = &m_verdicts;
             context.differences = &m_differences;
-            auto survey = m_spill->survey_payloads(m_options.explain.window,
-                                                   run::worker_count(m_options.threads) + 1);
-            add_what_if_groups(survey);
-            m_per_delivery = learn_per_delivery(m_options, survey, context.inputs, m_diagnostics);
-            context.per_delivery = &m_per_delivery;
             // The input is read: the calling thread, which read it, is
-            // free to explain partitions beside the workers.
-            m_shelf = m_spill->explain_groups(std::move(context), summary,
-                                              run::worker_count(m_options.threads) + 1);
+            // free to explain partitions beside the workers. The groups
+            // are explained on the payloads as read, and tell what they
+            // mix; only when that teaches per-delivery fields are they
+            // explained again without them (no log pays for a survey).
+            auto threads = run::worker_count(m_options.threads) + 1;
+            auto again = context;
+            PayloadSurvey survey;
+            context.survey = &survey;
+            m_shelf = m_spill->explain_groups(std::move(context), summary, threads);
+            add_what_if_groups(survey);
+            m_per_delivery = learn_per_delivery(m_options, survey, again.inputs, m_diagnostics);
+            if (m_per_delivery.classes.empty()) return *m_shelf;
+            m_shelf.reset(); // its mapping of the group file goes before the file is made anew
+            again.per_delivery = &m_per_delivery;
+            summary = {};
+            m_shelf = m_spill->explain_groups(std::move(again), summary, threads);
             return *m_shelf;
         }
         m_findings = explain_in_memory();

@@ -422,6 +422,7 @@ struct ExplainedPartition {
         members; // (seq, source) of grouped records
     std::map<Cause, std::uint64_t> causes;
     std::uint64_t intents = 0;
+    PayloadSurvey survey; // of its groups, as read (Context::survey)
 };
 
 // A grouped record's fields in the group file, packed: a group's text
@@ -543,8 +544,10 @@ ExplainedPartition explain_partition(PartitionRows& partition, GroupKind kind,
     // apart and copied there.
     out.bytes.reserve(room);
     ByteWriter bytes(out.bytes);
+    std::vector<std::vector<std::size_t>> surveyed; // each group's records, for the survey
     detail::explain_groups(
         kind, attempts, layout.keys_given, options, [&](const Explanation& group) {
+            if (context.survey) surveyed.push_back(group.records);
             auto start = bytes.size();
             bytes.put<std::uint8_t>(static_cast<std::uint8_t>(group.kind));
             bytes.put(static_cast<std::uint32_t>(group.records.size()));
@@ -580,6 +583,15 @@ ExplainedPartition explain_partition(PartitionRows& partition, GroupKind kind,
     // Ordered here, on the partition's worker: the run then merges the
     // partitions' ordered runs instead of sorting every group on one thread.
     std::sort(out.index.begin(), out.index.end(), worse_first);
+    if (context.survey)
+        survey_groups(
+            surveyed, kind == GroupKind::key || !layout.keys_given,
+            [&](std::size_t n) {
+                const auto& header = headers[n];
+                return SurveyedRecord{
+                    header.seq, header.payload, {header.input, header.row != 0, header.number}};
+            },
+            out.survey);
     return out;
 }
 
@@ -589,7 +601,8 @@ class GroupWriter {
 public:
     GroupWriter(io::SpillFile& file, const Spill::Context& context, const SpillLayout& layout,
                 FindingsSummary& summary)
-        : m_file(file), m_summary(summary), m_by_source(context.sources.size(), 0) {
+        : m_file(file), m_summary(summary), m_survey(context.survey),
+          m_by_source(context.sources.size(), 0) {
         // Only with fingerprints is a record in two groups (a key group
         // and a fingerprint group).
         if (layout.by_fingerprint) m_counted.assign(context.records, false);
@@ -614,6 +627,12 @@ public:
         for (const auto& [cause, count] : partition.causes)
             m_summary.causes[cause] += count;
         m_intents += partition.intents;
+        if (m_survey) {
+            auto& part = partition.survey;
+            m_survey->retried.insert(m_survey->retried.end(), part.retried.begin(),
+                                     part.retried.end());
+            std::move(part.mixed.begin(), part.mixed.end(), std::back_inserter(m_survey->mixed));
+        }
     }
 
     // The index, worst first, and the summary's totals.
@@ -672,6 +691,7 @@ private:
 
     io::SpillFile& m_file;
     FindingsSummary& m_summary;
+    PayloadSurvey* m_survey;     // Context::survey
     std::vector<bool> m_counted; // by input order, with fingerprints: a record counts once
     std::vector<std::uint64_t> m_by_source; // grouped records by source id
     std::uint64_t m_intents = 0;
@@ -681,73 +701,6 @@ private:
 };
 
 } // namespace
-
-namespace {
-
-// survey_payloads() of one partition: its groups as explain_partition()
-// finds them, each record told by its row's header.
-PayloadSurvey survey_partition(PartitionRows& partition, GroupKind kind, const SpillLayout& layout,
-                               Duration window) {
-    const auto& rows = partition.rows;
-    auto own_text = [&](const Row& row) {
-        return kind == GroupKind::key ? row.key : row.fingerprint;
-    };
-    auto distinct = detail::assign_text_ids(
-        rows.size(), [&](std::size_t i) { return own_text(rows[i]); }, partition.hashes,
-        partition.ids, partition.firsts);
-    if (kind == GroupKind::fingerprint) split_intents(partition, distinct, window);
-    auto groups = detail::members_of(rows.size(), [&](std::size_t i) { return partition.ids[i]; });
-    if (kind == GroupKind::fingerprint && layout.keys_given)
-        std::erase_if(groups, [&](const std::vector<std::size_t>& members) {
-            return std::all_of(members.begin(), members.end(), [&](std::size_t i) {
-                return rows[i].key == rows[members.front()].key;
-            });
-        });
-    PayloadSurvey survey;
-    bool learned_from = kind == GroupKind::key || !layout.keys_given;
-    survey_groups(
-        groups, learned_from,
-        [&](std::size_t i) {
-            auto header = header_of(rows[i]);
-            return SurveyedRecord{
-                header.seq, header.payload, {header.input, header.row != 0, header.number}};
-        },
-        survey);
-    return survey;
-}
-
-} // namespace
-
-PayloadSurvey Spill::survey_payloads(Duration window, std::size_t threads) {
-    struct Job {
-        Partitions* partitions;
-        std::size_t index;
-        GroupKind kind;
-    };
-    std::vector<PartitionRows> rows(threads); // per worker, reused
-    OrderedWorkers<Job, PayloadSurvey> pool(
-        threads, 2 * threads, [&](Job& job, std::size_t worker) {
-            job.partitions->read(job.index, rows[worker]);
-            return survey_partition(rows[worker], job.kind, m_layout, window);
-        });
-    PayloadSurvey survey;
-    auto take = [&](PayloadSurvey&& part) {
-        survey.retried.insert(survey.retried.end(), part.retried.begin(), part.retried.end());
-        std::move(part.mixed.begin(), part.mixed.end(), std::back_inserter(survey.mixed));
-    };
-    auto submit = [&](Partitions* partitions, GroupKind kind) {
-        for (std::size_t i = 0; i < partitions->files.count(); ++i) {
-            while (pool.full())
-                if (auto finished = pool.next(true)) take(std::move(finished->output));
-            pool.submit({partitions, i, kind});
-        }
-    };
-    submit(m_by_key.get(), GroupKind::key);
-    if (m_by_fingerprint) submit(m_by_fingerprint.get(), GroupKind::fingerprint);
-    while (auto finished = pool.next(true))
-        take(std::move(finished->output));
-    return survey;
-}
 
 std::unique_ptr<GroupShelf> Spill::explain_groups(Context context, FindingsSummary& summary,
                                                   std::size_t threads) {

@@ -84,13 +84,11 @@ public:
         const PayloadDifferences* differences = nullptr; // filled before rendering
         // Payloads without the per-delivery fields, as groups compare them.
         const PerDelivery* per_delivery = nullptr;
+        // When given, filled with what the groups say of their payloads, as
+        // read (per_delivery.hpp): a run that learns fields from it explains
+        // the groups again with them.
+        PayloadSurvey* survey = nullptr;
     };
-
-    // What the groups on disk say of their payloads, for learning
-    // per-delivery fields before any is explained (per_delivery.hpp): one
-    // more read of the partitions, on `threads` threads. Intents are one
-    // fingerprint within `window` (the explanations' --window).
-    [[nodiscard]] PayloadSurvey survey_payloads(Duration window, std::size_t threads);
 
     // Finds and explains every group, partition by partition on `threads`
     // threads, writing them to a file of groups in partition order; returns

@@ -41,14 +41,21 @@ read_payloads_again(const AuditRunOptions& options, const std::set<std::string>&
 void visit_payloads_again(
     const AuditRunOptions& options, const std::set<std::string>& positions, std::string& unread,
     const std::function<void(const std::string&, const nlohmann::json&)>& visit);
+// The payload digests (as reading computes them: run.cpp compares
+// those) of the records at `positions`, read again with `also_ignored`
+// left out too, each handed to `visit`: no JSON document is built.
+void visit_payload_digests_again(
+    const AuditRunOptions& options, const std::set<std::string>& positions,
+    const std::vector<record::FieldPath>& also_ignored, std::string& unread,
+    const std::function<void(const std::string&, std::uint64_t)>& visit);
 
 // The fields that differ between the payloads of each group that mixes
 // them, into `differences`: its first record against the first record of
 // each other payload (up to three), read again from the files; bounded to
 // the first 10,000 such groups. A warning when some could not be read.
-// Fields learned as per-delivery are not shown.
-void compare_payloads(const AuditRunOptions& options, const PerDelivery& per_delivery,
-                      GroupShelf& groups, PayloadDifferences& differences,
-                      io::Diagnostics& diagnostics);
+// Fields learned as per-delivery are not shown; the payloads learning read
+// are taken from `per_delivery` instead of being read again.
+void compare_payloads(const AuditRunOptions& options, PerDelivery& per_delivery, GroupShelf& groups,
+                      PayloadDifferences& differences, io::Diagnostics& diagnostics);
 
 } // namespace idem::audit::detail
