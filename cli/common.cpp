@@ -181,19 +181,24 @@ void apply_store_timeout(const CommonOptions& options, std::chrono::milliseconds
     store::set_store_timeout(timeout);
 }
 
-run::InputOptions input_options(const CommonOptions& options) {
-    run::InputOptions input;
+std::vector<std::string> expanded_inputs(const CommonOptions& options,
+                                         const std::vector<std::string>& inputs) {
     run::InputExpansion expansion;
     expansion.recursive = options.recursive;
     expansion.links =
         options.follow_links ? run::LinkPolicy::follow_links : run::LinkPolicy::stay_inside;
     expansion.written = options.written_files;
-    auto expanded = run::expand_inputs(options.inputs, expansion);
+    auto expanded = run::expand_inputs(inputs, expansion);
     if (!options.quiet)
         for (const auto& skipped : expanded.skipped)
             print_stderr("idem: warning: {}: left out: {}\n", quote(skipped.path),
                          terminal_text(skipped.reason));
-    input.paths = std::move(expanded.files);
+    return std::move(expanded.files);
+}
+
+run::InputOptions input_options(const CommonOptions& options) {
+    run::InputOptions input;
+    input.paths = expanded_inputs(options, options.inputs);
     input.format = options.input_format;
     if (!options.csv_delimiter.empty()) {
         if (input.format != run::InputFormat::csv && input.format != run::InputFormat::detect)

@@ -157,6 +157,9 @@ std::vector<reconcile::StageInput> stages_of(const ReconcileOptions& options) {
         if (const auto& payload = payloads.of(name); !payload.empty())
             stage.payload = record::FieldPath::parse_list(payload);
         stage.query = queries.of(name);
+        // A folder (--recursive) or a pattern is the stage's files in
+        // order, as every command's inputs are; a database is one file.
+        if (stage.query.empty()) stage.files = expanded_inputs(options.common, {path});
         if (const auto& path_by = by.of(name); !path_by.empty())
             stage.by = record::FieldPath::parse(path_by);
         stages.push_back(std::move(stage));

@@ -6,6 +6,7 @@
 #include "idem/audit/differences.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -60,6 +61,35 @@ record::FieldPath field_path_of(std::string_view path) {
     return record::FieldPath::parse(pointer);
 }
 
+// A generated identifier, as JSON: a UUID, 16 or more hex digits (a trace
+// or request id), or 20 to 64 letters and digits with both in it (a ULID,
+// a KSUID, a random token) - and never a business id with a prefix
+// ("pi_3Mtw..."), a name or a number.
+bool looks_generated(std::string_view json) {
+    if (json.size() < 2 || json.front() != '"' || json.back() != '"') return false;
+    auto text = json.substr(1, json.size() - 2);
+    auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
+    if (text.size() == 36) {
+        bool uuid = true;
+        for (std::size_t i = 0; i < text.size() && uuid; ++i)
+            uuid = (i == 8 || i == 13 || i == 18 || i == 23) ? text[i] == '-' : hex(text[i]);
+        if (uuid) return true;
+    }
+    if (text.size() >= 16 && std::all_of(text.begin(), text.end(), hex)) return true;
+    if (text.size() < 20 || text.size() > 64) return false;
+    bool letters = false, digits = false;
+    for (char c : text) {
+        auto byte = static_cast<unsigned char>(c);
+        if (std::isdigit(byte))
+            digits = true;
+        else if (std::isalpha(byte))
+            letters = true;
+        else
+            return false;
+    }
+    return letters && digits;
+}
+
 } // namespace
 
 bool PerDelivery::covers(std::string_view path) const {
@@ -102,7 +132,17 @@ PerDelivery learn_per_delivery(const AuditRunOptions& options, const PayloadSurv
     std::vector<std::string> never;
     for (const auto& path : options.fingerprint_fields)
         never.push_back(path.text());
-    std::map<std::string, std::uint64_t> differing; // groups each field differs in
+    struct Differing {
+        std::uint64_t groups = 0; // the groups it differs in
+        bool generated = true;    // every value seen a generated id, none twice
+        std::set<std::string> values;
+    };
+    std::map<std::string, Differing> differing;
+    auto saw = [&](Differing& field, const std::optional<std::string>& value) {
+        if (!field.generated) return;
+        field.generated = value && looks_generated(*value) && field.values.insert(*value).second;
+        if (!field.generated) field.values.clear();
+    };
     for (const auto* mixed : sample) {
         auto first = payloads.find(position_text(inputs, mixed->payloads.front().second));
         if (first == payloads.end()) continue;
@@ -110,14 +150,21 @@ PerDelivery learn_per_delivery(const AuditRunOptions& options, const PayloadSurv
         for (std::size_t p = 1; p < mixed->payloads.size(); ++p) {
             auto later = payloads.find(position_text(inputs, mixed->payloads[p].second));
             if (later == payloads.end()) continue;
-            for (auto& difference : differences(first->second, later->second))
+            for (auto& difference : differences(first->second, later->second)) {
+                auto& field = differing[difference.path];
+                if (p == 1) saw(field, difference.before);
+                saw(field, difference.after);
                 fields.insert(std::move(difference.path));
+            }
         }
         for (const auto& field : fields)
-            ++differing[field];
+            ++differing[field].groups;
     }
-    for (const auto& [field, groups] : differing) {
-        if (groups < k_fewest_groups || 2 * groups < learned.groups_judged) continue;
+    for (const auto& [field, found] : differing) {
+        // Most retried groups, and enough of them to tell; or, in a log of
+        // fewer, a field whose every value is a fresh generated id.
+        if (2 * found.groups <= learned.groups_judged) continue;
+        if (found.groups < k_fewest_groups && !found.generated) continue;
         if (field == "(the payload)") continue;
         if (std::any_of(never.begin(), never.end(), [&](const std::string& path) {
                 return is_or_under(field, path) || is_or_under(path, field);

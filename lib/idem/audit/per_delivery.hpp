@@ -5,12 +5,15 @@
 // Each differs between the copies of a retried group without the intent
 // changing; compared as payload, every retry would read as key-reuse.
 //
-// A field is per-delivery when it differs between the copies of at least
+// A field is per-delivery when it differs between the copies of more than
 // half of the retried groups, and of at least k_fewest_groups of them:
 // a business field that differs under one key (an amount) does so in the
-// groups of the incident, not in nearly every retry. The report names
-// what was learned, so a reader sees a business field there and gives
-// --no-learn-volatile.
+// groups of the incident, not in nearly every retry. A log of fewer
+// retried groups cannot tell so by counting: there a field is learned
+// when, besides, each of its values is a generated identifier seen once
+// (a UUID per delivery), which no business field under a reused key is
+// (an order's id "ord_2", an amount). The report names what was learned,
+// so a reader sees a business field there and gives --no-learn-volatile.
 
 #include "idem/audit/report.hpp"
 #include "idem/audit/run.hpp"

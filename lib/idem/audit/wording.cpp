@@ -279,10 +279,11 @@ std::optional<std::string> describe_per_delivery(const FindingsSummary& summary)
             static_cast<std::ptrdiff_t>(std::min(k_named, summary.per_delivery.size())));
     if (summary.per_delivery.size() > k_named)
         named.push_back(fmt::format("{} more", summary.per_delivery.size() - k_named));
-    return fmt::format("treated as per-delivery, not payload: {} (they differ between the copies "
-                       "of most of the {} retried groups; --volatile adds a field, "
+    return fmt::format("treated as per-delivery, not payload: {} (learned from how the copies of "
+                       "the log's {} retried group{} differ; --volatile adds a field, "
                        "--no-learn-volatile compares them as payload)",
-                       fmt::join(named, ", "), summary.per_delivery_groups);
+                       fmt::join(named, ", "), summary.per_delivery_groups,
+                       summary.per_delivery_groups == 1 ? "" : "s");
 }
 
 std::optional<std::string> describe_intent_window(const FindingsSummary& summary) {

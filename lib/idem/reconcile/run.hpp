@@ -22,6 +22,9 @@ namespace idem::reconcile {
 struct StageInput {
     std::string name;
     std::string path; // NDJSON (envelopes too), .har, .csv, or a JSON array / {"data": [...]}
+    // The files `path` names (a folder, a pattern: run/input_paths.hpp),
+    // read in order; empty: `path` itself.
+    std::vector<std::string> files;
     record::FieldPath key;
     std::optional<record::FieldPath> time; // default: an envelope's received_at
     // What `changed` compares between stages (none: not compared).

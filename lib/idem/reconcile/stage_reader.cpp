@@ -140,7 +140,7 @@ void StageReader::read(const StageInput& stage, const Take& take) {
 
 void StageReader::read_lines(const StageInput& stage, const Take& take) {
     run::InputOptions input = m_options.input;
-    input.paths = {stage.path};
+    input.paths = stage.files.empty() ? std::vector<std::string>{stage.path} : stage.files;
     input.format = input_format_of(stage, m_options.input.format);
     run::RecordRunSetup setup{input, m_reject_sink.get(), m_options.strictness, m_options.threads};
     run::RecordRun<WorkerState, BlockResult> run(setup, m_diagnostics);

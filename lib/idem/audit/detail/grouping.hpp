@@ -147,8 +147,8 @@ inline std::vector<std::vector<std::size_t>> members_by(const std::vector<Attemp
 
 // One intent is one fingerprint within a window (docs/audit.md, "The
 // intent window"): the same user filing the same kind of ticket two days
-// apart is two intents. Each id's records in time order, a record more than
-// `window` after the first record of its window starts another window,
+// apart is two intents. Each id's records in time order, a record `window`
+// or more after the first record of its window starts another window,
 // given a new id past `distinct`; records without a time stay in the first.
 // Returns how many ids there are now. `ids[i]` is record i's (0: none).
 template <typename TimeOf>
@@ -171,7 +171,7 @@ std::uint32_t split_by_window(std::vector<std::uint32_t>& ids, std::uint32_t dis
                 id = ids[i];
                 continue;
             }
-            if (*at - *start > window) {
+            if (*at - *start >= window) {
                 start = at;
                 id = ++distinct;
             }
