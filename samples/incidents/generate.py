@@ -185,6 +185,33 @@ def clean():
              "event": {"type": "charge.succeeded", "charge": f"ch_{n}", "amount": 100 * n}} for n in range(20)]
 
 
+def write_day_folder(records):
+    """The webhook deliveries as a log shipper keeps a day of them:
+    samples/captures/2026-11-30/, a compressed file per half hour (gzip,
+    the last zstd), for the README's postmortem. gzip without a time in
+    its header, so the files are the same on every run."""
+    import gzip
+    import subprocess
+    day = os.path.join(HERE, "..", "captures", "2026-11-30")
+    os.makedirs(day, exist_ok=True)
+    parts = {}
+    for record in records:
+        at = datetime.fromisoformat(record["received_at"].replace("Z", "+00:00"))
+        parts.setdefault(f"{at.hour:02}{30 * (at.minute // 30):02}", []).append(record)
+    names = sorted(parts)
+    for name in names:
+        data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in parts[name]).encode()
+        if name == names[-1]:
+            packed = subprocess.run(["zstd", "-q", "-c", "--no-check"], input=data, capture_output=True,
+                                    check=True).stdout
+            path = os.path.join(day, name + ".ndjson.zst")
+        else:
+            packed = gzip.compress(data, mtime=0)
+            path = os.path.join(day, name + ".ndjson.gz")
+        with open(path, "wb") as out:
+            out.write(packed)
+
+
 if __name__ == "__main__":
     write("agent-retries.ndjson", agent_retries())
     write("ttl-expired.ndjson", ttl_expired())
@@ -194,3 +221,4 @@ if __name__ == "__main__":
     write("clean.ndjson", clean())
     write("layered-retries.ndjson", layered_retries())
     write("webhook-deliveries.ndjson", webhook_deliveries())
+    write_day_folder(webhook_deliveries())
