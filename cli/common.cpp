@@ -547,9 +547,11 @@ void set_crash_point_from(std::string_view text) {
         set_crash_point(CrashAt::record, count);
     else if (where == "commit" && counted)
         set_crash_point(CrashAt::commit, count);
+    else if (where == "interrupt" && counted)
+        set_crash_point(CrashAt::interrupt, count);
     else
-        throw UsageError(
-            fmt::format("IDEM_CRASH_AT {}: record:N or commit:N, N above 0", quote(text)));
+        throw UsageError(fmt::format(
+            "IDEM_CRASH_AT {}: record:N, commit:N or interrupt:N, N above 0", quote(text)));
 }
 
 } // namespace idem::cli

@@ -6,6 +6,7 @@
 #include "idem/dedup/run.hpp"
 #include "idem/io/sink.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/interrupt.hpp"
 #include "idem/util/text.hpp"
 
 #include <fmt/format.h>
@@ -32,6 +33,7 @@ struct DedupOptions {
     std::string counts_path;
     std::string output_path;
     bool fail_on_duplicate = false;
+    bool resume_to_stdout = false;
     bool print_key = false;
     std::string store;
     std::string scope = "default";
@@ -119,9 +121,19 @@ int run_dedup_command(const DedupOptions& options) {
     apply_store_timeout(options.common, std::chrono::milliseconds(10000));
     StderrDiagnostics diagnostics(options.common.quiet);
     auto output = io::Sink::standard_output();
-    auto result = dedup::run_dedup(run, *output, diagnostics);
-    return finish_run(options.common, diagnostics, result.summary,
-                      result.duplicates > 0 && options.fail_on_duplicate ? 1 : 0);
+    // Ctrl-C stops the run where it can say what it committed; a second
+    // one ends it at once.
+    stop_on_interrupt();
+    run.interrupt = &interrupt_request();
+    run.resume_to_stdout = options.resume_to_stdout;
+    try {
+        auto result = dedup::run_dedup(run, *output, diagnostics);
+        return finish_run(options.common, diagnostics, result.summary,
+                          result.duplicates > 0 && options.fail_on_duplicate ? 1 : 0);
+    } catch (const Interrupted& stop) {
+        print_stderr("idem dedup: {}\n", stop.what());
+        return 128 + stop.signal();
+    }
 }
 } // namespace
 
@@ -167,6 +179,10 @@ void register_dedup(CLI::App& app, std::function<int()>& action) {
     command->add_flag("--mark", options->mark,
                       "pass every record, with _idem.dedup saying whether it is a duplicate");
     command->add_flag("--count", options->count, "write no records: only the summary");
+    command->add_flag("--resume-to-stdout", options->resume_to_stdout,
+                      "go on after a run to standard output that Ctrl-C interrupted over the "
+                      "same input and store: write only the records it did not (append them "
+                      "to its output with >>); without it, such a rerun is refused");
     command->add_option(
         "-o,--output", options->output_path,
         "write to FILE instead of stdout; a rerun after a crash resumes it exactly");

@@ -124,6 +124,69 @@ class Dedup(unittest.TestCase):
             harness.run_through()
 
 
+class Interrupted(unittest.TestCase):
+    """Issue 60, item 8 (docs/dedup.md, "Interrupted"): Ctrl-C, then the
+    same command again as a person types it. The interrupt is a real
+    SIGINT the process raises at a record count (IDEM_CRASH_AT=interrupt:N),
+    so it lands at the same point on any machine."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.log = os.path.join(self.tmp.name, "day.ndjson")
+        with open(self.log, "wb") as f:
+            f.write(ndjson(dedup_events(sized(20000), 8)))
+        self.store = os.path.join(self.tmp.name, "idem.db")
+        self.args = ["dedup", "--key", "id", "--threads", "1", "--batch", "500", "--store", self.store]
+        _, self.clean, _ = run(["dedup", "--key", "id", "--store", ":memory:", self.log])
+
+    def interrupted(self, extra=()):
+        at = str(sized(20000) // 3)
+        code, out, err = run(self.args + list(extra) + [self.log], env={**os.environ, "IDEM_CRASH_AT": f"interrupt:{at}"})
+        self.assertEqual(code, 130, err)
+        return out, err
+
+    def test_to_stdout_the_rerun_is_refused_and_resume_to_stdout_completes_the_output(self):
+        first, err = self.interrupted()
+        self.assertRegex(err, r"idem dedup: interrupted after \d+ records: their verdicts are committed to "
+                              r"sqlite:.*idem\.db \(scope 'default'\)")
+        self.assertIn("--resume-to-stdout and append (>>)", err)
+        self.assertGreater(len(first), 0)
+        self.assertTrue(self.clean.startswith(first))  # what it wrote is what one clean run writes first
+        # The shell truncated the output for the rerun: it must not exit 0
+        # with records left out.
+        code, out, err = run(self.args + [self.log])
+        self.assertEqual(code, 2, err)
+        self.assertEqual(out, b"")
+        self.assertRegex(err, r"was interrupted after committing \d+ records")
+        self.assertIn("--resume-to-stdout", err)
+        code, rest, err = run(self.args + ["--resume-to-stdout", self.log])
+        self.assertEqual(code, 0, err)
+        self.assertEqual(first + rest, self.clean)
+        # The summary speaks for the whole input.
+        clean_lines = self.clean.count(b"\n")
+        self.assertRegex(err, rf"\b{clean_lines} out\b")
+        # Done: the note is gone, a rerun is an ordinary one (every record a
+        # duplicate of an earlier run's).
+        code, again, err = run(self.args + [self.log])
+        self.assertEqual((code, again), (0, b""), err)
+
+    def test_with_an_output_file_the_same_command_resumes_byte_for_byte(self):
+        out_path = os.path.join(self.tmp.name, "out.ndjson")
+        _, err = self.interrupted(["-o", out_path])
+        self.assertIn(f"and '{out_path}' holds their output: run the same command again", err)
+        code, _, err = run(self.args + ["-o", out_path, self.log])
+        self.assertEqual(code, 0, err)
+        with open(out_path, "rb") as f:
+            self.assertEqual(f.read(), self.clean)
+
+    def test_a_store_that_ends_with_the_run_says_a_rerun_starts_anew(self):
+        code, out, err = run(["dedup", "--key", "id", "--threads", "1", "--batch", "500", "--store", ":memory:",
+                              self.log], env={**os.environ, "IDEM_CRASH_AT": "interrupt:100"})
+        self.assertEqual(code, 130, err)
+        self.assertIn("a rerun starts from scratch", err)
+
+
 class Reorder(unittest.TestCase):
     def test_killed_at_many_points_the_rerun_output_equals_one_clean_run(self):
         rng = random.Random(11)

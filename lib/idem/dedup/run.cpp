@@ -100,6 +100,14 @@ struct HeldCopies {
     std::uint64_t order = 0;
 };
 
+// The run frame's setup: the input, the reject file, the workers, and
+// whether a signal may stop it.
+run::RecordRunSetup frame_setup(const DedupRunOptions& options, io::Sink* rejects) {
+    run::RecordRunSetup setup{options.input, rejects, options.strictness, options.threads};
+    setup.interrupt = options.interrupt;
+    return setup;
+}
+
 // The ordered stage of a dedup run: everything with side effects happens
 // here, on the calling thread, in input order. One class past ~400 lines,
 // on purpose: a batch's claims, the copies --keep last holds, the output
@@ -113,13 +121,12 @@ public:
              io::Diagnostics& diagnostics)
         : m_options(options), m_diagnostics(diagnostics), m_store(open_store()),
           m_outputs(m_store->checkpoints(),
-                    {"dedup", options.scope, options.input.paths, options.lock_timeout},
+                    {"dedup", options.scope, options.input.paths, options.lock_timeout,
+                     options.resume_to_stdout},
                     options.output_path, standard_output, diagnostics),
           m_output(&m_outputs.output()), m_dups(m_outputs.add("dups", options.dups_path)),
           m_counts_file(m_outputs.add("counts", options.counts_path)),
-          m_run({options.input, m_outputs.add("reject", options.reject_path), options.strictness,
-                 options.threads},
-                diagnostics) {
+          m_run(frame_setup(options, m_outputs.add("reject", options.reject_path)), diagnostics) {
         m_run.resume_after(m_outputs.resume_point());
         if (m_outputs.owned() && keeps_last()) {
             m_held_name = m_outputs.checkpoint_name();
@@ -162,7 +169,11 @@ public:
         steps.idle = [&] {
             if (m_run.records_since_commit() > 0) m_run.commit();
         };
-        m_run.run(states, steps, route);
+        try {
+            m_run.run(states, steps, route);
+        } catch (const Interrupted& stop) {
+            throw Interrupted(stop.signal(), stopped());
+        }
         release_held(Timestamp::max());
         finish();
         note_earlier_runs();
@@ -189,7 +200,9 @@ private:
         auto location = shared_location();
         m_store_name = location.describe();
         try {
-            return store::open_store(location);
+            auto opened = store::open_store(location);
+            m_store_lasts = location.kind != store::StoreKind::memory;
+            return opened;
         } catch (const StoreError& error) {
             return store_in_process(error);
         }
@@ -224,6 +237,7 @@ private:
                         local ? "--on-store-error local" : "--on-store-error pass",
                         local ? ": what it claims is written back when the store answers" : ""));
         m_store_lost = true;
+        m_store_lasts = false;
         return store::open_store(store::parse_store_uri(":memory:"));
     }
 
@@ -590,6 +604,30 @@ private:
         }
     }
 
+    // A signal stopped the run after a block: what was routed is committed
+    // (and held copies saved) as at any commit, noted for a rerun to
+    // standard output, and said (docs/dedup.md, "Interrupted").
+    std::string stopped() {
+        commit();
+        m_run.flush_rejects();
+        m_outputs.interrupted(m_store_lasts ? m_store.get() : nullptr, m_run.records_done(),
+                              carried_counts());
+        auto done = m_run.records_done();
+        std::string what = fmt::format(
+            "interrupted after {} record{}: their verdicts are committed to {} (scope {})", done,
+            done == 1 ? "" : "s", m_store_name, quote(m_options.scope));
+        if (m_outputs.owned())
+            return what + fmt::format(", and {} holds their output: run the same command again "
+                                      "to resume it byte for byte",
+                                      quote(m_options.output_path));
+        if (m_outputs.noted_interruption())
+            return what + ", and their output went to standard output: to go on after them, run "
+                          "the same command again with --resume-to-stdout and append (>>) to "
+                          "that output; -o FILE resumes by itself";
+        return what + "; this store does not outlive the run (or the input is not files), so a "
+                      "rerun starts from scratch";
+    }
+
     // The last batch. Its checkpoint is marked finished: a rerun over the
     // same input (this run killed before it could exit) leaves the outputs
     // as they are; a run over another input starts them anew.
@@ -644,7 +682,8 @@ private:
     const DedupRunOptions& m_options;
     io::Diagnostics& m_diagnostics;
     std::string m_store_name;
-    bool m_store_lost = false; // the run goes on with a store in this process
+    bool m_store_lost = false;  // the run goes on with a store in this process
+    bool m_store_lasts = false; // a file or a server: it outlives the run
     std::unique_ptr<store::Store> m_store;
     store::OwnedOutputs m_outputs;
     io::Sink* m_output;

@@ -12,6 +12,7 @@
 #include "idem/util/time.hpp"
 #include "idem/util/time_zone.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -61,6 +62,11 @@ struct DedupRunOptions {
     std::string scope = "default";
     std::size_t threads = 0;
     std::uint64_t batch = 65536; // records per store transaction
+    // A stop asked by Ctrl-C or SIGTERM (util/interrupt.hpp): the run
+    // commits what it routed, notes it for a rerun, and throws Interrupted
+    // saying what it committed and how to resume. Null: not asked.
+    const std::atomic<int>* interrupt = nullptr;
+    bool resume_to_stdout = false; // --resume-to-stdout (OwnedOutputs::Owner)
 };
 
 struct DedupResult {

@@ -6,8 +6,8 @@ RecordRunFrame::RecordRunFrame(const RecordRunSetup& setup, io::Diagnostics& dia
     : m_diagnostics(diagnostics), m_max_record_bytes(setup.input.max_record_bytes),
       m_threads(setup.threads), m_busy_ordered_stage(setup.busy_ordered_stage),
       m_block_bytes(setup.block_bytes), m_idle_interval(setup.idle_interval),
-      m_census(setup.input.allow_absent), m_window_active(setup.input.window.active()),
-      m_rejects_to(setup.reject_sink) {
+      m_census(setup.input.allow_absent), m_interrupt(setup.interrupt),
+      m_window_active(setup.input.window.active()), m_rejects_to(setup.reject_sink) {
     m_rejects.emplace(m_rejects_to, setup.strictness, diagnostics, setup.input.max_record_bytes);
     m_input.emplace(setup.input, &*m_rejects);
 }

@@ -21,7 +21,9 @@
 #include "idem/run/rejects.hpp"
 #include "idem/util/crash_point.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/interrupt.hpp"
 
+#include <csignal>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -79,6 +81,9 @@ struct RecordRunSetup {
     // worker_count()): by default, one worker fewer.
     bool busy_ordered_stage = false;
     std::chrono::milliseconds idle_interval = k_idle_interval;
+    // A stop asked by a signal (util/interrupt.hpp): when it holds one, the
+    // run throws Interrupted after the block it is routing. Null: never.
+    const std::atomic<int>* interrupt = nullptr;
 };
 
 // The parts of the frame that do not depend on the subcommand's types.
@@ -148,6 +153,7 @@ protected:
     bool count_record() {
         ++m_records;
         if (m_records == m_crash_at_record) crash_now();
+        if (m_records == m_interrupt_at_record) std::raise(SIGINT);
         if (m_records % k_progress_every == 0) report_progress();
         return m_records > m_resume_point;
     }
@@ -163,9 +169,11 @@ protected:
     std::size_t m_block_bytes;
     std::chrono::milliseconds m_idle_interval;
     record::PathCensus m_census;
+    const std::atomic<int>* m_interrupt;              // RecordRunSetup::interrupt
     std::uint64_t m_crash_at_record = crash_record(); // a test's crash point (IDEM_CRASH_AT)
-    std::optional<std::uint64_t> m_total_bytes;       // the inputs' size, for progress
-    bool m_window_active = false;                     // --since/--until given
+    std::uint64_t m_interrupt_at_record = interrupt_record(); // ... or its Ctrl-C
+    std::optional<std::uint64_t> m_total_bytes;               // the inputs' size, for progress
+    bool m_window_active = false;                             // --since/--until given
     std::uint64_t m_outside_range = 0;
     bool m_total_bytes_known = false; // ... asked once, at the first report
 
@@ -365,6 +373,9 @@ private:
         m_since_commit += new_records;
         bool batch_full = steps.commit_every != 0 && m_since_commit >= steps.commit_every;
         if (batch_full || (steps.commit_due && steps.commit_due())) commit();
+        if (m_interrupt)
+            if (auto signal = m_interrupt->load(std::memory_order_relaxed))
+                throw Interrupted(signal, "interrupted");
     }
 
     // A busy ordered stage also judges blocks while it would wait for its

@@ -131,6 +131,33 @@ OwnedOutputs::OwnedOutputs(CheckpointStore& store, const Owner& owner,
                            io::Diagnostics& diagnostics) {
     if (output_path.empty()) {
         m_output = &standard_output;
+        // A run to standard output keeps no checkpoint, but one a signal
+        // stopped is noted (interrupted()): run again, it would take the
+        // records that run committed for duplicates and leave them out.
+        m_input_identity = input_identity(owner.inputs);
+        if (!m_input_identity) return;
+        m_stdout_note = store::checkpoint_name(owner.command, owner.scope,
+                                               fmt::format("<stdout {}>", *m_input_identity));
+        std::optional<Checkpoint> noted;
+        try {
+            noted = store.load_checkpoint(m_stdout_note);
+        } catch (const StoreError&) {
+            // A store that does not answer yet: the run's own first claim
+            // meets it (and --on-store-error decides); no note is known.
+        }
+        if (!noted) return;
+        if (!owner.resume_to_stdout)
+            throw UsageError(fmt::format(
+                "a run of {} over this same input (scope {}) was interrupted after committing "
+                "{} records to the store and writing them to its standard output: run again, "
+                "this one would leave them out as duplicates. Give --resume-to-stdout and "
+                "append (>>) to that output to go on after them, or --scope NEW (or "
+                "--store :memory:) for a run from scratch",
+                owner.command, quote(std::string(owner.scope)), noted->records_done));
+        diagnostics.warning({}, fmt::format("resuming an interrupted run after its {} records: "
+                                            "this run writes only what it did not",
+                                            noted->records_done));
+        m_checkpoint = std::move(noted);
         return;
     }
     // Before the checkpoint is read: a run still writing this file has not
@@ -206,8 +233,22 @@ void OwnedOutputs::commit_in_order(Store* store, std::uint64_t records_done,
         finish(store->checkpoints(), records_done, counts);
     else
         checkpoint(store->checkpoints(), records_done, counts);
+    // The interrupted run this one resumed to standard output is done.
+    if (finished && !owned() && m_checkpoint) store->checkpoints().clear_checkpoint(m_stdout_note);
     reach_commit();
     store->commit();
+}
+
+void OwnedOutputs::interrupted(Store* store, std::uint64_t records_done, const RunCounts& counts) {
+    if (owned() || store == nullptr || m_stdout_note.empty() || records_done == 0) return;
+    Checkpoint noted;
+    if (m_checkpoint) noted.counts = m_checkpoint->counts;
+    for (const auto& [name, count] : counts)
+        noted.counts[name] += count;
+    noted.records_done = std::max(records_done, resume_point());
+    store->checkpoints().save_checkpoint(m_stdout_note, noted);
+    store->commit();
+    m_noted_interruption = true;
 }
 
 void OwnedOutputs::add_carried(RunCounts& counts) const {

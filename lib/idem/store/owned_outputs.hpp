@@ -75,6 +75,10 @@ public:
         std::string_view scope;                 // the run's --scope
         const std::vector<std::string>& inputs; // what it reads (input_identity)
         Duration lock_timeout = std::chrono::seconds(60);
+        // --resume-to-stdout: a run to standard output over an input an
+        // interrupted run left unfinished (interrupted()) goes on after
+        // what that run committed; without it such a run is refused.
+        bool resume_to_stdout = false;
     };
     // Waits for -o FILE to be free, finds the checkpoint a killed run left
     // in `store` and opens -o FILE, created anew or cut back to it. Throws
@@ -132,6 +136,16 @@ public:
     // input, and so does the exit code taken from it.
     void add_carried(RunCounts& counts) const;
 
+    // A signal stopped the run after its last commit (`records_done`,
+    // `counts` as commit() takes them). With -o FILE the checkpoint that
+    // commit saved resumes it. To standard output, over regular files and
+    // a store that outlives the run, it is noted in `store`: the same run
+    // again is refused, or with --resume-to-stdout writes only what this
+    // one did not (docs/dedup.md, "Interrupted").
+    void interrupted(Store* store, std::uint64_t records_done, const RunCounts& counts);
+    // Whether interrupted() noted this run in the store.
+    [[nodiscard]] bool noted_interruption() const { return m_noted_interruption; }
+
 private:
     void commit_in_order(Store* store, std::uint64_t records_done, const RunCounts& counts,
                          const std::function<void()>& save_state, bool finished);
@@ -153,6 +167,10 @@ private:
     std::string m_checkpoint_name;
     std::optional<Checkpoint> m_checkpoint;
     std::optional<std::uint64_t> m_input_identity;
+    // To standard output: the name an interruption is noted under (""
+    // when it cannot be: stdin, a store that ends with the run).
+    std::string m_stdout_note;
+    bool m_noted_interruption = false;
 };
 
 } // namespace idem::store

@@ -23,6 +23,11 @@ std::uint64_t crash_record() {
                                          : std::numeric_limits<std::uint64_t>::max();
 }
 
+std::uint64_t interrupt_record() {
+    return g_crash_at == CrashAt::interrupt ? g_crash_count
+                                            : std::numeric_limits<std::uint64_t>::max();
+}
+
 void reach_commit() {
     if (g_crash_at != CrashAt::commit) return;
     if (g_commits.fetch_add(1, std::memory_order_relaxed) + 1 == g_crash_count) crash_now();

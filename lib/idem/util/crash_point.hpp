@@ -6,7 +6,8 @@
 // the outputs are synced and the checkpoint written and before the store
 // commits. The kill lands at a record count, not at a
 // wall-clock time, so a slower build (a sanitizer's) is killed at the same
-// points. Set once, before any run, from IDEM_CRASH_AT (cli/main.cpp),
+// points; or where a test interrupts it as Ctrl-C does, at a record count
+// too. Set once, before any run, from IDEM_CRASH_AT (cli/main.cpp),
 // never from a flag.
 
 #include <cstdint>
@@ -14,13 +15,18 @@
 
 namespace idem {
 
-enum class CrashAt { nothing, record, commit };
+// interrupt: at the N-th record the process raises SIGINT, as a person's
+// Ctrl-C would (util/interrupt.hpp), and goes on.
+enum class CrashAt { nothing, record, commit, interrupt };
 
 void set_crash_point(CrashAt at, std::uint64_t count);
 
 // The record count at which a run frame crashes (the largest number when
 // none is set): the frame compares its own count with it.
 [[nodiscard]] std::uint64_t crash_record();
+// The record count at which a run frame raises SIGINT (the largest number
+// when none is set).
+[[nodiscard]] std::uint64_t interrupt_record();
 
 // Counts one commit; crashes the process at the K-th when one is set.
 void reach_commit();
