@@ -103,6 +103,17 @@ class PerDeliveryFields(unittest.TestCase):
             text = out.decode()
             self.assertRegex(text, r"treated as per-delivery, not payload: attempt\\?_id", form)
             self.assertIn("--no-learn-volatile", text, form)
+            self.assertRegex(text, r"dedup of whole events leaves them out with --ignore attempt\\?_id", form)
+
+    def test_the_ignore_it_suggests_makes_whole_event_dedup_see_the_retries(self):
+        path = os.path.join(self.tmp.name, "queue.ndjson")
+        with open(path, "wb") as f:
+            f.write(queue_log(attempt_ids))
+        report, _ = self.judged(queue_log(attempt_ids))
+        ignore = ",".join(report["summary"]["per_delivery"]["fields"] + ["ts"])
+        code, _, err = run(["dedup", "--ignore", ignore, "--store", ":memory:", "--count", "--summary", "json", path])
+        # 11 retried keys, one of them (k3) a second intent: 10 duplicates.
+        self.assertEqual(json.loads(err.strip().splitlines()[-1])["duplicates"], 10, err)
 
     def test_no_learn_volatile_compares_every_field(self):
         report, _ = self.judged(queue_log(attempt_ids), "--no-learn-volatile")

@@ -281,9 +281,11 @@ std::optional<std::string> describe_per_delivery(const FindingsSummary& summary)
         named.push_back(fmt::format("{} more", summary.per_delivery.size() - k_named));
     return fmt::format("treated as per-delivery, not payload: {} (learned from how the copies of "
                        "the log's {} retried group{} differ; --volatile adds a field, "
-                       "--no-learn-volatile compares them as payload)",
+                       "--no-learn-volatile compares them as payload; dedup of whole events "
+                       "leaves them out with --ignore {})",
                        fmt::join(named, ", "), summary.per_delivery_groups,
-                       summary.per_delivery_groups == 1 ? "" : "s");
+                       summary.per_delivery_groups == 1 ? "" : "s",
+                       fmt::join(summary.per_delivery, ","));
 }
 
 std::optional<std::string> describe_intent_window(const FindingsSummary& summary) {
