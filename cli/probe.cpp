@@ -40,6 +40,7 @@ struct ProbeCommandOptions {
     std::string order;
     std::string deadline;
     std::string settle = "0s";
+    std::string also_to;
     std::vector<std::string> checks;
     std::string effects_sqlite;
     std::string effects_query;
@@ -118,6 +119,16 @@ probe::ProbeOptions probe_options(const ProbeCommandOptions& options) {
                        ? (slack ? std::chrono::seconds(3) : std::chrono::seconds(10))
                        : positive_duration("--deadline", options.deadline);
     run.settle = parse_duration(options.settle);
+    if (!options.also_to.empty()) {
+        // A path only: probe never sends to a host --to does not name.
+        if (options.also_to.front() != '/' ||
+            options.also_to.find_first_of(" \t\r\n#") != std::string::npos ||
+            options.also_to.starts_with("//"))
+            throw UsageError(fmt::format("--also-to {}: a path on --to's host, starting with '/' "
+                                         "(never a host or a URL)",
+                                         quote(options.also_to)));
+        run.also_to = options.also_to;
+    }
     for (const auto& list : options.checks)
         for (auto name : split(list, ','))
             run.checks.push_back(probe::parse_check(trim(name)));
@@ -218,6 +229,9 @@ void register_probe(CLI::App& app, std::function<int()>& action) {
                         "first)");
     command->add_option("--deadline", options->deadline,
                         "slow-answer: every answer within this (default 10s; 3s for slack)");
+    command->add_option("--also-to", options->also_to,
+                        "PATH: another endpoint of the same handler (on --to's host and port): "
+                        "other-endpoint sends the same key there and expects one side effect");
     command->add_option("--settle", options->settle,
                         "wait this long after a check's deliveries before reading its side "
                         "effects (default 0s: the handler acts before it answers)");

@@ -1,6 +1,7 @@
 """A small webhook receiver for `idem probe` to judge (docs/probe.md):
 standard library only, its state in SQLite. Three reference handlers run
-it in one of its modes (correct.py, check_after_work.py, short_ttl.py);
+it in one of its modes (correct.py, check_after_work.py, short_ttl.py,
+queued.py);
 the tests run broken variants of it with the flags marked "for tests".
 
 Every delivery carries an Idempotency-Key. The correct mode keeps a key
@@ -53,6 +54,10 @@ def options(mode, argv=None):
     parser.add_argument("--fail-concurrent", action="store_true", help="500 instead of 409")
     parser.add_argument("--act-after-answer", action="store_true",
                         help="answer 202 once the key is claimed, then do the work (a queue)")
+    parser.add_argument("--key-per-path", action="store_true",
+                        help="key a delivery by its path and key: the same key at another endpoint is new")
+    parser.add_argument("--queue-delay", type=float, default=2.0,
+                        help="queued mode: how long after answering a delivery's work starts")
     parsed = parser.parse_args(argv)
     parsed.mode = mode
     return parsed
@@ -117,6 +122,8 @@ class Handler(BaseHTTPRequestHandler):
         key = self.headers.get("Idempotency-Key")
         if not key:
             return self.answer(400, {"error": "Idempotency-Key is required"})
+        if self.settings.key_per_path:
+            key = self.path + " " + key  # broken on purpose: one key per endpoint
         try:
             event = json.loads(body)
         except ValueError:
@@ -125,6 +132,10 @@ class Handler(BaseHTTPRequestHandler):
         faulty = self.settings.fault_header and self.headers.get(self.settings.fault_header)
         if self.settings.mode == "check-after-work":
             return self.check_after_work(key, fingerprint, event, now, faulty)
+        if self.settings.mode == "queued":
+            threading.Thread(target=self.queued_work, args=(key, fingerprint, event, now),
+                             daemon=True).start()
+            return self.answer(200, {"queued": event.get("id")})
         return self.claim_then_work(key, fingerprint, event, now, faulty)
 
     def stored(self, row, fingerprint):
@@ -210,6 +221,28 @@ class Handler(BaseHTTPRequestHandler):
                 conn.execute("INSERT OR REPLACE INTO keys VALUES (?, ?, 'completed', 200, ?, ?)",
                              (key, fingerprint, json.dumps(response), now))
             return self.answer(200, response)
+        finally:
+            conn.close()
+
+
+    def queued_work(self, key, fingerprint, event, now):
+        """Broken on purpose: the queue's worker looks the key up when it
+        gets to the delivery, --queue-delay after the answer, and stores it
+        with the work's effect; copies queued before the first is done all
+        work, and their effects show only after the answers."""
+        time.sleep(self.settings.queue_delay)
+        conn = self.db()
+        try:
+            if conn.execute("SELECT 1 FROM keys WHERE key = ?", (key,)).fetchone():
+                return
+            time.sleep(self.settings.work_seconds)
+            response = {"received": event.get("id"), "processed": True}
+            with conn:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("INSERT INTO effects (key, event_id, at) VALUES (?, ?, ?)",
+                             (key, str(event.get("id")), now))
+                conn.execute("INSERT OR REPLACE INTO keys VALUES (?, ?, 'completed', 200, ?, ?)",
+                             (key, fingerprint, json.dumps(response), now))
         finally:
             conn.close()
 

@@ -18,7 +18,7 @@ from harness import ROOT, run, summary_of
 HANDLERS = os.path.join(ROOT, "samples", "handlers")
 QUERY = "SELECT count(*) FROM effects WHERE key = :key"
 SECRET = "whsec_probe_test"
-CHECKS = ["sequential-duplicate", "concurrent-duplicates", "key-reuse", "retry-after-drop",
+CHECKS = ["sequential-duplicate", "concurrent-duplicates", "key-reuse", "other-endpoint", "retry-after-drop",
           "retry-after-5xx", "late-retry", "regenerated-key", "forged-signature", "stale-replay",
           "out-of-order", "slow-answer"]
 
@@ -125,6 +125,7 @@ class Probe(unittest.TestCase):
         verdicts = {name: "pass" for name in CHECKS}
         verdicts["regenerated-key"] = "warn"
         verdicts["out-of-order"] = "skipped"
+        verdicts["other-endpoint"] = "skipped"  # without --also-to
         verdicts.update({name.replace("_", "-"): verdict for name, verdict in changes.items()})
         return verdicts
 
@@ -138,7 +139,7 @@ class Probe(unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual(report["effects"], "sqlite")
         summary = summary_of(err)
-        self.assertEqual((summary["passed"], summary["failed"], summary["warned"], summary["skipped"]), (9, 0, 1, 1))
+        self.assertEqual((summary["passed"], summary["failed"], summary["warned"], summary["skipped"]), (9, 0, 1, 2))
         # The evidence names each request's status and the side effects seen.
         concurrent = next(c for c in report["checks"] if c["check"] == "concurrent-duplicates")
         self.assertEqual(len(concurrent["evidence"]["requests"]), 8)
@@ -203,6 +204,67 @@ class Probe(unittest.TestCase):
         sequential = report["checks"][0]["evidence"]
         self.assertEqual(sequential["effects"], 1)
         self.assertIn(409, [r.get("status") for r in sequential["requests"]])
+
+    def test_a_queued_handler_is_judged_on_effects_that_come_after_the_answer(self):
+        # Issue 61, item 4: samples/handlers/queued.py answers 200 at once and
+        # acts 2 s later, looking the key up only then: two copies both act.
+        # Without --settle, probe waits for the effects, counts the late
+        # second one, and says the handler acts after answering.
+        handler, db = self.start("queued.py")
+        code, out, err = run(["probe", "--to", handler.url, "--report", "json", "-q",
+                              "--checks", "sequential-duplicate,key-reuse",
+                              "--effects-sqlite", db, "--effects-query", QUERY])
+        self.assertEqual(code, 1, err)
+        checks = {c["check"]: c for c in json.loads(out)["checks"]}
+        sequential = checks["sequential-duplicate"]
+        self.assertEqual(sequential["verdict"], "fail")
+        self.assertIn("2 side effects for two identical deliveries", sequential["reason"])
+        self.assertNotIn("is the effects query right", sequential["reason"])
+        self.assertRegex(sequential["reason"], r"the handler acts after it answers: a side-effect reading grew "
+                                               r"\d\.\d s after the answer.*--settle \d+s or more")
+        # Its answer is shown: status and the first bytes of the body.
+        self.assertIn('[the handler answered copy 2, attempt 1: 200, {"queued"', sequential["reason"])
+        self.assertEqual(sequential["evidence"]["requests"][0]["body_start"][:10], '{"queued":')
+        reuse = checks["key-reuse"]
+        self.assertIn("acted on: 2 side effects under one key", reuse["reason"])
+
+    def test_one_key_at_another_endpoint_of_the_handler_is_one_effect(self):
+        # Issue 61, item 2: --also-to PATH sends the same key to another path
+        # of --to's origin. A handler keyed by (path, key) acts again.
+        by_id = "SELECT count(*) FROM effects WHERE event_id = :id"
+        args = ["--report", "json", "-q", "--checks", "other-endpoint", "--also-to", "/hooks/other",
+                "--effects-query", by_id]
+        handler, db = self.start("correct.py")
+        code, out, err = run(["probe", "--to", handler.url + "hooks/stripe", "--effects-sqlite", db, *args])
+        check = json.loads(out)["checks"][0]
+        self.assertEqual((code, check["verdict"]), (0, "pass"), check["reason"])
+        self.assertIn("1 side effect observed", check["reason"])
+        self.assertEqual([r["status"] for r in check["evidence"]["requests"]], [200, 200])
+        handler, db = self.start("correct.py", "--key-per-path")
+        code, out, err = run(["probe", "--to", handler.url + "hooks/stripe", "--effects-sqlite", db, *args])
+        check = json.loads(out)["checks"][0]
+        self.assertEqual((code, check["verdict"]), (1, "fail"), check["reason"])
+        self.assertIn("sent to /hooks/other, was answered 200 and acted on again: 2 side effects", check["reason"])
+        # Without it, skipped with the flag it needs; never another host.
+        code, out, err = run(["probe", "--to", handler.url, "--report", "json", "-q", "--checks", "other-endpoint"])
+        self.assertIn("--also-to PATH", json.loads(out)["checks"][0]["reason"])
+        for bad in ("http://elsewhere.example/hooks", "//elsewhere.example/x", "hooks"):
+            code, _, err = run(["probe", "--to", handler.url, "--also-to", bad])
+            self.assertEqual(code, 2, bad)
+            self.assertIn("a path on --to's host", err)
+
+    def test_a_claim_probe_did_not_see_is_never_made(self):
+        # Issue 61, item 5: the effects query counts nothing (another
+        # table's rows): regenerated-key says what it measured, no "once".
+        handler, db = self.start("correct.py")
+        code, out, err = run(["probe", "--to", handler.url, "--report", "json", "-q",
+                              "--checks", "regenerated-key", "--effects-sqlite", db,
+                              "--effects-query", "SELECT count(*) FROM effects WHERE key = :key AND 0"])
+        report = json.loads(out)
+        reason = report["checks"][0]["reason"]
+        self.assertEqual(report["checks"][0]["verdict"], "fail", reason)
+        self.assertNotIn("once", reason)
+        self.assertIn("no side effect was observed for either (is the effects query right?)", reason)
 
     def test_without_a_signature_or_effects_the_checks_say_what_they_could_not_judge(self):
         handler, _ = self.start("correct.py")
@@ -277,7 +339,7 @@ class Probe(unittest.TestCase):
         failed = sorted(name for name, case in cases.items() if case.find("failure") is not None)
         skipped = sorted(name for name, case in cases.items() if case.find("skipped") is not None)
         self.assertEqual(failed, ["concurrent-duplicates"])
-        self.assertEqual(skipped, ["late-retry", "out-of-order", "retry-after-5xx"])
+        self.assertEqual(skipped, ["late-retry", "other-endpoint", "out-of-order", "retry-after-5xx"])
         self.assertEqual(suites.get("failures"), "1")
         self.assertEqual(suites.get("tests"), str(len(CHECKS)))
 
@@ -317,7 +379,7 @@ class Probe(unittest.TestCase):
         with open(ledger) as f:
             lines = [json.loads(line) for line in f]
         self.assertEqual(len(lines), report["requests"])
-        self.assertEqual({line["check"] for line in lines}, set(CHECKS) - {"out-of-order", "slow-answer"})
+        self.assertEqual({line["check"] for line in lines}, set(CHECKS) - {"out-of-order", "other-endpoint", "slow-answer"})
         self.assertTrue(all({"key", "sent_at", "outcome", "latency_ms"} <= set(line) for line in lines))
         # idem audit reads it: the eight concurrent copies are one key's duplicates.
         code, out, err = run(["audit", "--key", "key", "--time-field", "sent_at", "--summary", "json",

@@ -18,6 +18,7 @@ enum class Check {
     sequential_duplicate,
     concurrent_duplicates,
     key_reuse,
+    other_endpoint,
     retry_after_drop,
     retry_after_5xx,
     late_retry,
@@ -51,6 +52,11 @@ struct Answer {
     } outcome = Outcome::answered;
     int status = 0;
     std::string digest; // SHA-256 of the answer's body, hex
+    // What a developer reads of the answer: its first k_answer_excerpt
+    // bytes (cut on a character) and its Retry-After, shown for a failing
+    // check (docs/probe.md, "Evidence").
+    std::string body_start;
+    std::string retry_after;
     Duration latency{0};
     std::string error; // why there was no answer
     Timestamp sent_at;
@@ -61,6 +67,8 @@ struct Answer {
     [[nodiscard]] bool server_error() const { return answered() && status >= 500; }
 };
 
+inline constexpr std::size_t k_answer_excerpt = 200;
+
 // What one check observed: its answers, and the side effects its
 // deliveries left when an observer was given (nullopt: unobserved).
 struct Observation {
@@ -70,6 +78,9 @@ struct Observation {
     // after the same events in order.
     std::optional<std::string> state_reversed, state_in_order;
     std::string skip_reason; // non-empty: the check did not run, this is why
+    // Set when a side-effect reading grew this long after the check's
+    // answer, past --settle: the handler acts after it answers.
+    std::optional<Duration> acted_after_answer;
 };
 
 struct CheckResult {
@@ -84,6 +95,8 @@ struct CheckResult {
 struct JudgeRules {
     bool expect_payload_dedup = false; // regenerated-key fails instead of warning
     Duration deadline = std::chrono::seconds(10);
+    // other-endpoint: the --to URL's path and the --also-to path, as named.
+    std::string to_path, also_to;
 };
 
 // The verdict of `check` on what it observed. slow-answer is judged from

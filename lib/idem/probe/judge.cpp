@@ -19,10 +19,11 @@ struct Named {
     std::string_view name;
 };
 
-constexpr std::array<Named, 11> k_names{{
+constexpr std::array<Named, 12> k_names{{
     {Check::sequential_duplicate, "sequential-duplicate"},
     {Check::concurrent_duplicates, "concurrent-duplicates"},
     {Check::key_reuse, "key-reuse"},
+    {Check::other_endpoint, "other-endpoint"},
     {Check::retry_after_drop, "retry-after-drop"},
     {Check::retry_after_5xx, "retry-after-5xx"},
     {Check::late_retry, "late-retry"},
@@ -59,6 +60,8 @@ nlohmann::json evidence_of(const Observation& observed) {
         if (answer.answered()) {
             request["status"] = answer.status;
             request["body_sha256"] = answer.digest;
+            if (!answer.body_start.empty()) request["body_start"] = answer.body_start;
+            if (!answer.retry_after.empty()) request["retry_after"] = answer.retry_after;
         } else {
             request["outcome"] = outcome_text(answer);
             if (!answer.error.empty()) request["error"] = answer.error;
@@ -87,7 +90,47 @@ std::string statuses(const std::vector<Answer>& answers) {
     return text;
 }
 
+// The answer a failing reason is about: the one whose label it names (the
+// longest such, "copy 10" over "copy 1"), else the last one answered.
+const Answer* answer_named(const Observation& observed, std::string_view reason) {
+    const Answer* named = nullptr;
+    for (const auto& answer : observed.answers)
+        if (answer.answered() && !answer.label.empty() &&
+            reason.find(answer.label) != std::string_view::npos &&
+            (!named || answer.label.size() > named->label.size()))
+            named = &answer;
+    if (named) return named;
+    for (auto it = observed.answers.rbegin(); it != observed.answers.rend(); ++it)
+        if (it->answered()) return &*it;
+    return nullptr;
+}
+
+// " (its answer: 422, Retry-After 5, {"error":"..."})": what a developer
+// reads first when a check fails. Rendered escaped by every report.
+std::string answer_shown(const Answer& answer) {
+    std::string shown = fmt::format("{}: {}", answer.label, answer.status);
+    if (!answer.retry_after.empty()) shown += ", Retry-After " + answer.retry_after;
+    constexpr std::size_t k_in_reason = 120;
+    if (answer.body_start.empty())
+        shown += ", an empty body";
+    else
+        shown += ", " + utf8_prefix(answer.body_start, k_in_reason) +
+                 (answer.body_start.size() > k_in_reason ? "..." : "");
+    return shown;
+}
+
 CheckResult result(Check check, Verdict verdict, std::string reason, const Observation& observed) {
+    if (observed.acted_after_answer) {
+        auto lag = *observed.acted_after_answer;
+        reason += fmt::format(
+            " (the handler acts after it answers: a side-effect reading grew {:.1f} s after "
+            "the answer, which probe waited for; --settle {} or more says so)",
+            milliseconds_of(lag) / 1000,
+            format_duration(round_up_to_written_duration(lag * 3 / 2)));
+    }
+    if (verdict == Verdict::fail)
+        if (const auto* answer = answer_named(observed, reason))
+            reason += " [the handler answered " + answer_shown(*answer) + "]";
     return {check, verdict, std::move(reason), evidence_of(observed), Duration{0}};
 }
 
@@ -198,12 +241,26 @@ CheckResult judge_key_reuse(const Observation& observed) {
     const auto& second = observed.answers.at(1);
     if (auto refused = first_refused(first))
         return result(check, Verdict::fail, *refused, observed);
-    if (second.success())
+    if (second.success()) {
+        if (observed.effects && *observed.effects > 1)
+            return result(check, Verdict::fail,
+                          fmt::format("the same key with another payload was answered {} and "
+                                      "acted on: {} side effects under one key (the handler "
+                                      "tells deliveries apart by their payload, not their key; "
+                                      "another payload should be refused: 422, the IETF "
+                                      "Idempotency-Key draft)",
+                                      second.status, *observed.effects),
+                          observed);
         return result(check, Verdict::fail,
                       fmt::format("the same key with another payload was answered {}: it should "
-                                  "be refused (422, the IETF Idempotency-Key draft)",
-                                  second.status),
+                                  "be refused (422, the IETF Idempotency-Key draft){}",
+                                  second.status,
+                                  observed.effects ? fmt::format("; {} side effect{} observed",
+                                                                 *observed.effects,
+                                                                 *observed.effects == 1 ? "" : "s")
+                                                   : std::string()),
                       observed);
+    }
     if (!second.refused())
         return result(check, Verdict::fail,
                       fmt::format("the same key with another payload was answered {}, not 4xx",
@@ -235,12 +292,28 @@ CheckResult judge_retried(Check check, const Observation& observed, std::string_
                       fmt::format("{}: {}{}", last.label, outcome_text(last),
                                   last.error.empty() ? "" : " (" + last.error + ")"),
                       observed);
-    if (!last.success())
+    if (!last.success()) {
+        // A 409 to a retry of a delivery that completed: the handler holds
+        // the key as in progress forever, or never stored the response.
+        bool completed_before = std::any_of(observed.answers.begin(), observed.answers.end() - 1,
+                                            [](const Answer& answer) { return answer.success(); });
+        if (last.status == 409 && (completed_before || (observed.effects && *observed.effects > 0)))
+            return result(check, Verdict::fail,
+                          fmt::format("{} was answered 409 (in progress) after the first "
+                                      "delivery had completed ({}{}): a completed key is "
+                                      "answered with its first response, and the provider "
+                                      "would go on retrying a 409",
+                                      last.label, statuses(observed.answers),
+                                      observed.effects ? fmt::format(", {} side effect observed",
+                                                                     *observed.effects)
+                                                       : std::string()),
+                          observed);
         return result(check, Verdict::fail,
                       fmt::format("{} was answered {}, not 2xx: the provider would go on "
                                   "retrying",
                                   last.label, last.status),
                       observed);
+    }
     if (auto problem = effects_problem(observed, 1, what))
         return result(check, Verdict::fail, *problem, observed);
     return result(check, Verdict::pass,
@@ -271,11 +344,18 @@ CheckResult judge_regenerated(const Observation& observed, const JudgeRules& rul
         return result(check, Verdict::fail, *refused, observed);
     auto acted_twice = rules.expect_payload_dedup ? Verdict::fail : Verdict::warn;
     if (observed.effects) {
-        if (*observed.effects <= 1)
+        if (*observed.effects == 0)
+            return result(check, Verdict::fail,
+                          fmt::format("the first delivery was answered {} and the same payload "
+                                      "under a new key {}, yet no side effect was observed for "
+                                      "either (is the effects query right?)",
+                                      outcome_text(first), outcome_text(second)),
+                          observed);
+        if (*observed.effects == 1)
             return result(check, Verdict::pass,
-                          fmt::format("the same payload under a new key was answered {} and "
-                                      "acted on once",
-                                      second.status),
+                          fmt::format("the same payload under a new key was answered {}; 1 side "
+                                      "effect observed for both keys",
+                                      outcome_text(second)),
                           observed);
         return result(check, acted_twice,
                       fmt::format("the same payload under a new key was acted on {} times: a "
@@ -295,6 +375,47 @@ CheckResult judge_regenerated(const Observation& observed, const JudgeRules& rul
                   fmt::format("the same payload under a new key was answered {}: whether it "
                               "acted twice needs --effects-*",
                               second.status),
+                  observed);
+}
+
+// other-endpoint: one delivery to --to, the same to --also-to PATH of the
+// same origin. One side effect: the key, not the endpoint, makes a
+// delivery the same.
+CheckResult judge_other_endpoint(const Observation& observed, const JudgeRules& rules) {
+    const auto check = Check::other_endpoint;
+    if (auto problem = transport_problem(observed))
+        return result(check, Verdict::fail, *problem, observed);
+    const auto& first = observed.answers.at(0);
+    const auto& second = observed.answers.at(1);
+    if (auto refused = first_refused(first))
+        return result(check, Verdict::fail, *refused, observed);
+    if (auto problem = server_error(observed))
+        return result(check, Verdict::fail, *problem, observed);
+    if (observed.effects) {
+        if (*observed.effects > 1)
+            return result(check, Verdict::fail,
+                          fmt::format("the same delivery under the same key, sent to {}, was "
+                                      "answered {} and acted on again: {} side effects (the "
+                                      "handler keys its deliveries by endpoint and key, not by "
+                                      "key)",
+                                      rules.also_to, second.status, *observed.effects),
+                          observed);
+        if (auto problem = effects_problem(observed, 1, "one key at two endpoints"))
+            return result(check, Verdict::fail, *problem, observed);
+        return result(check, Verdict::pass,
+                      fmt::format("answered {} at {} and {} at {}; 1 side effect observed",
+                                  first.status, rules.to_path, second.status, rules.also_to),
+                      observed);
+    }
+    if (!second.success())
+        return result(
+            check, Verdict::pass,
+            fmt::format("the same key at {} was answered {}", rules.also_to, second.status),
+            observed);
+    return result(check, Verdict::warn,
+                  fmt::format("the same key at {} was answered {}: whether it acted twice needs "
+                              "--effects-*",
+                              rules.also_to, second.status),
                   observed);
 }
 
@@ -403,6 +524,8 @@ CheckResult judge(Check check, const Observation& observed, const JudgeRules& ru
         return judge_concurrent(observed);
     case Check::key_reuse:
         return judge_key_reuse(observed);
+    case Check::other_endpoint:
+        return judge_other_endpoint(observed, rules);
     case Check::retry_after_drop:
         return judge_retried(check, observed, "a dropped delivery and its retry");
     case Check::retry_after_5xx:

@@ -120,6 +120,7 @@ struct Delivery {
     net::HeaderPairs headers;
     std::string key;
     std::string id;
+    std::string url; // "" : --to
 };
 
 class Prober {
@@ -162,7 +163,9 @@ public:
         ProbeResult made;
         made.target = m_options.to;
         made.effects = m_options.effects ? std::string(m_options.effects->kind()) : "unobserved";
-        JudgeRules rules{m_options.expect_payload_dedup, m_options.deadline};
+        JudgeRules rules{m_options.expect_payload_dedup, m_options.deadline,
+                         m_target.path.empty() ? std::string("/") : m_target.path,
+                         m_options.also_to};
         std::vector<Observation> observed;
         bool slow_answer = false;
         for (auto check : all_checks()) {
@@ -172,7 +175,9 @@ public:
                 continue;
             }
             auto started = steady_now();
+            m_observed_lag = Duration{0};
             auto observation = observe(check);
+            if (m_observed_lag > m_options.settle) observation.acted_after_answer = m_observed_lag;
             auto judged = judge(check, observation, rules);
             judged.elapsed = std::chrono::duration_cast<Duration>(steady_now() - started);
             made.checks.push_back(std::move(judged));
@@ -232,7 +237,7 @@ private:
     Delivery delivery(std::string_view check, std::string label, std::size_t index = 0,
                       std::string_view suffix = {}) {
         const auto& from = m_templates.at(index);
-        Delivery made{std::move(label), from.event, from.headers, {}, {}};
+        Delivery made{std::move(label), from.event, from.headers, {}, {}, {}};
         auto tag = fmt::format("{}-{}{}", m_tag, check, suffix);
         if (m_options.key_path) {
             auto* value = value_at(made.event, *m_options.key_path);
@@ -264,7 +269,9 @@ private:
     net::OutgoingRequest request_for(const Delivery& delivery, Signature signature) {
         net::OutgoingRequest request;
         request.method = "POST";
-        request.url = m_options.to; // never a path or host from the template
+        // Never a path or host from the template: --to, or --also-to's path
+        // on --to's origin.
+        request.url = delivery.url.empty() ? m_options.to : delivery.url;
         request.body = delivery.event.dump();
         bool has_content_type = false;
         for (const auto& [name, value] : delivery.headers) {
@@ -333,6 +340,8 @@ private:
             answer.outcome = Answer::Outcome::answered;
             answer.status = transfer.status;
             answer.digest = transfer.digest;
+            answer.body_start = utf8_prefix(transfer.body, k_answer_excerpt);
+            answer.retry_after = transfer.retry_after.substr(0, 64);
             break;
         case net::TransferResult::Transport::not_sent:
             answer.outcome = Answer::Outcome::unreachable;
@@ -399,17 +408,37 @@ private:
     }
 
     // A delivery's side effects, read after --settle. A handler that acts
-    // after it answers (a queue) shows none at first: while the reading is
-    // 0 and one is expected, it is read again for up to a second.
+    // after it answers (a queue) shows them late: while the reading is 0
+    // and one is expected it is read again, for up to k_longest_lag; how
+    // long after the answer it grew is the handler's lag, learned for the
+    // run. Every later reading then waits for the lag (and half again)
+    // before it counts, and is read again until it holds, so a second
+    // effect that comes after the first reading is still counted.
     enum class Expect { some, none };
+    static constexpr Duration k_longest_lag = std::chrono::seconds(5);
     std::optional<std::int64_t> effects(const Delivery& delivery, Expect expect = Expect::some) {
         if (!m_options.effects) return std::nullopt;
-        pause(m_options.settle);
-        auto count = m_options.effects->count(delivery.key, delivery.id);
-        auto until = steady_now() + std::chrono::seconds(1);
-        while (count == 0 && expect == Expect::some && steady_now() < until) {
+        auto answered = steady_now();
+        auto read = [&] { return m_options.effects->count(delivery.key, delivery.id); };
+        auto lag_wait = m_lag * 3 / 2;
+        pause(std::max(m_options.settle, lag_wait));
+        auto count = read();
+        auto until = answered + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::max(k_longest_lag, lag_wait * 2));
+        auto steady_for = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::max<Duration>(std::chrono::milliseconds(200), m_lag / 2));
+        auto last_change = steady_now();
+        while (steady_now() < until) {
+            bool waiting_for_first = count == 0 && expect == Expect::some;
+            if (!waiting_for_first && steady_now() - last_change >= steady_for) break;
             pause(std::chrono::milliseconds(50));
-            count = m_options.effects->count(delivery.key, delivery.id);
+            auto again = read();
+            if (again == count) continue;
+            count = again;
+            last_change = steady_now();
+            auto lag = std::chrono::duration_cast<Duration>(last_change - answered);
+            if (lag > m_options.settle && lag > m_lag) m_lag = lag;
+            m_observed_lag = std::max(m_observed_lag, lag);
         }
         return count;
     }
@@ -436,6 +465,21 @@ private:
             auto other = made;
             other.label = "other payload, same key";
             other.event["idem_probe_variant"] = 2;
+            observed.answers.push_back(send(name, other));
+            observed.effects = effects(made);
+            break;
+        }
+        case Check::other_endpoint: {
+            if (m_options.also_to.empty()) {
+                observed.skip_reason = "give --also-to PATH (another endpoint of the same "
+                                       "handler) to send the same key there";
+                break;
+            }
+            auto made = delivery(name, "first endpoint");
+            observed.answers.push_back(send(name, made));
+            auto other = made;
+            other.label = fmt::format("same key at {}", m_options.also_to);
+            other.url = m_target.origin + m_options.also_to;
             observed.answers.push_back(send(name, other));
             observed.effects = effects(made);
             break;
@@ -663,6 +707,10 @@ private:
     std::string m_tag;
     Duration m_jump{0};
     std::uint64_t m_requests = 0;
+    // How long after answering the handler acts, as learned so far, and the
+    // longest the current check saw (a reading that grew after the answer).
+    Duration m_lag{0};
+    Duration m_observed_lag{0};
 };
 
 } // namespace

@@ -47,6 +47,9 @@ struct ProbeOptions {
     std::string clock_header; // the handler reads its clock from it
     bool expect_payload_dedup = false;
     std::optional<record::FieldPath> order_path;
+    // --also-to PATH: other-endpoint sends the same key there, on --to's
+    // own origin (never another host).
+    std::string also_to;
     Duration deadline = std::chrono::seconds(10);
     Duration settle{0};        // after a check's deliveries, before its effects are read
     std::vector<Check> checks; // empty: every check

@@ -35,6 +35,14 @@ std::string quote(std::string_view value, std::size_t max_chars) {
     return out;
 }
 
+std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {
+    if (text.size() <= max_bytes) return std::string(text);
+    auto cut = max_bytes;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
+        --cut; // text[cut] continues a sequence that starts before it
+    return std::string(text.substr(0, cut));
+}
+
 std::size_t utf8_sequence_length(std::string_view text) {
     if (text.empty()) return 0;
     auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };

@@ -35,6 +35,10 @@ namespace idem {
 // it does not start with one.
 [[nodiscard]] std::size_t utf8_sequence_length(std::string_view text);
 
+// At most `max_bytes` of `text`, never cutting a UTF-8 sequence in two
+// (a cut one is dropped whole): a bounded excerpt of what a peer sent.
+[[nodiscard]] std::string utf8_prefix(std::string_view text, std::size_t max_bytes);
+
 [[nodiscard]] bool iequals(std::string_view a, std::string_view b);
 [[nodiscard]] std::string to_lower(std::string_view text);
 
