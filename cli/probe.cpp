@@ -41,6 +41,7 @@ struct ProbeCommandOptions {
     std::string deadline;
     std::string settle = "0s";
     std::string also_to;
+    std::vector<std::string> vary;
     std::vector<std::string> checks;
     std::string effects_sqlite;
     std::string effects_query;
@@ -114,6 +115,8 @@ probe::ProbeOptions probe_options(const ProbeCommandOptions& options) {
         throw UsageError("--clock-header must be a header name");
     run.expect_payload_dedup = options.expect_payload_dedup;
     if (!options.order.empty()) run.order_path = record::FieldPath::parse(options.order);
+    for (const auto& text : options.vary)
+        run.vary.push_back(probe::parse_varied_field(text));
     bool slack = options.scheme == "slack" || options.schedule == "slack";
     run.deadline = options.deadline.empty()
                        ? (slack ? std::chrono::seconds(3) : std::chrono::seconds(10))
@@ -229,6 +232,12 @@ void register_probe(CLI::App& app, std::function<int()>& action) {
                         "first)");
     command->add_option("--deadline", options->deadline,
                         "slow-answer: every answer within this (default 10s; 3s for slack)");
+    command
+        ->add_option("--vary", options->vary,
+                     "PATH=attempt|now|uuid: a field set anew on every copy, as providers put an "
+                     "attempt counter, the send time or a delivery id in the body (repeatable); "
+                     "a handler that tells copies apart by a hash of the body then acts on each")
+        ->allow_extra_args(false);
     command->add_option("--also-to", options->also_to,
                         "PATH: another endpoint of the same handler (on --to's host and port): "
                         "other-endpoint sends the same key there and expects one side effect");

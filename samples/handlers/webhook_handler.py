@@ -54,6 +54,11 @@ def options(mode, argv=None):
     parser.add_argument("--fail-concurrent", action="store_true", help="500 instead of 409")
     parser.add_argument("--act-after-answer", action="store_true",
                         help="answer 202 once the key is claimed, then do the work (a queue)")
+    parser.add_argument("--fingerprint-ignore", action="append", default=[],
+                        help="a top-level field a provider changes on every copy: left out of the "
+                             "payload a key is compared on (repeatable)")
+    parser.add_argument("--key-by-body", action="store_true",
+                        help="key a delivery by a hash of its body, not its Idempotency-Key")
     parser.add_argument("--key-per-path", action="store_true",
                         help="key a delivery by its path and key: the same key at another endpoint is new")
     parser.add_argument("--queue-delay", type=float, default=2.0,
@@ -122,13 +127,19 @@ class Handler(BaseHTTPRequestHandler):
         key = self.headers.get("Idempotency-Key")
         if not key:
             return self.answer(400, {"error": "Idempotency-Key is required"})
+        if self.settings.key_by_body:
+            key = "body-" + hashlib.sha256(body).hexdigest()  # broken on purpose: copies that differ are new
         if self.settings.key_per_path:
             key = self.path + " " + key  # broken on purpose: one key per endpoint
         try:
             event = json.loads(body)
         except ValueError:
             return self.answer(400, {"error": "the body is not JSON"})
-        fingerprint = hashlib.sha256(body).hexdigest()
+        # What a key is compared on: the payload without the fields a
+        # provider changes on every copy (an attempt counter, a send time).
+        compared = {k: v for k, v in event.items() if k not in self.settings.fingerprint_ignore} \
+            if isinstance(event, dict) else event
+        fingerprint = hashlib.sha256(json.dumps(compared, sort_keys=True).encode()).hexdigest()
         faulty = self.settings.fault_header and self.headers.get(self.settings.fault_header)
         if self.settings.mode == "check-after-work":
             return self.check_after_work(key, fingerprint, event, now, faulty)

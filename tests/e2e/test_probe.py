@@ -253,6 +253,40 @@ class Probe(unittest.TestCase):
             self.assertEqual(code, 2, bad)
             self.assertIn("a path on --to's host", err)
 
+    def test_copies_that_differ_as_a_providers_do_reach_a_handler_keyed_by_its_body(self):
+        # Issue 61, item 3: a handler that tells copies apart by a hash of
+        # the body passes while every copy is the same bytes; --vary sets an
+        # attempt counter and a send time on each copy, as providers do.
+        by_id = "SELECT count(*) FROM effects WHERE event_id = :id"
+        args = ["--report", "json", "-q", "--checks", "sequential-duplicate,key-reuse",
+                "--effects-query", by_id]
+        vary = ["--vary", "attempt=attempt", "--vary", "meta.sent_at=now"]
+        handler, db = self.start("correct.py", "--key-by-body")
+        code, out, _ = run(["probe", "--to", handler.url, "--effects-sqlite", db, *args])
+        checks = {c["check"]: c for c in json.loads(out)["checks"]}
+        self.assertEqual(checks["sequential-duplicate"]["verdict"], "pass")  # identical bytes: caught by luck
+        code, out, _ = run(["probe", "--to", handler.url, "--effects-sqlite", db, *args, *vary])
+        checks = {c["check"]: c for c in json.loads(out)["checks"]}
+        self.assertEqual(checks["sequential-duplicate"]["verdict"], "fail")
+        self.assertIn("2 side effects for two identical deliveries", checks["sequential-duplicate"]["reason"])
+        # A handler that compares the whole body refuses a provider's retry
+        # as another payload; one that leaves the varied fields out passes,
+        # and still refuses a changed business field under the key.
+        handler, db = self.start("correct.py")
+        code, out, _ = run(["probe", "--to", handler.url, "--effects-sqlite", db, *args, *vary])
+        checks = {c["check"]: c for c in json.loads(out)["checks"]}
+        self.assertIn("differs from the first only in the fields a provider sets anew on every copy "
+                      "(attempt, meta.sent_at), was refused 422", checks["sequential-duplicate"]["reason"])
+        handler, db = self.start("correct.py", "--fingerprint-ignore", "attempt", "--fingerprint-ignore", "meta")
+        code, out, err = run(["probe", "--to", handler.url, "--effects-sqlite", db, *args, *vary])
+        checks = {c["check"]: c for c in json.loads(out)["checks"]}
+        self.assertEqual({name: c["verdict"] for name, c in checks.items()},
+                         {"sequential-duplicate": "pass", "key-reuse": "pass"}, err)
+        self.assertIn("refused 422", checks["key-reuse"]["reason"])
+        code, _, err = run(["probe", "--to", handler.url, "--vary", "attempt=counter"])
+        self.assertEqual(code, 2)
+        self.assertIn("none of attempt, now and uuid", err)
+
     def test_a_claim_probe_did_not_see_is_never_made(self):
         # Issue 61, item 5: the effects query counts nothing (another
         # table's rows): regenerated-key says what it measured, no "once".

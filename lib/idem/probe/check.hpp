@@ -97,6 +97,8 @@ struct JudgeRules {
     Duration deadline = std::chrono::seconds(10);
     // other-endpoint: the --to URL's path and the --also-to path, as named.
     std::string to_path, also_to;
+    // --vary: the fields every copy carries anew ("attempt"), as named.
+    std::vector<std::string> varied;
 };
 
 // The verdict of `check` on what it observed. slow-answer is judged from

@@ -177,7 +177,17 @@ std::string unobserved_note(const Observation& observed) {
     return observed.effects ? std::string() : " (effects unobserved: statuses only)";
 }
 
-CheckResult judge_sequential(const Observation& observed) {
+// A copy that differs only in --vary fields refused as another payload.
+std::optional<std::string> varied_copy_refused(const Answer& answer, const JudgeRules& rules) {
+    if (rules.varied.empty() || answer.status != 422) return std::nullopt;
+    return fmt::format("{}, which differs from the first only in the fields a provider sets "
+                       "anew on every copy ({}), was refused 422 as another payload: the "
+                       "handler takes a provider's retry for a reused key (leave those fields "
+                       "out of what it compares)",
+                       answer.label, fmt::join(rules.varied, ", "));
+}
+
+CheckResult judge_sequential(const Observation& observed, const JudgeRules& rules) {
     const auto check = Check::sequential_duplicate;
     if (auto problem = transport_problem(observed))
         return result(check, Verdict::fail, *problem, observed);
@@ -186,6 +196,8 @@ CheckResult judge_sequential(const Observation& observed) {
     if (auto refused = first_refused(first))
         return result(check, Verdict::fail, *refused, observed);
     bool replayed = second.status == first.status && second.digest == first.digest;
+    if (auto refused = varied_copy_refused(second, rules))
+        return result(check, Verdict::fail, *refused, observed);
     if (!second.success() && !replayed)
         return result(check, Verdict::fail,
                       fmt::format("the duplicate was answered {} after {}: a provider retries "
@@ -278,7 +290,8 @@ CheckResult judge_key_reuse(const Observation& observed) {
 
 // retry-after-drop, retry-after-5xx and late-retry: the delivery that
 // finally counts is the last answer; one side effect in all.
-CheckResult judge_retried(Check check, const Observation& observed, std::string_view what) {
+CheckResult judge_retried(Check check, const Observation& observed, std::string_view what,
+                          const JudgeRules& rules) {
     const auto& last = observed.answers.back();
     for (std::size_t i = 0; i + 1 < observed.answers.size(); ++i) {
         const auto& answer = observed.answers[i];
@@ -292,6 +305,8 @@ CheckResult judge_retried(Check check, const Observation& observed, std::string_
                       fmt::format("{}: {}{}", last.label, outcome_text(last),
                                   last.error.empty() ? "" : " (" + last.error + ")"),
                       observed);
+    if (auto refused = varied_copy_refused(last, rules))
+        return result(check, Verdict::fail, *refused, observed);
     if (!last.success()) {
         // A 409 to a retry of a delivery that completed: the handler holds
         // the key as in progress forever, or never stored the response.
@@ -322,7 +337,7 @@ CheckResult judge_retried(Check check, const Observation& observed, std::string_
                   observed);
 }
 
-CheckResult judge_retry_after_5xx(const Observation& observed) {
+CheckResult judge_retry_after_5xx(const Observation& observed, const JudgeRules& rules) {
     const auto check = Check::retry_after_5xx;
     const auto& first = observed.answers.at(0);
     if (first.answered() && !first.server_error())
@@ -331,7 +346,7 @@ CheckResult judge_retry_after_5xx(const Observation& observed) {
                                   "handler did not inject the fault --fail-first names",
                                   first.status),
                       observed);
-    return judge_retried(check, observed, "a failed delivery and its retries");
+    return judge_retried(check, observed, "a failed delivery and its retries", rules);
 }
 
 CheckResult judge_regenerated(const Observation& observed, const JudgeRules& rules) {
@@ -519,7 +534,7 @@ CheckResult judge(Check check, const Observation& observed, const JudgeRules& ru
         return result(check, Verdict::skipped, observed.skip_reason, observed);
     switch (check) {
     case Check::sequential_duplicate:
-        return judge_sequential(observed);
+        return judge_sequential(observed, rules);
     case Check::concurrent_duplicates:
         return judge_concurrent(observed);
     case Check::key_reuse:
@@ -527,11 +542,11 @@ CheckResult judge(Check check, const Observation& observed, const JudgeRules& ru
     case Check::other_endpoint:
         return judge_other_endpoint(observed, rules);
     case Check::retry_after_drop:
-        return judge_retried(check, observed, "a dropped delivery and its retry");
+        return judge_retried(check, observed, "a dropped delivery and its retry", rules);
     case Check::retry_after_5xx:
-        return judge_retry_after_5xx(observed);
+        return judge_retry_after_5xx(observed, rules);
     case Check::late_retry:
-        return judge_retried(check, observed, "a delivery and its late retry");
+        return judge_retried(check, observed, "a delivery and its late retry", rules);
     case Check::regenerated_key:
         return judge_regenerated(observed, rules);
     case Check::forged_signature:

@@ -12,8 +12,10 @@
 #include "idem/verify/signer.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -109,6 +111,21 @@ Json* value_at(Json& event, const record::FieldPath& path) {
     return at;
 }
 
+// Sets `value` at `path` in `event`, making the objects on the way; false
+// when something on the way is not an object (the template has a value
+// there that a provider's field could not be under).
+bool set_at(Json& event, const record::FieldPath& path, Json value) {
+    Json* at = &event;
+    const auto& segments = path.segments();
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+        if (!at->is_object()) return false;
+        at = &(*at)[segments[i]];
+        if (i + 1 < segments.size() && at->is_null()) *at = Json::object();
+    }
+    *at = std::move(value);
+    return true;
+}
+
 std::string scalar_text(const Json& value) {
     return value.is_string() ? value.get<std::string>() : value.dump();
 }
@@ -148,6 +165,14 @@ public:
                     throw UsageError(fmt::format("--order {}: {} has no value there",
                                                  options.order_path->text(), made.source));
         }
+        for (const auto& field : options.vary)
+            for (auto& made : m_templates) {
+                auto trial = made.event;
+                if (!set_at(trial, field.path, Json(1)))
+                    throw UsageError(fmt::format("--vary {}: {} holds a value on the way that is "
+                                                 "not an object",
+                                                 field.path.text(), made.source));
+            }
         if (options.signing) {
             m_signer = std::make_unique<verify::Signer>(*options.signing);
             m_forger = forger(*options.signing);
@@ -163,9 +188,13 @@ public:
         ProbeResult made;
         made.target = m_options.to;
         made.effects = m_options.effects ? std::string(m_options.effects->kind()) : "unobserved";
-        JudgeRules rules{m_options.expect_payload_dedup, m_options.deadline,
+        JudgeRules rules{m_options.expect_payload_dedup,
+                         m_options.deadline,
                          m_target.path.empty() ? std::string("/") : m_target.path,
-                         m_options.also_to};
+                         m_options.also_to,
+                         {}};
+        for (const auto& field : m_options.vary)
+            rules.varied.push_back(field.path.text());
         std::vector<Observation> observed;
         bool slow_answer = false;
         for (auto check : all_checks()) {
@@ -272,7 +301,7 @@ private:
         // Never a path or host from the template: --to, or --also-to's path
         // on --to's origin.
         request.url = delivery.url.empty() ? m_options.to : delivery.url;
-        request.body = delivery.event.dump();
+        request.body = varied(delivery).dump();
         bool has_content_type = false;
         for (const auto& [name, value] : delivery.headers) {
             if (iequals(name, "Content-Type")) has_content_type = true;
@@ -295,6 +324,41 @@ private:
             }
         }
         return request;
+    }
+
+    // The delivery's event with each --vary field set for this copy: its
+    // attempt (1 for the first copy of the key sent, 2 for the next...), the
+    // time probe sends it, a fresh UUID.
+    Json varied(const Delivery& delivery) {
+        if (m_options.vary.empty()) return delivery.event;
+        auto event = delivery.event;
+        auto attempt = ++m_attempts[delivery.key];
+        for (const auto& field : m_options.vary) {
+            Json value;
+            switch (field.kind) {
+            case VariedField::Kind::attempt:
+                value = attempt;
+                break;
+            case VariedField::Kind::now:
+                value = format_rfc3339(logical_now());
+                break;
+            case VariedField::Kind::uuid:
+                value = random_uuid();
+                break;
+            }
+            set_at(event, field.path, std::move(value));
+        }
+        return event;
+    }
+
+    std::string random_uuid() {
+        std::uniform_int_distribution<std::uint32_t> word;
+        std::array<std::uint32_t, 4> bits{word(m_random), word(m_random), word(m_random),
+                                          word(m_random)};
+        bits[1] = (bits[1] & 0xffff0fffU) | 0x00004000U; // version 4
+        bits[2] = (bits[2] & 0x3fffffffU) | 0x80000000U; // RFC 9562 variant
+        return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:04x}{:08x}", bits[0], bits[1] >> 16,
+                           bits[1] & 0xffffU, bits[2] >> 16, bits[2] & 0xffffU, bits[3]);
     }
 
     Duration stale_age() const { return m_options.signing->tolerance + std::chrono::minutes(1); }
@@ -707,6 +771,8 @@ private:
     std::string m_tag;
     Duration m_jump{0};
     std::uint64_t m_requests = 0;
+    std::map<std::string, std::int64_t> m_attempts; // --vary attempt: copies sent per key
+    std::mt19937_64 m_random{std::random_device{}()};
     // How long after answering the handler acts, as learned so far, and the
     // longest the current check saw (a reading that grew after the answer).
     Duration m_lag{0};
@@ -742,6 +808,25 @@ Schedule parse_schedule(std::string_view text) {
     throw UsageError(fmt::format("--schedule {}: not stripe, svix, github, slack or "
                                  "fixed:INTERVALS (fixed:1s,2s,4s)",
                                  quote(text)));
+}
+
+VariedField parse_varied_field(std::string_view text) {
+    auto equals = text.rfind('=');
+    if (equals == std::string_view::npos || equals == 0)
+        throw UsageError(
+            fmt::format("--vary {}: PATH=attempt, PATH=now or PATH=uuid", quote(text)));
+    auto kind = text.substr(equals + 1);
+    VariedField field{record::FieldPath::parse(text.substr(0, equals)), VariedField::Kind::attempt};
+    if (kind == "attempt")
+        field.kind = VariedField::Kind::attempt;
+    else if (kind == "now")
+        field.kind = VariedField::Kind::now;
+    else if (kind == "uuid")
+        field.kind = VariedField::Kind::uuid;
+    else
+        throw UsageError(fmt::format("--vary {}: {} is none of attempt, now and uuid", quote(text),
+                                     quote(kind)));
+    return field;
 }
 
 std::size_t ProbeResult::count(Verdict verdict) const {

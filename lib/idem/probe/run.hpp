@@ -29,6 +29,16 @@ struct Schedule {
 // stripe, svix, github, slack, or fixed:1s,2s,4s. Throws UsageError.
 [[nodiscard]] Schedule parse_schedule(std::string_view text);
 
+// --vary PATH=attempt|now|uuid: a field a provider changes on every copy
+// of a delivery (an attempt counter, the time it was sent, a delivery id).
+struct VariedField {
+    enum class Kind { attempt, now, uuid };
+    record::FieldPath path;
+    Kind kind = Kind::attempt;
+};
+// "data.attempt=attempt". Throws UsageError.
+[[nodiscard]] VariedField parse_varied_field(std::string_view text);
+
 struct ProbeOptions {
     std::string to;
     // --template: NDJSON events or envelopes (replay's records); no paths:
@@ -47,6 +57,10 @@ struct ProbeOptions {
     std::string clock_header; // the handler reads its clock from it
     bool expect_payload_dedup = false;
     std::optional<record::FieldPath> order_path;
+    // Set on every request as its kind says, so that no two copies of a
+    // delivery are the same bytes (a handler that tells copies apart by a
+    // hash of the body acts on each).
+    std::vector<VariedField> vary;
     // --also-to PATH: other-endpoint sends the same key there, on --to's
     // own origin (never another host).
     std::string also_to;

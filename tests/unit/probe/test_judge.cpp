@@ -90,7 +90,7 @@ TEST_CASE("retries: the last answer 2xx, one side effect; the fault must be a 5x
 TEST_CASE("regenerated-key warns when acted on twice, fails only when payload dedup is expected") {
     auto twice = of({answered(200), answered(200)}, 2);
     CHECK(verdict(Check::regenerated_key, twice) == Verdict::warn);
-    CHECK(verdict(Check::regenerated_key, twice, {true, std::chrono::seconds(10), "/", ""}) ==
+    CHECK(verdict(Check::regenerated_key, twice, {true, std::chrono::seconds(10), "/", "", {}}) ==
           Verdict::fail);
     CHECK(verdict(Check::regenerated_key, of({answered(200), answered(200)}, 1)) == Verdict::pass);
     CHECK(verdict(Check::regenerated_key, of({answered(200), answered(200)})) == Verdict::warn);
@@ -125,7 +125,7 @@ TEST_CASE("no answer fails the check; slow-answer judges every answer against th
     CHECK(failed.verdict == Verdict::fail);
     CHECK(failed.reason.find("Timeout was reached") != std::string::npos);
 
-    JudgeRules rules{false, std::chrono::seconds(10), "/", ""};
+    JudgeRules rules{false, std::chrono::seconds(10), "/", "", {}};
     std::vector<CheckResult> others{
         judge(Check::key_reuse, of({answered(200), answered(422)}), rules)};
     CHECK(judge_slow_answer(others, {of({answered(200), answered(422)})}, rules).verdict ==
