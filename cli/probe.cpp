@@ -42,6 +42,8 @@ struct ProbeCommandOptions {
     std::string settle = "0s";
     std::string also_to;
     std::vector<std::string> vary;
+    std::string restart_cmd;
+    std::string restart_timeout = "30s";
     std::vector<std::string> checks;
     std::string effects_sqlite;
     std::string effects_query;
@@ -117,6 +119,9 @@ probe::ProbeOptions probe_options(const ProbeCommandOptions& options) {
     if (!options.order.empty()) run.order_path = record::FieldPath::parse(options.order);
     for (const auto& text : options.vary)
         run.vary.push_back(probe::parse_varied_field(text));
+    run.restart_cmd = options.restart_cmd;
+    run.restart_timeout = parse_duration(options.restart_timeout);
+    if (run.restart_timeout <= Duration{0}) throw UsageError("--restart-timeout must be above 0");
     bool slack = options.scheme == "slack" || options.schedule == "slack";
     run.deadline = options.deadline.empty()
                        ? (slack ? std::chrono::seconds(3) : std::chrono::seconds(10))
@@ -238,6 +243,13 @@ void register_probe(CLI::App& app, std::function<int()>& action) {
                      "attempt counter, the send time or a delivery id in the body (repeatable); "
                      "a handler that tells copies apart by a hash of the body then acts on each")
         ->allow_extra_args(false);
+    command->add_option("--restart-cmd", options->restart_cmd,
+                        "CMD: how the handler is restarted (run by /bin/sh, waited for, its "
+                        "output discarded); retry-after-restart runs it between a delivery and "
+                        "its retry, then asks the handler until it answers");
+    command->add_option("--restart-timeout", options->restart_timeout,
+                        "how long --restart-cmd and the handler's coming back may take (default "
+                        "30s)");
     command->add_option("--also-to", options->also_to,
                         "PATH: another endpoint of the same handler (on --to's host and port): "
                         "other-endpoint sends the same key there and expects one side effect");

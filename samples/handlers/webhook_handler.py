@@ -1,7 +1,7 @@
 """A small webhook receiver for `idem probe` to judge (docs/probe.md):
 standard library only, its state in SQLite. Three reference handlers run
 it in one of its modes (correct.py, check_after_work.py, short_ttl.py,
-queued.py);
+queued.py, memory_keys.py);
 the tests run broken variants of it with the flags marked "for tests".
 
 Every delivery carries an Idempotency-Key. The correct mode keeps a key
@@ -57,6 +57,8 @@ def options(mode, argv=None):
     parser.add_argument("--fingerprint-ignore", action="append", default=[],
                         help="a top-level field a provider changes on every copy: left out of the "
                              "payload a key is compared on (repeatable)")
+    parser.add_argument("--keys-in-memory", action="store_true",
+                        help="keep the keys only while the process lives (forgotten at a restart)")
     parser.add_argument("--key-by-body", action="store_true",
                         help="key a delivery by a hash of its body, not its Idempotency-Key")
     parser.add_argument("--key-per-path", action="store_true",
@@ -263,6 +265,11 @@ def main(mode, argv=None):
     conn = sqlite3.connect(settings.db)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.executescript(SCHEMA)
+    if settings.keys_in_memory:
+        # Broken on purpose: as a dict in the process would, a new process
+        # starts with no key known; the effects stay (they are the world's).
+        conn.execute("DELETE FROM keys")
+        conn.commit()
     conn.close()
     Handler.settings = settings
     server = ThreadingHTTPServer(("127.0.0.1", settings.port), Handler)

@@ -19,11 +19,12 @@ HANDLERS = os.path.join(ROOT, "samples", "handlers")
 QUERY = "SELECT count(*) FROM effects WHERE key = :key"
 SECRET = "whsec_probe_test"
 CHECKS = ["sequential-duplicate", "concurrent-duplicates", "key-reuse", "other-endpoint", "retry-after-drop",
-          "retry-after-5xx", "late-retry", "regenerated-key", "forged-signature", "stale-replay",
+          "retry-after-5xx", "late-retry", "retry-after-restart", "regenerated-key", "forged-signature", "stale-replay",
           "out-of-order", "slow-answer"]
 
 
 import contextlib
+import signal
 import socket
 
 
@@ -126,6 +127,7 @@ class Probe(unittest.TestCase):
         verdicts["regenerated-key"] = "warn"
         verdicts["out-of-order"] = "skipped"
         verdicts["other-endpoint"] = "skipped"  # without --also-to
+        verdicts["retry-after-restart"] = "skipped"  # without --restart-cmd
         verdicts.update({name.replace("_", "-"): verdict for name, verdict in changes.items()})
         return verdicts
 
@@ -139,7 +141,7 @@ class Probe(unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertEqual(report["effects"], "sqlite")
         summary = summary_of(err)
-        self.assertEqual((summary["passed"], summary["failed"], summary["warned"], summary["skipped"]), (9, 0, 1, 2))
+        self.assertEqual((summary["passed"], summary["failed"], summary["warned"], summary["skipped"]), (9, 0, 1, 3))
         # The evidence names each request's status and the side effects seen.
         concurrent = next(c for c in report["checks"] if c["check"] == "concurrent-duplicates")
         self.assertEqual(len(concurrent["evidence"]["requests"]), 8)
@@ -287,6 +289,48 @@ class Probe(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn("none of attempt, now and uuid", err)
 
+    def test_a_restart_between_a_delivery_and_its_retry_reaches_keys_kept_in_memory(self):
+        # Issue 61, item 1: samples/handlers/memory_keys.py keeps its keys in
+        # the process. --restart-cmd stops it (by its PID) and starts it
+        # again on its port; probe waits for it, then sends the retry.
+        for script, verdict in (("memory_keys.py", "fail"), ("correct.py", "pass")):
+            with socket_bound() as port:
+                pass
+            db, pidfile = self.path(f"{script}.db"), self.path(f"{script}.pid")
+            handler = Handler(script, db, "--port", str(port))
+            self.handlers.append(handler)
+            with open(pidfile, "w") as f:
+                f.write(str(handler.process.pid))
+            start = f"{sys.executable} {os.path.join(HANDLERS, script)} --db {db} --port {port}"
+            # Stopped when its port refuses connections (the first process
+            # is this test's child: a zombie until reaped, so not asked by PID).
+            refuses = f"{sys.executable} -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 0.2)'"
+            restart = (f"kill $(cat {pidfile}); while {refuses} 2>/dev/null; do sleep 0.05; done; "
+                       f"{start} & echo $! > {pidfile}")
+            try:
+                code, out, err = run(["probe", "--to", handler.url, "--report", "json", "-q",
+                                      "--checks", "retry-after-restart", "--restart-cmd", restart,
+                                      "--effects-sqlite", db, "--effects-query", QUERY])
+            finally:
+                with open(pidfile) as f:
+                    restarted = int(f.read().strip() or 0)
+                if restarted and restarted != handler.process.pid:
+                    os.kill(restarted, signal.SIGTERM)
+            check = json.loads(out)["checks"][0]
+            self.assertEqual(check["verdict"], verdict, check["reason"] + err)
+            self.assertEqual([r["request"] for r in check["evidence"]["requests"]],
+                             ["before the restart", "again after the restart"])
+            if verdict == "fail":
+                self.assertIn("2 side effects for a delivery and its retry after a restart", check["reason"])
+        # Without it, skipped with the flag it needs; a command that fails
+        # fails the check with its exit status.
+        handler, db = self.start("correct.py")
+        code, out, _ = run(["probe", "--to", handler.url, "--report", "json", "-q", "--checks", "retry-after-restart"])
+        self.assertIn("--restart-cmd CMD", json.loads(out)["checks"][0]["reason"])
+        code, out, _ = run(["probe", "--to", handler.url, "--report", "json", "-q", "--checks", "retry-after-restart",
+                            "--restart-cmd", "exit 3"])
+        self.assertIn("--restart-cmd exited 3", json.loads(out)["checks"][0]["reason"])
+
     def test_a_claim_probe_did_not_see_is_never_made(self):
         # Issue 61, item 5: the effects query counts nothing (another
         # table's rows): regenerated-key says what it measured, no "once".
@@ -373,7 +417,8 @@ class Probe(unittest.TestCase):
         failed = sorted(name for name, case in cases.items() if case.find("failure") is not None)
         skipped = sorted(name for name, case in cases.items() if case.find("skipped") is not None)
         self.assertEqual(failed, ["concurrent-duplicates"])
-        self.assertEqual(skipped, ["late-retry", "other-endpoint", "out-of-order", "retry-after-5xx"])
+        self.assertEqual(skipped, ["late-retry", "other-endpoint", "out-of-order", "retry-after-5xx",
+                                   "retry-after-restart"])
         self.assertEqual(suites.get("failures"), "1")
         self.assertEqual(suites.get("tests"), str(len(CHECKS)))
 
@@ -413,7 +458,7 @@ class Probe(unittest.TestCase):
         with open(ledger) as f:
             lines = [json.loads(line) for line in f]
         self.assertEqual(len(lines), report["requests"])
-        self.assertEqual({line["check"] for line in lines}, set(CHECKS) - {"out-of-order", "other-endpoint", "slow-answer"})
+        self.assertEqual({line["check"] for line in lines}, set(CHECKS) - {"out-of-order", "other-endpoint", "retry-after-restart", "slow-answer"})
         self.assertTrue(all({"key", "sent_at", "outcome", "latency_ms"} <= set(line) for line in lines))
         # idem audit reads it: the eight concurrent copies are one key's duplicates.
         code, out, err = run(["audit", "--key", "key", "--time-field", "sent_at", "--summary", "json",

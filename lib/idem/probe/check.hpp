@@ -22,6 +22,7 @@ enum class Check {
     retry_after_drop,
     retry_after_5xx,
     late_retry,
+    retry_after_restart,
     regenerated_key,
     forged_signature,
     stale_replay,
@@ -81,6 +82,9 @@ struct Observation {
     // Set when a side-effect reading grew this long after the check's
     // answer, past --settle: the handler acts after it answers.
     std::optional<Duration> acted_after_answer;
+    // retry-after-restart: why the restart did not happen (its command
+    // failed, the handler never came back); empty when it did.
+    std::string restart_problem;
 };
 
 struct CheckResult {

@@ -3,20 +3,17 @@
 #include "idem/net/http_client.hpp"
 #include "idem/net/target.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/shell_command.hpp"
 #include "idem/util/text.hpp"
 #include "idem/util/unique_fd.hpp"
 
 #include <cerrno>
 #include <charconv>
-#include <csignal>
 #include <cstring>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <poll.h>
-#include <spawn.h>
 #include <sqlite3.h>
-#include <sys/wait.h>
+#include <system_error>
 #include <unistd.h>
 
 extern char** environ;
@@ -165,65 +162,23 @@ public:
     }
 
     std::string read(std::string_view key, std::string_view id) override {
-        int pipe_ends[2];
-        if (::pipe2(pipe_ends, O_CLOEXEC) != 0)
-            throw StoreError(fmt::format("--effects-cmd: {}", std::strerror(errno)));
-        UniqueFd read_end(pipe_ends[0]), write_end(pipe_ends[1]);
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
-        std::vector<std::string> environment;
-        for (char** variable = environ; *variable; ++variable) {
-            std::string_view entry(*variable);
-            if (entry.starts_with("IDEM_KEY=") || entry.starts_with("IDEM_ID=")) continue;
-            environment.emplace_back(entry);
+        ShellCommand shell;
+        shell.command = m_command;
+        shell.environment = {{"IDEM_KEY", std::string(key)}, {"IDEM_ID", std::string(id)}};
+        shell.timeout = m_timeout;
+        shell.max_output = k_max_reading_bytes;
+        ShellCommandResult ran;
+        try {
+            ran = run_shell_command(shell);
+        } catch (const std::system_error& error) {
+            throw StoreError(fmt::format("--effects-cmd: cannot start: {}", error.what()));
         }
-        environment.push_back(fmt::format("IDEM_KEY={}", key));
-        environment.push_back(fmt::format("IDEM_ID={}", id));
-        std::vector<char*> envp;
-        for (auto& entry : environment)
-            envp.push_back(entry.data());
-        envp.push_back(nullptr);
-        std::string shell = "/bin/sh", flag = "-c";
-        char* argv[] = {shell.data(), flag.data(), m_command.data(), nullptr};
-        pid_t child = 0;
-        int spawned = posix_spawn(&child, "/bin/sh", &actions, nullptr, argv, envp.data());
-        posix_spawn_file_actions_destroy(&actions);
-        write_end.reset();
-        if (spawned != 0)
-            throw StoreError(
-                fmt::format("--effects-cmd: cannot start: {}", std::strerror(spawned)));
-        std::string output;
-        auto deadline = steady_now() + m_timeout;
-        bool timed_out = false;
-        while (true) {
-            auto left =
-                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_now());
-            if (left.count() <= 0) {
-                timed_out = true;
-                break;
-            }
-            pollfd ready{read_end.get(), POLLIN, 0};
-            if (::poll(&ready, 1, static_cast<int>(left.count())) <= 0) continue;
-            char chunk[4096];
-            auto got = ::read(read_end.get(), chunk, sizeof chunk);
-            if (got < 0 && errno == EINTR) continue;
-            if (got <= 0) break;
-            if (output.size() < k_max_reading_bytes)
-                output.append(chunk, static_cast<std::size_t>(got));
-        }
-        if (timed_out) ::kill(child, SIGKILL);
-        int status = 0;
-        while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-        }
-        if (timed_out)
+        if (ran.timed_out)
             throw StoreError(
                 fmt::format("--effects-cmd: no answer within {}", format_duration(m_timeout)));
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-            throw StoreError(fmt::format("--effects-cmd: exited {}", WIFEXITED(status)
-                                                                         ? WEXITSTATUS(status)
-                                                                         : 128 + WTERMSIG(status)));
-        return std::string(trim(output));
+        if (ran.exit_code != 0)
+            throw StoreError(fmt::format("--effects-cmd: exited {}", ran.exit_code));
+        return std::string(trim(ran.output));
     }
 
     [[nodiscard]] std::string_view kind() const override { return "cmd"; }

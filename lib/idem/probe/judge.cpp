@@ -19,7 +19,7 @@ struct Named {
     std::string_view name;
 };
 
-constexpr std::array<Named, 12> k_names{{
+constexpr std::array<Named, 13> k_names{{
     {Check::sequential_duplicate, "sequential-duplicate"},
     {Check::concurrent_duplicates, "concurrent-duplicates"},
     {Check::key_reuse, "key-reuse"},
@@ -27,6 +27,7 @@ constexpr std::array<Named, 12> k_names{{
     {Check::retry_after_drop, "retry-after-drop"},
     {Check::retry_after_5xx, "retry-after-5xx"},
     {Check::late_retry, "late-retry"},
+    {Check::retry_after_restart, "retry-after-restart"},
     {Check::regenerated_key, "regenerated-key"},
     {Check::forged_signature, "forged-signature"},
     {Check::stale_replay, "stale-replay"},
@@ -547,6 +548,10 @@ CheckResult judge(Check check, const Observation& observed, const JudgeRules& ru
         return judge_retry_after_5xx(observed, rules);
     case Check::late_retry:
         return judge_retried(check, observed, "a delivery and its late retry", rules);
+    case Check::retry_after_restart:
+        if (!observed.restart_problem.empty())
+            return result(check, Verdict::fail, observed.restart_problem, observed);
+        return judge_retried(check, observed, "a delivery and its retry after a restart", rules);
     case Check::regenerated_key:
         return judge_regenerated(observed, rules);
     case Check::forged_signature:

@@ -8,6 +8,7 @@
 #include "idem/record/parser.hpp"
 #include "idem/util/encoding.hpp"
 #include "idem/util/errors.hpp"
+#include "idem/util/shell_command.hpp"
 #include "idem/util/text.hpp"
 #include "idem/verify/signer.hpp"
 
@@ -18,6 +19,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <system_error>
 
 namespace idem::probe {
 
@@ -471,6 +473,43 @@ private:
         return answer;
     }
 
+    // --restart-cmd, waited for, then the handler asked (a GET to --to:
+    // any answer will do) until it answers again. Empty, or why the
+    // restart did not happen.
+    std::string restart() {
+        ShellCommand shell;
+        shell.command = m_options.restart_cmd;
+        shell.timeout = m_options.restart_timeout;
+        // A handler started in the background keeps what it inherits:
+        // never probe's output (or a test's pipe that reads it).
+        shell.capture_output = false;
+        shell.discard_errors = true;
+        ShellCommandResult ran;
+        try {
+            ran = run_shell_command(shell);
+        } catch (const std::system_error& error) {
+            return fmt::format("--restart-cmd cannot start: {}", error.what());
+        }
+        if (ran.timed_out)
+            return fmt::format("--restart-cmd did not end within {}",
+                               format_duration(m_options.restart_timeout));
+        if (ran.exit_code != 0)
+            return fmt::format("--restart-cmd exited {}: the handler was not restarted",
+                               ran.exit_code);
+        auto until = steady_now() + m_options.restart_timeout;
+        while (steady_now() < until) {
+            net::OutgoingRequest ask;
+            ask.method = "GET";
+            ask.url = m_options.to;
+            ++m_requests;
+            auto answer = m_client.send(std::move(ask));
+            if (answer.transport == net::TransferResult::Transport::answered) return {};
+            pause(std::chrono::milliseconds(100));
+        }
+        return fmt::format("the handler did not answer within {} of --restart-cmd",
+                           format_duration(m_options.restart_timeout));
+    }
+
     // A delivery's side effects, read after --settle. A handler that acts
     // after it answers (a queue) shows them late: while the reading is 0
     // and one is expected it is read again, for up to k_longest_lag; how
@@ -566,6 +605,23 @@ private:
             observed.answers.push_back(send(name, made));
             wait(m_options.late, !m_options.clock_header.empty());
             made.label = fmt::format("again {} later", format_duration(m_options.late));
+            observed.answers.push_back(send(name, made));
+            observed.effects = effects(made);
+            break;
+        }
+        case Check::retry_after_restart: {
+            if (m_options.restart_cmd.empty()) {
+                observed.skip_reason = "give --restart-cmd CMD (how the handler is restarted, as "
+                                       "a deploy or a crash does) to restart it between a "
+                                       "delivery and its retry";
+                break;
+            }
+            auto made = delivery(name, "before the restart");
+            observed.answers.push_back(send(name, made));
+            effects(made); // its work is done before the handler goes
+            observed.restart_problem = restart();
+            if (!observed.restart_problem.empty()) break;
+            made.label = "again after the restart";
             observed.answers.push_back(send(name, made));
             observed.effects = effects(made);
             break;

@@ -61,6 +61,11 @@ struct ProbeOptions {
     // delivery are the same bytes (a handler that tells copies apart by a
     // hash of the body acts on each).
     std::vector<VariedField> vary;
+    // --restart-cmd: run by /bin/sh between a delivery and its retry
+    // (retry-after-restart), its output discarded; then the handler is
+    // asked until it answers, for up to restart_timeout.
+    std::string restart_cmd;
+    Duration restart_timeout = std::chrono::seconds(30);
     // --also-to PATH: other-endpoint sends the same key there, on --to's
     // own origin (never another host).
     std::string also_to;
