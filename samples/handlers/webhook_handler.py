@@ -57,6 +57,11 @@ def options(mode, argv=None):
     parser.add_argument("--fingerprint-ignore", action="append", default=[],
                         help="a top-level field a provider changes on every copy: left out of the "
                              "payload a key is compared on (repeatable)")
+    parser.add_argument("--fault-after-effect", action="store_true",
+                        help="the fault header strikes after the work's effect, before the answer")
+    parser.add_argument("--forget-key-on-fault", action="store_true",
+                        help="with --fault-after-effect: the failure also drops the key (as a "
+                             "handler whose error path deletes its claim)")
     parser.add_argument("--keys-in-memory", action="store_true",
                         help="keep the keys only while the process lives (forgotten at a restart)")
     parser.add_argument("--key-by-body", action="store_true",
@@ -174,11 +179,20 @@ class Handler(BaseHTTPRequestHandler):
             if row:
                 conn.execute("COMMIT")
                 return self.answer(*self.stored(row[:4], fingerprint))
-            if faulty:
+            if faulty and not self.settings.fault_after_effect:
                 conn.execute("COMMIT")
                 return self.answer(503, {"error": "fault injected"})
             conn.execute("INSERT INTO keys VALUES (?, ?, 'in_progress', NULL, NULL, ?)", (key, fingerprint, now))
             conn.execute("COMMIT")
+            if faulty:
+                # The partial failure: the work's effect is done (and, in the
+                # correct handler, the key completed with it), then the
+                # answer fails. A retry finds the key completed and gets the
+                # stored response -- unless the error path drops the key.
+                self.complete(conn, key, event, now)
+                if self.settings.forget_key_on_fault:
+                    conn.execute("DELETE FROM keys WHERE key = ?", (key,))
+                return self.answer(503, {"error": "fault injected after the work"})
             if self.settings.act_after_answer:
                 threading.Thread(target=self.work_later, args=(key, event, now), daemon=True).start()
                 return self.answer(202, {"queued": event.get("id")})

@@ -331,6 +331,24 @@ class Probe(unittest.TestCase):
                             "--restart-cmd", "exit 3"])
         self.assertIn("--restart-cmd exited 3", json.loads(out)["checks"][0]["reason"])
 
+    def test_a_fault_after_the_effect_is_a_retry_that_must_not_act_again(self):
+        # Issue 61, item 8 (docs/probe.md, "Where the fault strikes"): the
+        # fault --fail-first names strikes after the work's effect and
+        # before the answer. A handler whose effect and key complete together
+        # answers the retry with its stored response; one whose error path
+        # drops the key acts again.
+        for flags, verdict in ((("--fault-after-effect",), "pass"),
+                               (("--fault-after-effect", "--forget-key-on-fault"), "fail")):
+            handler, db = self.start("correct.py", *flags)
+            code, out, err = run(["probe", "--to", handler.url, "--report", "json", "-q",
+                                  "--checks", "retry-after-5xx", "--fail-first", "X-Inject-Fault: 1",
+                                  "--schedule", "fixed:1s", "--speed", "100",
+                                  "--effects-sqlite", db, "--effects-query", QUERY])
+            check = json.loads(out)["checks"][0]
+            self.assertEqual(check["verdict"], verdict, check["reason"] + err)
+            if verdict == "fail":
+                self.assertIn("2 side effects for a failed delivery and its retries", check["reason"])
+
     def test_a_claim_probe_did_not_see_is_never_made(self):
         # Issue 61, item 5: the effects query counts nothing (another
         # table's rows): regenerated-key says what it measured, no "once".

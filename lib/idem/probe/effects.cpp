@@ -16,7 +16,6 @@
 #include <system_error>
 #include <unistd.h>
 
-extern char** environ;
 
 namespace idem::probe {
 
