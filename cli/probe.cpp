@@ -37,6 +37,7 @@ struct ProbeCommandOptions {
     std::string late;
     std::string clock_header;
     bool expect_payload_dedup = false;
+    std::string expect;
     std::string order;
     std::string deadline;
     std::string settle = "0s";
@@ -116,6 +117,13 @@ probe::ProbeOptions probe_options(const ProbeCommandOptions& options) {
     if (run.clock_header.find_first_of(" \t\r\n:") != std::string::npos)
         throw UsageError("--clock-header must be a header name");
     run.expect_payload_dedup = options.expect_payload_dedup;
+    if (!options.expect.empty()) {
+        if (options.expect != "draft")
+            throw UsageError(fmt::format("--expect {}: the one standard probe judges by is "
+                                         "'draft' (the IETF Idempotency-Key draft)",
+                                         quote(options.expect)));
+        run.expect_draft = true;
+    }
     if (!options.order.empty()) run.order_path = record::FieldPath::parse(options.order);
     for (const auto& text : options.vary)
         run.vary.push_back(probe::parse_varied_field(text));
@@ -229,6 +237,10 @@ void register_probe(CLI::App& app, std::function<int()>& action) {
     command->add_option("--clock-header", options->clock_header,
                         "tell the handler the time in this header (RFC 3339), for a handler "
                         "whose clock tests may set: waits are then compressed by --speed");
+    command->add_option("--expect", options->expect,
+                        "draft: what the IETF Idempotency-Key draft asks fails instead of "
+                        "warning (a retry of a completed request answered with another status, "
+                        "a reused key refused with another 4xx than 422)");
     command->add_flag("--expect-payload-dedup", options->expect_payload_dedup,
                       "regenerated-key fails, not warns, when the same payload under a new key "
                       "acts twice");

@@ -62,6 +62,8 @@ def options(mode, argv=None):
     parser.add_argument("--forget-key-on-fault", action="store_true",
                         help="with --fault-after-effect: the failure also drops the key (as a "
                              "handler whose error path deletes its claim)")
+    parser.add_argument("--reuse-status", type=int, default=422,
+                        help="the status a key reused with another payload is refused with")
     parser.add_argument("--keys-in-memory", action="store_true",
                         help="keep the keys only while the process lives (forgotten at a restart)")
     parser.add_argument("--key-by-body", action="store_true",
@@ -160,7 +162,7 @@ class Handler(BaseHTTPRequestHandler):
         """The answer for a key already known, or None to process it."""
         stored_fingerprint, state, status, response = row
         if stored_fingerprint != fingerprint and not self.settings.accept_reuse:
-            return 422, {"error": "this Idempotency-Key was used with another payload"}
+            return self.settings.reuse_status, {"error": "this Idempotency-Key was used with another payload"}
         if state == "in_progress":
             if self.settings.fail_concurrent:
                 return 500, {"error": "database is locked"}

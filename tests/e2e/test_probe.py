@@ -349,6 +349,23 @@ class Probe(unittest.TestCase):
             if verdict == "fail":
                 self.assertIn("2 side effects for a failed delivery and its retries", check["reason"])
 
+    def test_expect_draft_turns_the_drafts_warnings_into_failures(self):
+        # Issue 61, item 7: a handler that refuses a reused key with 409, not
+        # the draft's 422 (webhook_handler.py --reuse-status).
+        handler, db = self.start("correct.py", "--reuse-status", "409")
+        args = ["probe", "--to", handler.url, "--report", "json", "-q", "--checks", "key-reuse",
+                "--effects-sqlite", db, "--effects-query", QUERY]
+        code, out, _ = run(args)
+        check = json.loads(out)["checks"][0]
+        self.assertEqual((code, check["verdict"]), (0, "warn"), check["reason"])
+        self.assertIn('the IETF Idempotency-Key draft ("Error Scenarios") answers a key reused with another '
+                      'payload 422', check["reason"])
+        code, out, _ = run(args + ["--expect", "draft"])
+        self.assertEqual((code, json.loads(out)["checks"][0]["verdict"]), (1, "fail"))
+        code, _, err = run(args + ["--expect", "rfc"])
+        self.assertEqual(code, 2)
+        self.assertIn("'draft'", err)
+
     def test_a_claim_probe_did_not_see_is_never_made(self):
         # Issue 61, item 5: the effects query counts nothing (another
         # table's rows): regenerated-key says what it measured, no "once".

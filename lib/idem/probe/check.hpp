@@ -103,6 +103,10 @@ struct JudgeRules {
     std::string to_path, also_to;
     // --vary: the fields every copy carries anew ("attempt"), as named.
     std::vector<std::string> varied;
+    // --expect draft: what the IETF Idempotency-Key draft asks and providers
+    // tolerate otherwise (a retry answered with another body, key reuse
+    // refused with another 4xx than 422) fails instead of warning.
+    bool expect_draft = false;
 };
 
 // The verdict of `check` on what it observed. slow-answer is judged from

@@ -207,6 +207,18 @@ CheckResult judge_sequential(const Observation& observed, const JudgeRules& rule
                       observed);
     if (auto problem = effects_problem(observed, 1, "two identical deliveries"))
         return result(check, Verdict::fail, *problem, observed);
+    // A 202 (accepted, acted on later) is answered with the result once
+    // the work is done: that is the completed request's response.
+    if (!replayed && second.success() && first.success() && first.status != 202 &&
+        second.status != first.status)
+        return result(
+            check, rules.expect_draft ? Verdict::fail : Verdict::warn,
+            fmt::format("the retry was answered {} after {}: the IETF Idempotency-Key "
+                        "draft (\"Idempotency Enforcement Scenarios\") answers a retry "
+                        "of a completed request with its first response{}",
+                        second.status, first.status,
+                        rules.expect_draft ? "" : " (--expect draft makes this a failure)"),
+            observed);
     return result(check, Verdict::pass,
                   fmt::format("answered {}{}", statuses(observed.answers),
                               replayed ? ", the same body (a replayed response)" : "") +
@@ -246,7 +258,7 @@ CheckResult judge_concurrent(const Observation& observed) {
                   observed);
 }
 
-CheckResult judge_key_reuse(const Observation& observed) {
+CheckResult judge_key_reuse(const Observation& observed, const JudgeRules& rules) {
     const auto check = Check::key_reuse;
     if (auto problem = transport_problem(observed))
         return result(check, Verdict::fail, *problem, observed);
@@ -281,6 +293,16 @@ CheckResult judge_key_reuse(const Observation& observed) {
                       observed);
     if (auto problem = effects_problem(observed, 1, "the key"))
         return result(check, Verdict::fail, *problem, observed);
+    if (second.status != 422)
+        return result(
+            check, rules.expect_draft ? Verdict::fail : Verdict::warn,
+            fmt::format("the other payload was refused {}, not 422: the IETF "
+                        "Idempotency-Key draft (\"Error Scenarios\") answers a key "
+                        "reused with another payload 422{}{}",
+                        second.status,
+                        observed.effects ? "; the first payload's side effect only" : "",
+                        rules.expect_draft ? "" : " (--expect draft makes this a failure)"),
+            observed);
     return result(check, Verdict::pass,
                   fmt::format("the other payload was refused {}{}", second.status,
                               second.status == 422 ? "" : " (the IETF draft says 422)") +
@@ -539,7 +561,7 @@ CheckResult judge(Check check, const Observation& observed, const JudgeRules& ru
     case Check::concurrent_duplicates:
         return judge_concurrent(observed);
     case Check::key_reuse:
-        return judge_key_reuse(observed);
+        return judge_key_reuse(observed, rules);
     case Check::other_endpoint:
         return judge_other_endpoint(observed, rules);
     case Check::retry_after_drop:

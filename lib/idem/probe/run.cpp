@@ -197,6 +197,7 @@ public:
                          {}};
         for (const auto& field : m_options.vary)
             rules.varied.push_back(field.path.text());
+        rules.expect_draft = m_options.expect_draft;
         std::vector<Observation> observed;
         bool slow_answer = false;
         for (auto check : all_checks()) {

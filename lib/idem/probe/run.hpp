@@ -56,6 +56,7 @@ struct ProbeOptions {
     bool late_given = false;
     std::string clock_header; // the handler reads its clock from it
     bool expect_payload_dedup = false;
+    bool expect_draft = false; // --expect draft (JudgeRules::expect_draft)
     std::optional<record::FieldPath> order_path;
     // Set on every request as its kind says, so that no two copies of a
     // delivery are the same bytes (a handler that tells copies apart by a
