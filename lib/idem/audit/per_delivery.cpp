@@ -160,7 +160,9 @@ PerDelivery learn_per_delivery(const AuditRunOptions& options, const PayloadSurv
         for (const auto& field : fields)
             ++differing[field].groups;
     }
-    for (const auto& [field, found] : differing) {
+    for (const auto& entry : differing) {
+        const auto& field = entry.first;
+        const auto& found = entry.second;
         // Most retried groups, and enough of them to tell; or, in a log of
         // fewer, a field whose every value is a fresh generated id.
         if (2 * found.groups <= learned.groups_judged) continue;

@@ -67,10 +67,21 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
     auto* transfer = static_cast<Transfer*>(user);
     std::string_view line(data, size * count);
     // A new status line (after 100 Continue, say) starts a new header block.
-    if (line.starts_with("HTTP/")) transfer->result.retry_after.clear();
+    if (line.starts_with("HTTP/")) {
+        transfer->result.retry_after.clear();
+        transfer->result.key_headers.clear();
+    }
     auto colon = line.find(':');
-    if (colon != std::string_view::npos && iequals(trim(line.substr(0, colon)), "Retry-After"))
-        transfer->result.retry_after = trim(line.substr(colon + 1));
+    if (colon == std::string_view::npos) return line.size();
+    auto name = trim(line.substr(0, colon));
+    auto value = trim(line.substr(colon + 1));
+    if (iequals(name, "Retry-After")) transfer->result.retry_after = value;
+    constexpr std::string_view k_key_headers[] = {"Content-Type", "Location", "Idempotent-Replayed",
+                                                  "Idempotency-Key"};
+    auto& kept = transfer->result.key_headers;
+    for (auto key : k_key_headers)
+        if (iequals(name, key) && kept.size() < std::size(k_key_headers))
+            kept.emplace_back(std::string(key), utf8_prefix(value, k_key_header_bytes));
     return line.size();
 }
 

@@ -31,11 +31,17 @@ struct TransferResult {
     Transport transport = Transport::answered;
     int status = 0;
     std::string retry_after; // the response's Retry-After header, if any
-    std::string body;        // at most max_body_bytes of it
-    std::string digest;      // SHA-256 of the whole body, hex
+    // The headers that say what a handler did with a delivery (Content-Type,
+    // Location, Idempotent-Replayed, an Idempotency-Key echo), each value
+    // cut to k_key_header_bytes: what probe shows of a failing answer.
+    std::vector<std::pair<std::string, std::string>> key_headers;
+    std::string body;   // at most max_body_bytes of it
+    std::string digest; // SHA-256 of the whole body, hex
     Duration latency{0};
     std::string error; // transport errors: curl's description
 };
+
+inline constexpr std::size_t k_key_header_bytes = 100;
 
 class HttpClient {
 public:

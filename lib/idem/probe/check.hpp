@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace idem::probe {
@@ -58,6 +59,7 @@ struct Answer {
     // check (docs/probe.md, "Evidence").
     std::string body_start;
     std::string retry_after;
+    std::vector<std::pair<std::string, std::string>> key_headers; // TransferResult's
     Duration latency{0};
     std::string error; // why there was no answer
     Timestamp sent_at;

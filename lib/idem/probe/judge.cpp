@@ -63,6 +63,8 @@ nlohmann::json evidence_of(const Observation& observed) {
             request["body_sha256"] = answer.digest;
             if (!answer.body_start.empty()) request["body_start"] = answer.body_start;
             if (!answer.retry_after.empty()) request["retry_after"] = answer.retry_after;
+            for (const auto& [name, value] : answer.key_headers)
+                request["headers"][name] = value;
         } else {
             request["outcome"] = outcome_text(answer);
             if (!answer.error.empty()) request["error"] = answer.error;
@@ -101,9 +103,9 @@ const Answer* answer_named(const Observation& observed, std::string_view reason)
             (!named || answer.label.size() > named->label.size()))
             named = &answer;
     if (named) return named;
-    for (auto it = observed.answers.rbegin(); it != observed.answers.rend(); ++it)
-        if (it->answered()) return &*it;
-    return nullptr;
+    auto last = std::find_if(observed.answers.rbegin(), observed.answers.rend(),
+                             [](const Answer& answer) { return answer.answered(); });
+    return last == observed.answers.rend() ? nullptr : &*last;
 }
 
 // " (its answer: 422, Retry-After 5, {"error":"..."})": what a developer
@@ -111,6 +113,8 @@ const Answer* answer_named(const Observation& observed, std::string_view reason)
 std::string answer_shown(const Answer& answer) {
     std::string shown = fmt::format("{}: {}", answer.label, answer.status);
     if (!answer.retry_after.empty()) shown += ", Retry-After " + answer.retry_after;
+    for (const auto& [name, value] : answer.key_headers)
+        if (name != "Content-Type") shown += fmt::format(", {} {}", name, value);
     constexpr std::size_t k_in_reason = 120;
     if (answer.body_start.empty())
         shown += ", an empty body";
@@ -209,14 +213,14 @@ CheckResult judge_sequential(const Observation& observed, const JudgeRules& rule
         return result(check, Verdict::fail, *problem, observed);
     // A 202 (accepted, acted on later) is answered with the result once
     // the work is done: that is the completed request's response.
-    if (!replayed && second.success() && first.success() && first.status != 202 &&
-        second.status != first.status)
+    if (!replayed && second.success() && first.success() && first.status != 202)
         return result(
             check, rules.expect_draft ? Verdict::fail : Verdict::warn,
-            fmt::format("the retry was answered {} after {}: the IETF Idempotency-Key "
-                        "draft (\"Idempotency Enforcement Scenarios\") answers a retry "
-                        "of a completed request with its first response{}",
+            fmt::format("the retry was answered {} after {}{}: the IETF Idempotency-Key draft "
+                        "(\"Idempotency Enforcement Scenarios\") answers a retry of a completed "
+                        "request with its first response{}",
                         second.status, first.status,
+                        second.status == first.status ? ", with another body" : "",
                         rules.expect_draft ? "" : " (--expect draft makes this a failure)"),
             observed);
     return result(check, Verdict::pass,

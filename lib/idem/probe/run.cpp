@@ -409,6 +409,7 @@ private:
             answer.digest = transfer.digest;
             answer.body_start = utf8_prefix(transfer.body, k_answer_excerpt);
             answer.retry_after = transfer.retry_after.substr(0, 64);
+            answer.key_headers = transfer.key_headers;
             break;
         case net::TransferResult::Transport::not_sent:
             answer.outcome = Answer::Outcome::unreachable;

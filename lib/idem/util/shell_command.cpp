@@ -2,6 +2,7 @@
 
 #include "idem/util/unique_fd.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <fcntl.h>
@@ -33,16 +34,18 @@ ShellCommandResult run_shell_command(const ShellCommand& shell) {
         posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
     if (shell.discard_errors)
         posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    std::vector<std::string> set; // "NAME=VALUE" of shell.environment
+    for (const auto& [name, value] : shell.environment)
+        set.push_back(fmt::format("{}={}", name, value));
     std::vector<std::string> environment;
     for (char** variable = environ; *variable; ++variable) {
         std::string_view entry(*variable);
-        bool replaced = false;
-        for (const auto& [name, value] : shell.environment)
-            replaced = replaced || entry.starts_with(name + "=");
+        bool replaced = std::any_of(set.begin(), set.end(), [&](const std::string& assignment) {
+            return entry.starts_with(assignment.substr(0, assignment.find('=') + 1));
+        });
         if (!replaced) environment.emplace_back(entry);
     }
-    for (const auto& [name, value] : shell.environment)
-        environment.push_back(name + "=" + value);
+    environment.insert(environment.end(), set.begin(), set.end());
     std::vector<char*> envp;
     for (auto& entry : environment)
         envp.push_back(entry.data());

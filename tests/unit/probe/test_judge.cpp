@@ -35,8 +35,10 @@ Verdict verdict(Check check, const Observation& observed, JudgeRules rules = {})
 } // namespace
 
 TEST_CASE("sequential-duplicate: 2xx twice or a replayed answer, and one side effect") {
+    // Another body for the retry: providers take it, the IETF draft answers
+    // a completed request's retry with its first response (a warning).
     CHECK(verdict(Check::sequential_duplicate, of({answered(200), answered(200, "d2")}, 1)) ==
-          Verdict::pass);
+          Verdict::warn);
     CHECK(verdict(Check::sequential_duplicate, of({answered(200), answered(200)})) ==
           Verdict::pass);
     CHECK(verdict(Check::sequential_duplicate, of({answered(200), answered(200)}, 2)) ==
