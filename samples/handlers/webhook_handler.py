@@ -240,16 +240,7 @@ class Handler(BaseHTTPRequestHandler):
             if faulty:
                 return self.answer(503, {"error": "fault injected"})
             time.sleep(self.settings.work_seconds)
-            response = {"received": event.get("id"), "processed": True}
-            # The effect and the stored key commit together: its flaw is the
-            # look-up before the work, not a gap after it.
-            with conn:
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute("INSERT INTO effects (key, event_id, at) VALUES (?, ?, ?)",
-                             (key, str(event.get("id")), now))
-                conn.execute("INSERT OR REPLACE INTO keys VALUES (?, ?, 'completed', 200, ?, ?)",
-                             (key, fingerprint, json.dumps(response), now))
-            return self.answer(200, response)
+            return self.answer(200, self.work_then_store_key(conn, key, fingerprint, event, now))
         finally:
             conn.close()
 
@@ -265,15 +256,22 @@ class Handler(BaseHTTPRequestHandler):
             if conn.execute("SELECT 1 FROM keys WHERE key = ?", (key,)).fetchone():
                 return
             time.sleep(self.settings.work_seconds)
-            response = {"received": event.get("id"), "processed": True}
-            with conn:
-                conn.execute("BEGIN IMMEDIATE")
-                conn.execute("INSERT INTO effects (key, event_id, at) VALUES (?, ?, ?)",
-                             (key, str(event.get("id")), now))
-                conn.execute("INSERT OR REPLACE INTO keys VALUES (?, ?, 'completed', 200, ?, ?)",
-                             (key, fingerprint, json.dumps(response), now))
+            self.work_then_store_key(conn, key, fingerprint, event, now)
         finally:
             conn.close()
+
+    @staticmethod
+    def work_then_store_key(conn, key, fingerprint, event, now):
+        """The work's effect and the key stored as completed, together: the
+        broken modes' flaw is the look-up before it, not a gap after it."""
+        response = {"received": event.get("id"), "processed": True}
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO effects (key, event_id, at) VALUES (?, ?, ?)",
+                         (key, str(event.get("id")), now))
+            conn.execute("INSERT OR REPLACE INTO keys VALUES (?, ?, 'completed', 200, ?, ?)",
+                         (key, fingerprint, json.dumps(response), now))
+        return response
 
 
 def main(mode, argv=None):

@@ -14,20 +14,6 @@ namespace idem::audit::detail {
 
 namespace {
 
-// A column name as one JSON Pointer segment: '~' and '/' escaped.
-std::string json_pointer_escape(std::string_view name) {
-    std::string out;
-    for (char c : name) {
-        if (c == '~')
-            out += "~0";
-        else if (c == '/')
-            out += "~1";
-        else
-            out += c;
-    }
-    return out;
-}
-
 // The payload of the record `parser` holds, as JSON: the --payload values by
 // path, or the canonical event minus what is ignored.
 std::optional<nlohmann::json> payload_of(record::RecordParser& parser, const record::KeySpec& spec,
@@ -86,7 +72,7 @@ std::vector<record::FieldPath> row_identity_of(const AuditRunOptions& options) {
     if (!options.sqlite_path.empty())
         for (const auto& column :
              run::sqlite_primary_key_columns(options.sqlite_path, options.sqlite_query))
-            paths.push_back(record::FieldPath::parse("/" + json_pointer_escape(column)));
+            paths.push_back(record::FieldPath::of_segments({column}));
     return paths;
 }
 

@@ -31,34 +31,22 @@ bool is_or_under(std::string_view path, std::string_view field) {
 }
 
 // A path as differences() writes it ("meta.host", "items[2].qty") as a
-// field path ("/meta/host", "/items/2/qty"): a JSON Pointer, so that a
-// name with '.' in it... is still split where differences() joined it.
+// field path of those segments ("/meta/host", "/items/2/qty").
 record::FieldPath field_path_of(std::string_view path) {
-    std::string pointer;
-    auto segment = [&](std::string_view name) {
-        pointer += '/';
-        for (char c : name) {
-            if (c == '~')
-                pointer += "~0";
-            else if (c == '/')
-                pointer += "~1";
-            else
-                pointer += c;
-        }
-    };
+    std::vector<std::string> segments;
     std::size_t start = 0;
     for (std::size_t i = 0; i <= path.size(); ++i) {
         if (i < path.size() && path[i] != '.' && path[i] != '[') continue;
-        if (i > start) segment(path.substr(start, i - start));
+        if (i > start) segments.emplace_back(path.substr(start, i - start));
         if (i < path.size() && path[i] == '[') {
             auto close = path.find(']', i);
             if (close == std::string_view::npos) break;
-            segment(path.substr(i + 1, close - i - 1));
+            segments.emplace_back(path.substr(i + 1, close - i - 1));
             i = close;
         }
         start = i + 1;
     }
-    return record::FieldPath::parse(pointer);
+    return record::FieldPath::of_segments(segments);
 }
 
 // A generated identifier, as JSON: a UUID, 16 or more hex digits (a trace

@@ -192,6 +192,16 @@ std::optional<std::string> varied_copy_refused(const Answer& answer, const Judge
                        answer.label, fmt::join(rules.varied, ", "));
 }
 
+// The failing result of a check whose request got no answer, or whose
+// first delivery the handler refused; nullopt when neither.
+std::optional<CheckResult> unanswered_or_refused(Check check, const Observation& observed) {
+    if (auto problem = transport_problem(observed))
+        return result(check, Verdict::fail, *problem, observed);
+    if (auto refused = first_refused(observed.answers.at(0)))
+        return result(check, Verdict::fail, *refused, observed);
+    return std::nullopt;
+}
+
 CheckResult judge_sequential(const Observation& observed, const JudgeRules& rules) {
     const auto check = Check::sequential_duplicate;
     if (auto problem = transport_problem(observed))
@@ -264,12 +274,8 @@ CheckResult judge_concurrent(const Observation& observed) {
 
 CheckResult judge_key_reuse(const Observation& observed, const JudgeRules& rules) {
     const auto check = Check::key_reuse;
-    if (auto problem = transport_problem(observed))
-        return result(check, Verdict::fail, *problem, observed);
-    const auto& first = observed.answers.at(0);
+    if (auto failed = unanswered_or_refused(check, observed)) return *failed;
     const auto& second = observed.answers.at(1);
-    if (auto refused = first_refused(first))
-        return result(check, Verdict::fail, *refused, observed);
     if (second.success()) {
         if (observed.effects && *observed.effects > 1)
             return result(check, Verdict::fail,
@@ -378,12 +384,9 @@ CheckResult judge_retry_after_5xx(const Observation& observed, const JudgeRules&
 
 CheckResult judge_regenerated(const Observation& observed, const JudgeRules& rules) {
     const auto check = Check::regenerated_key;
-    if (auto problem = transport_problem(observed))
-        return result(check, Verdict::fail, *problem, observed);
+    if (auto failed = unanswered_or_refused(check, observed)) return *failed;
     const auto& first = observed.answers.at(0);
     const auto& second = observed.answers.at(1);
-    if (auto refused = first_refused(first))
-        return result(check, Verdict::fail, *refused, observed);
     auto acted_twice = rules.expect_payload_dedup ? Verdict::fail : Verdict::warn;
     if (observed.effects) {
         if (*observed.effects == 0)
@@ -425,12 +428,9 @@ CheckResult judge_regenerated(const Observation& observed, const JudgeRules& rul
 // delivery the same.
 CheckResult judge_other_endpoint(const Observation& observed, const JudgeRules& rules) {
     const auto check = Check::other_endpoint;
-    if (auto problem = transport_problem(observed))
-        return result(check, Verdict::fail, *problem, observed);
+    if (auto failed = unanswered_or_refused(check, observed)) return *failed;
     const auto& first = observed.answers.at(0);
     const auto& second = observed.answers.at(1);
-    if (auto refused = first_refused(first))
-        return result(check, Verdict::fail, *refused, observed);
     if (auto problem = server_error(observed))
         return result(check, Verdict::fail, *problem, observed);
     if (observed.effects) {

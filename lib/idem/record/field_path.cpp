@@ -53,4 +53,20 @@ std::vector<FieldPath> FieldPath::parse_list(std::string_view text) {
     return paths;
 }
 
+FieldPath FieldPath::of_segments(const std::vector<std::string>& segments) {
+    std::string pointer;
+    for (const auto& segment : segments) {
+        pointer += '/';
+        for (char c : segment) {
+            if (c == '~')
+                pointer += "~0";
+            else if (c == '/')
+                pointer += "~1";
+            else
+                pointer += c;
+        }
+    }
+    return parse(pointer);
+}
+
 } // namespace idem::record

@@ -14,6 +14,9 @@ namespace idem::record {
 
 class FieldPath {
 public:
+    // A path of these segments, each a name as it is ('.', '/' and '~' in
+    // it kept): written as a JSON Pointer.
+    static FieldPath of_segments(const std::vector<std::string>& segments);
     // Throws UsageError for an empty path or a malformed pointer escape.
     static FieldPath parse(std::string_view text);
     // Parses a comma-separated list ("data.object.id,type").
