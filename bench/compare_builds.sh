@@ -35,7 +35,16 @@ states="$OUT/states-$COUNT-100000.ndjson"
 [ -s "$states" ] || python3 bench/gen_states.py --count "$COUNT" --entities 100000 "$states"
 merge="$OUT/merge-$COUNT.ndjson"
 [ -s "$merge" ] || python3 bench/gen_merge.py --count "$COUNT" "$merge"
-cat "$events" "$reorder" "$audit" "$deliveries" "$states" "$merge" > /dev/null
+incidents="$OUT/events-incidents-$COUNT.ndjson"
+[ -s "$incidents" ] || python3 bench/gen_events.py --count "$COUNT" --shape incidents "$incidents" > /dev/null
+cat "$events" "$reorder" "$audit" "$deliveries" "$states" "$merge" "$incidents" > /dev/null
+
+# What every figure below ran on: the CPU and the simdjson kernel (the one
+# simdjson picks there, or SIMDJSON_FORCE_IMPLEMENTATION's: run the script
+# under both, e.g. SIMDJSON_FORCE_IMPLEMENTATION=haswell).
+[ -x build/parse_floor ] || cmake --build build --target parse_floor > /dev/null
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
+echo "simdjson kernel: $(build/parse_floor "$incidents" --threads 1 | python3 -c 'import json, sys; print(json.load(sys.stdin)["kernel"])')"
 
 # name | arguments after the binary (the store, when any, is added per run)
 cases=(
@@ -44,6 +53,7 @@ cases=(
     "dedup sqlite -o|dedup -q --key data.object.id,type --store @DB@ -o @OUT@ $events"
     "reorder sqlite|reorder -q --seq seq --partition p --start 1 --window 64 --threads 1 --store @DB@ $reorder"
     "audit|audit -q --threads 1 --key key --time-field ts --source-field worker $audit"
+    "audit incidents|audit -q --key idempotency_key --fingerprint data.object.id,type --time-field delivery.received_at --format json $incidents"
     "verify|verify -q --scheme stripe --secret $secret $deliveries"
     "states version|states -q --entity order_id --state status --machine bench/states-machine.yaml --report json --fail-on none --version-field version --store :memory: $states"
     "states arrival|states -q --entity order_id --state status --machine bench/states-machine.yaml --report json --fail-on none --store :memory: $states"

@@ -4,9 +4,18 @@ are semantic duplicates arriving up to 5,000 records after their original:
 byte-identical redeliveries, re-sends with a new request id and delivery
 counter, and the same event with its keys reordered.
 
-usage: gen_events.py [--count N] [--dup-fraction F] [--max-delay D] [--seed S] OUT
+usage: gen_events.py [--count N] [--dup-fraction F] [--max-delay D] [--seed S]
+                     [--shape plain|incidents] OUT
 Writes OUT and OUT.truth: the id of each first copy, in output order, which
 is what deduplicating by data.object.id,type must keep.
+
+--shape incidents: the log incidents are made of (audit's duplicate-heavy
+benchmark). Every delivery carries fields of its own (an attempt id, a
+worker, a receive time: "delivery") and an idempotency_key; about 12% of
+records are in duplicate groups: most are retries that differ only in
+those fields, some reuse a key with another amount (another intent), some
+regenerate the key for one intent (the same data.object.id under a new
+idempotency_key). OUT.truth then holds the first copy's id as before.
 """
 import argparse
 import json
@@ -53,6 +62,29 @@ def duplicate_of(rng, event, line):
     return json.dumps(reordered, separators=(",", ":"))
 
 
+def delivered(rng, event, key, at):
+    """One delivery of `event` under `key`: its own attempt id, worker and
+    receive time, as queue consumers and webhook receivers log them."""
+    copy = dict(event)
+    copy["idempotency_key"] = key
+    copy["delivery"] = {"attempt_id": f"{rng.getrandbits(128):032x}", "worker": f"worker-{rng.randrange(8)}",
+                        "received_at": at}
+    return json.dumps(copy, separators=(",", ":"))
+
+
+def incident_copy(rng, event, key, at):
+    """A later copy of a delivery: a retry (most), a key reused for another
+    intent (another amount), or the intent under a regenerated key."""
+    kind = rng.random()
+    if kind < 0.85:
+        return delivered(rng, event, key, at)
+    if kind < 0.93:
+        other = json.loads(json.dumps(event))
+        other["data"]["object"]["amount"] += rng.randint(1, 1000)
+        return delivered(rng, other, key, at)
+    return delivered(rng, event, f"{rng.getrandbits(64):016x}", at)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
@@ -60,7 +92,10 @@ def main():
     parser.add_argument("--dup-fraction", type=float, default=0.15)
     parser.add_argument("--max-delay", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--shape", choices=["plain", "incidents"], default="plain")
     args = parser.parse_args()
+    if args.shape == "incidents" and args.dup_fraction == 0.15:
+        args.dup_fraction = 0.12
     rng = random.Random(args.seed)
     pending = {}  # output position -> list of duplicate lines due there
     written = 0
@@ -75,13 +110,20 @@ def main():
                 break
             event = make_event(rng, index)
             index += 1
-            line = json.dumps(event, separators=(",", ":"))
+            key = f"{rng.getrandbits(64):016x}"
+            at = event["created"]
+            if args.shape == "incidents":
+                line = delivered(rng, event, key, at)
+            else:
+                line = json.dumps(event, separators=(",", ":"))
             out.write(line + "\n")
             truth.write(event["id"] + "\n")
             written += 1
             if rng.random() < args.dup_fraction / (1 - args.dup_fraction):
                 due = written + rng.randint(1, args.max_delay)
-                pending.setdefault(due, []).append(duplicate_of(rng, event, line))
+                copy = (incident_copy(rng, event, key, at + rng.randint(1, 3600))
+                        if args.shape == "incidents" else duplicate_of(rng, event, line))
+                pending.setdefault(due, []).append(copy)
     print(json.dumps({"records": written, "unique": index}))
 
 

@@ -145,11 +145,14 @@ int main(int argc, char** argv) {
     }
     auto seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    // The kernel simdjson chose (or SIMDJSON_FORCE_IMPLEMENTATION forced):
+    // every figure names it.
     std::printf("{\"lines\":%llu,\"keys_found\":%llu,\"failed\":%llu,\"threads\":%zu,"
-                "\"seconds\":%.3f}\n",
+                "\"seconds\":%.3f,\"kernel\":\"%s\"}\n",
                 static_cast<unsigned long long>(total.lines),
                 static_cast<unsigned long long>(total.keys_found),
-                static_cast<unsigned long long>(total.failed), threads, seconds);
+                static_cast<unsigned long long>(total.failed), threads, seconds,
+                simdjson::get_active_implementation()->name().c_str());
     if (size > 0) ::munmap(const_cast<char*>(data), size);
     ::close(fd);
     return 0;
