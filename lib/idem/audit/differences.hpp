@@ -42,11 +42,9 @@ inline constexpr std::size_t k_differences_shown = 8;
 // ("events.ndjson:1"), since a key group and a fingerprint group may start
 // on one record and each compares only its own records. One comparison per
 // later payload shown; none for a group whose records could not be read
-// again (standard input).
+// again (a file gone since, or past the first 10,000 such groups).
 struct PayloadDifferences {
     std::map<std::pair<bool, std::string>, std::vector<PayloadComparison>> by_group;
-    // Why some groups have none (standard input cannot be read twice).
-    std::string not_compared;
     [[nodiscard]] const std::vector<PayloadComparison>* of(bool fingerprint_group,
                                                            const std::string& first_at) const {
         auto found = by_group.find({fingerprint_group, first_at});
