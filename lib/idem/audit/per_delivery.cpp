@@ -17,9 +17,8 @@ namespace {
 
 std::string position_text(const std::vector<std::string>& inputs,
                           const Findings::Position& position) {
-    std::string text = position.input < inputs.size() ? inputs[position.input] : "<input>";
-    text += position.row ? ":row " : ":";
-    text += std::to_string(position.number);
+    std::string text;
+    append_position(text, inputs, position);
     return text;
 }
 

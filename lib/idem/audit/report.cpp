@@ -27,11 +27,15 @@ std::string Findings::position(std::size_t attempt) const {
 }
 
 // By hand, not fmt: reports write one per record.
-void Findings::append_position(std::string& out, std::size_t attempt) const {
-    const auto& at = positions[attempt];
+void append_position(std::string& out, const std::vector<std::string>& inputs,
+                     const RecordPosition& at) {
     out += inputs[at.input];
     out += at.row ? ":row " : ":";
     append_decimal(out, at.number);
+}
+
+void Findings::append_position(std::string& out, std::size_t attempt) const {
+    audit::append_position(out, inputs, positions[attempt]);
 }
 
 std::string Findings::payload_hex(const Attempt& attempt) {
@@ -80,9 +84,8 @@ SignatureVerdict signature_verdict(const KeptVerdicts& verdicts,
                                    const std::vector<std::string>& inputs,
                                    const Findings::Position& position) {
     if (verdicts.empty()) return SignatureVerdict::unknown;
-    std::string at = inputs[position.input];
-    at += position.row ? ":row " : ":";
-    at += std::to_string(position.number);
+    std::string at;
+    append_position(at, inputs, position);
     auto found = verdicts.find(at);
     return found == verdicts.end() ? SignatureVerdict::unknown
                                    : classify_verdict(found->second.valid, found->second.reason);

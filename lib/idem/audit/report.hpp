@@ -78,6 +78,11 @@ struct Findings {
     [[nodiscard]] const store::ReplayEntry* replay_of(const Explanation& group) const;
 };
 
+// "events.ndjson:12", "service.db:row 3": where the record at `at` of
+// `inputs` lies, appended to `out`.
+void append_position(std::string& out, const std::vector<std::string>& inputs,
+                     const RecordPosition& at);
+
 // verify's verdict on the record at `position` of `inputs`, classified as
 // causes read it (explain.hpp); unknown when it kept none.
 [[nodiscard]] SignatureVerdict signature_verdict(const KeptVerdicts& verdicts,

@@ -162,8 +162,19 @@ private:
             m_findings.attempts[i].trace.signed_copy.verdict =
                 signature_verdict(m_verdicts, m_findings.inputs, m_findings.positions[i]);
         assign_ids();
-        learn_in_memory();
-        group();
+        // The groups are explained on the payloads as read and tell what
+        // they mix, as the spilled path's partitions do; only when that
+        // teaches per-delivery fields are they explained again without them.
+        PayloadSurvey survey;
+        group(&survey);
+        add_what_if_groups(survey);
+        m_per_delivery = learn_per_delivery(m_options, survey, m_findings.inputs, m_diagnostics);
+        if (!m_per_delivery.classes.empty()) {
+            for (auto& attempt : m_findings.attempts)
+                attempt.payload = m_per_delivery.class_of(attempt.payload);
+            m_findings.groups.clear();
+            group(nullptr);
+        }
         name_grouped();
         return std::move(m_findings);
     }
@@ -457,34 +468,6 @@ private:
             }));
     }
 
-    // Per-delivery fields from the groups in memory; every payload of a
-    // group that mixed them is then the payload without them.
-    void learn_in_memory() {
-        auto& attempts = m_findings.attempts;
-        PayloadSurvey survey;
-        auto record_of = [&](std::size_t i) {
-            return SurveyedRecord{i, attempts[i].payload, m_findings.positions[i]};
-        };
-        bool keys_given = !m_options.key_fields.empty();
-        if (keys_given)
-            survey_groups(detail::members_by(attempts, &Attempt::key), true, record_of, survey);
-        if (m_findings.fingerprinted) {
-            auto groups = detail::members_by(attempts, &Attempt::fingerprint);
-            if (keys_given)
-                std::erase_if(groups, [&](const std::vector<std::size_t>& members) {
-                    return std::all_of(members.begin(), members.end(), [&](std::size_t i) {
-                        return attempts[i].key == attempts[members.front()].key;
-                    });
-                });
-            survey_groups(groups, !keys_given, record_of, survey);
-        }
-        add_what_if_groups(survey);
-        m_per_delivery = learn_per_delivery(m_options, survey, m_findings.inputs, m_diagnostics);
-        if (!m_per_delivery.classes.empty())
-            for (auto& attempt : attempts)
-                attempt.payload = m_per_delivery.class_of(attempt.payload);
-    }
-
     // The groups of each --what-if key whose copies carry more than one
     // payload: their payloads are told apart as the groups' are. (With
     // --fingerprint their intents are fingerprints, compared as they are.)
@@ -517,7 +500,9 @@ private:
             }
     }
 
-    void group() {
+    // Explains every group; with `survey`, adds what the groups say of
+    // their payloads to it (per_delivery.hpp).
+    void group(PayloadSurvey* survey) {
         auto& groups = m_findings.groups;
         auto keep = [&](Explanation group) { groups.push_back(std::move(group)); };
         bool keys_given = !m_options.key_fields.empty();
@@ -525,6 +510,18 @@ private:
                                keep);
         detail::explain_groups(GroupKind::fingerprint, m_findings.attempts, keys_given,
                                m_options.explain, keep);
+        if (survey) {
+            const auto& attempts = m_findings.attempts;
+            auto record_of = [&](std::size_t i) {
+                return SurveyedRecord{i, attempts[i].payload, m_findings.positions[i]};
+            };
+            for (auto kind : {GroupKind::key, GroupKind::fingerprint}) {
+                std::vector<std::vector<std::size_t>> members;
+                for (const auto& group : groups)
+                    if (group.kind == kind) members.push_back(group.records);
+                survey_groups(members, kind == GroupKind::key || !keys_given, record_of, *survey);
+            }
+        }
         detail::sort_worst_first(groups);
     }
 
