@@ -121,7 +121,7 @@ public:
              io::Diagnostics& diagnostics)
         : m_options(options), m_diagnostics(diagnostics), m_store(open_store()),
           m_outputs(m_store->checkpoints(),
-                    {"dedup", options.scope, options.input.paths, options.lock_timeout,
+                    {"dedup", options.scope, options.input.paths, options.lock_timeout, true,
                      options.resume_to_stdout},
                     options.output_path, standard_output, diagnostics),
           m_output(&m_outputs.output()), m_dups(m_outputs.add("dups", options.dups_path)),

@@ -134,6 +134,8 @@ OwnedOutputs::OwnedOutputs(CheckpointStore& store, const Owner& owner,
         // A run to standard output keeps no checkpoint, but one a signal
         // stopped is noted (interrupted()): run again, it would take the
         // records that run committed for duplicates and leave them out.
+        // Only a command that notes interruptions looks for one.
+        if (!owner.notes_interruptions) return;
         m_input_identity = input_identity(owner.inputs);
         if (!m_input_identity) return;
         m_stdout_note = store::checkpoint_name(owner.command, owner.scope,
@@ -184,13 +186,18 @@ void OwnedOutputs::flush() {
         sink->flush();
 }
 
-Checkpoint OwnedOutputs::synced(std::uint64_t records_done, const RunCounts& counts) {
+Checkpoint OwnedOutputs::carried(std::uint64_t records_done, const RunCounts& counts) const {
     Checkpoint done;
     if (m_checkpoint) done.counts = m_checkpoint->counts;
     for (const auto& [name, count] : counts)
         done.counts[name] += count;
     // Never behind the run this one resumes: its records are done.
     done.records_done = std::max(records_done, resume_point());
+    return done;
+}
+
+Checkpoint OwnedOutputs::synced(std::uint64_t records_done, const RunCounts& counts) {
+    auto done = carried(records_done, counts);
     m_output->sync();
     done.file_bytes["output"] = m_output->size();
     for (auto& [role, sink] : m_sides) {
@@ -241,12 +248,7 @@ void OwnedOutputs::commit_in_order(Store* store, std::uint64_t records_done,
 
 void OwnedOutputs::interrupted(Store* store, std::uint64_t records_done, const RunCounts& counts) {
     if (owned() || store == nullptr || m_stdout_note.empty() || records_done == 0) return;
-    Checkpoint noted;
-    if (m_checkpoint) noted.counts = m_checkpoint->counts;
-    for (const auto& [name, count] : counts)
-        noted.counts[name] += count;
-    noted.records_done = std::max(records_done, resume_point());
-    store->checkpoints().save_checkpoint(m_stdout_note, noted);
+    store->checkpoints().save_checkpoint(m_stdout_note, carried(records_done, counts));
     store->commit();
     m_noted_interruption = true;
 }

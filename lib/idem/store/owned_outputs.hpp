@@ -75,6 +75,9 @@ public:
         std::string_view scope;                 // the run's --scope
         const std::vector<std::string>& inputs; // what it reads (input_identity)
         Duration lock_timeout = std::chrono::seconds(60);
+        // A command that calls interrupted() when a signal stops it: a run
+        // of it to standard output looks for what an interrupted one noted.
+        bool notes_interruptions = false;
         // --resume-to-stdout: a run to standard output over an input an
         // interrupted run left unfinished (interrupted()) goes on after
         // what that run committed; without it such a run is refused.
@@ -149,6 +152,9 @@ public:
 private:
     void commit_in_order(Store* store, std::uint64_t records_done, const RunCounts& counts,
                          const std::function<void()>& save_state, bool finished);
+    // The checkpoint for `records_done` and `counts`, with what the run
+    // this one resumes had counted; synced() adds the files' sizes.
+    [[nodiscard]] Checkpoint carried(std::uint64_t records_done, const RunCounts& counts) const;
     [[nodiscard]] Checkpoint synced(std::uint64_t records_done, const RunCounts& counts);
 
     // Held while the run owns -o FILE (flock on the file itself).
