@@ -123,12 +123,12 @@ add_choice_option(CLI::App& command, const std::string& name, Target& target,
     return option;
 }
 
-[[nodiscard]] // `inputs` as the files they name (folders with --recursive, patterns,
+[[nodiscard]] run::InputOptions input_options(const CommonOptions& options);
+// `inputs` as the files they name (folders with --recursive, patterns,
 // "-"), as every command expands its inputs; what a folder or pattern left
 // out is a warning.
-std::vector<std::string>
-expanded_inputs(const CommonOptions& options, const std::vector<std::string>& inputs);
-run::InputOptions input_options(const CommonOptions& options);
+[[nodiscard]] std::vector<std::string> expanded_inputs(const CommonOptions& options,
+                                                       const std::vector<std::string>& inputs);
 
 // What --since and --until accept as given: never empty, never a signed
 // bare number (a 1969 time, or a duration without its unit).

@@ -108,8 +108,9 @@ const Answer* answer_named(const Observation& observed, std::string_view reason)
     return last == observed.answers.rend() ? nullptr : &*last;
 }
 
-// " (its answer: 422, Retry-After 5, {"error":"..."})": what a developer
-// reads first when a check fails. Rendered escaped by every report.
+// "copy 2: 422, Retry-After 5, {"error":"..."}": what a developer reads
+// first when a check fails (result() puts it after the reason, as "[the
+// handler answered ...]"). Rendered escaped by every report.
 std::string answer_shown(const Answer& answer) {
     std::string shown = fmt::format("{}: {}", answer.label, answer.status);
     if (!answer.retry_after.empty()) shown += ", Retry-After " + answer.retry_after;
