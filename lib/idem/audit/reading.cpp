@@ -19,9 +19,7 @@ Reading::Span within_text_bound(std::string& texts, Reading::Span span) {
     // SHA-256, not a fast hash: two keys an attacker made to collide would
     // merge two groups of the report.
     auto digest = hex_encode(crypto::hash(crypto::HashAlgorithm::sha256, text).view());
-    std::size_t cut = k_kept_text_prefix_bytes;
-    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
-        --cut; // never inside a UTF-8 sequence
+    auto cut = utf8_cut(text, k_kept_text_prefix_bytes); // never inside a UTF-8 sequence
     auto marker = fmt::format("\u2026 [cut: {} bytes, sha256 {}]", span.size, digest);
     texts.resize(span.at + cut);
     texts.append(marker);

@@ -35,12 +35,16 @@ std::string quote(std::string_view value, std::size_t max_chars) {
     return out;
 }
 
-std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {
-    if (text.size() <= max_bytes) return std::string(text);
+std::size_t utf8_cut(std::string_view text, std::size_t max_bytes) {
+    if (text.size() <= max_bytes) return text.size();
     auto cut = max_bytes;
     while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80)
         --cut; // text[cut] continues a sequence that starts before it
-    return std::string(text.substr(0, cut));
+    return cut;
+}
+
+std::string utf8_prefix(std::string_view text, std::size_t max_bytes) {
+    return std::string(text.substr(0, utf8_cut(text, max_bytes)));
 }
 
 std::size_t utf8_sequence_length(std::string_view text) {

@@ -35,8 +35,11 @@ namespace idem {
 // it does not start with one.
 [[nodiscard]] std::size_t utf8_sequence_length(std::string_view text);
 
-// At most `max_bytes` of `text`, never cutting a UTF-8 sequence in two
-// (a cut one is dropped whole): a bounded excerpt of what a peer sent.
+// How many of `text`'s first `max_bytes` to keep so that no UTF-8
+// sequence is cut in two (a cut one is dropped whole).
+[[nodiscard]] std::size_t utf8_cut(std::string_view text, std::size_t max_bytes);
+// At most `max_bytes` of `text`, cut there: a bounded excerpt of what a
+// peer sent.
 [[nodiscard]] std::string utf8_prefix(std::string_view text, std::size_t max_bytes);
 
 [[nodiscard]] bool iequals(std::string_view a, std::string_view b);
