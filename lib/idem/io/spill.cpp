@@ -114,6 +114,11 @@ void SpillFile::read_pieces(const std::function<void(std::string_view)>& take,
     if (std::fseek(file, 0, SEEK_END) != 0) throw FileSystemError(failure("read back"));
 }
 
+int SpillFile::flushed_descriptor() {
+    if (std::fflush(m_file.get()) != 0) throw FileSystemError(failure("write to"));
+    return ::fileno(m_file.get());
+}
+
 void SpillFile::truncate() {
     // Not fatal when it fails: the directory is removed at the end anyway.
     if (std::fflush(m_file.get()) == 0 && ::ftruncate(::fileno(m_file.get()), 0) == 0) {

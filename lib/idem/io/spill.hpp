@@ -127,6 +127,10 @@ public:
                      std::size_t piece_bytes = 1 << 20);
     // Its disk space back once it is read for the last time.
     void truncate();
+    // Everything written so far flushed, and the file's descriptor for a
+    // reader that reads it by descriptor (still owned by this SpillFile;
+    // nothing more is to be written). Throws FileSystemError.
+    [[nodiscard]] int flushed_descriptor();
 
     [[nodiscard]] const std::filesystem::path& path() const { return m_path; }
     [[nodiscard]] std::uint64_t bytes_written() const { return m_bytes; }

@@ -7,7 +7,6 @@
 // It costs the disk what standard input held, removed with the copy.
 
 #include "idem/io/spill.hpp"
-#include "idem/util/unique_fd.hpp"
 
 #include <filesystem>
 #include <optional>
@@ -22,11 +21,12 @@ public:
 
     // The copy, for InputOptions::stdin_fd: every InputStream reads it
     // from its start.
-    [[nodiscard]] int fd() const { return m_fd.get(); }
+    [[nodiscard]] int fd() const { return m_fd; }
 
 private:
     io::SpillDirectory m_directory;
-    UniqueFd m_fd;
+    io::SpillFile m_file;
+    int m_fd = -1; // m_file's, flushed
 };
 
 } // namespace idem::run
