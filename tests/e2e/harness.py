@@ -73,6 +73,17 @@ def rendered_offline(test, page, tmp):
     return dom
 
 
+# The incident logs (samples/incidents/generate.py), as docs/audit.md audits them.
+INCIDENTS = os.path.join(ROOT, "samples", "incidents")
+
+
+def audit_json(args, stdin=None):
+    """Runs `idem audit --format json ARGS`; returns (exit code, the report
+    parsed, or None when nothing was written, stderr text)."""
+    code, out, err = run(["audit", "--format", "json"] + args, stdin=stdin)
+    return code, (json.loads(out) if out else None), err
+
+
 def compressed(data, kind):
     """`data` as the `kind` tool ("gzip", "zstd", "xz", "bzip2") writes it."""
     return subprocess.run([kind, "-q", "-c"], input=data, capture_output=True, check=True).stdout

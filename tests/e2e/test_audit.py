@@ -11,14 +11,10 @@ import unittest
 import redis_server
 from collections import Counter
 from listener import listening
-from harness import CHROMIUM, SECRET, rendered_offline, run, signed_envelopes
+from harness import CHROMIUM, INCIDENTS, SECRET, rendered_offline, run, signed_envelopes
+from harness import audit_json as audit
 
-INCIDENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples", "incidents")
 
-
-def audit(args, stdin=None):
-    code, out, err = run(["audit", "--format", "json"] + args, stdin=stdin)
-    return code, (json.loads(out) if out else None), err
 
 
 def incident(name):

@@ -12,16 +12,11 @@ import shutil
 import tempfile
 import unittest
 import uuid
-from collections import Counter
 
-from harness import compressed, run
-
-INCIDENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples", "incidents")
+from harness import INCIDENTS, compressed, run
+from harness import audit_json as audit
 
 
-def audit(args, stdin=None):
-    code, out, err = run(["audit", "--format", "json"] + args, stdin=stdin)
-    return code, (json.loads(out) if out else None), err
 
 
 def queue_log(per_delivery):

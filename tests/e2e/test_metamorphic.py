@@ -13,13 +13,9 @@ import shutil
 import tempfile
 import unittest
 import uuid
-from collections import Counter
 from datetime import datetime, timedelta
 
-from harness import compressed, run
-
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
-INCIDENTS = os.path.join(ROOT, "samples", "incidents")
+from harness import INCIDENTS, ROOT, compressed, run
 FLOW = os.path.join(ROOT, "samples", "flow")
 
 # Each incident as docs/audit.md audits it, and the path of its key.
